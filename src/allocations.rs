@@ -1,0 +1,155 @@
+//! Every live pointer handed out through the C API, with its size and owning resource:
+//! `rmmFree` carries no size, frees may come from another device's thread, and double or
+//! foreign frees must be refused. Sharded by address so threads rarely meet on one lock.
+
+use crate::error::{Error, Result};
+use crate::mr::MemoryResource;
+use crate::platform::Stream;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+const SHARD_BITS: u32 = 7;
+const SHARDS: usize = 1 << SHARD_BITS;
+
+/// A live allocation. It holds a reference to its resource, so a resource whose handle was
+/// destroyed stays alive until its last allocation is freed.
+#[derive(Clone)]
+pub struct Allocation {
+    pub resource: Arc<dyn MemoryResource>,
+    pub size: usize,
+    pub stream: Stream,
+}
+
+/// Addresses are 256-byte aligned and unique: a multiply-shift of the address is a good hash.
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, _: &[u8]) {
+        unreachable!("only addresses are hashed")
+    }
+    fn write_usize(&mut self, address: usize) {
+        self.0 = ((address as u64) >> 8).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type Shard = HashMap<usize, Allocation, BuildHasherDefault<AddressHasher>>;
+
+pub struct AllocationRegistry {
+    shards: Box<[Mutex<Shard>]>,
+}
+
+pub fn same_resource(a: &Arc<dyn MemoryResource>, b: &Arc<dyn MemoryResource>) -> bool {
+    Arc::as_ptr(a) as *const () == Arc::as_ptr(b) as *const ()
+}
+
+impl Default for AllocationRegistry {
+    fn default() -> Self {
+        AllocationRegistry { shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect() }
+    }
+}
+
+impl AllocationRegistry {
+    fn shard(&self, ptr: usize) -> &Mutex<Shard> {
+        let hash = ((ptr as u64) >> 8).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        &self.shards[(hash >> (64 - SHARD_BITS)) as usize]
+    }
+
+    /// Records a pointer a resource just returned. A pointer already live means the resource
+    /// handed the same memory out twice: an internal error, reported rather than hidden.
+    pub fn insert(&self, ptr: usize, allocation: Allocation) -> Result<()> {
+        let mut shard = self.shard(ptr).lock();
+        if let Some(existing) = shard.get(&ptr) {
+            return Err(Error::Internal(format!(
+                "{ptr:#x} was handed out by {} while still live from {}",
+                allocation.resource.name(),
+                existing.resource.name()
+            )));
+        }
+        shard.insert(ptr, allocation);
+        Ok(())
+    }
+
+    /// Removes and returns the record of `ptr` if `accept` agrees; otherwise leaves it.
+    pub fn remove_if(
+        &self,
+        ptr: usize,
+        accept: impl FnOnce(&Allocation) -> Result<()>,
+    ) -> Result<Allocation> {
+        let mut shard = self.shard(ptr).lock();
+        match shard.get(&ptr) {
+            None => Err(Error::invalid(format!(
+                "{ptr:#x} is not a live rmm allocation (never allocated, or already freed)"
+            ))),
+            Some(found) => {
+                accept(found)?;
+                Ok(shard.remove(&ptr).expect("present under the same lock"))
+            }
+        }
+    }
+
+    pub fn get(&self, ptr: usize) -> Option<Allocation> {
+        self.shard(ptr).lock().get(&ptr).cloned()
+    }
+
+    /// Number and total bytes of live allocations.
+    pub fn totals(&self) -> (usize, usize) {
+        self.shards.iter().fold((0, 0), |(count, bytes), shard| {
+            let shard = shard.lock();
+            (count + shard.len(), bytes + shard.values().map(|a| a.size).sum::<usize>())
+        })
+    }
+
+    /// Live allocations of one resource, as (pointer, size), ordered by address.
+    pub fn of_resource(&self, resource: &Arc<dyn MemoryResource>) -> Vec<(usize, usize)> {
+        let mut found: Vec<(usize, usize)> = self
+            .shards
+            .iter()
+            .flat_map(|shard| {
+                shard
+                    .lock()
+                    .iter()
+                    .filter(|(_, a)| same_resource(&a.resource, resource))
+                    .map(|(p, a)| (*p, a.size))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        found.sort_unstable();
+        found
+    }
+}
+
+static REGISTRY: once_cell::sync::Lazy<AllocationRegistry> = once_cell::sync::Lazy::new(AllocationRegistry::default);
+
+pub fn registry() -> &'static AllocationRegistry {
+    &REGISTRY
+}
+
+/// Allocates `bytes` from `resource` and records the pointer. Zero bytes give NULL (0).
+pub fn allocate(resource: Arc<dyn MemoryResource>, bytes: usize, stream: Stream) -> Result<usize> {
+    if bytes == 0 {
+        return Ok(0);
+    }
+    let ptr = resource.allocate(bytes, stream)?;
+    registry().insert(ptr, Allocation { resource, size: bytes, stream })?;
+    Ok(ptr)
+}
+
+/// Frees a recorded pointer through the resource that allocated it. If the resource fails,
+/// the record is restored so the memory is not lost and the call can be retried.
+pub fn free(ptr: usize, stream: Stream, accept: impl FnOnce(&Allocation) -> Result<()>) -> Result<()> {
+    if ptr == 0 {
+        return Ok(());
+    }
+    let allocation = registry().remove_if(ptr, accept)?;
+    if let Err(e) = allocation.resource.deallocate(ptr, allocation.size, stream) {
+        let _ = registry().insert(ptr, allocation);
+        return Err(e);
+    }
+    Ok(())
+}

@@ -1,0 +1,116 @@
+//! Errors of the Rust core. `ffi/` maps each to an `rmmError_t` code and keeps the message for
+//! `rmmGetLastErrorMessage`.
+
+use std::fmt;
+
+/// Error codes of the C API. The first seven keep legacy RMM's values; new ones are appended.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(non_camel_case_types)]
+pub enum rmmError_t {
+    /// The call succeeded.
+    RMM_SUCCESS = 0,
+    /// The CUDA driver reported an error, or no usable driver was found.
+    RMM_ERROR_CUDA_ERROR = 1,
+    /// An argument was invalid: NULL where a value is needed, a pointer rmm-rs did not hand out,
+    /// a double free, a size that does not match the allocation.
+    RMM_ERROR_INVALID_ARGUMENT = 2,
+    /// The call needs `rmmInitialize` (it came after `rmmFinalize`).
+    RMM_ERROR_NOT_INITIALIZED = 3,
+    /// The resource could not satisfy the allocation.
+    RMM_ERROR_OUT_OF_MEMORY = 4,
+    /// An unexpected internal failure (a bug: please report it).
+    RMM_ERROR_UNKNOWN = 5,
+    /// Reading or writing a file failed.
+    RMM_ERROR_IO = 6,
+    /// The operation is not supported by this resource, device or driver.
+    RMM_ERROR_NOT_SUPPORTED = 7,
+    /// The handle was destroyed, or never was a handle.
+    RMM_ERROR_INVALID_HANDLE = 8,
+    /// `rmmInitialize` was called again without `rmmFinalize` in between.
+    RMM_ERROR_ALREADY_INITIALIZED = 9,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// A CUDA driver call failed: the call's name and the driver's own description.
+    Cuda { call: &'static str, code: i32, message: String },
+    /// No usable CUDA driver (missing `libcuda.so.1`, too old, missing symbols).
+    DriverUnavailable(String),
+    InvalidArgument(String),
+    NotInitialized(String),
+    OutOfMemory { requested: usize, detail: String },
+    NotSupported(String),
+    InvalidHandle(String),
+    AlreadyInitialized,
+    Io(String),
+    /// A panic caught at the C boundary, or a broken invariant.
+    Internal(String),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    pub fn code(&self) -> rmmError_t {
+        use rmmError_t::*;
+        match self {
+            Error::Cuda { .. } | Error::DriverUnavailable(_) => RMM_ERROR_CUDA_ERROR,
+            Error::InvalidArgument(_) => RMM_ERROR_INVALID_ARGUMENT,
+            Error::NotInitialized(_) => RMM_ERROR_NOT_INITIALIZED,
+            Error::OutOfMemory { .. } => RMM_ERROR_OUT_OF_MEMORY,
+            Error::NotSupported(_) => RMM_ERROR_NOT_SUPPORTED,
+            Error::InvalidHandle(_) => RMM_ERROR_INVALID_HANDLE,
+            Error::AlreadyInitialized => RMM_ERROR_ALREADY_INITIALIZED,
+            Error::Io(_) => RMM_ERROR_IO,
+            Error::Internal(_) => RMM_ERROR_UNKNOWN,
+        }
+    }
+
+    pub fn invalid(msg: impl Into<String>) -> Self {
+        Error::InvalidArgument(msg.into())
+    }
+
+    pub fn out_of_memory(requested: usize, detail: impl Into<String>) -> Self {
+        Error::OutOfMemory { requested, detail: detail.into() }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Cuda { call, code, message } => write!(f, "{call} failed: CUDA error {code} ({message})"),
+            Error::DriverUnavailable(m) => write!(f, "CUDA driver unavailable: {m}"),
+            Error::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
+            Error::NotInitialized(m) => write!(f, "not initialized: {m}"),
+            Error::OutOfMemory { requested, detail } => {
+                write!(f, "out of memory: could not allocate {requested} bytes ({detail})")
+            }
+            Error::NotSupported(m) => write!(f, "not supported: {m}"),
+            Error::InvalidHandle(m) => write!(f, "invalid handle: {m}"),
+            Error::AlreadyInitialized => {
+                write!(f, "already initialized: call rmmFinalize before initializing again")
+            }
+            Error::Io(m) => write!(f, "I/O error: {m}"),
+            Error::Internal(m) => write!(f, "internal error: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// The static description of each code, for `rmmGetErrorString`.
+pub fn code_description(code: i32) -> &'static std::ffi::CStr {
+    match code {
+        0 => c"RMM_SUCCESS: no error",
+        1 => c"RMM_ERROR_CUDA_ERROR: the CUDA driver reported an error or is unavailable",
+        2 => c"RMM_ERROR_INVALID_ARGUMENT: an argument was invalid",
+        3 => c"RMM_ERROR_NOT_INITIALIZED: rmm is not initialized",
+        4 => c"RMM_ERROR_OUT_OF_MEMORY: out of memory",
+        5 => c"RMM_ERROR_UNKNOWN: unexpected internal error",
+        6 => c"RMM_ERROR_IO: file I/O failed",
+        7 => c"RMM_ERROR_NOT_SUPPORTED: operation not supported",
+        8 => c"RMM_ERROR_INVALID_HANDLE: the handle was destroyed or is not a handle",
+        9 => c"RMM_ERROR_ALREADY_INITIALIZED: rmm is already initialized",
+        _ => c"unknown rmmError_t value",
+    }
+}

@@ -1,0 +1,104 @@
+//! Devices and the per-device resource registry.
+
+use super::handles::{self, rmmResource_t};
+use super::{boundary, non_null, write_out};
+use crate::error::rmmError_t;
+use crate::per_device;
+use crate::platform::{backend, simulator};
+use std::ffi::c_int;
+
+/// Makes `resource` the resource of `device` (the registry keeps its own reference, so the
+/// caller may destroy its handle). If `previous` is not NULL it receives a new handle to the
+/// resource replaced, owned by the caller. The resource must belong to `device`.
+#[no_mangle]
+pub extern "C" fn rmmSetPerDeviceResource(device: c_int, resource: rmmResource_t, previous: *mut rmmResource_t) -> rmmError_t {
+    boundary("rmmSetPerDeviceResource", || {
+        let resource = handles::get(resource)?;
+        let replaced = per_device::set(device, resource)?;
+        if !previous.is_null() {
+            write_out(previous, "previous", handles::create(replaced)?)?;
+        }
+        Ok(())
+    })
+}
+
+/// Writes a new handle to `device`'s resource to `*resource` (a cuda resource unless one was
+/// set). The caller owns the handle and destroys it with `rmmResourceDestroy`.
+#[no_mangle]
+pub extern "C" fn rmmGetPerDeviceResource(device: c_int, resource: *mut rmmResource_t) -> rmmError_t {
+    boundary("rmmGetPerDeviceResource", || {
+        non_null(resource, "resource")?;
+        write_out(resource, "resource", handles::create(per_device::get(device)?)?)
+    })
+}
+
+/// `rmmSetPerDeviceResource` for the calling thread's current device.
+#[no_mangle]
+pub extern "C" fn rmmSetCurrentDeviceResource(resource: rmmResource_t, previous: *mut rmmResource_t) -> rmmError_t {
+    boundary("rmmSetCurrentDeviceResource", || {
+        let device = backend()?.current_device()?;
+        let resource = handles::get(resource)?;
+        let replaced = per_device::set(device, resource)?;
+        if !previous.is_null() {
+            write_out(previous, "previous", handles::create(replaced)?)?;
+        }
+        Ok(())
+    })
+}
+
+/// `rmmGetPerDeviceResource` for the calling thread's current device.
+#[no_mangle]
+pub extern "C" fn rmmGetCurrentDeviceResource(resource: *mut rmmResource_t) -> rmmError_t {
+    boundary("rmmGetCurrentDeviceResource", || {
+        non_null(resource, "resource")?;
+        write_out(resource, "resource", handles::create(per_device::current()?)?)
+    })
+}
+
+/// Writes the calling thread's current device (as `cudaGetDevice`) to `*device`.
+#[no_mangle]
+pub extern "C" fn rmmGetDevice(device: *mut c_int) -> rmmError_t {
+    boundary("rmmGetDevice", || {
+        non_null(device, "device")?;
+        write_out(device, "device", backend()?.current_device()?)
+    })
+}
+
+/// Makes `device` current on the calling thread (as `cudaSetDevice`: its primary context).
+#[no_mangle]
+pub extern "C" fn rmmSetDevice(device: c_int) -> rmmError_t {
+    boundary("rmmSetDevice", || backend()?.set_device(device))
+}
+
+/// Writes the number of devices to `*count`.
+#[no_mangle]
+pub extern "C" fn rmmGetDeviceCount(count: *mut c_int) -> rmmError_t {
+    boundary("rmmGetDeviceCount", || {
+        non_null(count, "count")?;
+        write_out(count, "count", backend()?.device_count()?)
+    })
+}
+
+/// Writes true to `*simulated` when rmm runs on simulated devices (`RMM_SIM_DEVICES`), false
+/// on the CUDA driver. Fails with RMM_ERROR_CUDA_ERROR when neither is available.
+#[no_mangle]
+pub extern "C" fn rmmIsSimulated(simulated: *mut bool) -> rmmError_t {
+    boundary("rmmIsSimulated", || {
+        non_null(simulated, "simulated")?;
+        write_out(simulated, "simulated", backend()?.is_simulated())
+    })
+}
+
+/// Writes the number of stream-ordering races the simulator found (with
+/// `RMM_SIM_ON_RACE=count`; by default the first race aborts the process). On real devices:
+/// RMM_ERROR_NOT_SUPPORTED.
+#[no_mangle]
+pub extern "C" fn rmmSimGetRaceCount(count: *mut usize) -> rmmError_t {
+    boundary("rmmSimGetRaceCount", || {
+        non_null(count, "count")?;
+        backend()?;
+        let simulator = simulator()
+            .ok_or_else(|| crate::error::Error::NotSupported("the race checker runs on simulated devices only".into()))?;
+        write_out(count, "count", simulator.race_reports().len())
+    })
+}

@@ -1,0 +1,125 @@
+//! Legacy RMM entry points, with their original names and signatures.
+
+use super::types::{cudaStream_t, rmmOptions_t, stream_of};
+use super::{boundary, boundary_value, last_error_message, non_null, write_out};
+use crate::error::{code_description, rmmError_t, Error};
+use crate::legacy;
+use std::ffi::{c_char, c_uint, c_void};
+
+/// Initializes rmm: installs, on each device of `options->devices` (or the current device),
+/// the resource `options->allocation_mode` names, replacing that device's resource until
+/// `rmmFinalize`. `options` may be NULL (defaults: device memory, current device) and is only
+/// read. A second call without `rmmFinalize` returns RMM_ERROR_ALREADY_INITIALIZED.
+#[no_mangle]
+pub extern "C" fn rmmInitialize(options: *const rmmOptions_t) -> rmmError_t {
+    boundary("rmmInitialize", || {
+        let options = match options.is_null() {
+            true => None,
+            // SAFETY: non-NULL, and the caller promises a readable rmmOptions_t.
+            false => Some(unsafe { *options }.to_options()?),
+        };
+        legacy::initialize(options)
+    })
+}
+
+/// Ends what `rmmInitialize` set up: each device gets back the resource it had before.
+/// Live allocations stay valid and can still be freed with `rmmFree`; new allocations are
+/// refused with RMM_ERROR_NOT_INITIALIZED until `rmmInitialize` is called again.
+#[no_mangle]
+pub extern "C" fn rmmFinalize() -> rmmError_t {
+    boundary("rmmFinalize", legacy::finalize)
+}
+
+/// True when rmm is initialized; then copies the options in force to `options` unless it is
+/// NULL.
+#[no_mangle]
+pub extern "C" fn rmmIsInitialized(options: *mut rmmOptions_t) -> bool {
+    boundary_value("rmmIsInitialized", false, || {
+        let Some(current) = legacy::initialized_options() else {
+            return Ok(false);
+        };
+        if !options.is_null() {
+            write_out(options, "options", rmmOptions_t::from_options(&current))?;
+        }
+        Ok(true)
+    })
+}
+
+/// Allocates `size` bytes for use on `stream` from the current device's resource and writes
+/// the address to `*ptr` (NULL for 0 bytes). The caller owns the memory and returns it with
+/// `rmmFree`. `file` and `line` name the call site (the macro `RMM_ALLOC` fills them in) and
+/// may be NULL/0.
+#[no_mangle]
+pub extern "C" fn rmmAlloc(ptr: *mut *mut c_void, size: usize, stream: cudaStream_t, file: *const c_char, line: c_uint) -> rmmError_t {
+    let _ = (file, line);
+    boundary("rmmAlloc", || {
+        non_null(ptr, "ptr")?;
+        let address = legacy::alloc(size, stream_of(stream))?;
+        write_out(ptr, "ptr", address as *mut c_void)
+    })
+}
+
+/// Resizes the allocation at `*ptr` to `new_size` bytes: a new allocation from the same
+/// resource, the contents up to the smaller size copied in the order of `stream`, the old one
+/// freed in that order, and `*ptr` updated. `*ptr` NULL allocates; `new_size` 0 frees and
+/// writes NULL. On failure `*ptr` and its memory are unchanged.
+#[no_mangle]
+pub extern "C" fn rmmRealloc(ptr: *mut *mut c_void, new_size: usize, stream: cudaStream_t, file: *const c_char, line: c_uint) -> rmmError_t {
+    let _ = (file, line);
+    boundary("rmmRealloc", || {
+        let ptr = non_null(ptr, "ptr")?;
+        // SAFETY: non-NULL, and the caller promises a readable `void*`.
+        let old = unsafe { *ptr } as usize;
+        let address = legacy::realloc(old, new_size, stream_of(stream))?;
+        write_out(ptr, "ptr", address as *mut c_void)
+    })
+}
+
+/// Frees memory rmm allocated (through `rmmAlloc` or `rmmResourceAllocate`), in the order of
+/// `stream`. NULL is a no-op. A pointer rmm did not hand out, or one already freed, is
+/// RMM_ERROR_INVALID_ARGUMENT and nothing is freed.
+#[no_mangle]
+pub extern "C" fn rmmFree(ptr: *mut c_void, stream: cudaStream_t, file: *const c_char, line: c_uint) -> rmmError_t {
+    let _ = (file, line);
+    boundary("rmmFree", || legacy::free(ptr as usize, stream_of(stream)))
+}
+
+/// Writes the free and total bytes of the current device. Neither pointer may be NULL.
+#[no_mangle]
+pub extern "C" fn rmmGetInfo(free_size: *mut usize, total_size: *mut usize, stream: cudaStream_t) -> rmmError_t {
+    let _ = stream;
+    boundary("rmmGetInfo", || {
+        non_null(free_size, "free_size")?;
+        non_null(total_size, "total_size")?;
+        let (free, total) = legacy::memory_info()?;
+        write_out(free_size, "free_size", free)?;
+        write_out(total_size, "total_size", total)
+    })
+}
+
+/// Writes to `*offset` how far `ptr` lies from the start of the device allocation that holds
+/// it. `offset` may not be NULL; `ptr` must be device memory.
+#[no_mangle]
+pub extern "C" fn rmmGetAllocationOffset(offset: *mut isize, ptr: *const c_void, stream: cudaStream_t) -> rmmError_t {
+    let _ = stream;
+    boundary("rmmGetAllocationOffset", || {
+        non_null(offset, "offset")?;
+        if ptr.is_null() {
+            return Err(Error::invalid("ptr is NULL"));
+        }
+        write_out(offset, "offset", legacy::allocation_offset(ptr as usize)?)
+    })
+}
+
+/// A static description of an error code; never NULL, never to be freed.
+#[no_mangle]
+pub extern "C" fn rmmGetErrorString(errcode: i32) -> *const c_char {
+    code_description(errcode).as_ptr()
+}
+
+/// The detailed message of the most recent failed rmm call on the calling thread ("" if
+/// none). Owned by rmm and valid until the thread's next failing call; never NULL.
+#[no_mangle]
+pub extern "C" fn rmmGetLastErrorMessage() -> *const c_char {
+    last_error_message()
+}

@@ -1,0 +1,91 @@
+//! The C boundary: the only place with `#[no_mangle]`. Every exported body runs inside
+//! `boundary`, which catches panics, turns errors into `rmmError_t` and keeps the message for
+//! `rmmGetLastErrorMessage`. No allocation logic lives here.
+
+mod devices;
+pub mod handles;
+mod legacy;
+mod resources;
+mod streams;
+pub mod types;
+
+use crate::error::{rmmError_t, Error, Result};
+use std::cell::RefCell;
+use std::ffi::CString;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Once;
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+static LOGGER: Once = Once::new();
+
+/// Diagnostics go through `log`; `RMM_LOG_LEVEL` (or `RUST_LOG`) picks the level, default warn.
+fn init_logger() {
+    LOGGER.call_once(|| {
+        let filter = std::env::var("RMM_LOG_LEVEL").or_else(|_| std::env::var("RUST_LOG")).unwrap_or_else(|_| "warn".into());
+        let _ = env_logger::Builder::new().parse_filters(&filter).format_target(false).try_init();
+        crate::lifecycle::watch_process_exit();
+    });
+}
+
+fn remember(error: &Error) {
+    log::debug!("{error}");
+    let text = CString::new(error.to_string().replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|last| *last.borrow_mut() = text);
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// Runs an exported function's body: no panic crosses into C.
+pub(crate) fn boundary(function: &'static str, body: impl FnOnce() -> Result<()>) -> rmmError_t {
+    init_logger();
+    let error = match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => return rmmError_t::RMM_SUCCESS,
+        Ok(Err(error)) => error,
+        Err(payload) => Error::Internal(format!("panic in {function}: {}", panic_message(&*payload))),
+    };
+    let error = match error {
+        Error::InvalidArgument(m) => Error::InvalidArgument(format!("{function}: {m}")),
+        other => other,
+    };
+    remember(&error);
+    error.code()
+}
+
+/// Like `boundary` for functions that answer a value instead of an error code.
+pub(crate) fn boundary_value<T>(function: &'static str, fallback: T, body: impl FnOnce() -> Result<T>) -> T {
+    let mut value = None;
+    boundary(function, || {
+        value = Some(body()?);
+        Ok(())
+    });
+    value.unwrap_or(fallback)
+}
+
+/// The message of the most recent failed call on this thread, for `rmmGetLastErrorMessage`.
+pub(crate) fn last_error_message() -> *const std::ffi::c_char {
+    LAST_ERROR.with(|last| last.borrow().as_ptr())
+}
+
+/// Writes `value` through a caller's out-pointer, refusing NULL.
+pub(crate) fn write_out<T>(out: *mut T, name: &str, value: T) -> Result<()> {
+    let out = non_null(out, name)?;
+    // SAFETY: non-NULL, and the C caller promises it points to a writable `T`.
+    unsafe { out.write(value) };
+    Ok(())
+}
+
+pub(crate) fn non_null<T>(ptr: *mut T, name: &str) -> Result<*mut T> {
+    if ptr.is_null() {
+        return Err(Error::invalid(format!("{name} is NULL")));
+    }
+    Ok(ptr)
+}

@@ -1,0 +1,21 @@
+//! Process exit: once `exit` has started, the CUDA driver may already be torn down, so
+//! resources dropped from then on skip their driver calls.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Once;
+
+static EXITING: AtomicBool = AtomicBool::new(false);
+static REGISTER: Once = Once::new();
+
+extern "C" fn mark_exiting() {
+    EXITING.store(true, Ordering::SeqCst);
+}
+
+/// Registers the exit hook; called when the first resource is made.
+pub fn watch_process_exit() {
+    REGISTER.call_once(crate::platform::register_exit_hook(mark_exiting));
+}
+
+pub fn process_exiting() -> bool {
+    EXITING.load(Ordering::Relaxed)
+}

@@ -1,0 +1,65 @@
+//! Stream-ordered allocation from a driver memory pool of our own (RMM's
+//! `cuda_async_memory_resource`): `cuMemAllocFromPoolAsync` / `cuMemFreeAsync`, where the
+//! driver orders reuse across streams itself.
+
+use super::{require_nonzero, MemoryResource};
+use crate::error::Result;
+use crate::platform::{backend, MemPool, Stream};
+
+pub struct AsyncResource {
+    device: i32,
+    pool: MemPool,
+}
+
+impl AsyncResource {
+    /// A pool on `device` that keeps up to `release_threshold` bytes reserved across
+    /// synchronizations, primed with `initial_pool_size` bytes (allocated and freed once, so
+    /// the first allocations do not pay for growth).
+    pub fn new(device: i32, initial_pool_size: usize, release_threshold: usize) -> Result<Self> {
+        let platform = backend()?;
+        platform.check_device(device)?;
+        let pool = platform.mem_pool_create(device, release_threshold)?;
+        let resource = AsyncResource { device, pool };
+        if initial_pool_size > 0 {
+            let ptr = platform.allocate_from_pool(device, pool, initial_pool_size, Stream::DEFAULT)?;
+            platform.free_to_pool(device, pool, ptr, Stream::DEFAULT)?;
+            platform.stream_synchronize(Stream::DEFAULT)?;
+        }
+        Ok(resource)
+    }
+
+    /// Releases reserved memory the pool does not use, down to `keep` bytes.
+    pub fn trim(&self, keep: usize) -> Result<()> {
+        backend()?.mem_pool_trim(self.device, self.pool, keep)
+    }
+}
+
+impl MemoryResource for AsyncResource {
+    fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
+        require_nonzero(bytes, self.name())?;
+        backend()?.allocate_from_pool(self.device, self.pool, bytes, stream)
+    }
+
+    fn deallocate(&self, ptr: usize, _bytes: usize, stream: Stream) -> Result<()> {
+        backend()?.free_to_pool(self.device, self.pool, ptr, stream)
+    }
+
+    fn device(&self) -> i32 {
+        self.device
+    }
+
+    fn name(&self) -> &'static str {
+        "cuda_async"
+    }
+}
+
+impl Drop for AsyncResource {
+    fn drop(&mut self) {
+        if crate::lifecycle::process_exiting() {
+            return;
+        }
+        if let Err(e) = backend().and_then(|b| b.mem_pool_destroy(self.device, self.pool)) {
+            log::warn!("destroying the cuda_async pool of device {}: {e}", self.device);
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! Resources that go straight to the platform for every call: device memory (`cudaMalloc`,
+//! here `cuMemAlloc`), managed memory (`cuMemAllocManaged`) and page-locked host memory
+//! (`cuMemHostAlloc`). Frees are immediate, not stream-ordered, as with `cudaFree`.
+
+use super::{require_nonzero, MemoryResource};
+use crate::error::Result;
+use crate::platform::{backend, MemoryKind, Stream};
+
+pub struct DirectResource {
+    device: i32,
+    kind: MemoryKind,
+}
+
+impl DirectResource {
+    /// Device memory of `device` (RMM's `cuda_memory_resource`).
+    pub fn cuda(device: i32) -> Result<Self> {
+        Self::new(device, MemoryKind::Device)
+    }
+
+    /// Managed memory, attached globally, with `device` current (RMM's `managed_memory_resource`).
+    pub fn managed(device: i32) -> Result<Self> {
+        Self::new(device, MemoryKind::Managed)
+    }
+
+    /// Portable pinned host memory allocated through `device`'s context
+    /// (RMM's `pinned_host_memory_resource`).
+    pub fn pinned_host(device: i32) -> Result<Self> {
+        Self::new(device, MemoryKind::PinnedHost)
+    }
+
+    fn new(device: i32, kind: MemoryKind) -> Result<Self> {
+        backend()?.check_device(device)?;
+        Ok(DirectResource { device, kind })
+    }
+}
+
+impl MemoryResource for DirectResource {
+    fn allocate(&self, bytes: usize, _stream: Stream) -> Result<usize> {
+        require_nonzero(bytes, self.name())?;
+        backend()?.allocate(self.device, self.kind, bytes)
+    }
+
+    fn deallocate(&self, ptr: usize, _bytes: usize, _stream: Stream) -> Result<()> {
+        backend()?.free(self.device, self.kind, ptr)
+    }
+
+    fn device(&self) -> i32 {
+        self.device
+    }
+
+    fn name(&self) -> &'static str {
+        match self.kind {
+            MemoryKind::Device => "cuda",
+            MemoryKind::Managed => "managed",
+            MemoryKind::PinnedHost => "pinned_host",
+        }
+    }
+}

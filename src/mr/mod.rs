@@ -1,0 +1,37 @@
+//! Memory resources: one trait, implemented by the device resources here and, stacked over
+//! them, by suballocators and adaptors.
+
+mod cuda_async;
+mod direct;
+
+pub use cuda_async::AsyncResource;
+pub use direct::DirectResource;
+
+use crate::error::Result;
+use crate::platform::Stream;
+
+/// Every address a resource hands out is aligned to at least this many bytes.
+pub const ALIGNMENT: usize = 256;
+
+/// A source of memory. Implementations are thread-safe; `allocate` never receives 0 bytes
+/// (callers answer a zero-byte request with NULL before reaching a resource), and
+/// `deallocate` receives exactly the size and a pointer that `allocate` returned.
+pub trait MemoryResource: Send + Sync + 'static {
+    /// Returns the address of `bytes` bytes usable in the order of `stream`.
+    fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize>;
+    /// Returns `ptr` to the resource once work already enqueued on `stream` is done with it.
+    fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()>;
+    /// The device whose memory the resource hands out (pinned host memory: the device whose
+    /// context allocates it).
+    fn device(&self) -> i32;
+    /// A short name for messages and logs, e.g. "cuda", "pool".
+    fn name(&self) -> &'static str;
+}
+
+/// Rejects a zero-byte request that reached a resource directly.
+pub(crate) fn require_nonzero(bytes: usize, resource: &str) -> Result<()> {
+    if bytes == 0 {
+        return Err(crate::error::Error::invalid(format!("{resource} resource asked for 0 bytes")));
+    }
+    Ok(())
+}

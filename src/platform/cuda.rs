@@ -1,0 +1,378 @@
+//! Real devices through the CUDA driver API, loaded at run time by cudarc. Every driver call
+//! goes through `call`, which turns a `CUresult` into an `Error` with the driver's text.
+
+use super::{Event, MemPool, MemoryKind, Stream};
+use crate::error::{Error, Result};
+use cudarc::driver::sys::{self, CUresult};
+use once_cell::sync::OnceCell;
+use std::cell::Cell;
+use std::ffi::{c_void, CStr};
+
+/// The oldest driver whose API we call (stream ids and the v2 entry points).
+const MINIMUM_DRIVER_VERSION: i32 = 12000;
+
+/// Driver entry points that must exist before we call into cudarc: cudarc panics on a missing
+/// symbol, so we look each one up first and report a clear error instead.
+const REQUIRED_SYMBOLS: &[&str] = &[
+    "cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetAttribute",
+    "cuDevicePrimaryCtxRetain", "cuCtxGetCurrent", "cuCtxSetCurrent", "cuCtxGetDevice",
+    "cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2", "cuMemAlloc_v2", "cuMemFree_v2",
+    "cuMemAllocManaged", "cuMemHostAlloc", "cuMemFreeHost", "cuMemGetInfo_v2",
+    "cuMemGetAddressRange_v2", "cuMemcpyAsync", "cuStreamCreate", "cuStreamDestroy_v2",
+    "cuStreamSynchronize", "cuStreamWaitEvent", "cuEventCreate", "cuEventDestroy_v2",
+    "cuEventRecord", "cuEventSynchronize", "cuGetErrorString",
+];
+
+/// Needed only by the cuda_async resource; their absence makes it `NotSupported`.
+const MEMORY_POOL_SYMBOLS: &[&str] = &[
+    "cuMemPoolCreate", "cuMemPoolDestroy", "cuMemPoolSetAttribute", "cuMemPoolTrimTo",
+    "cuMemAllocFromPoolAsync", "cuMemFreeAsync",
+];
+
+const CU_MEMHOSTALLOC_PORTABLE: u32 = 0x01;
+const CU_MEM_ATTACH_GLOBAL: u32 = 0x01;
+const CU_EVENT_DISABLE_TIMING: u32 = 0x02;
+
+pub struct CudaDriver {
+    device_count: i32,
+    /// Primary contexts, retained on first use of each device (retaining costs device memory,
+    /// so devices the program never touches get none).
+    primary_contexts: Vec<OnceCell<usize>>,
+    memory_pools_available: bool,
+}
+
+thread_local! {
+    /// The last (context, device) pair looked up on this thread: saves a driver call per
+    /// allocation when the context does not change.
+    static LAST_CONTEXT_DEVICE: Cell<(usize, i32)> = const { Cell::new((0, -1)) };
+}
+
+fn driver_symbol_present(name: &str) -> bool {
+    // SAFETY: only called after `is_culib_present` succeeded, so `culib` does not panic; we read
+    // the symbol's address and never call through it here.
+    unsafe { sys::culib().get::<*const c_void>(name.as_bytes()).is_ok() }
+}
+
+fn error_text(code: CUresult) -> String {
+    let mut text: *const std::ffi::c_char = std::ptr::null();
+    // SAFETY: cuGetErrorString writes a pointer to a static string or leaves it NULL.
+    let status = unsafe { sys::cuGetErrorString(code, &mut text) };
+    if status != CUresult::CUDA_SUCCESS || text.is_null() {
+        return format!("{code:?}");
+    }
+    // SAFETY: the driver returned a NUL-terminated static string.
+    unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned()
+}
+
+fn check(call: &'static str, code: CUresult) -> Result<()> {
+    if code == CUresult::CUDA_SUCCESS {
+        return Ok(());
+    }
+    if code == CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+        return Err(Error::out_of_memory(0, format!("{call}: {}", error_text(code))));
+    }
+    Err(Error::Cuda { call, code: code as i32, message: error_text(code) })
+}
+
+impl CudaDriver {
+    pub fn load() -> Result<Self> {
+        // SAFETY: probes dlopen candidates and closes them; never panics.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(Error::DriverUnavailable(
+                "libcuda.so.1 could not be loaded: no NVIDIA driver on this machine \
+                 (set RMM_SIM_DEVICES=1 to run on a simulated device)"
+                    .into(),
+            ));
+        }
+        if let Some(missing) = REQUIRED_SYMBOLS.iter().find(|s| !driver_symbol_present(s)) {
+            return Err(Error::DriverUnavailable(format!(
+                "the CUDA driver lacks {missing}; rmm-rs needs a driver for CUDA 12.0 or newer"
+            )));
+        }
+        // SAFETY: symbol presence checked above; cuInit takes flags 0.
+        check("cuInit", unsafe { sys::cuInit(0) })?;
+        let mut version = 0;
+        // SAFETY: out-pointer to a local.
+        check("cuDriverGetVersion", unsafe { sys::cuDriverGetVersion(&mut version) })?;
+        if version < MINIMUM_DRIVER_VERSION {
+            return Err(Error::DriverUnavailable(format!(
+                "the driver supports CUDA {}.{}; rmm-rs needs 12.0 or newer",
+                version / 1000,
+                (version % 1000) / 10
+            )));
+        }
+        let mut count = 0;
+        // SAFETY: out-pointer to a local.
+        check("cuDeviceGetCount", unsafe { sys::cuDeviceGetCount(&mut count) })?;
+        log::info!("CUDA driver {version} with {count} device(s)");
+        Ok(CudaDriver {
+            device_count: count,
+            primary_contexts: (0..count).map(|_| OnceCell::new()).collect(),
+            memory_pools_available: MEMORY_POOL_SYMBOLS.iter().all(|s| driver_symbol_present(s)),
+        })
+    }
+
+    fn primary_context(&self, device: i32) -> Result<sys::CUcontext> {
+        let cell = self
+            .primary_contexts
+            .get(device as usize)
+            .ok_or_else(|| Error::invalid(format!("device {device} does not exist")))?;
+        let ctx = cell.get_or_try_init(|| -> Result<usize> {
+            let mut dev: sys::CUdevice = 0;
+            // SAFETY: out-pointer to a local; device ordinal validated by the lookup above.
+            check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut dev, device) })?;
+            let mut ctx: sys::CUcontext = std::ptr::null_mut();
+            // SAFETY: out-pointer to a local; the retained context lives for the process.
+            check("cuDevicePrimaryCtxRetain", unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, dev) })?;
+            Ok(ctx as usize)
+        })?;
+        Ok(*ctx as sys::CUcontext)
+    }
+
+    fn current_context(&self) -> Result<sys::CUcontext> {
+        let mut ctx: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local.
+        check("cuCtxGetCurrent", unsafe { sys::cuCtxGetCurrent(&mut ctx) })?;
+        Ok(ctx)
+    }
+
+    fn device_of_context(&self, ctx: sys::CUcontext) -> Result<i32> {
+        let (cached_ctx, cached_dev) = LAST_CONTEXT_DEVICE.with(Cell::get);
+        if cached_ctx == ctx as usize {
+            return Ok(cached_dev);
+        }
+        let mut dev: sys::CUdevice = 0;
+        // SAFETY: `ctx` is the current context; out-pointer to a local.
+        check("cuCtxGetDevice", unsafe { sys::cuCtxGetDevice(&mut dev) })?;
+        LAST_CONTEXT_DEVICE.with(|c| c.set((ctx as usize, dev)));
+        Ok(dev)
+    }
+
+    /// Runs `f` with a context of `device` current on this thread: the current one if it
+    /// belongs to `device`, otherwise the device's primary context, pushed and popped.
+    fn with_device<T>(&self, device: i32, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let current = self.current_context()?;
+        if !current.is_null() && self.device_of_context(current)? == device {
+            return f();
+        }
+        let primary = self.primary_context(device)?;
+        // SAFETY: `primary` is a retained context of an existing device.
+        check("cuCtxPushCurrent", unsafe { sys::cuCtxPushCurrent_v2(primary) })?;
+        let result = f();
+        let mut popped: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: pops the context pushed above; out-pointer to a local.
+        let pop = check("cuCtxPopCurrent", unsafe { sys::cuCtxPopCurrent_v2(&mut popped) });
+        result.and_then(|v| pop.map(|_| v))
+    }
+
+    pub fn device_count(&self) -> Result<i32> {
+        Ok(self.device_count)
+    }
+
+    pub fn current_device(&self) -> Result<i32> {
+        let current = self.current_context()?;
+        if current.is_null() {
+            if self.device_count == 0 {
+                return Err(Error::Cuda { call: "cuDeviceGet", code: 100, message: "no CUDA-capable device".into() });
+            }
+            self.set_device(0)?;
+            return Ok(0);
+        }
+        self.device_of_context(current)
+    }
+
+    pub fn set_device(&self, device: i32) -> Result<()> {
+        let primary = self.primary_context(device)?;
+        // SAFETY: `primary` is a retained context of an existing device.
+        check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(primary) })
+    }
+
+    pub fn allocate(&self, device: i32, kind: MemoryKind, bytes: usize) -> Result<usize> {
+        self.with_device(device, || {
+            let result = match kind {
+                MemoryKind::Device => {
+                    let mut ptr: sys::CUdeviceptr = 0;
+                    // SAFETY: out-pointer to a local; a context of `device` is current.
+                    check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) }).map(|_| ptr as usize)
+                }
+                MemoryKind::Managed => {
+                    let mut ptr: sys::CUdeviceptr = 0;
+                    // SAFETY: out-pointer to a local; a context of `device` is current.
+                    check("cuMemAllocManaged", unsafe { sys::cuMemAllocManaged(&mut ptr, bytes, CU_MEM_ATTACH_GLOBAL) })
+                        .map(|_| ptr as usize)
+                }
+                MemoryKind::PinnedHost => {
+                    let mut ptr: *mut c_void = std::ptr::null_mut();
+                    // SAFETY: out-pointer to a local; a context of `device` is current.
+                    check("cuMemHostAlloc", unsafe { sys::cuMemHostAlloc(&mut ptr, bytes, CU_MEMHOSTALLOC_PORTABLE) })
+                        .map(|_| ptr as usize)
+                }
+            };
+            result.map_err(|e| with_requested(e, bytes))
+        })
+    }
+
+    pub fn free(&self, device: i32, kind: MemoryKind, ptr: usize) -> Result<()> {
+        self.with_device(device, || match kind {
+            // SAFETY: `ptr` came from cuMemAlloc/cuMemAllocManaged (callers keep the records).
+            MemoryKind::Device | MemoryKind::Managed => check("cuMemFree", unsafe { sys::cuMemFree_v2(ptr as sys::CUdeviceptr) }),
+            // SAFETY: `ptr` came from cuMemHostAlloc (callers keep the records).
+            MemoryKind::PinnedHost => check("cuMemFreeHost", unsafe { sys::cuMemFreeHost(ptr as *mut c_void) }),
+        })
+    }
+
+    fn require_memory_pools(&self, device: i32) -> Result<()> {
+        if !self.memory_pools_available {
+            return Err(Error::NotSupported("this CUDA driver has no stream-ordered memory pools".into()));
+        }
+        let mut supported = 0;
+        // SAFETY: out-pointer to a local; attribute query on an existing device.
+        check("cuDeviceGetAttribute", unsafe {
+            sys::cuDeviceGetAttribute(&mut supported, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, device)
+        })?;
+        if supported == 0 {
+            return Err(Error::NotSupported(format!("device {device} does not support memory pools")));
+        }
+        Ok(())
+    }
+
+    pub fn mem_pool_create(&self, device: i32, release_threshold: usize) -> Result<MemPool> {
+        self.require_memory_pools(device)?;
+        // SAFETY: CUmemPoolProps is plain data; all-zero is its documented default.
+        let mut props: sys::CUmemPoolProps = unsafe { std::mem::zeroed() };
+        props.allocType = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
+        props.handleTypes = sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE;
+        props.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
+        props.location.id = device;
+        let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+        // SAFETY: props initialized above; out-pointer to a local.
+        check("cuMemPoolCreate", unsafe { sys::cuMemPoolCreate(&mut pool, &props) })?;
+        let mut threshold = release_threshold as u64;
+        // SAFETY: `pool` was just created; the attribute takes a cuuint64_t.
+        let set = check("cuMemPoolSetAttribute", unsafe {
+            sys::cuMemPoolSetAttribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                &mut threshold as *mut u64 as *mut c_void,
+            )
+        });
+        if let Err(e) = set {
+            // SAFETY: destroys the pool created above, which holds no allocations.
+            unsafe { sys::cuMemPoolDestroy(pool) };
+            return Err(e);
+        }
+        Ok(MemPool(pool as usize))
+    }
+
+    pub fn mem_pool_destroy(&self, _device: i32, pool: MemPool) -> Result<()> {
+        // SAFETY: `pool` came from mem_pool_create and is destroyed once by its owner.
+        check("cuMemPoolDestroy", unsafe { sys::cuMemPoolDestroy(pool.0 as sys::CUmemoryPool) })
+    }
+
+    pub fn mem_pool_trim(&self, _device: i32, pool: MemPool, keep: usize) -> Result<()> {
+        // SAFETY: `pool` is a live pool of its owner.
+        check("cuMemPoolTrimTo", unsafe { sys::cuMemPoolTrimTo(pool.0 as sys::CUmemoryPool, keep) })
+    }
+
+    pub fn allocate_from_pool(&self, device: i32, pool: MemPool, bytes: usize, stream: Stream) -> Result<usize> {
+        self.with_device(device, || {
+            let mut ptr: sys::CUdeviceptr = 0;
+            // SAFETY: `pool` is live; out-pointer to a local; the stream is the caller's.
+            check("cuMemAllocFromPoolAsync", unsafe {
+                sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, pool.0 as sys::CUmemoryPool, stream.0 as sys::CUstream)
+            })
+            .map(|_| ptr as usize)
+            .map_err(|e| with_requested(e, bytes))
+        })
+    }
+
+    pub fn free_to_pool(&self, device: i32, _pool: MemPool, ptr: usize, stream: Stream) -> Result<()> {
+        self.with_device(device, || {
+            // SAFETY: `ptr` came from cuMemAllocFromPoolAsync (callers keep the records).
+            check("cuMemFreeAsync", unsafe { sys::cuMemFreeAsync(ptr as sys::CUdeviceptr, stream.0 as sys::CUstream) })
+        })
+    }
+
+    pub fn mem_get_info(&self, device: i32) -> Result<(usize, usize)> {
+        self.with_device(device, || {
+            let (mut free, mut total) = (0usize, 0usize);
+            // SAFETY: out-pointers to locals; a context of `device` is current.
+            check("cuMemGetInfo", unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) })?;
+            Ok((free, total))
+        })
+    }
+
+    pub fn address_range(&self, device: i32, ptr: usize) -> Result<(usize, usize)> {
+        self.with_device(device, || {
+            let (mut base, mut size): (sys::CUdeviceptr, usize) = (0, 0);
+            // SAFETY: out-pointers to locals; the driver validates `ptr`.
+            check("cuMemGetAddressRange", unsafe { sys::cuMemGetAddressRange_v2(&mut base, &mut size, ptr as sys::CUdeviceptr) })?;
+            Ok((base as usize, size))
+        })
+    }
+
+    pub fn copy_async(&self, device: i32, dst: usize, src: usize, bytes: usize, stream: Stream) -> Result<()> {
+        self.with_device(device, || {
+            // SAFETY: both ranges are live allocations of at least `bytes` (checked by callers).
+            check("cuMemcpyAsync", unsafe {
+                sys::cuMemcpyAsync(dst as sys::CUdeviceptr, src as sys::CUdeviceptr, bytes, stream.0 as sys::CUstream)
+            })
+        })
+    }
+
+    pub fn stream_create(&self, device: i32) -> Result<Stream> {
+        self.with_device(device, || {
+            let mut stream: sys::CUstream = std::ptr::null_mut();
+            // SAFETY: out-pointer to a local; flags 0 make a stream that syncs with the legacy
+            // default stream, as cudaStreamCreate does.
+            check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut stream, 0) })?;
+            Ok(Stream(stream as usize))
+        })
+    }
+
+    pub fn stream_destroy(&self, stream: Stream) -> Result<()> {
+        // SAFETY: the caller owns `stream`; the driver rejects handles it does not know.
+        check("cuStreamDestroy", unsafe { sys::cuStreamDestroy_v2(stream.0 as sys::CUstream) })
+    }
+
+    pub fn stream_synchronize(&self, stream: Stream) -> Result<()> {
+        // SAFETY: the driver validates the stream handle.
+        check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream.0 as sys::CUstream) })
+    }
+
+    pub fn event_create(&self, device: i32) -> Result<Event> {
+        self.with_device(device, || {
+            let mut event: sys::CUevent = std::ptr::null_mut();
+            // SAFETY: out-pointer to a local; timing is off because we only order with it.
+            check("cuEventCreate", unsafe { sys::cuEventCreate(&mut event, CU_EVENT_DISABLE_TIMING) })?;
+            Ok(Event(event as usize))
+        })
+    }
+
+    pub fn event_destroy(&self, event: Event) -> Result<()> {
+        // SAFETY: the caller owns `event`.
+        check("cuEventDestroy", unsafe { sys::cuEventDestroy_v2(event.0 as sys::CUevent) })
+    }
+
+    pub fn event_record(&self, event: Event, stream: Stream) -> Result<()> {
+        // SAFETY: the caller owns `event`; the driver validates the stream.
+        check("cuEventRecord", unsafe { sys::cuEventRecord(event.0 as sys::CUevent, stream.0 as sys::CUstream) })
+    }
+
+    pub fn event_synchronize(&self, event: Event) -> Result<()> {
+        // SAFETY: the caller owns `event`.
+        check("cuEventSynchronize", unsafe { sys::cuEventSynchronize(event.0 as sys::CUevent) })
+    }
+
+    pub fn stream_wait_event(&self, stream: Stream, event: Event) -> Result<()> {
+        // SAFETY: the caller owns `event`; the driver validates the stream.
+        check("cuStreamWaitEvent", unsafe { sys::cuStreamWaitEvent(stream.0 as sys::CUstream, event.0 as sys::CUevent, 0) })
+    }
+}
+
+fn with_requested(error: Error, bytes: usize) -> Error {
+    match error {
+        Error::OutOfMemory { detail, .. } => Error::OutOfMemory { requested: bytes, detail },
+        other => other,
+    }
+}

@@ -1,0 +1,186 @@
+//! The only code that talks to a device: the CUDA driver (`cuda.rs`) or simulated devices
+//! (`sim.rs`), chosen once per process. The simulator runs only when `RMM_SIM_DEVICES` asks
+//! for it; a machine without a driver gets an error, never a silent simulation.
+
+mod cuda;
+pub mod sim;
+mod vector_clock;
+
+use crate::error::{Error, Result};
+use once_cell::sync::OnceCell;
+
+/// A raw `cudaStream_t` / `CUstream` value. 0 is the legacy default stream, 1 `cudaStreamLegacy`,
+/// 2 `cudaStreamPerThread`, as in CUDA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Stream(pub usize);
+
+impl Stream {
+    pub const DEFAULT: Stream = Stream(0);
+    pub const LEGACY: Stream = Stream(1);
+    pub const PER_THREAD: Stream = Stream(2);
+}
+
+/// A raw `CUevent` value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Event(pub usize);
+
+/// A raw `CUmemoryPool` value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MemPool(pub usize);
+
+/// The kind of memory a platform allocation returns; frees must name the same kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MemoryKind {
+    Device,
+    Managed,
+    PinnedHost,
+}
+
+pub enum Backend {
+    Cuda(cuda::CudaDriver),
+    Sim(sim::SimDevices),
+}
+
+static BACKEND: OnceCell<std::result::Result<Backend, Error>> = OnceCell::new();
+
+/// The process's backend, chosen and initialized on first use. A failed initialization is
+/// remembered: every later call reports the same error.
+pub fn backend() -> Result<&'static Backend> {
+    let chosen = BACKEND.get_or_init(|| match std::env::var("RMM_SIM_DEVICES") {
+        Ok(spec) => sim::SimDevices::from_spec(&spec).map(Backend::Sim),
+        Err(_) => cuda::CudaDriver::load().map(Backend::Cuda),
+    });
+    chosen.as_ref().map_err(Clone::clone)
+}
+
+/// The simulated devices, when the process runs on them.
+pub fn simulator() -> Option<&'static sim::SimDevices> {
+    match backend() {
+        Ok(Backend::Sim(s)) => Some(s),
+        _ => None,
+    }
+}
+
+macro_rules! dispatch {
+    ($self:ident . $method:ident ( $($arg:expr),* )) => {
+        match $self {
+            Backend::Cuda(b) => b.$method($($arg),*),
+            Backend::Sim(b) => b.$method($($arg),*),
+        }
+    };
+}
+
+impl Backend {
+    pub fn is_simulated(&self) -> bool {
+        matches!(self, Backend::Sim(_))
+    }
+    pub fn name(&self) -> &'static str {
+        match self {
+            Backend::Cuda(_) => "CUDA driver",
+            Backend::Sim(_) => "simulated device",
+        }
+    }
+    pub fn device_count(&self) -> Result<i32> {
+        dispatch!(self.device_count())
+    }
+    /// The calling thread's current device: the device of the current context, or device 0
+    /// (made current) when no context is current, as the CUDA runtime does.
+    pub fn current_device(&self) -> Result<i32> {
+        dispatch!(self.current_device())
+    }
+    pub fn set_device(&self, device: i32) -> Result<()> {
+        self.check_device(device)?;
+        dispatch!(self.set_device(device))
+    }
+    pub fn check_device(&self, device: i32) -> Result<()> {
+        let count = self.device_count()?;
+        if device < 0 || device >= count {
+            return Err(Error::invalid(format!("device {device} does not exist ({count} devices)")));
+        }
+        Ok(())
+    }
+    pub fn allocate(&self, device: i32, kind: MemoryKind, bytes: usize) -> Result<usize> {
+        dispatch!(self.allocate(device, kind, bytes))
+    }
+    pub fn free(&self, device: i32, kind: MemoryKind, ptr: usize) -> Result<()> {
+        dispatch!(self.free(device, kind, ptr))
+    }
+    /// Creates a driver memory pool on `device` that keeps up to `release_threshold` bytes
+    /// reserved across synchronizations.
+    pub fn mem_pool_create(&self, device: i32, release_threshold: usize) -> Result<MemPool> {
+        dispatch!(self.mem_pool_create(device, release_threshold))
+    }
+    pub fn mem_pool_destroy(&self, device: i32, pool: MemPool) -> Result<()> {
+        dispatch!(self.mem_pool_destroy(device, pool))
+    }
+    pub fn mem_pool_trim(&self, device: i32, pool: MemPool, keep: usize) -> Result<()> {
+        dispatch!(self.mem_pool_trim(device, pool, keep))
+    }
+    pub fn allocate_from_pool(&self, device: i32, pool: MemPool, bytes: usize, stream: Stream) -> Result<usize> {
+        dispatch!(self.allocate_from_pool(device, pool, bytes, stream))
+    }
+    pub fn free_to_pool(&self, device: i32, pool: MemPool, ptr: usize, stream: Stream) -> Result<()> {
+        dispatch!(self.free_to_pool(device, pool, ptr, stream))
+    }
+    /// (free, total) bytes of `device`.
+    pub fn mem_get_info(&self, device: i32) -> Result<(usize, usize)> {
+        dispatch!(self.mem_get_info(device))
+    }
+    /// (base, size) of the platform allocation that contains `ptr`.
+    pub fn address_range(&self, device: i32, ptr: usize) -> Result<(usize, usize)> {
+        dispatch!(self.address_range(device, ptr))
+    }
+    /// Copies `bytes` from `src` to `dst` in the order of `stream`.
+    pub fn copy_async(&self, device: i32, dst: usize, src: usize, bytes: usize, stream: Stream) -> Result<()> {
+        dispatch!(self.copy_async(device, dst, src, bytes, stream))
+    }
+    pub fn stream_create(&self, device: i32) -> Result<Stream> {
+        dispatch!(self.stream_create(device))
+    }
+    pub fn stream_destroy(&self, stream: Stream) -> Result<()> {
+        dispatch!(self.stream_destroy(stream))
+    }
+    pub fn stream_synchronize(&self, stream: Stream) -> Result<()> {
+        dispatch!(self.stream_synchronize(stream))
+    }
+    pub fn event_create(&self, device: i32) -> Result<Event> {
+        dispatch!(self.event_create(device))
+    }
+    pub fn event_destroy(&self, event: Event) -> Result<()> {
+        dispatch!(self.event_destroy(event))
+    }
+    pub fn event_record(&self, event: Event, stream: Stream) -> Result<()> {
+        dispatch!(self.event_record(event, stream))
+    }
+    pub fn event_synchronize(&self, event: Event) -> Result<()> {
+        dispatch!(self.event_synchronize(event))
+    }
+    pub fn stream_wait_event(&self, stream: Stream, event: Event) -> Result<()> {
+        dispatch!(self.stream_wait_event(stream, event))
+    }
+    /// Tells the race checker that a suballocator freed `[ptr, ptr+bytes)` in the order of
+    /// `stream`. No-op on real devices.
+    pub fn note_released(&self, device: i32, ptr: usize, bytes: usize, stream: Stream) {
+        if let Backend::Sim(s) = self {
+            s.note_released(device, ptr, bytes, stream)
+        }
+    }
+    /// Tells the race checker that a suballocator handed `[ptr, ptr+bytes)` out for use on
+    /// `stream`; reports a race when an earlier release on another stream is not ordered
+    /// before it. No-op on real devices.
+    pub fn note_acquired(&self, device: i32, ptr: usize, bytes: usize, stream: Stream) {
+        if let Backend::Sim(s) = self {
+            s.note_acquired(device, ptr, bytes, stream)
+        }
+    }
+}
+
+/// Returns a closure that registers `hook` to run when the process exits (`atexit`).
+pub(crate) fn register_exit_hook(hook: extern "C" fn()) -> impl FnOnce() {
+    move || {
+        // SAFETY: `hook` is a plain function with no captured state, valid for the process.
+        if unsafe { libc::atexit(hook) } != 0 {
+            log::warn!("could not register the exit hook");
+        }
+    }
+}

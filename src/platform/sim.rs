@@ -1,0 +1,539 @@
+//! Simulated devices: host memory stands in for device memory, so every test runs without a
+//! GPU. Streams carry vector clocks that events, stream waits and synchronizations move; the
+//! race checker flags a block freed on one stream and handed out on another without an
+//! ordering edge, the bug real GPUs only show under timing luck.
+//!
+//! Work "runs" when it is enqueued, so data is always consistent here: what the simulator
+//! checks is the ordering a real device would need.
+
+use super::vector_clock::VectorClock;
+use super::{Event, MemPool, MemoryKind, Stream};
+use crate::error::{Error, Result};
+use parking_lot::Mutex;
+use std::alloc::Layout;
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap};
+
+const DEFAULT_CAPACITY: usize = 8 << 30;
+const ALIGNMENT: usize = 256;
+/// Handles of created streams and events start here, far from the special stream values 0-2
+/// and from anything that looks like a small integer.
+const HANDLE_BASE: usize = 0x5153_0000_0000;
+
+/// What the simulator does when it finds a stream-ordering race.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RaceAction {
+    /// Print the report and abort the process, like a sanitizer (the default).
+    Abort,
+    /// Log the report and count it (`RMM_SIM_ON_RACE=count`); tests read `race_reports`.
+    Record,
+}
+
+#[derive(Debug)]
+struct SimAllocation {
+    size: usize,
+    device: i32,
+    kind: MemoryKind,
+}
+
+#[derive(Debug)]
+struct StreamState {
+    device: i32,
+    clock: VectorClock,
+    /// Legacy default stream of its device.
+    legacy: bool,
+    /// Synchronizes with the legacy default stream (cudaStreamCreate's default).
+    blocking: bool,
+}
+
+/// A block a suballocator freed in stream order and has not handed out again.
+#[derive(Debug, Clone)]
+struct Release {
+    end: usize,
+    device: i32,
+    stream_id: usize,
+    stream_handle: usize,
+    tick: u64,
+}
+
+#[derive(Default)]
+struct SimState {
+    allocations: BTreeMap<usize, SimAllocation>,
+    streams: Vec<Option<StreamState>>,
+    stream_handles: HashMap<usize, usize>,
+    events: HashMap<usize, (i32, VectorClock)>,
+    pools: HashMap<usize, i32>,
+    host_clock: VectorClock,
+    releases: BTreeMap<usize, Release>,
+    races: Vec<String>,
+    next_handle: usize,
+}
+
+pub struct SimDevices {
+    capacities: Vec<usize>,
+    used: Vec<Mutex<usize>>,
+    state: Mutex<SimState>,
+    race_action: Mutex<RaceAction>,
+}
+
+thread_local! {
+    static CURRENT_DEVICE: Cell<i32> = const { Cell::new(0) };
+    /// Per-thread default stream ids, one per device, made on first use.
+    static PER_THREAD_STREAMS: RefCell<HashMap<(usize, i32), usize>> = RefCell::new(HashMap::new());
+}
+
+/// Parses sizes such as `8GiB`, `512MiB`, `1GB`, `4096`.
+pub fn parse_size(text: &str) -> Option<usize> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let number: usize = digits.parse().ok()?;
+    let multiplier: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => return None,
+    };
+    number.checked_mul(multiplier)
+}
+
+fn sim_layout(bytes: usize) -> Option<Layout> {
+    Layout::from_size_align(bytes, ALIGNMENT).ok()
+}
+
+impl SimDevices {
+    /// `N[:BYTES]`: N devices of BYTES each (default 8 GiB).
+    pub fn from_spec(spec: &str) -> Result<Self> {
+        let bad = || {
+            Error::invalid(format!(
+                "RMM_SIM_DEVICES={spec:?}: expected N or N:BYTES, e.g. 2:8GiB (N from 1 to 64)"
+            ))
+        };
+        let (count, capacity) = match spec.split_once(':') {
+            Some((n, bytes)) => (n.trim().parse::<usize>().map_err(|_| bad())?, parse_size(bytes).ok_or_else(bad)?),
+            None => (spec.trim().parse::<usize>().map_err(|_| bad())?, DEFAULT_CAPACITY),
+        };
+        if !(1..=64).contains(&count) || capacity == 0 {
+            return Err(bad());
+        }
+        let race_action = match std::env::var("RMM_SIM_ON_RACE").as_deref() {
+            Ok("count") => RaceAction::Record,
+            _ => RaceAction::Abort,
+        };
+        Ok(Self::new(count, capacity, race_action))
+    }
+
+    pub fn new(count: usize, capacity: usize, race_action: RaceAction) -> Self {
+        let mut state = SimState { next_handle: HANDLE_BASE, ..Default::default() };
+        for device in 0..count {
+            // Stream id `device` is that device's legacy default stream.
+            state.streams.push(Some(StreamState {
+                device: device as i32,
+                clock: VectorClock::default(),
+                legacy: true,
+                blocking: true,
+            }));
+        }
+        log::info!("simulated devices: {count} of {capacity} bytes each");
+        SimDevices {
+            capacities: vec![capacity; count],
+            used: (0..count).map(|_| Mutex::new(0)).collect(),
+            state: Mutex::new(state),
+            race_action: Mutex::new(race_action),
+        }
+    }
+
+    pub fn set_race_action(&self, action: RaceAction) {
+        *self.race_action.lock() = action;
+    }
+
+    /// The races found so far (in `Record` mode).
+    pub fn race_reports(&self) -> Vec<String> {
+        self.state.lock().races.clone()
+    }
+
+    pub fn device_count(&self) -> Result<i32> {
+        Ok(self.capacities.len() as i32)
+    }
+
+    pub fn current_device(&self) -> Result<i32> {
+        Ok(CURRENT_DEVICE.with(Cell::get))
+    }
+
+    pub fn set_device(&self, device: i32) -> Result<()> {
+        self.check_device(device)?;
+        CURRENT_DEVICE.with(|c| c.set(device));
+        Ok(())
+    }
+
+    fn check_device(&self, device: i32) -> Result<()> {
+        if device < 0 || device as usize >= self.capacities.len() {
+            return Err(Error::invalid(format!("simulated device {device} does not exist")));
+        }
+        Ok(())
+    }
+
+    fn reserve_capacity(&self, device: i32, bytes: usize) -> Result<()> {
+        let capacity = self.capacities[device as usize];
+        let mut used = self.used[device as usize].lock();
+        if bytes > capacity - *used {
+            return Err(Error::out_of_memory(
+                bytes,
+                format!("simulated device {device} has {} of {capacity} bytes in use", *used),
+            ));
+        }
+        *used += bytes;
+        Ok(())
+    }
+
+    pub fn allocate(&self, device: i32, kind: MemoryKind, bytes: usize) -> Result<usize> {
+        self.check_device(device)?;
+        if bytes == 0 {
+            return Err(Error::invalid("zero-byte platform allocation"));
+        }
+        let layout = sim_layout(bytes).ok_or_else(|| Error::out_of_memory(bytes, "larger than the address space"))?;
+        let counts_against_device = kind != MemoryKind::PinnedHost;
+        if counts_against_device {
+            self.reserve_capacity(device, bytes)?;
+        }
+        // SAFETY: `layout` has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc(layout) } as usize;
+        if ptr == 0 {
+            if counts_against_device {
+                *self.used[device as usize].lock() -= bytes;
+            }
+            return Err(Error::out_of_memory(bytes, "the host could not back the simulated allocation"));
+        }
+        self.state.lock().allocations.insert(ptr, SimAllocation { size: bytes, device, kind });
+        Ok(ptr)
+    }
+
+    pub fn free(&self, device: i32, kind: MemoryKind, ptr: usize) -> Result<()> {
+        let mut state = self.state.lock();
+        match state.allocations.get(&ptr) {
+            Some(a) if a.kind == kind && a.device == device => {}
+            Some(a) => {
+                return Err(Error::invalid(format!(
+                    "{ptr:#x} is {:?} memory of simulated device {}, freed as {kind:?} of device {device}",
+                    a.kind, a.device
+                )))
+            }
+            None => return Err(Error::invalid(format!("{ptr:#x} is not a simulated allocation"))),
+        }
+        let allocation = state.allocations.remove(&ptr).expect("looked up above");
+        forget_releases(&mut state.releases, ptr, ptr + allocation.size);
+        drop(state);
+        if allocation.kind != MemoryKind::PinnedHost {
+            *self.used[allocation.device as usize].lock() -= allocation.size;
+        }
+        let layout = sim_layout(allocation.size).expect("layout was valid at allocation");
+        // SAFETY: `ptr` was returned by `alloc` with this layout and is removed from the map,
+        // so it is deallocated exactly once.
+        unsafe { std::alloc::dealloc(ptr as *mut u8, layout) };
+        Ok(())
+    }
+
+    pub fn mem_pool_create(&self, device: i32, _release_threshold: usize) -> Result<MemPool> {
+        self.check_device(device)?;
+        let mut state = self.state.lock();
+        let handle = state.new_handle();
+        state.pools.insert(handle, device);
+        Ok(MemPool(handle))
+    }
+
+    pub fn mem_pool_destroy(&self, _device: i32, pool: MemPool) -> Result<()> {
+        match self.state.lock().pools.remove(&pool.0) {
+            Some(_) => Ok(()),
+            None => Err(Error::invalid(format!("{:#x} is not a simulated memory pool", pool.0))),
+        }
+    }
+
+    pub fn mem_pool_trim(&self, _device: i32, pool: MemPool, _keep: usize) -> Result<()> {
+        match self.state.lock().pools.contains_key(&pool.0) {
+            true => Ok(()),
+            false => Err(Error::invalid(format!("{:#x} is not a simulated memory pool", pool.0))),
+        }
+    }
+
+    pub fn allocate_from_pool(&self, device: i32, pool: MemPool, bytes: usize, stream: Stream) -> Result<usize> {
+        {
+            let mut state = self.state.lock();
+            if !state.pools.contains_key(&pool.0) {
+                return Err(Error::invalid(format!("{:#x} is not a simulated memory pool", pool.0)));
+            }
+            let id = state.resolve_stream(stream)?;
+            state.enqueue(id);
+        }
+        self.allocate(device, MemoryKind::Device, bytes)
+    }
+
+    pub fn free_to_pool(&self, device: i32, _pool: MemPool, ptr: usize, stream: Stream) -> Result<()> {
+        {
+            let mut state = self.state.lock();
+            let id = state.resolve_stream(stream)?;
+            state.enqueue(id);
+        }
+        self.free(device, MemoryKind::Device, ptr)
+    }
+
+    pub fn mem_get_info(&self, device: i32) -> Result<(usize, usize)> {
+        self.check_device(device)?;
+        let capacity = self.capacities[device as usize];
+        Ok((capacity - *self.used[device as usize].lock(), capacity))
+    }
+
+    pub fn address_range(&self, _device: i32, ptr: usize) -> Result<(usize, usize)> {
+        let state = self.state.lock();
+        state
+            .containing(ptr)
+            .map(|(base, a)| (base, a.size))
+            .ok_or_else(|| Error::invalid(format!("{ptr:#x} is not inside a simulated allocation")))
+    }
+
+    pub fn copy_async(&self, _device: i32, dst: usize, src: usize, bytes: usize, stream: Stream) -> Result<()> {
+        let mut state = self.state.lock();
+        let id = state.resolve_stream(stream)?;
+        for (what, ptr) in [("destination", dst), ("source", src)] {
+            let inside = state.containing(ptr).is_some_and(|(base, a)| ptr + bytes <= base + a.size);
+            if !inside {
+                return Err(Error::invalid(format!("copy {what} {ptr:#x}+{bytes} is outside simulated memory")));
+            }
+        }
+        state.enqueue(id);
+        // SAFETY: both ranges lie inside live simulated allocations (checked above, under the
+        // lock that also guards their deallocation); `copy` allows overlap.
+        unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
+        Ok(())
+    }
+
+    pub fn stream_create(&self, device: i32) -> Result<Stream> {
+        self.check_device(device)?;
+        let mut state = self.state.lock();
+        let handle = state.new_handle();
+        let id = state.add_stream(device, true);
+        state.stream_handles.insert(handle, id);
+        Ok(Stream(handle))
+    }
+
+    pub fn stream_destroy(&self, stream: Stream) -> Result<()> {
+        let mut state = self.state.lock();
+        let id = state
+            .stream_handles
+            .remove(&stream.0)
+            .ok_or_else(|| Error::invalid(format!("stream {:#x} is not a live created stream", stream.0)))?;
+        state.streams[id] = None;
+        Ok(())
+    }
+
+    pub fn stream_synchronize(&self, stream: Stream) -> Result<()> {
+        let mut state = self.state.lock();
+        let id = state.resolve_stream(stream)?;
+        let clock = state.stream(id).clock.clone();
+        state.host_clock.join(&clock);
+        Ok(())
+    }
+
+    pub fn event_create(&self, device: i32) -> Result<Event> {
+        self.check_device(device)?;
+        let mut state = self.state.lock();
+        let handle = state.new_handle();
+        state.events.insert(handle, (device, VectorClock::default()));
+        Ok(Event(handle))
+    }
+
+    pub fn event_destroy(&self, event: Event) -> Result<()> {
+        match self.state.lock().events.remove(&event.0) {
+            Some(_) => Ok(()),
+            None => Err(Error::invalid(format!("{:#x} is not a live simulated event", event.0))),
+        }
+    }
+
+    pub fn event_record(&self, event: Event, stream: Stream) -> Result<()> {
+        let mut state = self.state.lock();
+        let id = state.resolve_stream(stream)?;
+        if !state.events.contains_key(&event.0) {
+            return Err(Error::invalid(format!("{:#x} is not a live simulated event", event.0)));
+        }
+        state.enqueue(id);
+        let clock = state.stream(id).clock.clone();
+        state.events.get_mut(&event.0).expect("checked above").1 = clock;
+        Ok(())
+    }
+
+    pub fn event_synchronize(&self, event: Event) -> Result<()> {
+        let mut state = self.state.lock();
+        let clock = state
+            .events
+            .get(&event.0)
+            .map(|(_, c)| c.clone())
+            .ok_or_else(|| Error::invalid(format!("{:#x} is not a live simulated event", event.0)))?;
+        state.host_clock.join(&clock);
+        Ok(())
+    }
+
+    pub fn stream_wait_event(&self, stream: Stream, event: Event) -> Result<()> {
+        let mut state = self.state.lock();
+        let id = state.resolve_stream(stream)?;
+        let clock = state
+            .events
+            .get(&event.0)
+            .map(|(_, c)| c.clone())
+            .ok_or_else(|| Error::invalid(format!("{:#x} is not a live simulated event", event.0)))?;
+        state.stream_mut(id).clock.join(&clock);
+        state.enqueue(id);
+        Ok(())
+    }
+
+    pub fn note_released(&self, device: i32, ptr: usize, bytes: usize, stream: Stream) {
+        let mut state = self.state.lock();
+        let Ok(id) = state.resolve_stream(stream) else {
+            log::warn!("simulator: release of {ptr:#x} on unknown stream {:#x}", stream.0);
+            return;
+        };
+        let tick = state.enqueue(id);
+        forget_releases(&mut state.releases, ptr, ptr + bytes);
+        state
+            .releases
+            .insert(ptr, Release { end: ptr + bytes, device, stream_id: id, stream_handle: stream.0, tick });
+    }
+
+    pub fn note_acquired(&self, device: i32, ptr: usize, bytes: usize, stream: Stream) {
+        let mut state = self.state.lock();
+        let Ok(id) = state.resolve_stream(stream) else {
+            log::warn!("simulator: acquisition of {ptr:#x} on unknown stream {:#x}", stream.0);
+            return;
+        };
+        state.enqueue(id);
+        let end = ptr + bytes;
+        let overlapping: Vec<(usize, Release)> = overlapping_releases(&state.releases, ptr, end);
+        let mut reports = Vec::new();
+        for (start, release) in &overlapping {
+            let ordered = release.stream_id == id || state.stream(id).clock.get(release.stream_id) >= release.tick;
+            if !ordered {
+                reports.push(format!(
+                    "rmm-rs simulator: stream-ordering race on device {device}: [{:#x}, {:#x}) was freed on \
+                     stream {:#x} and handed out on stream {:#x} (device {}) with no ordering edge (event \
+                     wait or synchronization) after that free",
+                    (*start).max(ptr),
+                    release.end.min(end),
+                    release.stream_handle,
+                    stream.0,
+                    release.device
+                ));
+            }
+        }
+        forget_releases(&mut state.releases, ptr, end);
+        if reports.is_empty() {
+            return;
+        }
+        let action = *self.race_action.lock();
+        for report in reports {
+            match action {
+                RaceAction::Abort => {
+                    eprintln!("{report}\nrmm-rs simulator: aborting (set RMM_SIM_ON_RACE=count to count races instead)");
+                    std::process::abort();
+                }
+                RaceAction::Record => {
+                    log::error!("{report}");
+                    state.races.push(report);
+                }
+            }
+        }
+    }
+}
+
+impl SimState {
+    fn new_handle(&mut self) -> usize {
+        let handle = self.next_handle;
+        self.next_handle += 0x10;
+        handle
+    }
+
+    fn add_stream(&mut self, device: i32, blocking: bool) -> usize {
+        self.streams.push(Some(StreamState { device, clock: VectorClock::default(), legacy: false, blocking }));
+        self.streams.len() - 1
+    }
+
+    fn stream(&self, id: usize) -> &StreamState {
+        self.streams[id].as_ref().expect("resolved streams are live")
+    }
+
+    fn stream_mut(&mut self, id: usize) -> &mut StreamState {
+        self.streams[id].as_mut().expect("resolved streams are live")
+    }
+
+    fn containing(&self, ptr: usize) -> Option<(usize, &SimAllocation)> {
+        self.allocations
+            .range(..=ptr)
+            .next_back()
+            .filter(|(base, a)| ptr < *base + a.size)
+            .map(|(base, a)| (*base, a))
+    }
+
+    /// Maps a stream handle to its id: 0 and 1 are the current device's legacy default stream,
+    /// 2 this thread's per-thread default stream, anything else a created stream.
+    fn resolve_stream(&mut self, stream: Stream) -> Result<usize> {
+        let device = CURRENT_DEVICE.with(Cell::get);
+        match stream {
+            Stream::DEFAULT | Stream::LEGACY => Ok(device as usize),
+            Stream::PER_THREAD => {
+                let key = (self as *const SimState as usize, device);
+                if let Some(id) = PER_THREAD_STREAMS.with(|m| m.borrow().get(&key).copied()) {
+                    return Ok(id);
+                }
+                let id = self.add_stream(device, true);
+                PER_THREAD_STREAMS.with(|m| m.borrow_mut().insert(key, id));
+                Ok(id)
+            }
+            Stream(handle) => self
+                .stream_handles
+                .get(&handle)
+                .copied()
+                .ok_or_else(|| Error::invalid(format!("stream {handle:#x} is not a live stream"))),
+        }
+    }
+
+    /// Orders a new operation on stream `id` after what the host has synchronized with and,
+    /// per the legacy default stream's rules, after prior work it implicitly waits for.
+    /// Returns the operation's tick on its stream.
+    fn enqueue(&mut self, id: usize) -> u64 {
+        let mut clock = self.stream(id).clock.clone();
+        clock.join(&self.host_clock);
+        let this = self.stream(id);
+        let device = this.device;
+        if this.legacy {
+            for other in self.streams.iter().flatten().filter(|s| s.blocking && s.device == device) {
+                clock.join(&other.clock);
+            }
+        } else if this.blocking {
+            clock.join(&self.stream(device as usize).clock);
+        }
+        let tick = clock.tick(id);
+        self.stream_mut(id).clock = clock;
+        tick
+    }
+}
+
+fn overlapping_releases(releases: &BTreeMap<usize, Release>, start: usize, end: usize) -> Vec<(usize, Release)> {
+    releases
+        .range(..end)
+        .rev()
+        .take_while(|(_, r)| r.end > start)
+        .map(|(s, r)| (*s, r.clone()))
+        .collect()
+}
+
+/// Drops the parts of pending releases inside `[start, end)`, keeping what lies outside.
+fn forget_releases(releases: &mut BTreeMap<usize, Release>, start: usize, end: usize) {
+    for (s, r) in overlapping_releases(releases, start, end) {
+        releases.remove(&s);
+        if s < start {
+            releases.insert(s, Release { end: start, ..r.clone() });
+        }
+        if r.end > end {
+            releases.insert(end, r);
+        }
+    }
+}
