@@ -49,7 +49,8 @@ pub fn get(device: i32) -> Result<Arc<dyn MemoryResource>> {
     if let Some(resource) = cached {
         return Ok(resource);
     }
-    let resource = match slot.resource.read().clone() {
+    let installed = slot.resource.read().clone();
+    let resource = match installed {
         Some(resource) => resource,
         None => {
             let mut installed = slot.resource.write();

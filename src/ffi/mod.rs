@@ -9,6 +9,11 @@ mod resources;
 mod streams;
 pub mod types;
 
+pub use devices::*;
+pub use legacy::*;
+pub use resources::*;
+pub use streams::*;
+
 use crate::error::{rmmError_t, Error, Result};
 use std::cell::RefCell;
 use std::ffi::CString;

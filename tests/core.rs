@@ -1,0 +1,190 @@
+//! The Rust core on simulated devices: the allocation registry, per-device resources, handles
+//! and the legacy state machine.
+
+use rmm::allocations::{self, registry};
+use rmm::ffi::handles;
+use rmm::mr::{AsyncResource, DirectResource, MemoryResource};
+use rmm::platform::{backend, Stream};
+use rmm::{legacy, per_device, Error};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// The backend and the legacy state are process-wide: tests that touch them take turns.
+fn setup() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    std::env::set_var("RMM_SIM_DEVICES", "2:64MiB");
+    std::env::set_var("RMM_SIM_ON_RACE", "count");
+    let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    backend().expect("simulated devices").set_device(0).unwrap();
+    guard
+}
+
+fn cuda(device: i32) -> Arc<dyn MemoryResource> {
+    Arc::new(DirectResource::cuda(device).unwrap())
+}
+
+#[test]
+fn registry_refuses_double_and_foreign_frees_and_keeps_the_memory() {
+    let _guard = setup();
+    let resource = cuda(0);
+    let ptr = allocations::allocate(resource.clone(), 1000, Stream::DEFAULT).unwrap();
+    assert_eq!(ptr % 256, 0);
+    assert_eq!(registry().get(ptr).unwrap().size, 1000);
+    let refused = allocations::free(ptr, Stream::DEFAULT, |_| Err(Error::invalid("no")));
+    assert!(refused.is_err());
+    assert!(registry().get(ptr).is_some(), "a refused free keeps the record");
+    allocations::free(ptr, Stream::DEFAULT, |_| Ok(())).unwrap();
+    assert!(matches!(allocations::free(ptr, Stream::DEFAULT, |_| Ok(())), Err(Error::InvalidArgument(_))));
+    let on_stack = 0u64;
+    assert!(allocations::free(&on_stack as *const u64 as usize, Stream::DEFAULT, |_| Ok(())).is_err());
+    assert_eq!(allocations::allocate(resource, 0, Stream::DEFAULT).unwrap(), 0);
+}
+
+#[test]
+fn out_of_memory_leaves_everything_allocated_intact() {
+    let _guard = setup();
+    let resource = cuda(1);
+    let kept = allocations::allocate(resource.clone(), 1 << 20, Stream::DEFAULT).unwrap();
+    let (count, bytes) = registry().totals();
+    assert!(matches!(allocations::allocate(resource.clone(), 1 << 40, Stream::DEFAULT), Err(Error::OutOfMemory { .. })));
+    assert!(matches!(allocations::allocate(resource.clone(), usize::MAX, Stream::DEFAULT), Err(Error::OutOfMemory { .. })));
+    assert_eq!(registry().totals(), (count, bytes));
+    allocations::free(kept, Stream::DEFAULT, |_| Ok(())).unwrap();
+}
+
+#[test]
+fn per_device_resources_are_separate_and_checked_against_their_device() {
+    let _guard = setup();
+    let default0 = per_device::get(0).unwrap();
+    assert_eq!((default0.name(), default0.device()), ("cuda", 0));
+    let managed1: Arc<dyn MemoryResource> = Arc::new(DirectResource::managed(1).unwrap());
+    assert!(per_device::set(0, managed1.clone()).is_err(), "device 1's resource cannot serve device 0");
+    let previous = per_device::set(1, managed1.clone()).unwrap();
+    assert_eq!(previous.name(), "cuda");
+    assert!(allocations::same_resource(&per_device::get(1).unwrap(), &managed1));
+    assert!(allocations::same_resource(&per_device::get(0).unwrap(), &default0));
+    backend().unwrap().set_device(1).unwrap();
+    assert!(allocations::same_resource(&per_device::current().unwrap(), &managed1));
+    per_device::set(1, previous).unwrap();
+    assert_eq!(per_device::current().unwrap().name(), "cuda");
+    assert!(per_device::get(2).is_err());
+    assert!(per_device::get(-1).is_err());
+}
+
+#[test]
+fn a_set_on_one_thread_is_seen_by_threads_that_cached_the_old_resource() {
+    let _guard = setup();
+    let before = per_device::get(0).unwrap();
+    let (to_worker, worker_rx) = std::sync::mpsc::channel::<()>();
+    let (to_main, main_rx) = std::sync::mpsc::channel::<&'static str>();
+    let worker = std::thread::spawn(move || {
+        to_main.send(per_device::get(0).unwrap().name()).unwrap();
+        worker_rx.recv().unwrap();
+        to_main.send(per_device::get(0).unwrap().name()).unwrap();
+    });
+    assert_eq!(main_rx.recv().unwrap(), "cuda");
+    let replaced = per_device::set(0, Arc::new(DirectResource::managed(0).unwrap())).unwrap();
+    to_worker.send(()).unwrap();
+    assert_eq!(main_rx.recv().unwrap(), "managed");
+    worker.join().unwrap();
+    per_device::set(0, replaced).unwrap();
+    assert!(allocations::same_resource(&per_device::get(0).unwrap(), &before));
+}
+
+#[test]
+fn handles_refuse_destroyed_and_made_up_values() {
+    let _guard = setup();
+    let handle = handles::create(cuda(0)).unwrap();
+    assert_eq!(handles::get(handle).unwrap().name(), "cuda");
+    handles::destroy(handle).unwrap();
+    assert!(matches!(handles::get(handle), Err(Error::InvalidHandle(_))));
+    assert!(matches!(handles::destroy(handle), Err(Error::InvalidHandle(_))));
+    let reused = handles::create(cuda(0)).unwrap();
+    assert_ne!(reused, handle, "a recycled slot gets a new generation");
+    assert!(handles::get(handle).is_err());
+    for garbage in [0x1234usize, 0x7fff_0000_1000, usize::MAX] {
+        assert!(handles::get(garbage as handles::rmmResource_t).is_err());
+    }
+    assert!(handles::get(std::ptr::null_mut()).is_err());
+    handles::destroy(std::ptr::null_mut()).unwrap();
+    handles::destroy(reused).unwrap();
+}
+
+#[test]
+fn allocations_keep_their_resource_alive_after_its_last_handle() {
+    let _guard = setup();
+    let handle = handles::create(cuda(0)).unwrap();
+    let ptr = allocations::allocate(handles::get(handle).unwrap(), 4096, Stream::DEFAULT).unwrap();
+    handles::destroy(handle).unwrap();
+    let allocation = registry().get(ptr).unwrap();
+    assert_eq!((allocation.size, allocation.resource.name()), (4096, "cuda"));
+    drop(allocation);
+    legacy::free(ptr, Stream::DEFAULT).unwrap();
+}
+
+#[test]
+fn legacy_lifecycle_initialize_finalize_and_reinitialize() {
+    let _guard = setup();
+    assert!(legacy::initialized_options().is_none());
+    legacy::initialize(Some(legacy::Options { allocation_mode: legacy::mode::CUDA_MANAGED, ..Default::default() })).unwrap();
+    assert_eq!(legacy::initialized_options().unwrap().devices, vec![0]);
+    assert!(matches!(legacy::initialize(None), Err(Error::AlreadyInitialized)));
+    assert_eq!(per_device::get(0).unwrap().name(), "managed");
+    let ptr = legacy::alloc(1000, Stream::DEFAULT).unwrap();
+    let grown = legacy::realloc(ptr, 5000, Stream::DEFAULT).unwrap();
+    assert_eq!(registry().get(grown).unwrap().resource.name(), "managed");
+    assert!(registry().get(ptr).is_none(), "realloc frees the old block");
+    legacy::finalize().unwrap();
+    assert_eq!(per_device::get(0).unwrap().name(), "cuda", "finalize restores the previous resource");
+    assert!(matches!(legacy::alloc(8, Stream::DEFAULT), Err(Error::NotInitialized(_))));
+    legacy::free(grown, Stream::DEFAULT).unwrap();
+    assert!(matches!(legacy::finalize(), Err(Error::NotInitialized(_))));
+    let bad_mode = legacy::Options { allocation_mode: 0x40, ..Default::default() };
+    assert!(matches!(legacy::initialize(Some(bad_mode)), Err(Error::InvalidArgument(_))));
+    let twice = legacy::Options { devices: vec![1, 1], ..Default::default() };
+    assert!(matches!(legacy::initialize(Some(twice)), Err(Error::InvalidArgument(_))));
+    let pool = legacy::Options { allocation_mode: legacy::mode::POOL, ..Default::default() };
+    assert!(matches!(legacy::initialize(Some(pool)), Err(Error::NotSupported(_))));
+    legacy::initialize(Some(legacy::Options { allocation_mode: legacy::mode::CUDA_ASYNC, devices: vec![0, 1], ..Default::default() })).unwrap();
+    assert_eq!(per_device::get(1).unwrap().name(), "cuda_async");
+    let ptr = legacy::alloc(300, Stream::DEFAULT).unwrap();
+    assert_eq!(legacy::allocation_offset(ptr + 44).unwrap(), 44);
+    legacy::free(ptr, Stream::DEFAULT).unwrap();
+    legacy::finalize().unwrap();
+}
+
+#[test]
+fn the_async_resource_orders_its_own_reuse() {
+    let _guard = setup();
+    let resource = AsyncResource::new(0, 1 << 20, usize::MAX).unwrap();
+    let platform = backend().unwrap();
+    let (a, b) = (platform.stream_create(0).unwrap(), platform.stream_create(0).unwrap());
+    let ptr = resource.allocate(1 << 16, a).unwrap();
+    resource.deallocate(ptr, 1 << 16, a).unwrap();
+    let again = resource.allocate(1 << 16, b).unwrap();
+    resource.deallocate(again, 1 << 16, b).unwrap();
+    resource.trim(0).unwrap();
+    assert!(rmm::platform::simulator().unwrap().race_reports().is_empty());
+}
+
+#[test]
+fn threads_allocate_and_free_across_each_other() {
+    let _guard = setup();
+    let resource = cuda(0);
+    let (tx, rx) = std::sync::mpsc::channel::<usize>();
+    let producers: Vec<_> = (0..4)
+        .map(|t| {
+            let (resource, tx) = (resource.clone(), tx.clone());
+            std::thread::spawn(move || {
+                for i in 0..200 {
+                    let ptr = allocations::allocate(resource.clone(), 256 * (1 + (i + t) % 7), Stream::PER_THREAD).unwrap();
+                    tx.send(ptr).unwrap();
+                }
+            })
+        })
+        .collect();
+    drop(tx);
+    let consumer = std::thread::spawn(move || rx.iter().map(|ptr| legacy::free(ptr, Stream::DEFAULT).unwrap()).count());
+    producers.into_iter().for_each(|p| p.join().unwrap());
+    assert_eq!(consumer.join().unwrap(), 800);
+    assert!(registry().of_resource(&resource).is_empty());
+}
