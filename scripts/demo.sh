@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Builds librmm and runs examples/demo.c: on the GPU when a CUDA driver is present, otherwise
+# on a simulated device (and says so).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --quiet
+mkdir -p target/demo
+cc -std=c11 -Wall -Wextra -Werror -Iinclude examples/demo.c -Ltarget/release -lrmm \
+   -Wl,-rpath,"$PWD/target/release" -o target/demo/demo
+if [ -z "${RMM_SIM_DEVICES:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
+  echo "No CUDA driver found: running on a simulated device (RMM_SIM_DEVICES=1:4GiB)."
+  export RMM_SIM_DEVICES=1:4GiB
+fi
+exec target/demo/demo
