@@ -189,3 +189,19 @@ fn a_race_aborts_the_process_by_default() {
     assert!(stderr.contains("stream-ordering race") && stderr.contains("aborting"), "{stderr}");
     assert!(!stderr.contains("must abort"), "{stderr}");
 }
+
+#[test]
+fn device_synchronization_orders_reuse_after_frees_on_every_stream_of_the_device() {
+    let sim = devices();
+    let (a, b) = (sim.stream_create(0).unwrap(), sim.stream_create(0).unwrap());
+    let other_device = sim.stream_create(1).unwrap();
+    let ptr = sim.allocate(0, MemoryKind::Device, BLOCK).unwrap();
+    sim.note_released(0, ptr, BLOCK, a);
+    sim.device_synchronize(1).unwrap();
+    sim.note_acquired(0, ptr, BLOCK / 2, b);
+    assert_eq!(sim.race_reports().len(), 1, "synchronizing another device orders nothing here");
+    let _ = other_device;
+    sim.device_synchronize(0).unwrap();
+    sim.note_acquired(0, ptr + BLOCK / 2, BLOCK / 2, b);
+    assert_eq!(sim.race_reports().len(), 1);
+}

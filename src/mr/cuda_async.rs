@@ -23,7 +23,7 @@ impl AsyncResource {
         if initial_pool_size > 0 {
             let ptr = platform.allocate_from_pool(device, pool, initial_pool_size, Stream::DEFAULT)?;
             platform.free_to_pool(device, pool, ptr, Stream::DEFAULT)?;
-            platform.stream_synchronize(Stream::DEFAULT)?;
+            platform.device_synchronize(device)?;
         }
         Ok(resource)
     }

@@ -20,7 +20,7 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuMemAllocManaged", "cuMemHostAlloc", "cuMemFreeHost", "cuMemGetInfo_v2",
     "cuMemGetAddressRange_v2", "cuMemcpyAsync", "cuStreamCreate", "cuStreamDestroy_v2",
     "cuStreamSynchronize", "cuStreamWaitEvent", "cuEventCreate", "cuEventDestroy_v2",
-    "cuEventRecord", "cuEventSynchronize", "cuGetErrorString",
+    "cuEventRecord", "cuEventSynchronize", "cuGetErrorString", "cuCtxSynchronize",
 ];
 
 /// Needed only by the cuda_async resource; their absence makes it `NotSupported`.
@@ -336,8 +336,15 @@ impl CudaDriver {
     }
 
     pub fn stream_synchronize(&self, stream: Stream) -> Result<()> {
+        // The default streams belong to the current context, so make sure there is one.
+        self.current_device()?;
         // SAFETY: the driver validates the stream handle.
         check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream.0 as sys::CUstream) })
+    }
+
+    pub fn device_synchronize(&self, device: i32) -> Result<()> {
+        // SAFETY: a context of `device` is current inside `with_device`.
+        self.with_device(device, || check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() }))
     }
 
     pub fn event_create(&self, device: i32) -> Result<Event> {
@@ -355,6 +362,7 @@ impl CudaDriver {
     }
 
     pub fn event_record(&self, event: Event, stream: Stream) -> Result<()> {
+        self.current_device()?;
         // SAFETY: the caller owns `event`; the driver validates the stream.
         check("cuEventRecord", unsafe { sys::cuEventRecord(event.0 as sys::CUevent, stream.0 as sys::CUstream) })
     }
@@ -365,6 +373,7 @@ impl CudaDriver {
     }
 
     pub fn stream_wait_event(&self, stream: Stream, event: Event) -> Result<()> {
+        self.current_device()?;
         // SAFETY: the caller owns `event`; the driver validates the stream.
         check("cuStreamWaitEvent", unsafe { sys::cuStreamWaitEvent(stream.0 as sys::CUstream, event.0 as sys::CUevent, 0) })
     }

@@ -143,6 +143,10 @@ impl Backend {
     pub fn stream_synchronize(&self, stream: Stream) -> Result<()> {
         dispatch!(self.stream_synchronize(stream))
     }
+    /// Waits for all work on every stream of `device`.
+    pub fn device_synchronize(&self, device: i32) -> Result<()> {
+        dispatch!(self.device_synchronize(device))
+    }
     pub fn event_create(&self, device: i32) -> Result<Event> {
         dispatch!(self.event_create(device))
     }

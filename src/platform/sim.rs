@@ -335,6 +335,18 @@ impl SimDevices {
         Ok(())
     }
 
+    /// The host waits for all work on every stream of `device`.
+    pub fn device_synchronize(&self, device: i32) -> Result<()> {
+        self.check_device(device)?;
+        let mut state = self.state.lock();
+        let mut clock = state.host_clock.clone();
+        for stream in state.streams.iter().flatten().filter(|s| s.device == device) {
+            clock.join(&stream.clock);
+        }
+        state.host_clock = clock;
+        Ok(())
+    }
+
     pub fn event_create(&self, device: i32) -> Result<Event> {
         self.check_device(device)?;
         let mut state = self.state.lock();
