@@ -19,7 +19,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 echo "== cargo test"
-cargo test --release
+cargo test
 
 echo "== C/C++ suite (ctest, simulated devices)"
 build=build/test
