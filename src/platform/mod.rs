@@ -38,7 +38,7 @@ pub enum MemoryKind {
 
 pub enum Backend {
     Cuda(cuda::CudaDriver),
-    Sim(sim::SimDevices),
+    Sim(Box<sim::SimDevices>),
 }
 
 static BACKEND: OnceCell<std::result::Result<Backend, Error>> = OnceCell::new();
@@ -47,7 +47,7 @@ static BACKEND: OnceCell<std::result::Result<Backend, Error>> = OnceCell::new();
 /// remembered: every later call reports the same error.
 pub fn backend() -> Result<&'static Backend> {
     let chosen = BACKEND.get_or_init(|| match std::env::var("RMM_SIM_DEVICES") {
-        Ok(spec) => sim::SimDevices::from_spec(&spec).map(Backend::Sim),
+        Ok(spec) => sim::SimDevices::from_spec(&spec).map(|s| Backend::Sim(Box::new(s))),
         Err(_) => cuda::CudaDriver::load().map(Backend::Cuda),
     });
     chosen.as_ref().map_err(Clone::clone)
