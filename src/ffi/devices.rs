@@ -5,21 +5,24 @@ use super::{boundary, non_null, write_out};
 use crate::error::rmmError_t;
 use crate::per_device;
 use crate::platform::{backend, simulator};
+use crate::error::Result;
 use std::ffi::c_int;
+
+fn set_resource(device: i32, resource: rmmResource_t, previous: *mut rmmResource_t) -> Result<()> {
+    let resource = handles::get(resource)?;
+    let replaced = per_device::set(device, resource)?;
+    if !previous.is_null() {
+        write_out(previous, "previous", handles::create(replaced)?)?;
+    }
+    Ok(())
+}
 
 /// Makes `resource` the resource of `device` (the registry keeps its own reference, so the
 /// caller may destroy its handle). If `previous` is not NULL it receives a new handle to the
 /// resource replaced, owned by the caller. The resource must belong to `device`.
 #[no_mangle]
 pub extern "C" fn rmmSetPerDeviceResource(device: c_int, resource: rmmResource_t, previous: *mut rmmResource_t) -> rmmError_t {
-    boundary("rmmSetPerDeviceResource", || {
-        let resource = handles::get(resource)?;
-        let replaced = per_device::set(device, resource)?;
-        if !previous.is_null() {
-            write_out(previous, "previous", handles::create(replaced)?)?;
-        }
-        Ok(())
-    })
+    boundary("rmmSetPerDeviceResource", || set_resource(device, resource, previous))
 }
 
 /// Writes a new handle to `device`'s resource to `*resource` (a cuda resource unless one was
@@ -35,15 +38,7 @@ pub extern "C" fn rmmGetPerDeviceResource(device: c_int, resource: *mut rmmResou
 /// `rmmSetPerDeviceResource` for the calling thread's current device.
 #[no_mangle]
 pub extern "C" fn rmmSetCurrentDeviceResource(resource: rmmResource_t, previous: *mut rmmResource_t) -> rmmError_t {
-    boundary("rmmSetCurrentDeviceResource", || {
-        let device = backend()?.current_device()?;
-        let resource = handles::get(resource)?;
-        let replaced = per_device::set(device, resource)?;
-        if !previous.is_null() {
-            write_out(previous, "previous", handles::create(replaced)?)?;
-        }
-        Ok(())
-    })
+    boundary("rmmSetCurrentDeviceResource", || set_resource(backend()?.current_device()?, resource, previous))
 }
 
 /// `rmmGetPerDeviceResource` for the calling thread's current device.
