@@ -3,6 +3,7 @@
 
 mod cuda_async;
 mod direct;
+pub mod suballoc;
 
 pub use cuda_async::AsyncResource;
 pub use direct::DirectResource;

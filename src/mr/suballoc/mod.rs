@@ -1,0 +1,4 @@
+//! Suballocator bookkeeping: plain safe Rust over integer addresses, with invariant checks
+//! that tests call.
+
+pub mod tlsf;

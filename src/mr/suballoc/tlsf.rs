@@ -1,0 +1,422 @@
+//! A two-level segregated-fit (TLSF) free-block index over address ranges, with all metadata
+//! on the host (out of band): the host cannot write into device memory. Allocation and free
+//! are O(1): bitmaps find a non-empty size class, and physical neighbour links coalesce a freed
+//! block with adjacent free blocks. Blocks never coalesce across chunks (separate upstream
+//! allocations), because two chunks that happen to be adjacent are still freed separately.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Granularity and alignment of every block.
+pub const GRANULE: usize = 256;
+const GRANULE_SHIFT: u32 = 8;
+const SL_BITS: u32 = 4;
+const SL_COUNT: usize = 1 << SL_BITS;
+const FL_COUNT: usize = 64;
+const NONE: u32 = u32::MAX;
+
+#[derive(Debug, Clone)]
+struct Block {
+    addr: usize,
+    size: usize,
+    chunk: u32,
+    free: bool,
+    prev_phys: u32,
+    next_phys: u32,
+    prev_free: u32,
+    next_free: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Chunk {
+    pub base: usize,
+    pub size: usize,
+}
+
+/// Addresses are GRANULE-aligned and unique: multiply-shift hashing.
+#[derive(Default)]
+pub struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, _: &[u8]) {
+        unreachable!("only addresses are hashed")
+    }
+    fn write_usize(&mut self, address: usize) {
+        self.0 = ((address as u64) >> GRANULE_SHIFT).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+pub type AddressMap<V> = HashMap<usize, V, BuildHasherDefault<AddressHasher>>;
+
+pub struct Tlsf {
+    blocks: Vec<Block>,
+    spare_blocks: Vec<u32>,
+    heads: Vec<[u32; SL_COUNT]>,
+    fl_bitmap: u64,
+    sl_bitmaps: [u32; FL_COUNT],
+    used: AddressMap<u32>,
+    chunks: Vec<Option<Chunk>>,
+    /// The block that starts each chunk, to find wholly free chunks.
+    chunk_first_block: Vec<u32>,
+    free_bytes: usize,
+    chunk_bytes: usize,
+}
+
+/// Size class of a block of `units` granules.
+fn class_of(units: usize) -> (usize, usize) {
+    if units < SL_COUNT {
+        return (0, units);
+    }
+    let top = usize::BITS - 1 - units.leading_zeros();
+    let fl = (top - SL_BITS + 1) as usize;
+    let sl = (units >> (top - SL_BITS)) & (SL_COUNT - 1);
+    (fl, sl)
+}
+
+/// The first class whose every block holds `units` granules.
+fn class_for_request(units: usize) -> (usize, usize) {
+    if units < SL_COUNT {
+        return (0, units);
+    }
+    let top = usize::BITS - 1 - units.leading_zeros();
+    let rounded = units + (1usize << (top - SL_BITS)) - 1;
+    class_of(rounded)
+}
+
+/// Rounds a byte count up to whole granules; None when it overflows.
+pub fn granules(bytes: usize) -> Option<usize> {
+    bytes.checked_add(GRANULE - 1).map(|b| b >> GRANULE_SHIFT)
+}
+
+impl Default for Tlsf {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Tlsf {
+    pub fn new() -> Self {
+        Tlsf {
+            blocks: Vec::new(),
+            spare_blocks: Vec::new(),
+            heads: vec![[NONE; SL_COUNT]; FL_COUNT],
+            fl_bitmap: 0,
+            sl_bitmaps: [0; FL_COUNT],
+            used: AddressMap::default(),
+            chunks: Vec::new(),
+            chunk_first_block: Vec::new(),
+            free_bytes: 0,
+            chunk_bytes: 0,
+        }
+    }
+
+    pub fn free_bytes(&self) -> usize {
+        self.free_bytes
+    }
+
+    /// Bytes of all chunks held.
+    pub fn chunk_bytes(&self) -> usize {
+        self.chunk_bytes
+    }
+
+    pub fn chunks(&self) -> impl Iterator<Item = Chunk> + '_ {
+        self.chunks.iter().flatten().copied()
+    }
+
+    pub fn used_blocks(&self) -> usize {
+        self.used.len()
+    }
+
+    /// Size of the largest free block (0 if none).
+    pub fn largest_free_block(&self) -> usize {
+        if self.fl_bitmap == 0 {
+            return 0;
+        }
+        let fl = (u64::BITS - 1 - self.fl_bitmap.leading_zeros()) as usize;
+        let sl = (u32::BITS - 1 - self.sl_bitmaps[fl].leading_zeros()) as usize;
+        let mut largest = 0;
+        let mut at = self.heads[fl][sl];
+        while at != NONE {
+            largest = largest.max(self.blocks[at as usize].size);
+            at = self.blocks[at as usize].next_free;
+        }
+        largest
+    }
+
+    fn new_block(&mut self, block: Block) -> u32 {
+        match self.spare_blocks.pop() {
+            Some(index) => {
+                self.blocks[index as usize] = block;
+                index
+            }
+            None => {
+                self.blocks.push(block);
+                (self.blocks.len() - 1) as u32
+            }
+        }
+    }
+
+    fn link_free(&mut self, index: u32) {
+        let (fl, sl) = class_of(self.blocks[index as usize].size >> GRANULE_SHIFT);
+        let head = self.heads[fl][sl];
+        {
+            let block = &mut self.blocks[index as usize];
+            block.free = true;
+            block.prev_free = NONE;
+            block.next_free = head;
+        }
+        if head != NONE {
+            self.blocks[head as usize].prev_free = index;
+        }
+        self.heads[fl][sl] = index;
+        self.fl_bitmap |= 1 << fl;
+        self.sl_bitmaps[fl] |= 1 << sl;
+        self.free_bytes += self.blocks[index as usize].size;
+    }
+
+    fn unlink_free(&mut self, index: u32) {
+        let Block { size, prev_free, next_free, .. } = self.blocks[index as usize];
+        let (fl, sl) = class_of(size >> GRANULE_SHIFT);
+        if prev_free != NONE {
+            self.blocks[prev_free as usize].next_free = next_free;
+        } else {
+            self.heads[fl][sl] = next_free;
+            if next_free == NONE {
+                self.sl_bitmaps[fl] &= !(1 << sl);
+                if self.sl_bitmaps[fl] == 0 {
+                    self.fl_bitmap &= !(1 << fl);
+                }
+            }
+        }
+        if next_free != NONE {
+            self.blocks[next_free as usize].prev_free = prev_free;
+        }
+        self.blocks[index as usize].free = false;
+        self.free_bytes -= size;
+    }
+
+    /// Adds `[base, base+size)` (GRANULE-aligned) as one free block of a new chunk.
+    pub fn add_chunk(&mut self, base: usize, size: usize) {
+        debug_assert!(base % GRANULE == 0 && size % GRANULE == 0 && size > 0);
+        let chunk = match self.chunks.iter().position(Option::is_none) {
+            Some(slot) => slot,
+            None => {
+                self.chunks.push(None);
+                self.chunk_first_block.push(NONE);
+                self.chunks.len() - 1
+            }
+        };
+        let index = self.new_block(Block {
+            addr: base,
+            size,
+            chunk: chunk as u32,
+            free: false,
+            prev_phys: NONE,
+            next_phys: NONE,
+            prev_free: NONE,
+            next_free: NONE,
+        });
+        self.chunks[chunk] = Some(Chunk { base, size });
+        self.chunk_first_block[chunk] = index;
+        self.chunk_bytes += size;
+        self.link_free(index);
+    }
+
+    fn find_free(&self, units: usize) -> Option<u32> {
+        self.find_free_in_larger_class(units).or_else(|| self.find_free_in_own_class(units))
+    }
+
+    /// O(1): the head of the first class whose every block fits.
+    fn find_free_in_larger_class(&self, units: usize) -> Option<u32> {
+        let (fl, sl) = class_for_request(units);
+        if fl >= FL_COUNT {
+            return None;
+        }
+        let in_class = self.sl_bitmaps[fl] & (u32::MAX << sl);
+        let (fl, sl) = if in_class != 0 {
+            (fl, in_class.trailing_zeros() as usize)
+        } else {
+            let above = if fl + 1 >= FL_COUNT { 0 } else { self.fl_bitmap & (u64::MAX << (fl + 1)) };
+            if above == 0 {
+                return None;
+            }
+            let fl = above.trailing_zeros() as usize;
+            (fl, self.sl_bitmaps[fl].trailing_zeros() as usize)
+        };
+        Some(self.heads[fl][sl])
+    }
+
+    /// The request's own class may hold a block that fits though the class's smallest does
+    /// not; looking there before growing keeps the footprint down.
+    fn find_free_in_own_class(&self, units: usize) -> Option<u32> {
+        let (fl, sl) = class_of(units);
+        let mut at = *self.heads.get(fl)?.get(sl)?;
+        while at != NONE {
+            if self.blocks[at as usize].size >= units << GRANULE_SHIFT {
+                return Some(at);
+            }
+            at = self.blocks[at as usize].next_free;
+        }
+        None
+    }
+
+    /// Takes a block of at least `bytes` (rounded up to GRANULE); returns (address, size).
+    pub fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)> {
+        let units = granules(bytes)?.max(1);
+        let need = units << GRANULE_SHIFT;
+        let index = self.find_free(units)?;
+        self.unlink_free(index);
+        let Block { addr, size, chunk, next_phys, .. } = self.blocks[index as usize];
+        if size > need {
+            let rest = self.new_block(Block {
+                addr: addr + need,
+                size: size - need,
+                chunk,
+                free: false,
+                prev_phys: index,
+                next_phys,
+                prev_free: NONE,
+                next_free: NONE,
+            });
+            if next_phys != NONE {
+                self.blocks[next_phys as usize].prev_phys = rest;
+            }
+            let block = &mut self.blocks[index as usize];
+            block.next_phys = rest;
+            block.size = need;
+            self.link_free(rest);
+        }
+        self.used.insert(addr, index);
+        Some((addr, need))
+    }
+
+    /// Merges `next` (physically after `index`, free, same chunk) into `index`.
+    fn absorb_next(&mut self, index: u32, next: u32) {
+        self.unlink_free(next);
+        let Block { size, next_phys, .. } = self.blocks[next as usize];
+        self.blocks[index as usize].size += size;
+        self.blocks[index as usize].next_phys = next_phys;
+        if next_phys != NONE {
+            self.blocks[next_phys as usize].prev_phys = index;
+        }
+        self.spare_blocks.push(next);
+    }
+
+    /// Returns the block at `addr` and coalesces it with free neighbours; returns its size, or
+    /// None when `addr` is not an allocated block of this index.
+    pub fn free(&mut self, addr: usize) -> Option<usize> {
+        let mut index = self.used.remove(&addr)?;
+        let size = self.blocks[index as usize].size;
+        let next = self.blocks[index as usize].next_phys;
+        if next != NONE && self.blocks[next as usize].free {
+            self.absorb_next(index, next);
+        }
+        let prev = self.blocks[index as usize].prev_phys;
+        if prev != NONE && self.blocks[prev as usize].free {
+            self.unlink_free(prev);
+            self.absorb_next_used(prev, index);
+            index = prev;
+        }
+        self.link_free(index);
+        Some(size)
+    }
+
+    /// Merges the (not free-listed) block `next` into `index`.
+    fn absorb_next_used(&mut self, index: u32, next: u32) {
+        let Block { size, next_phys, .. } = self.blocks[next as usize];
+        self.blocks[index as usize].size += size;
+        self.blocks[index as usize].next_phys = next_phys;
+        if next_phys != NONE {
+            self.blocks[next_phys as usize].prev_phys = index;
+        }
+        self.spare_blocks.push(next);
+    }
+
+    /// Removes every chunk that is wholly free and returns them, for release upstream.
+    pub fn take_wholly_free_chunks(&mut self) -> Vec<Chunk> {
+        let mut taken = Vec::new();
+        for chunk in 0..self.chunks.len() {
+            let Some(info) = self.chunks[chunk] else { continue };
+            let first = self.chunk_first_block[chunk];
+            let block = &self.blocks[first as usize];
+            if block.free && block.size == info.size {
+                self.unlink_free(first);
+                self.spare_blocks.push(first);
+                self.chunks[chunk] = None;
+                self.chunk_first_block[chunk] = NONE;
+                self.chunk_bytes -= info.size;
+                taken.push(info);
+            }
+        }
+        taken
+    }
+
+    /// Checks every structural invariant; tests call it after each operation.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut free_total = 0;
+        let mut seen_free = 0;
+        for (chunk, info) in self.chunks.iter().enumerate() {
+            let Some(info) = info else { continue };
+            let mut at = self.chunk_first_block[chunk];
+            let (mut expected_addr, mut prev, mut prev_free) = (info.base, NONE, false);
+            if self.blocks[at as usize].prev_phys != NONE {
+                return Err(format!("chunk {chunk} first block has a previous block"));
+            }
+            while at != NONE {
+                let b = &self.blocks[at as usize];
+                if b.addr != expected_addr || b.chunk != chunk as u32 || b.prev_phys != prev {
+                    return Err(format!("chunk {chunk}: block {at} breaks the physical chain: {b:?}"));
+                }
+                if b.size == 0 || b.size % GRANULE != 0 {
+                    return Err(format!("block {at} has size {}", b.size));
+                }
+                if b.free && prev_free {
+                    return Err(format!("block {at} and its predecessor are both free: not coalesced"));
+                }
+                if b.free {
+                    free_total += b.size;
+                    seen_free += 1;
+                } else if self.used.get(&b.addr) != Some(&at) {
+                    return Err(format!("used block {at} at {:#x} is not in the used map", b.addr));
+                }
+                expected_addr += b.size;
+                prev_free = b.free;
+                prev = at;
+                at = b.next_phys;
+            }
+            if expected_addr != info.base + info.size {
+                return Err(format!("chunk {chunk} blocks end at {expected_addr:#x}, not at the chunk end"));
+            }
+        }
+        let mut listed = 0;
+        for fl in 0..FL_COUNT {
+            for sl in 0..SL_COUNT {
+                let mut at = self.heads[fl][sl];
+                let has_bit = self.fl_bitmap & (1 << fl) != 0 && self.sl_bitmaps[fl] & (1 << sl) != 0;
+                if (at != NONE) != has_bit {
+                    return Err(format!("class ({fl},{sl}) bitmap disagrees with its list"));
+                }
+                let mut prev = NONE;
+                while at != NONE {
+                    let b = &self.blocks[at as usize];
+                    if !b.free || class_of(b.size >> GRANULE_SHIFT) != (fl, sl) || b.prev_free != prev {
+                        return Err(format!("block {at} is misfiled in class ({fl},{sl}): {b:?}"));
+                    }
+                    listed += 1;
+                    prev = at;
+                    at = b.next_free;
+                }
+            }
+            if self.sl_bitmaps[fl] != 0 && self.fl_bitmap & (1 << fl) == 0 {
+                return Err(format!("first-level bit {fl} is clear over a non-empty row"));
+            }
+        }
+        if listed != seen_free || free_total != self.free_bytes {
+            return Err(format!("{listed} listed vs {seen_free} free blocks; {free_total} vs {} free bytes", self.free_bytes));
+        }
+        Ok(())
+    }
+}
