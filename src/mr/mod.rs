@@ -1,12 +1,18 @@
 //! Memory resources: one trait, implemented by the device resources here and, stacked over
 //! them, by suballocators and adaptors.
 
+mod binning;
 mod cuda_async;
 mod direct;
+mod fixed_size;
+mod pool;
 pub mod suballoc;
 
+pub use binning::BinningResource;
 pub use cuda_async::AsyncResource;
 pub use direct::DirectResource;
+pub use fixed_size::FixedSizeResource;
+pub use pool::PoolResource;
 
 use crate::error::Result;
 use crate::platform::Stream;
@@ -27,6 +33,14 @@ pub trait MemoryResource: Send + Sync + 'static {
     fn device(&self) -> i32;
     /// A short name for messages and logs, e.g. "cuda", "pool".
     fn name(&self) -> &'static str;
+    /// Returns memory the resource holds but does not use to its upstream; the bytes released.
+    fn release(&self) -> Result<usize> {
+        Ok(0)
+    }
+    /// Bytes reserved from upstream, for resources that keep a pool.
+    fn pool_size(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Rejects a zero-byte request that reached a resource directly.

@@ -20,7 +20,7 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuMemAllocManaged", "cuMemHostAlloc", "cuMemFreeHost", "cuMemGetInfo_v2",
     "cuMemGetAddressRange_v2", "cuMemcpyAsync", "cuStreamCreate", "cuStreamDestroy_v2",
     "cuStreamSynchronize", "cuStreamWaitEvent", "cuEventCreate", "cuEventDestroy_v2",
-    "cuEventRecord", "cuEventSynchronize", "cuGetErrorString", "cuCtxSynchronize",
+    "cuEventRecord", "cuEventSynchronize", "cuGetErrorString", "cuCtxSynchronize", "cuStreamGetId",
 ];
 
 /// Needed only by the cuda_async resource; their absence makes it `NotSupported`.
@@ -318,6 +318,14 @@ impl CudaDriver {
                 sys::cuMemcpyAsync(dst as sys::CUdeviceptr, src as sys::CUdeviceptr, bytes, stream.0 as sys::CUstream)
             })
         })
+    }
+
+    pub fn stream_identity(&self, stream: Stream) -> Result<u64> {
+        let mut id: std::ffi::c_ulonglong = 0;
+        // SAFETY: out-pointer to a local; the driver validates the stream handle.
+        check("cuStreamGetId", unsafe { sys::cuStreamGetId(stream.0 as sys::CUstream, &mut id) })?;
+        // Driver ids start at small numbers; keep 0 for the legacy default stream.
+        Ok(id + 1)
     }
 
     pub fn stream_create(&self, device: i32) -> Result<Stream> {

@@ -134,6 +134,14 @@ impl Backend {
     pub fn copy_async(&self, device: i32, dst: usize, src: usize, bytes: usize, stream: Stream) -> Result<()> {
         dispatch!(self.copy_async(device, dst, src, bytes, stream))
     }
+    /// An identity of `stream` that no other stream ever shares, even after the handle is
+    /// destroyed and its value reused (RMM #2251). The legacy default stream is 0.
+    pub fn stream_identity(&self, stream: Stream) -> Result<u64> {
+        if matches!(stream, Stream::DEFAULT | Stream::LEGACY) {
+            return Ok(0);
+        }
+        dispatch!(self.stream_identity(stream))
+    }
     pub fn stream_create(&self, device: i32) -> Result<Stream> {
         dispatch!(self.stream_create(device))
     }

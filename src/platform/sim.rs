@@ -317,6 +317,10 @@ impl SimDevices {
         Ok(Stream(handle))
     }
 
+    pub fn stream_identity(&self, stream: Stream) -> Result<u64> {
+        Ok(self.state.lock().resolve_stream(stream)? as u64 + 1)
+    }
+
     pub fn stream_destroy(&self, stream: Stream) -> Result<()> {
         let mut state = self.state.lock();
         let id = state

@@ -2,3 +2,5 @@
 //! that tests call.
 
 pub mod tlsf;
+pub mod fixed_blocks;
+pub mod stream_ordered;

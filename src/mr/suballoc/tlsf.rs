@@ -337,21 +337,36 @@ impl Tlsf {
 
     /// Removes every chunk that is wholly free and returns them, for release upstream.
     pub fn take_wholly_free_chunks(&mut self) -> Vec<Chunk> {
-        let mut taken = Vec::new();
-        for chunk in 0..self.chunks.len() {
-            let Some(info) = self.chunks[chunk] else { continue };
-            let first = self.chunk_first_block[chunk];
-            let block = &self.blocks[first as usize];
-            if block.free && block.size == info.size {
-                self.unlink_free(first);
-                self.spare_blocks.push(first);
-                self.chunks[chunk] = None;
-                self.chunk_first_block[chunk] = NONE;
-                self.chunk_bytes -= info.size;
-                taken.push(info);
-            }
-        }
-        taken
+        (0..self.chunks.len())
+            .filter(|&chunk| self.chunk_is_wholly_free(chunk).is_some())
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|chunk| self.remove_chunk(chunk))
+            .collect()
+    }
+
+    /// Removes one wholly free chunk of at least `bytes` (the smallest such), to hand it to
+    /// another stream.
+    pub fn take_free_chunk(&mut self, bytes: usize) -> Option<Chunk> {
+        let chunk = (0..self.chunks.len())
+            .filter(|&c| self.chunk_is_wholly_free(c).is_some_and(|info| info.size >= bytes))
+            .min_by_key(|&c| self.chunks[c].map(|info| info.size))?;
+        Some(self.remove_chunk(chunk))
+    }
+
+    fn chunk_is_wholly_free(&self, chunk: usize) -> Option<Chunk> {
+        let info = self.chunks[chunk]?;
+        let block = &self.blocks[self.chunk_first_block[chunk] as usize];
+        (block.free && block.size == info.size).then_some(info)
+    }
+
+    fn remove_chunk(&mut self, chunk: usize) -> Chunk {
+        let info = self.chunks[chunk].take().expect("chunk is live");
+        let first = std::mem::replace(&mut self.chunk_first_block[chunk], NONE);
+        self.unlink_free(first);
+        self.spare_blocks.push(first);
+        self.chunk_bytes -= info.size;
+        info
     }
 
     /// Checks every structural invariant; tests call it after each operation.

@@ -1,0 +1,87 @@
+//! Size-routed allocation (RMM's `binning_memory_resource`): each request goes to the
+//! smallest bin that holds it, larger ones to the upstream resource.
+
+use super::fixed_size::FixedSizeResource;
+use super::MemoryResource;
+use crate::error::{Error, Result};
+use crate::platform::Stream;
+use parking_lot::RwLock;
+use std::sync::Arc;
+
+pub struct BinningResource {
+    upstream: Arc<dyn MemoryResource>,
+    /// (largest size served, resource), sorted by size.
+    bins: RwLock<Vec<(usize, Arc<dyn MemoryResource>)>>,
+}
+
+impl BinningResource {
+    /// Fixed-size bins of 2^min ..= 2^max bytes over `upstream` (min > max: no bins yet).
+    pub fn new(upstream: Arc<dyn MemoryResource>, min_size_exponent: i8, max_size_exponent: i8) -> Result<Self> {
+        let resource = BinningResource { upstream, bins: RwLock::new(Vec::new()) };
+        if min_size_exponent <= max_size_exponent {
+            if min_size_exponent < 0 || max_size_exponent > 40 {
+                return Err(Error::invalid(format!("bin exponents {min_size_exponent}..={max_size_exponent} must lie in 0..=40")));
+            }
+            for exponent in min_size_exponent..=max_size_exponent {
+                resource.add_bin(1usize << exponent, None)?;
+            }
+        }
+        Ok(resource)
+    }
+
+    /// Serves requests up to `allocation_size` (that are not served by a smaller bin) from
+    /// `bin`, or from a new fixed-size resource of that size over the upstream.
+    pub fn add_bin(&self, allocation_size: usize, bin: Option<Arc<dyn MemoryResource>>) -> Result<()> {
+        if allocation_size == 0 {
+            return Err(Error::invalid("a bin of 0 bytes"));
+        }
+        let bin = match bin {
+            Some(bin) => {
+                if bin.device() != self.upstream.device() {
+                    return Err(Error::invalid(format!("a bin of device {} in a binning resource of device {}", bin.device(), self.upstream.device())));
+                }
+                bin
+            }
+            None => Arc::new(FixedSizeResource::new(self.upstream.clone(), allocation_size, 0)?) as Arc<dyn MemoryResource>,
+        };
+        let mut bins = self.bins.write();
+        match bins.binary_search_by_key(&allocation_size, |(size, _)| *size) {
+            Ok(at) => bins[at].1 = bin,
+            Err(at) => bins.insert(at, (allocation_size, bin)),
+        }
+        Ok(())
+    }
+
+    fn route(&self, bytes: usize) -> Arc<dyn MemoryResource> {
+        let bins = self.bins.read();
+        let at = bins.partition_point(|(size, _)| *size < bytes);
+        bins.get(at).map(|(_, bin)| bin.clone()).unwrap_or_else(|| self.upstream.clone())
+    }
+
+    pub fn bin_sizes(&self) -> Vec<usize> {
+        self.bins.read().iter().map(|(size, _)| *size).collect()
+    }
+}
+
+impl MemoryResource for BinningResource {
+    fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
+        self.route(bytes).allocate(bytes, stream)
+    }
+
+    fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
+        self.route(bytes).deallocate(ptr, bytes, stream)
+    }
+
+    fn device(&self) -> i32 {
+        self.upstream.device()
+    }
+
+    fn name(&self) -> &'static str {
+        "binning"
+    }
+
+    fn release(&self) -> Result<usize> {
+        let bins: Vec<_> = self.bins.read().iter().map(|(_, bin)| bin.clone()).collect();
+        bins.iter().try_fold(0, |total, bin| Ok(total + bin.release()?))
+    }
+}

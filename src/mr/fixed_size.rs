@@ -1,0 +1,75 @@
+//! Blocks of one size (RMM's `fixed_size_memory_resource`): O(1) stream-ordered allocation of
+//! any request up to the block size, from chunks of many blocks.
+
+use super::suballoc::fixed_blocks::FixedBlocks;
+use super::suballoc::stream_ordered::{Growth, StreamOrdered, Usage};
+use super::suballoc::tlsf::GRANULE;
+use super::MemoryResource;
+use crate::error::{Error, Result};
+use crate::platform::Stream;
+use std::sync::Arc;
+
+/// Blocks per upstream chunk when the caller does not say.
+pub const DEFAULT_BLOCKS_PER_CHUNK: usize = 128;
+
+pub struct FixedSizeResource {
+    block_size: usize,
+    core: StreamOrdered<FixedBlocks>,
+}
+
+impl FixedSizeResource {
+    /// Blocks of `block_size` (rounded up to 256 bytes), `blocks_to_preallocate` of them up
+    /// front and in every later chunk (0: 128).
+    pub fn new(upstream: Arc<dyn MemoryResource>, block_size: usize, blocks_to_preallocate: usize) -> Result<Self> {
+        if block_size == 0 {
+            return Err(Error::invalid("block_size is 0"));
+        }
+        let block_size = block_size.checked_next_multiple_of(GRANULE).ok_or_else(|| Error::invalid("block_size is too large"))?;
+        let per_chunk = if blocks_to_preallocate == 0 { DEFAULT_BLOCKS_PER_CHUNK } else { blocks_to_preallocate };
+        let chunk = block_size.checked_mul(per_chunk).ok_or_else(|| Error::invalid("block_size * blocks_to_preallocate overflows"))?;
+        let initial = if blocks_to_preallocate == 0 { 0 } else { chunk };
+        let core = StreamOrdered::new("fixed_size", upstream, Growth::Fixed { chunk }, initial, 0, move || FixedBlocks::new(block_size))?;
+        Ok(FixedSizeResource { block_size, core })
+    }
+
+    pub fn block_size(&self) -> usize {
+        self.block_size
+    }
+
+    pub fn usage(&self) -> Usage {
+        self.core.usage()
+    }
+
+    pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        self.core.check_invariants()
+    }
+}
+
+impl MemoryResource for FixedSizeResource {
+    fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
+        if bytes > self.block_size {
+            return Err(Error::invalid(format!("{bytes} bytes exceed the fixed block size {}", self.block_size)));
+        }
+        self.core.allocate(bytes, stream)
+    }
+
+    fn deallocate(&self, ptr: usize, _bytes: usize, stream: Stream) -> Result<()> {
+        self.core.deallocate(ptr, stream)
+    }
+
+    fn device(&self) -> i32 {
+        self.core.device()
+    }
+
+    fn name(&self) -> &'static str {
+        "fixed_size"
+    }
+
+    fn release(&self) -> Result<usize> {
+        self.core.release_free_chunks()
+    }
+
+    fn pool_size(&self) -> Option<usize> {
+        Some(self.core.reserved())
+    }
+}

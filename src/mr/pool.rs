@@ -1,0 +1,65 @@
+//! The pool (RMM's `pool_memory_resource`): coalescing good-fit suballocation from upstream
+//! chunks, stream-ordered, growing geometrically up to a maximum, able to give wholly free
+//! chunks back (`release`), which RMM's pool cannot.
+
+use super::suballoc::stream_ordered::{Growth, StreamOrdered, Usage};
+use super::suballoc::tlsf::Tlsf;
+use super::MemoryResource;
+use crate::error::Result;
+use crate::platform::Stream;
+use std::sync::Arc;
+
+/// Chunks beyond the initial one are multiples of this.
+const CHUNK_GRANULARITY: usize = 2 << 20;
+
+pub struct PoolResource {
+    core: StreamOrdered<Tlsf>,
+}
+
+impl PoolResource {
+    /// A pool over `upstream` that starts with `initial_size` bytes and grows up to
+    /// `maximum_size` (0: no limit).
+    pub fn new(upstream: Arc<dyn MemoryResource>, initial_size: usize, maximum_size: usize) -> Result<Self> {
+        let growth = Growth::Geometric { granularity: CHUNK_GRANULARITY };
+        Ok(PoolResource { core: StreamOrdered::new("pool", upstream, growth, initial_size, maximum_size, Tlsf::new)? })
+    }
+
+    pub fn usage(&self) -> Usage {
+        self.core.usage()
+    }
+
+    #[doc(hidden)]
+    pub fn inject_missing_ordering(&self, omit: bool) {
+        self.core.inject_missing_ordering(omit)
+    }
+
+    pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        self.core.check_invariants()
+    }
+}
+
+impl MemoryResource for PoolResource {
+    fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
+        self.core.allocate(bytes, stream)
+    }
+
+    fn deallocate(&self, ptr: usize, _bytes: usize, stream: Stream) -> Result<()> {
+        self.core.deallocate(ptr, stream)
+    }
+
+    fn device(&self) -> i32 {
+        self.core.device()
+    }
+
+    fn name(&self) -> &'static str {
+        "pool"
+    }
+
+    fn release(&self) -> Result<usize> {
+        self.core.release_free_chunks()
+    }
+
+    fn pool_size(&self) -> Option<usize> {
+        Some(self.core.reserved())
+    }
+}

@@ -1,0 +1,111 @@
+//! Free-block index for blocks of one size: chunks are cut into equal blocks kept on a LIFO
+//! free list (the most recently freed block is the warmest). O(1) allocate and free.
+
+use super::tlsf::{AddressMap, Chunk};
+use std::collections::BTreeMap;
+
+pub struct FixedBlocks {
+    block_size: usize,
+    free: Vec<usize>,
+    /// Every block handed out, with the base of its chunk.
+    used: AddressMap<usize>,
+    /// Chunk base -> (size, blocks in use).
+    chunks: BTreeMap<usize, (usize, usize)>,
+    chunk_bytes: usize,
+}
+
+impl FixedBlocks {
+    pub fn new(block_size: usize) -> Self {
+        FixedBlocks { block_size, free: Vec::new(), used: AddressMap::default(), chunks: BTreeMap::new(), chunk_bytes: 0 }
+    }
+
+    pub fn block_size(&self) -> usize {
+        self.block_size
+    }
+
+    pub fn add_chunk(&mut self, base: usize, size: usize) {
+        let blocks = size / self.block_size;
+        debug_assert!(blocks > 0);
+        self.chunks.insert(base, (size, 0));
+        self.chunk_bytes += size;
+        self.free.extend((0..blocks).rev().map(|i| base + i * self.block_size));
+    }
+
+    pub fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)> {
+        if bytes > self.block_size {
+            return None;
+        }
+        let addr = self.free.pop()?;
+        let (&base, entry) = self.chunks.range_mut(..=addr).next_back().expect("free blocks lie in chunks");
+        entry.1 += 1;
+        self.used.insert(addr, base);
+        Some((addr, self.block_size))
+    }
+
+    pub fn free(&mut self, addr: usize) -> Option<usize> {
+        let base = self.used.remove(&addr)?;
+        self.chunks.get_mut(&base).expect("used blocks lie in chunks").1 -= 1;
+        self.free.push(addr);
+        Some(self.block_size)
+    }
+
+    /// Removes the wholly free chunks `pick` accepts (given their size).
+    fn remove_chunks(&mut self, mut pick: impl FnMut(usize) -> bool) -> Vec<Chunk> {
+        let taken: BTreeMap<usize, usize> = self
+            .chunks
+            .iter()
+            .filter(|(_, (size, in_use))| *in_use == 0 && pick(*size))
+            .map(|(&base, &(size, _))| (base, size))
+            .collect();
+        for (base, size) in &taken {
+            self.chunks.remove(base);
+            self.chunk_bytes -= size;
+        }
+        if !taken.is_empty() {
+            self.free.retain(|&addr| !taken.range(..=addr).next_back().is_some_and(|(base, size)| addr < base + size));
+        }
+        taken.into_iter().map(|(base, size)| Chunk { base, size }).collect()
+    }
+
+    pub fn take_wholly_free_chunks(&mut self) -> Vec<Chunk> {
+        self.remove_chunks(|_| true)
+    }
+
+    pub fn take_free_chunk(&mut self, bytes: usize) -> Option<Chunk> {
+        let mut found = false;
+        self.remove_chunks(|size| {
+            let take = !found && size >= bytes;
+            found |= take;
+            take
+        })
+        .pop()
+    }
+
+    pub fn free_bytes(&self) -> usize {
+        self.free.len() * self.block_size
+    }
+
+    pub fn chunk_bytes(&self) -> usize {
+        self.chunk_bytes
+    }
+
+    pub fn largest_free_block(&self) -> usize {
+        if self.free.is_empty() { 0 } else { self.block_size }
+    }
+
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let capacity: usize = self.chunks.values().map(|(size, _)| size / self.block_size).sum();
+        let in_use: usize = self.chunks.values().map(|(_, n)| n).sum();
+        if in_use != self.used.len() || self.free.len() + in_use != capacity {
+            return Err(format!("{} free + {in_use} used blocks != {capacity} ({} recorded used)", self.free.len(), self.used.len()));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for &addr in self.free.iter().chain(self.used.keys()) {
+            let (&base, &(size, _)) = self.chunks.range(..=addr).next_back().ok_or("block outside chunks")?;
+            if addr + self.block_size > base + size || (addr - base) % self.block_size != 0 || !seen.insert(addr) {
+                return Err(format!("block {addr:#x} misplaced or listed twice"));
+            }
+        }
+        Ok(())
+    }
+}

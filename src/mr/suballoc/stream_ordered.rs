@@ -1,0 +1,454 @@
+//! The stream-ordered machinery shared by the pool and fixed-size resources.
+//!
+//! Each stream has its own free-block index, so threads on different streams never meet on a
+//! lock, and a block freed on a stream is reused on that stream with no synchronization. Each
+//! upstream chunk belongs to one stream's index at a time. When a stream runs dry it takes, in
+//! order: a wholly free chunk from another stream, a new chunk from upstream (growing
+//! geometrically, backing off when upstream fails), a single block from another stream, and
+//! finally, after a device synchronization, the wholly free chunks of every stream back
+//! upstream to grow again. Taking memory from stream T for stream S records an event on T and
+//! makes S wait on it (no host synchronization): the event is recorded at the time of taking,
+//! after every free already enqueued on T, so it also covers chunks merged from several frees.
+//! A block freed on a stream other than its owner's makes the owner's stream wait on the
+//! freeing stream. Streams are keyed by identity, not handle value (RMM #2251), and a stream
+//! that no longer exists is never waited on: a device synchronization stands in.
+
+use super::fixed_blocks::FixedBlocks;
+use super::tlsf::{Chunk, Tlsf, GRANULE};
+use crate::error::{Error, Result};
+use crate::mr::MemoryResource;
+use crate::platform::{backend, Event, Stream};
+use parking_lot::{Mutex, RwLock};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// What the stream-ordered core needs of a free-block index.
+pub trait BlockIndex: Send + 'static {
+    /// (address, size actually reserved) of a block of at least `bytes`.
+    fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)>;
+    /// The size of the block at `addr`, now free; None if `addr` is not a used block here.
+    fn free(&mut self, addr: usize) -> Option<usize>;
+    fn add_chunk(&mut self, base: usize, size: usize);
+    fn take_wholly_free_chunks(&mut self) -> Vec<Chunk>;
+    fn take_free_chunk(&mut self, bytes: usize) -> Option<Chunk>;
+    fn free_bytes(&self) -> usize;
+    fn chunk_bytes(&self) -> usize;
+    fn largest_free_block(&self) -> usize;
+    fn check_invariants(&self) -> std::result::Result<(), String>;
+}
+
+macro_rules! forward_block_index {
+    ($ty:ty) => {
+        impl BlockIndex for $ty {
+            fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)> {
+                <$ty>::allocate(self, bytes)
+            }
+            fn free(&mut self, addr: usize) -> Option<usize> {
+                <$ty>::free(self, addr)
+            }
+            fn add_chunk(&mut self, base: usize, size: usize) {
+                <$ty>::add_chunk(self, base, size)
+            }
+            fn take_wholly_free_chunks(&mut self) -> Vec<Chunk> {
+                <$ty>::take_wholly_free_chunks(self)
+            }
+            fn take_free_chunk(&mut self, bytes: usize) -> Option<Chunk> {
+                <$ty>::take_free_chunk(self, bytes)
+            }
+            fn free_bytes(&self) -> usize {
+                <$ty>::free_bytes(self)
+            }
+            fn chunk_bytes(&self) -> usize {
+                <$ty>::chunk_bytes(self)
+            }
+            fn largest_free_block(&self) -> usize {
+                <$ty>::largest_free_block(self)
+            }
+            fn check_invariants(&self) -> std::result::Result<(), String> {
+                <$ty>::check_invariants(self)
+            }
+        }
+    };
+}
+forward_block_index!(Tlsf);
+forward_block_index!(FixedBlocks);
+
+/// How chunks are sized.
+#[derive(Debug, Clone, Copy)]
+pub enum Growth {
+    /// Each new chunk is at least the request and at least half of what is already reserved,
+    /// rounded up to `granularity`.
+    Geometric { granularity: usize },
+    /// Every chunk has this size (fixed-size blocks).
+    Fixed { chunk: usize },
+}
+
+struct StreamState<I> {
+    stream: Stream,
+    identity: u64,
+    event: Mutex<Option<Event>>,
+    index: Mutex<I>,
+}
+
+pub struct StreamOrdered<I: BlockIndex> {
+    name: &'static str,
+    upstream: Arc<dyn MemoryResource>,
+    device: i32,
+    growth: Growth,
+    maximum: usize,
+    reserved: AtomicUsize,
+    streams: RwLock<HashMap<u64, Arc<StreamState<I>>>>,
+    /// Chunk base -> (size, the stream whose index holds it).
+    owners: RwLock<BTreeMap<usize, (usize, Arc<StreamState<I>>)>>,
+    /// Serializes growth and reclaim, not the fast path.
+    growing: Mutex<()>,
+    new_index: Box<dyn Fn() -> I + Send + Sync>,
+    /// Fault injection for tests: skip the cross-stream ordering edges, which the simulator's
+    /// race checker must then report.
+    omit_ordering: AtomicBool,
+}
+
+/// Figures for introspection and tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub reserved: usize,
+    pub free: usize,
+    pub largest_free_block: usize,
+    pub chunks: usize,
+    pub streams: usize,
+}
+
+impl<I: BlockIndex> StreamOrdered<I> {
+    pub fn new(
+        name: &'static str,
+        upstream: Arc<dyn MemoryResource>,
+        growth: Growth,
+        initial: usize,
+        maximum: usize,
+        new_index: impl Fn() -> I + Send + Sync + 'static,
+    ) -> Result<Self> {
+        let maximum = if maximum == 0 { usize::MAX } else { maximum };
+        if initial > maximum {
+            return Err(Error::invalid(format!("initial size {initial} exceeds the maximum {maximum}")));
+        }
+        let pool = StreamOrdered {
+            name,
+            device: upstream.device(),
+            upstream,
+            growth,
+            maximum,
+            reserved: AtomicUsize::new(0),
+            streams: RwLock::new(HashMap::new()),
+            owners: RwLock::new(BTreeMap::new()),
+            growing: Mutex::new(()),
+            new_index: Box::new(new_index),
+            omit_ordering: AtomicBool::new(false),
+        };
+        if initial > 0 {
+            let state = pool.state_for(Stream::DEFAULT)?;
+            let _guard = pool.growing.lock();
+            pool.add_upstream_chunk(&state, initial, Stream::DEFAULT)?;
+        }
+        Ok(pool)
+    }
+
+    pub fn device(&self) -> i32 {
+        self.device
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn identity(&self, stream: Stream) -> Result<u64> {
+        let platform = backend()?;
+        platform.stream_identity(stream).or_else(|_| {
+            // The per-thread default stream needs a current context on this thread.
+            platform.current_device()?;
+            platform.stream_identity(stream)
+        })
+    }
+
+    fn state_for(&self, stream: Stream) -> Result<Arc<StreamState<I>>> {
+        let identity = self.identity(stream)?;
+        if let Some(state) = self.streams.read().get(&identity) {
+            return Ok(state.clone());
+        }
+        let mut streams = self.streams.write();
+        let state = streams.entry(identity).or_insert_with(|| {
+            Arc::new(StreamState { stream, identity, event: Mutex::new(None), index: Mutex::new((self.new_index)()) })
+        });
+        Ok(state.clone())
+    }
+
+    pub fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
+        crate::mr::require_nonzero(bytes, self.name)?;
+        let state = self.state_for(stream)?;
+        {
+            let mut index = state.index.lock();
+            if let Some((addr, size)) = index.allocate(bytes) {
+                backend()?.note_acquired(self.device, addr, size, stream);
+                return Ok(addr);
+            }
+        }
+        self.allocate_slow(&state, bytes, stream)
+    }
+
+    pub fn deallocate(&self, ptr: usize, stream: Stream) -> Result<()> {
+        let state = self.state_for(stream)?;
+        let platform = backend()?;
+        {
+            let mut index = state.index.lock();
+            if let Some(size) = index.free(ptr) {
+                platform.note_released(self.device, ptr, size, stream);
+                return Ok(());
+            }
+        }
+        let owner = self.owner_of(ptr).ok_or_else(|| {
+            Error::invalid(format!("{ptr:#x} was not allocated by this {} resource", self.name))
+        })?;
+        // The owner's stream will reuse the block: order it after the free on `stream`. The
+        // owner's lock is held until the wait is enqueued, so nobody reuses the block earlier.
+        let mut index = owner.index.lock();
+        let size = index
+            .free(ptr)
+            .ok_or_else(|| Error::invalid(format!("{ptr:#x} is not a live block of this {} resource (double free?)", self.name)))?;
+        platform.note_released(self.device, ptr, size, stream);
+        self.order_after(&state, owner.stream)
+    }
+
+    fn owner_of(&self, ptr: usize) -> Option<Arc<StreamState<I>>> {
+        let owners = self.owners.read();
+        let (base, (size, owner)) = owners.range(..=ptr).next_back()?;
+        (ptr < base + size).then(|| owner.clone())
+    }
+
+    /// Makes `waiter` wait for all work enqueued so far on `source`'s stream.
+    fn order_after(&self, source: &StreamState<I>, waiter: Stream) -> Result<()> {
+        if self.identity(waiter)? == source.identity || self.omit_ordering.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let platform = backend()?;
+        if self.identity(source.stream).ok() != Some(source.identity) {
+            // The stream was destroyed (its handle may even name another stream now): wait for
+            // everything on the device instead.
+            return platform.device_synchronize(self.device);
+        }
+        let mut event = source.event.lock();
+        let event = match *event {
+            Some(event) => event,
+            None => *event.insert(platform.event_create(self.device)?),
+        };
+        platform.event_record(event, source.stream)?;
+        platform.stream_wait_event(waiter, event)
+    }
+
+    fn allocate_slow(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<usize> {
+        let platform = backend()?;
+        let _guard = self.growing.lock();
+        let granted = |index: &mut I| index.allocate(bytes);
+        if let Some((addr, size)) = granted(&mut state.index.lock()) {
+            platform.note_acquired(self.device, addr, size, stream);
+            return Ok(addr);
+        }
+        let need = self.chunk_size_for(bytes)?;
+        if let Some(addr) = self.steal_free_chunk(state, bytes, need, stream)? {
+            return Ok(addr);
+        }
+        let grown = self.grow(state, bytes, need, stream);
+        if let Ok(addr) = grown {
+            return Ok(addr);
+        }
+        if let Some(addr) = self.take_block_from_other_stream(state, bytes, stream)? {
+            return Ok(addr);
+        }
+        let released = self.release_free_chunks()?;
+        if released > 0 {
+            if let Ok(addr) = self.grow(state, bytes, need, stream) {
+                return Ok(addr);
+            }
+        }
+        let usage = self.usage();
+        Err(Error::out_of_memory(
+            bytes,
+            format!(
+                "{} resource on device {}: {} bytes reserved (maximum {}), {} free, largest free block {}; upstream: {}",
+                self.name,
+                self.device,
+                usage.reserved,
+                if self.maximum == usize::MAX { "none".to_string() } else { self.maximum.to_string() },
+                usage.free,
+                usage.largest_free_block,
+                grown.err().map(|e| e.to_string()).unwrap_or_default()
+            ),
+        ))
+    }
+
+    /// The smallest chunk that can serve `bytes`.
+    fn chunk_size_for(&self, bytes: usize) -> Result<usize> {
+        let too_big = || Error::out_of_memory(bytes, "larger than the address space");
+        match self.growth {
+            Growth::Fixed { chunk } => Ok(chunk),
+            Growth::Geometric { granularity } => {
+                let rounded = bytes.checked_add(granularity - 1).ok_or_else(too_big)? / granularity * granularity;
+                Ok(rounded.max(GRANULE))
+            }
+        }
+    }
+
+    fn steal_free_chunk(&self, state: &Arc<StreamState<I>>, bytes: usize, need: usize, stream: Stream) -> Result<Option<usize>> {
+        let others: Vec<_> = self.streams.read().values().filter(|s| s.identity != state.identity).cloned().collect();
+        for other in others {
+            let Some(chunk) = other.index.lock().take_free_chunk(need) else { continue };
+            self.order_after(&other, stream)?;
+            self.owners.write().insert(chunk.base, (chunk.size, state.clone()));
+            let mut index = state.index.lock();
+            index.add_chunk(chunk.base, chunk.size);
+            if let Some((addr, size)) = index.allocate(bytes) {
+                backend()?.note_acquired(self.device, addr, size, stream);
+                return Ok(Some(addr));
+            }
+        }
+        Ok(None)
+    }
+
+    fn take_block_from_other_stream(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<Option<usize>> {
+        let others: Vec<_> = self.streams.read().values().filter(|s| s.identity != state.identity).cloned().collect();
+        for other in others {
+            let Some((addr, size)) = other.index.lock().allocate(bytes) else { continue };
+            self.order_after(&other, stream)?;
+            backend()?.note_acquired(self.device, addr, size, stream);
+            return Ok(Some(addr));
+        }
+        Ok(None)
+    }
+
+    /// Grows by a new upstream chunk: geometric, backing off towards `need` when upstream
+    /// refuses.
+    fn grow(&self, state: &Arc<StreamState<I>>, bytes: usize, need: usize, stream: Stream) -> Result<usize> {
+        let reserved = self.reserved.load(Ordering::Relaxed);
+        let room = self.maximum.saturating_sub(reserved);
+        if need > room {
+            return Err(Error::out_of_memory(bytes, format!("the {} resource's maximum size {} is reached", self.name, self.maximum)));
+        }
+        let mut size = match self.growth {
+            Growth::Fixed { chunk } => chunk,
+            Growth::Geometric { granularity } => {
+                let geometric = (reserved / 2).div_ceil(granularity) * granularity;
+                need.max(geometric).min(room)
+            }
+        };
+        loop {
+            match self.add_upstream_chunk(state, size, stream) {
+                Ok(()) => break,
+                Err(Error::OutOfMemory { .. }) if size > need => {
+                    let half = match self.growth {
+                        Growth::Geometric { granularity } => (size / 2).div_ceil(granularity) * granularity,
+                        Growth::Fixed { .. } => need,
+                    };
+                    size = half.max(need);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let (addr, size) = state.index.lock().allocate(bytes).ok_or_else(|| Error::Internal("a new chunk could not serve its request".into()))?;
+        backend()?.note_acquired(self.device, addr, size, stream);
+        Ok(addr)
+    }
+
+    fn add_upstream_chunk(&self, state: &Arc<StreamState<I>>, size: usize, stream: Stream) -> Result<()> {
+        let size = size.div_ceil(GRANULE) * GRANULE;
+        let base = self.upstream.allocate(size, stream)?;
+        if base % GRANULE != 0 {
+            let _ = self.upstream.deallocate(base, size, stream);
+            return Err(Error::Internal(format!("upstream {} returned {base:#x}, not {GRANULE}-byte aligned", self.upstream.name())));
+        }
+        self.reserved.fetch_add(size, Ordering::Relaxed);
+        self.owners.write().insert(base, (size, state.clone()));
+        state.index.lock().add_chunk(base, size);
+        Ok(())
+    }
+
+    /// Returns every wholly free chunk upstream, after a device synchronization so no
+    /// enqueued work still uses them. Returns the bytes released.
+    pub fn release_free_chunks(&self) -> Result<usize> {
+        let states: Vec<_> = self.streams.read().values().cloned().collect();
+        let mut chunks = Vec::new();
+        for state in &states {
+            chunks.extend(state.index.lock().take_wholly_free_chunks());
+        }
+        if chunks.is_empty() {
+            return Ok(0);
+        }
+        backend()?.device_synchronize(self.device)?;
+        let mut released = 0;
+        for chunk in chunks {
+            self.owners.write().remove(&chunk.base);
+            self.upstream.deallocate(chunk.base, chunk.size, Stream::DEFAULT)?;
+            self.reserved.fetch_sub(chunk.size, Ordering::Relaxed);
+            released += chunk.size;
+        }
+        Ok(released)
+    }
+
+    /// Test-only fault injection: hand memory across streams without ordering edges.
+    #[doc(hidden)]
+    pub fn inject_missing_ordering(&self, omit: bool) {
+        self.omit_ordering.store(omit, Ordering::Relaxed);
+    }
+
+    pub fn reserved(&self) -> usize {
+        self.reserved.load(Ordering::Relaxed)
+    }
+
+    pub fn usage(&self) -> Usage {
+        let streams = self.streams.read();
+        let mut usage = Usage { reserved: self.reserved(), streams: streams.len(), chunks: self.owners.read().len(), ..Default::default() };
+        for state in streams.values() {
+            let index = state.index.lock();
+            usage.free += index.free_bytes();
+            usage.largest_free_block = usage.largest_free_block.max(index.largest_free_block());
+        }
+        usage
+    }
+
+    /// Checks every stream's index and the chunk bookkeeping.
+    pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        let streams = self.streams.read();
+        let mut chunk_bytes = 0;
+        for state in streams.values() {
+            let index = state.index.lock();
+            index.check_invariants()?;
+            chunk_bytes += index.chunk_bytes();
+        }
+        let owned: usize = self.owners.read().values().map(|(size, _)| size).sum();
+        if chunk_bytes != owned || owned != self.reserved() {
+            return Err(format!("indexes hold {chunk_bytes} bytes, owners {owned}, reserved {}", self.reserved()));
+        }
+        Ok(())
+    }
+}
+
+impl<I: BlockIndex> Drop for StreamOrdered<I> {
+    fn drop(&mut self) {
+        if crate::lifecycle::process_exiting() {
+            return;
+        }
+        let Ok(platform) = backend() else { return };
+        if let Err(e) = platform.device_synchronize(self.device) {
+            log::warn!("{} resource: synchronizing before release: {e}", self.name);
+        }
+        let owners = std::mem::take(&mut *self.owners.write());
+        for (base, (size, _)) in owners {
+            if let Err(e) = self.upstream.deallocate(base, size, Stream::DEFAULT) {
+                log::warn!("{} resource: returning chunk {base:#x} upstream: {e}", self.name);
+            }
+        }
+        for state in self.streams.get_mut().values() {
+            if let Some(event) = state.event.lock().take() {
+                let _ = platform.event_destroy(event);
+            }
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! Shared by the suballocator tests: simulated devices, a seeded RNG, and a workload that
+//! checks every allocation against a shadow model and a byte pattern.
+
+#![allow(dead_code)]
+
+use rmm::mr::MemoryResource;
+use rmm::platform::{backend, simulator, Stream};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+pub fn setup() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    std::env::set_var("RMM_SIM_DEVICES", "2:512MiB");
+    std::env::set_var("RMM_SIM_ON_RACE", "count");
+    let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    backend().expect("simulated devices").set_device(0).unwrap();
+    guard
+}
+
+pub fn races() -> Vec<String> {
+    simulator().expect("simulated").race_reports()
+}
+
+/// xorshift64*: deterministic, dependency-free randomness.
+pub struct Rng(pub u64);
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    /// Log-uniform in [1, 2^max_log2].
+    pub fn log_uniform(&mut self, max_log2: u32) -> usize {
+        let bits = self.below(max_log2 as u64 + 1) as u32;
+        1 + (self.next() as usize & ((1usize << bits) - 1))
+    }
+}
+
+/// Fills `[ptr, ptr+len)` of simulated device memory (host memory) with a tag.
+pub fn stamp(ptr: usize, len: usize, tag: u8) {
+    // SAFETY: simulated device memory is host memory of at least `len` bytes at `ptr`.
+    unsafe { std::ptr::write_bytes(ptr as *mut u8, tag, len) };
+}
+
+pub fn stamped(ptr: usize, len: usize, tag: u8) -> bool {
+    // SAFETY: as in `stamp`.
+    let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+    bytes.iter().all(|&b| b == tag)
+}
+
+pub struct Live {
+    pub size: usize,
+    pub stream: Stream,
+    pub tag: u8,
+}
+
+/// Random allocations and frees on several streams against a shadow model: no overlap,
+/// 256-byte alignment, contents intact, invariants after every operation.
+pub fn shadow_workload(
+    resource: &Arc<dyn MemoryResource>,
+    check: &dyn Fn() -> Result<(), String>,
+    streams: &[Stream],
+    max_log2: u32,
+    live_limit: usize,
+    seed: u64,
+    steps: usize,
+) -> usize {
+    let mut rng = Rng(seed);
+    let mut live: BTreeMap<usize, Live> = BTreeMap::new();
+    let mut live_bytes = 0;
+    let mut refused = 0;
+    for step in 0..steps {
+        let allocate = live.is_empty() || (live_bytes < live_limit && rng.below(100) < 55);
+        if allocate {
+            let size = rng.log_uniform(max_log2);
+            let stream = streams[rng.below(streams.len() as u64) as usize];
+            match resource.allocate(size, stream) {
+                Ok(ptr) => {
+                    assert_eq!(ptr % 256, 0, "step {step}: alignment");
+                    if let Some((&prev, l)) = live.range(..ptr + size).next_back() {
+                        assert!(prev + l.size <= ptr, "step {step}: {ptr:#x}+{size} overlaps {prev:#x}+{}", l.size);
+                    }
+                    let tag = (step % 251) as u8 + 1;
+                    stamp(ptr, size, tag);
+                    live.insert(ptr, Live { size, stream, tag });
+                    live_bytes += size;
+                }
+                Err(rmm::Error::OutOfMemory { .. }) => refused += 1,
+                Err(e) => panic!("step {step}: {e}"),
+            }
+        } else {
+            let nth = rng.below(live.len() as u64) as usize;
+            let ptr = *live.keys().nth(nth).unwrap();
+            let l = live.remove(&ptr).unwrap();
+            assert!(stamped(ptr, l.size, l.tag), "step {step}: contents of {ptr:#x} were overwritten");
+            let stream = if rng.below(10) < 7 { l.stream } else { streams[rng.below(streams.len() as u64) as usize] };
+            resource.deallocate(ptr, l.size, stream).unwrap_or_else(|e| panic!("step {step}: {e}"));
+            live_bytes -= l.size;
+        }
+        check().unwrap_or_else(|e| panic!("step {step}: {e}"));
+    }
+    for (ptr, l) in live {
+        assert!(stamped(ptr, l.size, l.tag));
+        resource.deallocate(ptr, l.size, l.stream).unwrap();
+    }
+    check().unwrap();
+    refused
+}

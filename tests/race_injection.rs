@@ -1,0 +1,31 @@
+//! Proof that the race checker guards the pool: with its cross-stream ordering edges removed,
+//! handing a block freed on one stream to another is reported.
+
+mod common;
+
+use common::*;
+use rmm::mr::{DirectResource, MemoryResource, PoolResource};
+use rmm::platform::backend;
+use std::sync::Arc;
+
+#[test]
+fn the_checker_reports_a_pool_that_skips_the_ordering_edge() {
+    let _guard = setup();
+    let platform = backend().unwrap();
+    let (a, b) = (platform.stream_create(0).unwrap(), platform.stream_create(0).unwrap());
+    let pool = PoolResource::new(Arc::new(DirectResource::cuda(0).unwrap()), 0, 4 << 20).unwrap();
+    // With the edges: stream b takes a's freed chunk safely.
+    let first = pool.allocate(4 << 20, a).unwrap();
+    pool.deallocate(first, 0, a).unwrap();
+    let second = pool.allocate(4 << 20, b).unwrap();
+    assert_eq!(first, second, "the only chunk moved from a to b");
+    assert!(races().is_empty(), "{:?}", races());
+    // Without them, the same move is a race.
+    pool.deallocate(second, 0, b).unwrap();
+    pool.inject_missing_ordering(true);
+    let third = pool.allocate(4 << 20, a).unwrap();
+    assert_eq!(third, first);
+    let reports = races();
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    assert!(reports[0].contains("stream-ordering race"), "{}", reports[0]);
+}

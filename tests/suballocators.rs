@@ -1,0 +1,174 @@
+//! Pool, fixed-size and binning resources on simulated devices: shadow-model workloads on
+//! several streams, threaded stress with cross-thread and cross-stream frees, growth, limits
+//! and release. The race checker counts (and the tests require zero) ordering races.
+
+mod common;
+
+use common::*;
+use rmm::mr::{BinningResource, DirectResource, FixedSizeResource, MemoryResource, PoolResource};
+use rmm::platform::{backend, Stream};
+use std::sync::Arc;
+
+fn upstream() -> Arc<dyn MemoryResource> {
+    Arc::new(DirectResource::cuda(0).unwrap())
+}
+
+fn streams() -> Vec<Stream> {
+    let platform = backend().unwrap();
+    let mut streams = vec![Stream::DEFAULT, Stream::PER_THREAD];
+    streams.extend((0..3).map(|_| platform.stream_create(0).unwrap()));
+    streams
+}
+
+fn device_free() -> usize {
+    backend().unwrap().mem_get_info(0).unwrap().0
+}
+
+#[test]
+fn pool_matches_the_shadow_model_on_several_streams() {
+    let _guard = setup();
+    let free_before = device_free();
+    let pool = Arc::new(PoolResource::new(upstream(), 0, 96 << 20).unwrap());
+    let resource: Arc<dyn MemoryResource> = pool.clone();
+    let check = || pool.check_invariants();
+    let refused = shadow_workload(&resource, &check, &streams(), 20, 24 << 20, 7, 4000);
+    assert!(refused < 40, "{refused} refusals with the pool far below its maximum");
+    assert!(pool.release().unwrap() > 0);
+    assert_eq!(pool.pool_size(), Some(0), "every byte comes back when all is freed");
+    assert_eq!(device_free(), free_before);
+    assert!(races().is_empty(), "{:?}", races());
+}
+
+#[test]
+fn fixed_size_matches_the_shadow_model() {
+    let _guard = setup();
+    let fixed = Arc::new(FixedSizeResource::new(upstream(), 4000, 16).unwrap());
+    assert_eq!(fixed.block_size(), 4096);
+    assert_eq!(fixed.pool_size(), Some(16 * 4096), "preallocated");
+    let resource: Arc<dyn MemoryResource> = fixed.clone();
+    let check = || fixed.check_invariants();
+    shadow_workload(&resource, &check, &streams(), 12, 1 << 20, 11, 3000);
+    assert!(matches!(resource.allocate(4097, Stream::DEFAULT), Err(rmm::Error::InvalidArgument(_))));
+    fixed.release().unwrap();
+    assert_eq!(fixed.pool_size(), Some(0));
+    assert!(races().is_empty(), "{:?}", races());
+}
+
+#[test]
+fn binning_routes_by_size_and_matches_the_shadow_model() {
+    let _guard = setup();
+    let pool: Arc<dyn MemoryResource> = Arc::new(PoolResource::new(upstream(), 16 << 20, 0).unwrap());
+    let binning = Arc::new(BinningResource::new(pool.clone(), 10, 16).unwrap());
+    assert_eq!(binning.bin_sizes(), (10..=16).map(|e| 1usize << e).collect::<Vec<_>>());
+    let custom: Arc<dyn MemoryResource> = Arc::new(FixedSizeResource::new(pool.clone(), 1 << 18, 4).unwrap());
+    binning.add_bin(1 << 18, Some(custom.clone())).unwrap();
+    let resource: Arc<dyn MemoryResource> = binning.clone();
+    let check = || Ok(());
+    shadow_workload(&resource, &check, &streams(), 21, 16 << 20, 13, 3000);
+    let small = resource.allocate(100, Stream::DEFAULT).unwrap();
+    let large = resource.allocate(3 << 20, Stream::DEFAULT).unwrap();
+    assert!(custom.pool_size().unwrap() >= 4 << 18);
+    resource.deallocate(small, 100, Stream::DEFAULT).unwrap();
+    resource.deallocate(large, 3 << 20, Stream::DEFAULT).unwrap();
+    assert!(binning.add_bin(0, None).is_err());
+    assert!(BinningResource::new(pool, -1, 3).is_err());
+    assert!(races().is_empty(), "{:?}", races());
+}
+
+#[test]
+fn pool_grows_geometrically_backs_off_and_respects_its_maximum() {
+    let _guard = setup();
+    let pool = PoolResource::new(upstream(), 4 << 20, 40 << 20).unwrap();
+    assert_eq!(pool.pool_size(), Some(4 << 20));
+    let a = pool.allocate(3 << 20, Stream::DEFAULT).unwrap();
+    let b = pool.allocate(3 << 20, Stream::DEFAULT).unwrap();
+    assert_eq!(pool.pool_size(), Some(8 << 20), "grew by half of what it had, at least the request");
+    let c = pool.allocate(30 << 20, Stream::DEFAULT).unwrap();
+    assert!(pool.pool_size().unwrap() <= 40 << 20);
+    let refused = pool.allocate(8 << 20, Stream::DEFAULT).unwrap_err();
+    assert!(matches!(refused, rmm::Error::OutOfMemory { .. }), "{refused}");
+    assert!(refused.to_string().contains("maximum"), "{refused}");
+    for ptr in [a, b, c] {
+        pool.deallocate(ptr, 0, Stream::DEFAULT).unwrap();
+    }
+    assert!(pool.deallocate(a, 0, Stream::DEFAULT).is_err(), "double free");
+    assert!(pool.deallocate(0x1000, 0, Stream::DEFAULT).is_err(), "foreign pointer");
+    pool.check_invariants().unwrap();
+    // Upstream failure: a pool over a small simulated device backs off to what fits.
+    let big = PoolResource::new(upstream(), 0, 0).unwrap();
+    let held = big.allocate(300 << 20, Stream::DEFAULT).unwrap();
+    let more = big.allocate(150 << 20, Stream::DEFAULT).unwrap();
+    assert!(big.allocate(400 << 20, Stream::DEFAULT).is_err());
+    big.deallocate(held, 0, Stream::DEFAULT).unwrap();
+    big.deallocate(more, 0, Stream::DEFAULT).unwrap();
+    big.check_invariants().unwrap();
+}
+
+#[test]
+fn out_of_memory_reclaims_other_streams_free_chunks_first() {
+    let _guard = setup();
+    let platform = backend().unwrap();
+    let (a, b) = (platform.stream_create(0).unwrap(), platform.stream_create(0).unwrap());
+    let pool = PoolResource::new(upstream(), 0, 64 << 20).unwrap();
+    let on_a: Vec<_> = (0..6).map(|_| pool.allocate(8 << 20, a).unwrap()).collect();
+    for ptr in &on_a {
+        pool.deallocate(*ptr, 0, a).unwrap();
+    }
+    let reserved = pool.pool_size().unwrap();
+    let on_b = pool.allocate(40 << 20, b).unwrap();
+    assert!(pool.pool_size().unwrap() <= 64 << 20);
+    assert!(pool.pool_size().unwrap() >= reserved.min(40 << 20));
+    pool.deallocate(on_b, 0, b).unwrap();
+    pool.check_invariants().unwrap();
+    assert!(races().is_empty(), "{:?}", races());
+}
+
+#[test]
+fn eight_threads_allocate_and_free_across_threads_and_streams() {
+    let _guard = setup();
+    let pool = Arc::new(PoolResource::new(upstream(), 32 << 20, 0).unwrap());
+    let binning: Arc<dyn MemoryResource> = Arc::new(BinningResource::new(pool.clone(), 8, 14).unwrap());
+    for resource in [pool.clone() as Arc<dyn MemoryResource>, binning] {
+        let platform = backend().unwrap();
+        let streams: Vec<Stream> = (0..8).map(|i| if i == 0 { Stream::DEFAULT } else { platform.stream_create(0).unwrap() }).collect();
+        let (senders, receivers): (Vec<_>, Vec<_>) = (0..8).map(|_| std::sync::mpsc::channel::<(usize, usize, u8)>()).unzip();
+        let workers: Vec<_> = receivers
+            .into_iter()
+            .enumerate()
+            .map(|(t, inbox)| {
+                let resource = resource.clone();
+                let senders = senders.clone();
+                let streams = streams.clone();
+                std::thread::spawn(move || {
+                    let mut rng = Rng(t as u64 + 1);
+                    let stream = streams[t];
+                    for i in 0..1500 {
+                        let size = rng.log_uniform(16);
+                        let ptr = resource.allocate(size, stream).unwrap();
+                        let tag = (t * 31 + i) as u8 | 1;
+                        stamp(ptr, size.min(64), tag);
+                        // Half the blocks are freed by another thread, on that thread's stream.
+                        let to = if i % 2 == 0 { t } else { (t + 1 + rng.below(7) as usize) % 8 };
+                        senders[to].send((ptr, size, tag)).unwrap();
+                        while let Ok((ptr, size, tag)) = inbox.try_recv() {
+                            assert!(stamped(ptr, size.min(64), tag), "thread {t}: block {ptr:#x} overwritten");
+                            resource.deallocate(ptr, size, stream).unwrap();
+                        }
+                    }
+                    drop(senders);
+                    inbox
+                })
+            })
+            .collect();
+        drop(senders);
+        let inboxes: Vec<_> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+        for inbox in inboxes {
+            for (ptr, size, tag) in inbox.try_iter() {
+                assert!(stamped(ptr, size.min(64), tag));
+                resource.deallocate(ptr, size, Stream::DEFAULT).unwrap();
+            }
+        }
+    }
+    pool.check_invariants().unwrap();
+    assert!(races().is_empty(), "{:?}", races());
+}
