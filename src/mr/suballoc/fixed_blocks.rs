@@ -62,7 +62,7 @@ impl FixedBlocks {
             self.chunk_bytes -= size;
         }
         if !taken.is_empty() {
-            self.free.retain(|&addr| !taken.range(..=addr).next_back().is_some_and(|(base, size)| addr < base + size));
+            self.free.retain(|&addr| taken.range(..=addr).next_back().is_none_or(|(base, size)| addr >= base + size));
         }
         taken.into_iter().map(|(base, size)| Chunk { base, size }).collect()
     }

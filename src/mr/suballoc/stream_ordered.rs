@@ -91,6 +91,9 @@ struct StreamState<I> {
     index: Mutex<I>,
 }
 
+/// Chunk base -> (size, the stream whose index holds it).
+type ChunkOwners<I> = BTreeMap<usize, (usize, Arc<StreamState<I>>)>;
+
 pub struct StreamOrdered<I: BlockIndex> {
     name: &'static str,
     upstream: Arc<dyn MemoryResource>,
@@ -99,8 +102,7 @@ pub struct StreamOrdered<I: BlockIndex> {
     maximum: usize,
     reserved: AtomicUsize,
     streams: RwLock<HashMap<u64, Arc<StreamState<I>>>>,
-    /// Chunk base -> (size, the stream whose index holds it).
-    owners: RwLock<BTreeMap<usize, (usize, Arc<StreamState<I>>)>>,
+    owners: RwLock<ChunkOwners<I>>,
     /// Serializes growth and reclaim, not the fast path.
     growing: Mutex<()>,
     new_index: Box<dyn Fn() -> I + Send + Sync>,

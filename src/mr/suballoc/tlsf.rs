@@ -200,7 +200,7 @@ impl Tlsf {
 
     /// Adds `[base, base+size)` (GRANULE-aligned) as one free block of a new chunk.
     pub fn add_chunk(&mut self, base: usize, size: usize) {
-        debug_assert!(base % GRANULE == 0 && size % GRANULE == 0 && size > 0);
+        debug_assert!(base.is_multiple_of(GRANULE) && size.is_multiple_of(GRANULE) && size > 0);
         let chunk = match self.chunks.iter().position(Option::is_none) {
             Some(slot) => slot,
             None => {
@@ -385,7 +385,7 @@ impl Tlsf {
                 if b.addr != expected_addr || b.chunk != chunk as u32 || b.prev_phys != prev {
                     return Err(format!("chunk {chunk}: block {at} breaks the physical chain: {b:?}"));
                 }
-                if b.size == 0 || b.size % GRANULE != 0 {
+                if b.size == 0 || !b.size.is_multiple_of(GRANULE) {
                     return Err(format!("block {at} has size {}", b.size));
                 }
                 if b.free && prev_free {
