@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use rmm::mr::{BinningResource, DirectResource, FixedSizeResource, MemoryResource, PoolResource};
+use rmm::mr::{ArenaResource, BinningResource, DirectResource, FixedSizeResource, MemoryResource, PoolResource};
 use rmm::platform::{backend, Stream};
 use std::sync::Arc;
 
@@ -76,6 +76,35 @@ fn binning_routes_by_size_and_matches_the_shadow_model() {
 }
 
 #[test]
+fn arena_matches_the_shadow_model_on_threads_and_streams() {
+    let _guard = setup();
+    let free_before = device_free();
+    let arena = Arc::new(ArenaResource::new(upstream(), 32 << 20).unwrap());
+    let resource: Arc<dyn MemoryResource> = arena.clone();
+    let check = || arena.check_invariants();
+    shadow_workload(&resource, &check, &streams(), 21, 24 << 20, 17, 3000);
+    let workers: Vec<_> = (0..4)
+        .map(|t| {
+            let resource = resource.clone();
+            std::thread::spawn(move || {
+                let check = || Ok(());
+                shadow_workload(&resource, &check, &[Stream::DEFAULT], 16, 4 << 20, 100 + t, 1500)
+            })
+        })
+        .collect();
+    workers.into_iter().for_each(|w| assert_eq!(w.join().unwrap(), 0));
+    let (global, local) = arena.usage();
+    assert!(local.streams >= 5, "each thread has its own arena on the default stream: {local:?}");
+    assert!(global.reserved >= 32 << 20);
+    arena.check_invariants().unwrap();
+    arena.release().unwrap();
+    assert_eq!(arena.pool_size(), Some(0));
+    drop((resource, arena));
+    assert_eq!(device_free(), free_before);
+    assert!(races().is_empty(), "{:?}", races());
+}
+
+#[test]
 fn pool_grows_geometrically_backs_off_and_respects_its_maximum() {
     let _guard = setup();
     let pool = PoolResource::new(upstream(), 4 << 20, 40 << 20).unwrap();
@@ -128,7 +157,9 @@ fn eight_threads_allocate_and_free_across_threads_and_streams() {
     let _guard = setup();
     let pool = Arc::new(PoolResource::new(upstream(), 32 << 20, 0).unwrap());
     let binning: Arc<dyn MemoryResource> = Arc::new(BinningResource::new(pool.clone(), 8, 14).unwrap());
-    for resource in [pool.clone() as Arc<dyn MemoryResource>, binning] {
+    let arena: Arc<dyn MemoryResource> = Arc::new(ArenaResource::new(upstream(), 0).unwrap());
+    let fixed: Arc<dyn MemoryResource> = Arc::new(FixedSizeResource::new(upstream(), 1 << 16, 0).unwrap());
+    for resource in [pool.clone() as Arc<dyn MemoryResource>, binning, arena, fixed] {
         let platform = backend().unwrap();
         let streams: Vec<Stream> = (0..8).map(|i| if i == 0 { Stream::DEFAULT } else { platform.stream_create(0).unwrap() }).collect();
         let (senders, receivers): (Vec<_>, Vec<_>) = (0..8).map(|_| std::sync::mpsc::channel::<(usize, usize, u8)>()).unzip();

@@ -1,6 +1,7 @@
 //! Memory resources: one trait, implemented by the device resources here and, stacked over
 //! them, by suballocators and adaptors.
 
+mod arena;
 mod binning;
 mod cuda_async;
 mod direct;
@@ -8,6 +9,7 @@ mod fixed_size;
 mod pool;
 pub mod suballoc;
 
+pub use arena::ArenaResource;
 pub use binning::BinningResource;
 pub use cuda_async::AsyncResource;
 pub use direct::DirectResource;
@@ -23,7 +25,7 @@ pub const ALIGNMENT: usize = 256;
 /// A source of memory. Implementations are thread-safe; `allocate` never receives 0 bytes
 /// (callers answer a zero-byte request with NULL before reaching a resource), and
 /// `deallocate` receives exactly the size and a pointer that `allocate` returned.
-pub trait MemoryResource: Send + Sync + 'static {
+pub trait MemoryResource: std::any::Any + Send + Sync + 'static {
     /// Returns the address of `bytes` bytes usable in the order of `stream`.
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize>;
     /// Returns `ptr` to the resource once work already enqueued on `stream` is done with it.

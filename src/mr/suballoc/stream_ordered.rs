@@ -74,11 +74,19 @@ macro_rules! forward_block_index {
 forward_block_index!(Tlsf);
 forward_block_index!(FixedBlocks);
 
+thread_local! {
+    /// A key no stream identity uses (top bit set), unique to the thread.
+    static THREAD_KEY: u64 = {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        (1 << 63) | NEXT.fetch_add(1, Ordering::Relaxed)
+    };
+}
+
 /// How chunks are sized.
 #[derive(Debug, Clone, Copy)]
 pub enum Growth {
-    /// Each new chunk is at least the request and at least half of what is already reserved,
-    /// rounded up to `granularity`.
+    /// Each new chunk is at least the request and at least half of what the stream already
+    /// holds, rounded up to `granularity`.
     Geometric { granularity: usize },
     /// Every chunk has this size (fixed-size blocks).
     Fixed { chunk: usize },
@@ -106,6 +114,9 @@ pub struct StreamOrdered<I: BlockIndex> {
     /// Serializes growth and reclaim, not the fast path.
     growing: Mutex<()>,
     new_index: Box<dyn Fn() -> I + Send + Sync>,
+    /// Give each thread its own index for the legacy default stream (arenas): blocks stay on
+    /// one stream, so no ordering is needed between those indexes.
+    per_thread_default_stream: bool,
     /// Fault injection for tests: skip the cross-stream ordering edges, which the simulator's
     /// race checker must then report.
     omit_ordering: AtomicBool,
@@ -146,6 +157,7 @@ impl<I: BlockIndex> StreamOrdered<I> {
             growing: Mutex::new(()),
             new_index: Box::new(new_index),
             omit_ordering: AtomicBool::new(false),
+            per_thread_default_stream: false,
         };
         if initial > 0 {
             let state = pool.state_for(Stream::DEFAULT)?;
@@ -172,13 +184,23 @@ impl<I: BlockIndex> StreamOrdered<I> {
         })
     }
 
+    /// One index per thread on the legacy default stream (see `per_thread_default_stream`).
+    pub fn with_per_thread_default_stream(mut self) -> Self {
+        self.per_thread_default_stream = true;
+        self
+    }
+
     fn state_for(&self, stream: Stream) -> Result<Arc<StreamState<I>>> {
         let identity = self.identity(stream)?;
-        if let Some(state) = self.streams.read().get(&identity) {
+        let key = match identity {
+            0 if self.per_thread_default_stream => THREAD_KEY.with(|key| *key),
+            identity => identity,
+        };
+        if let Some(state) = self.streams.read().get(&key) {
             return Ok(state.clone());
         }
         let mut streams = self.streams.write();
-        let state = streams.entry(identity).or_insert_with(|| {
+        let state = streams.entry(key).or_insert_with(|| {
             Arc::new(StreamState { stream, identity, event: Mutex::new(None), index: Mutex::new((self.new_index)()) })
         });
         Ok(state.clone())
@@ -300,7 +322,7 @@ impl<I: BlockIndex> StreamOrdered<I> {
     }
 
     fn steal_free_chunk(&self, state: &Arc<StreamState<I>>, bytes: usize, need: usize, stream: Stream) -> Result<Option<usize>> {
-        let others: Vec<_> = self.streams.read().values().filter(|s| s.identity != state.identity).cloned().collect();
+        let others: Vec<_> = self.streams.read().values().filter(|s| !Arc::ptr_eq(s, state)).cloned().collect();
         for other in others {
             let Some(chunk) = other.index.lock().take_free_chunk(need) else { continue };
             self.order_after(&other, stream)?;
@@ -316,7 +338,7 @@ impl<I: BlockIndex> StreamOrdered<I> {
     }
 
     fn take_block_from_other_stream(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<Option<usize>> {
-        let others: Vec<_> = self.streams.read().values().filter(|s| s.identity != state.identity).cloned().collect();
+        let others: Vec<_> = self.streams.read().values().filter(|s| !Arc::ptr_eq(s, state)).cloned().collect();
         for other in others {
             let Some((addr, size)) = other.index.lock().allocate(bytes) else { continue };
             self.order_after(&other, stream)?;
@@ -337,7 +359,10 @@ impl<I: BlockIndex> StreamOrdered<I> {
         let mut size = match self.growth {
             Growth::Fixed { chunk } => chunk,
             Growth::Geometric { granularity } => {
-                let geometric = (reserved / 2).div_ceil(granularity) * granularity;
+                // Geometric in what this stream holds, not the whole pool: with many streams,
+                // growth compounded over the pool's total would reserve far more than is used.
+                let held = state.index.lock().chunk_bytes();
+                let geometric = (held / 2).div_ceil(granularity) * granularity;
                 need.max(geometric).min(room)
             }
         };

@@ -1,0 +1,77 @@
+//! The arena (RMM's `arena_memory_resource`): a global arena over upstream, and per-thread
+//! (legacy default stream) or per-stream arenas that take superblocks from it, so small
+//! allocations from different threads do not meet on one lock. Large requests go to the
+//! global arena directly. Superblocks go back to the global arena when an arena runs dry
+//! elsewhere (reclaim) or on `release`.
+
+use super::pool::PoolResource;
+use super::suballoc::stream_ordered::{Growth, StreamOrdered, Usage};
+use super::suballoc::tlsf::Tlsf;
+use super::MemoryResource;
+use crate::error::Result;
+use crate::platform::Stream;
+use std::sync::Arc;
+
+/// Superblocks that local arenas take from the global arena.
+pub const SUPERBLOCK_SIZE: usize = 4 << 20;
+/// Requests above this go to the global arena.
+pub const LOCAL_LIMIT: usize = 256 << 10;
+
+pub struct ArenaResource {
+    global: Arc<PoolResource>,
+    local: StreamOrdered<Tlsf>,
+}
+
+impl ArenaResource {
+    /// An arena over `upstream` whose global arena starts with `arena_size` bytes (0: it grows
+    /// on demand).
+    pub fn new(upstream: Arc<dyn MemoryResource>, arena_size: usize) -> Result<Self> {
+        let global = Arc::new(PoolResource::new(upstream, arena_size, 0)?);
+        let local = StreamOrdered::new("arena", global.clone(), Growth::Fixed { chunk: SUPERBLOCK_SIZE }, 0, 0, Tlsf::new)?
+            .with_per_thread_default_stream();
+        Ok(ArenaResource { global, local })
+    }
+
+    /// (global arena, local arenas) figures.
+    pub fn usage(&self) -> (Usage, Usage) {
+        (self.global.usage(), self.local.usage())
+    }
+
+    pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        self.global.check_invariants()?;
+        self.local.check_invariants()
+    }
+}
+
+impl MemoryResource for ArenaResource {
+    fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
+        match bytes > LOCAL_LIMIT {
+            true => self.global.allocate(bytes, stream),
+            false => self.local.allocate(bytes, stream),
+        }
+    }
+
+    fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
+        match bytes > LOCAL_LIMIT {
+            true => self.global.deallocate(ptr, bytes, stream),
+            false => self.local.deallocate(ptr, stream),
+        }
+    }
+
+    fn device(&self) -> i32 {
+        self.global.device()
+    }
+
+    fn name(&self) -> &'static str {
+        "arena"
+    }
+
+    fn release(&self) -> Result<usize> {
+        self.local.release_free_chunks()?;
+        self.global.release()
+    }
+
+    fn pool_size(&self) -> Option<usize> {
+        self.global.pool_size()
+    }
+}
