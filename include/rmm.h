@@ -37,6 +37,18 @@ typedef struct rmmResource_st* rmmResource_t;
 // Most devices `rmmOptions_t.devices` can list.
 #define RMM_MAX_DEVICES 64
 
+// Superblocks that local arenas take from the global arena.
+#define SUPERBLOCK_SIZE (4 << 20)
+
+// Requests above this go to the global arena.
+#define LOCAL_LIMIT (256 << 10)
+
+// Blocks per upstream chunk when the caller does not say.
+#define DEFAULT_BLOCKS_PER_CHUNK 128
+
+// Granularity and alignment of every block.
+#define GRANULE 256
+
 // Error codes of the C API. The first seven keep legacy RMM's values; new ones are appended.
 typedef enum rmmError_t {
   // The call succeeded.
@@ -240,7 +252,8 @@ enum rmmError_t rmmResourceDeallocate(rmmResource_t resource,
 // Writes the device whose memory `resource` hands out to `*device`.
 enum rmmError_t rmmResourceGetDevice(rmmResource_t resource, int *device);
 
-// Writes the kind of `resource` ("cuda", "managed", "cuda_async", "pinned_host", ...) to
+// Writes the kind of `resource` ("cuda", "managed", "cuda_async", "pinned_host", "pool",
+// "arena", "binning", "fixed_size") to
 // `*name`: a static string, never to be freed.
 enum rmmError_t rmmResourceGetName(rmmResource_t resource, const char **name);
 
@@ -255,6 +268,58 @@ enum rmmError_t rmmStreamDestroy(cudaStream_t stream);
 
 // Waits until all work enqueued on `stream` has finished.
 enum rmmError_t rmmStreamSynchronize(cudaStream_t stream);
+
+// Creates a pool over `upstream` that reserves `initial_size` bytes up front and grows
+// (geometrically, backing off when upstream refuses) up to `maximum_size` bytes (0: no
+// limit). Allocations are stream-ordered: a block freed on one stream is reused on another
+// only after an event orders the two, without host synchronization. The pool keeps its own
+// reference to `upstream`; the caller owns the new handle (`rmmResourceDestroy`).
+enum rmmError_t rmmPoolResourceCreate(rmmResource_t *resource,
+                                      rmmResource_t upstream,
+                                      size_t initial_size,
+                                      size_t maximum_size);
+
+// Writes the bytes a pool-like resource (pool, arena, fixed-size) holds from its upstream to
+// `*size`. Other resources: RMM_ERROR_NOT_SUPPORTED.
+enum rmmError_t rmmPoolResourceGetSize(rmmResource_t resource, size_t *size);
+
+// Gives memory that `resource` holds but does not use back to its upstream (a pool's wholly
+// free chunks, after synchronizing the device), and writes the bytes released to
+// `*released` unless it is NULL. Resources that hold nothing release 0 bytes.
+enum rmmError_t rmmResourceRelease(rmmResource_t resource, size_t *released);
+
+// Creates an arena over `upstream`: a global arena that starts with `arena_size` bytes (0:
+// grows on demand) and per-thread and per-stream arenas that take 4 MiB superblocks from it,
+// so threads allocating small blocks do not contend. Requests over 256 KiB use the global
+// arena. Ownership as `rmmPoolResourceCreate`.
+enum rmmError_t rmmArenaResourceCreate(rmmResource_t *resource,
+                                       rmmResource_t upstream,
+                                       size_t arena_size);
+
+// Creates a binning resource over `upstream` with fixed-size bins of 2^min_size_exponent ..
+// 2^max_size_exponent bytes (exponents 0 to 40; min > max makes no bins). A request goes to
+// the smallest bin that holds it, larger ones to `upstream`. Ownership as
+// `rmmPoolResourceCreate`.
+enum rmmError_t rmmBinningResourceCreate(rmmResource_t *resource,
+                                         rmmResource_t upstream,
+                                         int8_t min_size_exponent,
+                                         int8_t max_size_exponent);
+
+// Adds (or replaces) the bin for requests up to `allocation_size` bytes in a binning
+// resource: `bin` (the binning resource keeps its own reference) or, when `bin` is NULL, a
+// new fixed-size resource of that size over the binning resource's upstream.
+enum rmmError_t rmmBinningResourceAddBin(rmmResource_t resource,
+                                         size_t allocation_size,
+                                         rmmResource_t bin);
+
+// Creates a resource of fixed-size blocks over `upstream`: every request up to `block_size`
+// bytes (rounded up to 256) takes one block; larger ones are RMM_ERROR_INVALID_ARGUMENT.
+// `blocks_to_preallocate` blocks are reserved up front and in each later chunk (0: none up
+// front, 128 per chunk). Ownership as `rmmPoolResourceCreate`.
+enum rmmError_t rmmFixedSizeResourceCreate(rmmResource_t *resource,
+                                           rmmResource_t upstream,
+                                           size_t block_size,
+                                           size_t blocks_to_preallocate);
 
 #ifdef __cplusplus
 }  // extern "C"

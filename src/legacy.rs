@@ -7,7 +7,7 @@
 
 use crate::allocations::{self, registry};
 use crate::error::{Error, Result};
-use crate::mr::{AsyncResource, DirectResource, MemoryResource};
+use crate::mr::{AsyncResource, DirectResource, MemoryResource, PoolResource};
 use crate::per_device;
 use crate::platform::{backend, Stream};
 use parking_lot::Mutex;
@@ -50,7 +50,16 @@ fn resource_for(options: &Options, device: i32) -> Result<Arc<dyn MemoryResource
         return Err(Error::invalid("CudaAsyncAllocation cannot be combined with PoolAllocation or CudaManagedMemory"));
     }
     if mode_flags & mode::POOL != 0 {
-        return Err(Error::NotSupported("PoolAllocation: the pool resource is not available in this version".into()));
+        let base: Arc<dyn MemoryResource> = match mode_flags & mode::CUDA_MANAGED != 0 {
+            true => Arc::new(DirectResource::managed(device)?),
+            false => Arc::new(DirectResource::cuda(device)?),
+        };
+        let initial = match options.initial_pool_size {
+            // As legacy RMM: half of the device's free memory.
+            0 => backend()?.mem_get_info(device)?.0 / 2 / (2 << 20) * (2 << 20),
+            size => size,
+        };
+        return Ok(Arc::new(PoolResource::new(base, initial, options.maximum_pool_size)?));
     }
     if mode_flags & mode::CUDA_ASYNC != 0 {
         let release_threshold = match options.maximum_pool_size {

@@ -142,8 +142,15 @@ fn legacy_lifecycle_initialize_finalize_and_reinitialize() {
     assert!(matches!(legacy::initialize(Some(bad_mode)), Err(Error::InvalidArgument(_))));
     let twice = legacy::Options { devices: vec![1, 1], ..Default::default() };
     assert!(matches!(legacy::initialize(Some(twice)), Err(Error::InvalidArgument(_))));
-    let pool = legacy::Options { allocation_mode: legacy::mode::POOL, ..Default::default() };
-    assert!(matches!(legacy::initialize(Some(pool)), Err(Error::NotSupported(_))));
+    let pool = legacy::Options { allocation_mode: legacy::mode::POOL | legacy::mode::CUDA_MANAGED, devices: vec![0, 1], ..Default::default() };
+    legacy::initialize(Some(pool)).unwrap();
+    let (free, _) = backend().unwrap().mem_get_info(1).unwrap();
+    assert_eq!(per_device::get(1).unwrap().pool_size().unwrap(), 32 << 20, "half of the free memory");
+    assert_eq!(free, 32 << 20);
+    let ptr = legacy::alloc(1 << 20, Stream::DEFAULT).unwrap();
+    assert_eq!(registry().get(ptr).unwrap().resource.name(), "pool");
+    legacy::free(ptr, Stream::DEFAULT).unwrap();
+    legacy::finalize().unwrap();
     legacy::initialize(Some(legacy::Options { allocation_mode: legacy::mode::CUDA_ASYNC, devices: vec![0, 1], ..Default::default() })).unwrap();
     assert_eq!(per_device::get(1).unwrap().name(), "cuda_async");
     let ptr = legacy::alloc(300, Stream::DEFAULT).unwrap();

@@ -11,12 +11,14 @@ pub mod handles;
 mod legacy;
 mod resources;
 mod streams;
+mod suballocators;
 pub mod types;
 
 pub use devices::*;
 pub use legacy::*;
 pub use resources::*;
 pub use streams::*;
+pub use suballocators::*;
 
 use crate::error::{rmmError_t, Error, Result};
 use std::cell::RefCell;

@@ -107,7 +107,8 @@ pub extern "C" fn rmmResourceGetDevice(resource: rmmResource_t, device: *mut c_i
     })
 }
 
-/// Writes the kind of `resource` ("cuda", "managed", "cuda_async", "pinned_host", ...) to
+/// Writes the kind of `resource` ("cuda", "managed", "cuda_async", "pinned_host", "pool",
+/// "arena", "binning", "fixed_size") to
 /// `*name`: a static string, never to be freed.
 #[no_mangle]
 pub extern "C" fn rmmResourceGetName(resource: rmmResource_t, name: *mut *const c_char) -> rmmError_t {
@@ -119,6 +120,10 @@ pub extern "C" fn rmmResourceGetName(resource: rmmResource_t, name: *mut *const 
             "managed" => c"managed",
             "cuda_async" => c"cuda_async",
             "pinned_host" => c"pinned_host",
+            "pool" => c"pool",
+            "arena" => c"arena",
+            "binning" => c"binning",
+            "fixed_size" => c"fixed_size",
             _ => c"other",
         };
         write_out(name, "name", text.as_ptr())
