@@ -37,18 +37,6 @@ typedef struct rmmResource_st* rmmResource_t;
 // Most devices `rmmOptions_t.devices` can list.
 #define RMM_MAX_DEVICES 64
 
-// Superblocks that local arenas take from the global arena.
-#define SUPERBLOCK_SIZE (4 << 20)
-
-// Requests above this go to the global arena.
-#define LOCAL_LIMIT (256 << 10)
-
-// Blocks per upstream chunk when the caller does not say.
-#define DEFAULT_BLOCKS_PER_CHUNK 128
-
-// Granularity and alignment of every block.
-#define GRANULE 256
-
 // Error codes of the C API. The first seven keep legacy RMM's values; new ones are appended.
 typedef enum rmmError_t {
   // The call succeeded.

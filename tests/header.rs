@@ -19,6 +19,15 @@ fn committed_header_matches_the_sources() {
         std::fs::write(&header, &generated).expect("write include/rmm.h");
         return;
     }
+    let legacy_names = ["CudaDefaultAllocation", "PoolAllocation", "CudaManagedMemory", "CudaAsyncAllocation"];
+    for line in generated.lines().filter(|l| l.starts_with("#define ")) {
+        let name = line.split_whitespace().nth(1).unwrap_or_default();
+        let name = name.split('(').next().unwrap_or_default();
+        assert!(
+            name.starts_with("RMM_") || legacy_names.contains(&name),
+            "rmm.h defines `{name}`: C API macros start with RMM_ (exclude Rust-only constants in cbindgen.toml)"
+        );
+    }
     let committed = std::fs::read_to_string(&header).unwrap_or_default();
     assert!(
         committed == generated,

@@ -30,8 +30,8 @@ fn an_event_recorded_after_the_free_and_waited_on_orders_the_reuse() {
     let ptr = sim.allocate(0, MemoryKind::Device, BLOCK).unwrap();
     let event = sim.event_create(0).unwrap();
     sim.note_released(0, ptr, BLOCK, a);
-    sim.event_record(event, a).unwrap();
-    sim.stream_wait_event(b, event).unwrap();
+    sim.event_record(0, event, a).unwrap();
+    sim.stream_wait_event(0, b, event).unwrap();
     sim.note_acquired(0, ptr, BLOCK, b);
     assert!(sim.race_reports().is_empty(), "{:?}", sim.race_reports());
 }
@@ -42,9 +42,9 @@ fn an_event_recorded_before_the_free_does_not_order_the_reuse() {
     let (a, b) = (sim.stream_create(0).unwrap(), sim.stream_create(0).unwrap());
     let ptr = sim.allocate(0, MemoryKind::Device, BLOCK).unwrap();
     let event = sim.event_create(0).unwrap();
-    sim.event_record(event, a).unwrap();
+    sim.event_record(0, event, a).unwrap();
     sim.note_released(0, ptr, BLOCK, a);
-    sim.stream_wait_event(b, event).unwrap();
+    sim.stream_wait_event(0, b, event).unwrap();
     sim.note_acquired(0, ptr, BLOCK, b);
     assert_eq!(sim.race_reports().len(), 1);
 }
@@ -89,8 +89,8 @@ fn only_the_unordered_part_of_a_split_block_is_reported() {
     let ptr = sim.allocate(0, MemoryKind::Device, BLOCK).unwrap();
     let event = sim.event_create(0).unwrap();
     sim.note_released(0, ptr, BLOCK, a);
-    sim.event_record(event, a).unwrap();
-    sim.stream_wait_event(b, event).unwrap();
+    sim.event_record(0, event, a).unwrap();
+    sim.stream_wait_event(0, b, event).unwrap();
     sim.note_acquired(0, ptr, BLOCK / 2, b);
     assert!(sim.race_reports().is_empty());
     sim.note_acquired(0, ptr + BLOCK / 2, BLOCK / 2, c);
@@ -147,7 +147,7 @@ fn destroyed_streams_and_events_are_refused() {
     sim.event_destroy(e).unwrap();
     assert!(sim.stream_synchronize(s).is_err());
     assert!(sim.stream_destroy(s).is_err());
-    assert!(sim.event_record(e, Stream::DEFAULT).is_err());
+    assert!(sim.event_record(0, e, Stream::DEFAULT).is_err());
     assert!(sim.stream_synchronize(Stream(0xdead_beef)).is_err());
 }
 

@@ -153,6 +153,29 @@ fn out_of_memory_reclaims_other_streams_free_chunks_first() {
 }
 
 #[test]
+fn memory_of_a_destroyed_stream_is_reused_without_touching_its_handle() {
+    let _guard = setup();
+    let platform = backend().unwrap();
+    let pool = PoolResource::new(upstream(), 0, 8 << 20).unwrap();
+    let doomed = platform.stream_create(0).unwrap();
+    let blocks: Vec<_> = (0..4).map(|_| pool.allocate(2 << 20, doomed).unwrap()).collect();
+    let survivor = platform.stream_create(0).unwrap();
+    // One block is freed on another, live stream: a cross-stream free into doomed's index.
+    pool.deallocate(blocks[0], 0, survivor).unwrap();
+    for ptr in &blocks[1..] {
+        pool.deallocate(*ptr, 0, doomed).unwrap();
+    }
+    platform.stream_destroy(doomed).unwrap();
+    // The simulator refuses any use of the destroyed handle, so success here means the pool
+    // ordered the reuse through events recorded while the stream was alive.
+    let reused = pool.allocate(8 << 20, survivor).unwrap();
+    pool.deallocate(reused, 0, survivor).unwrap();
+    pool.check_invariants().unwrap();
+    drop(pool);
+    assert!(races().is_empty(), "{:?}", races());
+}
+
+#[test]
 fn eight_threads_allocate_and_free_across_threads_and_streams() {
     let _guard = setup();
     let pool = Arc::new(PoolResource::new(upstream(), 32 << 20, 0).unwrap());

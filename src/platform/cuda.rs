@@ -369,10 +369,11 @@ impl CudaDriver {
         check("cuEventDestroy", unsafe { sys::cuEventDestroy_v2(event.0 as sys::CUevent) })
     }
 
-    pub fn event_record(&self, event: Event, stream: Stream) -> Result<()> {
-        self.current_device()?;
-        // SAFETY: the caller owns `event`; the driver validates the stream.
-        check("cuEventRecord", unsafe { sys::cuEventRecord(event.0 as sys::CUevent, stream.0 as sys::CUstream) })
+    pub fn event_record(&self, device: i32, event: Event, stream: Stream) -> Result<()> {
+        self.with_device(device, || {
+            // SAFETY: the caller owns `event` and passes a live stream.
+            check("cuEventRecord", unsafe { sys::cuEventRecord(event.0 as sys::CUevent, stream.0 as sys::CUstream) })
+        })
     }
 
     pub fn event_synchronize(&self, event: Event) -> Result<()> {
@@ -380,10 +381,11 @@ impl CudaDriver {
         check("cuEventSynchronize", unsafe { sys::cuEventSynchronize(event.0 as sys::CUevent) })
     }
 
-    pub fn stream_wait_event(&self, stream: Stream, event: Event) -> Result<()> {
-        self.current_device()?;
-        // SAFETY: the caller owns `event`; the driver validates the stream.
-        check("cuStreamWaitEvent", unsafe { sys::cuStreamWaitEvent(stream.0 as sys::CUstream, event.0 as sys::CUevent, 0) })
+    pub fn stream_wait_event(&self, device: i32, stream: Stream, event: Event) -> Result<()> {
+        self.with_device(device, || {
+            // SAFETY: the caller owns `event` and passes a live stream.
+            check("cuStreamWaitEvent", unsafe { sys::cuStreamWaitEvent(stream.0 as sys::CUstream, event.0 as sys::CUevent, 0) })
+        })
     }
 }
 

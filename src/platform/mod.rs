@@ -161,14 +161,17 @@ impl Backend {
     pub fn event_destroy(&self, event: Event) -> Result<()> {
         dispatch!(self.event_destroy(event))
     }
-    pub fn event_record(&self, event: Event, stream: Stream) -> Result<()> {
-        dispatch!(self.event_record(event, stream))
+    /// Records `event` on `stream`, a stream of `device` (the default streams are resolved in
+    /// `device`'s context).
+    pub fn event_record(&self, device: i32, event: Event, stream: Stream) -> Result<()> {
+        dispatch!(self.event_record(device, event, stream))
     }
     pub fn event_synchronize(&self, event: Event) -> Result<()> {
         dispatch!(self.event_synchronize(event))
     }
-    pub fn stream_wait_event(&self, stream: Stream, event: Event) -> Result<()> {
-        dispatch!(self.stream_wait_event(stream, event))
+    /// Makes later work on `stream` (of `device`) wait for `event`'s last record.
+    pub fn stream_wait_event(&self, device: i32, stream: Stream, event: Event) -> Result<()> {
+        dispatch!(self.stream_wait_event(device, stream, event))
     }
     /// Tells the race checker that a suballocator freed `[ptr, ptr+bytes)` in the order of
     /// `stream`. No-op on real devices.

@@ -366,7 +366,7 @@ impl SimDevices {
         }
     }
 
-    pub fn event_record(&self, event: Event, stream: Stream) -> Result<()> {
+    pub fn event_record(&self, _device: i32, event: Event, stream: Stream) -> Result<()> {
         let mut state = self.state.lock();
         let id = state.resolve_stream(stream)?;
         if !state.events.contains_key(&event.0) {
@@ -389,7 +389,7 @@ impl SimDevices {
         Ok(())
     }
 
-    pub fn stream_wait_event(&self, stream: Stream, event: Event) -> Result<()> {
+    pub fn stream_wait_event(&self, _device: i32, stream: Stream, event: Event) -> Result<()> {
         let mut state = self.state.lock();
         let id = state.resolve_stream(stream)?;
         let clock = state

@@ -6,12 +6,15 @@
 //! order: a wholly free chunk from another stream, a new chunk from upstream (growing
 //! geometrically, backing off when upstream fails), a single block from another stream, and
 //! finally, after a device synchronization, the wholly free chunks of every stream back
-//! upstream to grow again. Taking memory from stream T for stream S records an event on T and
-//! makes S wait on it (no host synchronization): the event is recorded at the time of taking,
-//! after every free already enqueued on T, so it also covers chunks merged from several frees.
-//! A block freed on a stream other than its owner's makes the owner's stream wait on the
-//! freeing stream. Streams are keyed by identity, not handle value (RMM #2251), and a stream
-//! that no longer exists is never waited on: a device synchronization stands in.
+//! upstream to grow again. Ordering uses events, never host synchronization: each stream
+//! records its event at every free, on the stream the caller passes (alive then), so the event
+//! covers every block freed there, also chunks merged from several frees; a stream taking
+//! memory from stream T waits on T's event. A stored stream handle is never used again (the
+//! application may have destroyed that stream), except the legacy default stream's, which
+//! lives forever and therefore records its event lazily, when memory is taken from it. A
+//! block freed on a stream other than its owner's leaves the freeing stream's event pending
+//! on the owner's index: whoever reuses blocks from there waits on it first. Streams are keyed
+//! by identity, not handle value (RMM #2251).
 
 use super::fixed_blocks::FixedBlocks;
 use super::tlsf::{Chunk, Tlsf, GRANULE};
@@ -92,11 +95,28 @@ pub enum Growth {
     Fixed { chunk: usize },
 }
 
+/// A stream's free blocks, and the events of other streams whose frees into this index must
+/// be waited on before its blocks are reused.
+struct Shelf<I> {
+    index: I,
+    pending: Vec<Event>,
+}
+
 struct StreamState<I> {
+    /// Used only when this is the legacy default stream, which is never destroyed: handles of
+    /// other streams may be dead by the time another stream takes memory from here.
     stream: Stream,
     identity: u64,
-    event: Mutex<Option<Event>>,
-    index: Mutex<I>,
+    /// Recorded on this stream at every free (the stream is alive then); the legacy default
+    /// stream records it only when another stream takes memory from it.
+    event: Event,
+    shelf: Mutex<Shelf<I>>,
+}
+
+impl<I> StreamState<I> {
+    fn is_legacy_default(&self) -> bool {
+        self.identity == 0
+    }
 }
 
 /// Chunk base -> (size, the stream whose index holds it).
@@ -200,18 +220,25 @@ impl<I: BlockIndex> StreamOrdered<I> {
             return Ok(state.clone());
         }
         let mut streams = self.streams.write();
-        let state = streams.entry(key).or_insert_with(|| {
-            Arc::new(StreamState { stream, identity, event: Mutex::new(None), index: Mutex::new((self.new_index)()) })
-        });
-        Ok(state.clone())
+        if let Some(state) = streams.get(&key) {
+            return Ok(state.clone());
+        }
+        let event = backend()?.event_create(self.device)?;
+        let shelf = Mutex::new(Shelf { index: (self.new_index)(), pending: Vec::new() });
+        let state = Arc::new(StreamState { stream, identity, event, shelf });
+        streams.insert(key, state.clone());
+        Ok(state)
     }
 
     pub fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
         crate::mr::require_nonzero(bytes, self.name)?;
         let state = self.state_for(stream)?;
         {
-            let mut index = state.index.lock();
-            if let Some((addr, size)) = index.allocate(bytes) {
+            let mut shelf = state.shelf.lock();
+            if let Some((addr, size)) = shelf.index.allocate(bytes) {
+                if !shelf.pending.is_empty() {
+                    self.absorb_pending(&state, &mut shelf, stream)?;
+                }
                 backend()?.note_acquired(self.device, addr, size, stream);
                 return Ok(addr);
             }
@@ -219,27 +246,48 @@ impl<I: BlockIndex> StreamOrdered<I> {
         self.allocate_slow(&state, bytes, stream)
     }
 
+    /// Makes `stream`, the owner of `shelf`, wait for frees other streams made into it, and
+    /// re-records the owner's event so that streams taking memory from it later are ordered
+    /// after those frees too.
+    fn absorb_pending(&self, state: &StreamState<I>, shelf: &mut Shelf<I>, stream: Stream) -> Result<()> {
+        let platform = backend()?;
+        for event in shelf.pending.drain(..) {
+            platform.stream_wait_event(self.device, stream, event)?;
+        }
+        if !state.is_legacy_default() {
+            platform.event_record(self.device, state.event, stream)?;
+        }
+        Ok(())
+    }
+
     pub fn deallocate(&self, ptr: usize, stream: Stream) -> Result<()> {
         let state = self.state_for(stream)?;
         let platform = backend()?;
         {
-            let mut index = state.index.lock();
-            if let Some(size) = index.free(ptr) {
+            let mut shelf = state.shelf.lock();
+            if let Some(size) = shelf.index.free(ptr) {
                 platform.note_released(self.device, ptr, size, stream);
+                if !state.is_legacy_default() {
+                    platform.event_record(self.device, state.event, stream)?;
+                }
                 return Ok(());
             }
         }
         let owner = self.owner_of(ptr).ok_or_else(|| {
             Error::invalid(format!("{ptr:#x} was not allocated by this {} resource", self.name))
         })?;
-        // The owner's stream will reuse the block: order it after the free on `stream`. The
-        // owner's lock is held until the wait is enqueued, so nobody reuses the block earlier.
-        let mut index = owner.index.lock();
-        let size = index
+        let mut shelf = owner.shelf.lock();
+        let size = shelf
+            .index
             .free(ptr)
             .ok_or_else(|| Error::invalid(format!("{ptr:#x} is not a live block of this {} resource (double free?)", self.name)))?;
         platform.note_released(self.device, ptr, size, stream);
-        self.order_after(&state, owner.stream)
+        // Whoever reuses the block from the owner's index waits for this free first.
+        platform.event_record(self.device, state.event, stream)?;
+        if !shelf.pending.contains(&state.event) {
+            shelf.pending.push(state.event);
+        }
+        Ok(())
     }
 
     fn owner_of(&self, ptr: usize) -> Option<Arc<StreamState<I>>> {
@@ -248,32 +296,30 @@ impl<I: BlockIndex> StreamOrdered<I> {
         (ptr < base + size).then(|| owner.clone())
     }
 
-    /// Makes `waiter` wait for all work enqueued so far on `source`'s stream.
-    fn order_after(&self, source: &StreamState<I>, waiter: Stream) -> Result<()> {
-        if self.identity(waiter)? == source.identity || self.omit_ordering.load(Ordering::Relaxed) {
-            return Ok(());
+    /// The events `stream` must wait on before using memory taken from `source`'s index.
+    /// Called with `source`'s shelf locked.
+    fn events_to_take_from(&self, source: &StreamState<I>, shelf: &Shelf<I>, stream: Stream) -> Result<Vec<Event>> {
+        if self.omit_ordering.load(Ordering::Relaxed) {
+            return Ok(Vec::new());
         }
+        let mut events = shelf.pending.clone();
+        if self.identity(stream)? != source.identity {
+            if source.is_legacy_default() {
+                backend()?.event_record(self.device, source.event, source.stream)?;
+            }
+            events.push(source.event);
+        }
+        Ok(events)
+    }
+
+    fn wait_all(&self, stream: Stream, events: &[Event]) -> Result<()> {
         let platform = backend()?;
-        if self.identity(source.stream).ok() != Some(source.identity) {
-            // The stream was destroyed (its handle may even name another stream now): wait for
-            // everything on the device instead.
-            return platform.device_synchronize(self.device);
-        }
-        let mut event = source.event.lock();
-        let event = match *event {
-            Some(event) => event,
-            None => *event.insert(platform.event_create(self.device)?),
-        };
-        platform.event_record(event, source.stream)?;
-        platform.stream_wait_event(waiter, event)
+        events.iter().try_for_each(|event| platform.stream_wait_event(self.device, stream, *event))
     }
 
     fn allocate_slow(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<usize> {
-        let platform = backend()?;
         let _guard = self.growing.lock();
-        let granted = |index: &mut I| index.allocate(bytes);
-        if let Some((addr, size)) = granted(&mut state.index.lock()) {
-            platform.note_acquired(self.device, addr, size, stream);
+        if let Some(addr) = self.allocate_from_own(state, bytes, stream)? {
             return Ok(addr);
         }
         let need = self.chunk_size_for(bytes)?;
@@ -324,12 +370,20 @@ impl<I: BlockIndex> StreamOrdered<I> {
     fn steal_free_chunk(&self, state: &Arc<StreamState<I>>, bytes: usize, need: usize, stream: Stream) -> Result<Option<usize>> {
         let others: Vec<_> = self.streams.read().values().filter(|s| !Arc::ptr_eq(s, state)).cloned().collect();
         for other in others {
-            let Some(chunk) = other.index.lock().take_free_chunk(need) else { continue };
-            self.order_after(&other, stream)?;
+            let (chunk, events) = {
+                let mut shelf = other.shelf.lock();
+                let Some(chunk) = shelf.index.take_free_chunk(need) else { continue };
+                let events = self.events_to_take_from(&other, &shelf, stream)?;
+                (chunk, events)
+            };
+            self.wait_all(stream, &events)?;
             self.owners.write().insert(chunk.base, (chunk.size, state.clone()));
-            let mut index = state.index.lock();
-            index.add_chunk(chunk.base, chunk.size);
-            if let Some((addr, size)) = index.allocate(bytes) {
+            let mut shelf = state.shelf.lock();
+            shelf.index.add_chunk(chunk.base, chunk.size);
+            if let Some((addr, size)) = shelf.index.allocate(bytes) {
+                if !shelf.pending.is_empty() {
+                    self.absorb_pending(state, &mut shelf, stream)?;
+                }
                 backend()?.note_acquired(self.device, addr, size, stream);
                 return Ok(Some(addr));
             }
@@ -340,8 +394,12 @@ impl<I: BlockIndex> StreamOrdered<I> {
     fn take_block_from_other_stream(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<Option<usize>> {
         let others: Vec<_> = self.streams.read().values().filter(|s| !Arc::ptr_eq(s, state)).cloned().collect();
         for other in others {
-            let Some((addr, size)) = other.index.lock().allocate(bytes) else { continue };
-            self.order_after(&other, stream)?;
+            let ((addr, size), events) = {
+                let shelf = &mut *other.shelf.lock();
+                let Some(block) = shelf.index.allocate(bytes) else { continue };
+                (block, self.events_to_take_from(&other, shelf, stream)?)
+            };
+            self.wait_all(stream, &events)?;
             backend()?.note_acquired(self.device, addr, size, stream);
             return Ok(Some(addr));
         }
@@ -361,7 +419,7 @@ impl<I: BlockIndex> StreamOrdered<I> {
             Growth::Geometric { granularity } => {
                 // Geometric in what this stream holds, not the whole pool: with many streams,
                 // growth compounded over the pool's total would reserve far more than is used.
-                let held = state.index.lock().chunk_bytes();
+                let held = state.shelf.lock().index.chunk_bytes();
                 let geometric = (held / 2).div_ceil(granularity) * granularity;
                 need.max(geometric).min(room)
             }
@@ -379,9 +437,17 @@ impl<I: BlockIndex> StreamOrdered<I> {
                 Err(e) => return Err(e),
             }
         }
-        let (addr, size) = state.index.lock().allocate(bytes).ok_or_else(|| Error::Internal("a new chunk could not serve its request".into()))?;
+        self.allocate_from_own(state, bytes, stream)?.ok_or_else(|| Error::Internal("a new chunk could not serve its request".into()))
+    }
+
+    fn allocate_from_own(&self, state: &StreamState<I>, bytes: usize, stream: Stream) -> Result<Option<usize>> {
+        let mut shelf = state.shelf.lock();
+        let Some((addr, size)) = shelf.index.allocate(bytes) else { return Ok(None) };
+        if !shelf.pending.is_empty() {
+            self.absorb_pending(state, &mut shelf, stream)?;
+        }
         backend()?.note_acquired(self.device, addr, size, stream);
-        Ok(addr)
+        Ok(Some(addr))
     }
 
     fn add_upstream_chunk(&self, state: &Arc<StreamState<I>>, size: usize, stream: Stream) -> Result<()> {
@@ -393,7 +459,7 @@ impl<I: BlockIndex> StreamOrdered<I> {
         }
         self.reserved.fetch_add(size, Ordering::Relaxed);
         self.owners.write().insert(base, (size, state.clone()));
-        state.index.lock().add_chunk(base, size);
+        state.shelf.lock().index.add_chunk(base, size);
         Ok(())
     }
 
@@ -403,7 +469,7 @@ impl<I: BlockIndex> StreamOrdered<I> {
         let states: Vec<_> = self.streams.read().values().cloned().collect();
         let mut chunks = Vec::new();
         for state in &states {
-            chunks.extend(state.index.lock().take_wholly_free_chunks());
+            chunks.extend(state.shelf.lock().index.take_wholly_free_chunks());
         }
         if chunks.is_empty() {
             return Ok(0);
@@ -433,7 +499,8 @@ impl<I: BlockIndex> StreamOrdered<I> {
         let streams = self.streams.read();
         let mut usage = Usage { reserved: self.reserved(), streams: streams.len(), chunks: self.owners.read().len(), ..Default::default() };
         for state in streams.values() {
-            let index = state.index.lock();
+            let shelf = state.shelf.lock();
+            let index = &shelf.index;
             usage.free += index.free_bytes();
             usage.largest_free_block = usage.largest_free_block.max(index.largest_free_block());
         }
@@ -445,7 +512,8 @@ impl<I: BlockIndex> StreamOrdered<I> {
         let streams = self.streams.read();
         let mut chunk_bytes = 0;
         for state in streams.values() {
-            let index = state.index.lock();
+            let shelf = state.shelf.lock();
+            let index = &shelf.index;
             index.check_invariants()?;
             chunk_bytes += index.chunk_bytes();
         }
@@ -473,9 +541,7 @@ impl<I: BlockIndex> Drop for StreamOrdered<I> {
             }
         }
         for state in self.streams.get_mut().values() {
-            if let Some(event) = state.event.lock().take() {
-                let _ = platform.event_destroy(event);
-            }
+            let _ = platform.event_destroy(state.event);
         }
     }
 }

@@ -1,0 +1,71 @@
+// rmm-rs resources through the C API, next to cudaMalloc and cudaMallocAsync in the same run.
+// Linked statically (librmm.a), so it never meets RAPIDS RMM's librmm.so.
+#include "workloads.hpp"
+#include "rmm.h"
+
+namespace {
+
+void ok(rmmError_t status, const char* what) {
+  if (status != RMM_SUCCESS) {
+    std::fprintf(stderr, "%s: %s (%s)\n", what, rmmGetErrorString(status), rmmGetLastErrorMessage());
+    std::exit(1);
+  }
+}
+
+struct RmmRs {
+  rmmResource_t resource;
+  rmmResource_t pool_for_size;  // the resource whose pool size is the footprint
+  void* allocate(size_t bytes, cudaStream_t stream) {
+    void* p = nullptr;
+    ok(rmmResourceAllocate(resource, &p, bytes, stream), "rmmResourceAllocate");
+    return p;
+  }
+  void deallocate(void* p, size_t bytes, cudaStream_t stream) {
+    ok(rmmResourceDeallocate(resource, p, bytes, stream), "rmmResourceDeallocate");
+  }
+  size_t reserved() {
+    size_t size = 0;
+    if (pool_for_size && rmmPoolResourceGetSize(pool_for_size, &size) != RMM_SUCCESS) return 0;
+    return size;
+  }
+};
+
+}  // namespace
+
+int main() {
+  int device = 0;
+  bench::check_cuda(cudaSetDevice(device), "cudaSetDevice");
+  cudaDeviceProp prop{};
+  bench::check_cuda(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+  std::fprintf(stderr, "device: %s\n", prop.name);
+  std::printf("workload,allocator,ns_per_alloc,footprint\n");
+
+  bench::CudaMalloc cuda_malloc;
+  bench::run_all("cudaMalloc", cuda_malloc, true, device);
+  bench::CudaMallocAsync cuda_async(device);
+  bench::run_all("cudaMallocAsync", cuda_async, false, device);
+
+  rmmResource_t cuda;
+  ok(rmmCudaResourceCreate(&cuda), "cuda resource");
+  auto run = [&](const char* name, rmmResource_t resource, rmmResource_t sized) {
+    RmmRs a{resource, sized};
+    bench::run_all(name, a, false, device);
+    size_t released = 0;
+    ok(rmmResourceRelease(resource, &released), "release");
+    ok(rmmResourceDestroy(resource), "destroy");
+  };
+  rmmResource_t pool, binning_pool, binning, arena;
+  ok(rmmPoolResourceCreate(&pool, cuda, 0, 0), "pool");
+  run("rmm-rs pool", pool, pool);
+  ok(rmmPoolResourceCreate(&binning_pool, cuda, 0, 0), "pool for binning");
+  ok(rmmBinningResourceCreate(&binning, binning_pool, 8, 20), "binning");
+  run("rmm-rs binning", binning, binning_pool);
+  ok(rmmResourceDestroy(binning_pool), "destroy");
+  ok(rmmArenaResourceCreate(&arena, cuda, 0), "arena");
+  run("rmm-rs arena", arena, arena);
+  rmmResource_t async_resource;
+  ok(rmmAsyncResourceCreate(&async_resource, 0, SIZE_MAX), "async");
+  run("rmm-rs cuda_async", async_resource, nullptr);
+  ok(rmmResourceDestroy(cuda), "destroy");
+  return 0;
+}

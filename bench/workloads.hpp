@@ -1,0 +1,202 @@
+// Allocation workloads shared by bench_rmm_rs.cu and bench_rapids.cu, so rmm-rs, RAPIDS RMM,
+// cudaMalloc and cudaMallocAsync run exactly the same sequences. An allocator is any type with
+//   void* allocate(size_t bytes, cudaStream_t stream);
+//   void deallocate(void* ptr, size_t bytes, cudaStream_t stream);
+//   size_t reserved();   // bytes held from the driver (0 when unknown)
+#pragma once
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace bench {
+
+inline void check_cuda(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(status));
+    std::exit(1);
+  }
+}
+
+struct Rng {  // xorshift64*: the same sequence for every allocator
+  uint64_t state;
+  explicit Rng(uint64_t seed) : state(seed * 0x9E3779B97F4A7C15ull + 1) {}
+  uint64_t next() {
+    state ^= state >> 12;
+    state ^= state << 25;
+    state ^= state >> 27;
+    return state * 0x2545F4914F6CDD1Dull;
+  }
+  size_t below(size_t n) { return next() % n; }
+  size_t log_uniform(size_t lo, size_t hi) {  // sizes log-uniform in [lo, hi]
+    double u = (next() >> 11) * (1.0 / 9007199254740992.0);
+    return (size_t)std::exp(std::log((double)lo) + u * (std::log((double)hi) - std::log((double)lo)));
+  }
+};
+
+using clock_type = std::chrono::steady_clock;
+inline double ns_since(clock_type::time_point start) {
+  return std::chrono::duration<double, std::nano>(clock_type::now() - start).count();
+}
+
+struct Result {
+  double ns_per_alloc;
+  double footprint;  // peak reserved / peak live bytes (0: not measured)
+};
+
+// Allocate and free one size, `iterations` times: ns per (allocate + free) pair.
+template <class A>
+Result pairs(A& a, size_t size, int iterations, cudaStream_t stream) {
+  for (int i = 0; i < 100; ++i) a.deallocate(a.allocate(size, stream), size, stream);  // warm up
+  auto start = clock_type::now();
+  for (int i = 0; i < iterations; ++i) a.deallocate(a.allocate(size, stream), size, stream);
+  return {ns_since(start) / iterations, 0};
+}
+
+// RMM's random_allocations: `count` allocations of sizes uniform in [1, max_size], randomly
+// interleaved with frees of random live blocks. ns per allocation (frees included).
+template <class A>
+Result random_allocations(A& a, int count, size_t max_size, cudaStream_t stream) {
+  Rng rng(42);
+  std::vector<std::pair<void*, size_t>> live;
+  live.reserve(count);
+  auto start = clock_type::now();
+  int made = 0;
+  while (made < count || !live.empty()) {
+    bool allocate = made < count && (live.empty() || rng.below(2) == 0);
+    if (allocate) {
+      size_t size = 1 + rng.below(max_size);
+      live.emplace_back(a.allocate(size, stream), size);
+      ++made;
+    } else {
+      size_t victim = rng.below(live.size());
+      a.deallocate(live[victim].first, live[victim].second, stream);
+      live[victim] = live.back();
+      live.pop_back();
+    }
+  }
+  return {ns_since(start) / count, 0};
+}
+
+// Steady churn: a working set of `working_set` live blocks of log-uniform sizes up to
+// `max_size`; each step frees a random block and allocates a new one. Also measures the
+// footprint: peak bytes reserved from the driver over peak live bytes.
+template <class A>
+Result churn(A& a, int working_set, size_t max_size, int steps, cudaStream_t stream) {
+  Rng rng(7);
+  std::vector<std::pair<void*, size_t>> live;
+  size_t live_bytes = 0, peak_live = 0, peak_reserved = 0;
+  for (int i = 0; i < working_set; ++i) {
+    size_t size = rng.log_uniform(256, max_size);
+    live.emplace_back(a.allocate(size, stream), size);
+    live_bytes += size;
+  }
+  peak_live = live_bytes;
+  peak_reserved = a.reserved();
+  auto start = clock_type::now();
+  for (int step = 0; step < steps; ++step) {
+    size_t victim = rng.below(live.size());
+    a.deallocate(live[victim].first, live[victim].second, stream);
+    live_bytes -= live[victim].second;
+    size_t size = rng.log_uniform(256, max_size);
+    live[victim] = {a.allocate(size, stream), size};
+    live_bytes += size;
+    peak_live = std::max(peak_live, live_bytes);
+    if ((step & 63) == 0) peak_reserved = std::max(peak_reserved, a.reserved());
+  }
+  double ns = ns_since(start) / steps;
+  peak_reserved = std::max(peak_reserved, a.reserved());
+  for (auto& [ptr, size] : live) a.deallocate(ptr, size, stream);
+  return {ns, peak_reserved ? (double)peak_reserved / (double)peak_live : 0};
+}
+
+// `threads` threads, each on its own stream, each churning a working set of 64 blocks of
+// log-uniform sizes up to 1 MiB. ns per allocation in aggregate (wall time / allocations).
+template <class A>
+Result threaded(A& a, int threads, int per_thread, int device) {
+  std::vector<cudaStream_t> streams(threads);
+  for (auto& s : streams) check_cuda(cudaStreamCreate(&s), "cudaStreamCreate");
+  auto work = [&](int t) {
+    check_cuda(cudaSetDevice(device), "cudaSetDevice");
+    Rng rng(100 + t);
+    std::vector<std::pair<void*, size_t>> live;
+    for (int i = 0; i < 64; ++i) {
+      size_t size = rng.log_uniform(256, 1 << 20);
+      live.emplace_back(a.allocate(size, streams[t]), size);
+    }
+    for (int i = 0; i < per_thread; ++i) {
+      size_t victim = rng.below(live.size());
+      a.deallocate(live[victim].first, live[victim].second, streams[t]);
+      size_t size = rng.log_uniform(256, 1 << 20);
+      live[victim] = {a.allocate(size, streams[t]), size};
+    }
+    for (auto& [ptr, size] : live) a.deallocate(ptr, size, streams[t]);
+  };
+  for (int t = 0; t < threads; ++t) work(t);  // warm up every stream's state
+  auto start = clock_type::now();
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(work, t);
+  for (auto& th : pool) th.join();
+  double ns = ns_since(start) / ((double)threads * (per_thread + 64));
+  for (auto& s : streams) cudaStreamDestroy(s);
+  return {ns, 0};
+}
+
+// Runs every workload on one allocator and prints `workload,allocator,ns,footprint` rows.
+// `slow` allocators (cudaMalloc) run fewer iterations.
+template <class A>
+void run_all(const std::string& name, A& a, bool slow, int device) {
+  cudaStream_t stream = 0;
+  int scale = slow ? 50 : 1;
+  auto row = [&](const char* workload, Result r) {
+    std::printf("%s,%s,%.1f,%.3f\n", workload, name.c_str(), r.ns_per_alloc, r.footprint);
+    std::fflush(stdout);
+  };
+  row("pair_256B", pairs(a, 256, 200000 / scale, stream));
+  row("pair_1MiB", pairs(a, 1 << 20, 200000 / scale, stream));
+  row("random_allocations", random_allocations(a, 20000 / scale, 1 << 20, stream));
+  row("churn_1000x16MiB", churn(a, 1000, 16 << 20, 20000 / scale, stream));
+  row("threads_8", threaded(a, 8, 20000 / scale, device));
+  check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
+// The two CUDA baselines.
+struct CudaMalloc {
+  size_t held = 0;
+  void* allocate(size_t bytes, cudaStream_t) {
+    void* p = nullptr;
+    check_cuda(cudaMalloc(&p, bytes), "cudaMalloc");
+    return p;
+  }
+  void deallocate(void* p, size_t, cudaStream_t) { check_cuda(cudaFree(p), "cudaFree"); }
+  size_t reserved() { return 0; }
+};
+
+struct CudaMallocAsync {
+  cudaMemPool_t pool{};
+  explicit CudaMallocAsync(int device) {
+    check_cuda(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
+    uint64_t keep = UINT64_MAX;  // keep freed memory, as a pool does
+    check_cuda(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "set threshold");
+  }
+  void* allocate(size_t bytes, cudaStream_t stream) {
+    void* p = nullptr;
+    check_cuda(cudaMallocAsync(&p, bytes, stream), "cudaMallocAsync");
+    return p;
+  }
+  void deallocate(void* p, size_t, cudaStream_t stream) { check_cuda(cudaFreeAsync(p, stream), "cudaFreeAsync"); }
+  size_t reserved() {
+    uint64_t value = 0;
+    cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &value);
+    return value;
+  }
+};
+
+}  // namespace bench

@@ -1,0 +1,86 @@
+# Driver of the consumer.* tests (cmake -P). MODE=package installs the rmm build into a fresh
+# prefix, then configures, builds and runs c_tests/consumer with find_package(rmm), and checks
+# rmm.pc with pkg-config; MODE=subdirectory builds the consumer with add_subdirectory(rmm-rs).
+#
+# Inputs (-D): MODE, RMM_SOURCE_DIR, RMM_BINARY_DIR, RMM_VERSION, RMM_LIBDIR, RMM_INCLUDEDIR,
+# RMM_PREBUILT_DIR, RMM_CARGO_TARGET_DIR, WORK_DIR, GENERATOR, MAKE_PROGRAM, C_COMPILER.
+cmake_minimum_required(VERSION 3.18)
+
+function(run)
+  string(REPLACE ";" " " shown "${ARGN}")
+  message(STATUS "consumer test: ${shown}")
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE status)
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "consumer test: failed (${status}): ${shown}")
+  endif()
+endfunction()
+
+set(consumer_source "${CMAKE_CURRENT_LIST_DIR}")
+set(build "${WORK_DIR}/build")
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+
+set(configure "${CMAKE_COMMAND}" -S "${consumer_source}" -B "${build}" -G "${GENERATOR}"
+              "-DCMAKE_C_COMPILER=${C_COMPILER}" -DCMAKE_BUILD_TYPE=Release)
+if(MAKE_PROGRAM)
+  list(APPEND configure "-DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM}")
+endif()
+
+if(MODE STREQUAL "package")
+  set(prefix "${WORK_DIR}/prefix")
+  run("${CMAKE_COMMAND}" --install "${RMM_BINARY_DIR}" --prefix "${prefix}")
+  foreach(file IN ITEMS
+      "${RMM_INCLUDEDIR}/rmm.h"
+      "${RMM_LIBDIR}/librmm.so"
+      "${RMM_LIBDIR}/librmm.a"
+      "${RMM_LIBDIR}/cmake/rmm/rmmConfig.cmake"
+      "${RMM_LIBDIR}/cmake/rmm/rmmConfigVersion.cmake"
+      "${RMM_LIBDIR}/pkgconfig/rmm.pc")
+    if(NOT EXISTS "${prefix}/${file}")
+      message(FATAL_ERROR "consumer test: the install lacks ${file}")
+    endif()
+  endforeach()
+  run(${configure} -DRMM_CONSUMER_MODE=package "-DCMAKE_PREFIX_PATH=${prefix}"
+      "-DRMM_EXPECTED_VERSION=${RMM_VERSION}")
+elseif(MODE STREQUAL "subdirectory")
+  set(extra "")
+  if(RMM_PREBUILT_DIR)
+    list(APPEND extra "-DRMM_PREBUILT_DIR=${RMM_PREBUILT_DIR}")
+  elseif(RMM_CARGO_TARGET_DIR)
+    list(APPEND extra "-DRMM_CARGO_TARGET_DIR=${RMM_CARGO_TARGET_DIR}")
+  endif()
+  run(${configure} -DRMM_CONSUMER_MODE=subdirectory "-DRMM_SOURCE_DIR=${RMM_SOURCE_DIR}" ${extra})
+else()
+  message(FATAL_ERROR "consumer test: unknown MODE '${MODE}'")
+endif()
+
+run("${CMAKE_COMMAND}" --build "${build}")
+run("${build}/consumer_shared")
+run("${build}/consumer_static")
+
+# pkg-config: rmm.pc from the installed prefix, used to build and run the same program.
+if(MODE STREQUAL "package")
+  find_program(PKG_CONFIG_EXECUTABLE NAMES pkg-config pkgconf)
+  if(PKG_CONFIG_EXECUTABLE)
+    set(pc_env "${CMAKE_COMMAND}" -E env "PKG_CONFIG_PATH=${prefix}/${RMM_LIBDIR}/pkgconfig")
+    execute_process(COMMAND ${pc_env} "${PKG_CONFIG_EXECUTABLE}" --modversion rmm
+                    OUTPUT_VARIABLE pc_version OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE status)
+    if(NOT status EQUAL 0 OR NOT pc_version STREQUAL RMM_VERSION)
+      message(FATAL_ERROR "consumer test: pkg-config --modversion rmm gave '${pc_version}' (${status}), expected ${RMM_VERSION}")
+    endif()
+    execute_process(COMMAND ${pc_env} "${PKG_CONFIG_EXECUTABLE}" --cflags --libs rmm
+                    OUTPUT_VARIABLE pc_flags OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE status)
+    if(NOT status EQUAL 0)
+      message(FATAL_ERROR "consumer test: pkg-config --cflags --libs rmm failed")
+    endif()
+    message(STATUS "consumer test: pkg-config --cflags --libs rmm: ${pc_flags}")
+    separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
+    run("${C_COMPILER}" -std=c11 -Wall -Wextra -Werror "${consumer_source}/consumer.c"
+        -o "${WORK_DIR}/consumer_pkgconfig" ${pc_flags} "-Wl,-rpath,${prefix}/${RMM_LIBDIR}")
+    run("${WORK_DIR}/consumer_pkgconfig")
+  else()
+    message(STATUS "consumer test: pkg-config not found; rmm.pc not exercised")
+  endif()
+endif()
+
+message(STATUS "consumer test (${MODE}): passed")

@@ -1,0 +1,200 @@
+/* Devices and per-device resources: rmmGetDeviceCount, rmmGetDevice, rmmSetDevice,
+ * rmmIsSimulated, rmmSimGetRaceCount, rmmSet/GetPerDeviceResource,
+ * rmmSet/GetCurrentDeviceResource. (Two-device cases are in test_multi_device.c.) */
+#define _POSIX_C_SOURCE 200809L
+#include <limits.h>
+#include <pthread.h>
+
+#include "rmm_test.h"
+
+static const char *resource_name(rmmResource_t resource) {
+  const char *name = NULL;
+  CHECK_OK(rmmResourceGetName(resource, &name));
+  CHECK(name != NULL);
+  return name;
+}
+
+static void check_device_queries(int count) {
+  int device = -1;
+  bool simulated = false;
+  size_t races = 99;
+
+  CHECK_RMM(rmmGetDeviceCount(NULL), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmGetDevice(NULL), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmIsSimulated(NULL), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmSimGetRaceCount(NULL), RMM_ERROR_INVALID_ARGUMENT);
+
+  CHECK_OK(rmmIsSimulated(&simulated));
+  CHECK(simulated == (getenv("RMM_SIM_DEVICES") != NULL));
+  if (simulated) {
+    const char *spec = getenv("RMM_SIM_DEVICES");
+    if (strcmp(spec, "2:1GiB") == 0) CHECK(count == 2);
+    CHECK_OK(rmmSimGetRaceCount(&races));
+    CHECK(races == 0);
+  } else {
+    CHECK_RMM(rmmSimGetRaceCount(&races), RMM_ERROR_NOT_SUPPORTED);
+    CHECK(races == 99);
+  }
+
+  /* The current device starts as device 0, as with the CUDA runtime. */
+  CHECK_OK(rmmGetDevice(&device));
+  CHECK(device == 0);
+
+  /* Invalid device numbers are refused and change nothing. */
+  CHECK_RMM(rmmSetDevice(-1), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmSetDevice(count), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmSetDevice(INT_MAX), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmSetDevice(INT_MIN), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_OK(rmmGetDevice(&device));
+  CHECK(device == 0);
+
+  /* Every existing device can be made current. */
+  for (device = count - 1; device >= 0; --device) {
+    int current = -1;
+    CHECK_OK(rmmSetDevice(device));
+    CHECK_OK(rmmGetDevice(&current));
+    CHECK(current == device);
+  }
+}
+
+static void check_per_device_errors(int count) {
+  rmmResource_t resource = (rmmResource_t)&count, cuda = NULL, previous = (rmmResource_t)&count;
+  /* NULL out-pointers and invalid devices. */
+  CHECK_RMM(rmmGetPerDeviceResource(0, NULL), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmGetCurrentDeviceResource(NULL), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmGetPerDeviceResource(-1, &resource), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmGetPerDeviceResource(count, &resource), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmGetPerDeviceResource(INT_MAX, &resource), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK(resource == (rmmResource_t)&count);
+
+  CHECK_OK(rmmCudaResourceCreate(&cuda));
+  CHECK_RMM(rmmSetPerDeviceResource(-1, cuda, &previous), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmSetPerDeviceResource(count, cuda, &previous), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmSetPerDeviceResource(INT_MIN, cuda, NULL), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK(previous == (rmmResource_t)&count);
+  /* NULL and garbage handles. */
+  CHECK_RMM(rmmSetPerDeviceResource(0, NULL, NULL), RMM_ERROR_INVALID_HANDLE);
+  CHECK_RMM(rmmSetCurrentDeviceResource(NULL, &previous), RMM_ERROR_INVALID_HANDLE);
+  CHECK_RMM(rmmSetPerDeviceResource(0, (rmmResource_t)(uintptr_t)0x1234, NULL),
+            RMM_ERROR_INVALID_HANDLE);
+  CHECK(previous == (rmmResource_t)&count);
+  CHECK_OK(rmmResourceDestroy(cuda));
+  CHECK_RMM(rmmSetPerDeviceResource(0, cuda, NULL), RMM_ERROR_INVALID_HANDLE);
+  CHECK_RMM(rmmSetCurrentDeviceResource(cuda, NULL), RMM_ERROR_INVALID_HANDLE);
+}
+
+static void check_per_device(void) {
+  rmmResource_t initial = NULL, managed = NULL, previous = NULL, got = NULL, pinned = NULL;
+  rmmResource_t again = NULL;
+  void *ptr = NULL;
+  int device = -1;
+
+  CHECK_OK(rmmSetDevice(0));
+
+  /* Device 0's resource is a cuda resource unless one was set. */
+  CHECK_OK(rmmGetPerDeviceResource(0, &initial));
+  CHECK(initial != NULL);
+  CHECK_STR(resource_name(initial), "cuda");
+  CHECK_OK(rmmResourceGetDevice(initial, &device));
+  CHECK(device == 0);
+  CHECK_OK(rmmGetCurrentDeviceResource(&got));
+  CHECK(got != initial); /* a new handle each time */
+  CHECK_STR(resource_name(got), "cuda");
+  /* ...to the same resource. */
+  CHECK_OK(rmmResourceAllocate(initial, &ptr, 512, 0));
+  CHECK_OK(rmmResourceDeallocate(got, ptr, 512, 0));
+  CHECK_OK(rmmResourceDestroy(got));
+
+  /* Set a managed resource with `previous`. */
+  CHECK_OK(rmmManagedResourceCreate(&managed));
+  CHECK_OK(rmmSetPerDeviceResource(0, managed, &previous));
+  CHECK(previous != NULL);
+  CHECK_STR(resource_name(previous), "cuda");
+  CHECK_OK(rmmResourceAllocate(previous, &ptr, 64, 0)); /* the same resource as `initial` */
+  CHECK_OK(rmmResourceDeallocate(initial, ptr, 64, 0));
+  CHECK_OK(rmmGetPerDeviceResource(0, &got));
+  CHECK_STR(resource_name(got), "managed");
+  CHECK_OK(rmmResourceDestroy(got));
+
+  /* rmmAlloc now draws from the managed resource (host-accessible everywhere). */
+  CHECK_OK(RMM_ALLOC(&ptr, 4096, 0));
+  rmm_test_fill(ptr, 4096, 8);
+  CHECK(rmm_test_verify(ptr, 4096, 8));
+  CHECK_RMM(rmmResourceDeallocate(initial, ptr, 4096, 0), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_OK(rmmResourceDeallocate(managed, ptr, 4096, 0));
+
+  /* The registry keeps its own reference: the caller's handle may go. */
+  CHECK_OK(rmmResourceDestroy(managed));
+  CHECK_OK(RMM_ALLOC(&ptr, 100, 0));
+  rmm_test_fill(ptr, 100, 1);
+  CHECK_OK(rmmGetCurrentDeviceResource(&got));
+  CHECK_STR(resource_name(got), "managed");
+  CHECK_OK(rmmResourceDeallocate(got, ptr, 100, 0));
+
+  /* Set with previous = NULL, through the current-device call. */
+  CHECK_OK(rmmPinnedHostResourceCreate(&pinned));
+  CHECK_OK(rmmSetCurrentDeviceResource(pinned, NULL));
+  CHECK_OK(rmmGetPerDeviceResource(0, &again));
+  CHECK_STR(resource_name(again), "pinned_host");
+  CHECK_OK(RMM_ALLOC(&ptr, 300, 0));
+  rmm_test_fill(ptr, 300, 2); /* pinned host memory */
+  CHECK(rmm_test_verify(ptr, 300, 2));
+  CHECK_OK(rmmResourceDeallocate(pinned, ptr, 300, 0));
+  CHECK_OK(rmmResourceDestroy(again));
+
+  /* Set back the managed one through the other handle, getting the pinned one back. */
+  CHECK_OK(rmmSetCurrentDeviceResource(got, &again));
+  CHECK_STR(resource_name(again), "pinned_host");
+  CHECK_OK(rmmResourceAllocate(again, &ptr, 32, 0));
+  CHECK_OK(rmmResourceDeallocate(pinned, ptr, 32, 0));
+  CHECK_OK(rmmResourceDestroy(again));
+  CHECK_OK(rmmResourceDestroy(pinned));
+  CHECK_OK(rmmResourceDestroy(got));
+
+  /* Restore the original cuda resource. */
+  CHECK_OK(rmmSetPerDeviceResource(0, previous, &got));
+  CHECK_STR(resource_name(got), "managed");
+  CHECK_OK(rmmResourceDestroy(got));
+  CHECK_OK(rmmResourceDestroy(previous));
+  CHECK_OK(rmmGetCurrentDeviceResource(&got));
+  CHECK_STR(resource_name(got), "cuda");
+  CHECK_OK(RMM_ALLOC(&ptr, 64, 0));
+  CHECK_OK(rmmResourceDeallocate(initial, ptr, 64, 0));
+  CHECK_OK(rmmResourceDestroy(got));
+  CHECK_OK(rmmResourceDestroy(initial));
+}
+
+struct thread_device {
+  int device;
+  rmmError_t status;
+};
+
+static void *report_device(void *arg) {
+  struct thread_device *result = (struct thread_device *)arg;
+  result->status = rmmGetDevice(&result->device);
+  return NULL;
+}
+
+/* The current device is per thread: a new thread starts on device 0. */
+static void check_per_thread_device(int count) {
+  struct thread_device result = {-1, RMM_ERROR_UNKNOWN};
+  pthread_t thread;
+  int device = -1;
+  CHECK_OK(rmmSetDevice(count - 1));
+  CHECK(pthread_create(&thread, NULL, report_device, &result) == 0);
+  CHECK(pthread_join(thread, NULL) == 0);
+  CHECK_RMM(result.status, RMM_SUCCESS);
+  CHECK(result.device == 0);
+  CHECK_OK(rmmGetDevice(&device));
+  CHECK(device == count - 1);
+  CHECK_OK(rmmSetDevice(0));
+}
+
+int main(void) {
+  const int count = rmm_test_device_count();
+  check_device_queries(count);
+  check_per_device_errors(count);
+  check_per_device();
+  check_per_thread_device(count);
+  return rmm_test_finish("devices");
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Allocation benchmark on a GPU machine (no Rust needed): rmm-rs resources from stage/ (see
+# scripts/stage.sh) next to cudaMalloc and cudaMallocAsync, and next to RAPIDS RMM 26.10 when
+# its wheels (librmm-cu13, rapids-logger) lie in .whl/. Prints a Markdown table.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${BENCH_OUT:-/tmp/rmm-bench}
+mkdir -p "$out"
+arch=${CUDA_ARCH:-sm_90}
+nvidia-smi -L
+nvcc -std=c++17 -O3 -arch="$arch" -Istage/include bench/bench_rmm_rs.cu stage/lib/librmm.a \
+  -lpthread -ldl -lm -o "$out/bench_rmm_rs"
+"$out/bench_rmm_rs" | tee "$out/rmm_rs.csv"
+csvs=("$out/rmm_rs.csv")
+if ls .whl/librmm_cu13-*.whl >/dev/null 2>&1; then
+  rapids="$out/rapids"
+  mkdir -p "$rapids"
+  for wheel in .whl/librmm_cu13-*.whl .whl/rapids_logger-*.whl; do unzip -q -o "$wheel" -d "$rapids"; done
+  nvcc -std=c++20 -O3 -arch="$arch" --expt-relaxed-constexpr \
+    -I"$rapids/librmm/include/rapids" -I"$rapids/librmm/include" -I"$rapids/rapids_logger/include" \
+    bench/bench_rapids.cu -L"$rapids/librmm/lib64" -L"$rapids/rapids_logger/lib64" -lrmm -lrapids_logger \
+    -Xlinker -rpath -Xlinker "$rapids/librmm/lib64" -Xlinker -rpath -Xlinker "$rapids/rapids_logger/lib64" \
+    -o "$out/bench_rapids"
+  "$out/bench_rapids" | tee "$out/rapids.csv"
+  csvs+=("$out/rapids.csv")
+else
+  echo "RAPIDS RMM wheels not in .whl/: skipping the RAPIDS comparison"
+fi
+python3 bench/table.py "${csvs[@]}" | tee "$out/table.md"

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Builds and runs the C/C++/CUDA test suite on a GPU machine that has no Rust: the library
+# comes from stage/ (made by scripts/stage.sh on a machine with Rust), the tests run on the
+# real GPU(s) (RMM_TESTS_ON_GPU=ON), and the CUDA tests are built when nvcc is found.
+#
+#   scripts/gpu-test.sh              run from the repository root (or anywhere inside it)
+#
+# Environment: STAGE_DIR (default: stage/), BUILD_DIR (default: a fresh folder under /tmp),
+# CUDA_ARCHS (CMAKE_CUDA_ARCHITECTURES, default 90), CTEST_ARGS (extra ctest arguments).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+stage=${STAGE_DIR:-$root/stage}
+build=${BUILD_DIR:-$(mktemp -d /tmp/rmm-gpu-test.XXXXXX)}
+archs=${CUDA_ARCHS:-90}
+
+section() { printf '\n== %s\n' "$*"; }
+
+for file in "$stage/lib/librmm.so" "$stage/lib/librmm.a" "$stage/include/rmm.h"; do
+  if [ ! -f "$file" ]; then
+    echo "gpu-test.sh: $file is missing: run scripts/stage.sh on a machine with Rust and carry stage/ here" >&2
+    exit 2
+  fi
+done
+
+section "machine"
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi -L || echo "nvidia-smi -L failed"
+else
+  echo "nvidia-smi not found"
+fi
+if [ -z "${CUDACXX:-}" ] && ! command -v nvcc >/dev/null; then
+  for dir in /usr/local/cuda/bin /usr/local/cuda-*/bin; do
+    if [ -x "$dir/nvcc" ]; then
+      export CUDACXX=$dir/nvcc
+      break
+    fi
+  done
+fi
+command -v "${CUDACXX:-nvcc}" >/dev/null && "${CUDACXX:-nvcc}" --version | tail -n 2 || echo "nvcc not found: the CUDA tests will not be built"
+cmake --version | head -n 1
+if [ -f "$stage/STAGED.txt" ]; then cat "$stage/STAGED.txt"; fi
+unset RMM_SIM_DEVICES
+
+section "configure ($build)"
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+cmake -S "$root" -B "$build" ${generator[@]+"${generator[@]}"} \
+  -DCMAKE_BUILD_TYPE=Release \
+  -DRMM_PREBUILT_DIR="$stage" \
+  -DRMM_TESTS_ON_GPU=ON \
+  -DCMAKE_CUDA_ARCHITECTURES="$archs"
+
+section "build"
+cmake --build "$build" --parallel
+
+section "ctest"
+log=$build/ctest.log
+status=0
+# shellcheck disable=SC2086
+(cd "$build" && ctest --output-on-failure --timeout 300 ${CTEST_ARGS:-}) 2>&1 | tee "$log" || status=$?
+
+if [ "${RMM_MEMCHECK:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
+  section "compute-sanitizer memcheck"
+  memcheck_failed=()
+  # API errors are expected (the tests ask for impossible sizes on purpose); memory errors
+  # and leaks of device memory are not.
+  while IFS= read -r test_binary; do
+    if ! compute-sanitizer --tool memcheck --report-api-errors no --leak-check full --error-exitcode 99 \
+        "$test_binary" >"$build/memcheck.$(basename "$test_binary").log" 2>&1; then
+      code=$?
+      [ "$code" -eq 77 ] && continue
+      memcheck_failed+=("$(basename "$test_binary") (exit $code)")
+      tail -n 20 "$build/memcheck.$(basename "$test_binary").log"
+    fi
+  done < <(find "$build/c_tests" -maxdepth 2 -type f -perm -u+x \( -name 'cuda_*' -o -name 'c11_test_*' \) | sort)
+  if [ ${#memcheck_failed[@]} -gt 0 ]; then
+    echo "memcheck failed: ${memcheck_failed[*]}"
+    status=1
+  else
+    echo "memcheck: no errors in $(find "$build" -maxdepth 1 -name 'memcheck.*.log' | wc -l) test programs"
+  fi
+fi
+
+section "summary"
+grep -E "tests passed|tests failed" "$log" || true
+echo "CUDA tests: $(grep -cE 'Test +#[0-9]+: cuda\.' "$log" || true) run ($(grep -cE 'Test +#[0-9]+: cuda\..*Passed' "$log" || true) passed)"
+if grep -qE "\*\*\*Skipped|Not Run" "$log"; then
+  echo "skipped:"
+  grep -E "\*\*\*Skipped|Not Run" "$log" | sed 's/^/  /' || true
+fi
+if [ "$status" -ne 0 ]; then
+  echo "failed:"
+  sed -n '/The following tests FAILED/,$p' "$log" | tail -n +2 | sed 's/^/  /'
+  echo "RESULT: FAIL (build dir: $build)"
+  exit 1
+fi
+echo "RESULT: PASS (build dir: $build)"
