@@ -15,7 +15,9 @@ csvs=("$out/rmm_rs.csv")
 if ls .whl/librmm_cu13-*.whl >/dev/null 2>&1; then
   rapids="$out/rapids"
   mkdir -p "$rapids"
-  for wheel in .whl/librmm_cu13-*.whl .whl/rapids_logger-*.whl; do unzip -q -o "$wheel" -d "$rapids"; done
+  for wheel in .whl/librmm_cu13-*.whl .whl/rapids_logger-*.whl; do
+    python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$wheel" "$rapids"
+  done
   nvcc -std=c++20 -O3 -arch="$arch" --expt-relaxed-constexpr \
     -I"$rapids/librmm/include/rapids" -I"$rapids/librmm/include" -I"$rapids/rapids_logger/include" \
     bench/bench_rapids.cu -L"$rapids/librmm/lib64" -L"$rapids/rapids_logger/lib64" -lrmm -lrapids_logger \

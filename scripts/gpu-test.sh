@@ -66,12 +66,14 @@ if [ "${RMM_MEMCHECK:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   # API errors are expected (the tests ask for impossible sizes on purpose); memory errors
   # and leaks of device memory are not.
   while IFS= read -r test_binary; do
-    if ! compute-sanitizer --tool memcheck --report-api-errors no --leak-check full --error-exitcode 99 \
-        "$test_binary" >"$build/memcheck.$(basename "$test_binary").log" 2>&1; then
-      code=$?
-      [ "$code" -eq 77 ] && continue
+    memcheck_log="$build/memcheck.$(basename "$test_binary").log"
+    code=0
+    compute-sanitizer --tool memcheck --report-api-errors no --leak-check full --error-exitcode 99 \
+      "$test_binary" >"$memcheck_log" 2>&1 || code=$?
+    grep -h "iterations" "$memcheck_log" || true
+    if [ "$code" -ne 0 ] && [ "$code" -ne 77 ]; then
       memcheck_failed+=("$(basename "$test_binary") (exit $code)")
-      tail -n 20 "$build/memcheck.$(basename "$test_binary").log"
+      tail -n 20 "$memcheck_log"
     fi
   done < <(find "$build/c_tests" -maxdepth 2 -type f -perm -u+x \( -name 'cuda_*' -o -name 'c11_test_*' \) | sort)
   if [ ${#memcheck_failed[@]} -gt 0 ]; then

@@ -100,13 +100,18 @@ pub fn create(resource: Arc<dyn MemoryResource>) -> Result<rmmResource_t> {
     Ok(encode(index, slot.generation.load(Ordering::Acquire)))
 }
 
-/// The resource behind a live handle (a new reference).
-pub fn get(handle: rmmResource_t) -> Result<Arc<dyn MemoryResource>> {
+/// Runs `f` on the resource behind a live handle, without taking a new reference.
+pub fn with<T>(handle: rmmResource_t, f: impl FnOnce(&Arc<dyn MemoryResource>) -> Result<T>) -> Result<T> {
     let slot = TABLE.live_slot(handle)?;
     let boxed = slot.resource.load(Ordering::Acquire);
     // SAFETY: the slot is live, so `boxed` came from Box::into_raw in `create` and is freed
     // only by `destroy`, which must not run concurrently with calls on the same handle.
-    Ok(unsafe { &*boxed }.clone())
+    f(unsafe { &*boxed })
+}
+
+/// The resource behind a live handle (a new reference).
+pub fn get(handle: rmmResource_t) -> Result<Arc<dyn MemoryResource>> {
+    with(handle, |resource| Ok(resource.clone()))
 }
 
 /// Drops the handle's reference; NULL is a no-op.

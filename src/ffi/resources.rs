@@ -81,19 +81,20 @@ pub extern "C" fn rmmResourceAllocate(resource: rmmResource_t, ptr: *mut *mut c_
 #[no_mangle]
 pub extern "C" fn rmmResourceDeallocate(resource: rmmResource_t, ptr: *mut c_void, bytes: usize, stream: cudaStream_t) -> rmmError_t {
     boundary("rmmResourceDeallocate", || {
-        let resource = handles::get(resource)?;
-        allocations::free(ptr as usize, stream_of(stream), |allocation| {
-            if !same_resource(&allocation.resource, &resource) {
-                return Err(Error::invalid(format!(
-                    "{ptr:p} was allocated by a {} resource, not by this {} resource",
-                    allocation.resource.name(),
-                    resource.name()
-                )));
-            }
-            if allocation.size != bytes {
-                return Err(Error::invalid(format!("{ptr:p} has {} bytes, not {bytes}", allocation.size)));
-            }
-            Ok(())
+        handles::with(resource, |resource| {
+            allocations::free(ptr as usize, stream_of(stream), |allocation| {
+                if !same_resource(&allocation.resource, resource) {
+                    return Err(Error::invalid(format!(
+                        "{ptr:p} was allocated by a {} resource, not by this {} resource",
+                        allocation.resource.name(),
+                        resource.name()
+                    )));
+                }
+                if allocation.size != bytes {
+                    return Err(Error::invalid(format!("{ptr:p} has {} bytes, not {bytes}", allocation.size)));
+                }
+                Ok(())
+            })
         })
     })
 }

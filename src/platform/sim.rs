@@ -13,6 +13,7 @@ use parking_lot::Mutex;
 use std::alloc::Layout;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 const DEFAULT_CAPACITY: usize = 8 << 30;
 const ALIGNMENT: usize = 256;
@@ -22,11 +23,15 @@ const HANDLE_BASE: usize = 0x5153_0000_0000;
 
 /// What the simulator does when it finds a stream-ordering race.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 pub enum RaceAction {
     /// Print the report and abort the process, like a sanitizer (the default).
     Abort,
     /// Log the report and count it (`RMM_SIM_ON_RACE=count`); tests read `race_reports`.
     Record,
+    /// Do not track releases at all (`RMM_SIM_ON_RACE=off`): for measuring the library's own
+    /// bookkeeping on simulated devices.
+    Off,
 }
 
 #[derive(Debug)]
@@ -73,7 +78,7 @@ pub struct SimDevices {
     capacities: Vec<usize>,
     used: Vec<Mutex<usize>>,
     state: Mutex<SimState>,
-    race_action: Mutex<RaceAction>,
+    race_action: AtomicU8,
 }
 
 thread_local! {
@@ -120,6 +125,7 @@ impl SimDevices {
         }
         let race_action = match std::env::var("RMM_SIM_ON_RACE").as_deref() {
             Ok("count") => RaceAction::Record,
+            Ok("off") => RaceAction::Off,
             _ => RaceAction::Abort,
         };
         Ok(Self::new(count, capacity, race_action))
@@ -141,12 +147,20 @@ impl SimDevices {
             capacities: vec![capacity; count],
             used: (0..count).map(|_| Mutex::new(0)).collect(),
             state: Mutex::new(state),
-            race_action: Mutex::new(race_action),
+            race_action: AtomicU8::new(race_action as u8),
         }
     }
 
     pub fn set_race_action(&self, action: RaceAction) {
-        *self.race_action.lock() = action;
+        self.race_action.store(action as u8, Ordering::Relaxed);
+    }
+
+    fn race_action(&self) -> RaceAction {
+        match self.race_action.load(Ordering::Relaxed) {
+            0 => RaceAction::Abort,
+            1 => RaceAction::Record,
+            _ => RaceAction::Off,
+        }
     }
 
     /// The races found so far (in `Record` mode).
@@ -403,6 +417,9 @@ impl SimDevices {
     }
 
     pub fn note_released(&self, device: i32, ptr: usize, bytes: usize, stream: Stream) {
+        if self.race_action() == RaceAction::Off {
+            return;
+        }
         let mut state = self.state.lock();
         let Ok(id) = state.resolve_stream(stream) else {
             log::warn!("simulator: release of {ptr:#x} on unknown stream {:#x}", stream.0);
@@ -416,6 +433,9 @@ impl SimDevices {
     }
 
     pub fn note_acquired(&self, device: i32, ptr: usize, bytes: usize, stream: Stream) {
+        if self.race_action() == RaceAction::Off {
+            return;
+        }
         let mut state = self.state.lock();
         let Ok(id) = state.resolve_stream(stream) else {
             log::warn!("simulator: acquisition of {ptr:#x} on unknown stream {:#x}", stream.0);
@@ -444,14 +464,14 @@ impl SimDevices {
         if reports.is_empty() {
             return;
         }
-        let action = *self.race_action.lock();
+        let action = self.race_action();
         for report in reports {
             match action {
                 RaceAction::Abort => {
                     eprintln!("{report}\nrmm-rs simulator: aborting (set RMM_SIM_ON_RACE=count to count races instead)");
                     std::process::abort();
                 }
-                RaceAction::Record => {
+                RaceAction::Record | RaceAction::Off => {
                     log::error!("{report}");
                     state.races.push(report);
                 }

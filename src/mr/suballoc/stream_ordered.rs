@@ -85,14 +85,35 @@ thread_local! {
     };
 }
 
+/// The most a geometric pool grows by beyond the request: measured on the churn workload,
+/// larger steps overshoot and smaller ones fragment (many chunks cannot coalesce).
+const GROWTH_CAP: usize = 32 << 20;
+
 /// How chunks are sized.
 #[derive(Debug, Clone, Copy)]
 pub enum Growth {
     /// Each new chunk is at least the request and at least half of what the stream already
-    /// holds, rounded up to `granularity`.
+    /// holds (that half capped at `GROWTH_CAP`), rounded up to `granularity`.
     Geometric { granularity: usize },
     /// Every chunk has this size (fixed-size blocks).
     Fixed { chunk: usize },
+}
+
+/// A stream's state, borrowed (the default stream's, which lives as long as the resource) or
+/// counted.
+enum StateRef<'a, I> {
+    Borrowed(&'a Arc<StreamState<I>>),
+    Owned(Arc<StreamState<I>>),
+}
+
+impl<I> std::ops::Deref for StateRef<'_, I> {
+    type Target = Arc<StreamState<I>>;
+    fn deref(&self) -> &Self::Target {
+        match self {
+            StateRef::Borrowed(state) => state,
+            StateRef::Owned(state) => state,
+        }
+    }
 }
 
 /// A stream's free blocks, and the events of other streams whose frees into this index must
@@ -130,6 +151,8 @@ pub struct StreamOrdered<I: BlockIndex> {
     maximum: usize,
     reserved: AtomicUsize,
     streams: RwLock<HashMap<u64, Arc<StreamState<I>>>>,
+    /// The legacy default stream's state (also in `streams`), reached without a lock.
+    default_state: once_cell::sync::OnceCell<Arc<StreamState<I>>>,
     owners: RwLock<ChunkOwners<I>>,
     /// Serializes growth and reclaim, not the fast path.
     growing: Mutex<()>,
@@ -173,6 +196,7 @@ impl<I: BlockIndex> StreamOrdered<I> {
             maximum,
             reserved: AtomicUsize::new(0),
             streams: RwLock::new(HashMap::new()),
+            default_state: once_cell::sync::OnceCell::new(),
             owners: RwLock::new(BTreeMap::new()),
             growing: Mutex::new(()),
             new_index: Box::new(new_index),
@@ -210,9 +234,16 @@ impl<I: BlockIndex> StreamOrdered<I> {
         self
     }
 
-    fn state_for(&self, stream: Stream) -> Result<Arc<StreamState<I>>> {
+    fn state_for(&self, stream: Stream) -> Result<StateRef<'_, I>> {
         let identity = self.identity(stream)?;
-        let key = match identity {
+        if identity == 0 && !self.per_thread_default_stream {
+            return self.default_state.get_or_try_init(|| self.state_by_key(0, Stream::DEFAULT, 0)).map(StateRef::Borrowed);
+        }
+        self.state_by_key(identity, stream, identity).map(StateRef::Owned)
+    }
+
+    fn state_by_key(&self, identity: u64, stream: Stream, key: u64) -> Result<Arc<StreamState<I>>> {
+        let key = match key {
             0 if self.per_thread_default_stream => THREAD_KEY.with(|key| *key),
             identity => identity,
         };
@@ -420,7 +451,7 @@ impl<I: BlockIndex> StreamOrdered<I> {
                 // Geometric in what this stream holds, not the whole pool: with many streams,
                 // growth compounded over the pool's total would reserve far more than is used.
                 let held = state.shelf.lock().index.chunk_bytes();
-                let geometric = (held / 2).div_ceil(granularity) * granularity;
+                let geometric = (held / 2).min(GROWTH_CAP).div_ceil(granularity) * granularity;
                 need.max(geometric).min(room)
             }
         };

@@ -226,7 +226,9 @@ impl Tlsf {
     }
 
     fn find_free(&self, units: usize) -> Option<u32> {
-        self.find_free_in_larger_class(units).or_else(|| self.find_free_in_own_class(units))
+        self.find_free_in_own_class(units, 16)
+            .or_else(|| self.find_free_in_larger_class(units))
+            .or_else(|| self.find_free_in_own_class(units, usize::MAX))
     }
 
     /// O(1): the head of the first class whose every block fits.
@@ -246,21 +248,43 @@ impl Tlsf {
             let fl = above.trailing_zeros() as usize;
             (fl, self.sl_bitmaps[fl].trailing_zeros() as usize)
         };
-        Some(self.heads[fl][sl])
+        // Every block here fits; the smallest of the first few splits off the least.
+        let mut at = self.heads[fl][sl];
+        let mut best = at;
+        for _ in 0..8 {
+            at = self.blocks[at as usize].next_free;
+            if at == NONE {
+                break;
+            }
+            if self.blocks[at as usize].size < self.blocks[best as usize].size {
+                best = at;
+            }
+        }
+        Some(best)
     }
 
-    /// The request's own class may hold a block that fits though the class's smallest does
-    /// not; looking there before growing keeps the footprint down.
-    fn find_free_in_own_class(&self, units: usize) -> Option<u32> {
+    /// The best fit among the first few blocks of the request's own class: splitting a block
+    /// of nearly the right size, rather than the head of a larger class, keeps large free
+    /// blocks whole and the footprint down. The scan is bounded on the fast path.
+    fn find_free_in_own_class(&self, units: usize, scan: usize) -> Option<u32> {
+        let need = units << GRANULE_SHIFT;
         let (fl, sl) = class_of(units);
         let mut at = *self.heads.get(fl)?.get(sl)?;
-        while at != NONE {
-            if self.blocks[at as usize].size >= units << GRANULE_SHIFT {
+        let mut best: Option<(usize, u32)> = None;
+        for _ in 0..scan {
+            if at == NONE {
+                break;
+            }
+            let size = self.blocks[at as usize].size;
+            if size == need {
                 return Some(at);
+            }
+            if size > need && best.is_none_or(|(b, _)| size < b) {
+                best = Some((size, at));
             }
             at = self.blocks[at as usize].next_free;
         }
-        None
+        best.map(|(_, at)| at)
     }
 
     /// Takes a block of at least `bytes` (rounded up to GRANULE); returns (address, size).
