@@ -3,11 +3,13 @@
 //! foreign frees must be refused. Sharded by address so threads rarely meet on one lock.
 
 use crate::error::{Error, Result};
+use crate::mr::suballoc::ranges;
 use crate::mr::MemoryResource;
 use crate::platform::Stream;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 const SHARD_BITS: u32 = 7;
@@ -42,6 +44,8 @@ type Shard = HashMap<usize, Allocation, BuildHasherDefault<AddressHasher>>;
 
 pub struct AllocationRegistry {
     shards: Box<[Mutex<Shard>]>,
+    /// Live records in all shards, so callers can skip a lookup when there are none.
+    live: AtomicUsize,
 }
 
 pub fn same_resource(a: &Arc<dyn MemoryResource>, b: &Arc<dyn MemoryResource>) -> bool {
@@ -50,7 +54,7 @@ pub fn same_resource(a: &Arc<dyn MemoryResource>, b: &Arc<dyn MemoryResource>) -
 
 impl Default for AllocationRegistry {
     fn default() -> Self {
-        AllocationRegistry { shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect() }
+        AllocationRegistry { shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(), live: AtomicUsize::new(0) }
     }
 }
 
@@ -72,6 +76,7 @@ impl AllocationRegistry {
             )));
         }
         shard.insert(ptr, allocation);
+        self.live.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
@@ -88,6 +93,7 @@ impl AllocationRegistry {
             ))),
             Some(found) => {
                 accept(found)?;
+                self.live.fetch_sub(1, Ordering::Relaxed);
                 Ok(shard.remove(&ptr).expect("present under the same lock"))
             }
         }
@@ -95,6 +101,10 @@ impl AllocationRegistry {
 
     pub fn get(&self, ptr: usize) -> Option<Allocation> {
         self.shard(ptr).lock().get(&ptr).cloned()
+    }
+
+    pub fn contains(&self, ptr: usize) -> bool {
+        self.live.load(Ordering::Relaxed) > 0 && self.shard(ptr).lock().contains_key(&ptr)
     }
 
     /// Number and total bytes of live allocations.
@@ -130,22 +140,71 @@ pub fn registry() -> &'static AllocationRegistry {
     &REGISTRY
 }
 
-/// Allocates `bytes` from `resource` and records the pointer. Zero bytes give NULL (0).
-pub fn allocate(resource: Arc<dyn MemoryResource>, bytes: usize, stream: Stream) -> Result<usize> {
+/// Allocates `bytes` from `resource`, recording the pointer unless the resource tracks its
+/// own blocks. Zero bytes give NULL (0).
+pub fn allocate(resource: &Arc<dyn MemoryResource>, bytes: usize, stream: Stream) -> Result<usize> {
     if bytes == 0 {
         return Ok(0);
     }
     let ptr = resource.allocate(bytes, stream)?;
-    registry().insert(ptr, Allocation { resource, size: bytes, stream })?;
+    if !resource.tracks_allocations() {
+        registry().insert(ptr, Allocation { resource: resource.clone(), size: bytes, stream })?;
+    }
     Ok(ptr)
+}
+
+/// Frees `ptr`, of `bytes`, through `resource`, which must have allocated it.
+pub fn free_through(resource: &Arc<dyn MemoryResource>, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
+    if ptr == 0 {
+        return Ok(());
+    }
+    if resource.tracks_allocations() {
+        if registry().contains(ptr) {
+            let outer = registry().get(ptr).map_or("another", |a| a.resource.name());
+            return Err(Error::invalid(format!("{ptr:#x} was allocated through a {outer} resource: free it there, or with rmmFree")));
+        }
+        return resource.deallocate(ptr, bytes, stream);
+    }
+    free(ptr, stream, |allocation| {
+        if !same_resource(&allocation.resource, resource) {
+            return Err(Error::invalid(format!(
+                "{ptr:#x} was allocated by a {} resource, not by this {} resource",
+                allocation.resource.name(),
+                resource.name()
+            )));
+        }
+        if allocation.size != bytes {
+            return Err(Error::invalid(format!("{ptr:#x} has {} bytes, not {bytes}", allocation.size)));
+        }
+        Ok(())
+    })
+}
+
+/// Frees any pointer rmm handed out, through whichever resource made it.
+pub fn free_any(ptr: usize, stream: Stream) -> Result<()> {
+    if ptr == 0 {
+        return Ok(());
+    }
+    match free(ptr, stream, |_| Ok(())) {
+        Err(Error::InvalidArgument(message)) => match ranges::find(ptr) {
+            Some(holder) => holder.free_block(ptr, stream),
+            None => Err(Error::InvalidArgument(message)),
+        },
+        other => other,
+    }
+}
+
+/// The size of a live allocation and, when known, the resource that made it.
+pub fn describe(ptr: usize) -> Option<(usize, Option<Arc<dyn MemoryResource>>)> {
+    match registry().get(ptr) {
+        Some(allocation) => Some((allocation.size, Some(allocation.resource))),
+        None => ranges::find(ptr).and_then(|holder| holder.block_size(ptr)).map(|size| (size, None)),
+    }
 }
 
 /// Frees a recorded pointer through the resource that allocated it. If the resource fails,
 /// the record is restored so the memory is not lost and the call can be retried.
-pub fn free(ptr: usize, stream: Stream, accept: impl FnOnce(&Allocation) -> Result<()>) -> Result<()> {
-    if ptr == 0 {
-        return Ok(());
-    }
+fn free(ptr: usize, stream: Stream, accept: impl FnOnce(&Allocation) -> Result<()>) -> Result<()> {
     let allocation = registry().remove_if(ptr, accept)?;
     if let Err(e) = allocation.resource.deallocate(ptr, allocation.size, stream) {
         let _ = registry().insert(ptr, allocation);

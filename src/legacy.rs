@@ -151,32 +151,35 @@ pub fn alloc(bytes: usize, stream: Stream) -> Result<usize> {
     if bytes == 0 {
         return Ok(0);
     }
-    allocations::allocate(per_device::current()?, bytes, stream)
+    allocations::allocate(&per_device::current()?, bytes, stream)
 }
 
 /// `rmmFree`: returns any live pointer rmm handed out to its own resource.
 pub fn free(ptr: usize, stream: Stream) -> Result<()> {
-    allocations::free(ptr, stream, |_| Ok(()))
+    allocations::free_any(ptr, stream)
 }
 
-/// `rmmRealloc`: a new allocation from the same resource, the contents up to the smaller size
-/// copied in stream order, and the old one freed in the same order. On failure the old
-/// allocation is untouched.
+/// `rmmRealloc`: a new allocation, the contents up to the smaller size copied in stream
+/// order, and the old one freed in the same order. The new block comes from the resource that
+/// made the old one when rmm recorded it, otherwise from the current device's resource. On
+/// failure the old allocation is untouched.
 pub fn realloc(ptr: usize, new_bytes: usize, stream: Stream) -> Result<usize> {
     if ptr == 0 {
         return alloc(new_bytes, stream);
     }
-    let old = registry()
-        .get(ptr)
-        .ok_or_else(|| Error::invalid(format!("{ptr:#x} is not a live rmm allocation")))?;
+    let (old_size, resource) =
+        allocations::describe(ptr).ok_or_else(|| Error::invalid(format!("{ptr:#x} is not a live rmm allocation")))?;
     if new_bytes == 0 {
         free(ptr, stream)?;
         return Ok(0);
     }
     require_not_finalized()?;
-    let device = old.resource.device();
-    let new_ptr = allocations::allocate(old.resource.clone(), new_bytes, stream)?;
-    if let Err(e) = backend()?.copy_async(device, new_ptr, ptr, old.size.min(new_bytes), stream) {
+    let resource = match resource {
+        Some(resource) => resource,
+        None => per_device::current()?,
+    };
+    let new_ptr = allocations::allocate(&resource, new_bytes, stream)?;
+    if let Err(e) = backend()?.copy_async(resource.device(), new_ptr, ptr, old_size.min(new_bytes), stream) {
         let _ = free(new_ptr, stream);
         return Err(e);
     }
@@ -194,9 +197,9 @@ pub fn memory_info() -> Result<(usize, usize)> {
 /// `rmmGetAllocationOffset`: the distance of `ptr` from the start of the device allocation
 /// that holds it.
 pub fn allocation_offset(ptr: usize) -> Result<isize> {
-    let device = match registry().get(ptr) {
-        Some(allocation) => allocation.resource.device(),
-        None => backend()?.current_device()?,
+    let device = match allocations::describe(ptr) {
+        Some((_, Some(resource))) => resource.device(),
+        _ => backend()?.current_device()?,
     };
     let (base, _) = backend()?.address_range(device, ptr)?;
     Ok((ptr - base) as isize)

@@ -26,29 +26,30 @@ fn cuda(device: i32) -> Arc<dyn MemoryResource> {
 fn registry_refuses_double_and_foreign_frees_and_keeps_the_memory() {
     let _guard = setup();
     let resource = cuda(0);
-    let ptr = allocations::allocate(resource.clone(), 1000, Stream::DEFAULT).unwrap();
+    let other = cuda(0);
+    let ptr = allocations::allocate(&resource, 1000, Stream::DEFAULT).unwrap();
     assert_eq!(ptr % 256, 0);
     assert_eq!(registry().get(ptr).unwrap().size, 1000);
-    let refused = allocations::free(ptr, Stream::DEFAULT, |_| Err(Error::invalid("no")));
-    assert!(refused.is_err());
+    assert!(allocations::free_through(&other, ptr, 1000, Stream::DEFAULT).is_err(), "another resource's pointer");
+    assert!(allocations::free_through(&resource, ptr, 999, Stream::DEFAULT).is_err(), "a wrong size");
     assert!(registry().get(ptr).is_some(), "a refused free keeps the record");
-    allocations::free(ptr, Stream::DEFAULT, |_| Ok(())).unwrap();
-    assert!(matches!(allocations::free(ptr, Stream::DEFAULT, |_| Ok(())), Err(Error::InvalidArgument(_))));
+    allocations::free_through(&resource, ptr, 1000, Stream::DEFAULT).unwrap();
+    assert!(matches!(allocations::free_any(ptr, Stream::DEFAULT), Err(Error::InvalidArgument(_))));
     let on_stack = 0u64;
-    assert!(allocations::free(&on_stack as *const u64 as usize, Stream::DEFAULT, |_| Ok(())).is_err());
-    assert_eq!(allocations::allocate(resource, 0, Stream::DEFAULT).unwrap(), 0);
+    assert!(allocations::free_any(&on_stack as *const u64 as usize, Stream::DEFAULT).is_err());
+    assert_eq!(allocations::allocate(&resource, 0, Stream::DEFAULT).unwrap(), 0);
 }
 
 #[test]
 fn out_of_memory_leaves_everything_allocated_intact() {
     let _guard = setup();
     let resource = cuda(1);
-    let kept = allocations::allocate(resource.clone(), 1 << 20, Stream::DEFAULT).unwrap();
+    let kept = allocations::allocate(&resource, 1 << 20, Stream::DEFAULT).unwrap();
     let (count, bytes) = registry().totals();
-    assert!(matches!(allocations::allocate(resource.clone(), 1 << 40, Stream::DEFAULT), Err(Error::OutOfMemory { .. })));
-    assert!(matches!(allocations::allocate(resource.clone(), usize::MAX, Stream::DEFAULT), Err(Error::OutOfMemory { .. })));
+    assert!(matches!(allocations::allocate(&resource, 1 << 40, Stream::DEFAULT), Err(Error::OutOfMemory { .. })));
+    assert!(matches!(allocations::allocate(&resource, usize::MAX, Stream::DEFAULT), Err(Error::OutOfMemory { .. })));
     assert_eq!(registry().totals(), (count, bytes));
-    allocations::free(kept, Stream::DEFAULT, |_| Ok(())).unwrap();
+    allocations::free_any(kept, Stream::DEFAULT).unwrap();
 }
 
 #[test]
@@ -113,7 +114,7 @@ fn handles_refuse_destroyed_and_made_up_values() {
 fn allocations_keep_their_resource_alive_after_its_last_handle() {
     let _guard = setup();
     let handle = handles::create(cuda(0)).unwrap();
-    let ptr = allocations::allocate(handles::get(handle).unwrap(), 4096, Stream::DEFAULT).unwrap();
+    let ptr = allocations::allocate(&handles::get(handle).unwrap(), 4096, Stream::DEFAULT).unwrap();
     handles::destroy(handle).unwrap();
     let allocation = registry().get(ptr).unwrap();
     assert_eq!((allocation.size, allocation.resource.name()), (4096, "cuda"));
@@ -148,8 +149,11 @@ fn legacy_lifecycle_initialize_finalize_and_reinitialize() {
     assert_eq!(per_device::get(1).unwrap().pool_size().unwrap(), 32 << 20, "half of the free memory");
     assert_eq!(free, 32 << 20);
     let ptr = legacy::alloc(1 << 20, Stream::DEFAULT).unwrap();
-    assert_eq!(registry().get(ptr).unwrap().resource.name(), "pool");
-    legacy::free(ptr, Stream::DEFAULT).unwrap();
+    assert!(registry().get(ptr).is_none(), "the pool tracks its own blocks");
+    assert_eq!(allocations::describe(ptr).map(|(size, _)| size), Some(1 << 20));
+    let grown = legacy::realloc(ptr, 3 << 20, Stream::DEFAULT).unwrap();
+    assert!(allocations::describe(ptr).is_none());
+    legacy::free(grown, Stream::DEFAULT).unwrap();
     legacy::finalize().unwrap();
     legacy::initialize(Some(legacy::Options { allocation_mode: legacy::mode::CUDA_ASYNC, devices: vec![0, 1], ..Default::default() })).unwrap();
     assert_eq!(per_device::get(1).unwrap().name(), "cuda_async");
@@ -183,7 +187,7 @@ fn threads_allocate_and_free_across_each_other() {
             let (resource, tx) = (resource.clone(), tx.clone());
             std::thread::spawn(move || {
                 for i in 0..200 {
-                    let ptr = allocations::allocate(resource.clone(), 256 * (1 + (i + t) % 7), Stream::PER_THREAD).unwrap();
+                    let ptr = allocations::allocate(&resource, 256 * (1 + (i + t) % 7), Stream::PER_THREAD).unwrap();
                     tx.send(ptr).unwrap();
                 }
             })

@@ -16,12 +16,12 @@ fn the_checker_reports_a_pool_that_skips_the_ordering_edge() {
     let pool = PoolResource::new(Arc::new(DirectResource::cuda(0).unwrap()), 0, 4 << 20).unwrap();
     // With the edges: stream b takes a's freed chunk safely.
     let first = pool.allocate(4 << 20, a).unwrap();
-    pool.deallocate(first, 0, a).unwrap();
+    pool.deallocate(first, 4 << 20, a).unwrap();
     let second = pool.allocate(4 << 20, b).unwrap();
     assert_eq!(first, second, "the only chunk moved from a to b");
     assert!(races().is_empty(), "{:?}", races());
     // Without them, the same move is a race.
-    pool.deallocate(second, 0, b).unwrap();
+    pool.deallocate(second, 4 << 20, b).unwrap();
     pool.inject_missing_ordering(true);
     let third = pool.allocate(4 << 20, a).unwrap();
     assert_eq!(third, first);

@@ -117,19 +117,20 @@ fn pool_grows_geometrically_backs_off_and_respects_its_maximum() {
     let refused = pool.allocate(8 << 20, Stream::DEFAULT).unwrap_err();
     assert!(matches!(refused, rmm::Error::OutOfMemory { .. }), "{refused}");
     assert!(refused.to_string().contains("maximum"), "{refused}");
-    for ptr in [a, b, c] {
-        pool.deallocate(ptr, 0, Stream::DEFAULT).unwrap();
+    assert!(pool.deallocate(a, 5 << 20, Stream::DEFAULT).is_err(), "a wrong size is refused");
+    for (ptr, size) in [(a, 3 << 20), (b, 3 << 20), (c, 30 << 20)] {
+        pool.deallocate(ptr, size, Stream::DEFAULT).unwrap();
     }
-    assert!(pool.deallocate(a, 0, Stream::DEFAULT).is_err(), "double free");
-    assert!(pool.deallocate(0x1000, 0, Stream::DEFAULT).is_err(), "foreign pointer");
+    assert!(pool.deallocate(a, 3 << 20, Stream::DEFAULT).is_err(), "double free");
+    assert!(pool.deallocate(0x1000, 256, Stream::DEFAULT).is_err(), "foreign pointer");
     pool.check_invariants().unwrap();
     // Upstream failure: a pool over a small simulated device backs off to what fits.
     let big = PoolResource::new(upstream(), 0, 0).unwrap();
     let held = big.allocate(300 << 20, Stream::DEFAULT).unwrap();
     let more = big.allocate(150 << 20, Stream::DEFAULT).unwrap();
     assert!(big.allocate(400 << 20, Stream::DEFAULT).is_err());
-    big.deallocate(held, 0, Stream::DEFAULT).unwrap();
-    big.deallocate(more, 0, Stream::DEFAULT).unwrap();
+    big.deallocate(held, 300 << 20, Stream::DEFAULT).unwrap();
+    big.deallocate(more, 150 << 20, Stream::DEFAULT).unwrap();
     big.check_invariants().unwrap();
 }
 
@@ -141,13 +142,13 @@ fn out_of_memory_reclaims_other_streams_free_chunks_first() {
     let pool = PoolResource::new(upstream(), 0, 64 << 20).unwrap();
     let on_a: Vec<_> = (0..6).map(|_| pool.allocate(8 << 20, a).unwrap()).collect();
     for ptr in &on_a {
-        pool.deallocate(*ptr, 0, a).unwrap();
+        pool.deallocate(*ptr, 8 << 20, a).unwrap();
     }
     let reserved = pool.pool_size().unwrap();
     let on_b = pool.allocate(40 << 20, b).unwrap();
     assert!(pool.pool_size().unwrap() <= 64 << 20);
     assert!(pool.pool_size().unwrap() >= reserved.min(40 << 20));
-    pool.deallocate(on_b, 0, b).unwrap();
+    pool.deallocate(on_b, 40 << 20, b).unwrap();
     pool.check_invariants().unwrap();
     assert!(races().is_empty(), "{:?}", races());
 }
@@ -161,17 +162,42 @@ fn memory_of_a_destroyed_stream_is_reused_without_touching_its_handle() {
     let blocks: Vec<_> = (0..4).map(|_| pool.allocate(2 << 20, doomed).unwrap()).collect();
     let survivor = platform.stream_create(0).unwrap();
     // One block is freed on another, live stream: a cross-stream free into doomed's index.
-    pool.deallocate(blocks[0], 0, survivor).unwrap();
+    pool.deallocate(blocks[0], 2 << 20, survivor).unwrap();
     for ptr in &blocks[1..] {
-        pool.deallocate(*ptr, 0, doomed).unwrap();
+        pool.deallocate(*ptr, 2 << 20, doomed).unwrap();
     }
     platform.stream_destroy(doomed).unwrap();
     // The simulator refuses any use of the destroyed handle, so success here means the pool
     // ordered the reuse through events recorded while the stream was alive.
     let reused = pool.allocate(8 << 20, survivor).unwrap();
-    pool.deallocate(reused, 0, survivor).unwrap();
+    pool.deallocate(reused, 8 << 20, survivor).unwrap();
     pool.check_invariants().unwrap();
     drop(pool);
+    assert!(races().is_empty(), "{:?}", races());
+}
+
+#[test]
+fn a_dropped_pool_keeps_live_blocks_valid_until_freed() {
+    let _guard = setup();
+    let free_before = device_free();
+    let pool: Arc<dyn MemoryResource> = Arc::new(PoolResource::new(upstream(), 0, 0).unwrap());
+    let binning: Arc<dyn MemoryResource> = Arc::new(BinningResource::new(pool.clone(), 8, 12).unwrap());
+    let kept: Vec<(usize, usize)> = [100usize, 5000, 3 << 20]
+        .iter()
+        .map(|&size| (rmm::allocations::allocate(&binning, size, Stream::DEFAULT).unwrap(), size))
+        .collect();
+    assert_eq!(rmm::allocations::registry().get(kept[0].0).map(|a| a.size), None, "tracked by the pool, not recorded");
+    drop((pool, binning));
+    for (i, &(ptr, size)) in kept.iter().enumerate() {
+        stamp(ptr, size, i as u8 + 1);
+    }
+    assert!(device_free() < free_before, "the chunks are still held");
+    for (i, &(ptr, size)) in kept.iter().enumerate() {
+        assert!(stamped(ptr, size, i as u8 + 1));
+        rmm::legacy::free(ptr, Stream::DEFAULT).unwrap();
+    }
+    assert!(rmm::legacy::free(kept[0].0, Stream::DEFAULT).is_err(), "double free after the orphan is gone");
+    assert_eq!(device_free(), free_before, "the orphaned chunks went back once their last block was freed");
     assert!(races().is_empty(), "{:?}", races());
 }
 

@@ -3,8 +3,8 @@
 use super::handles::{self, rmmResource_t};
 use super::types::{cudaStream_t, stream_of};
 use super::{boundary, non_null, write_out};
-use crate::allocations::{self, same_resource};
-use crate::error::{rmmError_t, Error, Result};
+use crate::allocations;
+use crate::error::{rmmError_t, Result};
 use crate::mr::{AsyncResource, DirectResource, MemoryResource};
 use crate::platform::backend;
 use std::ffi::{c_char, c_int, c_void};
@@ -69,8 +69,7 @@ pub extern "C" fn rmmResourceDestroy(resource: rmmResource_t) -> rmmError_t {
 pub extern "C" fn rmmResourceAllocate(resource: rmmResource_t, ptr: *mut *mut c_void, bytes: usize, stream: cudaStream_t) -> rmmError_t {
     boundary("rmmResourceAllocate", || {
         non_null(ptr, "ptr")?;
-        let resource = handles::get(resource)?;
-        let address = allocations::allocate(resource, bytes, stream_of(stream))?;
+        let address = handles::with(resource, |resource| allocations::allocate(resource, bytes, stream_of(stream)))?;
         write_out(ptr, "ptr", address as *mut c_void)
     })
 }
@@ -81,21 +80,7 @@ pub extern "C" fn rmmResourceAllocate(resource: rmmResource_t, ptr: *mut *mut c_
 #[no_mangle]
 pub extern "C" fn rmmResourceDeallocate(resource: rmmResource_t, ptr: *mut c_void, bytes: usize, stream: cudaStream_t) -> rmmError_t {
     boundary("rmmResourceDeallocate", || {
-        handles::with(resource, |resource| {
-            allocations::free(ptr as usize, stream_of(stream), |allocation| {
-                if !same_resource(&allocation.resource, resource) {
-                    return Err(Error::invalid(format!(
-                        "{ptr:p} was allocated by a {} resource, not by this {} resource",
-                        allocation.resource.name(),
-                        resource.name()
-                    )));
-                }
-                if allocation.size != bytes {
-                    return Err(Error::invalid(format!("{ptr:p} has {} bytes, not {bytes}", allocation.size)));
-                }
-                Ok(())
-            })
-        })
+        handles::with(resource, |resource| allocations::free_through(resource, ptr as usize, bytes, stream_of(stream)))
     })
 }
 

@@ -54,7 +54,7 @@ impl MemoryResource for ArenaResource {
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
         match bytes > LOCAL_LIMIT {
             true => self.global.deallocate(ptr, bytes, stream),
-            false => self.local.deallocate(ptr, stream),
+            false => self.local.deallocate(ptr, Some(bytes), stream),
         }
     }
 
@@ -73,5 +73,13 @@ impl MemoryResource for ArenaResource {
 
     fn pool_size(&self) -> Option<usize> {
         self.global.pool_size()
+    }
+
+    fn tracks_allocations(&self) -> bool {
+        true
+    }
+
+    fn suballocation_depth(&self) -> usize {
+        self.local.depth()
     }
 }

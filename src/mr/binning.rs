@@ -6,18 +6,22 @@ use super::MemoryResource;
 use crate::error::{Error, Result};
 use crate::platform::Stream;
 use parking_lot::RwLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 pub struct BinningResource {
     upstream: Arc<dyn MemoryResource>,
     /// (largest size served, resource), sorted by size.
     bins: RwLock<Vec<(usize, Arc<dyn MemoryResource>)>>,
+    /// Whether the upstream and every bin track their own allocations.
+    tracks: AtomicBool,
 }
 
 impl BinningResource {
     /// Fixed-size bins of 2^min ..= 2^max bytes over `upstream` (min > max: no bins yet).
     pub fn new(upstream: Arc<dyn MemoryResource>, min_size_exponent: i8, max_size_exponent: i8) -> Result<Self> {
-        let resource = BinningResource { upstream, bins: RwLock::new(Vec::new()) };
+        let tracks = AtomicBool::new(upstream.tracks_allocations());
+        let resource = BinningResource { upstream, bins: RwLock::new(Vec::new()), tracks };
         if min_size_exponent <= max_size_exponent {
             if min_size_exponent < 0 || max_size_exponent > 40 {
                 return Err(Error::invalid(format!("bin exponents {min_size_exponent}..={max_size_exponent} must lie in 0..=40")));
@@ -49,6 +53,8 @@ impl BinningResource {
             Ok(at) => bins[at].1 = bin,
             Err(at) => bins.insert(at, (allocation_size, bin)),
         }
+        let tracks = self.upstream.tracks_allocations() && bins.iter().all(|(_, bin)| bin.tracks_allocations());
+        self.tracks.store(tracks, Ordering::Release);
         Ok(())
     }
 
@@ -78,6 +84,15 @@ impl MemoryResource for BinningResource {
 
     fn name(&self) -> &'static str {
         "binning"
+    }
+
+    fn tracks_allocations(&self) -> bool {
+        self.tracks.load(Ordering::Acquire)
+    }
+
+    fn suballocation_depth(&self) -> usize {
+        let bins = self.bins.read();
+        bins.iter().map(|(_, bin)| bin.suballocation_depth()).fold(self.upstream.suballocation_depth(), usize::max)
     }
 
     fn release(&self) -> Result<usize> {

@@ -53,8 +53,8 @@ impl MemoryResource for FixedSizeResource {
         self.core.allocate(bytes, stream)
     }
 
-    fn deallocate(&self, ptr: usize, _bytes: usize, stream: Stream) -> Result<()> {
-        self.core.deallocate(ptr, stream)
+    fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
+        self.core.deallocate(ptr, Some(bytes), stream)
     }
 
     fn device(&self) -> i32 {
@@ -71,5 +71,13 @@ impl MemoryResource for FixedSizeResource {
 
     fn pool_size(&self) -> Option<usize> {
         Some(self.core.reserved())
+    }
+
+    fn tracks_allocations(&self) -> bool {
+        true
+    }
+
+    fn suballocation_depth(&self) -> usize {
+        self.core.depth()
     }
 }

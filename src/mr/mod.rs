@@ -43,6 +43,17 @@ pub trait MemoryResource: std::any::Any + Send + Sync + 'static {
     fn pool_size(&self) -> Option<usize> {
         None
     }
+    /// True when the resource itself knows every block it handed out (and refuses foreign
+    /// pointers, double frees and wrong sizes), and registers its chunks in the range index so
+    /// `rmmFree` finds it: then no per-pointer record is kept on its behalf.
+    fn tracks_allocations(&self) -> bool {
+        false
+    }
+    /// How many suballocators this resource's memory is nested in (0: straight from the
+    /// driver).
+    fn suballocation_depth(&self) -> usize {
+        0
+    }
 }
 
 /// Rejects a zero-byte request that reached a resource directly.

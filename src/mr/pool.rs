@@ -43,8 +43,8 @@ impl MemoryResource for PoolResource {
         self.core.allocate(bytes, stream)
     }
 
-    fn deallocate(&self, ptr: usize, _bytes: usize, stream: Stream) -> Result<()> {
-        self.core.deallocate(ptr, stream)
+    fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
+        self.core.deallocate(ptr, Some(bytes), stream)
     }
 
     fn device(&self) -> i32 {
@@ -61,5 +61,13 @@ impl MemoryResource for PoolResource {
 
     fn pool_size(&self) -> Option<usize> {
         Some(self.core.reserved())
+    }
+
+    fn tracks_allocations(&self) -> bool {
+        true
+    }
+
+    fn suballocation_depth(&self) -> usize {
+        self.core.depth()
     }
 }

@@ -19,7 +19,7 @@ impl FixedBlocks {
         FixedBlocks { block_size, free: Vec::new(), used: AddressMap::default(), chunks: BTreeMap::new(), chunk_bytes: 0 }
     }
 
-    pub fn block_size(&self) -> usize {
+    pub fn block_bytes(&self) -> usize {
         self.block_size
     }
 
@@ -42,11 +42,35 @@ impl FixedBlocks {
         Some((addr, self.block_size))
     }
 
+    pub fn block_size(&self, addr: usize) -> Option<usize> {
+        self.used.contains_key(&addr).then_some(self.block_size)
+    }
+
+    /// Any request up to the block size takes a whole block.
+    pub fn size_fits(&self, size: usize, bytes: usize) -> bool {
+        bytes <= size
+    }
+
+    pub fn used_blocks(&self) -> usize {
+        self.used.len()
+    }
+
     pub fn free(&mut self, addr: usize) -> Option<usize> {
-        let base = self.used.remove(&addr)?;
+        self.free_checked(addr, None).ok()
+    }
+
+    /// As `Tlsf::free_checked`.
+    pub fn free_checked(&mut self, addr: usize, bytes: Option<usize>) -> Result<usize, Option<usize>> {
+        let std::collections::hash_map::Entry::Occupied(entry) = self.used.entry(addr) else {
+            return Err(None);
+        };
+        if bytes.is_some_and(|bytes| bytes > self.block_size) {
+            return Err(Some(self.block_size));
+        }
+        let base = entry.remove();
         self.chunks.get_mut(&base).expect("used blocks lie in chunks").1 -= 1;
         self.free.push(addr);
-        Some(self.block_size)
+        Ok(self.block_size)
     }
 
     /// Removes the wholly free chunks `pick` accepts (given their size).

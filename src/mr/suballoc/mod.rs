@@ -4,3 +4,4 @@
 pub mod tlsf;
 pub mod fixed_blocks;
 pub mod stream_ordered;
+pub mod ranges;

@@ -17,6 +17,7 @@
 //! by identity, not handle value (RMM #2251).
 
 use super::fixed_blocks::FixedBlocks;
+use super::ranges::{self, ChunkHolder};
 use super::tlsf::{Chunk, Tlsf, GRANULE};
 use crate::error::{Error, Result};
 use crate::mr::MemoryResource;
@@ -24,7 +25,7 @@ use crate::platform::{backend, Event, Stream};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// What the stream-ordered core needs of a free-block index.
 pub trait BlockIndex: Send + 'static {
@@ -32,6 +33,12 @@ pub trait BlockIndex: Send + 'static {
     fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)>;
     /// The size of the block at `addr`, now free; None if `addr` is not a used block here.
     fn free(&mut self, addr: usize) -> Option<usize>;
+    /// The size of the used block at `addr`, if it is one.
+    fn block_size(&self, addr: usize) -> Option<usize>;
+    /// `free`, refusing a block handed out for another size than `bytes`: Err(None) when
+    /// `addr` is not a used block, Err(Some(size)) for a block of another size.
+    fn free_checked(&mut self, addr: usize, bytes: Option<usize>) -> std::result::Result<usize, Option<usize>>;
+    fn used_blocks(&self) -> usize;
     fn add_chunk(&mut self, base: usize, size: usize);
     fn take_wholly_free_chunks(&mut self) -> Vec<Chunk>;
     fn take_free_chunk(&mut self, bytes: usize) -> Option<Chunk>;
@@ -49,6 +56,15 @@ macro_rules! forward_block_index {
             }
             fn free(&mut self, addr: usize) -> Option<usize> {
                 <$ty>::free(self, addr)
+            }
+            fn block_size(&self, addr: usize) -> Option<usize> {
+                <$ty>::block_size(self, addr)
+            }
+            fn free_checked(&mut self, addr: usize, bytes: Option<usize>) -> std::result::Result<usize, Option<usize>> {
+                <$ty>::free_checked(self, addr, bytes)
+            }
+            fn used_blocks(&self) -> usize {
+                <$ty>::used_blocks(self)
             }
             fn add_chunk(&mut self, base: usize, size: usize) {
                 <$ty>::add_chunk(self, base, size)
@@ -143,8 +159,15 @@ impl<I> StreamState<I> {
 /// Chunk base -> (size, the stream whose index holds it).
 type ChunkOwners<I> = BTreeMap<usize, (usize, Arc<StreamState<I>>)>;
 
-pub struct StreamOrdered<I: BlockIndex> {
+/// A stream-ordered suballocator over an upstream resource. `StreamOrdered` owns it; the chunk
+/// range index refers to it weakly, and holds it as an orphan when `StreamOrdered` is dropped
+/// with blocks still live.
+pub struct Core<I: BlockIndex> {
     name: &'static str,
+    /// Nesting of this suballocator's chunks inside other suballocators' blocks.
+    depth: usize,
+    this: Weak<Core<I>>,
+    orphaned: AtomicBool,
     upstream: Arc<dyn MemoryResource>,
     device: i32,
     growth: Growth,
@@ -159,10 +182,78 @@ pub struct StreamOrdered<I: BlockIndex> {
     new_index: Box<dyn Fn() -> I + Send + Sync>,
     /// Give each thread its own index for the legacy default stream (arenas): blocks stay on
     /// one stream, so no ordering is needed between those indexes.
-    per_thread_default_stream: bool,
+    per_thread_default_stream: AtomicBool,
     /// Fault injection for tests: skip the cross-stream ordering edges, which the simulator's
     /// race checker must then report.
     omit_ordering: AtomicBool,
+}
+
+/// The owner of a `Core`: what resources hold.
+pub struct StreamOrdered<I: BlockIndex> {
+    core: Arc<Core<I>>,
+}
+
+impl<I: BlockIndex> StreamOrdered<I> {
+    /// A suballocator over `upstream` that reserves `initial` bytes up front and may hold up
+    /// to `maximum` (0: no limit).
+    pub fn new(
+        name: &'static str,
+        upstream: Arc<dyn MemoryResource>,
+        growth: Growth,
+        initial: usize,
+        maximum: usize,
+        new_index: impl Fn() -> I + Send + Sync + 'static,
+    ) -> Result<Self> {
+        if maximum != 0 && initial > maximum {
+            return Err(Error::invalid(format!("initial size {initial} exceeds the maximum {maximum}")));
+        }
+        let core = Core::new(name, upstream, growth, maximum, new_index);
+        if initial > 0 {
+            let state = core.state_for(Stream::DEFAULT)?;
+            let _guard = core.growing.lock();
+            core.add_upstream_chunk(&state, initial, Stream::DEFAULT)?;
+        }
+        Ok(StreamOrdered { core })
+    }
+
+    /// One index per thread on the legacy default stream (arenas).
+    pub fn with_per_thread_default_stream(self) -> Self {
+        self.core.per_thread_default_stream.store(true, Ordering::Relaxed);
+        self
+    }
+}
+
+impl<I: BlockIndex> std::ops::Deref for StreamOrdered<I> {
+    type Target = Core<I>;
+    fn deref(&self) -> &Core<I> {
+        &self.core
+    }
+}
+
+impl<I: BlockIndex> Drop for StreamOrdered<I> {
+    fn drop(&mut self) {
+        if self.core.used_blocks() > 0 && !crate::lifecycle::process_exiting() {
+            log::info!("{} resource dropped with live blocks: kept until they are freed", self.core.name);
+            self.core.orphaned.store(true, Ordering::Release);
+            ranges::adopt(self.core.clone());
+        }
+    }
+}
+
+impl<I: BlockIndex> ChunkHolder for Core<I> {
+    fn free_block(&self, ptr: usize, stream: Stream) -> Result<()> {
+        self.deallocate(ptr, None, stream)?;
+        if self.orphaned.load(Ordering::Acquire) && self.used_blocks() == 0 {
+            ranges::disown(self);
+        }
+        Ok(())
+    }
+
+    fn block_size(&self, ptr: usize) -> Option<usize> {
+        let owner = self.owner_of(ptr)?;
+        let shelf = owner.shelf.lock();
+        shelf.index.block_size(ptr)
+    }
 }
 
 /// Figures for introspection and tests.
@@ -175,21 +266,20 @@ pub struct Usage {
     pub streams: usize,
 }
 
-impl<I: BlockIndex> StreamOrdered<I> {
-    pub fn new(
+impl<I: BlockIndex> Core<I> {
+    fn new(
         name: &'static str,
         upstream: Arc<dyn MemoryResource>,
         growth: Growth,
-        initial: usize,
         maximum: usize,
         new_index: impl Fn() -> I + Send + Sync + 'static,
-    ) -> Result<Self> {
+    ) -> Arc<Self> {
         let maximum = if maximum == 0 { usize::MAX } else { maximum };
-        if initial > maximum {
-            return Err(Error::invalid(format!("initial size {initial} exceeds the maximum {maximum}")));
-        }
-        let pool = StreamOrdered {
+        Arc::new_cyclic(|this| Core {
             name,
+            depth: upstream.suballocation_depth() + 1,
+            this: this.clone(),
+            orphaned: AtomicBool::new(false),
             device: upstream.device(),
             upstream,
             growth,
@@ -201,14 +291,17 @@ impl<I: BlockIndex> StreamOrdered<I> {
             growing: Mutex::new(()),
             new_index: Box::new(new_index),
             omit_ordering: AtomicBool::new(false),
-            per_thread_default_stream: false,
-        };
-        if initial > 0 {
-            let state = pool.state_for(Stream::DEFAULT)?;
-            let _guard = pool.growing.lock();
-            pool.add_upstream_chunk(&state, initial, Stream::DEFAULT)?;
-        }
-        Ok(pool)
+            per_thread_default_stream: AtomicBool::new(false),
+        })
+    }
+
+    pub fn depth(&self) -> usize {
+        self.depth
+    }
+
+    /// Blocks handed out and not yet freed.
+    pub fn used_blocks(&self) -> usize {
+        self.streams.read().values().map(|state| state.shelf.lock().index.used_blocks()).sum()
     }
 
     pub fn device(&self) -> i32 {
@@ -228,15 +321,10 @@ impl<I: BlockIndex> StreamOrdered<I> {
         })
     }
 
-    /// One index per thread on the legacy default stream (see `per_thread_default_stream`).
-    pub fn with_per_thread_default_stream(mut self) -> Self {
-        self.per_thread_default_stream = true;
-        self
-    }
 
     fn state_for(&self, stream: Stream) -> Result<StateRef<'_, I>> {
         let identity = self.identity(stream)?;
-        if identity == 0 && !self.per_thread_default_stream {
+        if identity == 0 && !self.per_thread_default_stream.load(Ordering::Relaxed) {
             return self.default_state.get_or_try_init(|| self.state_by_key(0, Stream::DEFAULT, 0)).map(StateRef::Borrowed);
         }
         self.state_by_key(identity, stream, identity).map(StateRef::Owned)
@@ -244,7 +332,7 @@ impl<I: BlockIndex> StreamOrdered<I> {
 
     fn state_by_key(&self, identity: u64, stream: Stream, key: u64) -> Result<Arc<StreamState<I>>> {
         let key = match key {
-            0 if self.per_thread_default_stream => THREAD_KEY.with(|key| *key),
+            0 if self.per_thread_default_stream.load(Ordering::Relaxed) => THREAD_KEY.with(|key| *key),
             identity => identity,
         };
         if let Some(state) = self.streams.read().get(&key) {
@@ -291,12 +379,21 @@ impl<I: BlockIndex> StreamOrdered<I> {
         Ok(())
     }
 
-    pub fn deallocate(&self, ptr: usize, stream: Stream) -> Result<()> {
+    /// Frees `ptr` in the order of `stream`. With `bytes`, a block of another size is refused
+    /// (and stays allocated).
+    pub fn deallocate(&self, ptr: usize, bytes: Option<usize>, stream: Stream) -> Result<()> {
         let state = self.state_for(stream)?;
         let platform = backend()?;
+        let wrong_size = |size: usize| {
+            Error::invalid(format!("{ptr:#x} is a block of {size} bytes in this {} resource; {} bytes were given", self.name, bytes.unwrap_or(0)))
+        };
         {
             let mut shelf = state.shelf.lock();
-            if let Some(size) = shelf.index.free(ptr) {
+            let freed = shelf.index.free_checked(ptr, bytes);
+            if let Err(Some(size)) = freed {
+                return Err(wrong_size(size));
+            }
+            if let Ok(size) = freed {
                 platform.note_released(self.device, ptr, size, stream);
                 if !state.is_legacy_default() {
                     platform.event_record(self.device, state.event, stream)?;
@@ -308,10 +405,10 @@ impl<I: BlockIndex> StreamOrdered<I> {
             Error::invalid(format!("{ptr:#x} was not allocated by this {} resource", self.name))
         })?;
         let mut shelf = owner.shelf.lock();
-        let size = shelf
-            .index
-            .free(ptr)
-            .ok_or_else(|| Error::invalid(format!("{ptr:#x} is not a live block of this {} resource (double free?)", self.name)))?;
+        let size = shelf.index.free_checked(ptr, bytes).map_err(|refused| match refused {
+            Some(size) => wrong_size(size),
+            None => Error::invalid(format!("{ptr:#x} is not a live block of this {} resource (double free?)", self.name)),
+        })?;
         platform.note_released(self.device, ptr, size, stream);
         // Whoever reuses the block from the owner's index waits for this free first.
         platform.event_record(self.device, state.event, stream)?;
@@ -490,6 +587,7 @@ impl<I: BlockIndex> StreamOrdered<I> {
         }
         self.reserved.fetch_add(size, Ordering::Relaxed);
         self.owners.write().insert(base, (size, state.clone()));
+        ranges::register(self.depth, base, size, self.this.clone());
         state.shelf.lock().index.add_chunk(base, size);
         Ok(())
     }
@@ -509,6 +607,7 @@ impl<I: BlockIndex> StreamOrdered<I> {
         let mut released = 0;
         for chunk in chunks {
             self.owners.write().remove(&chunk.base);
+            ranges::unregister(self.depth, chunk.base);
             self.upstream.deallocate(chunk.base, chunk.size, Stream::DEFAULT)?;
             self.reserved.fetch_sub(chunk.size, Ordering::Relaxed);
             released += chunk.size;
@@ -556,7 +655,7 @@ impl<I: BlockIndex> StreamOrdered<I> {
     }
 }
 
-impl<I: BlockIndex> Drop for StreamOrdered<I> {
+impl<I: BlockIndex> Drop for Core<I> {
     fn drop(&mut self) {
         if crate::lifecycle::process_exiting() {
             return;
@@ -567,6 +666,7 @@ impl<I: BlockIndex> Drop for StreamOrdered<I> {
         }
         let owners = std::mem::take(&mut *self.owners.write());
         for (base, (size, _)) in owners {
+            ranges::unregister(self.depth, base);
             if let Err(e) = self.upstream.deallocate(base, size, Stream::DEFAULT) {
                 log::warn!("{} resource: returning chunk {base:#x} upstream: {e}", self.name);
             }

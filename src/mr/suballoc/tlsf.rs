@@ -130,6 +130,12 @@ impl Tlsf {
         self.used.len()
     }
 
+    /// The size of the used block at `addr`.
+    pub fn block_size(&self, addr: usize) -> Option<usize> {
+        self.used.get(&addr).map(|&index| self.blocks[index as usize].size)
+    }
+
+
     /// Size of the largest free block (0 if none).
     pub fn largest_free_block(&self) -> usize {
         if self.fl_bitmap == 0 {
@@ -332,7 +338,21 @@ impl Tlsf {
     /// Returns the block at `addr` and coalesces it with free neighbours; returns its size, or
     /// None when `addr` is not an allocated block of this index.
     pub fn free(&mut self, addr: usize) -> Option<usize> {
-        let mut index = self.used.remove(&addr)?;
+        self.free_checked(addr, None).ok()
+    }
+
+    /// Frees the block at `addr` if it is used and, given `bytes`, was handed out for that
+    /// many bytes. Err(None): not a used block; Err(Some(size)): a block of another size.
+    pub fn free_checked(&mut self, addr: usize, bytes: Option<usize>) -> Result<usize, Option<usize>> {
+        let std::collections::hash_map::Entry::Occupied(entry) = self.used.entry(addr) else {
+            return Err(None);
+        };
+        let size = self.blocks[*entry.get() as usize].size;
+        // Blocks are the request rounded up to whole granules.
+        if bytes.is_some_and(|bytes| granules(bytes).is_none_or(|units| units.max(1) << GRANULE_SHIFT != size)) {
+            return Err(Some(size));
+        }
+        let mut index = entry.remove();
         let size = self.blocks[index as usize].size;
         let next = self.blocks[index as usize].next_phys;
         if next != NONE && self.blocks[next as usize].free {
@@ -345,7 +365,7 @@ impl Tlsf {
             index = prev;
         }
         self.link_free(index);
-        Some(size)
+        Ok(size)
     }
 
     /// Merges the (not free-listed) block `next` into `index`.
