@@ -13,7 +13,7 @@ fn main() {
     assert_eq!(rmmBinningResourceCreate(&mut binning, pool, 8, 20), RMM_SUCCESS);
     for (name, resource) in [("pool", pool), ("binning", binning)] {
         for size in [256usize, 1 << 20] {
-            let iterations = 2_000_000;
+            let iterations: usize = std::env::var("PAIRS").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000_000);
             let mut ptr = std::ptr::null_mut();
             let start = Instant::now();
             for _ in 0..iterations {

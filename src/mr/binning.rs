@@ -58,10 +58,14 @@ impl BinningResource {
         Ok(())
     }
 
-    fn route(&self, bytes: usize) -> Arc<dyn MemoryResource> {
+    /// Runs `f` on the resource that serves `bytes`.
+    fn route<T>(&self, bytes: usize, f: impl FnOnce(&dyn MemoryResource) -> T) -> T {
         let bins = self.bins.read();
         let at = bins.partition_point(|(size, _)| *size < bytes);
-        bins.get(at).map(|(_, bin)| bin.clone()).unwrap_or_else(|| self.upstream.clone())
+        match bins.get(at) {
+            Some((_, bin)) => f(&**bin),
+            None => f(&*self.upstream),
+        }
     }
 
     pub fn bin_sizes(&self) -> Vec<usize> {
@@ -71,11 +75,11 @@ impl BinningResource {
 
 impl MemoryResource for BinningResource {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
-        self.route(bytes).allocate(bytes, stream)
+        self.route(bytes, |resource| resource.allocate(bytes, stream))
     }
 
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
-        self.route(bytes).deallocate(ptr, bytes, stream)
+        self.route(bytes, |resource| resource.deallocate(ptr, bytes, stream))
     }
 
     fn device(&self) -> i32 {

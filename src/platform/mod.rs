@@ -8,6 +8,7 @@ mod vector_clock;
 
 use crate::error::{Error, Result};
 use once_cell::sync::OnceCell;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 /// A raw `cudaStream_t` / `CUstream` value. 0 is the legacy default stream, 1 `cudaStreamLegacy`,
 /// 2 `cudaStreamPerThread`, as in CUDA.
@@ -42,15 +43,25 @@ pub enum Backend {
 }
 
 static BACKEND: OnceCell<std::result::Result<Backend, Error>> = OnceCell::new();
+/// The initialized backend, once there is one: every allocation asks for it.
+static READY: AtomicPtr<Backend> = AtomicPtr::new(std::ptr::null_mut());
 
 /// The process's backend, chosen and initialized on first use. A failed initialization is
 /// remembered: every later call reports the same error.
+#[inline]
 pub fn backend() -> Result<&'static Backend> {
+    let ready = READY.load(Ordering::Acquire);
+    if !ready.is_null() {
+        // SAFETY: READY only ever holds a pointer into BACKEND, which is never dropped or moved.
+        return Ok(unsafe { &*ready });
+    }
     let chosen = BACKEND.get_or_init(|| match std::env::var("RMM_SIM_DEVICES") {
         Ok(spec) => sim::SimDevices::from_spec(&spec).map(|s| Backend::Sim(Box::new(s))),
         Err(_) => cuda::CudaDriver::load().map(Backend::Cuda),
     });
-    chosen.as_ref().map_err(Clone::clone)
+    let backend = chosen.as_ref().map_err(Clone::clone)?;
+    READY.store(backend as *const Backend as *mut Backend, Ordering::Release);
+    Ok(backend)
 }
 
 /// The simulated devices, when the process runs on them.

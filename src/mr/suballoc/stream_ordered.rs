@@ -313,6 +313,9 @@ impl<I: BlockIndex> Core<I> {
     }
 
     fn identity(&self, stream: Stream) -> Result<u64> {
+        if matches!(stream, Stream::DEFAULT | Stream::LEGACY) {
+            return Ok(0);
+        }
         let platform = backend()?;
         platform.stream_identity(stream).or_else(|_| {
             // The per-thread default stream needs a current context on this thread.
