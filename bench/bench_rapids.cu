@@ -14,8 +14,8 @@ template <class Resource>
 struct Rapids {
   Resource* mr;
   std::function<size_t()> pool_size;
-  void* allocate(size_t bytes, cudaStream_t stream) { return mr->allocate(cuda::stream_ref{stream}, bytes); }
-  void deallocate(void* p, size_t bytes, cudaStream_t stream) { mr->deallocate(cuda::stream_ref{stream}, p, bytes); }
+  void* allocate(size_t bytes, cudaStream_t stream) { return mr->allocate(cuda::stream_ref{stream}, bytes, 256); }
+  void deallocate(void* p, size_t bytes, cudaStream_t stream) { mr->deallocate(cuda::stream_ref{stream}, p, bytes, 256); }
   size_t reserved() { return pool_size ? pool_size() : 0; }
 };
 

@@ -40,6 +40,38 @@ int main() {
   std::fprintf(stderr, "device: %s\n", prop.name);
   std::printf("workload,allocator,ns_per_alloc,footprint\n");
 
+  // What a driver call on the free path costs, alone and with 8 threads at once.
+  for (int threads : {1, 8}) {
+    std::vector<cudaStream_t> streams(threads);
+    std::vector<cudaEvent_t> events(threads);
+    for (int t = 0; t < threads; ++t) {
+      bench::check_cuda(cudaStreamCreate(&streams[t]), "cudaStreamCreate");
+      bench::check_cuda(cudaEventCreateWithFlags(&events[t], cudaEventDisableTiming), "cudaEventCreate");
+    }
+    for (int which = 0; which < 2; ++which) {
+      const int calls = 100000;
+      auto start = bench::clock_type::now();
+      std::vector<std::thread> pool;
+      for (int t = 0; t < threads; ++t) {
+        pool.emplace_back([&, t] {
+          unsigned long long id = 0;
+          for (int i = 0; i < calls; ++i) {
+            if (which == 0) cudaStreamGetId(streams[t], &id);
+            else cudaEventRecord(events[t], streams[t]);
+          }
+        });
+      }
+      for (auto& th : pool) th.join();
+      double ns = bench::ns_since(start) / calls;  // wall time per call on each thread
+      std::fprintf(stderr, "driver cost: %s with %d thread(s): %.1f ns per call per thread\n",
+                   which == 0 ? "cudaStreamGetId" : "cudaEventRecord", threads, ns);
+    }
+    for (int t = 0; t < threads; ++t) {
+      cudaStreamDestroy(streams[t]);
+      cudaEventDestroy(events[t]);
+    }
+  }
+
   bench::CudaMalloc cuda_malloc;
   bench::run_all("cudaMalloc", cuda_malloc, true, device);
   bench::CudaMallocAsync cuda_async(device);
