@@ -202,6 +202,27 @@ fn a_dropped_pool_keeps_live_blocks_valid_until_freed() {
 }
 
 #[test]
+fn a_chunk_completed_by_a_cross_stream_free_is_not_taken_without_covering_earlier_frees() {
+    let _guard = setup();
+    let platform = backend().unwrap();
+    let (s, x, w) = (platform.stream_create(0).unwrap(), platform.stream_create(0).unwrap(), platform.stream_create(0).unwrap());
+    // One chunk of 4 MiB, which s takes over from the default stream for both blocks.
+    let pool = PoolResource::new(upstream(), 4 << 20, 4 << 20).unwrap();
+    let b1 = pool.allocate(2 << 20, s).unwrap();
+    let b2 = pool.allocate(2 << 20, s).unwrap();
+    assert_eq!(b2, b1 + (2 << 20), "both blocks lie in the one chunk");
+    // s frees b1 without recording (the chunk is not yet free); x frees b2 and completes it.
+    pool.deallocate(b1, 2 << 20, s).unwrap();
+    pool.deallocate(b2, 2 << 20, x).unwrap();
+    // w needs the whole chunk: it may not simply wait on x's event, which does not cover s's
+    // free of b1.
+    let all = pool.allocate(4 << 20, w).unwrap();
+    pool.deallocate(all, 4 << 20, w).unwrap();
+    pool.check_invariants().unwrap();
+    assert!(races().is_empty(), "{:?}", races());
+}
+
+#[test]
 fn eight_threads_allocate_and_free_across_threads_and_streams() {
     let _guard = setup();
     let pool = Arc::new(PoolResource::new(upstream(), 32 << 20, 0).unwrap());

@@ -1,7 +1,7 @@
 //! Free-block index for blocks of one size: chunks are cut into equal blocks kept on a LIFO
 //! free list (the most recently freed block is the warmest). O(1) allocate and free.
 
-use super::tlsf::{AddressMap, Chunk};
+use super::tlsf::{AddressMap, Chunk, Freed};
 use std::collections::BTreeMap;
 
 pub struct FixedBlocks {
@@ -56,11 +56,11 @@ impl FixedBlocks {
     }
 
     pub fn free(&mut self, addr: usize) -> Option<usize> {
-        self.free_checked(addr, None).ok()
+        self.free_checked(addr, None).ok().map(|freed| freed.size)
     }
 
     /// As `Tlsf::free_checked`.
-    pub fn free_checked(&mut self, addr: usize, bytes: Option<usize>) -> Result<usize, Option<usize>> {
+    pub fn free_checked(&mut self, addr: usize, bytes: Option<usize>) -> Result<Freed, Option<usize>> {
         let std::collections::hash_map::Entry::Occupied(entry) = self.used.entry(addr) else {
             return Err(None);
         };
@@ -68,9 +68,11 @@ impl FixedBlocks {
             return Err(Some(self.block_size));
         }
         let base = entry.remove();
-        self.chunks.get_mut(&base).expect("used blocks lie in chunks").1 -= 1;
+        let in_use = &mut self.chunks.get_mut(&base).expect("used blocks lie in chunks").1;
+        *in_use -= 1;
+        let chunk_now_free = *in_use == 0;
         self.free.push(addr);
-        Ok(self.block_size)
+        Ok(Freed { size: self.block_size, chunk_now_free })
     }
 
     /// Removes the wholly free chunks `pick` accepts (given their size).

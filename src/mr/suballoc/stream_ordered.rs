@@ -18,7 +18,7 @@
 
 use super::fixed_blocks::FixedBlocks;
 use super::ranges::{self, ChunkHolder};
-use super::tlsf::{Chunk, Tlsf, GRANULE};
+use super::tlsf::{Chunk, Freed, Tlsf, GRANULE};
 use crate::error::{Error, Result};
 use crate::mr::MemoryResource;
 use crate::platform::{backend, Event, Stream};
@@ -37,7 +37,7 @@ pub trait BlockIndex: Send + 'static {
     fn block_size(&self, addr: usize) -> Option<usize>;
     /// `free`, refusing a block handed out for another size than `bytes`: Err(None) when
     /// `addr` is not a used block, Err(Some(size)) for a block of another size.
-    fn free_checked(&mut self, addr: usize, bytes: Option<usize>) -> std::result::Result<usize, Option<usize>>;
+    fn free_checked(&mut self, addr: usize, bytes: Option<usize>) -> std::result::Result<Freed, Option<usize>>;
     fn used_blocks(&self) -> usize;
     fn add_chunk(&mut self, base: usize, size: usize);
     fn take_wholly_free_chunks(&mut self) -> Vec<Chunk>;
@@ -60,7 +60,7 @@ macro_rules! forward_block_index {
             fn block_size(&self, addr: usize) -> Option<usize> {
                 <$ty>::block_size(self, addr)
             }
-            fn free_checked(&mut self, addr: usize, bytes: Option<usize>) -> std::result::Result<usize, Option<usize>> {
+            fn free_checked(&mut self, addr: usize, bytes: Option<usize>) -> std::result::Result<Freed, Option<usize>> {
                 <$ty>::free_checked(self, addr, bytes)
             }
             fn used_blocks(&self) -> usize {
@@ -137,6 +137,10 @@ impl<I> std::ops::Deref for StateRef<'_, I> {
 struct Shelf<I> {
     index: I,
     pending: Vec<Event>,
+    /// The owning stream freed blocks here after it last recorded its event, so that event
+    /// does not cover every free block: other streams may then take memory from here only
+    /// after a device synchronization.
+    unrecorded_frees: bool,
 }
 
 struct StreamState<I> {
@@ -346,7 +350,7 @@ impl<I: BlockIndex> Core<I> {
             return Ok(state.clone());
         }
         let event = backend()?.event_create(self.device)?;
-        let shelf = Mutex::new(Shelf { index: (self.new_index)(), pending: Vec::new() });
+        let shelf = Mutex::new(Shelf { index: (self.new_index)(), pending: Vec::new(), unrecorded_frees: false });
         let state = Arc::new(StreamState { stream, identity, event, shelf });
         streams.insert(key, state.clone());
         Ok(state)
@@ -378,6 +382,7 @@ impl<I: BlockIndex> Core<I> {
         }
         if !state.is_legacy_default() {
             platform.event_record(self.device, state.event, stream)?;
+            shelf.unrecorded_frees = false;
         }
         Ok(())
     }
@@ -396,10 +401,16 @@ impl<I: BlockIndex> Core<I> {
             if let Err(Some(size)) = freed {
                 return Err(wrong_size(size));
             }
-            if let Ok(size) = freed {
+            if let Ok(Freed { size, chunk_now_free }) = freed {
                 platform.note_released(self.device, ptr, size, stream);
+                // Other streams take only wholly free chunks without a device synchronization,
+                // so only a free that completes a chunk needs an event (recorded now, while
+                // the stream is known to be alive) to cover every free in that chunk.
                 if !state.is_legacy_default() {
-                    platform.event_record(self.device, state.event, stream)?;
+                    if chunk_now_free {
+                        platform.event_record(self.device, state.event, stream)?;
+                    }
+                    shelf.unrecorded_frees = !chunk_now_free;
                 }
                 return Ok(());
             }
@@ -408,7 +419,7 @@ impl<I: BlockIndex> Core<I> {
             Error::invalid(format!("{ptr:#x} was not allocated by this {} resource", self.name))
         })?;
         let mut shelf = owner.shelf.lock();
-        let size = shelf.index.free_checked(ptr, bytes).map_err(|refused| match refused {
+        let Freed { size, .. } = shelf.index.free_checked(ptr, bytes).map_err(|refused| match refused {
             Some(size) => wrong_size(size),
             None => Error::invalid(format!("{ptr:#x} is not a live block of this {} resource (double free?)", self.name)),
         })?;
@@ -503,6 +514,9 @@ impl<I: BlockIndex> Core<I> {
         for other in others {
             let (chunk, events) = {
                 let mut shelf = other.shelf.lock();
+                if shelf.unrecorded_frees && !other.is_legacy_default() {
+                    continue;
+                }
                 let Some(chunk) = shelf.index.take_free_chunk(need) else { continue };
                 let events = self.events_to_take_from(&other, &shelf, stream)?;
                 (chunk, events)
@@ -522,13 +536,28 @@ impl<I: BlockIndex> Core<I> {
         Ok(None)
     }
 
+    /// Under memory pressure only: takes one free block from another stream's index. Such a
+    /// block may have been freed after that stream last recorded its event, and the stream
+    /// may be gone, so unless it is the legacy default stream the device is synchronized first.
     fn take_block_from_other_stream(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<Option<usize>> {
         let others: Vec<_> = self.streams.read().values().filter(|s| !Arc::ptr_eq(s, state)).cloned().collect();
+        let mut synchronized = false;
         for other in others {
+            if !other.is_legacy_default() && !synchronized {
+                if other.shelf.lock().index.free_bytes() < bytes {
+                    continue;
+                }
+                self.synchronize_device()?;
+                synchronized = true;
+            }
             let ((addr, size), events) = {
                 let shelf = &mut *other.shelf.lock();
                 let Some(block) = shelf.index.allocate(bytes) else { continue };
-                (block, self.events_to_take_from(&other, shelf, stream)?)
+                let events = match other.is_legacy_default() && !synchronized {
+                    true => self.events_to_take_from(&other, shelf, stream)?,
+                    false => Vec::new(),
+                };
+                (block, events)
             };
             self.wait_all(stream, &events)?;
             backend()?.note_acquired(self.device, addr, size, stream);
@@ -595,6 +624,16 @@ impl<I: BlockIndex> Core<I> {
         Ok(())
     }
 
+    /// Waits for all work on the device: every free on every stream is then complete, so no
+    /// shelf needs an event to cover its frees any more.
+    fn synchronize_device(&self) -> Result<()> {
+        backend()?.device_synchronize(self.device)?;
+        for state in self.streams.read().values() {
+            state.shelf.lock().unrecorded_frees = false;
+        }
+        Ok(())
+    }
+
     /// Returns every wholly free chunk upstream, after a device synchronization so no
     /// enqueued work still uses them. Returns the bytes released.
     pub fn release_free_chunks(&self) -> Result<usize> {
@@ -606,7 +645,7 @@ impl<I: BlockIndex> Core<I> {
         if chunks.is_empty() {
             return Ok(0);
         }
-        backend()?.device_synchronize(self.device)?;
+        self.synchronize_device()?;
         let mut released = 0;
         for chunk in chunks {
             self.owners.write().remove(&chunk.base);

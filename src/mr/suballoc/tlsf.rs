@@ -49,6 +49,13 @@ impl Hasher for AddressHasher {
     }
 }
 
+/// A freed block's size, and whether the free left its whole chunk free.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Freed {
+    pub size: usize,
+    pub chunk_now_free: bool,
+}
+
 pub type AddressMap<V> = HashMap<usize, V, BuildHasherDefault<AddressHasher>>;
 
 pub struct Tlsf {
@@ -338,12 +345,12 @@ impl Tlsf {
     /// Returns the block at `addr` and coalesces it with free neighbours; returns its size, or
     /// None when `addr` is not an allocated block of this index.
     pub fn free(&mut self, addr: usize) -> Option<usize> {
-        self.free_checked(addr, None).ok()
+        self.free_checked(addr, None).ok().map(|freed| freed.size)
     }
 
     /// Frees the block at `addr` if it is used and, given `bytes`, was handed out for that
     /// many bytes. Err(None): not a used block; Err(Some(size)): a block of another size.
-    pub fn free_checked(&mut self, addr: usize, bytes: Option<usize>) -> Result<usize, Option<usize>> {
+    pub fn free_checked(&mut self, addr: usize, bytes: Option<usize>) -> Result<Freed, Option<usize>> {
         let std::collections::hash_map::Entry::Occupied(entry) = self.used.entry(addr) else {
             return Err(None);
         };
@@ -365,7 +372,8 @@ impl Tlsf {
             index = prev;
         }
         self.link_free(index);
-        Ok(size)
+        let block = &self.blocks[index as usize];
+        Ok(Freed { size, chunk_now_free: block.prev_phys == NONE && block.next_phys == NONE })
     }
 
     /// Merges the (not free-listed) block `next` into `index`.
