@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 pub struct FixedBlocks {
     block_size: usize,
-    free: Vec<usize>,
+    /// Free blocks with the base of their chunk, most recently freed last.
+    free: Vec<(usize, usize)>,
     /// Every block handed out, with the base of its chunk.
     used: AddressMap<usize>,
     /// Chunk base -> (size, blocks in use).
@@ -28,16 +29,15 @@ impl FixedBlocks {
         debug_assert!(blocks > 0);
         self.chunks.insert(base, (size, 0));
         self.chunk_bytes += size;
-        self.free.extend((0..blocks).rev().map(|i| base + i * self.block_size));
+        self.free.extend((0..blocks).rev().map(|i| (base + i * self.block_size, base)));
     }
 
     pub fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)> {
         if bytes > self.block_size {
             return None;
         }
-        let addr = self.free.pop()?;
-        let (&base, entry) = self.chunks.range_mut(..=addr).next_back().expect("free blocks lie in chunks");
-        entry.1 += 1;
+        let (addr, base) = self.free.pop()?;
+        self.chunks.get_mut(&base).expect("free blocks lie in chunks").1 += 1;
         self.used.insert(addr, base);
         Some((addr, self.block_size))
     }
@@ -71,7 +71,7 @@ impl FixedBlocks {
         let in_use = &mut self.chunks.get_mut(&base).expect("used blocks lie in chunks").1;
         *in_use -= 1;
         let chunk_now_free = *in_use == 0;
-        self.free.push(addr);
+        self.free.push((addr, base));
         Ok(Freed { size: self.block_size, chunk_now_free })
     }
 
@@ -88,7 +88,7 @@ impl FixedBlocks {
             self.chunk_bytes -= size;
         }
         if !taken.is_empty() {
-            self.free.retain(|&addr| taken.range(..=addr).next_back().is_none_or(|(base, size)| addr >= base + size));
+            self.free.retain(|(_, base)| !taken.contains_key(base));
         }
         taken.into_iter().map(|(base, size)| Chunk { base, size }).collect()
     }
@@ -126,7 +126,7 @@ impl FixedBlocks {
             return Err(format!("{} free + {in_use} used blocks != {capacity} ({} recorded used)", self.free.len(), self.used.len()));
         }
         let mut seen = std::collections::HashSet::new();
-        for &addr in self.free.iter().chain(self.used.keys()) {
+        for addr in self.free.iter().map(|(addr, _)| *addr).chain(self.used.keys().copied()) {
             let (&base, &(size, _)) = self.chunks.range(..=addr).next_back().ok_or("block outside chunks")?;
             if addr + self.block_size > base + size || (addr - base) % self.block_size != 0 || !seen.insert(addr) {
                 return Err(format!("block {addr:#x} misplaced or listed twice"));

@@ -39,6 +39,8 @@ pub trait BlockIndex: Send + 'static {
     /// `addr` is not a used block, Err(Some(size)) for a block of another size.
     fn free_checked(&mut self, addr: usize, bytes: Option<usize>) -> std::result::Result<Freed, Option<usize>>;
     fn used_blocks(&self) -> usize;
+    /// Lets the index keep recently freed blocks aside for quick reuse (see `Tlsf`).
+    fn enable_parking(&mut self) {}
     fn add_chunk(&mut self, base: usize, size: usize);
     fn take_wholly_free_chunks(&mut self) -> Vec<Chunk>;
     fn take_free_chunk(&mut self, bytes: usize) -> Option<Chunk>;
@@ -49,8 +51,19 @@ pub trait BlockIndex: Send + 'static {
 }
 
 macro_rules! forward_block_index {
+    ($ty:ty, parking) => {
+        forward_block_index!($ty, {
+            fn enable_parking(&mut self) {
+                <$ty>::enable_parking(self)
+            }
+        });
+    };
     ($ty:ty) => {
+        forward_block_index!($ty, {});
+    };
+    ($ty:ty, { $($extra:item)* }) => {
         impl BlockIndex for $ty {
+            $($extra)*
             fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)> {
                 <$ty>::allocate(self, bytes)
             }
@@ -90,10 +103,19 @@ macro_rules! forward_block_index {
         }
     };
 }
-forward_block_index!(Tlsf);
+forward_block_index!(Tlsf, parking);
 forward_block_index!(FixedBlocks);
 
+/// Distinguishes cores in the per-thread cache (an address could be reused).
+static NEXT_CORE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+const STATE_CACHE_SIZE: usize = 8;
+
+type CachedState = (u64, u64, Arc<dyn std::any::Any + Send + Sync>);
+
 thread_local! {
+    /// The stream states this thread used last, by (core id, key): spares a lookup under the
+    /// shared map's lock, which every thread's allocations would otherwise contend on.
+    static STATE_CACHE: std::cell::RefCell<Vec<CachedState>> = const { std::cell::RefCell::new(Vec::new()) };
     /// A key no stream identity uses (top bit set), unique to the thread.
     static THREAD_KEY: u64 = {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -170,6 +192,7 @@ pub struct Core<I: BlockIndex> {
     name: &'static str,
     /// Nesting of this suballocator's chunks inside other suballocators' blocks.
     depth: usize,
+    id: u64,
     this: Weak<Core<I>>,
     orphaned: AtomicBool,
     upstream: Arc<dyn MemoryResource>,
@@ -282,6 +305,7 @@ impl<I: BlockIndex> Core<I> {
         Arc::new_cyclic(|this| Core {
             name,
             depth: upstream.suballocation_depth() + 1,
+            id: NEXT_CORE_ID.fetch_add(1, Ordering::Relaxed),
             this: this.clone(),
             orphaned: AtomicBool::new(false),
             device: upstream.device(),
@@ -342,6 +366,26 @@ impl<I: BlockIndex> Core<I> {
             0 if self.per_thread_default_stream.load(Ordering::Relaxed) => THREAD_KEY.with(|key| *key),
             identity => identity,
         };
+        let cached = STATE_CACHE.with(|cache| {
+            let cache = cache.borrow();
+            let (_, _, state) = cache.iter().find(|(core, k, _)| *core == self.id && *k == key)?;
+            state.clone().downcast::<StreamState<I>>().ok()
+        });
+        if let Some(state) = cached {
+            return Ok(state);
+        }
+        let state = self.state_from_map(identity, stream, key)?;
+        STATE_CACHE.with(|cache| {
+            let mut cache = cache.borrow_mut();
+            if cache.len() == STATE_CACHE_SIZE {
+                cache.remove(0);
+            }
+            cache.push((self.id, key, state.clone()));
+        });
+        Ok(state)
+    }
+
+    fn state_from_map(&self, identity: u64, stream: Stream, key: u64) -> Result<Arc<StreamState<I>>> {
         if let Some(state) = self.streams.read().get(&key) {
             return Ok(state.clone());
         }
@@ -350,7 +394,13 @@ impl<I: BlockIndex> Core<I> {
             return Ok(state.clone());
         }
         let event = backend()?.event_create(self.device)?;
-        let shelf = Mutex::new(Shelf { index: (self.new_index)(), pending: Vec::new(), unrecorded_frees: false });
+        let mut index = (self.new_index)();
+        if identity == 0 {
+            // The legacy default stream records its event when memory is taken from it, which
+            // covers parked blocks too.
+            index.enable_parking();
+        }
+        let shelf = Mutex::new(Shelf { index, pending: Vec::new(), unrecorded_frees: false });
         let state = Arc::new(StreamState { stream, identity, event, shelf });
         streams.insert(key, state.clone());
         Ok(state)

@@ -21,6 +21,8 @@ struct Block {
     size: usize,
     chunk: u32,
     free: bool,
+    /// Freed, but parked on a quick list instead of being coalesced.
+    cached: bool,
     prev_phys: u32,
     next_phys: u32,
     prev_free: u32,
@@ -70,6 +72,25 @@ pub struct Tlsf {
     chunk_first_block: Vec<u32>,
     free_bytes: usize,
     chunk_bytes: usize,
+    /// Recently freed blocks by size class (up to `QUICK_MAX` bytes), reused as they are when
+    /// the same size is asked for again: an allocate/free pair of one size then neither
+    /// splits nor coalesces. Bounded, and flushed into the index whenever it cannot serve.
+    quick: Vec<Vec<u32>>,
+    quick_bytes: usize,
+    quick_blocks: usize,
+    parking: bool,
+}
+
+/// Blocks up to this size may be parked on quick lists...
+const QUICK_MAX: usize = 4 << 20;
+/// ...at most this many per size class...
+const QUICK_DEPTH: usize = 4;
+/// ...and this many bytes in all: parked blocks do not coalesce, so more would fragment.
+const QUICK_BUDGET: usize = 8 << 20;
+
+fn flat_class(units: usize) -> usize {
+    let (fl, sl) = class_of(units);
+    fl * SL_COUNT + sl
 }
 
 /// Size class of a block of `units` granules.
@@ -117,11 +138,16 @@ impl Tlsf {
             chunk_first_block: Vec::new(),
             free_bytes: 0,
             chunk_bytes: 0,
+            quick: vec![Vec::new(); flat_class(QUICK_MAX >> GRANULE_SHIFT) + 1],
+            quick_bytes: 0,
+            quick_blocks: 0,
+            parking: false,
         }
     }
 
+    /// Free bytes, parked blocks included.
     pub fn free_bytes(&self) -> usize {
-        self.free_bytes
+        self.free_bytes + self.quick_bytes
     }
 
     /// Bytes of all chunks held.
@@ -134,16 +160,17 @@ impl Tlsf {
     }
 
     pub fn used_blocks(&self) -> usize {
-        self.used.len()
+        self.used.len() - self.quick_blocks
     }
 
     /// The size of the used block at `addr`.
     pub fn block_size(&self, addr: usize) -> Option<usize> {
-        self.used.get(&addr).map(|&index| self.blocks[index as usize].size)
+        let block = &self.blocks[*self.used.get(&addr)? as usize];
+        (!block.cached).then_some(block.size)
     }
 
 
-    /// Size of the largest free block (0 if none).
+    /// Size of the largest free block in the index (0 if none); parked blocks are not counted.
     pub fn largest_free_block(&self) -> usize {
         if self.fl_bitmap == 0 {
             return 0;
@@ -227,6 +254,7 @@ impl Tlsf {
             size,
             chunk: chunk as u32,
             free: false,
+            cached: false,
             prev_phys: NONE,
             next_phys: NONE,
             prev_free: NONE,
@@ -304,6 +332,22 @@ impl Tlsf {
     pub fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)> {
         let units = granules(bytes)?.max(1);
         let need = units << GRANULE_SHIFT;
+        if need <= QUICK_MAX {
+            let list = &mut self.quick[flat_class(units)];
+            if let Some(&index) = list.last() {
+                if self.blocks[index as usize].size == need {
+                    list.pop();
+                    self.blocks[index as usize].cached = false;
+                    self.quick_bytes -= need;
+                    self.quick_blocks -= 1;
+                    return Some((self.blocks[index as usize].addr, need));
+                }
+            }
+        }
+        // A miss means sizes vary: parked blocks would only fragment, so coalesce them now.
+        if self.quick_blocks > 0 {
+            self.flush_quick();
+        }
         let index = self.find_free(units)?;
         self.unlink_free(index);
         let Block { addr, size, chunk, next_phys, .. } = self.blocks[index as usize];
@@ -313,6 +357,7 @@ impl Tlsf {
                 size: size - need,
                 chunk,
                 free: false,
+            cached: false,
                 prev_phys: index,
                 next_phys,
                 prev_free: NONE,
@@ -354,12 +399,56 @@ impl Tlsf {
         let std::collections::hash_map::Entry::Occupied(entry) = self.used.entry(addr) else {
             return Err(None);
         };
-        let size = self.blocks[*entry.get() as usize].size;
+        let index = *entry.get();
+        let Block { size, cached, .. } = self.blocks[index as usize];
+        if cached {
+            return Err(None);
+        }
         // Blocks are the request rounded up to whole granules.
         if bytes.is_some_and(|bytes| granules(bytes).is_none_or(|units| units.max(1) << GRANULE_SHIFT != size)) {
             return Err(Some(size));
         }
-        let mut index = entry.remove();
+        if self.parking && size <= QUICK_MAX {
+            let list = &mut self.quick[flat_class(size >> GRANULE_SHIFT)];
+            if list.len() < QUICK_DEPTH && self.quick_bytes + size <= QUICK_BUDGET {
+                list.push(index);
+                self.blocks[index as usize].cached = true;
+                self.quick_bytes += size;
+                self.quick_blocks += 1;
+                return Ok(Freed { size, chunk_now_free: false });
+            }
+        }
+        entry.remove();
+        Ok(self.release(index))
+    }
+
+    /// Parks freed blocks on quick lists from now on. Parked blocks keep their chunk from
+    /// being wholly free, so only an index whose frees need no event to be taken by another
+    /// stream (the legacy default stream's) should park.
+    pub fn enable_parking(&mut self) {
+        self.parking = true;
+    }
+
+    /// Puts every parked block back into the index, coalesced. Returns whether a chunk became
+    /// wholly free.
+    pub fn flush_quick(&mut self) -> bool {
+        let mut chunk_freed = false;
+        for class in 0..self.quick.len() {
+            while let Some(index) = self.quick[class].pop() {
+                let block = &mut self.blocks[index as usize];
+                block.cached = false;
+                let (addr, size) = (block.addr, block.size);
+                self.quick_bytes -= size;
+                self.quick_blocks -= 1;
+                self.used.remove(&addr);
+                chunk_freed |= self.release(index).chunk_now_free;
+            }
+        }
+        chunk_freed
+    }
+
+    /// Coalesces a block that left the used map with its free neighbours and lists it.
+    fn release(&mut self, mut index: u32) -> Freed {
         let size = self.blocks[index as usize].size;
         let next = self.blocks[index as usize].next_phys;
         if next != NONE && self.blocks[next as usize].free {
@@ -373,7 +462,7 @@ impl Tlsf {
         }
         self.link_free(index);
         let block = &self.blocks[index as usize];
-        Ok(Freed { size, chunk_now_free: block.prev_phys == NONE && block.next_phys == NONE })
+        Freed { size, chunk_now_free: block.prev_phys == NONE && block.next_phys == NONE }
     }
 
     /// Merges the (not free-listed) block `next` into `index`.
@@ -389,6 +478,7 @@ impl Tlsf {
 
     /// Removes every chunk that is wholly free and returns them, for release upstream.
     pub fn take_wholly_free_chunks(&mut self) -> Vec<Chunk> {
+        self.flush_quick();
         (0..self.chunks.len())
             .filter(|&chunk| self.chunk_is_wholly_free(chunk).is_some())
             .collect::<Vec<_>>()
@@ -400,6 +490,7 @@ impl Tlsf {
     /// Removes one wholly free chunk of at least `bytes` (the smallest such), to hand it to
     /// another stream.
     pub fn take_free_chunk(&mut self, bytes: usize) -> Option<Chunk> {
+        self.flush_quick();
         let chunk = (0..self.chunks.len())
             .filter(|&c| self.chunk_is_wholly_free(c).is_some_and(|info| info.size >= bytes))
             .min_by_key(|&c| self.chunks[c].map(|info| info.size))?;
@@ -480,6 +571,19 @@ impl Tlsf {
             if self.sl_bitmaps[fl] != 0 && self.fl_bitmap & (1 << fl) == 0 {
                 return Err(format!("first-level bit {fl} is clear over a non-empty row"));
             }
+        }
+        let mut parked = (0, 0);
+        for (class, list) in self.quick.iter().enumerate() {
+            for &index in list {
+                let b = &self.blocks[index as usize];
+                if !b.cached || b.free || flat_class(b.size >> GRANULE_SHIFT) != class || self.used.get(&b.addr) != Some(&index) {
+                    return Err(format!("parked block {index} is inconsistent: {b:?}"));
+                }
+                parked = (parked.0 + 1, parked.1 + b.size);
+            }
+        }
+        if parked != (self.quick_blocks, self.quick_bytes) {
+            return Err(format!("{parked:?} parked, {:?} counted", (self.quick_blocks, self.quick_bytes)));
         }
         if listed != seen_free || free_total != self.free_bytes {
             return Err(format!("{listed} listed vs {seen_free} free blocks; {free_total} vs {} free bytes", self.free_bytes));
