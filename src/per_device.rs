@@ -1,34 +1,27 @@
-//! The per-device current resource. Reads are lock-free on the common path: each thread
-//! caches the resource it last saw for a device, tagged with the device's generation, and
-//! only takes the lock when a `set` has bumped that generation since.
+//! The per-device current resource. Reads take no lock: each device's slot is an `ArcSwap`,
+//! which `set` replaces whole.
 
 use crate::error::{Error, Result};
 use crate::mr::{DirectResource, MemoryResource};
 use crate::platform::backend;
-use parking_lot::RwLock;
-use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use arc_swap::ArcSwapOption;
+use parking_lot::Mutex;
 use std::sync::Arc;
 
 /// Devices the registry can hold (device ordinals 0..MAX_DEVICES).
 pub const MAX_DEVICES: usize = 64;
 
+type Resource = Arc<dyn MemoryResource>;
+
 struct DeviceSlot {
-    generation: AtomicU64,
-    resource: RwLock<Option<Arc<dyn MemoryResource>>>,
+    resource: ArcSwapOption<Resource>,
+    /// Serializes installing the default and `set`, not reads.
+    writing: Mutex<()>,
 }
 
 static SLOTS: once_cell::sync::Lazy<Vec<DeviceSlot>> = once_cell::sync::Lazy::new(|| {
-    (0..MAX_DEVICES)
-        .map(|_| DeviceSlot { generation: AtomicU64::new(1), resource: RwLock::new(None) })
-        .collect()
+    (0..MAX_DEVICES).map(|_| DeviceSlot { resource: ArcSwapOption::empty(), writing: Mutex::new(()) }).collect()
 });
-
-type CachedResource = Option<(u64, Arc<dyn MemoryResource>)>;
-
-thread_local! {
-    static CACHE: RefCell<Vec<CachedResource>> = RefCell::new(vec![None; MAX_DEVICES]);
-}
 
 fn slot(device: i32) -> Result<&'static DeviceSlot> {
     backend()?.check_device(device)?;
@@ -39,40 +32,23 @@ fn slot(device: i32) -> Result<&'static DeviceSlot> {
 
 /// The resource of `device`; the first use without a `set` installs a cuda resource, as RMM's
 /// default is `cuda_memory_resource`.
-pub fn get(device: i32) -> Result<Arc<dyn MemoryResource>> {
+pub fn get(device: i32) -> Result<Resource> {
     let slot = slot(device)?;
-    let generation = slot.generation.load(Ordering::Acquire);
-    let cached = CACHE.with(|cache| match &cache.borrow()[device as usize] {
-        Some((g, resource)) if *g == generation => Some(resource.clone()),
-        _ => None,
-    });
-    if let Some(resource) = cached {
-        return Ok(resource);
+    if let Some(resource) = &*slot.resource.load() {
+        return Ok(Resource::clone(resource));
     }
-    let installed = slot.resource.read().clone();
-    let resource = match installed {
-        Some(resource) => resource,
-        None => {
-            let mut installed = slot.resource.write();
-            match installed.as_ref() {
-                Some(resource) => resource.clone(),
-                None => {
-                    let default: Arc<dyn MemoryResource> = Arc::new(DirectResource::cuda(device)?);
-                    *installed = Some(default.clone());
-                    default
-                }
-            }
-        }
-    };
-    // Tagged with the generation read before the lookup: a `set` racing with us bumps it, so
-    // a stale entry is refreshed on the next call rather than kept.
-    CACHE.with(|cache| cache.borrow_mut()[device as usize] = Some((generation, resource.clone())));
-    Ok(resource)
+    let _writing = slot.writing.lock();
+    if let Some(resource) = &*slot.resource.load() {
+        return Ok(Resource::clone(resource));
+    }
+    let default: Resource = Arc::new(DirectResource::cuda(device)?);
+    slot.resource.store(Some(Arc::new(default.clone())));
+    Ok(default)
 }
 
 /// Makes `resource` the resource of `device` and returns the one it replaces. The resource
 /// must hand out memory of `device`.
-pub fn set(device: i32, resource: Arc<dyn MemoryResource>) -> Result<Arc<dyn MemoryResource>> {
+pub fn set(device: i32, resource: Resource) -> Result<Resource> {
     if resource.device() != device {
         return Err(Error::invalid(format!(
             "a {} resource of device {} cannot serve device {device}",
@@ -82,13 +58,12 @@ pub fn set(device: i32, resource: Arc<dyn MemoryResource>) -> Result<Arc<dyn Mem
     }
     let previous = get(device)?;
     let slot = slot(device)?;
-    let mut installed = slot.resource.write();
-    let replaced = installed.replace(resource).unwrap_or(previous);
-    slot.generation.fetch_add(1, Ordering::AcqRel);
-    Ok(replaced)
+    let _writing = slot.writing.lock();
+    let replaced = slot.resource.swap(Some(Arc::new(resource)));
+    Ok(replaced.map_or(previous, |r| Resource::clone(&r)))
 }
 
 /// The calling thread's current device's resource.
-pub fn current() -> Result<Arc<dyn MemoryResource>> {
+pub fn current() -> Result<Resource> {
     get(backend()?.current_device()?)
 }

@@ -46,7 +46,7 @@ impl Model {
 fn run(seed: u64, steps: usize) {
     let mut rng = Rng(seed);
     let mut tlsf = Tlsf::new();
-    if seed % 2 == 0 {
+    if seed.is_multiple_of(2) {
         tlsf.enable_parking();
     }
     let mut model = Model { chunks: BTreeMap::new(), live: BTreeMap::new() };

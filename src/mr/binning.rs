@@ -5,14 +5,20 @@ use super::fixed_size::FixedSizeResource;
 use super::MemoryResource;
 use crate::error::{Error, Result};
 use crate::platform::Stream;
-use parking_lot::RwLock;
+use parking_lot::Mutex;
+use arc_swap::ArcSwap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+type Bins = Vec<(usize, Arc<dyn MemoryResource>)>;
+
 pub struct BinningResource {
     upstream: Arc<dyn MemoryResource>,
-    /// (largest size served, resource), sorted by size.
-    bins: RwLock<Vec<(usize, Arc<dyn MemoryResource>)>>,
+    /// (largest size served, resource), sorted by size; replaced whole by `add_bin`, read
+    /// without a lock (threads routing at once would contend on one).
+    bins: ArcSwap<Bins>,
+    /// Serializes `add_bin`.
+    adding: Mutex<()>,
     /// Whether the upstream and every bin track their own allocations.
     tracks: AtomicBool,
 }
@@ -21,7 +27,7 @@ impl BinningResource {
     /// Fixed-size bins of 2^min ..= 2^max bytes over `upstream` (min > max: no bins yet).
     pub fn new(upstream: Arc<dyn MemoryResource>, min_size_exponent: i8, max_size_exponent: i8) -> Result<Self> {
         let tracks = AtomicBool::new(upstream.tracks_allocations());
-        let resource = BinningResource { upstream, bins: RwLock::new(Vec::new()), tracks };
+        let resource = BinningResource { upstream, bins: ArcSwap::from_pointee(Vec::new()), adding: Mutex::new(()), tracks };
         if min_size_exponent <= max_size_exponent {
             if min_size_exponent < 0 || max_size_exponent > 40 {
                 return Err(Error::invalid(format!("bin exponents {min_size_exponent}..={max_size_exponent} must lie in 0..=40")));
@@ -48,28 +54,27 @@ impl BinningResource {
             }
             None => Arc::new(FixedSizeResource::new(self.upstream.clone(), allocation_size, 0)?) as Arc<dyn MemoryResource>,
         };
-        let mut bins = self.bins.write();
-        match bins.binary_search_by_key(&allocation_size, |(size, _)| *size) {
-            Ok(at) => bins[at].1 = bin,
-            Err(at) => bins.insert(at, (allocation_size, bin)),
+        let _adding = self.adding.lock();
+        let mut updated = Bins::clone(&self.bins.load());
+        match updated.binary_search_by_key(&allocation_size, |(size, _)| *size) {
+            Ok(at) => updated[at].1 = bin,
+            Err(at) => updated.insert(at, (allocation_size, bin)),
         }
-        let tracks = self.upstream.tracks_allocations() && bins.iter().all(|(_, bin)| bin.tracks_allocations());
+        let tracks = self.upstream.tracks_allocations() && updated.iter().all(|(_, bin)| bin.tracks_allocations());
+        self.bins.store(Arc::new(updated));
         self.tracks.store(tracks, Ordering::Release);
         Ok(())
     }
 
     /// Runs `f` on the resource that serves `bytes`.
     fn route<T>(&self, bytes: usize, f: impl FnOnce(&dyn MemoryResource) -> T) -> T {
-        let bins = self.bins.read();
+        let bins = self.bins.load();
         let at = bins.partition_point(|(size, _)| *size < bytes);
-        match bins.get(at) {
-            Some((_, bin)) => f(&**bin),
-            None => f(&*self.upstream),
-        }
+        f(bins.get(at).map_or(&*self.upstream, |(_, bin)| &**bin))
     }
 
     pub fn bin_sizes(&self) -> Vec<usize> {
-        self.bins.read().iter().map(|(size, _)| *size).collect()
+        self.bins.load().iter().map(|(size, _)| *size).collect()
     }
 }
 
@@ -95,12 +100,11 @@ impl MemoryResource for BinningResource {
     }
 
     fn suballocation_depth(&self) -> usize {
-        let bins = self.bins.read();
-        bins.iter().map(|(_, bin)| bin.suballocation_depth()).fold(self.upstream.suballocation_depth(), usize::max)
+        self.bins.load().iter().map(|(_, bin)| bin.suballocation_depth()).fold(self.upstream.suballocation_depth(), usize::max)
     }
 
     fn release(&self) -> Result<usize> {
-        let bins: Vec<_> = self.bins.read().iter().map(|(_, bin)| bin.clone()).collect();
-        bins.iter().try_fold(0, |total, bin| Ok(total + bin.release()?))
+        let bins = self.bins.load_full();
+        bins.iter().try_fold(0, |total, (_, bin)| Ok(total + bin.release()?))
     }
 }

@@ -72,26 +72,20 @@ pub struct Tlsf {
     chunk_first_block: Vec<u32>,
     free_bytes: usize,
     chunk_bytes: usize,
-    /// Recently freed blocks by size class (up to `QUICK_MAX` bytes), reused as they are when
-    /// the same size is asked for again: an allocate/free pair of one size then neither
-    /// splits nor coalesces. Bounded, and flushed into the index whenever it cannot serve.
-    quick: Vec<Vec<u32>>,
+    /// Recently freed blocks (up to `QUICK_MAX` bytes each), reused as they are when the same
+    /// size is asked for again: an allocate/free pair of one size then neither splits nor
+    /// coalesces. Bounded, and flushed into the index whenever it cannot serve.
+    parked: Vec<u32>,
     quick_bytes: usize,
-    quick_blocks: usize,
     parking: bool,
 }
 
-/// Blocks up to this size may be parked on quick lists...
+/// Blocks up to this size may be parked...
 const QUICK_MAX: usize = 4 << 20;
-/// ...at most this many per size class...
-const QUICK_DEPTH: usize = 4;
+/// ...at most this many...
+const QUICK_DEPTH: usize = 8;
 /// ...and this many bytes in all: parked blocks do not coalesce, so more would fragment.
 const QUICK_BUDGET: usize = 8 << 20;
-
-fn flat_class(units: usize) -> usize {
-    let (fl, sl) = class_of(units);
-    fl * SL_COUNT + sl
-}
 
 /// Size class of a block of `units` granules.
 fn class_of(units: usize) -> (usize, usize) {
@@ -138,9 +132,8 @@ impl Tlsf {
             chunk_first_block: Vec::new(),
             free_bytes: 0,
             chunk_bytes: 0,
-            quick: vec![Vec::new(); flat_class(QUICK_MAX >> GRANULE_SHIFT) + 1],
+            parked: Vec::with_capacity(QUICK_DEPTH),
             quick_bytes: 0,
-            quick_blocks: 0,
             parking: false,
         }
     }
@@ -160,7 +153,7 @@ impl Tlsf {
     }
 
     pub fn used_blocks(&self) -> usize {
-        self.used.len() - self.quick_blocks
+        self.used.len() - self.parked.len()
     }
 
     /// The size of the used block at `addr`.
@@ -332,20 +325,14 @@ impl Tlsf {
     pub fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)> {
         let units = granules(bytes)?.max(1);
         let need = units << GRANULE_SHIFT;
-        if need <= QUICK_MAX {
-            let list = &mut self.quick[flat_class(units)];
-            if let Some(&index) = list.last() {
-                if self.blocks[index as usize].size == need {
-                    list.pop();
-                    self.blocks[index as usize].cached = false;
-                    self.quick_bytes -= need;
-                    self.quick_blocks -= 1;
-                    return Some((self.blocks[index as usize].addr, need));
-                }
-            }
+        if let Some(at) = self.parked.iter().rposition(|&index| self.blocks[index as usize].size == need) {
+            let index = self.parked.swap_remove(at);
+            self.blocks[index as usize].cached = false;
+            self.quick_bytes -= need;
+            return Some((self.blocks[index as usize].addr, need));
         }
         // A miss means sizes vary: parked blocks would only fragment, so coalesce them now.
-        if self.quick_blocks > 0 {
+        if !self.parked.is_empty() {
             self.flush_quick();
         }
         let index = self.find_free(units)?;
@@ -408,15 +395,11 @@ impl Tlsf {
         if bytes.is_some_and(|bytes| granules(bytes).is_none_or(|units| units.max(1) << GRANULE_SHIFT != size)) {
             return Err(Some(size));
         }
-        if self.parking && size <= QUICK_MAX {
-            let list = &mut self.quick[flat_class(size >> GRANULE_SHIFT)];
-            if list.len() < QUICK_DEPTH && self.quick_bytes + size <= QUICK_BUDGET {
-                list.push(index);
-                self.blocks[index as usize].cached = true;
-                self.quick_bytes += size;
-                self.quick_blocks += 1;
-                return Ok(Freed { size, chunk_now_free: false });
-            }
+        if self.parking && size <= QUICK_MAX && self.parked.len() < QUICK_DEPTH && self.quick_bytes + size <= QUICK_BUDGET {
+            self.parked.push(index);
+            self.blocks[index as usize].cached = true;
+            self.quick_bytes += size;
+            return Ok(Freed { size, chunk_now_free: false });
         }
         entry.remove();
         Ok(self.release(index))
@@ -433,16 +416,13 @@ impl Tlsf {
     /// wholly free.
     pub fn flush_quick(&mut self) -> bool {
         let mut chunk_freed = false;
-        for class in 0..self.quick.len() {
-            while let Some(index) = self.quick[class].pop() {
-                let block = &mut self.blocks[index as usize];
-                block.cached = false;
-                let (addr, size) = (block.addr, block.size);
-                self.quick_bytes -= size;
-                self.quick_blocks -= 1;
-                self.used.remove(&addr);
-                chunk_freed |= self.release(index).chunk_now_free;
-            }
+        while let Some(index) = self.parked.pop() {
+            let block = &mut self.blocks[index as usize];
+            block.cached = false;
+            let (addr, size) = (block.addr, block.size);
+            self.quick_bytes -= size;
+            self.used.remove(&addr);
+            chunk_freed |= self.release(index).chunk_now_free;
         }
         chunk_freed
     }
@@ -573,17 +553,15 @@ impl Tlsf {
             }
         }
         let mut parked = (0, 0);
-        for (class, list) in self.quick.iter().enumerate() {
-            for &index in list {
-                let b = &self.blocks[index as usize];
-                if !b.cached || b.free || flat_class(b.size >> GRANULE_SHIFT) != class || self.used.get(&b.addr) != Some(&index) {
-                    return Err(format!("parked block {index} is inconsistent: {b:?}"));
-                }
-                parked = (parked.0 + 1, parked.1 + b.size);
+        for &index in &self.parked {
+            let b = &self.blocks[index as usize];
+            if !b.cached || b.free || self.used.get(&b.addr) != Some(&index) {
+                return Err(format!("parked block {index} is inconsistent: {b:?}"));
             }
+            parked = (parked.0 + 1, parked.1 + b.size);
         }
-        if parked != (self.quick_blocks, self.quick_bytes) {
-            return Err(format!("{parked:?} parked, {:?} counted", (self.quick_blocks, self.quick_bytes)));
+        if parked != (self.parked.len(), self.quick_bytes) {
+            return Err(format!("{parked:?} parked, {} bytes counted", self.quick_bytes));
         }
         if listed != seen_free || free_total != self.free_bytes {
             return Err(format!("{listed} listed vs {seen_free} free blocks; {free_total} vs {} free bytes", self.free_bytes));
