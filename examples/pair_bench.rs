@@ -23,5 +23,35 @@ fn main() {
             let ns = start.elapsed().as_nanos() as f64 / iterations as f64;
             println!("{name} {size} B: {ns:.1} ns per pair");
         }
+        println!("{name} random_allocations: {:.1} ns per allocation", random_allocations(resource, 200_000));
     }
+}
+
+/// RMM's random_allocations, as in bench/workloads.hpp: uniform sizes up to 1 MiB, random
+/// interleaving of allocations and frees of random live blocks.
+fn random_allocations(resource: rmm::ffi::handles::rmmResource_t, count: usize) -> f64 {
+    let mut state = 42u64.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(1);
+    let mut next = move || {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    };
+    let mut live: Vec<(*mut std::ffi::c_void, usize)> = Vec::new();
+    let start = Instant::now();
+    let mut made = 0;
+    while made < count || !live.is_empty() {
+        if made < count && (live.is_empty() || next() % 2 == 0) {
+            let size = 1 + (next() % (1 << 20)) as usize;
+            let mut ptr = std::ptr::null_mut();
+            rmmResourceAllocate(resource, &mut ptr, size, std::ptr::null_mut());
+            live.push((ptr, size));
+            made += 1;
+        } else {
+            let victim = (next() % live.len() as u64) as usize;
+            let (ptr, size) = live.swap_remove(victim);
+            rmmResourceDeallocate(resource, ptr, size, std::ptr::null_mut());
+        }
+    }
+    start.elapsed().as_nanos() as f64 / count as f64
 }
