@@ -60,6 +60,22 @@ status=0
 # shellcheck disable=SC2086
 (cd "$build" && ctest --output-on-failure --timeout 300 ${CTEST_ARGS:-}) 2>&1 | tee "$log" || status=$?
 
+section "driver with only libcuda.so.1"
+# Driver-only machines have no libcuda.so link. A folder first on LD_LIBRARY_PATH holding an
+# unloadable libcuda.so stands in for that here: the library must fall back to libcuda.so.1.
+shadow=$build/no-libcuda-link
+mkdir -p "$shadow" && : >"$shadow/libcuda.so"
+shadowed() { LD_LIBRARY_PATH="$shadow${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
+if shadowed python3 -c 'import ctypes; ctypes.CDLL("libcuda.so")' 2>/dev/null; then
+  echo "the dynamic loader still finds a loadable libcuda.so: check inconclusive"
+elif ! shadowed python3 -c 'import ctypes; ctypes.CDLL("libcuda.so.1")'; then
+  echo "libcuda.so.1 does not load either: check inconclusive"
+elif shadowed "$build/c_tests/c11_test_devices" >"$build/libcuda1-only.log" 2>&1; then
+  echo "libcuda.so unloadable, libcuda.so.1 present: c11_test_devices passed"
+else
+  echo "FAILED with only libcuda.so.1:"; cat "$build/libcuda1-only.log"; status=1
+fi
+
 if [ "${RMM_MEMCHECK:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   section "compute-sanitizer memcheck"
   memcheck_failed=()
