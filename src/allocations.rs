@@ -7,8 +7,7 @@ use crate::mr::suballoc::ranges;
 use crate::mr::MemoryResource;
 use crate::platform::Stream;
 use parking_lot::Mutex;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use crate::address_map::{address_hash, AddressMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -24,23 +23,7 @@ pub struct Allocation {
     pub stream: Stream,
 }
 
-/// Addresses are 256-byte aligned and unique: a multiply-shift of the address is a good hash.
-#[derive(Default)]
-struct AddressHasher(u64);
-
-impl Hasher for AddressHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("only addresses are hashed")
-    }
-    fn write_usize(&mut self, address: usize) {
-        self.0 = ((address as u64) >> 8).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-type Shard = HashMap<usize, Allocation, BuildHasherDefault<AddressHasher>>;
+type Shard = AddressMap<Allocation>;
 
 pub struct AllocationRegistry {
     shards: Box<[Mutex<Shard>]>,
@@ -60,8 +43,7 @@ impl Default for AllocationRegistry {
 
 impl AllocationRegistry {
     fn shard(&self, ptr: usize) -> &Mutex<Shard> {
-        let hash = ((ptr as u64) >> 8).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        &self.shards[(hash >> (64 - SHARD_BITS)) as usize]
+        &self.shards[(address_hash(ptr) >> (64 - SHARD_BITS)) as usize]
     }
 
     /// Records a pointer a resource just returned. A pointer already live means the resource

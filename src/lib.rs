@@ -6,6 +6,7 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod address_map;
 pub mod allocations;
 pub mod error;
 pub mod ffi;

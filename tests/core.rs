@@ -6,16 +6,12 @@ use rmm::ffi::handles;
 use rmm::mr::{AsyncResource, DirectResource, MemoryResource};
 use rmm::platform::{backend, Stream};
 use rmm::{legacy, per_device, Error};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, MutexGuard};
 
-/// The backend and the legacy state are process-wide: tests that touch them take turns.
+mod common;
+
 fn setup() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    std::env::set_var("RMM_SIM_DEVICES", "2:64MiB");
-    std::env::set_var("RMM_SIM_ON_RACE", "count");
-    let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    backend().expect("simulated devices").set_device(0).unwrap();
-    guard
+    common::setup_with("2:64MiB")
 }
 
 fn cuda(device: i32) -> Arc<dyn MemoryResource> {

@@ -4,24 +4,9 @@
 use rmm::mr::suballoc::tlsf::{Tlsf, GRANULE};
 use std::collections::BTreeMap;
 
-/// xorshift64*: deterministic, dependency-free randomness.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    /// Log-uniform in [1, 2^max_log2].
-    fn log_uniform(&mut self, max_log2: u32) -> usize {
-        let bits = self.below(max_log2 as u64 + 1) as u32;
-        1 + (self.next() as usize & ((1usize << bits) - 1))
-    }
-}
+mod common;
+
+use common::Rng;
 
 struct Model {
     chunks: BTreeMap<usize, usize>,

@@ -47,27 +47,9 @@ impl MemoryResource for PoolResource {
         self.core.deallocate(ptr, Some(bytes), stream)
     }
 
-    fn device(&self) -> i32 {
-        self.core.device()
-    }
-
     fn name(&self) -> &'static str {
         "pool"
     }
 
-    fn release(&self) -> Result<usize> {
-        self.core.release_free_chunks()
-    }
-
-    fn pool_size(&self) -> Option<usize> {
-        Some(self.core.reserved())
-    }
-
-    fn tracks_allocations(&self) -> bool {
-        true
-    }
-
-    fn suballocation_depth(&self) -> usize {
-        self.core.depth()
-    }
+    crate::stream_ordered_resource_methods!(core);
 }

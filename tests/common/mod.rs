@@ -9,8 +9,15 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 pub fn setup() -> MutexGuard<'static, ()> {
+    setup_with("2:512MiB")
+}
+
+/// Simulated devices as `spec` says (the first call in a test program decides), race
+/// checking in counting mode, device 0 current; tests that touch process-wide state take
+/// turns through the returned guard.
+pub fn setup_with(spec: &str) -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
-    std::env::set_var("RMM_SIM_DEVICES", "2:512MiB");
+    std::env::set_var("RMM_SIM_DEVICES", spec);
     std::env::set_var("RMM_SIM_ON_RACE", "count");
     let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     backend().expect("simulated devices").set_device(0).unwrap();

@@ -215,6 +215,34 @@ pub struct Core<I: BlockIndex> {
     omit_ordering: AtomicBool,
 }
 
+/// Implements the `MemoryResource` methods that a resource built on one `StreamOrdered` (in
+/// field `$core`) answers straight from it.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! stream_ordered_resource_methods {
+    ($core:ident) => {
+        fn device(&self) -> i32 {
+            self.$core.device()
+        }
+
+        fn release(&self) -> $crate::error::Result<usize> {
+            self.$core.release_free_chunks()
+        }
+
+        fn pool_size(&self) -> Option<usize> {
+            Some(self.$core.reserved())
+        }
+
+        fn tracks_allocations(&self) -> bool {
+            true
+        }
+
+        fn suballocation_depth(&self) -> usize {
+            self.$core.depth()
+        }
+    };
+}
+
 /// The owner of a `Core`: what resources hold.
 pub struct StreamOrdered<I: BlockIndex> {
     core: Arc<Core<I>>,

@@ -4,8 +4,6 @@
 //! block with adjacent free blocks. Blocks never coalesce across chunks (separate upstream
 //! allocations), because two chunks that happen to be adjacent are still freed separately.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// Granularity and alignment of every block.
 pub const GRANULE: usize = 256;
@@ -35,21 +33,7 @@ pub struct Chunk {
     pub size: usize,
 }
 
-/// Addresses are GRANULE-aligned and unique: multiply-shift hashing.
-#[derive(Default)]
-pub struct AddressHasher(u64);
-
-impl Hasher for AddressHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("only addresses are hashed")
-    }
-    fn write_usize(&mut self, address: usize) {
-        self.0 = ((address as u64) >> GRANULE_SHIFT).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
+pub use crate::address_map::AddressMap;
 
 /// A freed block's size, and whether the free left its whole chunk free.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,8 +41,6 @@ pub struct Freed {
     pub size: usize,
     pub chunk_now_free: bool,
 }
-
-pub type AddressMap<V> = HashMap<usize, V, BuildHasherDefault<AddressHasher>>;
 
 pub struct Tlsf {
     blocks: Vec<Block>,
@@ -365,13 +347,7 @@ impl Tlsf {
     /// Merges `next` (physically after `index`, free, same chunk) into `index`.
     fn absorb_next(&mut self, index: u32, next: u32) {
         self.unlink_free(next);
-        let Block { size, next_phys, .. } = self.blocks[next as usize];
-        self.blocks[index as usize].size += size;
-        self.blocks[index as usize].next_phys = next_phys;
-        if next_phys != NONE {
-            self.blocks[next_phys as usize].prev_phys = index;
-        }
-        self.spare_blocks.push(next);
+        self.absorb_next_used(index, next);
     }
 
     /// Returns the block at `addr` and coalesces it with free neighbours; returns its size, or
