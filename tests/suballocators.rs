@@ -179,25 +179,30 @@ fn memory_of_a_destroyed_stream_is_reused_without_touching_its_handle() {
 #[test]
 fn a_dropped_pool_keeps_live_blocks_valid_until_freed() {
     let _guard = setup();
-    let free_before = device_free();
-    let pool: Arc<dyn MemoryResource> = Arc::new(PoolResource::new(upstream(), 0, 0).unwrap());
-    let binning: Arc<dyn MemoryResource> = Arc::new(BinningResource::new(pool.clone(), 8, 12).unwrap());
-    let kept: Vec<(usize, usize)> = [100usize, 5000, 3 << 20]
-        .iter()
-        .map(|&size| (rmm::allocations::allocate(&binning, size, Stream::DEFAULT).unwrap(), size))
-        .collect();
-    assert_eq!(rmm::allocations::registry().get(kept[0].0).map(|a| a.size), None, "tracked by the pool, not recorded");
-    drop((pool, binning));
-    for (i, &(ptr, size)) in kept.iter().enumerate() {
-        stamp(ptr, size, i as u8 + 1);
+    for pool_block_first in [false, true] {
+        let free_before = device_free();
+        let pool: Arc<dyn MemoryResource> = Arc::new(PoolResource::new(upstream(), 0, 0).unwrap());
+        let binning: Arc<dyn MemoryResource> = Arc::new(BinningResource::new(pool.clone(), 8, 12).unwrap());
+        let mut kept: Vec<(usize, usize)> = [100usize, 5000, 3 << 20]
+            .iter()
+            .map(|&size| (rmm::allocations::allocate(&binning, size, Stream::DEFAULT).unwrap(), size))
+            .collect();
+        assert_eq!(rmm::allocations::registry().get(kept[0].0).map(|a| a.size), None, "tracked by the pool, not recorded");
+        drop((pool, binning));
+        if pool_block_first {
+            kept.reverse();
+        }
+        for (i, &(ptr, size)) in kept.iter().enumerate() {
+            stamp(ptr, size, i as u8 + 1);
+        }
+        assert!(device_free() < free_before, "the chunks are still held");
+        for (i, &(ptr, size)) in kept.iter().enumerate() {
+            assert!(stamped(ptr, size, i as u8 + 1));
+            rmm::legacy::free(ptr, Stream::DEFAULT).unwrap();
+        }
+        assert!(rmm::legacy::free(kept[0].0, Stream::DEFAULT).is_err(), "double free after the orphan is gone");
+        assert_eq!(device_free(), free_before, "the orphaned chunks went back once their last block was freed");
     }
-    assert!(device_free() < free_before, "the chunks are still held");
-    for (i, &(ptr, size)) in kept.iter().enumerate() {
-        assert!(stamped(ptr, size, i as u8 + 1));
-        rmm::legacy::free(ptr, Stream::DEFAULT).unwrap();
-    }
-    assert!(rmm::legacy::free(kept[0].0, Stream::DEFAULT).is_err(), "double free after the orphan is gone");
-    assert_eq!(device_free(), free_before, "the orphaned chunks went back once their last block was freed");
     assert!(races().is_empty(), "{:?}", races());
 }
 

@@ -58,5 +58,13 @@ pub fn adopt(holder: Arc<dyn ChunkHolder>) {
 /// Lets go of an orphan whose last block was freed.
 pub fn disown(holder: &dyn ChunkHolder) {
     let target = holder as *const dyn ChunkHolder as *const ();
-    ORPHANS.lock().retain(|h| Arc::as_ptr(h) as *const () != target);
+    let released: Vec<Arc<dyn ChunkHolder>> = {
+        let mut orphans = ORPHANS.lock();
+        let (released, kept) = orphans.drain(..).partition(|h| Arc::as_ptr(h) as *const () == target);
+        *orphans = kept;
+        released
+    };
+    // Dropped outside the lock: releasing an orphan returns its chunks upstream, which may
+    // reach other suballocators.
+    drop(released);
 }
