@@ -1,0 +1,145 @@
+//! Random sequences of C API calls that mix valid and invalid input (made-up and destroyed
+//! handles, foreign and interior pointers, double frees, wrong sizes, NULLs, huge sizes),
+//! checked against a model of what is live: every call answers an error code, nothing
+//! crashes, and nothing allocated is lost.
+
+mod common;
+
+use common::{setup, Rng};
+use rmm::error::rmmError_t::{self, *};
+use rmm::ffi::handles::rmmResource_t;
+use rmm::ffi::types::cudaStream_t;
+use rmm::ffi::*;
+use std::collections::HashMap;
+use std::ffi::c_void;
+
+const NULL_STREAM: cudaStream_t = std::ptr::null_mut();
+
+fn make(kind: u64, upstream: rmmResource_t) -> (rmmError_t, rmmResource_t) {
+    let mut handle: rmmResource_t = std::ptr::null_mut();
+    let status = match kind {
+        0 => rmmCudaResourceCreate(&mut handle),
+        1 => rmmPoolResourceCreate(&mut handle, upstream, 1 << 20, 32 << 20),
+        2 => rmmBinningResourceCreate(&mut handle, upstream, 8, 16),
+        3 => rmmArenaResourceCreate(&mut handle, upstream, 0),
+        _ => rmmFixedSizeResourceCreate(&mut handle, upstream, 4096, 8),
+    };
+    (status, handle)
+}
+
+#[test]
+fn random_misuse_never_crashes_or_loses_memory() {
+    let _guard = setup();
+    let mut rng = Rng(2024);
+    let (status, base) = make(0, std::ptr::null_mut());
+    assert_eq!(status, RMM_SUCCESS);
+    let mut live_handles: Vec<rmmResource_t> = vec![base];
+    let mut dead_handles: Vec<rmmResource_t> = Vec::new();
+    // Live allocations: pointer -> (handle it came from, size).
+    let mut live: HashMap<usize, (rmmResource_t, usize)> = HashMap::new();
+    let mut freed: Vec<usize> = Vec::new();
+    let on_stack = 0u64;
+    for step in 0..6000 {
+        let pick = |rng: &mut Rng, v: &Vec<rmmResource_t>| v[rng.below(v.len() as u64) as usize];
+        match rng.below(12) {
+            0 => {
+                let upstream = pick(&mut rng, &live_handles);
+                let (status, handle) = make(rng.below(5), upstream);
+                if status == RMM_SUCCESS {
+                    live_handles.push(handle);
+                } else {
+                    assert!(handle.is_null(), "step {step}: no handle on failure");
+                }
+            }
+            1 if live_handles.len() > 1 => {
+                // Destroying a handle never invalidates its allocations.
+                let at = 1 + rng.below(live_handles.len() as u64 - 1) as usize;
+                let handle = live_handles.swap_remove(at);
+                assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
+                dead_handles.push(handle);
+            }
+            2..=5 => {
+                let handle = pick(&mut rng, &live_handles);
+                let size = match rng.below(20) {
+                    0 => 0,
+                    1 => usize::MAX,
+                    2 => usize::MAX / 2,
+                    _ => rng.log_uniform(16),
+                };
+                let mut ptr: *mut c_void = std::ptr::null_mut();
+                let status = rmmResourceAllocate(handle, &mut ptr, size, NULL_STREAM);
+                match status {
+                    RMM_SUCCESS if size == 0 => assert!(ptr.is_null()),
+                    RMM_SUCCESS => assert!(live.insert(ptr as usize, (handle, size)).is_none(), "step {step}: handed out twice"),
+                    RMM_ERROR_OUT_OF_MEMORY | RMM_ERROR_INVALID_ARGUMENT => assert!(ptr.is_null()),
+                    other => panic!("step {step}: allocate of {size} bytes answered {other:?}"),
+                }
+            }
+            6..=8 if !live.is_empty() => {
+                let ptr = *live.keys().nth(rng.below(live.len() as u64) as usize).unwrap();
+                let (handle, size) = live[&ptr];
+                let handle_alive = live_handles.contains(&handle);
+                let status = match rng.below(4) {
+                    0 => rmmFree(ptr as *mut c_void, NULL_STREAM, std::ptr::null(), 0),
+                    _ if handle_alive => rmmResourceDeallocate(handle, ptr as *mut c_void, size, NULL_STREAM),
+                    _ => rmmFree(ptr as *mut c_void, NULL_STREAM, std::ptr::null(), 0),
+                };
+                assert_eq!(status, RMM_SUCCESS, "step {step}: a valid free failed: {}", last_message());
+                live.remove(&ptr);
+                freed.push(ptr);
+            }
+            9 => {
+                // Frees that must be refused, leaving every live allocation intact.
+                let candidates = [
+                    freed.last().copied().unwrap_or(0x1000),
+                    &on_stack as *const u64 as usize,
+                    live.keys().next().map_or(0x2000, |p| p + 256),
+                    rng.next() as usize & !0xff,
+                ];
+                let ptr = candidates[rng.below(4) as usize];
+                if ptr == 0 || live.contains_key(&ptr) {
+                    continue;
+                }
+                let status = rmmFree(ptr as *mut c_void, NULL_STREAM, std::ptr::null(), 0);
+                assert_eq!(status, RMM_ERROR_INVALID_ARGUMENT, "step {step}: freeing {ptr:#x}");
+            }
+            10 if !live.is_empty() => {
+                // A live pointer through the wrong resource or with the wrong size.
+                let ptr = *live.keys().next().unwrap();
+                let (handle, size) = live[&ptr];
+                let other = pick(&mut rng, &live_handles);
+                let wrong_size = size + 4096;
+                let (target, bytes) = if other != handle { (other, size) } else { (handle, wrong_size) };
+                if live_handles.contains(&target) {
+                    assert_eq!(rmmResourceDeallocate(target, ptr as *mut c_void, bytes, NULL_STREAM), RMM_ERROR_INVALID_ARGUMENT, "step {step}");
+                }
+            }
+            _ => {
+                // Made-up and destroyed handles.
+                let bogus: rmmResource_t = match (rng.below(3), dead_handles.last()) {
+                    (0, Some(&dead)) => dead,
+                    (1, _) => (rng.next() as usize | 1) as rmmResource_t,
+                    _ => 0x1234 as rmmResource_t,
+                };
+                let mut ptr: *mut c_void = std::ptr::null_mut();
+                assert_eq!(rmmResourceAllocate(bogus, &mut ptr, 256, NULL_STREAM), RMM_ERROR_INVALID_HANDLE, "step {step}");
+                assert_eq!(rmmResourceDestroy(bogus), RMM_ERROR_INVALID_HANDLE, "step {step}");
+                assert_eq!(rmmResourceAllocate(base, std::ptr::null_mut(), 256, NULL_STREAM), RMM_ERROR_INVALID_ARGUMENT);
+            }
+        }
+    }
+    assert!(dead_handles.len() > 100 && freed.len() > 1000, "the run exercised too little");
+    for (ptr, _) in live.drain() {
+        assert_eq!(rmmFree(ptr as *mut c_void, NULL_STREAM, std::ptr::null(), 0), RMM_SUCCESS, "{}", last_message());
+    }
+    for handle in live_handles {
+        assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
+    }
+    assert_eq!(rmm::allocations::registry().totals(), (0, 0), "no pointer record left behind");
+    assert!(common::races().is_empty(), "{:?}", common::races());
+}
+
+fn last_message() -> String {
+    // SAFETY: rmmGetLastErrorMessage returns a NUL-terminated thread-local string.
+    unsafe { std::ffi::CStr::from_ptr(rmmGetLastErrorMessage()) }.to_string_lossy().into_owned()
+}
