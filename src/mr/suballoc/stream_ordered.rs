@@ -380,17 +380,18 @@ impl<I: BlockIndex> Core<I> {
         })
     }
 
-
     fn state_for(&self, stream: Stream) -> Result<StateRef<'_, I>> {
         let identity = self.identity(stream)?;
         if identity == 0 && !self.per_thread_default_stream.load(Ordering::Relaxed) {
-            return self.default_state.get_or_try_init(|| self.state_by_key(0, Stream::DEFAULT, 0)).map(StateRef::Borrowed);
+            return self.default_state.get_or_try_init(|| self.shared_state(0, Stream::DEFAULT)).map(StateRef::Borrowed);
         }
-        self.state_by_key(identity, stream, identity).map(StateRef::Owned)
+        self.shared_state(identity, stream).map(StateRef::Owned)
     }
 
-    fn state_by_key(&self, identity: u64, stream: Stream, key: u64) -> Result<Arc<StreamState<I>>> {
-        let key = match key {
+    /// The state of a stream, through this thread's cache. States are keyed by stream
+    /// identity, or by thread for per-thread arenas on the legacy default stream.
+    fn shared_state(&self, identity: u64, stream: Stream) -> Result<Arc<StreamState<I>>> {
+        let key = match identity {
             0 if self.per_thread_default_stream.load(Ordering::Relaxed) => THREAD_KEY.with(|key| *key),
             identity => identity,
         };
