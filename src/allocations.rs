@@ -20,7 +20,6 @@ const SHARDS: usize = 1 << SHARD_BITS;
 pub struct Allocation {
     pub resource: Arc<dyn MemoryResource>,
     pub size: usize,
-    pub stream: Stream,
 }
 
 type Shard = AddressMap<Allocation>;
@@ -130,7 +129,7 @@ pub fn allocate(resource: &Arc<dyn MemoryResource>, bytes: usize, stream: Stream
     }
     let ptr = resource.allocate(bytes, stream)?;
     if !resource.tracks_allocations() {
-        registry().insert(ptr, Allocation { resource: resource.clone(), size: bytes, stream })?;
+        registry().insert(ptr, Allocation { resource: resource.clone(), size: bytes })?;
     }
     Ok(ptr)
 }

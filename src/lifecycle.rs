@@ -11,9 +11,9 @@ extern "C" fn mark_exiting() {
     EXITING.store(true, Ordering::SeqCst);
 }
 
-/// Registers the exit hook; called when the first resource is made.
+/// Registers the exit hook; called by the first C API call.
 pub fn watch_process_exit() {
-    REGISTER.call_once(crate::platform::register_exit_hook(mark_exiting));
+    REGISTER.call_once(|| crate::platform::at_exit(mark_exiting));
 }
 
 pub fn process_exiting() -> bool {

@@ -7,8 +7,21 @@ use crate::allocations;
 use crate::error::{rmmError_t, Result};
 use crate::mr::{AsyncResource, DirectResource, MemoryResource};
 use crate::platform::backend;
-use std::ffi::{c_char, c_int, c_void};
+use parking_lot::Mutex;
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::Arc;
+
+/// The NUL-terminated copy of a resource name, made once per name and kept for the process.
+fn c_name(name: &'static str) -> &'static CStr {
+    static NAMES: Mutex<Vec<(&'static str, &'static CStr)>> = Mutex::new(Vec::new());
+    let mut names = NAMES.lock();
+    if let Some((_, c)) = names.iter().find(|(n, _)| *n == name) {
+        return c;
+    }
+    let c: &'static CStr = Box::leak(CString::new(name).unwrap_or_default().into_boxed_c_str());
+    names.push((name, c));
+    c
+}
 
 /// Makes a resource on the current device and writes its new handle to `out`.
 fn create(function: &'static str, out: *mut rmmResource_t, make: impl FnOnce(i32) -> Result<Arc<dyn MemoryResource>>) -> rmmError_t {
@@ -100,18 +113,6 @@ pub extern "C" fn rmmResourceGetDevice(resource: rmmResource_t, device: *mut c_i
 pub extern "C" fn rmmResourceGetName(resource: rmmResource_t, name: *mut *const c_char) -> rmmError_t {
     boundary("rmmResourceGetName", || {
         non_null(name, "name")?;
-        let kind = handles::get(resource)?.name();
-        let text: &'static std::ffi::CStr = match kind {
-            "cuda" => c"cuda",
-            "managed" => c"managed",
-            "cuda_async" => c"cuda_async",
-            "pinned_host" => c"pinned_host",
-            "pool" => c"pool",
-            "arena" => c"arena",
-            "binning" => c"binning",
-            "fixed_size" => c"fixed_size",
-            _ => c"other",
-        };
-        write_out(name, "name", text.as_ptr())
+        write_out(name, "name", c_name(handles::get(resource)?.name()).as_ptr())
     })
 }

@@ -85,12 +85,6 @@ impl Backend {
     pub fn is_simulated(&self) -> bool {
         matches!(self, Backend::Sim(_))
     }
-    pub fn name(&self) -> &'static str {
-        match self {
-            Backend::Cuda(_) => "CUDA driver",
-            Backend::Sim(_) => "simulated device",
-        }
-    }
     pub fn device_count(&self) -> Result<i32> {
         dispatch!(self.device_count())
     }
@@ -201,12 +195,10 @@ impl Backend {
     }
 }
 
-/// Returns a closure that registers `hook` to run when the process exits (`atexit`).
-pub(crate) fn register_exit_hook(hook: extern "C" fn()) -> impl FnOnce() {
-    move || {
-        // SAFETY: `hook` is a plain function with no captured state, valid for the process.
-        if unsafe { libc::atexit(hook) } != 0 {
-            log::warn!("could not register the exit hook");
-        }
+/// Runs `hook` when the process exits (`atexit`).
+pub(crate) fn at_exit(hook: extern "C" fn()) {
+    // SAFETY: `hook` is a plain function with no captured state, valid for the process.
+    if unsafe { libc::atexit(hook) } != 0 {
+        log::warn!("could not register the exit hook");
     }
 }

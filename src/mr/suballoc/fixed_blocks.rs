@@ -20,10 +20,6 @@ impl FixedBlocks {
         FixedBlocks { block_size, free: Vec::new(), used: AddressMap::default(), chunks: BTreeMap::new(), chunk_bytes: 0 }
     }
 
-    pub fn block_bytes(&self) -> usize {
-        self.block_size
-    }
-
     pub fn add_chunk(&mut self, base: usize, size: usize) {
         let blocks = size / self.block_size;
         debug_assert!(blocks > 0);

@@ -364,10 +364,6 @@ impl<I: BlockIndex> Core<I> {
         self.device
     }
 
-    pub fn name(&self) -> &'static str {
-        self.name
-    }
-
     fn identity(&self, stream: Stream) -> Result<u64> {
         if matches!(stream, Stream::DEFAULT | Stream::LEGACY) {
             return Ok(0);

@@ -130,10 +130,6 @@ impl Tlsf {
         self.chunk_bytes
     }
 
-    pub fn chunks(&self) -> impl Iterator<Item = Chunk> + '_ {
-        self.chunks.iter().flatten().copied()
-    }
-
     pub fn used_blocks(&self) -> usize {
         self.used.len() - self.parked.len()
     }
