@@ -434,15 +434,8 @@ impl<I: BlockIndex> Core<I> {
     pub fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
         crate::mr::require_nonzero(bytes, self.name)?;
         let state = self.state_for(stream)?;
-        {
-            let mut shelf = state.shelf.lock();
-            if let Some((addr, size)) = shelf.index.allocate(bytes) {
-                if !shelf.pending.is_empty() {
-                    self.absorb_pending(&state, &mut shelf, stream)?;
-                }
-                backend()?.note_acquired(self.device, addr, size, stream);
-                return Ok(addr);
-            }
+        if let Some(addr) = self.allocate_from_own(&state, bytes, stream)? {
+            return Ok(addr);
         }
         self.allocate_slow(&state, bytes, stream)
     }
@@ -600,11 +593,7 @@ impl<I: BlockIndex> Core<I> {
             self.owners.write().insert(chunk.base, (chunk.size, state.clone()));
             let mut shelf = state.shelf.lock();
             shelf.index.add_chunk(chunk.base, chunk.size);
-            if let Some((addr, size)) = shelf.index.allocate(bytes) {
-                if !shelf.pending.is_empty() {
-                    self.absorb_pending(state, &mut shelf, stream)?;
-                }
-                backend()?.note_acquired(self.device, addr, size, stream);
+            if let Some(addr) = self.take_from_shelf(state, &mut shelf, bytes, stream)? {
                 return Ok(Some(addr));
             }
         }
@@ -676,10 +665,15 @@ impl<I: BlockIndex> Core<I> {
     }
 
     fn allocate_from_own(&self, state: &StreamState<I>, bytes: usize, stream: Stream) -> Result<Option<usize>> {
-        let mut shelf = state.shelf.lock();
+        self.take_from_shelf(state, &mut state.shelf.lock(), bytes, stream)
+    }
+
+    /// A block from `stream`'s own shelf (locked by the caller), ordered after frees other
+    /// streams made into it.
+    fn take_from_shelf(&self, state: &StreamState<I>, shelf: &mut Shelf<I>, bytes: usize, stream: Stream) -> Result<Option<usize>> {
         let Some((addr, size)) = shelf.index.allocate(bytes) else { return Ok(None) };
         if !shelf.pending.is_empty() {
-            self.absorb_pending(state, &mut shelf, stream)?;
+            self.absorb_pending(state, shelf, stream)?;
         }
         backend()?.note_acquired(self.device, addr, size, stream);
         Ok(Some(addr))
