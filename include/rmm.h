@@ -62,6 +62,35 @@ typedef enum rmmError_t {
   RMM_ERROR_ALREADY_INITIALIZED = 9,
 } rmmError_t;
 
+// Allocation figures of a statistics adaptor's innermost scope, as RMM's
+// `statistics_resource_adaptor` counts them: bytes as requested, allocations as calls.
+// Current values can be negative within a scope that frees memory allocated before it.
+typedef struct rmmStatistics_t {
+  int64_t current_bytes;
+  int64_t peak_bytes;
+  int64_t total_bytes;
+  int64_t current_count;
+  int64_t peak_count;
+  int64_t total_count;
+} rmmStatistics_t;
+
+// One outstanding allocation of a tracking adaptor.
+typedef struct rmmAllocationRecord_t {
+  void *ptr;
+  size_t size;
+  cudaStream_t stream;
+  // The OS id of the allocating thread.
+  uint64_t thread;
+  // The `RMM_ALLOC` call site (line 0 and file "" when unknown); a long file name keeps its
+  // end.
+  uint32_t line;
+  char file[256];
+} rmmAllocationRecord_t;
+
+// Called when an allocation fails for lack of memory, with the bytes asked for and the `arg`
+// given at creation; returning true retries the allocation.
+typedef bool (*rmmFailureCallback_t)(size_t bytes, void *arg);
+
 // Legacy allocation-mode flags; combine with `|`.
 typedef uint32_t rmmAllocationMode_t;
 
@@ -103,6 +132,91 @@ typedef struct rmmOptions_t {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+// Creates a statistics adaptor over `upstream`: current, peak and total bytes and
+// allocation counts of what goes through it, kept with atomics (threads never wait here).
+enum rmmError_t rmmStatisticsAdaptorCreate(rmmResource_t *resource, rmmResource_t upstream);
+
+// Writes the figures of the innermost scope of a statistics adaptor to `*counts`.
+enum rmmError_t rmmStatisticsAdaptorGetCounts(rmmResource_t resource,
+                                              struct rmmStatistics_t *counts);
+
+// Starts a nested scope: the figures start again from zero until the matching pop.
+enum rmmError_t rmmStatisticsAdaptorPushCounters(rmmResource_t resource);
+
+// Ends the innermost scope and writes its figures to `*popped` unless it is NULL; its peak
+// counts towards the enclosing scope's, as in RMM. Without a pushed scope:
+// RMM_ERROR_INVALID_ARGUMENT.
+enum rmmError_t rmmStatisticsAdaptorPopCounters(rmmResource_t resource,
+                                                struct rmmStatistics_t *popped);
+
+// Creates a logging adaptor over `upstream` that writes one CSV line per allocation and free
+// to `path` (created or truncated now), in RAPIDS RMM's format
+// (`Thread,Time,Action,Pointer,Size,Stream`). A NULL `path` uses the file the environment
+// variable RMM_LOG_FILE names; with neither, RMM_ERROR_INVALID_ARGUMENT. A file that cannot
+// be created is RMM_ERROR_IO. Lines are buffered: `rmmLoggingAdaptorFlush` and destroying the
+// adaptor write them out.
+enum rmmError_t rmmLoggingAdaptorCreate(rmmResource_t *resource,
+                                        rmmResource_t upstream,
+                                        const char *path);
+
+// Writes every buffered line of a logging adaptor to its file and flushes the file.
+// RMM_ERROR_IO if a write failed since the last flush.
+enum rmmError_t rmmLoggingAdaptorFlush(rmmResource_t resource);
+
+// Creates a limiting adaptor over `upstream`: an allocation that would take the bytes
+// allocated through it (each rounded up to 256) past `limit` is RMM_ERROR_OUT_OF_MEMORY,
+// with the limit in the message. A `limit` of 0 is RMM_ERROR_INVALID_ARGUMENT.
+enum rmmError_t rmmLimitingAdaptorCreate(rmmResource_t *resource,
+                                         rmmResource_t upstream,
+                                         size_t limit);
+
+// Writes the bytes a limiting adaptor counts as allocated to `*bytes`.
+enum rmmError_t rmmLimitingAdaptorGetAllocatedBytes(rmmResource_t resource, size_t *bytes);
+
+// Creates a tracking adaptor over `upstream`: it records every outstanding allocation with
+// size, stream, thread, the `RMM_ALLOC` call site and, when `capture_stacks` is true, a
+// backtrace (slow: for debugging). Leaks are reported to the log (stderr) at `rmmFinalize`, at
+// process exit and when the adaptor is destroyed.
+enum rmmError_t rmmTrackingAdaptorCreate(rmmResource_t *resource,
+                                         rmmResource_t upstream,
+                                         bool capture_stacks);
+
+// Lists the outstanding allocations of a tracking adaptor, by address: writes how many there
+// are to `*count` and the first `capacity` of them to `records` (which may be NULL when
+// `capacity` is 0).
+enum rmmError_t rmmTrackingAdaptorGetOutstanding(rmmResource_t resource,
+                                                 struct rmmAllocationRecord_t *records,
+                                                 size_t capacity,
+                                                 size_t *count);
+
+// The leak report of a tracking adaptor, as text (empty when nothing is outstanding), copied
+// with a NUL into `buffer` of `size` bytes; its length goes to `*length` unless NULL. A NULL
+// `buffer` only asks for the length; a buffer too small is RMM_ERROR_INVALID_ARGUMENT.
+enum rmmError_t rmmTrackingAdaptorGetReport(rmmResource_t resource,
+                                            char *buffer,
+                                            size_t size,
+                                            size_t *length);
+
+// Creates a failure-callback adaptor over `upstream`: when an allocation fails with
+// RMM_ERROR_OUT_OF_MEMORY, it calls `callback(bytes, arg)` and tries again for as long as the
+// callback returns true (to spill or drop caches first). `callback` may not be NULL; it runs
+// on the allocating thread and must not allocate through this adaptor.
+enum rmmError_t rmmFailureCallbackAdaptorCreate(rmmResource_t *resource,
+                                                rmmResource_t upstream,
+                                                rmmFailureCallback_t callback,
+                                                void *arg);
+
+// Creates an aligned adaptor over `upstream`: allocations of at least `threshold` bytes are
+// aligned to `alignment` (a power of two, at least 256); smaller ones pass through.
+enum rmmError_t rmmAlignedAdaptorCreate(rmmResource_t *resource,
+                                        rmmResource_t upstream,
+                                        size_t alignment,
+                                        size_t threshold);
+
+// Creates a prefetch adaptor over `upstream`: each allocation of managed memory is migrated
+// to the device in the order of its stream before it is handed out (other memory as is).
+enum rmmError_t rmmPrefetchAdaptorCreate(rmmResource_t *resource, rmmResource_t upstream);
 
 // Makes `resource` the resource of `device` (the registry keeps its own reference, so the
 // caller may destroy its handle). If `previous` is not NULL it receives a new handle to the

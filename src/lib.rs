@@ -15,5 +15,6 @@ mod lifecycle;
 pub mod mr;
 pub mod per_device;
 pub mod platform;
+pub mod replay;
 
 pub use error::{Error, Result};

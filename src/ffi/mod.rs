@@ -6,6 +6,8 @@
 // carries a SAFETY note on what the C caller promises.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+mod adaptors;
+pub mod call_site;
 mod devices;
 pub mod handles;
 mod legacy;
@@ -14,6 +16,7 @@ mod streams;
 mod suballocators;
 pub mod types;
 
+pub use adaptors::*;
 pub use devices::*;
 pub use legacy::*;
 pub use resources::*;
@@ -99,4 +102,40 @@ pub(crate) fn non_null<T>(ptr: *mut T, name: &str) -> Result<*mut T> {
         return Err(Error::invalid(format!("{name} is NULL")));
     }
     Ok(ptr)
+}
+
+/// Copies `text` and a terminating NUL into the caller's `buffer` of `size` bytes, and writes
+/// the text's length (without the NUL) to `*length` unless it is NULL. A NULL `buffer` only
+/// asks for the length; a buffer too small is refused (nothing written), naming the size
+/// needed.
+pub(crate) fn copy_text(text: &str, buffer: *mut std::ffi::c_char, size: usize, length: *mut usize) -> Result<()> {
+    if !length.is_null() {
+        write_out(length, "length", text.len())?;
+    }
+    if buffer.is_null() {
+        return match length.is_null() {
+            true => Err(Error::invalid("buffer and length are both NULL")),
+            false => Ok(()),
+        };
+    }
+    if size <= text.len() {
+        return Err(Error::invalid(format!("the buffer holds {size} bytes; {} are needed", text.len() + 1)));
+    }
+    // SAFETY: `buffer` is non-NULL and the caller promises `size` writable bytes, of which we
+    // write text.len() + 1 < size + 1.
+    unsafe {
+        std::ptr::copy_nonoverlapping(text.as_ptr(), buffer as *mut u8, text.len());
+        buffer.add(text.len()).write(0);
+    }
+    Ok(())
+}
+
+/// A C string argument as UTF-8; NULL is None.
+pub(crate) fn optional_str<'a>(text: *const std::ffi::c_char, name: &str) -> Result<Option<&'a str>> {
+    if text.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: non-NULL, and the caller promises a NUL-terminated string that outlives the call.
+    let text = unsafe { std::ffi::CStr::from_ptr(text) };
+    text.to_str().map(Some).map_err(|_| Error::invalid(format!("{name} is not valid UTF-8")))
 }

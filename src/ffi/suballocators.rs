@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 /// Makes a resource over `upstream` (which it keeps its own reference to) and writes its new
 /// handle to `out`.
-fn create_over(
+pub(crate) fn create_over(
     function: &'static str,
     out: *mut rmmResource_t,
     upstream: rmmResource_t,

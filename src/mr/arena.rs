@@ -7,6 +7,7 @@
 use super::pool::PoolResource;
 use super::suballoc::stream_ordered::{Growth, StreamOrdered, Usage};
 use super::suballoc::tlsf::Tlsf;
+use super::via::{Via, DIRECT};
 use super::MemoryResource;
 use crate::error::Result;
 use crate::platform::Stream;
@@ -45,17 +46,31 @@ impl ArenaResource {
 
 impl MemoryResource for ArenaResource {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
-        match bytes > LOCAL_LIMIT {
-            true => self.global.allocate(bytes, stream),
-            false => self.local.allocate(bytes, stream),
-        }
+        self.allocate_via(bytes, stream, DIRECT)
     }
 
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
+        self.deallocate_via(ptr, bytes, stream, DIRECT)
+    }
+
+    fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {
         match bytes > LOCAL_LIMIT {
-            true => self.global.deallocate(ptr, bytes, stream),
-            false => self.local.deallocate(ptr, Some(bytes), stream),
+            true => self.global.allocate_via(bytes, stream, via),
+            false => self.local.allocate_via(bytes, stream, via),
         }
+    }
+
+    fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: Via) -> Result<()> {
+        match bytes > LOCAL_LIMIT {
+            true => self.global.deallocate_via(ptr, bytes, stream, via),
+            false => self.local.deallocate_via(ptr, Some(bytes), stream, Some(via)),
+        }
+    }
+
+    fn snapshot(&self) -> serde_json::Value {
+        let mut local = self.local.snapshot("arena");
+        local["global_arena"] = self.global.snapshot();
+        local
     }
 
     fn device(&self) -> i32 {

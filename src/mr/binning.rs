@@ -2,6 +2,7 @@
 //! smallest bin that holds it, larger ones to the upstream resource.
 
 use super::fixed_size::FixedSizeResource;
+use super::via::{Via, DIRECT};
 use super::MemoryResource;
 use crate::error::{Error, Result};
 use crate::platform::Stream;
@@ -80,11 +81,24 @@ impl BinningResource {
 
 impl MemoryResource for BinningResource {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
-        self.route(bytes, |resource| resource.allocate(bytes, stream))
+        self.allocate_via(bytes, stream, DIRECT)
     }
 
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
-        self.route(bytes, |resource| resource.deallocate(ptr, bytes, stream))
+        self.deallocate_via(ptr, bytes, stream, DIRECT)
+    }
+
+    fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {
+        self.route(bytes, |resource| resource.allocate_via(bytes, stream, via))
+    }
+
+    fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: Via) -> Result<()> {
+        self.route(bytes, |resource| resource.deallocate_via(ptr, bytes, stream, via))
+    }
+
+    fn snapshot(&self) -> serde_json::Value {
+        let bins: Vec<_> = self.bins.load().iter().map(|(size, bin)| serde_json::json!({ "allocation_size": size, "bin": bin.snapshot() })).collect();
+        serde_json::json!({ "resource": self.name(), "device": self.device(), "bins": bins, "upstream": self.upstream.snapshot() })
     }
 
     fn device(&self) -> i32 {

@@ -47,10 +47,14 @@ impl FixedSizeResource {
 
 impl MemoryResource for FixedSizeResource {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
+        self.allocate_via(bytes, stream, crate::mr::via::DIRECT)
+    }
+
+    fn allocate_via(&self, bytes: usize, stream: Stream, via: crate::mr::Via) -> Result<usize> {
         if bytes > self.block_size {
             return Err(Error::invalid(format!("{bytes} bytes exceed the fixed block size {}", self.block_size)));
         }
-        self.core.allocate(bytes, stream)
+        self.core.allocate_via(bytes, stream, via)
     }
 
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
@@ -59,6 +63,14 @@ impl MemoryResource for FixedSizeResource {
 
     fn name(&self) -> &'static str {
         "fixed_size"
+    }
+
+    fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: crate::mr::Via) -> Result<()> {
+        self.core.deallocate_via(ptr, Some(bytes), stream, Some(via))
+    }
+
+    fn snapshot(&self) -> serde_json::Value {
+        self.core.snapshot(self.name())
     }
 
     crate::stream_ordered_resource_methods!(core);

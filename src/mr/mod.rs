@@ -7,7 +7,10 @@ mod cuda_async;
 mod direct;
 mod fixed_size;
 mod pool;
+pub mod adaptors;
+pub mod snapshot;
 pub mod suballoc;
+pub mod via;
 
 pub use arena::ArenaResource;
 pub use binning::BinningResource;
@@ -18,6 +21,7 @@ pub use pool::PoolResource;
 
 use crate::error::Result;
 use crate::platform::Stream;
+pub use via::Via;
 
 /// Every address a resource hands out is aligned to at least this many bytes.
 pub const ALIGNMENT: usize = 256;
@@ -30,6 +34,17 @@ pub trait MemoryResource: std::any::Any + Send + Sync + 'static {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize>;
     /// Returns `ptr` to the resource once work already enqueued on `stream` is done with it.
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()>;
+    /// `allocate` called by the outer resource `via` (an adaptor over this one). Resources
+    /// that track their blocks remember `via`, so that `rmmFree` goes through that adaptor.
+    fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {
+        let _ = via;
+        self.allocate(bytes, stream)
+    }
+    /// `deallocate` called by the outer resource `via`: the counterpart of `allocate_via`.
+    fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: Via) -> Result<()> {
+        let _ = via;
+        self.deallocate(ptr, bytes, stream)
+    }
     /// The device whose memory the resource hands out (pinned host memory: the device whose
     /// context allocates it).
     fn device(&self) -> i32;
@@ -53,6 +68,10 @@ pub trait MemoryResource: std::any::Any + Send + Sync + 'static {
     /// driver).
     fn suballocation_depth(&self) -> usize {
         0
+    }
+    /// A JSON description of the resource and, nested, its upstream resources.
+    fn snapshot(&self) -> serde_json::Value {
+        serde_json::json!({ "resource": self.name(), "device": self.device() })
     }
 }
 

@@ -43,12 +43,24 @@ impl MemoryResource for PoolResource {
         self.core.allocate(bytes, stream)
     }
 
+    fn allocate_via(&self, bytes: usize, stream: Stream, via: crate::mr::Via) -> Result<usize> {
+        self.core.allocate_via(bytes, stream, via)
+    }
+
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
         self.core.deallocate(ptr, Some(bytes), stream)
     }
 
     fn name(&self) -> &'static str {
         "pool"
+    }
+
+    fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: crate::mr::Via) -> Result<()> {
+        self.core.deallocate_via(ptr, Some(bytes), stream, Some(via))
+    }
+
+    fn snapshot(&self) -> serde_json::Value {
+        self.core.snapshot(self.name())
     }
 
     crate::stream_ordered_resource_methods!(core);

@@ -320,6 +320,23 @@ impl CudaDriver {
         })
     }
 
+    pub fn prefetch(&self, device: i32, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
+        // CUDA 13 headers name the v2 entry point cuMemPrefetchAsync; the driver still exports
+        // the original one, which is what this loads.
+        if !driver_symbol_present("cuMemPrefetchAsync") {
+            return Err(Error::NotSupported("this driver has no cuMemPrefetchAsync".into()));
+        }
+        self.with_device(device, || {
+            // SAFETY: the driver validates the range (not managed: CUDA_ERROR_INVALID_VALUE) and
+            // the stream; `device` is an ordinal checked by with_device.
+            let status = unsafe { sys::cuMemPrefetchAsync(ptr as sys::CUdeviceptr, bytes, device, stream.0 as sys::CUstream) };
+            match status {
+                CUresult::CUDA_ERROR_INVALID_VALUE => Err(Error::invalid(format!("{ptr:#x} is not managed memory"))),
+                status => check("cuMemPrefetchAsync", status),
+            }
+        })
+    }
+
     pub fn stream_identity(&self, stream: Stream) -> Result<u64> {
         let mut id: std::ffi::c_ulonglong = 0;
         // SAFETY: out-pointer to a local; the driver validates the stream handle.

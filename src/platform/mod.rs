@@ -139,6 +139,11 @@ impl Backend {
     pub fn copy_async(&self, device: i32, dst: usize, src: usize, bytes: usize, stream: Stream) -> Result<()> {
         dispatch!(self.copy_async(device, dst, src, bytes, stream))
     }
+    /// Migrates managed memory `[ptr, ptr+bytes)` to `device` in the order of `stream`. Memory
+    /// that is not managed is `Error::InvalidArgument` (as the driver's CUDA_ERROR_INVALID_VALUE).
+    pub fn prefetch(&self, device: i32, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
+        dispatch!(self.prefetch(device, ptr, bytes, stream))
+    }
     /// An identity of `stream` that no other stream ever shares, even after the handle is
     /// destroyed and its value reused (RMM #2251). The legacy default stream is 0.
     pub fn stream_identity(&self, stream: Stream) -> Result<u64> {
@@ -200,5 +205,24 @@ pub(crate) fn at_exit(hook: extern "C" fn()) {
     // SAFETY: `hook` is a plain function with no captured state, valid for the process.
     if unsafe { libc::atexit(hook) } != 0 {
         log::warn!("could not register the exit hook");
+    }
+}
+
+/// The kernel's id of the calling thread, as RMM's logs show it.
+pub fn os_thread_id() -> u64 {
+    // SAFETY: gettid has no preconditions and cannot fail.
+    unsafe { libc::gettid() as u64 }
+}
+
+/// Seconds east of UTC of the local time zone, now.
+pub fn local_utc_offset_seconds() -> i64 {
+    // SAFETY: `time` accepts NULL; `localtime_r` writes only into the `tm` we own.
+    unsafe {
+        let now = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&now, &mut tm).is_null() {
+            return 0;
+        }
+        tm.tm_gmtoff
     }
 }

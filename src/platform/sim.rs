@@ -72,6 +72,8 @@ struct SimState {
     releases: BTreeMap<usize, Release>,
     races: Vec<String>,
     next_handle: usize,
+    /// Bytes prefetched so far, for tests of the prefetch adaptor.
+    prefetched_bytes: usize,
 }
 
 pub struct SimDevices {
@@ -296,6 +298,24 @@ impl SimDevices {
         self.check_device(device)?;
         let capacity = self.capacities[device as usize];
         Ok((capacity - *self.used[device as usize].lock(), capacity))
+    }
+
+    pub fn prefetch(&self, device: i32, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
+        self.check_device(device)?;
+        let mut state = self.state.lock();
+        state.resolve_stream(stream)?;
+        match state.containing(ptr) {
+            Some((base, a)) if a.kind == MemoryKind::Managed && ptr + bytes <= base + a.size => {
+                state.prefetched_bytes += bytes;
+                Ok(())
+            }
+            _ => Err(Error::invalid(format!("{ptr:#x}..+{bytes} is not managed memory"))),
+        }
+    }
+
+    /// Bytes prefetched so far on all devices.
+    pub fn prefetched_bytes(&self) -> usize {
+        self.state.lock().prefetched_bytes
     }
 
     pub fn address_range(&self, _device: i32, ptr: usize) -> Result<(usize, usize)> {

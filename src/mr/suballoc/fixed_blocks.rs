@@ -1,15 +1,16 @@
 //! Free-block index for blocks of one size: chunks are cut into equal blocks kept on a LIFO
 //! free list (the most recently freed block is the warmest). O(1) allocate and free.
 
-use super::tlsf::{AddressMap, Chunk, Freed};
+use super::tlsf::{AddressMap, BlockView, Chunk, Freed, Refused};
+use crate::mr::via::{Lease, Via};
 use std::collections::BTreeMap;
 
 pub struct FixedBlocks {
     block_size: usize,
     /// Free blocks with the base of their chunk, most recently freed last.
     free: Vec<(usize, usize)>,
-    /// Every block handed out, with the base of its chunk.
-    used: AddressMap<usize>,
+    /// Every block handed out, with the base of its chunk and what it was handed out for.
+    used: AddressMap<(usize, Lease)>,
     /// Chunk base -> (size, blocks in use).
     chunks: BTreeMap<usize, (usize, usize)>,
     chunk_bytes: usize,
@@ -29,17 +30,34 @@ impl FixedBlocks {
     }
 
     pub fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)> {
-        if bytes > self.block_size {
+        self.allocate_leased(Lease::direct(bytes))
+    }
+
+    pub fn allocate_leased(&mut self, lease: Lease) -> Option<(usize, usize)> {
+        if lease.requested > self.block_size {
             return None;
         }
         let (addr, base) = self.free.pop()?;
         self.chunks.get_mut(&base).expect("free blocks lie in chunks").1 += 1;
-        self.used.insert(addr, base);
+        self.used.insert(addr, (base, lease));
         Some((addr, self.block_size))
     }
 
     pub fn block_size(&self, addr: usize) -> Option<usize> {
         self.used.contains_key(&addr).then_some(self.block_size)
+    }
+
+    pub fn lease(&self, addr: usize) -> Option<(usize, Lease)> {
+        self.used.get(&addr).map(|(_, lease)| (self.block_size, *lease))
+    }
+
+    /// Every block of the chunk based at `base`, in address order.
+    pub fn chunk_blocks(&self, base: usize) -> Vec<BlockView> {
+        let Some(&(size, _)) = self.chunks.get(&base) else { return Vec::new() };
+        (base..base + size - self.block_size + 1)
+            .step_by(self.block_size)
+            .map(|addr| BlockView { addr, size: self.block_size, requested: self.used.get(&addr).map(|(_, lease)| lease.requested) })
+            .collect()
     }
 
     /// Any request up to the block size takes a whole block.
@@ -52,18 +70,22 @@ impl FixedBlocks {
     }
 
     pub fn free(&mut self, addr: usize) -> Option<usize> {
-        self.free_checked(addr, None).ok().map(|freed| freed.size)
+        self.free_checked(addr, None, None).ok().map(|freed| freed.size)
     }
 
     /// As `Tlsf::free_checked`.
-    pub fn free_checked(&mut self, addr: usize, bytes: Option<usize>) -> Result<Freed, Option<usize>> {
+    pub fn free_checked(&mut self, addr: usize, bytes: Option<usize>, via: Option<Via>) -> Result<Freed, Refused> {
         let std::collections::hash_map::Entry::Occupied(entry) = self.used.entry(addr) else {
-            return Err(None);
+            return Err(Refused::NotLive);
         };
         if bytes.is_some_and(|bytes| bytes > self.block_size) {
-            return Err(Some(self.block_size));
+            return Err(Refused::WrongSize(self.block_size));
         }
-        let base = entry.remove();
+        let lease = entry.get().1;
+        if via.is_some_and(|via| via != lease.via) {
+            return Err(Refused::OtherVia(lease.via));
+        }
+        let (base, _) = entry.remove();
         let in_use = &mut self.chunks.get_mut(&base).expect("used blocks lie in chunks").1;
         *in_use -= 1;
         let chunk_now_free = *in_use == 0;

@@ -18,7 +18,8 @@
 
 use super::fixed_blocks::FixedBlocks;
 use super::ranges::{self, ChunkHolder};
-use super::tlsf::{Chunk, Freed, Tlsf, GRANULE};
+use super::tlsf::{BlockView, Chunk, Freed, Refused, Tlsf, GRANULE};
+use crate::mr::via::{self, Lease, Via, DIRECT};
 use crate::error::{Error, Result};
 use crate::mr::MemoryResource;
 use crate::platform::{backend, Event, Stream};
@@ -29,15 +30,15 @@ use std::sync::{Arc, Weak};
 
 /// What the stream-ordered core needs of a free-block index.
 pub trait BlockIndex: Send + 'static {
-    /// (address, size actually reserved) of a block of at least `bytes`.
-    fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)>;
-    /// The size of the block at `addr`, now free; None if `addr` is not a used block here.
-    fn free(&mut self, addr: usize) -> Option<usize>;
-    /// The size of the used block at `addr`, if it is one.
-    fn block_size(&self, addr: usize) -> Option<usize>;
-    /// `free`, refusing a block handed out for another size than `bytes`: Err(None) when
-    /// `addr` is not a used block, Err(Some(size)) for a block of another size.
-    fn free_checked(&mut self, addr: usize, bytes: Option<usize>) -> std::result::Result<Freed, Option<usize>>;
+    /// (address, size actually reserved) of a block of at least `lease.requested` bytes.
+    fn allocate(&mut self, lease: Lease) -> Option<(usize, usize)>;
+    /// The size and lease of the used block at `addr`, if it is one.
+    fn lease(&self, addr: usize) -> Option<(usize, Lease)>;
+    /// Frees the used block at `addr`, refusing it when it was handed out for another size
+    /// than `bytes` or through another resource than `via`.
+    fn free_checked(&mut self, addr: usize, bytes: Option<usize>, via: Option<Via>) -> std::result::Result<Freed, Refused>;
+    /// The blocks of the chunk at `base`, for snapshots.
+    fn chunk_blocks(&self, base: usize) -> Vec<BlockView>;
     fn used_blocks(&self) -> usize;
     /// Lets the index keep recently freed blocks aside for quick reuse (see `Tlsf`).
     fn enable_parking(&mut self) {}
@@ -64,17 +65,17 @@ macro_rules! forward_block_index {
     ($ty:ty, { $($extra:item)* }) => {
         impl BlockIndex for $ty {
             $($extra)*
-            fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)> {
-                <$ty>::allocate(self, bytes)
+            fn allocate(&mut self, lease: Lease) -> Option<(usize, usize)> {
+                <$ty>::allocate_leased(self, lease)
             }
-            fn free(&mut self, addr: usize) -> Option<usize> {
-                <$ty>::free(self, addr)
+            fn lease(&self, addr: usize) -> Option<(usize, Lease)> {
+                <$ty>::lease(self, addr)
             }
-            fn block_size(&self, addr: usize) -> Option<usize> {
-                <$ty>::block_size(self, addr)
+            fn chunk_blocks(&self, base: usize) -> Vec<BlockView> {
+                <$ty>::chunk_blocks(self, base)
             }
-            fn free_checked(&mut self, addr: usize, bytes: Option<usize>) -> std::result::Result<Freed, Option<usize>> {
-                <$ty>::free_checked(self, addr, bytes)
+            fn free_checked(&mut self, addr: usize, bytes: Option<usize>, via: Option<Via>) -> std::result::Result<Freed, Refused> {
+                <$ty>::free_checked(self, addr, bytes, via)
             }
             fn used_blocks(&self) -> usize {
                 <$ty>::used_blocks(self)
@@ -297,7 +298,12 @@ impl<I: BlockIndex> Drop for StreamOrdered<I> {
 
 impl<I: BlockIndex> ChunkHolder for Core<I> {
     fn free_block(&self, ptr: usize, stream: Stream) -> Result<()> {
-        self.deallocate(ptr, None, stream)?;
+        let lease = self.lease(ptr).map(|(_, lease)| lease);
+        match lease.and_then(|lease| Some((lease, via::resolve(lease.via)?))) {
+            // Through the adaptor it was allocated through, which then sees the free.
+            Some((lease, outer)) => outer.deallocate(ptr, lease.requested, stream)?,
+            None => self.deallocate_via(ptr, None, stream, lease.map(|lease| lease.via))?,
+        }
         if self.orphaned.load(Ordering::Acquire) && self.used_blocks() == 0 {
             ranges::disown(self);
         }
@@ -305,9 +311,7 @@ impl<I: BlockIndex> ChunkHolder for Core<I> {
     }
 
     fn block_size(&self, ptr: usize) -> Option<usize> {
-        let owner = self.owner_of(ptr)?;
-        let shelf = owner.shelf.lock();
-        shelf.index.block_size(ptr)
+        self.lease(ptr).map(|(_, lease)| lease.requested)
     }
 }
 
@@ -432,12 +436,25 @@ impl<I: BlockIndex> Core<I> {
     }
 
     pub fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
+        self.allocate_via(bytes, stream, DIRECT)
+    }
+
+    /// `allocate`, on behalf of the outer resource `via`.
+    pub fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {
         crate::mr::require_nonzero(bytes, self.name)?;
+        let lease = Lease { via, requested: bytes };
         let state = self.state_for(stream)?;
-        if let Some(addr) = self.allocate_from_own(&state, bytes, stream)? {
+        if let Some(addr) = self.allocate_from_own(&state, lease, stream)? {
             return Ok(addr);
         }
-        self.allocate_slow(&state, bytes, stream)
+        self.allocate_slow(&state, lease, stream)
+    }
+
+    /// The size and lease of a live block.
+    fn lease(&self, ptr: usize) -> Option<(usize, Lease)> {
+        let owner = self.owner_of(ptr)?;
+        let shelf = owner.shelf.lock();
+        shelf.index.lease(ptr)
     }
 
     /// Makes `stream`, the owner of `shelf`, wait for frees other streams made into it, and
@@ -458,16 +475,30 @@ impl<I: BlockIndex> Core<I> {
     /// Frees `ptr` in the order of `stream`. With `bytes`, a block of another size is refused
     /// (and stays allocated).
     pub fn deallocate(&self, ptr: usize, bytes: Option<usize>, stream: Stream) -> Result<()> {
+        self.deallocate_via(ptr, bytes, stream, Some(DIRECT))
+    }
+
+    /// `deallocate` of a block allocated through `via` (None: through whichever resource).
+    pub fn deallocate_via(&self, ptr: usize, bytes: Option<usize>, stream: Stream, via: Option<Via>) -> Result<()> {
         let state = self.state_for(stream)?;
         let platform = backend()?;
-        let wrong_size = |size: usize| {
-            Error::invalid(format!("{ptr:#x} is a block of {size} bytes in this {} resource; {} bytes were given", self.name, bytes.unwrap_or(0)))
+        let refusal = |refused: Refused| match refused {
+            Refused::WrongSize(size) => Error::invalid(format!(
+                "{ptr:#x} is a block of {size} bytes in this {} resource; {} bytes were given",
+                self.name,
+                bytes.unwrap_or(0)
+            )),
+            Refused::OtherVia(other) => Error::invalid(format!(
+                "{ptr:#x} was allocated through {}: free it there, or with rmmFree",
+                via::describe(other)
+            )),
+            Refused::NotLive => Error::invalid(format!("{ptr:#x} is not a live block of this {} resource (double free?)", self.name)),
         };
         {
             let mut shelf = state.shelf.lock();
-            let freed = shelf.index.free_checked(ptr, bytes);
-            if let Err(Some(size)) = freed {
-                return Err(wrong_size(size));
+            let freed = shelf.index.free_checked(ptr, bytes, via);
+            if let Err(refused @ (Refused::WrongSize(_) | Refused::OtherVia(_))) = freed {
+                return Err(refusal(refused));
             }
             if let Ok(Freed { size, chunk_now_free }) = freed {
                 platform.note_released(self.device, ptr, size, stream);
@@ -487,10 +518,7 @@ impl<I: BlockIndex> Core<I> {
             Error::invalid(format!("{ptr:#x} was not allocated by this {} resource", self.name))
         })?;
         let mut shelf = owner.shelf.lock();
-        let Freed { size, .. } = shelf.index.free_checked(ptr, bytes).map_err(|refused| match refused {
-            Some(size) => wrong_size(size),
-            None => Error::invalid(format!("{ptr:#x} is not a live block of this {} resource (double free?)", self.name)),
-        })?;
+        let Freed { size, .. } = shelf.index.free_checked(ptr, bytes, via).map_err(refusal)?;
         platform.note_released(self.device, ptr, size, stream);
         // Whoever reuses the block from the owner's index waits for this free first.
         platform.event_record(self.device, state.event, stream)?;
@@ -527,25 +555,26 @@ impl<I: BlockIndex> Core<I> {
         events.iter().try_for_each(|event| platform.stream_wait_event(self.device, stream, *event))
     }
 
-    fn allocate_slow(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<usize> {
+    fn allocate_slow(&self, state: &Arc<StreamState<I>>, lease: Lease, stream: Stream) -> Result<usize> {
+        let bytes = lease.requested;
         let _guard = self.growing.lock();
-        if let Some(addr) = self.allocate_from_own(state, bytes, stream)? {
+        if let Some(addr) = self.allocate_from_own(state, lease, stream)? {
             return Ok(addr);
         }
         let need = self.chunk_size_for(bytes)?;
-        if let Some(addr) = self.steal_free_chunk(state, bytes, need, stream)? {
+        if let Some(addr) = self.steal_free_chunk(state, lease, need, stream)? {
             return Ok(addr);
         }
-        let grown = self.grow(state, bytes, need, stream);
+        let grown = self.grow(state, lease, need, stream);
         if let Ok(addr) = grown {
             return Ok(addr);
         }
-        if let Some(addr) = self.take_block_from_other_stream(state, bytes, stream)? {
+        if let Some(addr) = self.take_block_from_other_stream(state, lease, stream)? {
             return Ok(addr);
         }
         let released = self.release_free_chunks()?;
         if released > 0 {
-            if let Ok(addr) = self.grow(state, bytes, need, stream) {
+            if let Ok(addr) = self.grow(state, lease, need, stream) {
                 return Ok(addr);
             }
         }
@@ -577,7 +606,7 @@ impl<I: BlockIndex> Core<I> {
         }
     }
 
-    fn steal_free_chunk(&self, state: &Arc<StreamState<I>>, bytes: usize, need: usize, stream: Stream) -> Result<Option<usize>> {
+    fn steal_free_chunk(&self, state: &Arc<StreamState<I>>, lease: Lease, need: usize, stream: Stream) -> Result<Option<usize>> {
         let others: Vec<_> = self.streams.read().values().filter(|s| !Arc::ptr_eq(s, state)).cloned().collect();
         for other in others {
             let (chunk, events) = {
@@ -593,7 +622,7 @@ impl<I: BlockIndex> Core<I> {
             self.owners.write().insert(chunk.base, (chunk.size, state.clone()));
             let mut shelf = state.shelf.lock();
             shelf.index.add_chunk(chunk.base, chunk.size);
-            if let Some(addr) = self.take_from_shelf(state, &mut shelf, bytes, stream)? {
+            if let Some(addr) = self.take_from_shelf(state, &mut shelf, lease, stream)? {
                 return Ok(Some(addr));
             }
         }
@@ -603,7 +632,8 @@ impl<I: BlockIndex> Core<I> {
     /// Under memory pressure only: takes one free block from another stream's index. Such a
     /// block may have been freed after that stream last recorded its event, and the stream
     /// may be gone, so unless it is the legacy default stream the device is synchronized first.
-    fn take_block_from_other_stream(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<Option<usize>> {
+    fn take_block_from_other_stream(&self, state: &Arc<StreamState<I>>, lease: Lease, stream: Stream) -> Result<Option<usize>> {
+        let bytes = lease.requested;
         let others: Vec<_> = self.streams.read().values().filter(|s| !Arc::ptr_eq(s, state)).cloned().collect();
         let mut synchronized = false;
         for other in others {
@@ -616,7 +646,7 @@ impl<I: BlockIndex> Core<I> {
             }
             let ((addr, size), events) = {
                 let shelf = &mut *other.shelf.lock();
-                let Some(block) = shelf.index.allocate(bytes) else { continue };
+                let Some(block) = shelf.index.allocate(lease) else { continue };
                 let events = match other.is_legacy_default() && !synchronized {
                     true => self.events_to_take_from(&other, shelf, stream)?,
                     false => Vec::new(),
@@ -632,7 +662,8 @@ impl<I: BlockIndex> Core<I> {
 
     /// Grows by a new upstream chunk: geometric, backing off towards `need` when upstream
     /// refuses.
-    fn grow(&self, state: &Arc<StreamState<I>>, bytes: usize, need: usize, stream: Stream) -> Result<usize> {
+    fn grow(&self, state: &Arc<StreamState<I>>, lease: Lease, need: usize, stream: Stream) -> Result<usize> {
+        let bytes = lease.requested;
         let reserved = self.reserved.load(Ordering::Relaxed);
         let room = self.maximum.saturating_sub(reserved);
         if need > room {
@@ -661,17 +692,17 @@ impl<I: BlockIndex> Core<I> {
                 Err(e) => return Err(e),
             }
         }
-        self.allocate_from_own(state, bytes, stream)?.ok_or_else(|| Error::Internal("a new chunk could not serve its request".into()))
+        self.allocate_from_own(state, lease, stream)?.ok_or_else(|| Error::Internal("a new chunk could not serve its request".into()))
     }
 
-    fn allocate_from_own(&self, state: &StreamState<I>, bytes: usize, stream: Stream) -> Result<Option<usize>> {
-        self.take_from_shelf(state, &mut state.shelf.lock(), bytes, stream)
+    fn allocate_from_own(&self, state: &StreamState<I>, lease: Lease, stream: Stream) -> Result<Option<usize>> {
+        self.take_from_shelf(state, &mut state.shelf.lock(), lease, stream)
     }
 
     /// A block from `stream`'s own shelf (locked by the caller), ordered after frees other
     /// streams made into it.
-    fn take_from_shelf(&self, state: &StreamState<I>, shelf: &mut Shelf<I>, bytes: usize, stream: Stream) -> Result<Option<usize>> {
-        let Some((addr, size)) = shelf.index.allocate(bytes) else { return Ok(None) };
+    fn take_from_shelf(&self, state: &StreamState<I>, shelf: &mut Shelf<I>, lease: Lease, stream: Stream) -> Result<Option<usize>> {
+        let Some((addr, size)) = shelf.index.allocate(lease) else { return Ok(None) };
         if !shelf.pending.is_empty() {
             self.absorb_pending(state, shelf, stream)?;
         }
@@ -746,6 +777,33 @@ impl<I: BlockIndex> Core<I> {
             usage.largest_free_block = usage.largest_free_block.max(index.largest_free_block());
         }
         usage
+    }
+
+    /// The figures, upstream chunks and blocks of this suballocator, for `rmmResourceGetSnapshot`.
+    pub fn snapshot(&self, name: &str) -> serde_json::Value {
+        let usage = self.usage();
+        let owners: Vec<(usize, usize, Arc<StreamState<I>>)> =
+            self.owners.read().iter().map(|(&base, (size, owner))| (base, *size, owner.clone())).collect();
+        let chunks: Vec<_> = owners
+            .iter()
+            .map(|(base, size, owner)| {
+                let blocks: Vec<_> = owner.shelf.lock().index.chunk_blocks(*base).iter().map(crate::mr::snapshot::block).collect();
+                serde_json::json!({
+                    "base": crate::mr::snapshot::address(*base),
+                    "size": size,
+                    "stream": crate::mr::snapshot::stream_label(owner.identity),
+                    "blocks": blocks,
+                })
+            })
+            .collect();
+        let mut figures = crate::mr::snapshot::figures(usage.reserved, usage.free, usage.largest_free_block);
+        figures["resource"] = name.into();
+        figures["device"] = self.device.into();
+        figures["maximum_size"] = if self.maximum == usize::MAX { serde_json::Value::Null } else { self.maximum.into() };
+        figures["streams"] = usage.streams.into();
+        figures["chunks"] = chunks.into();
+        figures["upstream"] = self.upstream.snapshot();
+        figures
     }
 
     /// Checks every stream's index and the chunk bookkeeping.

@@ -25,6 +25,8 @@ struct Block {
     next_phys: u32,
     prev_free: u32,
     next_free: u32,
+    /// For used blocks: what the block was handed out for.
+    lease: Lease,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +36,27 @@ pub struct Chunk {
 }
 
 pub use crate::address_map::AddressMap;
+use crate::mr::via::{Lease, Via};
+
+/// Why a free was refused (the block stays allocated).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// Not a used block here: never handed out, or already freed.
+    NotLive,
+    /// A block handed out for another size; the size it was handed out for.
+    WrongSize(usize),
+    /// A block allocated through another (outer) resource.
+    OtherVia(Via),
+}
+
+/// A block, for snapshots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockView {
+    pub addr: usize,
+    pub size: usize,
+    /// None for free blocks; the bytes asked for, for used ones.
+    pub requested: Option<usize>,
+}
 
 /// A freed block's size, and whether the free left its whole chunk free.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -230,6 +253,7 @@ impl Tlsf {
             next_phys: NONE,
             prev_free: NONE,
             next_free: NONE,
+            lease: Lease::direct(0),
         });
         self.chunks[chunk] = Some(Chunk { base, size });
         self.chunk_first_block[chunk] = index;
@@ -301,11 +325,17 @@ impl Tlsf {
 
     /// Takes a block of at least `bytes` (rounded up to GRANULE); returns (address, size).
     pub fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)> {
-        let units = granules(bytes)?.max(1);
+        self.allocate_leased(Lease::direct(bytes))
+    }
+
+    /// `allocate` for `lease.requested` bytes, remembering the lease.
+    pub fn allocate_leased(&mut self, lease: Lease) -> Option<(usize, usize)> {
+        let units = granules(lease.requested)?.max(1);
         let need = units << GRANULE_SHIFT;
         if let Some(at) = self.parked.iter().rposition(|&index| self.blocks[index as usize].size == need) {
             let index = self.parked.swap_remove(at);
             self.blocks[index as usize].cached = false;
+            self.blocks[index as usize].lease = lease;
             self.quick_bytes -= need;
             return Some((self.blocks[index as usize].addr, need));
         }
@@ -327,6 +357,7 @@ impl Tlsf {
                 next_phys,
                 prev_free: NONE,
                 next_free: NONE,
+                lease: Lease::direct(0),
             });
             if next_phys != NONE {
                 self.blocks[next_phys as usize].prev_phys = rest;
@@ -336,6 +367,7 @@ impl Tlsf {
             block.size = need;
             self.link_free(rest);
         }
+        self.blocks[index as usize].lease = lease;
         self.used.insert(addr, index);
         Some((addr, need))
     }
@@ -349,23 +381,26 @@ impl Tlsf {
     /// Returns the block at `addr` and coalesces it with free neighbours; returns its size, or
     /// None when `addr` is not an allocated block of this index.
     pub fn free(&mut self, addr: usize) -> Option<usize> {
-        self.free_checked(addr, None).ok().map(|freed| freed.size)
+        self.free_checked(addr, None, None).ok().map(|freed| freed.size)
     }
 
     /// Frees the block at `addr` if it is used and, given `bytes`, was handed out for that
-    /// many bytes. Err(None): not a used block; Err(Some(size)): a block of another size.
-    pub fn free_checked(&mut self, addr: usize, bytes: Option<usize>) -> Result<Freed, Option<usize>> {
+    /// many bytes and, given `via`, through that resource.
+    pub fn free_checked(&mut self, addr: usize, bytes: Option<usize>, via: Option<Via>) -> Result<Freed, Refused> {
         let std::collections::hash_map::Entry::Occupied(entry) = self.used.entry(addr) else {
-            return Err(None);
+            return Err(Refused::NotLive);
         };
         let index = *entry.get();
-        let Block { size, cached, .. } = self.blocks[index as usize];
+        let Block { size, cached, lease, .. } = self.blocks[index as usize];
         if cached {
-            return Err(None);
+            return Err(Refused::NotLive);
         }
         // Blocks are the request rounded up to whole granules.
         if bytes.is_some_and(|bytes| granules(bytes).is_none_or(|units| units.max(1) << GRANULE_SHIFT != size)) {
-            return Err(Some(size));
+            return Err(Refused::WrongSize(size));
+        }
+        if via.is_some_and(|via| via != lease.via) {
+            return Err(Refused::OtherVia(lease.via));
         }
         if self.parking && size <= QUICK_MAX && self.parked.len() < QUICK_DEPTH && self.quick_bytes + size <= QUICK_BUDGET {
             self.parked.push(index);
@@ -375,6 +410,29 @@ impl Tlsf {
         }
         entry.remove();
         Ok(self.release(index))
+    }
+
+    /// The size and lease of the used block at `addr`.
+    pub fn lease(&self, addr: usize) -> Option<(usize, Lease)> {
+        let block = &self.blocks[*self.used.get(&addr)? as usize];
+        (!block.cached).then_some((block.size, block.lease))
+    }
+
+    /// Every block of the chunk based at `base`, in address order (parked blocks count as
+    /// free).
+    pub fn chunk_blocks(&self, base: usize) -> Vec<BlockView> {
+        let Some(chunk) = self.chunks.iter().position(|c| c.is_some_and(|c| c.base == base)) else {
+            return Vec::new();
+        };
+        let mut views = Vec::new();
+        let mut at = self.chunk_first_block[chunk];
+        while at != NONE {
+            let block = &self.blocks[at as usize];
+            let used = !block.free && !block.cached;
+            views.push(BlockView { addr: block.addr, size: block.size, requested: used.then_some(block.lease.requested) });
+            at = block.next_phys;
+        }
+        views
     }
 
     /// Parks freed blocks on quick lists from now on. Parked blocks keep their chunk from

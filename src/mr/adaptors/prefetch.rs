@@ -1,0 +1,50 @@
+//! Prefetch (RMM's `prefetch_resource_adaptor`): migrates each new allocation to the device in
+//! the order of its stream, so managed memory is resident before the first kernel touches it.
+//! Memory that is not managed needs no migration; the driver refuses it and that is ignored.
+
+use super::Outer;
+use crate::error::{Error, Result};
+use crate::mr::{MemoryResource, Via};
+use crate::platform::{backend, Stream};
+use std::sync::Arc;
+
+pub struct PrefetchAdaptor {
+    outer: Outer,
+}
+
+impl PrefetchAdaptor {
+    pub fn new(upstream: Arc<dyn MemoryResource>) -> Arc<Self> {
+        Outer::build(upstream, |outer| PrefetchAdaptor { outer })
+    }
+}
+
+impl MemoryResource for PrefetchAdaptor {
+    fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {
+        let ptr = self.outer.upstream.allocate_via(bytes, stream, via)?;
+        match backend()?.prefetch(self.device(), ptr, bytes, stream) {
+            Ok(()) | Err(Error::InvalidArgument(_)) => Ok(ptr),
+            Err(Error::NotSupported(reason)) => {
+                log::debug!("prefetch skipped: {reason}");
+                Ok(ptr)
+            }
+            Err(e) => {
+                let _ = self.outer.upstream.deallocate_via(ptr, bytes, stream, via);
+                Err(e)
+            }
+        }
+    }
+
+    fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: Via) -> Result<()> {
+        self.outer.upstream.deallocate_via(ptr, bytes, stream, via)
+    }
+
+    fn name(&self) -> &'static str {
+        "prefetch"
+    }
+
+    fn snapshot(&self) -> serde_json::Value {
+        serde_json::json!({ "resource": self.name(), "device": self.device(), "upstream": self.outer.upstream.snapshot() })
+    }
+
+    crate::adaptor_forwarding_methods!(outer);
+}

@@ -1,0 +1,1 @@
+//! Replays RMM allocation logs (see `src/bin/rmm-replay.rs`).
