@@ -293,6 +293,21 @@ enum rmmError_t rmmRealloc(void **ptr,
 // RMM_ERROR_INVALID_ARGUMENT and nothing is freed.
 enum rmmError_t rmmFree(void *ptr, cudaStream_t stream, const char *file, unsigned int line);
 
+// Writes the event log (`enable_logging` in `rmmOptions_t`) to the file `filename` as legacy
+// RMM's CSV: `Event Type,Device ID,Address,Stream,Size (bytes),Free Memory,Total Memory,
+// Current Allocs,Start,End,Elapsed,Location`, one line per `rmmAlloc`, `rmmRealloc` and
+// `rmmFree`. RMM_ERROR_IO when the file cannot be written.
+enum rmmError_t rmmWriteLog(const char *filename);
+
+// The length in bytes of the event log's CSV text (without a terminating NUL), as
+// `rmmGetLog` copies it.
+size_t rmmLogSize(void);
+
+// Copies the event log's CSV text into `buffer`: at most `buffer_size` bytes, as legacy RMM
+// did, plus a terminating NUL when there is room for it (give `rmmLogSize() + 1` bytes for a
+// C string).
+enum rmmError_t rmmGetLog(char *buffer, size_t buffer_size);
+
 // Writes the free and total bytes of the current device. Neither pointer may be NULL.
 enum rmmError_t rmmGetInfo(size_t *free_size, size_t *total_size, cudaStream_t stream);
 
@@ -358,6 +373,23 @@ enum rmmError_t rmmResourceGetDevice(rmmResource_t resource, int *device);
 // "arena", "binning", "fixed_size") to
 // `*name`: a static string, never to be freed.
 enum rmmError_t rmmResourceGetName(rmmResource_t resource, const char **name);
+
+// Describes `resource` and its upstream resources as JSON: one object per resource, its
+// upstream nested under "upstream". Pools, arenas and fixed-size resources list their
+// upstream chunks with owning stream and every free and used block, and give the figures for
+// out-of-memory diagnosis: "reserved_bytes", "used_bytes", "free_bytes",
+// "largest_free_block" and "fragmentation" (1 - largest free block / free bytes). Adaptors
+// add their own figures (statistics counts, limit, outstanding allocations). The text and a
+// NUL are copied into `buffer` of `size` bytes; its length goes to `*length` unless NULL. A
+// NULL `buffer` only asks for the length; a buffer too small is RMM_ERROR_INVALID_ARGUMENT.
+enum rmmError_t rmmResourceGetSnapshot(rmmResource_t resource,
+                                       char *buffer,
+                                       size_t size,
+                                       size_t *length);
+
+// Writes the snapshot of `resource` (see `rmmResourceGetSnapshot`) to the file `path`.
+// RMM_ERROR_IO when it cannot be written.
+enum rmmError_t rmmResourceWriteSnapshot(rmmResource_t resource, const char *path);
 
 // Creates a stream on the current device (as `cudaStreamCreate`: it synchronizes with the
 // legacy default stream) and writes it to `*stream`. The caller destroys it with

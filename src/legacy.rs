@@ -102,6 +102,7 @@ pub fn initialize(options: Option<Options>) -> Result<()> {
             }
         }
     }
+    crate::legacy_log::enable(options.enable_logging);
     *state = State::Initialized { options, replaced };
     Ok(())
 }
@@ -123,6 +124,8 @@ pub fn finalize() -> Result<()> {
         unreachable!("checked above")
     };
     restore(replaced);
+    crate::legacy_log::enable(false);
+    crate::mr::adaptors::at_finalize();
     let (count, bytes) = registry().totals();
     if count > 0 {
         log::warn!("rmmFinalize: {count} allocation(s) of {bytes} bytes are still live; they stay valid until freed");

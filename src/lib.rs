@@ -11,6 +11,7 @@ pub mod allocations;
 pub mod error;
 pub mod ffi;
 pub mod legacy;
+pub mod legacy_log;
 mod lifecycle;
 pub mod mr;
 pub mod per_device;

@@ -1,5 +1,6 @@
 //! Process exit: once `exit` has started, the CUDA driver may already be torn down, so
-//! resources dropped from then on skip their driver calls.
+//! resources dropped from then on skip their driver calls. Tracking adaptors report their
+//! leaks then, and logging adaptors write out what they buffered.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
@@ -9,6 +10,7 @@ static REGISTER: Once = Once::new();
 
 extern "C" fn mark_exiting() {
     EXITING.store(true, Ordering::SeqCst);
+    crate::mr::adaptors::at_process_exit();
 }
 
 /// Registers the exit hook; called by the first C API call.

@@ -2,9 +2,22 @@
 
 use super::types::{cudaStream_t, rmmOptions_t, stream_of};
 use super::{boundary, boundary_value, last_error_message, non_null, write_out};
+use super::{call_site, copy_text_truncated, optional_str};
 use crate::error::{code_description, rmmError_t, Error};
 use crate::legacy;
+use crate::legacy_log::{self, Call, EventKind};
 use std::ffi::{c_char, c_uint, c_void};
+use std::time::Instant;
+
+/// Records a successful legacy call in the event log when `enable_logging` is on.
+fn log_call(kind: EventKind, ptr: usize, size: usize, stream: cudaStream_t, start: Instant, (file, line): (*const c_char, c_uint), freed: Option<usize>) {
+    if !legacy_log::enabled() {
+        return;
+    }
+    let device = crate::platform::backend().and_then(|b| b.current_device()).unwrap_or(-1);
+    let file = optional_str(file, "file").ok().flatten().map(str::to_string);
+    legacy_log::record(Call { kind, device, ptr, stream: stream as usize, size, start, file, line }, freed);
+}
 
 /// Initializes rmm: installs, on each device of `options->devices` (or the current device),
 /// the resource `options->allocation_mode` names, replacing that device's resource until
@@ -51,11 +64,13 @@ pub extern "C" fn rmmIsInitialized(options: *mut rmmOptions_t) -> bool {
 /// may be NULL/0.
 #[no_mangle]
 pub extern "C" fn rmmAlloc(ptr: *mut *mut c_void, size: usize, stream: cudaStream_t, file: *const c_char, line: c_uint) -> rmmError_t {
-    let _ = (file, line);
     boundary("rmmAlloc", || {
         non_null(ptr, "ptr")?;
-        let address = legacy::alloc(size, stream_of(stream))?;
-        write_out(ptr, "ptr", address as *mut c_void)
+        let start = Instant::now();
+        let address = call_site::with(file, line, || legacy::alloc(size, stream_of(stream)))?;
+        write_out(ptr, "ptr", address as *mut c_void)?;
+        log_call(EventKind::Alloc, address, size, stream, start, (file, line), None);
+        Ok(())
     })
 }
 
@@ -65,13 +80,15 @@ pub extern "C" fn rmmAlloc(ptr: *mut *mut c_void, size: usize, stream: cudaStrea
 /// writes NULL. On failure `*ptr` and its memory are unchanged.
 #[no_mangle]
 pub extern "C" fn rmmRealloc(ptr: *mut *mut c_void, new_size: usize, stream: cudaStream_t, file: *const c_char, line: c_uint) -> rmmError_t {
-    let _ = (file, line);
     boundary("rmmRealloc", || {
         let ptr = non_null(ptr, "ptr")?;
         // SAFETY: non-NULL, and the caller promises a readable `void*`.
         let old = unsafe { *ptr } as usize;
-        let address = legacy::realloc(old, new_size, stream_of(stream))?;
-        write_out(ptr, "ptr", address as *mut c_void)
+        let start = Instant::now();
+        let address = call_site::with(file, line, || legacy::realloc(old, new_size, stream_of(stream)))?;
+        write_out(ptr, "ptr", address as *mut c_void)?;
+        log_call(EventKind::Realloc, address, new_size, stream, start, (file, line), Some(old));
+        Ok(())
     })
 }
 
@@ -80,8 +97,43 @@ pub extern "C" fn rmmRealloc(ptr: *mut *mut c_void, new_size: usize, stream: cud
 /// RMM_ERROR_INVALID_ARGUMENT and nothing is freed.
 #[no_mangle]
 pub extern "C" fn rmmFree(ptr: *mut c_void, stream: cudaStream_t, file: *const c_char, line: c_uint) -> rmmError_t {
-    let _ = (file, line);
-    boundary("rmmFree", || legacy::free(ptr as usize, stream_of(stream)))
+    boundary("rmmFree", || {
+        let start = Instant::now();
+        let size = match legacy_log::enabled() {
+            true => crate::allocations::describe(ptr as usize).map_or(0, |(size, _)| size),
+            false => 0,
+        };
+        call_site::with(file, line, || legacy::free(ptr as usize, stream_of(stream)))?;
+        log_call(EventKind::Free, ptr as usize, size, stream, start, (file, line), None);
+        Ok(())
+    })
+}
+
+/// Writes the event log (`enable_logging` in `rmmOptions_t`) to the file `filename` as legacy
+/// RMM's CSV: `Event Type,Device ID,Address,Stream,Size (bytes),Free Memory,Total Memory,
+/// Current Allocs,Start,End,Elapsed,Location`, one line per `rmmAlloc`, `rmmRealloc` and
+/// `rmmFree`. RMM_ERROR_IO when the file cannot be written.
+#[no_mangle]
+pub extern "C" fn rmmWriteLog(filename: *const c_char) -> rmmError_t {
+    boundary("rmmWriteLog", || {
+        let path = optional_str(filename, "filename")?.ok_or_else(|| Error::invalid("filename is NULL"))?;
+        std::fs::write(path, legacy_log::csv()).map_err(|e| Error::Io(format!("cannot write {path}: {e}")))
+    })
+}
+
+/// The length in bytes of the event log's CSV text (without a terminating NUL), as
+/// `rmmGetLog` copies it.
+#[no_mangle]
+pub extern "C" fn rmmLogSize() -> usize {
+    super::boundary_value("rmmLogSize", 0, || Ok(legacy_log::csv().len()))
+}
+
+/// Copies the event log's CSV text into `buffer`: at most `buffer_size` bytes, as legacy RMM
+/// did, plus a terminating NUL when there is room for it (give `rmmLogSize() + 1` bytes for a
+/// C string).
+#[no_mangle]
+pub extern "C" fn rmmGetLog(buffer: *mut c_char, buffer_size: usize) -> rmmError_t {
+    boundary("rmmGetLog", || copy_text_truncated(&legacy_log::csv(), buffer, buffer_size))
 }
 
 /// Writes the free and total bytes of the current device. Neither pointer may be NULL.

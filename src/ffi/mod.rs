@@ -12,6 +12,7 @@ mod devices;
 pub mod handles;
 mod legacy;
 mod resources;
+mod snapshot;
 mod streams;
 mod suballocators;
 pub mod types;
@@ -20,6 +21,7 @@ pub use adaptors::*;
 pub use devices::*;
 pub use legacy::*;
 pub use resources::*;
+pub use snapshot::*;
 pub use streams::*;
 pub use suballocators::*;
 
@@ -138,4 +140,20 @@ pub(crate) fn optional_str<'a>(text: *const std::ffi::c_char, name: &str) -> Res
     // SAFETY: non-NULL, and the caller promises a NUL-terminated string that outlives the call.
     let text = unsafe { std::ffi::CStr::from_ptr(text) };
     text.to_str().map(Some).map_err(|_| Error::invalid(format!("{name} is not valid UTF-8")))
+}
+
+/// Copies at most `size` bytes of `text` into `buffer`, and a NUL after them when there is
+/// room (legacy RMM's `rmmGetLog` contract).
+pub(crate) fn copy_text_truncated(text: &str, buffer: *mut std::ffi::c_char, size: usize) -> Result<()> {
+    non_null(buffer, "buffer")?;
+    let copied = text.len().min(size);
+    // SAFETY: `buffer` is non-NULL and the caller promises `size` writable bytes; we write
+    // `copied` <= size bytes, and the NUL only when copied < size.
+    unsafe {
+        std::ptr::copy_nonoverlapping(text.as_ptr(), buffer as *mut u8, copied);
+        if copied < size {
+            buffer.add(copied).write(0);
+        }
+    }
+    Ok(())
 }
