@@ -1,0 +1,370 @@
+//! The adaptors from Rust, on simulated devices: exact figures, routing of frees that name
+//! no resource through the adaptor a block was allocated through, threads, bad input.
+
+mod common;
+
+use common::{races, setup, Rng};
+use rmm::allocations;
+use rmm::error::Error;
+use rmm::mr::adaptors::{
+    AlignedAdaptor, Counts, FailureCallbackAdaptor, LimitingAdaptor, LoggingAdaptor, PrefetchAdaptor, StatisticsAdaptor,
+    TrackingAdaptor,
+};
+use rmm::mr::{BinningResource, DirectResource, MemoryResource, PoolResource};
+use rmm::platform::{backend, simulator, Stream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+fn cuda() -> Arc<dyn MemoryResource> {
+    Arc::new(DirectResource::cuda(0).unwrap())
+}
+
+fn pool() -> Arc<PoolResource> {
+    Arc::new(PoolResource::new(cuda(), 8 << 20, 0).unwrap())
+}
+
+const S: Stream = Stream::DEFAULT;
+
+#[test]
+fn statistics_count_bytes_and_allocations_with_nested_scopes() {
+    let _guard = setup();
+    let stats = StatisticsAdaptor::new(pool());
+    let a = stats.allocate(1000, S).unwrap();
+    let b = stats.allocate(3000, S).unwrap();
+    stats.deallocate(a, 1000, S).unwrap();
+    let expected = Counts { current_bytes: 3000, peak_bytes: 4000, total_bytes: 4000, current_count: 1, peak_count: 2, total_count: 2 };
+    assert_eq!(stats.counts(), expected);
+
+    stats.push();
+    assert_eq!(stats.counts(), Counts::default(), "a new scope starts at zero");
+    let c = stats.allocate(500, S).unwrap();
+    stats.deallocate(b, 3000, S).unwrap(); // allocated before the scope: goes negative here
+    let inner = Counts { current_bytes: -2500, peak_bytes: 500, total_bytes: 500, current_count: 0, peak_count: 1, total_count: 1 };
+    assert_eq!(stats.counts(), inner);
+    stats.push();
+    let d = stats.allocate(10_000, S).unwrap();
+    stats.deallocate(d, 10_000, S).unwrap();
+    let innermost = stats.pop().unwrap();
+    assert_eq!((innermost.peak_bytes, innermost.current_bytes, innermost.total_count), (10_000, 0, 1));
+    // RMM's merge: the parent's peak is at least its value when the child began plus the
+    // child's peak (500 - 3000 + 10000 = 7500 > 500).
+    let middle = stats.pop().unwrap();
+    assert_eq!(middle, Counts { current_bytes: -2500, peak_bytes: 7500, total_bytes: 10_500, current_count: 0, peak_count: 1, total_count: 2 });
+    // The outer scope: peak max(4000, 3000 + 7500), counts peak max(2, 1 + 1).
+    assert_eq!(
+        stats.counts(),
+        Counts { current_bytes: 500, peak_bytes: 10_500, total_bytes: 14_500, current_count: 1, peak_count: 2, total_count: 4 }
+    );
+    assert!(matches!(stats.pop(), Err(Error::InvalidArgument(_))), "no scope left to pop");
+    stats.deallocate(c, 500, S).unwrap();
+    assert_eq!(stats.counts().current_bytes, 0);
+}
+
+#[test]
+fn frees_that_name_no_resource_go_through_the_adaptor_of_a_pooled_block() {
+    let _guard = setup();
+    let pool = pool();
+    let stats = StatisticsAdaptor::new(pool.clone());
+    let outer: Arc<dyn MemoryResource> = stats.clone();
+    assert!(outer.tracks_allocations(), "transparent over a pool: no per-pointer record");
+    let ptr = allocations::allocate(&outer, 4096, S).unwrap();
+    assert!(!allocations::registry().contains(ptr));
+    assert_eq!(stats.counts().current_count, 1);
+
+    // The pool refuses the block: it was allocated through the adaptor.
+    let refused = pool.deallocate(ptr, 4096, S);
+    assert!(matches!(&refused, Err(Error::InvalidArgument(m)) if m.contains("statistics")), "{refused:?}");
+    assert_eq!(allocations::describe(ptr).map(|(size, _)| size), Some(4096), "still live, with its requested size");
+
+    allocations::free_any(ptr, S).unwrap();
+    assert_eq!(stats.counts().current_count, 0, "rmmFree went through the adaptor");
+    assert!(allocations::free_any(ptr, S).is_err(), "double free refused");
+
+    // Once the adaptor is gone its blocks go straight back to the pool.
+    let ptr = allocations::allocate(&outer, 4096, S).unwrap();
+    drop(outer);
+    drop(stats);
+    allocations::free_any(ptr, S).unwrap();
+    assert_eq!(pool.usage().free, pool.usage().reserved);
+    assert!(races().is_empty());
+}
+
+#[test]
+fn adaptors_stack_over_binning_and_route_by_size() {
+    let _guard = setup();
+    let binning: Arc<dyn MemoryResource> = Arc::new(BinningResource::new(pool(), 8, 16).unwrap());
+    let stats = StatisticsAdaptor::new(binning);
+    let limiting = LimitingAdaptor::new(stats.clone(), 1 << 30).unwrap();
+    let outer: Arc<dyn MemoryResource> = limiting.clone();
+    let sizes = [100, 300, 5000, 70_000, 1 << 20];
+    let ptrs: Vec<usize> = sizes.iter().map(|&size| allocations::allocate(&outer, size, S).unwrap()).collect();
+    assert_eq!(stats.counts().current_bytes, sizes.iter().sum::<usize>() as i64);
+    for ptr in ptrs {
+        allocations::free_any(ptr, S).unwrap();
+    }
+    assert_eq!(stats.counts().current_bytes, 0);
+    assert_eq!(limiting.allocated_bytes(), 0);
+}
+
+#[test]
+fn statistics_and_limiting_under_eight_threads() {
+    let _guard = setup();
+    let pool = pool();
+    let stats = StatisticsAdaptor::new(pool);
+    let limit = 4 << 20;
+    let limiting = LimitingAdaptor::new(stats.clone(), limit).unwrap();
+    let outer: Arc<dyn MemoryResource> = limiting.clone();
+    let refused = AtomicUsize::new(0);
+    let made = AtomicUsize::new(0);
+    let (sender, receiver) = std::sync::mpsc::channel::<(usize, usize)>();
+    let receiver = std::sync::Mutex::new(receiver);
+    std::thread::scope(|scope| {
+        for t in 0..8u64 {
+            let (outer, sender, receiver, refused, made, limiting) = (&outer, sender.clone(), &receiver, &refused, &made, &limiting);
+            scope.spawn(move || {
+                let mut rng = Rng(t + 1);
+                for _ in 0..400 {
+                    let size = 256 * (1 + rng.below(256) as usize);
+                    match allocations::allocate(outer, size, S) {
+                        Ok(ptr) => {
+                            made.fetch_add(1, Ordering::Relaxed);
+                            assert!(limiting.allocated_bytes() <= limit);
+                            sender.send((ptr, size)).unwrap();
+                        }
+                        Err(Error::OutOfMemory { .. }) => {
+                            refused.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) => panic!("{e}"),
+                    }
+                    // Free something another thread allocated, now and then.
+                    if rng.below(2) == 0 {
+                        if let Ok((ptr, _)) = receiver.lock().unwrap().try_recv() {
+                            allocations::free_any(ptr, S).unwrap();
+                        }
+                    }
+                }
+            });
+        }
+    });
+    drop(sender);
+    for (ptr, _) in receiver.into_inner().unwrap().try_iter() {
+        allocations::free_any(ptr, S).unwrap();
+    }
+    let counts = stats.counts();
+    assert_eq!((counts.current_bytes, counts.current_count), (0, 0));
+    assert_eq!(counts.total_count as usize, made.load(Ordering::Relaxed));
+    assert!(counts.peak_bytes as usize <= limit && counts.peak_bytes > 0);
+    assert_eq!(limiting.allocated_bytes(), 0);
+    assert!(refused.load(Ordering::Relaxed) > 0, "the 4 MiB limit was reached");
+}
+
+#[test]
+fn limiting_refuses_over_the_limit_with_the_limit_in_the_message() {
+    let _guard = setup();
+    assert!(matches!(LimitingAdaptor::new(cuda(), 0), Err(Error::InvalidArgument(_))));
+    let limiting = LimitingAdaptor::new(cuda(), 1000).unwrap();
+    let a = limiting.allocate(700, S).unwrap(); // counts as 768
+    assert_eq!(limiting.allocated_bytes(), 768);
+    let refused = limiting.allocate(1, S).unwrap_err(); // 768 + 256 > 1000
+    assert!(matches!(&refused, Error::OutOfMemory { .. }) && refused.to_string().contains("1000"), "{refused}");
+    assert_eq!(limiting.allocated_bytes(), 768, "a refused allocation is not counted");
+    let b = limiting.allocate(200, S).unwrap_err();
+    assert!(matches!(b, Error::OutOfMemory { .. }));
+    limiting.deallocate(a, 700, S).unwrap();
+    let c = limiting.allocate(1000, S).unwrap_err(); // 1024 > 1000
+    assert!(matches!(c, Error::OutOfMemory { .. }));
+    let d = limiting.allocate(768, S).unwrap();
+    limiting.deallocate(d, 768, S).unwrap();
+    assert_eq!(limiting.allocated_bytes(), 0);
+}
+
+#[test]
+fn failure_callback_retries_while_it_returns_true() {
+    let _guard = setup();
+    let limiting = LimitingAdaptor::new(cuda(), 4096).unwrap();
+    let held = limiting.allocate(4096, S).unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let freer = {
+        let (limiting, calls) = (limiting.clone(), calls.clone());
+        move |bytes: usize| {
+            // The first call spills the held block; later calls give up.
+            let first = calls.fetch_add(1, Ordering::SeqCst) == 0;
+            assert_eq!(bytes, if first { 1024 } else { 4096 });
+            first && limiting.deallocate(held, 4096, S).is_ok()
+        }
+    };
+    let adaptor = FailureCallbackAdaptor::new(limiting.clone(), Box::new(freer));
+    let ptr = adaptor.allocate(1024, S).unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert!(matches!(adaptor.allocate(4096, S), Err(Error::OutOfMemory { .. })));
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "called again, declined, error returned");
+    adaptor.deallocate(ptr, 1024, S).unwrap();
+}
+
+#[test]
+fn tracking_lists_outstanding_allocations_with_call_sites() {
+    let _guard = setup();
+    let tracking = TrackingAdaptor::new(pool(), true);
+    let outer: Arc<dyn MemoryResource> = tracking.clone();
+    let file = c"kernel.cu";
+    let ptr = rmm::ffi::call_site::with(file.as_ptr(), 42, || allocations::allocate(&outer, 5000, S)).unwrap();
+    let other = allocations::allocate(&outer, 100, S).unwrap();
+    let outstanding = tracking.outstanding();
+    assert_eq!(outstanding.len(), 2);
+    let record = outstanding.iter().find(|a| a.ptr == ptr).unwrap();
+    assert_eq!((record.size, record.line, record.file.as_deref()), (5000, 42, Some("kernel.cu")));
+    assert!(record.backtrace.as_deref().is_some_and(|b| !b.is_empty()), "capture_stacks records a backtrace");
+    assert_eq!(tracking.outstanding_bytes(), 5100);
+    let report = tracking.report("now");
+    assert!(report.contains("2 allocation(s), 5100 bytes") && report.contains("kernel.cu:42"), "{report}");
+    allocations::free_any(ptr, S).unwrap();
+    allocations::free_any(other, S).unwrap();
+    assert!(tracking.outstanding().is_empty());
+    assert_eq!(tracking.report("now"), "");
+}
+
+#[test]
+fn logging_writes_rmm_csv_from_many_threads() {
+    let _guard = setup();
+    let path = std::env::temp_dir().join(format!("rmm-log-{}.csv", std::process::id()));
+    let logging = LoggingAdaptor::new(pool(), Some(path.to_str().unwrap())).unwrap();
+    let outer: Arc<dyn MemoryResource> = logging.clone();
+    std::thread::scope(|scope| {
+        for t in 0..4 {
+            let outer = &outer;
+            scope.spawn(move || {
+                for i in 0..500 {
+                    let size = 256 + 64 * ((t * 500 + i) % 50);
+                    let ptr = allocations::allocate(outer, size, S).unwrap();
+                    allocations::free_any(ptr, S).unwrap();
+                }
+            });
+        }
+    });
+    assert!(logging.allocate(1 << 40, S).is_err());
+    logging.flush().unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("Thread,Time,Action,Pointer,Size,Stream"));
+    let rows: Vec<Vec<&str>> = lines.map(|line| line.split(',').collect()).collect();
+    assert_eq!(rows.len(), 4001);
+    let mut live = std::collections::HashSet::new();
+    for row in &rows[..4000] {
+        assert_eq!(row.len(), 6, "{row:?}");
+        assert!(row[0].parse::<u64>().is_ok());
+        assert!(row[1].len() == 15 && row[1].as_bytes()[2] == b':' && row[1].as_bytes()[8] == b'.', "{}", row[1]);
+        assert_eq!(row[5], "0");
+        // Lines of each block are in order: allocate before free.
+        match row[2] {
+            "allocate" => assert!(live.insert((row[0], row[3])), "{row:?}"),
+            "free" => assert!(live.remove(&(row[0], row[3])), "{row:?}"),
+            other => panic!("{other}"),
+        }
+    }
+    assert_eq!(rows[4000][2..5], ["allocate failure", "(nil)", "1099511627776"]);
+    drop(outer);
+    drop(logging);
+    std::fs::remove_file(&path).unwrap();
+
+    assert!(matches!(LoggingAdaptor::new(cuda(), Some("/nonexistent-dir/log.csv")), Err(Error::Io(_))));
+    std::env::remove_var("RMM_LOG_FILE");
+    assert!(matches!(LoggingAdaptor::new(cuda(), None), Err(Error::InvalidArgument(_))));
+}
+
+#[test]
+fn aligned_adaptor_aligns_large_allocations() {
+    let _guard = setup();
+    assert!(AlignedAdaptor::new(cuda(), 1000, 0).is_err());
+    assert!(AlignedAdaptor::new(cuda(), 128, 0).is_err());
+    let aligned = AlignedAdaptor::new(pool(), 1 << 16, 1 << 20).unwrap();
+    let outer: Arc<dyn MemoryResource> = aligned.clone();
+    assert!(!outer.tracks_allocations(), "its pointers are not the pool's blocks");
+    let mut ptrs = Vec::new();
+    for i in 0..20 {
+        let size = if i % 2 == 0 { (1 << 20) + 256 * i } else { 256 * i + 1 };
+        let ptr = allocations::allocate(&outer, size, S).unwrap();
+        assert_eq!(ptr % if i % 2 == 0 { 1 << 16 } else { 256 }, 0);
+        ptrs.push(ptr);
+    }
+    for ptr in ptrs {
+        allocations::free_any(ptr, S).unwrap();
+    }
+    assert!(aligned.deallocate(0x1000_0000, 1 << 20, S).is_err(), "a foreign pointer is refused");
+}
+
+#[test]
+fn prefetch_migrates_managed_allocations() {
+    let _guard = setup();
+    let before = simulator().unwrap().prefetched_bytes();
+    let managed = PrefetchAdaptor::new(Arc::new(DirectResource::managed(0).unwrap()));
+    let ptr = managed.allocate(1 << 16, S).unwrap();
+    assert_eq!(simulator().unwrap().prefetched_bytes(), before + (1 << 16));
+    managed.deallocate(ptr, 1 << 16, S).unwrap();
+    let device = PrefetchAdaptor::new(cuda());
+    let ptr = device.allocate(1 << 16, S).unwrap();
+    assert_eq!(simulator().unwrap().prefetched_bytes(), before + (1 << 16), "device memory needs no migration");
+    device.deallocate(ptr, 1 << 16, S).unwrap();
+}
+
+#[test]
+fn snapshot_describes_the_stack_and_every_block() {
+    let _guard = setup();
+    let pool = pool();
+    let stats = StatisticsAdaptor::new(pool.clone());
+    let stream = backend().unwrap().stream_create(0).unwrap();
+    let a = stats.allocate(1000, S).unwrap();
+    let b = stats.allocate(3 << 20, stream).unwrap();
+    let snapshot = stats.snapshot();
+    assert_eq!(snapshot["resource"], "statistics");
+    assert_eq!(snapshot["current_bytes"], 1000 + (3 << 20));
+    let pooled = &snapshot["upstream"];
+    assert_eq!(pooled["resource"], "pool");
+    assert_eq!(pooled["upstream"]["resource"], "cuda");
+    let chunks = pooled["chunks"].as_array().unwrap();
+    let reserved: u64 = chunks.iter().map(|c| c["size"].as_u64().unwrap()).sum();
+    assert_eq!(pooled["reserved_bytes"].as_u64().unwrap(), reserved);
+    let mut used = Vec::new();
+    for chunk in chunks {
+        let blocks = chunk["blocks"].as_array().unwrap();
+        let covered: u64 = blocks.iter().map(|b| b["size"].as_u64().unwrap()).sum();
+        assert_eq!(covered, chunk["size"].as_u64().unwrap(), "blocks tile their chunk");
+        used.extend(blocks.iter().filter(|b| b["state"] == "used").map(|b| (b["address"].as_str().unwrap().to_string(), b["requested"].as_u64().unwrap())));
+    }
+    used.sort();
+    let mut expected = vec![(format!("{a:#x}"), 1000), (format!("{b:#x}"), 3 << 20)];
+    expected.sort();
+    assert_eq!(used, expected);
+    let free = pooled["free_bytes"].as_u64().unwrap();
+    let largest = pooled["largest_free_block"].as_u64().unwrap();
+    let fragmentation = pooled["fragmentation"].as_f64().unwrap();
+    assert!((fragmentation - (1.0 - largest as f64 / free as f64)).abs() < 1e-9);
+    assert!(chunks.iter().any(|c| c["stream"] == "default") && chunks.iter().any(|c| c["stream"].is_u64()));
+    stats.deallocate(a, 1000, S).unwrap();
+    stats.deallocate(b, 3 << 20, stream).unwrap();
+    backend().unwrap().stream_destroy(stream).unwrap();
+}
+
+#[test]
+fn adaptor_stack_over_a_pool_against_the_shadow_model() {
+    let _guard = setup();
+    let pool = pool();
+    let stats = StatisticsAdaptor::new(pool.clone());
+    let outer: Arc<dyn MemoryResource> = LimitingAdaptor::new(stats.clone(), 256 << 20).unwrap();
+    let streams: Vec<Stream> = (0..3).map(|_| backend().unwrap().stream_create(0).unwrap()).chain([S]).collect();
+    let check = || {
+        pool.check_invariants()?;
+        let counts = stats.counts();
+        if counts.current_bytes < 0 || counts.current_count < 0 || counts.peak_bytes < counts.current_bytes {
+            return Err(format!("inconsistent counts {counts:?}"));
+        }
+        Ok(())
+    };
+    for seed in 1..=4 {
+        common::shadow_workload(&outer, &check, &streams, 22, 64 << 20, seed, 1500);
+        assert_eq!(stats.counts().current_count, 0);
+    }
+    for stream in streams.into_iter().filter(|s| *s != S) {
+        backend().unwrap().stream_destroy(stream).unwrap();
+    }
+    assert!(races().is_empty(), "{:?}", races());
+}
