@@ -79,9 +79,9 @@ int main() {
 
   rmmResource_t cuda;
   ok(rmmCudaResourceCreate(&cuda), "cuda resource");
-  auto run = [&](const char* name, rmmResource_t resource, rmmResource_t sized) {
+  auto run = [&](const char* name, rmmResource_t resource, rmmResource_t sized, bool short_list = false) {
     RmmRs a{resource, sized};
-    bench::run_all(name, a, false, device);
+    bench::run_all(name, a, false, device, short_list);
     size_t released = 0;
     ok(rmmResourceRelease(resource, &released), "release");
     ok(rmmResourceDestroy(resource), "destroy");
@@ -95,6 +95,23 @@ int main() {
   ok(rmmResourceDestroy(binning_pool), "destroy");
   ok(rmmArenaResourceCreate(&arena, cuda, 0), "arena");
   run("rmm-rs arena", arena, arena);
+  // Each adaptor over a pool of its own: its cost is the difference to "rmm-rs pool" above.
+  auto over_pool = [&](const char* name, auto create) {
+    rmmResource_t adaptor_pool, adaptor;
+    ok(rmmPoolResourceCreate(&adaptor_pool, cuda, 0, 0), "pool for an adaptor");
+    ok(create(&adaptor, adaptor_pool), name);
+    run(name, adaptor, adaptor_pool, true);
+    ok(rmmResourceDestroy(adaptor_pool), "destroy");
+  };
+  over_pool("rmm-rs statistics/pool", [](rmmResource_t* out, rmmResource_t up) { return rmmStatisticsAdaptorCreate(out, up); });
+  over_pool("rmm-rs logging/pool", [](rmmResource_t* out, rmmResource_t up) { return rmmLoggingAdaptorCreate(out, up, "/tmp/rmm-bench-log.csv"); });
+  over_pool("rmm-rs limiting/pool", [](rmmResource_t* out, rmmResource_t up) { return rmmLimitingAdaptorCreate(out, up, SIZE_MAX); });
+  over_pool("rmm-rs tracking/pool", [](rmmResource_t* out, rmmResource_t up) { return rmmTrackingAdaptorCreate(out, up, false); });
+  over_pool("rmm-rs failure_callback/pool", [](rmmResource_t* out, rmmResource_t up) {
+    return rmmFailureCallbackAdaptorCreate(out, up, [](size_t, void*) { return false; }, nullptr);
+  });
+  over_pool("rmm-rs aligned/pool", [](rmmResource_t* out, rmmResource_t up) { return rmmAlignedAdaptorCreate(out, up, 4096, 65536); });
+  over_pool("rmm-rs prefetch/pool", [](rmmResource_t* out, rmmResource_t up) { return rmmPrefetchAdaptorCreate(out, up); });
   rmmResource_t async_resource;
   ok(rmmAsyncResourceCreate(&async_resource, 0, SIZE_MAX), "async");
   run("rmm-rs cuda_async", async_resource, nullptr);

@@ -1,5 +1,10 @@
 //! Statistics (RMM's `statistics_resource_adaptor`): current, peak and total bytes and
-//! allocation counts, by atomics only, so threads never wait on each other here.
+//! allocation counts, without locks, so threads never wait on each other here.
+//!
+//! The current bytes and count share one 128-bit atomic, so each allocation and each free
+//! costs one atomic add, and peaks stay exact (an allocation sees the exact current values it
+//! produced). Totals are current plus what was freed, and what was freed is counted per
+//! thread, in cells only their own thread writes: no atomic read-modify-write there.
 //!
 //! Nested scopes (push/pop, as RMM's `push_counters`/`pop_counters`) cost the allocation path
 //! nothing: the counters are cumulative, and a scope is the counters' values when it was
@@ -11,7 +16,9 @@ use crate::error::{Error, Result};
 use crate::mr::{MemoryResource, Via};
 use crate::platform::Stream;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicI64, Ordering};
+use portable_atomic::AtomicU128;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Figures of one scope, as `rmmStatistics_t`. Current values can go below zero within a
@@ -26,100 +33,149 @@ pub struct Counts {
     pub total_count: i64,
 }
 
-/// One figure: cumulative current and total, and the highest current since the innermost
-/// scope began.
+/// (bytes, count) packed as bytes << 64 | count. Both halves stay non-negative (a free always
+/// follows its allocation), so adding and subtracting never carries between them.
+fn packed(bytes: usize, count: u64) -> u128 {
+    (bytes as u128) << 64 | count as u128
+}
+
+fn unpacked(value: u128) -> (i64, i64) {
+    ((value >> 64) as i64, value as u64 as i64)
+}
+
+/// What one thread freed through one adaptor; written only by that thread.
 #[derive(Default)]
-struct Counter {
-    current: AtomicI64,
-    total: AtomicI64,
-    high: AtomicI64,
+struct FreedCell {
+    bytes: AtomicU64,
+    count: AtomicU64,
 }
 
-impl Counter {
-    fn add(&self, amount: i64) {
-        let now = self.current.fetch_add(amount, Ordering::Relaxed) + amount;
-        self.total.fetch_add(amount, Ordering::Relaxed);
-        // A plain load first: once the peak is reached, allocations skip the locked max.
-        if now > self.high.load(Ordering::Relaxed) {
-            self.high.fetch_max(now, Ordering::Relaxed);
-        }
-    }
-
-    fn sub(&self, amount: i64) {
-        self.current.fetch_sub(amount, Ordering::Relaxed);
+impl FreedCell {
+    fn add(&self, bytes: usize) {
+        // Single writer: a plain load and store, not a locked add.
+        self.bytes.store(self.bytes.load(Ordering::Relaxed) + bytes as u64, Ordering::Relaxed);
+        self.count.store(self.count.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     }
 }
 
-/// Where a scope began: the counters' current and total then, and the enclosing scope's
-/// highest current at that moment.
-#[derive(Clone, Copy)]
+/// How many adaptors' cells a thread keeps at hand; a thread that comes back to an adaptor
+/// it dropped from here gets a new cell (the old one still counts).
+const CELLS_PER_THREAD: usize = 8;
+
+thread_local! {
+    static CELLS: RefCell<Vec<(u64, Arc<FreedCell>)>> = const { RefCell::new(Vec::new()) };
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Where a scope began: the current and total (bytes, count) then, and the enclosing scope's
+/// highest current (bytes, count) at that moment.
+#[derive(Clone, Copy, Default)]
 struct ScopeStart {
-    current: i64,
-    total: i64,
-    enclosing_high: i64,
+    current: (i64, i64),
+    total: (i64, i64),
+    enclosing_high: (i64, i64),
 }
 
 pub struct StatisticsAdaptor {
     outer: Outer,
-    bytes: Counter,
-    count: Counter,
-    /// (bytes, count) starts of the pushed scopes, innermost last; the whole life of the
-    /// adaptor is the scope below them all.
-    scopes: Mutex<Vec<(ScopeStart, ScopeStart)>>,
+    id: u64,
+    current: AtomicU128,
+    /// The highest current bytes and count since the innermost scope began.
+    high_bytes: AtomicI64,
+    high_count: AtomicI64,
+    freed: Mutex<Vec<Arc<FreedCell>>>,
+    /// Starts of the pushed scopes, innermost last; the whole life of the adaptor is the
+    /// scope below them all.
+    scopes: Mutex<Vec<ScopeStart>>,
 }
-
-const BASE: ScopeStart = ScopeStart { current: 0, total: 0, enclosing_high: 0 };
 
 impl StatisticsAdaptor {
     pub fn new(upstream: Arc<dyn MemoryResource>) -> Arc<Self> {
         Outer::build(upstream, |outer| StatisticsAdaptor {
             outer,
-            bytes: Counter::default(),
-            count: Counter::default(),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            current: AtomicU128::new(0),
+            high_bytes: AtomicI64::new(0),
+            high_count: AtomicI64::new(0),
+            freed: Mutex::new(Vec::new()),
             scopes: Mutex::new(Vec::new()),
         })
+    }
+
+    fn raise_high(high: &AtomicI64, now: i64) {
+        // A plain load first: once the peak is reached, allocations skip the locked max.
+        if now > high.load(Ordering::Relaxed) {
+            high.fetch_max(now, Ordering::Relaxed);
+        }
+    }
+
+    fn note_freed(&self, bytes: usize) {
+        CELLS.with(|cells| {
+            let mut cells = cells.borrow_mut();
+            if let Some((_, cell)) = cells.iter().find(|(id, _)| *id == self.id) {
+                cell.add(bytes);
+                return;
+            }
+            let cell = Arc::new(FreedCell::default());
+            cell.add(bytes);
+            self.freed.lock().push(cell.clone());
+            if cells.len() == CELLS_PER_THREAD {
+                cells.remove(0);
+            }
+            cells.push((self.id, cell));
+        });
+    }
+
+    /// Lifetime (current, total) as ((bytes, count), (bytes, count)).
+    fn lifetime(&self) -> ((i64, i64), (i64, i64)) {
+        let current = unpacked(self.current.load(Ordering::Relaxed));
+        let freed = self.freed.lock().iter().fold((0i64, 0i64), |(b, c), cell| {
+            (b + cell.bytes.load(Ordering::Relaxed) as i64, c + cell.count.load(Ordering::Relaxed) as i64)
+        });
+        (current, (current.0 + freed.0, current.1 + freed.1))
+    }
+
+    fn figures(&self, start: ScopeStart) -> Counts {
+        let (current, total) = self.lifetime();
+        let high = (self.high_bytes.load(Ordering::Relaxed), self.high_count.load(Ordering::Relaxed));
+        let now = (current.0 - start.current.0, current.1 - start.current.1);
+        Counts {
+            current_bytes: now.0,
+            peak_bytes: (high.0 - start.current.0).max(now.0).max(0),
+            total_bytes: total.0 - start.total.0,
+            current_count: now.1,
+            peak_count: (high.1 - start.current.1).max(now.1).max(0),
+            total_count: total.1 - start.total.1,
+        }
     }
 
     /// The innermost scope's figures.
     pub fn counts(&self) -> Counts {
         let scopes = self.scopes.lock();
-        let (bytes_start, count_start) = scopes.last().copied().unwrap_or((BASE, BASE));
-        Self::figures(&self.bytes, &self.count, bytes_start, count_start)
-    }
-
-    fn figures(bytes: &Counter, count: &Counter, bytes_start: ScopeStart, count_start: ScopeStart) -> Counts {
-        let scope = |counter: &Counter, start: ScopeStart| {
-            let current = counter.current.load(Ordering::Relaxed) - start.current;
-            let peak = (counter.high.load(Ordering::Relaxed) - start.current).max(current).max(0);
-            (current, peak, counter.total.load(Ordering::Relaxed) - start.total)
-        };
-        let (current_bytes, peak_bytes, total_bytes) = scope(bytes, bytes_start);
-        let (current_count, peak_count, total_count) = scope(count, count_start);
-        Counts { current_bytes, peak_bytes, total_bytes, current_count, peak_count, total_count }
+        self.figures(scopes.last().copied().unwrap_or_default())
     }
 
     /// Starts a nested scope whose figures begin at zero.
     pub fn push(&self) {
         let mut scopes = self.scopes.lock();
-        let start = |counter: &Counter| {
-            let current = counter.current.load(Ordering::Relaxed);
-            let enclosing_high = counter.high.swap(current, Ordering::Relaxed);
-            ScopeStart { current, total: counter.total.load(Ordering::Relaxed), enclosing_high }
-        };
-        scopes.push((start(&self.bytes), start(&self.count)));
+        let (current, total) = self.lifetime();
+        let enclosing_high =
+            (self.high_bytes.swap(current.0, Ordering::Relaxed), self.high_count.swap(current.1, Ordering::Relaxed));
+        scopes.push(ScopeStart { current, total, enclosing_high });
     }
 
     /// Ends the innermost scope and returns its figures; its peak counts towards the enclosing
     /// scope's. Without a pushed scope: an error.
     pub fn pop(&self) -> Result<Counts> {
         let mut scopes = self.scopes.lock();
-        let Some(&(bytes_start, count_start)) = scopes.last() else {
+        let Some(&start) = scopes.last() else {
             return Err(Error::invalid("no statistics scope was pushed"));
         };
-        let popped = Self::figures(&self.bytes, &self.count, bytes_start, count_start);
+        let popped = self.figures(start);
         scopes.pop();
-        self.bytes.high.fetch_max(bytes_start.enclosing_high, Ordering::Relaxed);
-        self.count.high.fetch_max(count_start.enclosing_high, Ordering::Relaxed);
+        self.high_bytes.fetch_max(start.enclosing_high.0, Ordering::Relaxed);
+        self.high_count.fetch_max(start.enclosing_high.1, Ordering::Relaxed);
         Ok(popped)
     }
 }
@@ -127,15 +183,16 @@ impl StatisticsAdaptor {
 impl MemoryResource for StatisticsAdaptor {
     fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {
         let ptr = self.outer.upstream.allocate_via(bytes, stream, via)?;
-        self.bytes.add(bytes as i64);
-        self.count.add(1);
+        let (now_bytes, now_count) = unpacked(self.current.fetch_add(packed(bytes, 1), Ordering::Relaxed).wrapping_add(packed(bytes, 1)));
+        Self::raise_high(&self.high_bytes, now_bytes);
+        Self::raise_high(&self.high_count, now_count);
         Ok(ptr)
     }
 
     fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: Via) -> Result<()> {
         self.outer.upstream.deallocate_via(ptr, bytes, stream, via)?;
-        self.bytes.sub(bytes as i64);
-        self.count.sub(1);
+        self.current.fetch_sub(packed(bytes, 1), Ordering::Relaxed);
+        self.note_freed(bytes);
         Ok(())
     }
 
