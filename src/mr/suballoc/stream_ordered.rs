@@ -298,11 +298,19 @@ impl<I: BlockIndex> Drop for StreamOrdered<I> {
 
 impl<I: BlockIndex> ChunkHolder for Core<I> {
     fn free_block(&self, ptr: usize, stream: Stream) -> Result<()> {
-        let lease = self.lease(ptr).map(|(_, lease)| lease);
-        match lease.and_then(|lease| Some((lease, via::resolve(lease.via)?))) {
-            // Through the adaptor it was allocated through, which then sees the free.
-            Some((lease, outer)) => outer.deallocate(ptr, lease.requested, stream)?,
-            None => self.deallocate_via(ptr, None, stream, lease.map(|lease| lease.via))?,
+        match self.try_deallocate(ptr, None, stream, Some(DIRECT))? {
+            Ok(()) => {}
+            // Through the adaptor it was allocated through, which then sees the free; straight
+            // here when that adaptor is gone.
+            Err(Refused::OtherVia(outer)) => {
+                let requested = self.lease(ptr).map_or(0, |(_, lease)| lease.requested);
+                match via::resolve(outer) {
+                    Some(resource) => resource.deallocate(ptr, requested, stream)?,
+                    None => self.deallocate_via(ptr, None, stream, Some(outer))?,
+                }
+            }
+            // Not freed: the same call again, for its error message.
+            Err(_) => self.deallocate_via(ptr, None, stream, Some(DIRECT))?,
         }
         if self.orphaned.load(Ordering::Acquire) && self.used_blocks() == 0 {
             ranges::disown(self);
@@ -480,9 +488,7 @@ impl<I: BlockIndex> Core<I> {
 
     /// `deallocate` of a block allocated through `via` (None: through whichever resource).
     pub fn deallocate_via(&self, ptr: usize, bytes: Option<usize>, stream: Stream, via: Option<Via>) -> Result<()> {
-        let state = self.state_for(stream)?;
-        let platform = backend()?;
-        let refusal = |refused: Refused| match refused {
+        self.try_deallocate(ptr, bytes, stream, via)?.map_err(|refused| match refused {
             Refused::WrongSize(size) => Error::invalid(format!(
                 "{ptr:#x} is a block of {size} bytes in this {} resource; {} bytes were given",
                 self.name,
@@ -492,40 +498,51 @@ impl<I: BlockIndex> Core<I> {
                 "{ptr:#x} was allocated through {}: free it there, or with rmmFree",
                 via::describe(other)
             )),
-            Refused::NotLive => Error::invalid(format!("{ptr:#x} is not a live block of this {} resource (double free?)", self.name)),
-        };
+            Refused::NotLive => match self.owner_of(ptr) {
+                Some(_) => Error::invalid(format!("{ptr:#x} is not a live block of this {} resource (double free?)", self.name)),
+                None => Error::invalid(format!("{ptr:#x} was not allocated by this {} resource", self.name)),
+            },
+        })
+    }
+
+    /// `deallocate_via`, answering a refused free as `Refused` (the block stays allocated).
+    fn try_deallocate(&self, ptr: usize, bytes: Option<usize>, stream: Stream, via: Option<Via>) -> Result<std::result::Result<(), Refused>> {
+        let state = self.state_for(stream)?;
+        let platform = backend()?;
         {
             let mut shelf = state.shelf.lock();
-            let freed = shelf.index.free_checked(ptr, bytes, via);
-            if let Err(refused @ (Refused::WrongSize(_) | Refused::OtherVia(_))) = freed {
-                return Err(refusal(refused));
-            }
-            if let Ok(Freed { size, chunk_now_free }) = freed {
-                platform.note_released(self.device, ptr, size, stream);
-                // Other streams take only wholly free chunks without a device synchronization,
-                // so only a free that completes a chunk needs an event (recorded now, while
-                // the stream is known to be alive) to cover every free in that chunk.
-                if !state.is_legacy_default() {
-                    if chunk_now_free {
-                        platform.event_record(self.device, state.event, stream)?;
+            match shelf.index.free_checked(ptr, bytes, via) {
+                Err(refused @ (Refused::WrongSize(_) | Refused::OtherVia(_))) => return Ok(Err(refused)),
+                Err(Refused::NotLive) => {}
+                Ok(Freed { size, chunk_now_free }) => {
+                    platform.note_released(self.device, ptr, size, stream);
+                    // Other streams take only wholly free chunks without a device
+                    // synchronization, so only a free that completes a chunk needs an event
+                    // (recorded now, while the stream is known to be alive) to cover every
+                    // free in that chunk.
+                    if !state.is_legacy_default() {
+                        if chunk_now_free {
+                            platform.event_record(self.device, state.event, stream)?;
+                        }
+                        shelf.unrecorded_frees = !chunk_now_free;
                     }
-                    shelf.unrecorded_frees = !chunk_now_free;
+                    return Ok(Ok(()));
                 }
-                return Ok(());
             }
         }
-        let owner = self.owner_of(ptr).ok_or_else(|| {
-            Error::invalid(format!("{ptr:#x} was not allocated by this {} resource", self.name))
-        })?;
+        let Some(owner) = self.owner_of(ptr) else { return Ok(Err(Refused::NotLive)) };
         let mut shelf = owner.shelf.lock();
-        let Freed { size, .. } = shelf.index.free_checked(ptr, bytes, via).map_err(refusal)?;
+        let Freed { size, .. } = match shelf.index.free_checked(ptr, bytes, via) {
+            Ok(freed) => freed,
+            Err(refused) => return Ok(Err(refused)),
+        };
         platform.note_released(self.device, ptr, size, stream);
         // Whoever reuses the block from the owner's index waits for this free first.
         platform.event_record(self.device, state.event, stream)?;
         if !shelf.pending.contains(&state.event) {
             shelf.pending.push(state.event);
         }
-        Ok(())
+        Ok(Ok(()))
     }
 
     fn owner_of(&self, ptr: usize) -> Option<Arc<StreamState<I>>> {
