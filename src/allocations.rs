@@ -175,11 +175,14 @@ pub fn free_any(ptr: usize, stream: Stream) -> Result<()> {
     }
 }
 
-/// The size of a live allocation and, when known, the resource that made it.
+/// The size of a live allocation and, when known, the resource that made it (for pooled
+/// blocks: the adaptor they were allocated through, if any).
 pub fn describe(ptr: usize) -> Option<(usize, Option<Arc<dyn MemoryResource>>)> {
     match registry().get(ptr) {
         Some(allocation) => Some((allocation.size, Some(allocation.resource))),
-        None => ranges::find(ptr).and_then(|holder| holder.block_size(ptr)).map(|size| (size, None)),
+        None => ranges::find(ptr)
+            .and_then(|holder| holder.lease(ptr))
+            .map(|lease| (lease.requested, crate::mr::via::resolve(lease.via))),
     }
 }
 
@@ -190,6 +193,11 @@ fn free(ptr: usize, stream: Stream, accept: impl FnOnce(&Allocation) -> Result<(
     if let Err(e) = allocation.resource.deallocate(ptr, allocation.size, stream) {
         let _ = registry().insert(ptr, allocation);
         return Err(e);
+    }
+    // The last allocation of an adaptor nothing else refers to: let go of it.
+    if allocation.resource.outer_via().is_some() && Arc::strong_count(&allocation.resource) == 2 {
+        drop(allocation);
+        crate::mr::via::collect();
     }
     Ok(())
 }

@@ -124,6 +124,7 @@ pub fn finalize() -> Result<()> {
         unreachable!("checked above")
     };
     restore(replaced);
+    crate::mr::via::collect();
     crate::legacy_log::enable(false);
     crate::mr::adaptors::at_finalize();
     let (count, bytes) = registry().totals();

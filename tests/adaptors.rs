@@ -80,11 +80,18 @@ fn frees_that_name_no_resource_go_through_the_adaptor_of_a_pooled_block() {
     assert_eq!(stats.counts().current_count, 0, "rmmFree went through the adaptor");
     assert!(allocations::free_any(ptr, S).is_err(), "double free refused");
 
-    // Once the adaptor is gone its blocks go straight back to the pool.
+    // A live block keeps its adaptor alive after every reference is dropped; its free goes
+    // through the adaptor, which is then let go of.
     let ptr = allocations::allocate(&outer, 4096, S).unwrap();
+    let watch = Arc::downgrade(&stats);
     drop(outer);
     drop(stats);
+    rmm::mr::via::collect();
+    let alive = watch.upgrade().expect("kept alive by its live block");
+    assert_eq!(alive.counts().current_count, 1);
+    drop(alive);
     allocations::free_any(ptr, S).unwrap();
+    assert!(watch.upgrade().is_none(), "let go of after its last block was freed");
     assert_eq!(pool.usage().free, pool.usage().reserved);
     assert!(races().is_empty());
 }
@@ -263,7 +270,10 @@ fn logging_writes_rmm_csv_from_many_threads() {
     }
     assert_eq!(rows[4000][2..5], ["allocate failure", "(nil)", "1099511627776"]);
     drop(outer);
+    let watch = Arc::downgrade(&logging);
     drop(logging);
+    rmm::mr::via::collect();
+    assert!(watch.upgrade().is_none(), "no live allocation: dropped, its file closed");
     std::fs::remove_file(&path).unwrap();
 
     assert!(matches!(LoggingAdaptor::new(cuda(), Some("/nonexistent-dir/log.csv")), Err(Error::Io(_))));

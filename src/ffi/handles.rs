@@ -130,5 +130,6 @@ pub fn destroy(handle: rmmResource_t) -> Result<()> {
     table.free.lock().recycled.push(index as u32);
     // SAFETY: swapped out of the slot above, so this is the only owner of the box.
     drop(unsafe { Box::from_raw(boxed) });
+    crate::mr::via::collect();
     Ok(())
 }

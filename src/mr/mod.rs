@@ -69,6 +69,15 @@ pub trait MemoryResource: std::any::Any + Send + Sync + 'static {
     fn suballocation_depth(&self) -> usize {
         0
     }
+    /// For adaptors: whether an allocation made through this adaptor is still live (it then
+    /// stays alive even when no handle refers to it any more).
+    fn has_live_allocations(&self) -> bool {
+        false
+    }
+    /// For adaptors: their outer-resource number.
+    fn outer_via(&self) -> Option<Via> {
+        None
+    }
     /// A JSON description of the resource and, nested, its upstream resources.
     fn snapshot(&self) -> serde_json::Value {
         serde_json::json!({ "resource": self.name(), "device": self.device() })

@@ -4,12 +4,13 @@
 //! caller called. `rmmFree`, which names no resource, finds the pool through the chunk range
 //! index and hands the block to that adaptor, so the adaptor sees the free. A block freed
 //! through another resource than its `Via` is refused, as a foreign pointer would be.
+//! Adaptors stay alive while blocks allocated through them are (see `collect`).
 
 use super::MemoryResource;
 use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 /// An outer resource, by number; never reused, so a block cannot reach a later adaptor.
 pub type Via = u32;
@@ -31,35 +32,56 @@ impl Lease {
     }
 }
 
-static OUTER: RwLock<Option<HashMap<Via, Weak<dyn MemoryResource>>>> = RwLock::new(None);
+/// Every adaptor, held until nothing else refers to it and no block allocated through it is
+/// live: live allocations keep their adaptors (and so the adaptors' own upstreams) alive, as
+/// the per-pointer registry keeps the resources it records.
+static OUTER: RwLock<Option<HashMap<Via, Arc<dyn MemoryResource>>>> = RwLock::new(None);
 static NEXT: AtomicU32 = AtomicU32::new(1);
 
-/// Numbers an outer resource; `unregister` it when it is dropped.
-pub fn register(resource: Weak<dyn MemoryResource>) -> Via {
-    let via = NEXT.fetch_add(1, Ordering::Relaxed);
+/// A number for an adaptor about to be made; `register` it once it is.
+pub fn reserve() -> Via {
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+pub fn register(via: Via, resource: Arc<dyn MemoryResource>) {
     OUTER.write().get_or_insert_with(HashMap::new).insert(via, resource);
-    via
 }
 
-pub fn unregister(via: Via) {
-    if let Some(map) = OUTER.write().as_mut() {
-        map.remove(&via);
-    }
-}
-
-/// The live resource numbered `via`; None for `DIRECT` and for resources since dropped (their
-/// blocks are then freed straight into the pool).
+/// The resource numbered `via`; None for `DIRECT` (and numbers never registered).
 pub fn resolve(via: Via) -> Option<Arc<dyn MemoryResource>> {
     if via == DIRECT {
         return None;
     }
-    OUTER.read().as_ref()?.get(&via)?.upgrade()
+    OUTER.read().as_ref()?.get(&via).cloned()
 }
 
-/// A name for messages: "a statistics adaptor", or "an adaptor since destroyed".
+/// Lets go of adaptors that only this table refers to and through which no allocation is
+/// live: called when handles are destroyed or replaced, and after frees through an adaptor.
+/// Dropping one can free its upstream adaptor in turn, hence the loop.
+pub fn collect() {
+    loop {
+        let unused: Vec<Arc<dyn MemoryResource>> = {
+            let mut outer = OUTER.write();
+            let Some(map) = outer.as_mut() else { return };
+            let vias: Vec<Via> = map
+                .iter()
+                .filter(|(_, resource)| Arc::strong_count(resource) == 1 && !resource.has_live_allocations())
+                .map(|(via, _)| *via)
+                .collect();
+            vias.iter().filter_map(|via| map.remove(via)).collect()
+        };
+        if unused.is_empty() {
+            return;
+        }
+        // Dropped outside the lock: a logging adaptor writes out its file as it goes.
+        drop(unused);
+    }
+}
+
+/// A name for messages: "a statistics resource", or "a resource since destroyed".
 pub fn describe(via: Via) -> String {
     match resolve(via) {
         Some(resource) => format!("a {} resource", resource.name()),
-        None => "an adaptor since destroyed".to_string(),
+        None => "a resource since destroyed".to_string(),
     }
 }

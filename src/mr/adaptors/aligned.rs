@@ -91,6 +91,14 @@ impl MemoryResource for AlignedAdaptor {
         self.outer.upstream.suballocation_depth()
     }
 
+    fn outer_via(&self) -> Option<crate::mr::Via> {
+        Some(self.outer.via)
+    }
+
+    fn has_live_allocations(&self) -> bool {
+        self.shifted.iter().any(|shard| !shard.lock().is_empty())
+    }
+
     fn snapshot(&self) -> serde_json::Value {
         serde_json::json!({
             "resource": self.name(), "device": self.device(), "alignment": self.alignment,

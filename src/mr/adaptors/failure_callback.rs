@@ -2,7 +2,7 @@
 //! memory, calls the user's callback with the size asked for and retries for as long as it
 //! returns true, which is how programs spill or free caches before giving up.
 
-use super::Outer;
+use super::{LiveCount, Outer};
 use crate::error::{Error, Result};
 use crate::mr::{MemoryResource, Via};
 use crate::platform::Stream;
@@ -13,12 +13,13 @@ pub type FailureCallback = Box<dyn Fn(usize) -> bool + Send + Sync>;
 
 pub struct FailureCallbackAdaptor {
     outer: Outer,
+    live: LiveCount,
     callback: FailureCallback,
 }
 
 impl FailureCallbackAdaptor {
     pub fn new(upstream: Arc<dyn MemoryResource>, callback: FailureCallback) -> Arc<Self> {
-        Outer::build(upstream, |outer| FailureCallbackAdaptor { outer, callback })
+        Outer::build(upstream, |outer| FailureCallbackAdaptor { outer, live: LiveCount::default(), callback })
     }
 }
 
@@ -27,17 +28,21 @@ impl MemoryResource for FailureCallbackAdaptor {
         loop {
             match self.outer.upstream.allocate_via(bytes, stream, via) {
                 Err(Error::OutOfMemory { .. }) if (self.callback)(bytes) => continue,
-                result => return result,
+                result => return self.live.allocated(result),
             }
         }
     }
 
     fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: Via) -> Result<()> {
-        self.outer.upstream.deallocate_via(ptr, bytes, stream, via)
+        self.live.freed(self.outer.upstream.deallocate_via(ptr, bytes, stream, via))
     }
 
     fn name(&self) -> &'static str {
         "failure_callback"
+    }
+
+    fn has_live_allocations(&self) -> bool {
+        self.live.any()
     }
 
     fn snapshot(&self) -> serde_json::Value {

@@ -62,6 +62,10 @@ impl MemoryResource for LimitingAdaptor {
         "limiting"
     }
 
+    fn has_live_allocations(&self) -> bool {
+        self.allocated_bytes() > 0
+    }
+
     fn snapshot(&self) -> serde_json::Value {
         serde_json::json!({
             "resource": self.name(), "device": self.device(), "limit": self.limit,

@@ -12,7 +12,7 @@
 //! only for the copy; full buffers go to a writer thread, so no allocating thread ever waits
 //! for the disk.
 
-use super::Outer;
+use super::{LiveCount, Outer};
 use crate::error::{Error, Result};
 use crate::mr::{MemoryResource, Via};
 use crate::platform::Stream;
@@ -34,6 +34,7 @@ enum Job {
 
 pub struct LoggingAdaptor {
     outer: Outer,
+    live: LiveCount,
     path: String,
     buffer: Mutex<Vec<u8>>,
     writer: Mutex<Option<(Sender<Job>, std::thread::JoinHandle<()>)>>,
@@ -64,6 +65,7 @@ impl LoggingAdaptor {
             .map_err(|e| Error::Io(format!("cannot start the log writer thread: {e}")))?;
         let adaptor = Outer::build(upstream, |outer| LoggingAdaptor {
             outer,
+            live: LiveCount::default(),
             path,
             buffer: Mutex::new(Vec::with_capacity(BUFFER_BYTES)),
             writer: Mutex::new(Some((sender, writer))),
@@ -174,7 +176,7 @@ impl Drop for LoggingAdaptor {
 
 impl MemoryResource for LoggingAdaptor {
     fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {
-        match self.outer.upstream.allocate_via(bytes, stream, via) {
+        match self.live.allocated(self.outer.upstream.allocate_via(bytes, stream, via)) {
             Ok(ptr) => {
                 self.log("allocate", ptr, bytes, stream);
                 Ok(ptr)
@@ -187,13 +189,17 @@ impl MemoryResource for LoggingAdaptor {
     }
 
     fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: Via) -> Result<()> {
-        self.outer.upstream.deallocate_via(ptr, bytes, stream, via)?;
+        self.live.freed(self.outer.upstream.deallocate_via(ptr, bytes, stream, via))?;
         self.log("free", ptr, bytes, stream);
         Ok(())
     }
 
     fn name(&self) -> &'static str {
         "logging"
+    }
+
+    fn has_live_allocations(&self) -> bool {
+        self.live.any()
     }
 
     fn snapshot(&self) -> serde_json::Value {

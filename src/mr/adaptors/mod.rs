@@ -21,27 +21,46 @@ pub use tracking::{OutstandingAllocation, TrackingAdaptor};
 
 use super::via::{self, Via};
 use super::MemoryResource;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
-/// What every adaptor holds: its upstream and its outer-resource number, given back on drop.
+/// What every adaptor holds: its upstream and its outer-resource number.
 pub struct Outer {
     pub upstream: Arc<dyn MemoryResource>,
     pub via: Via,
 }
 
 impl Outer {
-    /// Builds an adaptor that knows its own number.
+    /// Builds an adaptor that knows its own number, registered so that frees of its blocks
+    /// find it (and it lives while they are live; `via::collect` lets go of it after).
     pub fn build<A: MemoryResource>(upstream: Arc<dyn MemoryResource>, make: impl FnOnce(Outer) -> A) -> Arc<A> {
-        Arc::new_cyclic(|this: &Weak<A>| {
-            let via = via::register(this.clone() as Weak<dyn MemoryResource>);
-            make(Outer { upstream, via })
-        })
+        let via = via::reserve();
+        let adaptor = Arc::new(make(Outer { upstream, via }));
+        via::register(via, adaptor.clone());
+        adaptor
     }
 }
 
-impl Drop for Outer {
-    fn drop(&mut self) {
-        via::unregister(self.via);
+/// Allocations live through an adaptor that keeps no figures of its own.
+#[derive(Default)]
+pub struct LiveCount(std::sync::atomic::AtomicUsize);
+
+impl LiveCount {
+    pub fn allocated<T>(&self, result: crate::error::Result<T>) -> crate::error::Result<T> {
+        if result.is_ok() {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        result
+    }
+
+    pub fn freed(&self, result: crate::error::Result<()>) -> crate::error::Result<()> {
+        if result.is_ok() {
+            self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        result
+    }
+
+    pub fn any(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed) > 0
     }
 }
 
@@ -77,6 +96,10 @@ macro_rules! adaptor_forwarding_methods {
 
         fn suballocation_depth(&self) -> usize {
             self.$outer.upstream.suballocation_depth()
+        }
+
+        fn outer_via(&self) -> Option<$crate::mr::Via> {
+            Some(self.$outer.via)
         }
     };
 }

@@ -2,7 +2,7 @@
 //! the order of its stream, so managed memory is resident before the first kernel touches it.
 //! Memory that is not managed needs no migration; the driver refuses it and that is ignored.
 
-use super::Outer;
+use super::{LiveCount, Outer};
 use crate::error::{Error, Result};
 use crate::mr::{MemoryResource, Via};
 use crate::platform::{backend, Stream};
@@ -10,11 +10,12 @@ use std::sync::Arc;
 
 pub struct PrefetchAdaptor {
     outer: Outer,
+    live: LiveCount,
 }
 
 impl PrefetchAdaptor {
     pub fn new(upstream: Arc<dyn MemoryResource>) -> Arc<Self> {
-        Outer::build(upstream, |outer| PrefetchAdaptor { outer })
+        Outer::build(upstream, |outer| PrefetchAdaptor { outer, live: LiveCount::default() })
     }
 }
 
@@ -22,10 +23,10 @@ impl MemoryResource for PrefetchAdaptor {
     fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {
         let ptr = self.outer.upstream.allocate_via(bytes, stream, via)?;
         match backend()?.prefetch(self.device(), ptr, bytes, stream) {
-            Ok(()) | Err(Error::InvalidArgument(_)) => Ok(ptr),
+            Ok(()) | Err(Error::InvalidArgument(_)) => self.live.allocated(Ok(ptr)),
             Err(Error::NotSupported(reason)) => {
                 log::debug!("prefetch skipped: {reason}");
-                Ok(ptr)
+                self.live.allocated(Ok(ptr))
             }
             Err(e) => {
                 let _ = self.outer.upstream.deallocate_via(ptr, bytes, stream, via);
@@ -35,11 +36,15 @@ impl MemoryResource for PrefetchAdaptor {
     }
 
     fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: Via) -> Result<()> {
-        self.outer.upstream.deallocate_via(ptr, bytes, stream, via)
+        self.live.freed(self.outer.upstream.deallocate_via(ptr, bytes, stream, via))
     }
 
     fn name(&self) -> &'static str {
         "prefetch"
+    }
+
+    fn has_live_allocations(&self) -> bool {
+        self.live.any()
     }
 
     fn snapshot(&self) -> serde_json::Value {

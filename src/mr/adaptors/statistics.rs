@@ -200,6 +200,10 @@ impl MemoryResource for StatisticsAdaptor {
         "statistics"
     }
 
+    fn has_live_allocations(&self) -> bool {
+        unpacked(self.current.load(Ordering::Relaxed)).1 > 0
+    }
+
     fn snapshot(&self) -> serde_json::Value {
         let c = self.counts();
         serde_json::json!({

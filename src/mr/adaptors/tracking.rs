@@ -149,6 +149,10 @@ impl MemoryResource for TrackingAdaptor {
         "tracking"
     }
 
+    fn has_live_allocations(&self) -> bool {
+        self.live.iter().any(|shard| !shard.lock().is_empty())
+    }
+
     fn snapshot(&self) -> serde_json::Value {
         let outstanding: Vec<_> = self
             .outstanding()

@@ -15,8 +15,8 @@ use std::sync::{Arc, Weak};
 /// A suballocator that can free any block it handed out, given only the address.
 pub trait ChunkHolder: Send + Sync {
     fn free_block(&self, ptr: usize, stream: Stream) -> Result<()>;
-    /// The size of the live block at `ptr`, if it is one.
-    fn block_size(&self, ptr: usize) -> Option<usize>;
+    /// What the live block at `ptr` was handed out for, if it is one.
+    fn lease(&self, ptr: usize) -> Option<crate::mr::via::Lease>;
 }
 
 struct Range {

@@ -305,7 +305,14 @@ impl<I: BlockIndex> ChunkHolder for Core<I> {
             Err(Refused::OtherVia(outer)) => {
                 let requested = self.lease(ptr).map_or(0, |(_, lease)| lease.requested);
                 match via::resolve(outer) {
-                    Some(resource) => resource.deallocate(ptr, requested, stream)?,
+                    Some(resource) => {
+                        resource.deallocate(ptr, requested, stream)?;
+                        // The adaptor's last block, and nothing else refers to it any more.
+                        if Arc::strong_count(&resource) == 2 && !resource.has_live_allocations() {
+                            drop(resource);
+                            via::collect();
+                        }
+                    }
                     None => self.deallocate_via(ptr, None, stream, Some(outer))?,
                 }
             }
@@ -318,8 +325,8 @@ impl<I: BlockIndex> ChunkHolder for Core<I> {
         Ok(())
     }
 
-    fn block_size(&self, ptr: usize) -> Option<usize> {
-        self.lease(ptr).map(|(_, lease)| lease.requested)
+    fn lease(&self, ptr: usize) -> Option<Lease> {
+        Core::lease(self, ptr).map(|(_, lease)| lease)
     }
 }
 
