@@ -3,7 +3,7 @@
 # on a simulated device (and says so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --quiet
+cargo build --release --quiet --lib
 mkdir -p target/demo
 cc -std=c11 -Wall -Wextra -Werror -Iinclude examples/demo.c -Ltarget/release -lrmm \
    -Wl,-rpath,"$PWD/target/release" -o target/demo/demo

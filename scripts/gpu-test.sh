@@ -76,6 +76,20 @@ else
   echo "FAILED with only libcuda.so.1:"; cat "$build/libcuda1-only.log"; status=1
 fi
 
+section "log replay on the GPU"
+# A RAPIDS-style log (2 threads, 2 streams, an allocation failure) against the default stacks
+# and an adaptor stack, on the real device.
+if [ -x "$stage/bin/rmm-replay" ]; then
+  if ! "$stage/bin/rmm-replay" --resource pool --resource binning/pool --resource arena --resource cuda_async \
+      --resource "statistics+logging:path=$build/replayed.csv+pool" "$root/tests/data/rapids_sample.log"; then
+    echo "FAILED: rmm-replay"; status=1
+  elif [ "$(grep -c ',allocate,' "$build/replayed.csv")" -ne 84 ]; then
+    echo "FAILED: the logging adaptor under the replay did not log the 84 allocations"; status=1
+  fi
+else
+  echo "no stage/bin/rmm-replay: skipped"
+fi
+
 if [ "${RMM_MEMCHECK:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   section "compute-sanitizer memcheck"
   memcheck_failed=()

@@ -1,1 +1,1221 @@
-//! Replays RMM allocation logs (see `src/bin/rmm-replay.rs`).
+//! Replays RMM allocation logs against a resource stack: the library half of `rmm-replay`
+//! (`src/bin/rmm-replay.rs`).
+//!
+//! The log is the CSV of RAPIDS RMM's `logging_resource_adaptor`, which our logging adaptor
+//! writes too:
+//!
+//! ```text
+//! Thread,Time,Action,Pointer,Size,Stream
+//! 4031547,14:03:07.123456,allocate,0x7f3a40000000,1024,0
+//! 4031547,14:03:07.123470,free,0x7f3a40000000,1024,0
+//! 4031547,14:03:07.123480,allocate failure,(nil),99999999999,0x55d0c2a3b4c0
+//! ```
+//!
+//! [`parse_log`] reads it into [`Event`]s (columns found by name, in any order; the time is
+//! ignored: file order is event order). [`Spec`] describes a resource stack such as
+//! `statistics/pool:initial=1GiB/cuda`. [`replay`] performs the events in file order on the
+//! calling thread against a resource, mapping logged pointers to the new ones and logged
+//! streams to streams it creates, and measures time per operation, the peak footprint and
+//! fragmentation; [`replay_spec`] does so `repeat` times, each against a fresh stack.
+
+use crate::mr::adaptors::{
+    AlignedAdaptor, LimitingAdaptor, LoggingAdaptor, PrefetchAdaptor, StatisticsAdaptor, TrackingAdaptor,
+};
+use crate::mr::{
+    ArenaResource, AsyncResource, BinningResource, DirectResource, FixedSizeResource, MemoryResource, PoolResource,
+};
+use crate::platform::{backend, Stream};
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+// ---------------------------------------------------------------------------------------------
+// The log
+
+/// What a log line records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    Allocate,
+    Free,
+    /// An allocation the logged program saw fail (its pointer is `(nil)`).
+    AllocateFailure,
+}
+
+impl Action {
+    /// The word the log uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Allocate => "allocate",
+            Action::Free => "free",
+            Action::AllocateFailure => "allocate failure",
+        }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One line of a log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// The line number in the file (1-based, counting the header and blank lines).
+    pub line: usize,
+    /// The OS thread id (0 when the log has no Thread column).
+    pub thread: u64,
+    pub action: Action,
+    /// The logged address; 0 for `(nil)`.
+    pub pointer: usize,
+    pub size: usize,
+    /// The logged stream handle; 0 for the default stream (and when there is no Stream column).
+    pub stream: usize,
+}
+
+/// The columns RMM writes, in the order it writes them.
+pub const LOG_COLUMNS: &str = "Thread,Time,Action,Pointer,Size,Stream";
+
+/// Where each column is in the lines of one log.
+struct Columns {
+    thread: Option<usize>,
+    action: usize,
+    pointer: usize,
+    size: usize,
+    stream: Option<usize>,
+    /// The fields a line needs: one past the last column used.
+    needed: usize,
+}
+
+impl Columns {
+    const STANDARD: Columns = Columns { thread: Some(0), action: 2, pointer: 3, size: 4, stream: Some(5), needed: 6 };
+
+    /// The columns a header line names; None when the line is no header (has no Action field).
+    fn from_header(fields: &[&str]) -> Option<Result<Columns, String>> {
+        let find = |name: &str| fields.iter().position(|f| f.trim().eq_ignore_ascii_case(name));
+        let action = find("action")?;
+        let require = |name: &str| {
+            find(name).ok_or_else(|| format!("the header has no {name} column (RMM writes {LOG_COLUMNS})"))
+        };
+        let columns = (|| {
+            let (pointer, size) = (require("Pointer")?, require("Size")?);
+            let (thread, stream) = (find("thread"), find("stream"));
+            let needed =
+                [Some(action), Some(pointer), Some(size), thread, stream].into_iter().flatten().max().unwrap_or(0) + 1;
+            Ok(Columns { thread, action, pointer, size, stream, needed })
+        })();
+        Some(columns)
+    }
+
+    fn event(&self, line: usize, fields: &[&str]) -> Result<Event, String> {
+        if fields.len() < self.needed {
+            return Err(format!("{} fields where the header needs at least {}", fields.len(), self.needed));
+        }
+        Ok(Event {
+            line,
+            thread: self.thread.map_or(0, |at| parse_thread(fields[at])),
+            action: parse_action(fields[self.action])?,
+            pointer: parse_pointer(fields[self.pointer])?,
+            size: parse_bytes_field(fields[self.size])?,
+            stream: match self.stream {
+                Some(at) => parse_stream(fields[at])?,
+                None => 0,
+            },
+        })
+    }
+}
+
+/// A decimal number, or a hexadecimal one with a `0x` prefix.
+fn parse_number(text: &str) -> Option<u64> {
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) if !hex.is_empty() => u64::from_str_radix(hex, 16).ok(),
+        Some(_) => None,
+        None => text.parse().ok(),
+    }
+}
+
+fn parse_action(text: &str) -> Result<Action, String> {
+    let words: Vec<String> = text.split_whitespace().map(str::to_ascii_lowercase).collect();
+    match words.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        ["allocate"] => Ok(Action::Allocate),
+        ["free"] | ["deallocate"] => Ok(Action::Free),
+        ["allocate", "failure"] | ["allocate_failure"] => Ok(Action::AllocateFailure),
+        _ => Err(format!("unknown action {:?} (expected allocate, free or allocate failure)", text.trim())),
+    }
+}
+
+fn parse_pointer(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    if ["(nil)", "nil", "null", "nullptr", "0"].iter().any(|null| text.eq_ignore_ascii_case(null)) {
+        return Ok(0);
+    }
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => usize::from_str_radix(hex, 16).ok(),
+        None => None,
+    }
+    .ok_or_else(|| format!("pointer {text:?} is neither 0x-prefixed hexadecimal nor (nil)"))
+}
+
+fn parse_bytes_field(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    text.parse().map_err(|_| format!("size {text:?} is not a decimal number of bytes"))
+}
+
+fn parse_stream(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("(nil)") {
+        return Ok(0);
+    }
+    parse_number(text)
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| format!("stream {text:?} is neither 0, 0x-prefixed hexadecimal nor decimal"))
+}
+
+/// Threads are only told apart, so a thread id in an unexpected format is kept as a hash.
+fn parse_thread(text: &str) -> u64 {
+    let text = text.trim();
+    parse_number(text).unwrap_or_else(|| {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut hasher);
+        hasher.finish()
+    })
+}
+
+/// Reads a log. The first non-blank line is the header (columns are found by name, in any
+/// order, extra columns ignored; Action, Pointer and Size are required, Thread and Stream
+/// optional); a log without a header must have RMM's six columns in RMM's order. Blank lines
+/// are skipped. Errors name the line and what is wrong with it.
+pub fn parse_log(text: &str) -> Result<Vec<Event>, String> {
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .map(|(at, line)| (at + 1, line.trim_start_matches('\u{feff}').trim()))
+        .filter(|(_, line)| !line.is_empty());
+    let Some((first_number, first)) = lines.next() else {
+        return Err(format!("the log is empty (expected the header {LOG_COLUMNS})"));
+    };
+    let first_fields: Vec<&str> = first.split(',').collect();
+    let mut events = Vec::new();
+    let columns = match Columns::from_header(&first_fields) {
+        Some(columns) => columns.map_err(|e| format!("line {first_number}: {e}"))?,
+        None => {
+            let event = Columns::STANDARD
+                .event(first_number, &first_fields)
+                .map_err(|e| format!("line {first_number}: no header ({LOG_COLUMNS}) and not an event either: {e}"))?;
+            events.push(event);
+            Columns::STANDARD
+        }
+    };
+    for (number, line) in lines {
+        let fields: Vec<&str> = line.split(',').collect();
+        events.push(columns.event(number, &fields).map_err(|e| format!("line {number}: {e}"))?);
+    }
+    Ok(events)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resource stacks
+
+/// One layer of a resource stack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Layer {
+    // Adaptors.
+    Statistics,
+    Tracking { stacks: bool },
+    Limiting { limit: usize },
+    Aligned { alignment: usize, threshold: usize },
+    Logging { path: String },
+    Prefetch,
+    // Suballocators.
+    Pool { initial: usize, maximum: usize },
+    Binning { min: i8, max: i8 },
+    Arena { size: usize },
+    FixedSize { block: usize, prealloc: usize },
+    // Device resources: the bottom of every stack.
+    Cuda,
+    Managed,
+    PinnedHost,
+    CudaAsync { initial: usize, release_threshold: usize },
+}
+
+impl Layer {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Layer::Statistics => "statistics",
+            Layer::Tracking { .. } => "tracking",
+            Layer::Limiting { .. } => "limiting",
+            Layer::Aligned { .. } => "aligned",
+            Layer::Logging { .. } => "logging",
+            Layer::Prefetch => "prefetch",
+            Layer::Pool { .. } => "pool",
+            Layer::Binning { .. } => "binning",
+            Layer::Arena { .. } => "arena",
+            Layer::FixedSize { .. } => "fixed_size",
+            Layer::Cuda => "cuda",
+            Layer::Managed => "managed",
+            Layer::PinnedHost => "pinned_host",
+            Layer::CudaAsync { .. } => "cuda_async",
+        }
+    }
+
+    /// True for the resources that take memory from the driver themselves (no upstream).
+    pub fn is_device(&self) -> bool {
+        matches!(self, Layer::Cuda | Layer::Managed | Layer::PinnedHost | Layer::CudaAsync { .. })
+    }
+
+    /// `name:key=value,...` with every parameter spelled out.
+    fn canonical(&self) -> String {
+        let s = exact_size;
+        match self {
+            Layer::Tracking { stacks } => format!("tracking:stacks={stacks}"),
+            Layer::Limiting { limit } => format!("limiting:limit={}", s(*limit)),
+            Layer::Aligned { alignment, threshold } => {
+                format!("aligned:alignment={},threshold={}", s(*alignment), s(*threshold))
+            }
+            Layer::Logging { path } => format!("logging:path={path}"),
+            Layer::Pool { initial, maximum } => format!("pool:initial={},maximum={}", s(*initial), s(*maximum)),
+            Layer::Binning { min, max } => format!("binning:min={min},max={max}"),
+            Layer::Arena { size } => format!("arena:size={}", s(*size)),
+            Layer::FixedSize { block, prealloc } => format!("fixed_size:block={},prealloc={prealloc}", s(*block)),
+            Layer::CudaAsync { initial, release_threshold } => {
+                format!("cuda_async:initial={},release_threshold={}", s(*initial), s(*release_threshold))
+            }
+            other => other.name().to_string(),
+        }
+    }
+
+    fn parse(text: &str) -> Result<Layer, String> {
+        let (name, params) = match text.split_once(':') {
+            Some((name, params)) => (name.trim(), Some(params)),
+            None => (text.trim(), None),
+        };
+        if name.is_empty() {
+            return Err("an empty layer".to_string());
+        }
+        let name = name.to_ascii_lowercase();
+        let keys: &[&str] = match name.as_str() {
+            "tracking" => &["stacks"],
+            "limiting" => &["limit"],
+            "aligned" => &["alignment", "threshold"],
+            "logging" => &["path"],
+            "pool" => &["initial", "maximum"],
+            "binning" => &["min", "max"],
+            "arena" => &["size"],
+            "fixed_size" => &["block", "prealloc"],
+            "cuda_async" => &["initial", "release_threshold"],
+            _ => &[],
+        };
+        let p = Params::parse(&name, params, keys)?;
+        let layer = match name.as_str() {
+            "statistics" => Layer::Statistics,
+            "tracking" => Layer::Tracking { stacks: p.boolean("stacks", false)? },
+            "limiting" => Layer::Limiting { limit: p.required_size("limit")? },
+            "aligned" => {
+                Layer::Aligned { alignment: p.required_size("alignment")?, threshold: p.size("threshold", 64 << 10)? }
+            }
+            "logging" => Layer::Logging { path: p.required("path")?.to_string() },
+            "prefetch" => Layer::Prefetch,
+            "pool" => Layer::Pool { initial: p.size("initial", 0)?, maximum: p.size("maximum", 0)? },
+            "binning" => {
+                let (min, max) = (p.exponent("min", 8)?, p.exponent("max", 20)?);
+                if min > max {
+                    return Err(format!("binning: min={min} is above max={max}"));
+                }
+                Layer::Binning { min, max }
+            }
+            "arena" => Layer::Arena { size: p.size("size", 0)? },
+            "fixed_size" => {
+                let block = p.size("block", 1 << 20)?;
+                if block == 0 {
+                    return Err("fixed_size: block=0".to_string());
+                }
+                Layer::FixedSize { block, prealloc: p.count("prealloc", 128)? }
+            }
+            "cuda" => Layer::Cuda,
+            "managed" => Layer::Managed,
+            "pinned_host" => Layer::PinnedHost,
+            "cuda_async" => {
+                Layer::CudaAsync { initial: p.size("initial", 0)?, release_threshold: p.size("release_threshold", 0)? }
+            }
+            _ => {
+                return Err(format!(
+                    "unknown resource {name:?} (resources: cuda, managed, pinned_host, cuda_async, pool, binning, \
+                     arena, fixed_size; adaptors: statistics, tracking, limiting, aligned, logging, prefetch)"
+                ))
+            }
+        };
+        Ok(layer)
+    }
+
+    fn build(&self, upstream: Option<Arc<dyn MemoryResource>>, device: i32) -> crate::Result<Arc<dyn MemoryResource>> {
+        let up = || upstream.clone().expect("every layer but the last has an upstream");
+        Ok(match self {
+            Layer::Statistics => StatisticsAdaptor::new(up()),
+            Layer::Tracking { stacks } => TrackingAdaptor::new(up(), *stacks),
+            Layer::Limiting { limit } => LimitingAdaptor::new(up(), *limit)?,
+            Layer::Aligned { alignment, threshold } => AlignedAdaptor::new(up(), *alignment, *threshold)?,
+            Layer::Logging { path } => LoggingAdaptor::new(up(), Some(path))?,
+            Layer::Prefetch => PrefetchAdaptor::new(up()),
+            Layer::Pool { initial, maximum } => Arc::new(PoolResource::new(up(), *initial, *maximum)?),
+            Layer::Binning { min, max } => Arc::new(BinningResource::new(up(), *min, *max)?),
+            Layer::Arena { size } => Arc::new(ArenaResource::new(up(), *size)?),
+            Layer::FixedSize { block, prealloc } => Arc::new(FixedSizeResource::new(up(), *block, *prealloc)?),
+            Layer::Cuda => Arc::new(DirectResource::cuda(device)?),
+            Layer::Managed => Arc::new(DirectResource::managed(device)?),
+            Layer::PinnedHost => Arc::new(DirectResource::pinned_host(device)?),
+            Layer::CudaAsync { initial, release_threshold } => {
+                Arc::new(AsyncResource::new(device, *initial, *release_threshold)?)
+            }
+        })
+    }
+}
+
+/// The `key=value` parameters of one layer.
+struct Params<'a> {
+    layer: String,
+    pairs: Vec<(&'a str, &'a str)>,
+}
+
+impl<'a> Params<'a> {
+    fn parse(layer: &str, text: Option<&'a str>, keys: &[&str]) -> Result<Params<'a>, String> {
+        let mut pairs: Vec<(&'a str, &'a str)> = Vec::new();
+        let takes = || match keys {
+            [] => format!("{layer} takes no parameters"),
+            keys => format!("{layer} takes {}", keys.join(", ")),
+        };
+        for pair in text.into_iter().flat_map(|t| t.split(',')).map(str::trim).filter(|p| !p.is_empty()) {
+            let (key, value) = pair.split_once('=').ok_or_else(|| format!("{layer}: {pair:?} is not key=value"))?;
+            let (key, value) = (key.trim(), value.trim());
+            if !keys.contains(&key) {
+                return Err(format!("{layer}: unknown parameter {key:?} ({})", takes()));
+            }
+            if pairs.iter().any(|(k, _)| *k == key) {
+                return Err(format!("{layer}: {key} is given twice"));
+            }
+            pairs.push((key, value));
+        }
+        Ok(Params { layer: layer.to_string(), pairs })
+    }
+
+    fn get(&self, key: &str) -> Option<&'a str> {
+        self.pairs.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+    }
+
+    fn required(&self, key: &str) -> Result<&'a str, String> {
+        self.get(key).filter(|v| !v.is_empty()).ok_or_else(|| format!("{}: {key}=... is required", self.layer))
+    }
+
+    fn parse_size(&self, key: &str, value: &str) -> Result<usize, String> {
+        crate::platform::sim::parse_size(value)
+            .ok_or_else(|| format!("{}: {key}={value:?} is not a size (e.g. 4096, 256KiB, 512MiB, 8GiB)", self.layer))
+    }
+
+    fn size(&self, key: &str, default: usize) -> Result<usize, String> {
+        self.get(key).map_or(Ok(default), |v| self.parse_size(key, v))
+    }
+
+    fn required_size(&self, key: &str) -> Result<usize, String> {
+        self.parse_size(key, self.required(key)?)
+    }
+
+    fn count(&self, key: &str, default: usize) -> Result<usize, String> {
+        self.get(key).map_or(Ok(default), |v| {
+            v.parse().map_err(|_| format!("{}: {key}={v:?} is not a whole number", self.layer))
+        })
+    }
+
+    fn exponent(&self, key: &str, default: i8) -> Result<i8, String> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(v) => v
+                .parse::<i8>()
+                .ok()
+                .filter(|e| (0..=40).contains(e))
+                .ok_or_else(|| format!("{}: {key}={v:?} is not a power-of-two exponent from 0 to 40", self.layer)),
+        }
+    }
+
+    fn boolean(&self, key: &str, default: bool) -> Result<bool, String> {
+        match self.get(key).map(str::to_ascii_lowercase).as_deref() {
+            None => Ok(default),
+            Some("true" | "1" | "yes" | "on") => Ok(true),
+            Some("false" | "0" | "no" | "off") => Ok(false),
+            Some(v) => Err(format!("{}: {key}={v:?} is not true or false", self.layer)),
+        }
+    }
+}
+
+/// A size as the spec syntax writes it: the largest binary unit that divides it.
+fn exact_size(bytes: usize) -> String {
+    for (unit, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+        if bytes != 0 && bytes.is_multiple_of(1usize << shift) {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    bytes.to_string()
+}
+
+/// A resource stack, outermost layer first, always ending in a device resource, e.g.
+/// `statistics/binning:min=8,max=20/pool:initial=1GiB/cuda`. Layers are separated by `/`, or
+/// by `+` when the spec contains a `+` (so that a log path may contain slashes); each layer
+/// is `name` or `name:key=value,key=value`; a stack that does not end in a device resource
+/// (`cuda`, `managed`, `pinned_host`, `cuda_async`) ends in `cuda`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spec {
+    text: String,
+    layers: Vec<Layer>,
+}
+
+impl Spec {
+    pub fn parse(text: &str) -> Result<Spec, String> {
+        let bad = |detail: String| format!("bad resource spec {text:?}: {detail}");
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            return Err(bad("it is empty".to_string()));
+        }
+        let separator = if trimmed.contains('+') { '+' } else { '/' };
+        let mut layers = Vec::new();
+        for part in trimmed.split(separator) {
+            layers.push(Layer::parse(part).map_err(bad)?);
+        }
+        if let Some(at) = layers.iter().position(Layer::is_device) {
+            if at + 1 != layers.len() {
+                return Err(bad(format!(
+                    "{} takes memory from the device itself, so it must be the last layer",
+                    layers[at].name()
+                )));
+            }
+        } else {
+            layers.push(Layer::Cuda);
+        }
+        Ok(Spec { text: trimmed.to_string(), layers })
+    }
+
+    /// The spec as given.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Outermost first; the last is a device resource.
+    pub fn layers(&self) -> &[Layer] {
+        &self.layers
+    }
+
+    /// The stack with every parameter spelled out, e.g. `pool:initial=0,maximum=0/cuda`.
+    pub fn canonical(&self) -> String {
+        let separator = if self.layers.iter().any(|l| matches!(l, Layer::Logging { path } if path.contains('/'))) {
+            "+"
+        } else {
+            "/"
+        };
+        self.layers.iter().map(Layer::canonical).collect::<Vec<_>>().join(separator)
+    }
+
+    /// Builds the stack on the calling thread's current device.
+    pub fn build(&self) -> Result<Arc<dyn MemoryResource>, String> {
+        let device = backend().and_then(|b| b.current_device()).map_err(|e| e.to_string())?;
+        self.build_on(device)
+    }
+
+    /// Builds the stack on `device`, bottom layer first. Adaptors stay registered after the
+    /// last `Arc` is dropped, until `rmm::mr::via::collect` runs (as destroying a C handle
+    /// does): call it after dropping a stack that has adaptors.
+    pub fn build_on(&self, device: i32) -> Result<Arc<dyn MemoryResource>, String> {
+        let mut resource: Option<Arc<dyn MemoryResource>> = None;
+        for layer in self.layers.iter().rev() {
+            match layer.build(resource.take(), device) {
+                Ok(built) => resource = Some(built),
+                Err(e) => {
+                    // The layers built so far.
+                    crate::mr::via::collect();
+                    return Err(format!("{}: building {}: {e}", self.text, layer.name()));
+                }
+            }
+        }
+        Ok(resource.expect("a spec has at least one layer"))
+    }
+}
+
+impl std::str::FromStr for Spec {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Spec, String> {
+        Spec::parse(text)
+    }
+}
+
+impl fmt::Display for Spec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Replay
+
+/// One call the replay made to the resource (recorded when [`Options::record_sequence`] is
+/// set): which log line it replays, that line's action, the size, the stream (0: the default
+/// stream; i: the i-th stream the replay created, in order of first use in the log), which
+/// allocation (numbered from 0 in the order the replay attempted them, `allocate failure`
+/// events included) and whether the call succeeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Performed {
+    pub line: usize,
+    pub action: Action,
+    pub size: usize,
+    pub stream: usize,
+    pub allocation: usize,
+    pub ok: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Keep the sequence of calls made, in [`Report::sequence`].
+    pub record_sequence: bool,
+    /// Leave `allocate failure` events out. Replayed on a device with more free memory than
+    /// the logged one had, they succeed, and a pool keeps what it grew for them: its peak
+    /// footprint then says more about the failed request than about the workload.
+    pub skip_failure_events: bool,
+}
+
+/// Free memory of the pool-like levels of a stack (pools, arenas, fixed-size bins) at one
+/// moment: the free bytes they hold, the largest free block among them, and fragmentation =
+/// 1 - largest free block / free bytes (0: all free memory is one block).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fragmentation {
+    pub free_bytes: usize,
+    pub largest_free_block: usize,
+    pub fragmentation: f64,
+}
+
+impl Fragmentation {
+    /// Reads the figures of every pool-like resource in a snapshot (upstreams, bins and the
+    /// arena's global arena included); None when the stack has none.
+    pub fn from_snapshot(snapshot: &Value) -> Option<Fragmentation> {
+        fn walk(value: &Value, free: &mut usize, largest: &mut usize, found: &mut bool) {
+            match value {
+                Value::Object(map) => {
+                    if let (Some(f), Some(l)) = (
+                        map.get("free_bytes").and_then(Value::as_u64),
+                        map.get("largest_free_block").and_then(Value::as_u64),
+                    ) {
+                        *found = true;
+                        *free += f as usize;
+                        *largest = (*largest).max(l as usize);
+                    }
+                    for (key, inner) in map {
+                        if key != "chunks" {
+                            walk(inner, free, largest, found);
+                        }
+                    }
+                }
+                Value::Array(items) => items.iter().for_each(|item| walk(item, free, largest, found)),
+                _ => {}
+            }
+        }
+        let (mut free, mut largest, mut found) = (0, 0, false);
+        walk(snapshot, &mut free, &mut largest, &mut found);
+        found.then(|| Fragmentation {
+            free_bytes: free,
+            largest_free_block: largest,
+            fragmentation: if free == 0 { 0.0 } else { 1.0 - largest as f64 / free as f64 },
+        })
+    }
+
+    fn to_json(self) -> Value {
+        json!({ "free_bytes": self.free_bytes, "largest_free_block": self.largest_free_block, "fragmentation": self.fragmentation })
+    }
+}
+
+/// Where the peak footprint comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FootprintSource {
+    /// The resource's `pool_size()`: bytes it holds from its upstream.
+    PoolSize,
+    /// The resource keeps no pool figure (`cuda`, `cuda_async`, `binning`): device memory in
+    /// use (`cuMemGetInfo`) above what was in use before the replay. On a real GPU this counts
+    /// other processes' allocations too.
+    DeviceMemory,
+}
+
+/// The best and the median of the repetitions.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Stat {
+    pub best: f64,
+    pub median: f64,
+}
+
+impl Stat {
+    fn of(mut samples: Vec<f64>) -> Stat {
+        if samples.is_empty() {
+            return Stat::default();
+        }
+        samples.sort_by(f64::total_cmp);
+        let n = samples.len();
+        let median = if n % 2 == 1 { samples[n / 2] } else { (samples[n / 2 - 1] + samples[n / 2]) / 2.0 };
+        Stat { best: samples[0], median }
+    }
+
+    fn to_json(self) -> Value {
+        json!({ "best": self.best, "median": self.median })
+    }
+}
+
+/// Times of the resource's calls. Each call is timed alone (so the replay's own bookkeeping is
+/// not counted), and the cost of reading the clock is subtracted.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Timing {
+    pub repeats: usize,
+    /// Mean ns per successful allocation.
+    pub alloc_ns: Stat,
+    /// Mean ns per free.
+    pub free_ns: Stat,
+    /// Mean ns per call, allocations and frees together.
+    pub op_ns: Stat,
+    /// Milliseconds of the whole replay loop, bookkeeping included, snapshots excluded.
+    pub wall_ms: Stat,
+    /// What reading the clock around a call costs, subtracted from the means.
+    pub timer_overhead_ns: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The spec replayed against, or the resource's name.
+    pub resource: String,
+    pub device: i32,
+    pub simulated: bool,
+    /// Events in the log.
+    pub events: usize,
+    /// Distinct threads in the log (the replay runs on one thread, in file order).
+    pub threads: usize,
+    /// Streams the replay created: one per distinct non-default stream of the log.
+    pub streams: usize,
+    /// `allocate` events replayed with success.
+    pub allocations: usize,
+    /// Frees replayed.
+    pub frees: usize,
+    /// `allocate` events that failed in the replay (the logged program's succeeded).
+    pub failed_allocations: usize,
+    /// The first of those: its line and error.
+    pub first_failure: Option<String>,
+    /// `allocate failure` events (each replayed as an allocation expected to fail).
+    pub expected_failures: usize,
+    /// Those that failed again (the others succeeded and were freed at once; what a pool grew
+    /// for them stays in its footprint).
+    pub expected_failures_reproduced: usize,
+    /// `allocate failure` events left out ([`Options::skip_failure_events`]).
+    pub skipped_failure_events: usize,
+    /// Frees of pointers the log never allocated (the log started late): skipped.
+    pub skipped_unknown_frees: usize,
+    /// Frees of allocations that failed in the replay: skipped.
+    pub skipped_frees_of_failed: usize,
+    /// Zero-byte allocations (NULL without a call, as in the C API), their frees, and frees of
+    /// `(nil)`: skipped.
+    pub skipped_null: usize,
+    /// Frees whose size differs from the allocation's (the allocation's size is used).
+    pub size_mismatches: usize,
+    /// Allocations the log never frees: freed after the measurements.
+    pub unfreed: usize,
+    /// The most bytes live at once (sum of requested sizes).
+    pub peak_live_bytes: usize,
+    /// The most bytes the stack held at once, sampled after every allocation.
+    pub peak_footprint_bytes: usize,
+    pub footprint_source: FootprintSource,
+    /// At the log's peak of live bytes and at the end (before freeing what the log never frees).
+    pub fragmentation_at_peak: Option<Fragmentation>,
+    pub fragmentation_at_end: Option<Fragmentation>,
+    pub timing: Timing,
+    /// The calls made, when [`Options::record_sequence`] asked for them (first repetition).
+    pub sequence: Option<Vec<Performed>>,
+}
+
+impl Report {
+    /// Peak footprint / peak live bytes: 1.0 means not a byte more than the program asked for.
+    pub fn footprint_ratio(&self) -> Option<f64> {
+        (self.peak_live_bytes > 0).then(|| self.peak_footprint_bytes as f64 / self.peak_live_bytes as f64)
+    }
+
+    pub fn to_json(&self) -> Value {
+        let t = &self.timing;
+        json!({
+            "resource": self.resource,
+            "device": self.device,
+            "simulated": self.simulated,
+            "events": self.events,
+            "threads": self.threads,
+            "streams": self.streams,
+            "replayed_on_one_thread_in_file_order": true,
+            "allocations": self.allocations,
+            "frees": self.frees,
+            "failed_allocations": self.failed_allocations,
+            "first_failure": self.first_failure,
+            "expected_failures": self.expected_failures,
+            "expected_failures_reproduced": self.expected_failures_reproduced,
+            "skipped_unknown_frees": self.skipped_unknown_frees,
+            "skipped_frees_of_failed": self.skipped_frees_of_failed,
+            "skipped_null": self.skipped_null,
+            "skipped_failure_events": self.skipped_failure_events,
+            "size_mismatches": self.size_mismatches,
+            "unfreed": self.unfreed,
+            "peak_live_bytes": self.peak_live_bytes,
+            "peak_footprint_bytes": self.peak_footprint_bytes,
+            "footprint_source": match self.footprint_source {
+                FootprintSource::PoolSize => "pool_size",
+                FootprintSource::DeviceMemory => "device_memory",
+            },
+            "footprint_ratio": self.footprint_ratio(),
+            "fragmentation_at_peak": self.fragmentation_at_peak.map(Fragmentation::to_json),
+            "fragmentation_at_end": self.fragmentation_at_end.map(Fragmentation::to_json),
+            "timing": {
+                "repeats": t.repeats,
+                "ns_per_allocation": t.alloc_ns.to_json(),
+                "ns_per_free": t.free_ns.to_json(),
+                "ns_per_operation": t.op_ns.to_json(),
+                "wall_ms": t.wall_ms.to_json(),
+                "timer_overhead_ns": t.timer_overhead_ns,
+            },
+        })
+    }
+}
+
+/// What the replay does for one event, worked out once from the log.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    Allocate {
+        line: usize,
+        size: usize,
+        stream: usize,
+        slot: usize,
+    },
+    /// An `allocate failure` event: an allocation expected to fail.
+    Attempt {
+        line: usize,
+        size: usize,
+        stream: usize,
+    },
+    Free {
+        line: usize,
+        size: usize,
+        stream: usize,
+        slot: usize,
+    },
+}
+
+/// The log worked out: pointers to slots, streams to indices, what to skip.
+struct Plan {
+    steps: Vec<Step>,
+    slots: usize,
+    /// Streams to create (index 0, the default stream, is not created).
+    created_streams: usize,
+    /// The step after which the log has the most bytes live.
+    peak_step: Option<usize>,
+    events: usize,
+    threads: usize,
+    skipped_unknown_frees: usize,
+    skipped_null: usize,
+    skipped_failure_events: usize,
+    size_mismatches: usize,
+}
+
+/// What a logged stream other than 0 and 1 (the legacy default stream, and
+/// `cudaStreamLegacy`, the same stream: index 0) stands for, before it gets an index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum StreamKey {
+    /// 2 (`cudaStreamPerThread`): one stream per logged thread.
+    PerThread(u64),
+    Handle(usize),
+}
+
+impl Plan {
+    fn new(events: &[Event], options: &Options) -> Plan {
+        enum Live {
+            Slot(usize, usize),
+            ZeroBytes,
+        }
+        let mut plan = Plan {
+            steps: Vec::with_capacity(events.len()),
+            slots: 0,
+            created_streams: 0,
+            peak_step: None,
+            events: events.len(),
+            threads: events.iter().map(|e| e.thread).collect::<HashSet<_>>().len(),
+            skipped_unknown_frees: 0,
+            skipped_null: 0,
+            skipped_failure_events: 0,
+            size_mismatches: 0,
+        };
+        let mut streams: HashMap<StreamKey, usize> = HashMap::new();
+        let mut stream_index = |event: &Event| {
+            let key = match event.stream {
+                0 | 1 => return 0,
+                2 => StreamKey::PerThread(event.thread),
+                handle => StreamKey::Handle(handle),
+            };
+            let next = streams.len() + 1;
+            *streams.entry(key).or_insert(next)
+        };
+        let mut live: HashMap<usize, Live> = HashMap::new();
+        let (mut live_bytes, mut peak_bytes) = (0usize, 0usize);
+        for event in events {
+            let line = event.line;
+            match event.action {
+                Action::Allocate if event.size == 0 => {
+                    plan.skipped_null += 1;
+                    if event.pointer != 0 {
+                        live.insert(event.pointer, Live::ZeroBytes);
+                    }
+                }
+                Action::Allocate => {
+                    let slot = plan.slots;
+                    plan.slots += 1;
+                    // A logged pointer handed out again without a free in between (a log that
+                    // lost lines): the earlier allocation is never freed, like one the log
+                    // never frees.
+                    if event.pointer != 0 {
+                        live.insert(event.pointer, Live::Slot(slot, event.size));
+                    }
+                    live_bytes += event.size;
+                    plan.steps.push(Step::Allocate { line, size: event.size, stream: stream_index(event), slot });
+                    if live_bytes > peak_bytes {
+                        peak_bytes = live_bytes;
+                        plan.peak_step = Some(plan.steps.len() - 1);
+                    }
+                }
+                Action::AllocateFailure if options.skip_failure_events => plan.skipped_failure_events += 1,
+                Action::AllocateFailure if event.size == 0 => plan.skipped_null += 1,
+                Action::AllocateFailure => {
+                    plan.steps.push(Step::Attempt { line, size: event.size, stream: stream_index(event) })
+                }
+                Action::Free if event.pointer == 0 => plan.skipped_null += 1,
+                Action::Free => match live.remove(&event.pointer) {
+                    None => plan.skipped_unknown_frees += 1,
+                    Some(Live::ZeroBytes) => plan.skipped_null += 1,
+                    Some(Live::Slot(slot, size)) => {
+                        if size != event.size {
+                            plan.size_mismatches += 1;
+                        }
+                        live_bytes -= size;
+                        plan.steps.push(Step::Free { line, size, stream: stream_index(event), slot });
+                    }
+                },
+            }
+        }
+        plan.created_streams = streams.len();
+        plan
+    }
+}
+
+/// What reading the clock around a call costs: the median of empty timed intervals.
+fn timer_overhead_ns() -> f64 {
+    let mut samples: Vec<f64> = (0..2001)
+        .map(|_| {
+            let start = Instant::now();
+            start.elapsed().as_nanos() as f64
+        })
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+/// Device memory in use on `device`.
+fn device_used(device: i32) -> Result<usize, String> {
+    let (free, total) = backend().and_then(|b| b.mem_get_info(device)).map_err(|e| e.to_string())?;
+    Ok(total.saturating_sub(free))
+}
+
+/// One replay of a plan: the report of its first repetition plus the raw times.
+struct Pass {
+    report: Report,
+    alloc_ns: f64,
+    free_ns: f64,
+    op_ns: f64,
+    wall_ms: f64,
+}
+
+fn run(
+    plan: &Plan,
+    resource: &Arc<dyn MemoryResource>,
+    options: &Options,
+    device_baseline: Option<usize>,
+    overhead: f64,
+) -> Result<Pass, String> {
+    let platform = backend().map_err(|e| e.to_string())?;
+    let device = resource.device();
+    let mut streams = vec![Stream::DEFAULT];
+    let mut result = Ok(());
+    for _ in 0..plan.created_streams {
+        match platform.stream_create(device) {
+            Ok(stream) => streams.push(stream),
+            Err(e) => {
+                result = Err(format!("creating a stream on device {device}: {e}"));
+                break;
+            }
+        }
+    }
+    let pass = result.and_then(|()| run_on_streams(plan, resource, options, &streams, device_baseline, overhead));
+    for &stream in &streams[1..] {
+        if let Err(e) = platform.stream_destroy(stream) {
+            log::warn!("destroying replay stream {:#x}: {e}", stream.0);
+        }
+    }
+    pass
+}
+
+fn run_on_streams(
+    plan: &Plan,
+    resource: &Arc<dyn MemoryResource>,
+    options: &Options,
+    streams: &[Stream],
+    device_baseline: Option<usize>,
+    overhead: f64,
+) -> Result<Pass, String> {
+    let platform = backend().map_err(|e| e.to_string())?;
+    let device = resource.device();
+    let footprint_source = match resource.pool_size() {
+        Some(_) => FootprintSource::PoolSize,
+        None => FootprintSource::DeviceMemory,
+    };
+    let baseline = match (footprint_source, device_baseline) {
+        (FootprintSource::PoolSize, _) => 0,
+        (FootprintSource::DeviceMemory, Some(baseline)) => baseline,
+        (FootprintSource::DeviceMemory, None) => device_used(device)?,
+    };
+    let footprint = || -> Result<usize, String> {
+        match resource.pool_size() {
+            Some(bytes) => Ok(bytes),
+            None => Ok(device_used(device)?.saturating_sub(baseline)),
+        }
+    };
+    let mut report = Report {
+        resource: resource.name().to_string(),
+        device,
+        simulated: platform.is_simulated(),
+        events: plan.events,
+        threads: plan.threads,
+        streams: plan.created_streams,
+        allocations: 0,
+        frees: 0,
+        failed_allocations: 0,
+        first_failure: None,
+        expected_failures: 0,
+        expected_failures_reproduced: 0,
+        skipped_unknown_frees: plan.skipped_unknown_frees,
+        skipped_frees_of_failed: 0,
+        skipped_null: plan.skipped_null,
+        skipped_failure_events: plan.skipped_failure_events,
+        size_mismatches: plan.size_mismatches,
+        unfreed: 0,
+        peak_live_bytes: 0,
+        peak_footprint_bytes: footprint()?,
+        footprint_source,
+        fragmentation_at_peak: None,
+        fragmentation_at_end: None,
+        timing: Timing::default(),
+        sequence: None,
+    };
+    let mut sequence: Vec<Performed> = Vec::new();
+    // When recording: new pointer -> allocation number, to check which allocation a free frees.
+    let mut numbers: HashMap<usize, usize> = HashMap::new();
+    let mut attempts = 0usize;
+    let mut ptrs = vec![0usize; plan.slots];
+    let (mut alloc_ns, mut free_ns) = (0u128, 0u128);
+    let mut live_bytes = 0usize;
+    let mut excluded = Duration::ZERO;
+    let started = Instant::now();
+    let mut outcome: Result<(), String> = Ok(());
+    for (at, step) in plan.steps.iter().enumerate() {
+        match *step {
+            Step::Allocate { line, size, stream, slot } => {
+                let s = streams[stream];
+                let start = Instant::now();
+                let result = resource.allocate(size, s);
+                let took = start.elapsed();
+                let number = attempts;
+                attempts += 1;
+                match result {
+                    Ok(ptr) => {
+                        alloc_ns += took.as_nanos();
+                        report.allocations += 1;
+                        ptrs[slot] = ptr;
+                        live_bytes += size;
+                        report.peak_live_bytes = report.peak_live_bytes.max(live_bytes);
+                        report.peak_footprint_bytes = report.peak_footprint_bytes.max(footprint()?);
+                        if options.record_sequence {
+                            numbers.insert(ptr, number);
+                        }
+                    }
+                    Err(e) => {
+                        report.failed_allocations += 1;
+                        report.first_failure.get_or_insert_with(|| format!("line {line}: {size} bytes: {e}"));
+                    }
+                }
+                if options.record_sequence {
+                    let ok = ptrs[slot] != 0;
+                    sequence.push(Performed { line, action: Action::Allocate, size, stream, allocation: number, ok });
+                }
+            }
+            Step::Attempt { line, size, stream } => {
+                let s = streams[stream];
+                report.expected_failures += 1;
+                let number = attempts;
+                attempts += 1;
+                let result = resource.allocate(size, s);
+                if options.record_sequence {
+                    let ok = result.is_ok();
+                    sequence.push(Performed {
+                        line,
+                        action: Action::AllocateFailure,
+                        size,
+                        stream,
+                        allocation: number,
+                        ok,
+                    });
+                }
+                match result {
+                    Err(_) => report.expected_failures_reproduced += 1,
+                    Ok(ptr) => {
+                        // Not sampled: the logged program never held this memory. What a pool
+                        // grew for it shows in the next sample.
+                        if let Err(e) = resource.deallocate(ptr, size, s) {
+                            outcome = Err(format!("line {line}: freeing {size} bytes failed: {e}"));
+                            break;
+                        }
+                        if options.record_sequence {
+                            sequence.push(Performed {
+                                line,
+                                action: Action::Free,
+                                size,
+                                stream,
+                                allocation: number,
+                                ok: true,
+                            });
+                        }
+                    }
+                }
+            }
+            Step::Free { line, size, stream, slot } => {
+                let ptr = std::mem::take(&mut ptrs[slot]);
+                if ptr == 0 {
+                    report.skipped_frees_of_failed += 1;
+                    continue;
+                }
+                let s = streams[stream];
+                let start = Instant::now();
+                let result = resource.deallocate(ptr, size, s);
+                let took = start.elapsed();
+                if let Err(e) = result {
+                    outcome = Err(format!("line {line}: freeing {size} bytes failed: {e}"));
+                    break;
+                }
+                free_ns += took.as_nanos();
+                report.frees += 1;
+                live_bytes -= size;
+                if options.record_sequence {
+                    let allocation = numbers.remove(&ptr).unwrap_or(usize::MAX);
+                    sequence.push(Performed { line, action: Action::Free, size, stream, allocation, ok: true });
+                }
+            }
+        }
+        if plan.peak_step == Some(at) {
+            let start = Instant::now();
+            report.fragmentation_at_peak = Fragmentation::from_snapshot(&resource.snapshot());
+            excluded += start.elapsed();
+        }
+    }
+    let wall = started.elapsed().saturating_sub(excluded);
+    if outcome.is_ok() {
+        report.fragmentation_at_end = Fragmentation::from_snapshot(&resource.snapshot());
+    }
+    // What the log never frees (or what a failed free left): freed now, on the default stream.
+    let sizes = allocated_sizes(plan);
+    for (slot, ptr) in ptrs.iter().enumerate() {
+        if *ptr != 0 {
+            report.unfreed += 1;
+            if let Err(e) = resource.deallocate(*ptr, sizes[slot], Stream::DEFAULT) {
+                outcome = outcome.and(Err(format!("freeing an allocation the log never frees: {e}")));
+            }
+        }
+    }
+    outcome?;
+    let mean =
+        |total: u128, count: usize| if count == 0 { 0.0 } else { (total as f64 / count as f64 - overhead).max(0.0) };
+    let pass = Pass {
+        alloc_ns: mean(alloc_ns, report.allocations),
+        free_ns: mean(free_ns, report.frees),
+        op_ns: mean(alloc_ns + free_ns, report.allocations + report.frees),
+        wall_ms: wall.as_secs_f64() * 1e3,
+        report: Report { sequence: options.record_sequence.then_some(sequence), ..report },
+    };
+    Ok(pass)
+}
+
+/// The requested size of each slot.
+fn allocated_sizes(plan: &Plan) -> Vec<usize> {
+    let mut sizes = vec![0; plan.slots];
+    for step in &plan.steps {
+        if let Step::Allocate { size, slot, .. } = *step {
+            sizes[slot] = size;
+        }
+    }
+    sizes
+}
+
+fn finish(passes: Vec<Pass>, overhead: f64) -> Report {
+    let stat = |f: fn(&Pass) -> f64| Stat::of(passes.iter().map(f).collect());
+    let timing = Timing {
+        repeats: passes.len(),
+        alloc_ns: stat(|p| p.alloc_ns),
+        free_ns: stat(|p| p.free_ns),
+        op_ns: stat(|p| p.op_ns),
+        wall_ms: stat(|p| p.wall_ms),
+        timer_overhead_ns: overhead,
+    };
+    let first = passes.into_iter().next().expect("at least one pass");
+    Report { timing, ..first.report }
+}
+
+/// Replays `events` once, in file order on the calling thread, against `resource` (on its
+/// device): every allocation and free of the log becomes the same call on `resource`, with
+/// logged pointers mapped to the new ones and logged streams to streams created for the
+/// replay (0 and 1: the default stream; 2, `cudaStreamPerThread`: one stream per logged
+/// thread; any other value: one stream each), destroyed at the end. What the log never frees
+/// is freed at the end, after the measurements. Errors: the device, or a free the resource
+/// refused (a bug in the resource).
+pub fn replay(events: &[Event], resource: &Arc<dyn MemoryResource>, options: &Options) -> Result<Report, String> {
+    let plan = Plan::new(events, options);
+    let overhead = timer_overhead_ns();
+    let pass = run(&plan, resource, options, None, overhead)?;
+    Ok(finish(vec![pass], overhead))
+}
+
+/// Replays `events` `repeat` times (at least once), each time against a fresh stack built
+/// from `spec` on the current device and given back after. Counts, footprint and
+/// fragmentation are the first repetition's; times are the best and the median over the
+/// repetitions.
+pub fn replay_spec(events: &[Event], spec: &Spec, repeat: usize, options: &Options) -> Result<Report, String> {
+    let plan = Plan::new(events, options);
+    let overhead = timer_overhead_ns();
+    let device = backend().and_then(|b| b.current_device()).map_err(|e| e.to_string())?;
+    let mut passes = Vec::new();
+    for at in 0..repeat.max(1) {
+        let baseline = device_used(device)?;
+        let resource = spec.build_on(device)?;
+        let options = if at == 0 { options.clone() } else { Options { record_sequence: false, ..options.clone() } };
+        let pass = run(&plan, &resource, &options, Some(baseline), overhead);
+        // Gives the stack back, adaptors included.
+        drop(resource);
+        crate::mr::via::collect();
+        passes.push(pass?);
+    }
+    let mut report = finish(passes, overhead);
+    report.resource = spec.text().to_string();
+    Ok(report)
+}
+
+/// The calls a replay of `events` against `resource` makes, in order.
+pub fn replayed_sequence(events: &[Event], resource: &Arc<dyn MemoryResource>) -> Result<Vec<Performed>, String> {
+    let report = replay(events, resource, &Options { record_sequence: true, ..Options::default() })?;
+    Ok(report.sequence.unwrap_or_default())
+}

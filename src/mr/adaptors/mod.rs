@@ -33,6 +33,8 @@ impl Outer {
     /// Builds an adaptor that knows its own number, registered so that frees of its blocks
     /// find it (and it lives while they are live; `via::collect` lets go of it after).
     pub fn build<A: MemoryResource>(upstream: Arc<dyn MemoryResource>, make: impl FnOnce(Outer) -> A) -> Arc<A> {
+        // Adaptors the Rust API dropped since (the C API collects when handles go).
+        via::collect();
         let via = via::reserve();
         let adaptor = Arc::new(make(Outer { upstream, via }));
         via::register(via, adaptor.clone());

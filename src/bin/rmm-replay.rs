@@ -1,0 +1,416 @@
+//! `rmm-replay`: replays an RMM allocation log against resource stacks and reports time per
+//! operation, peak footprint and fragmentation (see `--help`, and `rmm::replay`).
+
+use rmm::replay::{self, Action, Event, FootprintSource, Options, Report, Spec};
+use serde_json::json;
+use std::io::Read;
+use std::process::ExitCode;
+
+const DEFAULT_RESOURCES: [&str; 4] = ["pool", "binning/pool", "arena", "cuda_async"];
+
+const HELP: &str = "\
+rmm-replay: replays an RMM allocation log against resource stacks and reports time per
+operation, peak footprint and fragmentation, so that you can pick a resource for a workload.
+
+USAGE:
+    rmm-replay [--resource SPEC]... [--repeat N] [--skip-failures] [--json] LOG.csv
+
+ARGUMENTS:
+    LOG.csv    The CSV log of a logging resource adaptor (RAPIDS RMM's or rmm-rs's; `-`: stdin):
+                   Thread,Time,Action,Pointer,Size,Stream
+                   4031547,14:03:07.123456,allocate,0x7f3a40000000,1024,0
+                   4031547,14:03:07.123470,free,0x7f3a40000000,1024,0
+                   4031547,14:03:07.123480,allocate failure,(nil),99999999999,0x55d0c2a3b4c0
+               Columns are found by name, in any order; others are ignored. Actions: allocate,
+               free, allocate failure. Pointers: 0x... hex or (nil); streams: 0, 0x... or
+               decimal. Time is ignored: the order of the lines is the order of the events.
+
+OPTIONS:
+    -r, --resource SPEC   A resource stack to replay against (see RESOURCE SPECS); give several
+                          to compare them, one table row each. Default: pool, binning/pool,
+                          arena, cuda_async.
+    -n, --repeat N        Replay N times per stack, each time against a fresh stack. The table
+                          shows the median time of the N, --json the best and the median.
+                          Default: 1.
+        --skip-failures   Leave out `allocate failure` events (see below).
+        --json            Print JSON instead of a table.
+    -h, --help            Print this text.
+
+RESOURCE SPECS:
+    Layers from the outermost to the device, separated by '/', or by '+' when a value contains
+    a '/' (a log path):
+        statistics/binning:min=8,max=20/pool:initial=1GiB,maximum=8GiB/cuda
+        logging:path=/tmp/replayed.csv+pool
+    Each layer is NAME or NAME:KEY=VALUE,KEY=VALUE. A stack that does not end in a device
+    resource ends in cuda. Sizes: 4096, 64KiB, 512MiB, 8GiB (KB, MB, GB are read as KiB, MiB, GiB).
+
+    Device resources (only as the last layer):
+      cuda                               cudaMalloc
+      managed                            cudaMallocManaged
+      pinned_host                        cudaMallocHost
+      cuda_async[:initial=S,release_threshold=S]
+                                         a driver memory pool of its own (cudaMallocAsync),
+                                         primed with initial bytes (default 0), keeping up to
+                                         release_threshold bytes across syncs (default 0)
+    Suballocators (over the next layer):
+      pool[:initial=S,maximum=S]         coalescing pool: initial bytes up front (default 0:
+                                         grows on demand), at most maximum (default 0: no limit)
+      binning[:min=E,max=E]              fixed-size bins of 2^min .. 2^max bytes (default 8 and
+                                         20: 256 B .. 1 MiB), larger requests to the next layer
+      arena[:size=S]                     a global arena of S bytes (default 0: grows on demand)
+                                         and per-stream arenas; requests over 256 KiB go global
+      fixed_size[:block=S,prealloc=N]    blocks of S bytes (default 1MiB), N per chunk (default
+                                         128); larger requests fail
+    Adaptors (over the next layer):
+      statistics                         counts bytes and allocations
+      tracking[:stacks=BOOL]             records every live allocation (stacks: default false)
+      limiting:limit=S                   refuses allocations beyond S bytes in use
+      aligned:alignment=S[,threshold=S]  aligns requests of threshold bytes (default 64KiB) or
+                                         more to alignment
+      logging:path=FILE                  writes the log of the replay to FILE
+      prefetch                           prefetches each allocation to the device (managed)
+
+THE TABLE:
+    ops            calls replayed: allocations and frees
+    ns/alloc       mean time inside the resource per allocation, ns/free per free, ns/op per
+                   call; each call is timed alone (the replay's bookkeeping is not counted) and
+                   the cost of reading the clock is subtracted
+    peak live      the most bytes live at once (sizes as requested)
+    peak reserved  the most bytes the stack held at once, sampled after every allocation: the
+                   resource's pool size, or, marked *, for stacks that report none (cuda,
+                   cuda_async, binning), device memory in use above what was in use before;
+                   on a GPU other processes' allocations count in that figure too
+    ratio          peak reserved / peak live
+    frag@peak      fragmentation of the stack's pools (1 - largest free block / free bytes,
+    frag@end       over every pool, bin and arena: 0 when free memory is one block) at the
+                   moment the log has the most bytes live, and at the end; - : no pool
+    failed         allocations that failed here where the logged program's succeeded
+    exp.fail       `allocate failure` events that failed again here / all of them
+
+HOW THE LOG IS REPLAYED:
+    In file order, on one thread, whatever threads the log names (they are counted).
+    Pointers: each logged pointer stands for the allocation that returned it until its free.
+    Streams: 0 and 1 are the default stream; 2 (cudaStreamPerThread) is one stream per logged
+    thread; every other value is one stream created for the replay (destroyed at the end).
+    Skipped and counted: frees of pointers the log never allocated (a log that started late),
+    frees of allocations that failed here, zero-byte allocations and frees of (nil). What the
+    log never frees is freed after the measurements.
+    An `allocate failure` event is an allocation expected to fail. On a device with more free
+    memory than the logged one had, it succeeds and is freed at once, but a pool keeps what it
+    grew for it, which then shows in peak reserved (a note says so): --skip-failures leaves
+    these events out.
+
+DEVICE:
+    The current CUDA device (device 0); libcuda.so.1 is loaded at run time. With
+    RMM_SIM_DEVICES=N:BYTES (e.g. RMM_SIM_DEVICES=1:16GiB), a simulated device instead, with
+    host memory standing in for device memory; it aborts on a stream-ordering race.
+
+EXIT STATUS:
+    0  every replay ran
+    1  a replay failed (no device, a resource could not be built, a free was refused)
+    2  bad command line, unreadable log, a log line that does not parse, a bad spec
+";
+
+struct Args {
+    specs: Vec<Spec>,
+    repeat: usize,
+    skip_failures: bool,
+    json: bool,
+    log: String,
+}
+
+enum Parsed {
+    Run(Args),
+    Help,
+}
+
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Parsed, String> {
+    let mut specs = Vec::new();
+    let (mut repeat, mut skip_failures, mut json, mut log) = (1, false, false, None);
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag.to_string(), Some(value.to_string())),
+            _ => (arg.clone(), None),
+        };
+        let mut value = |name: &str| match inline.clone() {
+            Some(value) => Ok(value),
+            None => args.next().ok_or_else(|| format!("{name} needs a value")),
+        };
+        match flag.as_str() {
+            "-h" | "--help" => return Ok(Parsed::Help),
+            "-r" | "--resource" => specs.push(Spec::parse(&value("--resource")?)?),
+            "-n" | "--repeat" => {
+                let text = value("--repeat")?;
+                repeat = text
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| *n >= 1)
+                    .ok_or_else(|| format!("--repeat {text:?}: expected a whole number of at least 1"))?;
+            }
+            "--json" if inline.is_none() => json = true,
+            "--skip-failures" if inline.is_none() => skip_failures = true,
+            "-" => log = replace_log(log, arg)?,
+            other if other.starts_with('-') => return Err(format!("unknown option {arg:?}")),
+            _ => log = replace_log(log, arg)?,
+        }
+    }
+    let log = log.ok_or("no log file given")?;
+    if specs.is_empty() {
+        specs = DEFAULT_RESOURCES.iter().map(|s| Spec::parse(s).expect("the default specs parse")).collect();
+    }
+    Ok(Parsed::Run(Args { specs, repeat, skip_failures, json, log }))
+}
+
+fn replace_log(previous: Option<String>, log: String) -> Result<Option<String>, String> {
+    match previous {
+        Some(previous) => Err(format!("one log at a time ({previous:?} and {log:?} given)")),
+        None => Ok(Some(log)),
+    }
+}
+
+fn read_log(path: &str) -> Result<String, String> {
+    if path == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).map_err(|e| format!("reading the log from stdin: {e}"))?;
+        return Ok(text);
+    }
+    std::fs::read_to_string(path).map_err(|e| format!("cannot read it: {e}"))
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args(std::env::args().skip(1)) {
+        Ok(Parsed::Run(args)) => args,
+        Ok(Parsed::Help) => {
+            print!("{HELP}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("rmm-replay: {e}\nusage: rmm-replay [--resource SPEC]... [--repeat N] [--skip-failures] [--json] LOG.csv (--help for more)");
+            return ExitCode::from(2);
+        }
+    };
+    let events = match read_log(&args.log).and_then(|text| replay::parse_log(&text)) {
+        Ok(events) => events,
+        Err(e) => {
+            eprintln!("rmm-replay: {}: {e}", args.log);
+            return ExitCode::from(2);
+        }
+    };
+    let device = match device() {
+        Ok(device) => device,
+        Err(e) => {
+            eprintln!("rmm-replay: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let options = Options { skip_failure_events: args.skip_failures, ..Options::default() };
+    let results: Vec<(String, Result<Report, String>)> = args
+        .specs
+        .iter()
+        .map(|spec| (spec.text().to_string(), replay::replay_spec(&events, spec, args.repeat, &options)))
+        .collect();
+    if args.json {
+        print_json(&args, &events, &device, &results);
+    } else {
+        print_table(&args, &events, &device, &results);
+    }
+    match results.iter().all(|(_, r)| r.is_ok()) {
+        true => ExitCode::SUCCESS,
+        false => ExitCode::from(1),
+    }
+}
+
+struct Device {
+    id: i32,
+    simulated: bool,
+    total: usize,
+}
+
+fn device() -> Result<Device, String> {
+    let platform = rmm::platform::backend().map_err(|e| e.to_string())?;
+    let id = platform.current_device().map_err(|e| e.to_string())?;
+    let (_, total) = platform.mem_get_info(id).map_err(|e| e.to_string())?;
+    Ok(Device { id, simulated: platform.is_simulated(), total })
+}
+
+impl Device {
+    fn describe(&self) -> String {
+        let kind = if self.simulated { "simulated device" } else { "CUDA device" };
+        format!("{kind} {} ({})", self.id, bytes(self.total))
+    }
+}
+
+fn count(events: &[Event], action: Action) -> usize {
+    events.iter().filter(|e| e.action == action).count()
+}
+
+fn threads(events: &[Event]) -> usize {
+    events.iter().map(|e| e.thread).collect::<std::collections::HashSet<_>>().len()
+}
+
+fn print_json(args: &Args, events: &[Event], device: &Device, results: &[(String, Result<Report, String>)]) {
+    let results: Vec<_> = results
+        .iter()
+        .map(|(spec, result)| match result {
+            Ok(report) => {
+                let mut value = report.to_json();
+                value["spec"] = spec.as_str().into();
+                value
+            }
+            Err(e) => json!({ "resource": spec, "spec": spec, "error": e }),
+        })
+        .collect();
+    let out = json!({
+        "log": args.log,
+        "events": events.len(),
+        "allocate": count(events, Action::Allocate),
+        "free": count(events, Action::Free),
+        "allocate_failure": count(events, Action::AllocateFailure),
+        "threads": threads(events),
+        "replayed_on_one_thread_in_file_order": true,
+        "device": { "id": device.id, "simulated": device.simulated, "total_bytes": device.total },
+        "repeat": args.repeat,
+        "results": results,
+    });
+    println!("{}", serde_json::to_string_pretty(&out).expect("JSON values print"));
+}
+
+/// `1.5 MiB`, `512 B`.
+fn bytes(n: usize) -> String {
+    let mut value = n as f64;
+    for unit in ["B", "KiB", "MiB", "GiB"] {
+        if value < 1024.0 {
+            return match unit {
+                "B" => format!("{n} B"),
+                _ => format!("{value:.1} {unit}"),
+            };
+        }
+        value /= 1024.0;
+    }
+    format!("{value:.1} TiB")
+}
+
+fn ns(value: f64, count: usize) -> String {
+    if count == 0 {
+        "-".to_string()
+    } else {
+        format!("{value:.0}")
+    }
+}
+
+fn fraction(value: Option<f64>) -> String {
+    value.map_or("-".to_string(), |v| format!("{v:.2}"))
+}
+
+fn print_table(args: &Args, events: &[Event], device: &Device, results: &[(String, Result<Report, String>)]) {
+    let streams = results.iter().find_map(|(_, r)| r.as_ref().ok().map(|r| r.streams));
+    println!(
+        "{}: {} events ({} allocate, {} free, {} allocate failure), {} thread{}{}",
+        args.log,
+        events.len(),
+        count(events, Action::Allocate),
+        count(events, Action::Free),
+        count(events, Action::AllocateFailure),
+        threads(events),
+        if threads(events) == 1 { "" } else { "s" },
+        streams.map_or(String::new(), |s| format!(", {s} non-default stream{}", if s == 1 { "" } else { "s" })),
+    );
+    println!(
+        "replayed in file order on one thread, on {}; {}",
+        device.describe(),
+        match args.repeat {
+            1 => "one run per resource".to_string(),
+            n => format!("median of {n} runs per resource, each on a fresh stack"),
+        }
+    );
+    let header = [
+        "resource",
+        "ops",
+        "ns/alloc",
+        "ns/free",
+        "ns/op",
+        "peak live",
+        "peak reserved",
+        "ratio",
+        "frag@peak",
+        "frag@end",
+        "failed",
+        "exp.fail",
+    ];
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+    let mut notes = Vec::new();
+    for (spec, result) in results {
+        match result {
+            Ok(r) => {
+                let t = &r.timing;
+                let reserved = match r.footprint_source {
+                    FootprintSource::PoolSize => bytes(r.peak_footprint_bytes),
+                    FootprintSource::DeviceMemory => format!("{}*", bytes(r.peak_footprint_bytes)),
+                };
+                rows.push(vec![
+                    spec.clone(),
+                    (r.allocations + r.frees).to_string(),
+                    ns(t.alloc_ns.median, r.allocations),
+                    ns(t.free_ns.median, r.frees),
+                    ns(t.op_ns.median, r.allocations + r.frees),
+                    bytes(r.peak_live_bytes),
+                    reserved,
+                    fraction(r.footprint_ratio()),
+                    fraction(r.fragmentation_at_peak.map(|f| f.fragmentation)),
+                    fraction(r.fragmentation_at_end.map(|f| f.fragmentation)),
+                    r.failed_allocations.to_string(),
+                    format!("{}/{}", r.expected_failures_reproduced, r.expected_failures),
+                ]);
+                if r.expected_failures_reproduced < r.expected_failures {
+                    notes.push(format!(
+                        "{spec}: {} of {} `allocate failure` events succeeded here; peak reserved includes what \
+                         the stack grew for them (--skip-failures leaves them out)",
+                        r.expected_failures - r.expected_failures_reproduced,
+                        r.expected_failures
+                    ));
+                }
+                if let Some(first) = &r.first_failure {
+                    notes.push(format!("{spec}: {} allocation(s) failed; the first at {first}", r.failed_allocations));
+                }
+            }
+            Err(e) => {
+                let mut row = vec![spec.clone(), "error".to_string()];
+                row.resize(header.len(), String::new());
+                rows.push(row);
+                notes.push(format!("{spec}: {e}"));
+            }
+        }
+    }
+    let widths: Vec<usize> = (0..header.len()).map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0)).collect();
+    for row in &rows {
+        let cells: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, cell)| match c {
+                0 => format!("{cell:<w$}", w = widths[c]),
+                _ => format!("{cell:>w$}", w = widths[c]),
+            })
+            .collect();
+        println!("{}", cells.join("  ").trim_end());
+    }
+    if results.iter().any(|(_, r)| matches!(r, Ok(r) if r.footprint_source == FootprintSource::DeviceMemory)) {
+        println!("* device memory in use above the start: the stack reports no pool size");
+    }
+    if let Some(r) = results.iter().find_map(|(_, r)| r.as_ref().ok()) {
+        let skipped = [
+            (r.skipped_unknown_frees, "frees of pointers the log never allocated"),
+            (r.skipped_null, "zero-byte allocations and frees of (nil)"),
+            (r.skipped_failure_events, "`allocate failure` events left out"),
+            (r.size_mismatches, "frees whose size differs from the allocation's (the allocation's is used)"),
+            (r.unfreed, "allocations the log never frees (freed after the measurements)"),
+        ];
+        for (n, what) in skipped {
+            if n > 0 {
+                println!("{n} {what}");
+            }
+        }
+    }
+    for note in notes {
+        println!("{note}");
+    }
+}
