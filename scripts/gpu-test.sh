@@ -77,10 +77,11 @@ else
 fi
 
 section "log replay on the GPU"
-# A RAPIDS-style log (2 threads, 2 streams, an allocation failure) against the default stacks
-# and an adaptor stack, on the real device.
+# A RAPIDS-style log (2 threads, 2 streams) against the default stacks and an adaptor stack,
+# on the real device. Its logged 93 GB allocation failure would succeed on a large GPU, so
+# failures are left out; the logging adaptor must then log exactly the 84 allocations.
 if [ -x "$stage/bin/rmm-replay" ]; then
-  if ! "$stage/bin/rmm-replay" --resource pool --resource binning/pool --resource arena --resource cuda_async \
+  if ! "$stage/bin/rmm-replay" --skip-failures --resource pool --resource binning/pool --resource arena --resource cuda_async \
       --resource "statistics+logging:path=$build/replayed.csv+pool" "$root/tests/data/rapids_sample.log"; then
     echo "FAILED: rmm-replay"; status=1
   elif [ "$(grep -c ',allocate,' "$build/replayed.csv")" -ne 84 ]; then
