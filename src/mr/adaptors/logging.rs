@@ -100,10 +100,7 @@ impl LoggingAdaptor {
 
     fn log(&self, action: &str, ptr: usize, bytes: usize, stream: Stream) {
         let mut line = Line::default();
-        line.number(thread_id());
-        line.push(b",");
-        line.time_of_day(self.utc_offset);
-        line.push(b",");
+        line.thread_and_time(self.utc_offset);
         line.push(action.as_bytes());
         line.push(b",");
         match ptr {
@@ -273,17 +270,34 @@ impl Line {
         self.push(&digits[at..]);
     }
 
-    /// HH:MM:SS.ffffff, local time.
-    fn time_of_day(&mut self, utc_offset: i64) {
+    /// `thread,HH:MM:SS.ffffff,` in local time. The thread id and the time up to the second
+    /// are formatted once per thread and second, not per line.
+    fn thread_and_time(&mut self, utc_offset: i64) {
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        let seconds = (now.as_secs() as i64 + utc_offset).rem_euclid(86_400) as u64;
-        self.padded(seconds / 3600, 2);
-        self.push(b":");
-        self.padded(seconds / 60 % 60, 2);
-        self.push(b":");
-        self.padded(seconds % 60, 2);
-        self.push(b".");
+        let second = now.as_secs();
+        LINE_START.with(|start| {
+            let mut start = start.borrow_mut();
+            if start.1 != second || start.2 == 0 {
+                let mut prefix = Line::default();
+                prefix.number(crate::platform::os_thread_id());
+                prefix.push(b",");
+                let seconds = (second as i64 + utc_offset).rem_euclid(86_400) as u64;
+                prefix.padded(seconds / 3600, 2);
+                prefix.push(b":");
+                prefix.padded(seconds / 60 % 60, 2);
+                prefix.push(b":");
+                prefix.padded(seconds % 60, 2);
+                prefix.push(b".");
+                let len = prefix.len.min(start.0.len());
+                start.0[..len].copy_from_slice(&prefix.bytes[..len]);
+                start.1 = second;
+                start.2 = len;
+            }
+            let len = start.2;
+            self.push(&start.0[..len]);
+        });
         self.padded(u64::from(now.subsec_micros()), 6);
+        self.push(b",");
     }
 
     fn bytes(&self) -> &[u8] {
@@ -292,11 +306,8 @@ impl Line {
 }
 
 thread_local! {
-    static THREAD_ID: u64 = crate::platform::os_thread_id();
-}
-
-fn thread_id() -> u64 {
-    THREAD_ID.with(|id| *id)
+    /// This thread's `thread,HH:MM:SS.` for the second it was made in: (bytes, second, length).
+    static LINE_START: std::cell::RefCell<([u8; 40], u64, usize)> = const { std::cell::RefCell::new(([0; 40], 0, 0)) };
 }
 
 fn utc_offset() -> i64 {
