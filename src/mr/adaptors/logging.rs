@@ -37,6 +37,8 @@ pub struct LoggingAdaptor {
     live: LiveCount,
     path: String,
     buffer: Mutex<Vec<u8>>,
+    /// Buffers the writer thread has written out, for reuse: fresh ones would cost page faults.
+    spare: Arc<Mutex<Vec<Vec<u8>>>>,
     writer: Mutex<Option<(Sender<Job>, std::thread::JoinHandle<()>)>>,
     /// Seconds east of UTC, read once: the log shows local time as RMM's does.
     utc_offset: i64,
@@ -59,15 +61,18 @@ impl LoggingAdaptor {
         let mut file = std::fs::File::create(&path).map_err(|e| Error::Io(format!("cannot create log file {path}: {e}")))?;
         file.write_all(HEADER.as_bytes()).map_err(|e| Error::Io(format!("cannot write log file {path}: {e}")))?;
         let (sender, jobs) = channel::<Job>();
+        let spare = Arc::new(Mutex::new(Vec::new()));
+        let returned = spare.clone();
         let writer = std::thread::Builder::new()
             .name("rmm-log-writer".into())
-            .spawn(move || write_jobs(file, jobs))
+            .spawn(move || write_jobs(file, jobs, &returned))
             .map_err(|e| Error::Io(format!("cannot start the log writer thread: {e}")))?;
         let adaptor = Outer::build(upstream, |outer| LoggingAdaptor {
             outer,
             live: LiveCount::default(),
             path,
             buffer: Mutex::new(Vec::with_capacity(BUFFER_BYTES)),
+            spare,
             writer: Mutex::new(Some((sender, writer))),
             utc_offset: utc_offset(),
         });
@@ -118,7 +123,8 @@ impl LoggingAdaptor {
         let mut buffer = self.buffer.lock();
         buffer.extend_from_slice(line.bytes());
         if buffer.len() >= BUFFER_BYTES {
-            let full = std::mem::replace(&mut *buffer, Vec::with_capacity(BUFFER_BYTES));
+            let empty = self.spare.lock().pop().unwrap_or_else(|| Vec::with_capacity(BUFFER_BYTES));
+            let full = std::mem::replace(&mut *buffer, empty);
             // Sent under the buffer lock, so lines reach the file in the order they were
             // buffered; sending never blocks.
             if let Some((sender, _)) = self.writer.lock().as_ref() {
@@ -144,14 +150,22 @@ pub fn flush_all() {
     }
 }
 
-fn write_jobs(file: std::fs::File, jobs: std::sync::mpsc::Receiver<Job>) {
+/// How many written buffers wait for reuse at most.
+const SPARE_BUFFERS: usize = 4;
+
+fn write_jobs(file: std::fs::File, jobs: std::sync::mpsc::Receiver<Job>, spare: &Mutex<Vec<Vec<u8>>>) {
     let mut file = std::io::BufWriter::with_capacity(BUFFER_BYTES, file);
     let mut failure: Option<String> = None;
     for job in jobs {
         match job {
-            Job::Write(lines) => {
+            Job::Write(mut lines) => {
                 if let Err(e) = file.write_all(&lines) {
                     failure.get_or_insert(e.to_string());
+                }
+                let mut spare = spare.lock();
+                if spare.len() < SPARE_BUFFERS {
+                    lines.clear();
+                    spare.push(lines);
                 }
             }
             Job::Flush(lines, answer) => {
