@@ -1,7 +1,7 @@
 //! Measures the library's own cost per allocate+free pair through the C API, on a simulated
 //! device with race tracking off (so no device time is involved):
 //!   RMM_SIM_DEVICES=1:8GiB RMM_SIM_ON_RACE=off cargo run --release --example pair_bench
-//! (the logging adaptor writes its log to the temporary directory)
+//! (the logging adaptor writes its log to the temporary directory; ONLY=<name> runs one)
 
 use rmm::error::rmmError_t::RMM_SUCCESS;
 use rmm::ffi::*;
@@ -17,7 +17,11 @@ fn main() {
     let log_path = std::env::temp_dir().join("rmm-pair-bench.csv");
     let log_path = std::ffi::CString::new(log_path.to_str().unwrap()).unwrap();
     assert_eq!(rmmLoggingAdaptorCreate(&mut logging, pool, log_path.as_ptr()), RMM_SUCCESS);
+    let only = std::env::var("ONLY").ok();
     for (name, resource) in [("pool", pool), ("binning", binning), ("statistics/pool", stats), ("logging/pool", logging)] {
+        if only.as_deref().is_some_and(|only| only != name) {
+            continue;
+        }
         for size in [256usize, 1 << 20] {
             let iterations: usize = std::env::var("PAIRS").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000_000);
             let mut ptr = std::ptr::null_mut();
