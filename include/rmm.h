@@ -218,6 +218,23 @@ enum rmmError_t rmmAlignedAdaptorCreate(rmmResource_t *resource,
 // to the device in the order of its stream before it is handed out (other memory as is).
 enum rmmError_t rmmPrefetchAdaptorCreate(rmmResource_t *resource, rmmResource_t upstream);
 
+// Sets up, from `conf` (NULL: the environment variable RMM_ALLOC_CONF; unset or empty: the
+// defaults), the resource stack each device gets on first use when the program has set
+// none: `resource:pool|arena|binning|cuda|cuda_async|managed` (default pool, over cuda),
+// `initial_pool_size:4GiB` (default 0: grow on demand), `maximum_pool_size:60GiB` (default 0:
+// no limit), `log:/path.csv` (a logging adaptor; device N > 0 logs to `/path.csv.N`),
+// `stats:1|0` (a statistics adaptor, default 1), `report:1|0` (statistics and unfreed
+// allocations printed to stderr at exit, default 0), separated by commas. Devices that
+// already have a resource keep it. A string it cannot parse is RMM_ERROR_INVALID_ARGUMENT
+// (the message says why) and changes nothing.
+enum rmmError_t rmmConfigure(const char *conf);
+
+// The report `report:1` prints at exit, now: for each device configured by `rmmConfigure`,
+// its resource, allocation statistics and unfreed allocations ("" unless `report:1`).
+// Copied with a NUL into `buffer` of `size` bytes; its length goes to `*length` unless NULL.
+// A NULL `buffer` only asks for the length; a buffer too small is RMM_ERROR_INVALID_ARGUMENT.
+enum rmmError_t rmmGetReport(char *buffer, size_t size, size_t *length);
+
 // Makes `resource` the resource of `device` (the registry keeps its own reference, so the
 // caller may destroy its handle). If `previous` is not NULL it receives a new handle to the
 // resource replaced, owned by the caller. The resource must belong to `device`.
@@ -416,6 +433,11 @@ enum rmmError_t rmmPoolResourceCreate(rmmResource_t *resource,
 // Writes the bytes a pool-like resource (pool, arena, fixed-size) holds from its upstream to
 // `*size`. Other resources: RMM_ERROR_NOT_SUPPORTED.
 enum rmmError_t rmmPoolResourceGetSize(rmmResource_t resource, size_t *size);
+
+// Writes the bytes a pool-like resource (or a stack over one) holds from its upstream but has
+// free to `*size`: what it can hand out without asking the device. Other resources:
+// RMM_ERROR_NOT_SUPPORTED.
+enum rmmError_t rmmPoolResourceGetFree(rmmResource_t resource, size_t *size);
 
 // Gives memory that `resource` holds but does not use back to its upstream (a pool's wholly
 // free chunks, after synchronizing the device), and writes the bytes released to

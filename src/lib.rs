@@ -7,6 +7,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod address_map;
+pub mod alloc_conf;
 pub mod allocations;
 pub mod error;
 pub mod ffi;

@@ -11,6 +11,7 @@ static REGISTER: Once = Once::new();
 extern "C" fn mark_exiting() {
     EXITING.store(true, Ordering::SeqCst);
     crate::mr::adaptors::at_process_exit();
+    crate::alloc_conf::report_at_exit();
 }
 
 /// Registers the exit hook; called by the first C API call.

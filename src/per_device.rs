@@ -30,8 +30,8 @@ fn slot(device: i32) -> Result<&'static DeviceSlot> {
         .ok_or_else(|| Error::NotSupported(format!("device {device}: rmm-rs handles devices 0 to {}", MAX_DEVICES - 1)))
 }
 
-/// The resource of `device`; the first use without a `set` installs a cuda resource, as RMM's
-/// default is `cuda_memory_resource`.
+/// The resource of `device`; the first use without a `set` installs the stack `rmmConfigure`
+/// set up or, without one, a cuda resource, as RMM's default is `cuda_memory_resource`.
 pub fn get(device: i32) -> Result<Resource> {
     let slot = slot(device)?;
     if let Some(resource) = &*slot.resource.load() {
@@ -41,7 +41,10 @@ pub fn get(device: i32) -> Result<Resource> {
     if let Some(resource) = &*slot.resource.load() {
         return Ok(Resource::clone(resource));
     }
-    let default: Resource = Arc::new(DirectResource::cuda(device)?);
+    let default: Resource = match crate::alloc_conf::default_resource(device) {
+        Some(configured) => configured?,
+        None => Arc::new(DirectResource::cuda(device)?),
+    };
     slot.resource.store(Some(Arc::new(default.clone())));
     Ok(default)
 }

@@ -7,6 +7,7 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 mod adaptors;
+mod configure;
 pub mod call_site;
 mod devices;
 pub mod handles;
@@ -18,6 +19,7 @@ mod suballocators;
 pub mod types;
 
 pub use adaptors::*;
+pub use configure::*;
 pub use devices::*;
 pub use legacy::*;
 pub use resources::*;

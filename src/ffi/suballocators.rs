@@ -48,6 +48,21 @@ pub extern "C" fn rmmPoolResourceGetSize(resource: rmmResource_t, size: *mut usi
     })
 }
 
+/// Writes the bytes a pool-like resource (or a stack over one) holds from its upstream but has
+/// free to `*size`: what it can hand out without asking the device. Other resources:
+/// RMM_ERROR_NOT_SUPPORTED.
+#[no_mangle]
+pub extern "C" fn rmmPoolResourceGetFree(resource: rmmResource_t, size: *mut usize) -> rmmError_t {
+    boundary("rmmPoolResourceGetFree", || {
+        non_null(size, "size")?;
+        let resource = handles::get(resource)?;
+        let free = resource
+            .pool_free()
+            .ok_or_else(|| Error::NotSupported(format!("a {} resource keeps no pool", resource.name())))?;
+        write_out(size, "size", free)
+    })
+}
+
 /// Gives memory that `resource` holds but does not use back to its upstream (a pool's wholly
 /// free chunks, after synchronizing the device), and writes the bytes released to
 /// `*released` unless it is NULL. Resources that hold nothing release 0 bytes.

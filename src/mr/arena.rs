@@ -90,6 +90,11 @@ impl MemoryResource for ArenaResource {
         self.global.pool_size()
     }
 
+    fn pool_free(&self) -> Option<usize> {
+        // The global arena's free bytes, and what the per-thread arenas hold unused.
+        Some(self.global.usage().free + self.local.usage().free)
+    }
+
     fn tracks_allocations(&self) -> bool {
         true
     }

@@ -109,6 +109,12 @@ impl MemoryResource for BinningResource {
         "binning"
     }
 
+    fn pool_free(&self) -> Option<usize> {
+        let bins = self.bins.load();
+        let free: Vec<Option<usize>> = bins.iter().map(|(_, bin)| bin.pool_free()).chain([self.upstream.pool_free()]).collect();
+        free.iter().any(Option::is_some).then(|| free.iter().flatten().sum())
+    }
+
     fn tracks_allocations(&self) -> bool {
         self.tracks.load(Ordering::Acquire)
     }

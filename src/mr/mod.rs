@@ -58,6 +58,10 @@ pub trait MemoryResource: std::any::Any + Send + Sync + 'static {
     fn pool_size(&self) -> Option<usize> {
         None
     }
+    /// Bytes reserved from upstream but free, for resources that keep a pool.
+    fn pool_free(&self) -> Option<usize> {
+        None
+    }
     /// True when the resource itself knows every block it handed out (and refuses foreign
     /// pointers, double frees and wrong sizes), and registers its chunks in the range index so
     /// `rmmFree` finds it: then no per-pointer record is kept on its behalf.

@@ -87,6 +87,10 @@ impl MemoryResource for AlignedAdaptor {
         self.outer.upstream.pool_size()
     }
 
+    fn pool_free(&self) -> Option<usize> {
+        self.outer.upstream.pool_free()
+    }
+
     fn suballocation_depth(&self) -> usize {
         self.outer.upstream.suballocation_depth()
     }

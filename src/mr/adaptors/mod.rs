@@ -92,6 +92,10 @@ macro_rules! adaptor_forwarding_methods {
             self.$outer.upstream.pool_size()
         }
 
+        fn pool_free(&self) -> Option<usize> {
+            self.$outer.upstream.pool_free()
+        }
+
         fn tracks_allocations(&self) -> bool {
             self.$outer.upstream.tracks_allocations()
         }

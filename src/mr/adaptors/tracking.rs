@@ -51,15 +51,20 @@ fn intern(file: &str) -> Arc<str> {
 
 impl TrackingAdaptor {
     pub fn new(upstream: Arc<dyn MemoryResource>, capture_stacks: bool) -> Arc<Self> {
-        let adaptor = Outer::build(upstream, |outer| TrackingAdaptor {
-            outer,
-            capture_stacks,
-            live: (0..SHARDS).map(|_| Mutex::new(AddressMap::default())).collect(),
-        });
+        let adaptor = Self::new_unreported(upstream, capture_stacks);
         let mut trackers = TRACKERS.lock();
         trackers.retain(|weak| weak.strong_count() > 0);
         trackers.push(Arc::downgrade(&adaptor));
         adaptor
+    }
+
+    /// An adaptor whose leaks its owner reports (at `rmmFinalize` and exit it stays quiet).
+    pub fn new_unreported(upstream: Arc<dyn MemoryResource>, capture_stacks: bool) -> Arc<Self> {
+        Outer::build(upstream, |outer| TrackingAdaptor {
+            outer,
+            capture_stacks,
+            live: (0..SHARDS).map(|_| Mutex::new(AddressMap::default())).collect(),
+        })
     }
 
     fn shard(&self, ptr: usize) -> &Mutex<AddressMap<OutstandingAllocation>> {

@@ -234,6 +234,10 @@ macro_rules! stream_ordered_resource_methods {
             Some(self.$core.reserved())
         }
 
+        fn pool_free(&self) -> Option<usize> {
+            Some(self.$core.usage().free)
+        }
+
         fn tracks_allocations(&self) -> bool {
             true
         }

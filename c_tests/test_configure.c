@@ -1,0 +1,72 @@
+/* rmmConfigure (the RMM_ALLOC_CONF string), rmmGetReport and rmmPoolResourceGetFree: a bad
+ * string changes nothing; a good one gives each device a stack on first use, whose figures
+ * the report shows. */
+#define _POSIX_C_SOURCE 200809L
+#include "rmm_test.h"
+
+#define MIB ((size_t)1 << 20)
+
+static char *report_text(void) {
+  size_t length = 0;
+  char *text;
+  CHECK_OK(rmmGetReport(NULL, 0, &length));
+  text = (char *)malloc(length + 1);
+  CHECK(text != NULL);
+  CHECK_RMM(rmmGetReport(text, length, NULL), RMM_ERROR_INVALID_ARGUMENT); /* no room for the NUL */
+  CHECK_OK(rmmGetReport(text, length + 1, NULL));
+  CHECK(strlen(text) == length);
+  return text;
+}
+
+int main(void) {
+  rmmResource_t current = NULL, cuda = NULL;
+  const char *name = NULL;
+  size_t reserved = 0, free_bytes = 0;
+  void *a = NULL, *b = NULL;
+  char *text;
+
+  /* Refused strings change nothing: device 0 still gets the plain cuda resource... later. */
+  CHECK_RMM(rmmConfigure("resource:bogus"), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK(strstr(rmmGetLastErrorMessage(), "bogus") != NULL);
+  CHECK_RMM(rmmConfigure("pool"), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmConfigure("initial_pool_size:2GiB,maximum_pool_size:1GiB"), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmConfigure("stats:maybe"), RMM_ERROR_INVALID_ARGUMENT);
+  text = report_text();
+  CHECK_STR(text, ""); /* nothing configured: no report */
+  free(text);
+
+  /* NULL reads RMM_ALLOC_CONF (unset here: the defaults, a pool with statistics). */
+  CHECK(unsetenv("RMM_ALLOC_CONF") == 0);
+  CHECK_OK(rmmConfigure(NULL));
+  CHECK_OK(rmmConfigure("resource:pool, initial_pool_size:8MiB, stats:1, report:1"));
+
+  CHECK_OK(RMM_ALLOC(&a, 3 * MIB, 0));
+  CHECK_OK(RMM_ALLOC(&b, 1000, 0));
+  CHECK_OK(rmmGetCurrentDeviceResource(&current));
+  CHECK_OK(rmmResourceGetName(current, &name));
+  CHECK_STR(name, "statistics");
+  CHECK_OK(rmmPoolResourceGetSize(current, &reserved));
+  CHECK(reserved == 8 * MIB);
+  CHECK_OK(rmmPoolResourceGetFree(current, &free_bytes));
+  CHECK(free_bytes == 8 * MIB - 3 * MIB - 1024); /* 1000 bytes take 1024 */
+  CHECK_RMM(rmmPoolResourceGetFree(current, NULL), RMM_ERROR_INVALID_ARGUMENT);
+
+  text = report_text();
+  CHECK(strstr(text, "device 0: pool resource, 8.0 MiB reserved from the device") != NULL);
+  CHECK(strstr(text, "2 allocations") != NULL);
+  CHECK(strstr(text, "2 allocation(s), 3146728 bytes, outstanding") != NULL);
+  free(text);
+
+  CHECK_OK(RMM_FREE(a, 0));
+  CHECK_OK(RMM_FREE(b, 0));
+  text = report_text();
+  CHECK(strstr(text, "0 B in 0 allocations live now") != NULL);
+  CHECK(strstr(text, "outstanding") == NULL);
+  free(text);
+
+  CHECK_OK(rmmCudaResourceCreate(&cuda));
+  CHECK_RMM(rmmPoolResourceGetFree(cuda, &free_bytes), RMM_ERROR_NOT_SUPPORTED);
+  CHECK_OK(rmmResourceDestroy(cuda));
+  CHECK_OK(rmmResourceDestroy(current));
+  return rmm_test_finish("configure");
+}
