@@ -91,6 +91,27 @@ else
   echo "no stage/bin/rmm-replay: skipped"
 fi
 
+section "PyTorch under LD_PRELOAD=librmm_preload.so"
+# The same training run without and with the preload: identical losses, and rmm's report
+# must count PyTorch's cudaMalloc calls.
+if [ -f "$stage/lib/librmm_preload.so" ] && python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+  plain=$(python3 "$root/scripts/preload_torch.py")
+  preloaded=$(LD_PRELOAD="$stage/lib/librmm_preload.so" RMM_ALLOC_CONF="resource:pool,report:1" \
+    python3 "$root/scripts/preload_torch.py" 2>"$build/torch-report.txt")
+  echo "without preload:"; echo "$plain"
+  echo "with preload:"; echo "$preloaded"; cat "$build/torch-report.txt"
+  counted=$(sed -n 's/^ *\([0-9]*\) allocations, .*/\1/p' "$build/torch-report.txt" | head -n 1)
+  if [ "$(grep loss <<<"$plain")" != "$(grep loss <<<"$preloaded")" ]; then
+    echo "FAILED: the losses differ under the preload"; status=1
+  elif [ -z "$counted" ] || [ "$counted" -eq 0 ]; then
+    echo "FAILED: rmm counted no allocations of PyTorch"; status=1
+  else
+    echo "PyTorch: same losses, $counted allocations through rmm"
+  fi
+else
+  echo "no PyTorch with CUDA here (or no staged preload): skipped"
+fi
+
 if [ "${RMM_MEMCHECK:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   section "compute-sanitizer memcheck"
   memcheck_failed=()

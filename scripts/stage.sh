@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the library with cargo and stages what a machine without Rust needs to build and run
 # the C/C++/CUDA tests (scripts/gpu-test.sh): stage/lib/librmm.so, stage/lib/librmm.a,
-# stage/include/rmm.h and the log replay tool stage/bin/rmm-replay. stage/ is git-ignored; carry it to the GPU machine with the work tree.
+# stage/lib/librmm_preload.so, stage/include/rmm.h and the log replay tool stage/bin/rmm-replay.
+# stage/ is git-ignored; carry it to the GPU machine with the work tree.
 #
 #   scripts/stage.sh [STAGE_DIR]     (default: stage/ at the repository root)
 #
@@ -12,11 +13,12 @@ cd "$(dirname "$0")/.."
 root=$PWD
 stage=${1:-$root/stage}
 
-cargo build --release --lib --bin rmm-replay
+cargo build --release --workspace --lib
+cargo build --release --bin rmm-replay
 target_dir=${CARGO_TARGET_DIR:-$root/target}
 release=$target_dir/release
 
-for file in "$release/librmm.so" "$release/librmm.a" "$root/include/rmm.h"; do
+for file in "$release/librmm.so" "$release/librmm.a" "$release/librmm_preload.so" "$root/include/rmm.h"; do
   if [ ! -f "$file" ]; then
     echo "stage.sh: missing $file" >&2
     exit 1
@@ -25,11 +27,11 @@ done
 
 rm -rf "$stage"
 mkdir -p "$stage/lib" "$stage/include" "$stage/bin"
-cp "$release/librmm.so" "$release/librmm.a" "$stage/lib/"
+cp "$release/librmm.so" "$release/librmm.a" "$release/librmm_preload.so" "$stage/lib/"
 cp "$root/include/rmm.h" "$stage/include/"
 cp "$release/rmm-replay" "$stage/bin/"
 if [ "${STAGE_KEEP_DEBUG:-0}" != 1 ] && command -v strip >/dev/null; then
-  strip --strip-debug "$stage/lib/librmm.so" "$stage/lib/librmm.a" "$stage/bin/rmm-replay"
+  strip --strip-debug "$stage/lib/librmm.so" "$stage/lib/librmm.a" "$stage/lib/librmm_preload.so" "$stage/bin/rmm-replay"
 fi
 # Record what was staged, so a run on another machine can say which build it tested.
 {
