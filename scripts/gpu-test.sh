@@ -91,6 +91,12 @@ else
   echo "no stage/bin/rmm-replay: skipped"
 fi
 
+section "CUDA programs under LD_PRELOAD=librmm_preload.so"
+# ctest ran these; their output (times and rmm's counts) is shown here.
+for app in "$build"/c_tests/cuda/preload_app_shared "$build"/c_tests/cuda/preload_app_static; do
+  [ -x "$app" ] && "$root/c_tests/cuda/preload_check.sh" "$app" "$stage/lib/librmm_preload.so" || status=1
+done
+
 section "PyTorch under LD_PRELOAD=librmm_preload.so"
 # The same training run without and with the preload: identical losses, and rmm's report
 # must count PyTorch's cudaMalloc calls.
