@@ -59,7 +59,7 @@ int main(void) {
   /* Before cuInit, as the runtime does. */
   void *alloc = NULL, *alloc_ptsz = NULL, *alloc_v1 = NULL;
   int status = -1;
-  EXPECT(gpa("cuMemAlloc", &alloc, 12000, 0, &status) == 0 && status == 1 /* found */);
+  EXPECT(gpa("cuMemAlloc", &alloc, 12000, 0, &status) == 0 && status == 0 /* CU_GET_PROC_ADDRESS_SUCCESS */);
   EXPECT(gpa("cuMemAllocAsync", &alloc_ptsz, 12000, 2 /* per-thread default stream */, &status) == 0);
   EXPECT(gpa("cuMemAlloc", &alloc_v1, 3000, 0, &status) == 0);
   EXPECT(alloc_v1 != alloc); /* the 32-bit v1 entry point stays the driver's */
