@@ -88,5 +88,6 @@ int main(void) {
                             ""
 #endif
   );
+  fflush(stdout); /* before the preload's exit report, which ctest's expression expects after */
   return failures == 0 ? 0 : 1;
 }
