@@ -19,6 +19,9 @@ typedef struct CUstream_st* cudaStream_t;
 /* An opaque, counted reference to a memory resource. */
 typedef struct rmmResource_st* rmmResource_t;
 
+/* An opaque device buffer (rmmDeviceBufferCreate). */
+typedef struct rmmDeviceBuffer_st* rmmDeviceBuffer_t;
+
 /* Legacy RMM macros: replace cudaMalloc/cudaFree; the call site is recorded. */
 #define RMM_ALLOC(ptr, sz, stream) rmmAlloc((void**)(ptr), (sz), (stream), __FILE__, __LINE__)
 #define RMM_REALLOC(ptr, new_sz, stream) rmmRealloc((void**)(ptr), (new_sz), (stream), __FILE__, __LINE__)
@@ -235,6 +238,62 @@ enum rmmError_t rmmConfigure(const char *conf);
 // A NULL `buffer` only asks for the length; a buffer too small is RMM_ERROR_INVALID_ARGUMENT.
 enum rmmError_t rmmGetReport(char *buffer, size_t size, size_t *length);
 
+// Creates a buffer of `size` bytes (uninitialized; 0 gives an empty buffer with a NULL data
+// pointer) from `resource` (NULL: the current device's resource), usable in the order of
+// `stream`. The buffer keeps its own reference to the resource; the caller destroys the buffer
+// with `rmmDeviceBufferDestroy`.
+enum rmmError_t rmmDeviceBufferCreate(rmmDeviceBuffer_t *buffer,
+                                      size_t size,
+                                      cudaStream_t stream,
+                                      rmmResource_t resource);
+
+// Creates a buffer holding a copy of the `size` bytes at `host` (NULL only when `size` is 0).
+// The copy is complete when this returns, so `host` may be reused at once.
+enum rmmError_t rmmDeviceBufferCreateFromHost(rmmDeviceBuffer_t *buffer,
+                                              const void *host,
+                                              size_t size,
+                                              cudaStream_t stream,
+                                              rmmResource_t resource);
+
+// Copies the buffer's contents to `host`, which holds `host_size` bytes (at least the buffer's
+// size), in the order of `stream`, and waits for the copy.
+enum rmmError_t rmmDeviceBufferCopyToHost(rmmDeviceBuffer_t buffer,
+                                          void *host,
+                                          size_t host_size,
+                                          cudaStream_t stream);
+
+// Sets the buffer's size: within its capacity nothing moves; beyond it the contents move to
+// a new allocation of exactly `size` bytes, in the order of `stream` (new bytes are
+// uninitialized). On failure the buffer is unchanged.
+enum rmmError_t rmmDeviceBufferResize(rmmDeviceBuffer_t buffer, size_t size, cudaStream_t stream);
+
+// Gives back the capacity beyond the size (the contents move to an allocation of exactly
+// the size), in the order of `stream`.
+enum rmmError_t rmmDeviceBufferShrinkToFit(rmmDeviceBuffer_t buffer, cudaStream_t stream);
+
+// Creates in `*copy` a new buffer with the same contents, copied in the order of `stream`,
+// from `resource` (NULL: the source buffer's resource).
+enum rmmError_t rmmDeviceBufferCopy(rmmDeviceBuffer_t *copy,
+                                    rmmDeviceBuffer_t source,
+                                    cudaStream_t stream,
+                                    rmmResource_t resource);
+
+// Writes the buffer's device address to `*data` (NULL for an empty buffer). Valid until the
+// buffer is resized beyond its capacity, shrunk or destroyed.
+enum rmmError_t rmmDeviceBufferData(rmmDeviceBuffer_t buffer, void **data);
+
+// Writes the buffer's size in bytes to `*size` and, unless `capacity` is NULL, the bytes its
+// allocation holds to `*capacity`.
+enum rmmError_t rmmDeviceBufferSize(rmmDeviceBuffer_t buffer, size_t *size, size_t *capacity);
+
+// Makes `stream` the buffer's stream: later resizes default to it and the buffer is freed in
+// its order.
+enum rmmError_t rmmDeviceBufferSetStream(rmmDeviceBuffer_t buffer, cudaStream_t stream);
+
+// Frees the buffer's memory in the order of its stream (the last one used, or the one set
+// with `rmmDeviceBufferSetStream`) and destroys the handle. NULL is a no-op.
+enum rmmError_t rmmDeviceBufferDestroy(rmmDeviceBuffer_t buffer);
+
 // Makes `resource` the resource of `device` (the registry keeps its own reference, so the
 // caller may destroy its handle). If `previous` is not NULL it receives a new handle to the
 // resource replaced, owned by the caller. The resource must belong to `device`.
@@ -269,6 +328,25 @@ enum rmmError_t rmmIsSimulated(bool *simulated);
 // `RMM_SIM_ON_RACE=count`; by default the first race aborts the process). On real devices:
 // RMM_ERROR_NOT_SUPPORTED.
 enum rmmError_t rmmSimGetRaceCount(size_t *count);
+
+// PyTorch's allocate function: `size` bytes on `device` for `stream`, from that device's
+// current resource. NULL on failure (PyTorch then reports out of memory).
+// `torch.cuda.memory.CUDAPluggableAllocator("librmm.so", "rmmTorchAllocate", "rmmTorchDeallocate")`.
+void *rmmTorchAllocate(ptrdiff_t size,
+                       int32_t device,
+                       cudaStream_t stream);
+
+// PyTorch's free function: returns `ptr` (from `rmmTorchAllocate`) in the order of `stream`.
+void rmmTorchDeallocate(void *ptr, ptrdiff_t size, int32_t device, cudaStream_t stream);
+
+// CuPy's malloc function: `size` bytes on `device`, from the resource `param` names (an
+// `rmmResource_t`) or, when `param` is NULL, the device's current resource. CuPy passes no
+// stream: the memory is ordered on the legacy default stream. NULL on failure.
+// `cupy.cuda.memory.CFunctionAllocator(param, malloc_address, free_address, owner)`.
+void *rmmCupyAllocate(void *param, size_t size, int32_t device);
+
+// CuPy's free function: returns `ptr` (from `rmmCupyAllocate`) on the legacy default stream.
+void rmmCupyDeallocate(void *param, void *ptr, int32_t device);
 
 // Initializes rmm: installs, on each device of `options->devices` (or the current device),
 // the resource `options->allocation_mode` names, replacing that device's resource until
@@ -419,6 +497,13 @@ enum rmmError_t rmmStreamDestroy(cudaStream_t stream);
 
 // Waits until all work enqueued on `stream` has finished.
 enum rmmError_t rmmStreamSynchronize(cudaStream_t stream);
+
+// Copies `bytes` from `src` to `dst` in the order of `stream`; either side may be device or
+// host memory (unified addressing, as `cudaMemcpyAsync` with `cudaMemcpyDefault`). Copies
+// from or to pageable host memory may return only when done; call `rmmStreamSynchronize`
+// before using the destination on the host. NULL pointers are RMM_ERROR_INVALID_ARGUMENT
+// unless `bytes` is 0.
+enum rmmError_t rmmMemcpyAsync(void *dst, const void *src, size_t bytes, cudaStream_t stream);
 
 // Creates a pool over `upstream` that reserves `initial_size` bytes up front and grows
 // (geometrically, backing off when upstream refuses) up to `maximum_size` bytes (0: no

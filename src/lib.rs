@@ -9,6 +9,7 @@
 mod address_map;
 pub mod alloc_conf;
 pub mod allocations;
+pub mod device_buffer;
 pub mod error;
 pub mod ffi;
 pub mod legacy;

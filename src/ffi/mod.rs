@@ -9,7 +9,9 @@
 mod adaptors;
 mod configure;
 pub mod call_site;
+mod device_buffer;
 mod devices;
+mod frameworks;
 pub mod handles;
 mod legacy;
 mod resources;
@@ -20,7 +22,9 @@ pub mod types;
 
 pub use adaptors::*;
 pub use configure::*;
+pub use device_buffer::*;
 pub use devices::*;
+pub use frameworks::*;
 pub use legacy::*;
 pub use resources::*;
 pub use snapshot::*;

@@ -37,3 +37,22 @@ pub extern "C" fn rmmStreamDestroy(stream: cudaStream_t) -> rmmError_t {
 pub extern "C" fn rmmStreamSynchronize(stream: cudaStream_t) -> rmmError_t {
     boundary("rmmStreamSynchronize", || backend()?.stream_synchronize(stream_of(stream)))
 }
+
+/// Copies `bytes` from `src` to `dst` in the order of `stream`; either side may be device or
+/// host memory (unified addressing, as `cudaMemcpyAsync` with `cudaMemcpyDefault`). Copies
+/// from or to pageable host memory may return only when done; call `rmmStreamSynchronize`
+/// before using the destination on the host. NULL pointers are RMM_ERROR_INVALID_ARGUMENT
+/// unless `bytes` is 0.
+#[no_mangle]
+pub extern "C" fn rmmMemcpyAsync(dst: *mut std::ffi::c_void, src: *const std::ffi::c_void, bytes: usize, stream: cudaStream_t) -> rmmError_t {
+    boundary("rmmMemcpyAsync", || {
+        if bytes == 0 {
+            return Ok(());
+        }
+        if dst.is_null() || src.is_null() {
+            return Err(Error::invalid("dst or src is NULL"));
+        }
+        let platform = backend()?;
+        platform.copy_async(platform.current_device()?, dst as usize, src as usize, bytes, stream_of(stream))
+    })
+}

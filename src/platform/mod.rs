@@ -135,7 +135,8 @@ impl Backend {
     pub fn address_range(&self, device: i32, ptr: usize) -> Result<(usize, usize)> {
         dispatch!(self.address_range(device, ptr))
     }
-    /// Copies `bytes` from `src` to `dst` in the order of `stream`.
+    /// Copies `bytes` from `src` to `dst` in the order of `stream`; either may be host memory
+    /// (unified addressing).
     pub fn copy_async(&self, device: i32, dst: usize, src: usize, bytes: usize, stream: Stream) -> Result<()> {
         dispatch!(self.copy_async(device, dst, src, bytes, stream))
     }

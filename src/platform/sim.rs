@@ -329,15 +329,23 @@ impl SimDevices {
     pub fn copy_async(&self, _device: i32, dst: usize, src: usize, bytes: usize, stream: Stream) -> Result<()> {
         let mut state = self.state.lock();
         let id = state.resolve_stream(stream)?;
+        // A range inside a simulated allocation is device memory and must lie wholly inside it;
+        // a range outside every simulated allocation is host memory, as with unified addressing
+        // (the caller vouches for it, as the driver's callers do).
         for (what, ptr) in [("destination", dst), ("source", src)] {
-            let inside = state.containing(ptr).is_some_and(|(base, a)| ptr + bytes <= base + a.size);
-            if !inside {
-                return Err(Error::invalid(format!("copy {what} {ptr:#x}+{bytes} is outside simulated memory")));
+            let end = ptr.checked_add(bytes).ok_or_else(|| Error::invalid(format!("copy {what} {ptr:#x}+{bytes} wraps")))?;
+            let starts_inside = state.containing(ptr);
+            let ends_inside = bytes > 0 && state.containing(end - 1).is_some();
+            match starts_inside {
+                Some((base, a)) if end <= base + a.size => {}
+                None if !ends_inside => {}
+                _ => return Err(Error::invalid(format!("copy {what} {ptr:#x}+{bytes} straddles the end of simulated memory"))),
             }
         }
         state.enqueue(id);
-        // SAFETY: both ranges lie inside live simulated allocations (checked above, under the
-        // lock that also guards their deallocation); `copy` allows overlap.
+        // SAFETY: device ranges lie inside live simulated allocations (checked above, under the
+        // lock that also guards their deallocation); host ranges are the caller's, promised
+        // valid for `bytes`; `copy` allows overlap.
         unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
         Ok(())
     }

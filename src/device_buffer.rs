@@ -1,0 +1,151 @@
+//! A stream-ordered, untyped device allocation that knows its size, as RMM's
+//! `rmm::device_buffer` / `rmm.DeviceBuffer`: created empty, with a size or from host bytes,
+//! resized (growing copies into a new allocation; shrinking keeps the memory until
+//! `shrink_to_fit`), deep-copied, and freed in the order of the stream it was last used on.
+
+use crate::error::{Error, Result};
+use crate::mr::MemoryResource;
+use crate::platform::{backend, Stream};
+use std::sync::Arc;
+
+pub struct DeviceBuffer {
+    ptr: usize,
+    size: usize,
+    capacity: usize,
+    /// The stream of the last operation: the buffer is freed in its order.
+    stream: Stream,
+    resource: Arc<dyn MemoryResource>,
+}
+
+impl DeviceBuffer {
+    /// `size` bytes from `resource`, usable in the order of `stream` (uninitialized).
+    pub fn new(size: usize, stream: Stream, resource: Arc<dyn MemoryResource>) -> Result<Self> {
+        let ptr = if size == 0 { 0 } else { resource.allocate(size, stream)? };
+        Ok(DeviceBuffer { ptr, size, capacity: size, stream, resource })
+    }
+
+    /// A buffer holding a copy of `bytes`; the host bytes may be reused when this returns.
+    pub fn from_host(bytes: &[u8], stream: Stream, resource: Arc<dyn MemoryResource>) -> Result<Self> {
+        let buffer = Self::new(bytes.len(), stream, resource)?;
+        if !bytes.is_empty() {
+            let platform = backend()?;
+            platform.copy_async(buffer.device(), buffer.ptr, bytes.as_ptr() as usize, bytes.len(), stream)?;
+            platform.stream_synchronize(stream)?;
+        }
+        Ok(buffer)
+    }
+
+    pub fn data(&self) -> usize {
+        self.ptr
+    }
+
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    pub fn stream(&self) -> Stream {
+        self.stream
+    }
+
+    pub fn device(&self) -> i32 {
+        self.resource.device()
+    }
+
+    pub fn resource(&self) -> &Arc<dyn MemoryResource> {
+        &self.resource
+    }
+
+    /// Makes `stream` the buffer's stream (for later operations and the final free).
+    pub fn set_stream(&mut self, stream: Stream) {
+        self.stream = stream;
+    }
+
+    /// Copies the buffer's bytes into `out` (which must hold at least `size()` bytes) and waits
+    /// for the copy.
+    pub fn copy_to_host(&self, out: &mut [u8], stream: Stream) -> Result<()> {
+        if out.len() < self.size {
+            return Err(Error::invalid(format!("the host buffer holds {} bytes; the device buffer has {}", out.len(), self.size)));
+        }
+        if self.size > 0 {
+            let platform = backend()?;
+            platform.copy_async(self.device(), out.as_mut_ptr() as usize, self.ptr, self.size, stream)?;
+            platform.stream_synchronize(stream)?;
+        }
+        Ok(())
+    }
+
+    /// Moves the contents to a new allocation of `capacity` bytes (the first `size` bytes
+    /// kept), in the order of `stream`.
+    fn reallocate(&mut self, capacity: usize, stream: Stream) -> Result<()> {
+        let ptr = if capacity == 0 { 0 } else { self.resource.allocate(capacity, stream)? };
+        let kept = self.size.min(capacity);
+        if kept > 0 {
+            if let Err(e) = backend().and_then(|p| p.copy_async(self.device(), ptr, self.ptr, kept, stream)) {
+                let _ = self.resource.deallocate(ptr, capacity, stream);
+                return Err(e);
+            }
+        }
+        self.release(stream)?;
+        self.ptr = ptr;
+        self.capacity = capacity;
+        self.stream = stream;
+        Ok(())
+    }
+
+    /// Sets the size to `size`: within the capacity nothing moves; beyond it, the contents move
+    /// to a new allocation of exactly `size` bytes. New bytes are uninitialized.
+    pub fn resize(&mut self, size: usize, stream: Stream) -> Result<()> {
+        if size > self.capacity {
+            self.reallocate(size, stream)?;
+        }
+        self.size = size;
+        self.stream = stream;
+        Ok(())
+    }
+
+    /// Gives back the capacity beyond the size (a new allocation of exactly `size` bytes).
+    pub fn shrink_to_fit(&mut self, stream: Stream) -> Result<()> {
+        if self.capacity > self.size {
+            self.reallocate(self.size, stream)?;
+        }
+        self.stream = stream;
+        Ok(())
+    }
+
+    /// A new buffer with the same contents, from `resource` (or this buffer's).
+    pub fn deep_copy(&self, stream: Stream, resource: Option<Arc<dyn MemoryResource>>) -> Result<DeviceBuffer> {
+        let copy = Self::new(self.size, stream, resource.unwrap_or_else(|| self.resource.clone()))?;
+        if self.size > 0 {
+            backend()?.copy_async(self.device(), copy.ptr, self.ptr, self.size, stream)?;
+        }
+        Ok(copy)
+    }
+
+    fn release(&mut self, stream: Stream) -> Result<()> {
+        if self.ptr != 0 {
+            self.resource.deallocate(self.ptr, self.capacity, stream)?;
+            self.ptr = 0;
+            self.capacity = 0;
+        }
+        Ok(())
+    }
+
+    /// Frees the memory in the order of the buffer's stream.
+    pub fn free(mut self) -> Result<()> {
+        let stream = self.stream;
+        self.release(stream)
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        let stream = self.stream;
+        if let Err(e) = self.release(stream) {
+            log::warn!("device buffer at {:#x}: {e}", self.ptr);
+        }
+    }
+}
