@@ -3,8 +3,8 @@
 
 - Every function rmm.h declares has a bind(c, name="...") interface in rmm.f90, public, with
   the same argument names in the same order, Fortran types that interoperate with the C types
-  (by value, by reference, or type(c_ptr), value for any pointer) and the same result type;
-  and rmm.f90 binds no function that rmm.h lacks.
+  (by value, by reference, or type(c_ptr), value for any pointer) and the same result type
+  (a subroutine for a void function); and rmm.f90 binds no function that rmm.h lacks.
 - The error codes, RMM_MAX_DEVICES and the allocation modes are named constants of the same
   values.
 - rmmStatistics_t, rmmAllocationRecord_t and rmmOptions_t are bind(c) types with the same
@@ -23,8 +23,10 @@ import sys
 # C type (no const/struct/enum) passed by value -> its Fortran declaration type.
 BY_VALUE = {
     "rmmResource_t": "type(c_ptr)",
+    "rmmDeviceBuffer_t": "type(c_ptr)",
     "cudaStream_t": "type(c_ptr)",
     "size_t": "integer(c_size_t)",
+    "ptrdiff_t": "integer(c_intptr_t)",
     "int": "integer(c_int)",
     "unsigned int": "integer(c_int)",
     "int8_t": "integer(c_int8_t)",
@@ -35,6 +37,7 @@ BY_VALUE = {
 # C pointee type -> the Fortran types a by-reference dummy may have.
 BY_REFERENCE = {
     "rmmResource_t": {"type(c_ptr)"},
+    "rmmDeviceBuffer_t": {"type(c_ptr)"},
     "cudaStream_t": {"type(c_ptr)"},
     "size_t": {"integer(c_size_t)"},
     "int": {"integer(c_int)"},
@@ -47,12 +50,14 @@ BY_REFERENCE = {
     "void*": {"type(c_ptr)"},  # void**
     "char*": {"type(c_ptr)"},  # const char**
 }
-# C result type -> Fortran result type.
+# C result type -> Fortran result type ("subroutine": a void function is a subroutine).
 RESULTS = {
     "rmmError_t": "integer(c_int)",
     "bool": "logical(c_bool)",
     "size_t": "integer(c_size_t)",
     "char*": "type(c_ptr)",
+    "void*": "type(c_ptr)",
+    "void": "subroutine",
 }
 # C struct field type -> Fortran component type.
 FIELDS = {
@@ -213,21 +218,22 @@ def parse_module(path):
         if st.startswith("public"):
             public.update(n.strip() for n in st.split("::", 1)[-1].split(","))
             continue
-        fm = re.match(r"(?:(.*?)\s+)?function\s+(\w+)\s*\(([^)]*)\)\s*(.*)$", st)
+        fm = re.match(r"(?:(.*?)\s+)?(function|subroutine)\s+(\w+)\s*\(([^)]*)\)\s*(.*)$", st)
         if fm and not st.startswith("end"):
-            bind = re.search(r'bind\s*\(\s*c\s*,\s*name\s*=\s*"(\w+)"\s*\)', fm.group(4))
-            result = re.search(r"result\s*\(\s*(\w+)\s*\)", fm.group(4))
+            bind = re.search(r'bind\s*\(\s*c\s*,\s*name\s*=\s*"(\w+)"\s*\)', fm.group(5))
+            result = re.search(r"result\s*\(\s*(\w+)\s*\)", fm.group(5))
+            subroutine = fm.group(2) == "subroutine"
             current = {
-                "fname": fm.group(2),
+                "fname": fm.group(3),
                 "c_name": bind.group(1) if bind else None,
-                "args": [a.strip() for a in fm.group(3).split(",") if a.strip()],
-                "prefix": re.sub(r"\s+", "", fm.group(1) or ""),
-                "result": result.group(1) if result else fm.group(2),
+                "args": [a.strip() for a in fm.group(4).split(",") if a.strip()],
+                "prefix": "subroutine" if subroutine else re.sub(r"\s+", "", fm.group(1) or ""),
+                "result": None if subroutine else result.group(1) if result else fm.group(3),
                 "decls": {},
             }
             continue
         if current is not None:
-            if re.match(r"end\s*function", st):
+            if re.match(r"end\s*(function|subroutine)", st):
                 if current["c_name"]:
                     if current["c_name"] in interfaces:
                         fail(f"rmm.f90 binds {current['c_name']} twice")

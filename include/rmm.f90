@@ -22,17 +22,22 @@
 !   rmm_tracking_adaptor_get_report, rmm_get_report, rmm_get_log).
 !
 ! How C types map:
-! - rmmResource_t and cudaStream_t are type(c_ptr); the default stream is c_null_ptr.
-! - Every fallible call returns an integer(c_int) status (an rmmError_t).
+! - rmmResource_t, rmmDeviceBuffer_t and cudaStream_t are type(c_ptr); the default stream is
+!   c_null_ptr.
+! - Every fallible call returns an integer(c_int) status (an rmmError_t). The framework entry
+!   points (rmmTorchAllocate, rmmCupyAllocate) return a type(c_ptr), c_null_ptr on failure;
+!   their void deallocate functions are subroutines.
 ! - An out-pointer is a by-reference argument with intent(inout): rmm writes it only on
 !   success, so a value it had before a failed call stays (intent(out) would let the compiler
 !   drop that value).
 ! - A pointer argument that rmm.h allows to be NULL (options, `previous`, `popped`,
 !   `released`, `length`, report and snapshot buffers, `records`, the logging path, `conf`,
-!   the `file` of rmmAlloc/rmmRealloc/rmmFree) is type(c_ptr), value: pass c_null_ptr, or
-!   c_loc(x) of a variable x with the TARGET attribute.
+!   the `file` of rmmAlloc/rmmRealloc/rmmFree, the `capacity` of rmmDeviceBufferSize) is
+!   type(c_ptr), value: pass c_null_ptr, or c_loc(x) of a variable x with the TARGET
+!   attribute. So are void* data arguments (memory, `host`, `dst`, `src`, `param`).
 ! - size_t is integer(c_size_t), int is integer(c_int), bool is logical(c_bool), int8_t is
-!   integer(c_int8_t), ptrdiff_t is integer(c_intptr_t) (c_ptrdiff_t is Fortran 2018),
+!   integer(c_int8_t), int32_t is integer(c_int32_t), ptrdiff_t is integer(c_intptr_t)
+!   (c_ptrdiff_t is Fortran 2018),
 !   unsigned int (`line`) is integer(c_int) and uint64_t (`thread`) is integer(c_int64_t).
 !   Fortran has no unsigned integers: SIZE_MAX is -1_c_size_t.
 ! - const char* arguments that may not be NULL are character(kind=c_char) arrays: pass
@@ -161,16 +166,21 @@ module rmm
     rmmTrackingAdaptorCreate, rmmTrackingAdaptorGetOutstanding, rmmTrackingAdaptorGetReport, &
     rmmFailureCallbackAdaptorCreate, rmmAlignedAdaptorCreate, rmmPrefetchAdaptorCreate
   public :: rmmConfigure, rmmGetReport
+  public :: rmmDeviceBufferCreate, rmmDeviceBufferCreateFromHost, rmmDeviceBufferCopyToHost, &
+    rmmDeviceBufferResize, rmmDeviceBufferShrinkToFit, rmmDeviceBufferCopy, &
+    rmmDeviceBufferData, rmmDeviceBufferSize, rmmDeviceBufferSetStream, rmmDeviceBufferDestroy
   public :: rmmSetPerDeviceResource, rmmGetPerDeviceResource, rmmSetCurrentDeviceResource, &
     rmmGetCurrentDeviceResource, rmmGetDevice, rmmSetDevice, rmmGetDeviceCount, rmmIsSimulated, &
     rmmSimGetRaceCount
+  public :: rmmTorchAllocate, rmmTorchDeallocate, rmmCupyAllocate, rmmCupyDeallocate
   public :: rmmInitialize, rmmFinalize, rmmIsInitialized, rmmAlloc, rmmRealloc, rmmFree, &
     rmmWriteLog, rmmLogSize, rmmGetLog, rmmGetInfo, rmmGetAllocationOffset, rmmGetErrorString, &
     rmmGetLastErrorMessage
   public :: rmmCudaResourceCreate, rmmManagedResourceCreate, rmmAsyncResourceCreate, &
     rmmPinnedHostResourceCreate, rmmResourceDestroy, rmmResourceAllocate, &
     rmmResourceDeallocate, rmmResourceGetDevice, rmmResourceGetName, rmmResourceGetSnapshot, &
-    rmmResourceWriteSnapshot, rmmStreamCreate, rmmStreamDestroy, rmmStreamSynchronize
+    rmmResourceWriteSnapshot, rmmStreamCreate, rmmStreamDestroy, rmmStreamSynchronize, &
+    rmmMemcpyAsync
   public :: rmmPoolResourceCreate, rmmPoolResourceGetSize, rmmPoolResourceGetFree, &
     rmmResourceRelease, &
     rmmArenaResourceCreate, rmmBinningResourceCreate, rmmBinningResourceAddBin, &
@@ -321,6 +331,99 @@ module rmm
       type(c_ptr), value :: length
     end function rmmGetReport
 
+    ! --- Device buffers (rmmDeviceBuffer_t: type(c_ptr)) ---
+    ! A buffer of `size` uninitialized bytes from `resource` (c_null_ptr: the current
+    ! device's resource), ordered on `stream`. Destroy it with rmmDeviceBufferDestroy.
+    integer(c_int) function rmmDeviceBufferCreate(buffer, size, stream, resource) &
+        bind(c, name="rmmDeviceBufferCreate")
+      import
+      type(c_ptr), intent(inout) :: buffer
+      integer(c_size_t), value :: size
+      type(c_ptr), value :: stream
+      type(c_ptr), value :: resource
+    end function rmmDeviceBufferCreate
+
+    ! A buffer holding a copy of the `size` bytes at `host` (c_loc of a TARGET array;
+    ! c_null_ptr only with size 0), complete on return.
+    integer(c_int) function rmmDeviceBufferCreateFromHost(buffer, host, size, stream, resource) &
+        bind(c, name="rmmDeviceBufferCreateFromHost")
+      import
+      type(c_ptr), intent(inout) :: buffer
+      type(c_ptr), value :: host
+      integer(c_size_t), value :: size
+      type(c_ptr), value :: stream
+      type(c_ptr), value :: resource
+    end function rmmDeviceBufferCreateFromHost
+
+    ! Copies the buffer to `host` (c_loc of a TARGET array of `host_size` bytes, at least the
+    ! buffer's size) and waits for the copy.
+    integer(c_int) function rmmDeviceBufferCopyToHost(buffer, host, host_size, stream) &
+        bind(c, name="rmmDeviceBufferCopyToHost")
+      import
+      type(c_ptr), value :: buffer
+      type(c_ptr), value :: host
+      integer(c_size_t), value :: host_size
+      type(c_ptr), value :: stream
+    end function rmmDeviceBufferCopyToHost
+
+    ! Sets the buffer's size (beyond its capacity the contents move to a new allocation).
+    integer(c_int) function rmmDeviceBufferResize(buffer, size, stream) &
+        bind(c, name="rmmDeviceBufferResize")
+      import
+      type(c_ptr), value :: buffer
+      integer(c_size_t), value :: size
+      type(c_ptr), value :: stream
+    end function rmmDeviceBufferResize
+
+    ! Gives back the capacity beyond the size.
+    integer(c_int) function rmmDeviceBufferShrinkToFit(buffer, stream) &
+        bind(c, name="rmmDeviceBufferShrinkToFit")
+      import
+      type(c_ptr), value :: buffer
+      type(c_ptr), value :: stream
+    end function rmmDeviceBufferShrinkToFit
+
+    ! A new buffer in `copy` with the contents of `source`, from `resource` (c_null_ptr: the
+    ! source's resource).
+    integer(c_int) function rmmDeviceBufferCopy(copy, source, stream, resource) &
+        bind(c, name="rmmDeviceBufferCopy")
+      import
+      type(c_ptr), intent(inout) :: copy
+      type(c_ptr), value :: source
+      type(c_ptr), value :: stream
+      type(c_ptr), value :: resource
+    end function rmmDeviceBufferCopy
+
+    ! The buffer's device address (c_null_ptr for an empty buffer).
+    integer(c_int) function rmmDeviceBufferData(buffer, data) bind(c, name="rmmDeviceBufferData")
+      import
+      type(c_ptr), value :: buffer
+      type(c_ptr), intent(inout) :: data
+    end function rmmDeviceBufferData
+
+    ! The buffer's size in bytes; `capacity`: c_loc(an integer(c_size_t) target) or c_null_ptr.
+    integer(c_int) function rmmDeviceBufferSize(buffer, size, capacity) &
+        bind(c, name="rmmDeviceBufferSize")
+      import
+      type(c_ptr), value :: buffer
+      integer(c_size_t), intent(inout) :: size
+      type(c_ptr), value :: capacity
+    end function rmmDeviceBufferSize
+
+    ! Makes `stream` the buffer's stream (later resizes and the free are ordered on it).
+    integer(c_int) function rmmDeviceBufferSetStream(buffer, stream) &
+        bind(c, name="rmmDeviceBufferSetStream")
+      import
+      type(c_ptr), value :: buffer
+      type(c_ptr), value :: stream
+    end function rmmDeviceBufferSetStream
+
+    ! Frees the buffer in the order of its stream and destroys the handle (c_null_ptr: no-op).
+    integer(c_int) function rmmDeviceBufferDestroy(buffer) bind(c, name="rmmDeviceBufferDestroy")
+      import
+      type(c_ptr), value :: buffer
+    end function rmmDeviceBufferDestroy
+
     ! --- Devices and the per-device registry ---
     ! Makes `resource` the resource of `device`; `previous`: c_loc(a type(c_ptr) target) to
     ! receive the replaced resource's new handle, or c_null_ptr.
@@ -384,6 +487,41 @@ module rmm
       import
       integer(c_size_t), intent(inout) :: count
     end function rmmSimGetRaceCount
+
+    ! --- Framework entry points (PyTorch, CuPy): no status; failures leave the message ---
+    ! PyTorch's allocate: `size` bytes on `device` for `stream`; c_null_ptr on failure.
+    type(c_ptr) function rmmTorchAllocate(size, device, stream) bind(c, name="rmmTorchAllocate")
+      import
+      integer(c_intptr_t), value :: size
+      integer(c_int32_t), value :: device
+      type(c_ptr), value :: stream
+    end function rmmTorchAllocate
+
+    ! PyTorch's free: returns `ptr` (from rmmTorchAllocate) in the order of `stream`.
+    subroutine rmmTorchDeallocate(ptr, size, device, stream) bind(c, name="rmmTorchDeallocate")
+      import
+      type(c_ptr), value :: ptr
+      integer(c_intptr_t), value :: size
+      integer(c_int32_t), value :: device
+      type(c_ptr), value :: stream
+    end subroutine rmmTorchDeallocate
+
+    ! CuPy's malloc: `size` bytes on `device` from the resource `param` (c_null_ptr: the
+    ! device's current resource), on the legacy default stream; c_null_ptr on failure.
+    type(c_ptr) function rmmCupyAllocate(param, size, device) bind(c, name="rmmCupyAllocate")
+      import
+      type(c_ptr), value :: param
+      integer(c_size_t), value :: size
+      integer(c_int32_t), value :: device
+    end function rmmCupyAllocate
+
+    ! CuPy's free: returns `ptr` (from rmmCupyAllocate) on the legacy default stream.
+    subroutine rmmCupyDeallocate(param, ptr, device) bind(c, name="rmmCupyDeallocate")
+      import
+      type(c_ptr), value :: param
+      type(c_ptr), value :: ptr
+      integer(c_int32_t), value :: device
+    end subroutine rmmCupyDeallocate
 
     ! --- Legacy API ---
     ! `options`: c_loc(an rmmOptions_t target), or c_null_ptr for the defaults.
@@ -592,6 +730,16 @@ module rmm
       import
       type(c_ptr), value :: stream
     end function rmmStreamSynchronize
+
+    ! Copies `bytes` from `src` to `dst` (device or host memory) in the order of `stream`;
+    ! rmmStreamSynchronize before the host uses `dst`.
+    integer(c_int) function rmmMemcpyAsync(dst, src, bytes, stream) bind(c, name="rmmMemcpyAsync")
+      import
+      type(c_ptr), value :: dst
+      type(c_ptr), value :: src
+      integer(c_size_t), value :: bytes
+      type(c_ptr), value :: stream
+    end function rmmMemcpyAsync
 
     ! --- Suballocators ---
     ! A pool over `upstream` (maximum_size 0: no limit).

@@ -278,3 +278,22 @@ fn eight_threads_allocate_and_free_across_threads_and_streams() {
     pool.check_invariants().unwrap();
     assert!(races().is_empty(), "{:?}", races());
 }
+
+#[test]
+fn a_binning_resource_and_the_pool_beneath_refuse_each_others_blocks() {
+    let _guard = setup();
+    let pool = Arc::new(PoolResource::new(upstream(), 16 << 20, 0).unwrap());
+    let binning = BinningResource::new(pool.clone(), 8, 12).unwrap();
+    let s = Stream::DEFAULT;
+    for size in [100, 3 << 20] {
+        // In a bin (100 bytes) or passed to the pool (3 MiB): either way the binning resource's.
+        let mine = binning.allocate(size, s).unwrap();
+        assert!(pool.deallocate(mine, size, s).is_err(), "{size}: the pool refuses a block the binning resource handed out");
+        let direct = pool.allocate(size, s).unwrap();
+        assert!(binning.deallocate(direct, size, s).is_err(), "{size}: binning refuses a block of the pool's own");
+        // rmmFree names no resource: both go back to where they lie.
+        rmm::allocations::free_any(mine, s).unwrap();
+        rmm::allocations::free_any(direct, s).unwrap();
+    }
+    pool.check_invariants().unwrap();
+}

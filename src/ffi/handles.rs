@@ -32,7 +32,7 @@ struct Slot {
 }
 
 struct HandleTable {
-    segments: Vec<OnceCell<Box<[Slot]>>>,
+    segments: [OnceCell<Box<[Slot]>>; SEGMENTS],
     free: Mutex<FreeSlots>,
 }
 
@@ -42,10 +42,11 @@ struct FreeSlots {
     next_unused: u32,
 }
 
-static TABLE: once_cell::sync::Lazy<HandleTable> = once_cell::sync::Lazy::new(|| HandleTable {
-    segments: (0..SEGMENTS).map(|_| OnceCell::new()).collect(),
-    free: Mutex::new(FreeSlots::default()),
-});
+// A plain static (no lazy initialization to check on every lookup).
+static TABLE: HandleTable = HandleTable {
+    segments: [const { OnceCell::new() }; SEGMENTS],
+    free: Mutex::new(FreeSlots { recycled: Vec::new(), next_unused: 0 }),
+};
 
 fn encode(index: u32, generation: u32) -> rmmResource_t {
     (((generation as u64) << 32) | (index as u64 + 1)) as usize as rmmResource_t
@@ -57,28 +58,35 @@ fn decode(handle: rmmResource_t) -> Option<(usize, u32)> {
     Some((index, (value >> 32) as u32))
 }
 
+/// The error for a handle that is NULL, destroyed or made up (out of line: lookups stay small).
+#[cold]
+#[inline(never)]
+fn not_live(handle: rmmResource_t) -> Error {
+    match handle.is_null() {
+        true => Error::InvalidHandle("the resource handle is NULL".into()),
+        false => Error::InvalidHandle(format!("{handle:p} is not a live resource handle (destroyed, or never created)")),
+    }
+}
+
 impl HandleTable {
+    #[inline]
     fn slot(&self, index: usize) -> Option<&Slot> {
         self.segments.get(index / SEGMENT_SLOTS)?.get().map(|segment| &segment[index % SEGMENT_SLOTS])
     }
 
+    #[inline]
     fn live_slot(&self, handle: rmmResource_t) -> Result<&Slot> {
-        if handle.is_null() {
-            return Err(Error::InvalidHandle("the resource handle is NULL".into()));
+        let Some((index, generation)) = decode(handle) else { return Err(not_live(handle)) };
+        match self.slot(index) {
+            Some(slot) if slot.generation.load(Ordering::Acquire) == generation && !slot.resource.load(Ordering::Acquire).is_null() => Ok(slot),
+            _ => Err(not_live(handle)),
         }
-        let stale = || Error::InvalidHandle(format!("{handle:p} is not a live resource handle (destroyed, or never created)"));
-        let (index, generation) = decode(handle).ok_or_else(stale)?;
-        let slot = self.slot(index).ok_or_else(stale)?;
-        if slot.generation.load(Ordering::Acquire) != generation || slot.resource.load(Ordering::Acquire).is_null() {
-            return Err(stale());
-        }
-        Ok(slot)
     }
 }
 
 /// Makes a handle that holds one reference to `resource`.
 pub fn create(resource: Arc<dyn MemoryResource>) -> Result<rmmResource_t> {
-    let table = &*TABLE;
+    let table = &TABLE;
     let index = {
         let mut free = table.free.lock();
         match free.recycled.pop() {
@@ -119,7 +127,7 @@ pub fn destroy(handle: rmmResource_t) -> Result<()> {
     if handle.is_null() {
         return Ok(());
     }
-    let table = &*TABLE;
+    let table = &TABLE;
     let slot = table.live_slot(handle)?;
     let boxed = slot.resource.swap(std::ptr::null_mut(), Ordering::AcqRel);
     if boxed.is_null() {

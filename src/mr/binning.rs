@@ -2,7 +2,7 @@
 //! smallest bin that holds it, larger ones to the upstream resource.
 
 use super::fixed_size::FixedSizeResource;
-use super::via::{Via, DIRECT};
+use super::via::{self, Via};
 use super::MemoryResource;
 use crate::error::{Error, Result};
 use crate::platform::Stream;
@@ -15,6 +15,11 @@ type Bins = Vec<(usize, Arc<dyn MemoryResource>)>;
 
 pub struct BinningResource {
     upstream: Arc<dyn MemoryResource>,
+    /// Marks the blocks it hands out (in its bins and in a pool upstream) as its own, so a
+    /// block allocated from that pool directly is refused when freed through the binning
+    /// resource, and the other way round. Not registered: frees of its blocks that name no
+    /// resource go straight to where they lie, since binning keeps no state of its own.
+    own_via: Via,
     /// (largest size served, resource), sorted by size; replaced whole by `add_bin`, read
     /// without a lock (threads routing at once would contend on one).
     bins: ArcSwap<Bins>,
@@ -28,7 +33,7 @@ impl BinningResource {
     /// Fixed-size bins of 2^min ..= 2^max bytes over `upstream` (min > max: no bins yet).
     pub fn new(upstream: Arc<dyn MemoryResource>, min_size_exponent: i8, max_size_exponent: i8) -> Result<Self> {
         let tracks = AtomicBool::new(upstream.tracks_allocations());
-        let resource = BinningResource { upstream, bins: ArcSwap::from_pointee(Vec::new()), adding: Mutex::new(()), tracks };
+        let resource = BinningResource { upstream, own_via: via::reserve(), bins: ArcSwap::from_pointee(Vec::new()), adding: Mutex::new(()), tracks };
         if min_size_exponent <= max_size_exponent {
             if min_size_exponent < 0 || max_size_exponent > 40 {
                 return Err(Error::invalid(format!("bin exponents {min_size_exponent}..={max_size_exponent} must lie in 0..=40")));
@@ -81,11 +86,11 @@ impl BinningResource {
 
 impl MemoryResource for BinningResource {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
-        self.allocate_via(bytes, stream, DIRECT)
+        self.allocate_via(bytes, stream, self.own_via)
     }
 
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
-        self.deallocate_via(ptr, bytes, stream, DIRECT)
+        self.deallocate_via(ptr, bytes, stream, self.own_via)
     }
 
     fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {

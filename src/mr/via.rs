@@ -38,7 +38,8 @@ impl Lease {
 static OUTER: RwLock<Option<HashMap<Via, Arc<dyn MemoryResource>>>> = RwLock::new(None);
 static NEXT: AtomicU32 = AtomicU32::new(1);
 
-/// A number for an adaptor about to be made; `register` it once it is.
+/// A number for an adaptor about to be made (`register` it once it is), or for a resource that
+/// only marks its blocks.
 pub fn reserve() -> Via {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
@@ -78,10 +79,11 @@ pub fn collect() {
     }
 }
 
-/// A name for messages: "a statistics resource", or "a resource since destroyed".
+/// A name for messages: "a statistics resource", or "another resource" (one since destroyed,
+/// or a binning resource, which numbers its blocks without registering).
 pub fn describe(via: Via) -> String {
     match resolve(via) {
         Some(resource) => format!("a {} resource", resource.name()),
-        None => "a resource since destroyed".to_string(),
+        None => "another resource".to_string(),
     }
 }

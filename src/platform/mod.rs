@@ -55,6 +55,13 @@ pub fn backend() -> Result<&'static Backend> {
         // SAFETY: READY only ever holds a pointer into BACKEND, which is never dropped or moved.
         return Ok(unsafe { &*ready });
     }
+    initialize_backend()
+}
+
+/// The first call's work, kept out of line so that `backend()` stays small enough to inline.
+#[cold]
+#[inline(never)]
+fn initialize_backend() -> Result<&'static Backend> {
     let chosen = BACKEND.get_or_init(|| match std::env::var("RMM_SIM_DEVICES") {
         Ok(spec) => sim::SimDevices::from_spec(&spec).map(|s| Backend::Sim(Box::new(s))),
         Err(_) => cuda::CudaDriver::load().map(Backend::Cuda),

@@ -387,10 +387,16 @@ impl<I: BlockIndex> Core<I> {
         self.device
     }
 
+    #[inline]
     fn identity(&self, stream: Stream) -> Result<u64> {
         if matches!(stream, Stream::DEFAULT | Stream::LEGACY) {
             return Ok(0);
         }
+        Self::identity_of_stream(stream)
+    }
+
+    #[inline(never)]
+    fn identity_of_stream(stream: Stream) -> Result<u64> {
         let platform = backend()?;
         platform.stream_identity(stream).or_else(|_| {
             // The per-thread default stream needs a current context on this thread.
@@ -399,6 +405,7 @@ impl<I: BlockIndex> Core<I> {
         })
     }
 
+    #[inline]
     fn state_for(&self, stream: Stream) -> Result<StateRef<'_, I>> {
         let identity = self.identity(stream)?;
         if identity == 0 && !self.per_thread_default_stream.load(Ordering::Relaxed) {
@@ -499,7 +506,17 @@ impl<I: BlockIndex> Core<I> {
 
     /// `deallocate` of a block allocated through `via` (None: through whichever resource).
     pub fn deallocate_via(&self, ptr: usize, bytes: Option<usize>, stream: Stream, via: Option<Via>) -> Result<()> {
-        self.try_deallocate(ptr, bytes, stream, via)?.map_err(|refused| match refused {
+        match self.try_deallocate(ptr, bytes, stream, via)? {
+            Ok(()) => Ok(()),
+            Err(refused) => Err(self.refusal(ptr, bytes, refused)),
+        }
+    }
+
+    /// The error for a refused free (out of line: the free path stays small).
+    #[cold]
+    #[inline(never)]
+    fn refusal(&self, ptr: usize, bytes: Option<usize>, refused: Refused) -> Error {
+        match refused {
             Refused::WrongSize(size) => Error::invalid(format!(
                 "{ptr:#x} is a block of {size} bytes in this {} resource; {} bytes were given",
                 self.name,
@@ -513,7 +530,7 @@ impl<I: BlockIndex> Core<I> {
                 Some(_) => Error::invalid(format!("{ptr:#x} is not a live block of this {} resource (double free?)", self.name)),
                 None => Error::invalid(format!("{ptr:#x} was not allocated by this {} resource", self.name)),
             },
-        })
+        }
     }
 
     /// `deallocate_via`, answering a refused free as `Refused` (the block stays allocated).
