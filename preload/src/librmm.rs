@@ -58,6 +58,7 @@ impl Rmm {
 
 /// The folder holding this library.
 fn own_folder() -> Option<String> {
+    // SAFETY: Dl_info is plain C data (pointers and integers) for which all zeros is valid.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: dladdr fills `info` for an address inside this library.
     if unsafe { libc::dladdr(own_folder as *const c_void, &mut info) } == 0 || info.dli_fname.is_null() {
@@ -80,7 +81,11 @@ fn open() -> Result<*mut c_void, String> {
         }
         // SAFETY: dlerror returns the last loader error or NULL.
         let error = unsafe { libc::dlerror() };
-        let reason = if error.is_null() { "not found".into() } else { unsafe { CStr::from_ptr(error) }.to_string_lossy().into_owned() };
+        let reason = match error.is_null() {
+            true => "not found".into(),
+            // SAFETY: dlerror returned a NUL-terminated message owned by the loader.
+            false => unsafe { CStr::from_ptr(error) }.to_string_lossy().into_owned(),
+        };
         tried.push(format!("{candidate}: {reason}"));
     }
     Err(tried.join("; "))
