@@ -465,8 +465,9 @@ enum rmmError_t rmmResourceDeallocate(rmmResource_t resource,
 enum rmmError_t rmmResourceGetDevice(rmmResource_t resource, int *device);
 
 // Writes the kind of `resource` ("cuda", "managed", "cuda_async", "pinned_host", "pool",
-// "arena", "binning", "fixed_size") to
-// `*name`: a static string, never to be freed.
+// "arena", "binning", "fixed_size", or an adaptor's: "statistics", "logging", "limiting",
+// "tracking", "failure_callback", "aligned", "prefetch") to `*name`: a static string, never
+// to be freed.
 enum rmmError_t rmmResourceGetName(rmmResource_t resource, const char **name);
 
 // Describes `resource` and its upstream resources as JSON: one object per resource, its

@@ -107,8 +107,9 @@ pub extern "C" fn rmmResourceGetDevice(resource: rmmResource_t, device: *mut c_i
 }
 
 /// Writes the kind of `resource` ("cuda", "managed", "cuda_async", "pinned_host", "pool",
-/// "arena", "binning", "fixed_size") to
-/// `*name`: a static string, never to be freed.
+/// "arena", "binning", "fixed_size", or an adaptor's: "statistics", "logging", "limiting",
+/// "tracking", "failure_callback", "aligned", "prefetch") to `*name`: a static string, never
+/// to be freed.
 #[no_mangle]
 pub extern "C" fn rmmResourceGetName(resource: rmmResource_t, name: *mut *const c_char) -> rmmError_t {
     boundary("rmmResourceGetName", || {
