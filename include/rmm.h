@@ -341,7 +341,10 @@ void rmmTorchDeallocate(void *ptr, ptrdiff_t size, int32_t device, cudaStream_t 
 
 // CuPy's malloc function: `size` bytes on `device`, from the resource `param` names (an
 // `rmmResource_t`) or, when `param` is NULL, the device's current resource. CuPy passes no
-// stream: the memory is ordered on the legacy default stream. NULL on failure.
+// stream: the memory is ordered on the legacy default stream, which does not order
+// non-blocking streams (use the Python module's stream-aware allocator with those). NULL on
+// failure, which CuPy does not check: keep memory from running out, or use the Python
+// allocator, which raises out of memory.
 // `cupy.cuda.memory.CFunctionAllocator(param, malloc_address, free_address, owner)`.
 void *rmmCupyAllocate(void *param, size_t size, int32_t device);
 

@@ -118,6 +118,9 @@ else
   echo "no PyTorch with CUDA here (or no staged preload): skipped"
 fi
 
+section "Python module: PyTorch, CuPy, Numba (scripts/gpu-frameworks.sh)"
+STAGE_DIR="$stage" "$root/scripts/gpu-frameworks.sh" || { echo "FAILED: gpu-frameworks.sh"; status=1; }
+
 if [ "${RMM_MEMCHECK:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   section "compute-sanitizer memcheck"
   memcheck_failed=()

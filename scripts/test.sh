@@ -26,3 +26,6 @@ build=build/test
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build"
 ctest --test-dir "$build" --output-on-failure -j2
+
+echo "== Python module (simulated devices)"
+RMM_RS_LIBRARY="${CARGO_TARGET_DIR:-$PWD/target}/release/librmm.so" python3 python/test_rmm_rs.py

@@ -34,7 +34,10 @@ pub extern "C" fn rmmTorchDeallocate(ptr: *mut c_void, size: isize, device: i32,
 
 /// CuPy's malloc function: `size` bytes on `device`, from the resource `param` names (an
 /// `rmmResource_t`) or, when `param` is NULL, the device's current resource. CuPy passes no
-/// stream: the memory is ordered on the legacy default stream. NULL on failure.
+/// stream: the memory is ordered on the legacy default stream, which does not order
+/// non-blocking streams (use the Python module's stream-aware allocator with those). NULL on
+/// failure, which CuPy does not check: keep memory from running out, or use the Python
+/// allocator, which raises out of memory.
 /// `cupy.cuda.memory.CFunctionAllocator(param, malloc_address, free_address, owner)`.
 #[no_mangle]
 pub extern "C" fn rmmCupyAllocate(param: *mut c_void, size: usize, device: i32) -> *mut c_void {

@@ -67,10 +67,9 @@ impl MemoryResource for ArenaResource {
         }
     }
 
+    /// The per-thread and per-stream arenas, with the global arena (a pool) as their upstream.
     fn snapshot(&self) -> serde_json::Value {
-        let mut local = self.local.snapshot("arena");
-        local["global_arena"] = self.global.snapshot();
-        local
+        self.local.snapshot("arena")
     }
 
     fn device(&self) -> i32 {

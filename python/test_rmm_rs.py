@@ -1,0 +1,775 @@
+"""Tests of python/rmm_rs.py (plain unittest, no pytest).
+
+    python3 python/test_rmm_rs.py            # simulated devices (RMM_SIM_DEVICES=1:1GiB),
+                                             # unless RMM_SIM_DEVICES is set already
+    RMM_RS_TEST_GPU=1 python3 python/test_rmm_rs.py   # the real GPU (scripts/gpu-frameworks.sh)
+
+The library is the one rmm_rs finds ($RMM_RS_LIBRARY, stage/lib/, target/release/, ...).
+PyTorch, CuPy and Numba are optional: where one is installed and the devices are real, a
+short check runs in a child process; where one is missing, its integration code runs
+against a small stand-in module of that framework instead (the allocations are real rmm-rs
+allocations, on simulated devices here).
+"""
+
+import contextlib
+import ctypes
+import gc
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import types
+import unittest
+import weakref
+
+ON_GPU = os.environ.get("RMM_RS_TEST_GPU") == "1" or "--gpu" in sys.argv
+if "--gpu" in sys.argv:
+    sys.argv.remove("--gpu")
+if ON_GPU:
+    os.environ.pop("RMM_SIM_DEVICES", None)
+else:
+    os.environ.setdefault("RMM_SIM_DEVICES", "1:1GiB")
+    os.environ.setdefault("RMM_SIM_ON_RACE", "count")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import rmm_rs  # noqa: E402
+
+MiB = 1 << 20
+
+
+def have(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+HAVE_TORCH, HAVE_CUPY, HAVE_NUMBA = have("torch"), have("cupy"), have("numba")
+
+
+def chain(snapshot):
+    """The resource names of a snapshot, outermost first."""
+    names = []
+    while isinstance(snapshot, dict):
+        names.append(snapshot["resource"])
+        snapshot = snapshot.get("upstream")
+    return names
+
+
+def run_child(code: str, timeout: float = 120.0) -> str:
+    """Runs `code` in a fresh Python (same environment, rmm_rs importable); returns stdout."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = HERE + os.pathsep + env.get("PYTHONPATH", "")
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True,
+                          text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise AssertionError(f"child failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    return done.stdout
+
+
+@contextlib.contextmanager
+def fake_modules(modules):
+    """Puts stand-in modules into sys.modules for the block, then restores what was there."""
+    saved = {name: sys.modules.get(name) for name in modules}
+    sys.modules.update(modules)
+    try:
+        yield
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+
+
+class LibraryTest(unittest.TestCase):
+    def test_loads_and_reports_devices(self):
+        path = rmm_rs.library_path()
+        self.assertTrue(os.path.isfile(path), path)
+        self.assertEqual(rmm_rs.is_simulated(), not ON_GPU)
+        self.assertGreaterEqual(rmm_rs.device_count(), 1)
+        self.assertGreaterEqual(rmm_rs.get_device(), 0)
+        free_bytes, total = rmm_rs.memory_info()
+        self.assertGreater(total, 0)
+        self.assertLessEqual(free_bytes, total)
+
+    def test_every_declared_function_has_a_signature(self):
+        lib = rmm_rs.library()
+        for name in rmm_rs._SIGNATURES:
+            self.assertIsNotNone(getattr(lib, name).argtypes, name)
+
+    def test_library_override(self):
+        out = run_child("""
+            import os
+            os.environ["RMM_RS_LIBRARY"] = "/nonexistent/librmm.so"
+            import rmm_rs
+            try:
+                rmm_rs.library()
+            except OSError as error:
+                print("OSError", "/nonexistent/librmm.so" in str(error))
+        """)
+        self.assertIn("OSError True", out)
+
+    def test_stream_arguments(self):
+        class CupyLike:
+            ptr = 0x1234
+
+        class TorchLike:
+            cuda_stream = 0x5678
+
+        class NumbaLike:
+            handle = ctypes.c_void_p(0x9ABC)
+
+        self.assertIsNone(rmm_rs._stream(None))
+        self.assertIsNone(rmm_rs._stream(0))
+        self.assertEqual(rmm_rs._stream(7), 7)
+        self.assertEqual(rmm_rs._stream(CupyLike()), 0x1234)
+        self.assertEqual(rmm_rs._stream(TorchLike()), 0x5678)
+        self.assertEqual(rmm_rs._stream(NumbaLike()), 0x9ABC)
+
+    def test_sizes(self):
+        self.assertEqual(rmm_rs._size("4GiB", "x"), 4 << 30)
+        self.assertEqual(rmm_rs._size("512 MiB", "x"), 512 * MiB)
+        self.assertEqual(rmm_rs._size(12345, "x"), 12345)
+        self.assertEqual(rmm_rs._size(None, "x"), 0)
+        for bad in ("3 parsecs", "GiB", "-1"):
+            with self.assertRaises(ValueError):
+                rmm_rs._size(bad, "x")
+        with self.assertRaises(ValueError):
+            rmm_rs._size(-1, "x")
+
+
+class ConfigureTest(unittest.TestCase):
+    def test_pool_stack_counts_allocations(self):
+        tops = rmm_rs.configure("pool", initial_pool_size="16MiB", maximum_pool_size="64MiB")
+        device = rmm_rs.get_device()
+        self.assertEqual(list(tops), [device])
+        with rmm_rs.Resource.of_device() as current:
+            self.assertEqual(chain(current.snapshot()), ["statistics", "pool", "cuda"])
+            self.assertEqual(current.device, device)
+        self.assertEqual(rmm_rs.statistics(), rmm_rs.Statistics(0, 0, 0, 0, 0, 0))
+        a = rmm_rs.alloc(1000)
+        b = rmm_rs.alloc(3000)
+        self.assertTrue(a and b)
+        s = rmm_rs.statistics()
+        self.assertEqual((s.current_bytes, s.current_count, s.total_bytes, s.total_count), (4000, 2, 4000, 2))
+        rmm_rs.free(a)
+        rmm_rs.free(b)
+        s = rmm_rs.statistics(device)
+        self.assertEqual((s.current_bytes, s.peak_bytes, s.total_bytes), (0, 4000, 4000))
+        self.assertEqual((s.current_count, s.peak_count, s.total_count), (0, 2, 2))
+        self.assertEqual(s.as_dict()["peak_bytes"], 4000)
+        self.assertEqual(rmm_rs.alloc(0), 0)  # 0 bytes: NULL, success
+        rmm_rs.free(0)
+
+    def test_every_resource_kind(self):
+        expected = {
+            "pool": ["statistics", "pool", "cuda"],
+            "arena": ["statistics", "arena", "pool", "cuda"],  # its global arena shows as a pool
+            "binning": ["statistics", "binning", "pool", "cuda"],
+            "cuda": ["statistics", "cuda"],
+            "cuda_async": ["statistics", "cuda_async"],
+            "managed": ["statistics", "managed"],
+            "managed_pool": ["statistics", "pool", "managed"],
+        }
+        self.assertEqual(set(expected), set(rmm_rs.RESOURCES))
+        stream = rmm_rs.stream_create()
+        try:
+            for kind, names in expected.items():
+                with self.subTest(kind=kind):
+                    initial = "8MiB" if kind in ("pool", "arena", "binning", "managed_pool") else None
+                    rmm_rs.configure(kind, initial_pool_size=initial)
+                    with rmm_rs.Resource.of_device() as current:
+                        self.assertEqual(chain(current.snapshot()), names)
+                    pointers = [rmm_rs.alloc(size, stream) for size in (100, 5000, 2 * MiB)]
+                    self.assertEqual(rmm_rs.statistics().current_count, 3)
+                    for ptr in pointers:
+                        rmm_rs.free(ptr, stream)
+                    rmm_rs.stream_synchronize(stream)
+                    s = rmm_rs.statistics()
+                    self.assertEqual((s.current_count, s.total_count, s.total_bytes), (0, 3, 100 + 5000 + 2 * MiB))
+        finally:
+            rmm_rs.stream_destroy(stream)
+
+    def test_without_statistics(self):
+        rmm_rs.configure("cuda", statistics=False)
+        self.assertIsNone(rmm_rs.statistics())
+        with self.assertRaises(LookupError):
+            rmm_rs.push_statistics()
+
+    def test_nested_statistics_scope(self):
+        rmm_rs.configure("pool")
+        outer = rmm_rs.alloc(100)
+        rmm_rs.push_statistics()
+        inner = rmm_rs.alloc(300)
+        rmm_rs.free(inner)
+        popped = rmm_rs.pop_statistics()
+        self.assertEqual((popped.total_bytes, popped.total_count, popped.current_bytes), (300, 1, 0))
+        self.assertEqual(rmm_rs.statistics().current_bytes, 100)
+        rmm_rs.free(outer)
+
+    def test_log(self):
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "rmm.csv")
+            rmm_rs.configure("pool", log=path)
+            stream = rmm_rs.stream_create()
+            ptr = rmm_rs.alloc(4096, stream)
+            rmm_rs.free(ptr, stream)
+            rmm_rs.stream_destroy(stream)
+            rmm_rs.flush_log()
+            with open(path) as log:
+                lines = log.read().splitlines()
+            self.assertEqual(lines[0], "Thread,Time,Action,Pointer,Size,Stream")
+            actions = [line.split(",") for line in lines[1:]]
+            self.assertEqual([a[2] for a in actions], ["allocate", "free"])
+            self.assertEqual({int(a[3], 16) for a in actions}, {ptr})
+            self.assertEqual({int(a[5], 16) for a in actions}, {stream})
+            self.assertEqual(rmm_rs.statistics().total_bytes, 4096)  # statistics below the log
+            rmm_rs.configure("pool")  # closes the log's handle before the folder goes
+
+    def test_reconfigure_keeps_old_memory_valid(self):
+        rmm_rs.configure("pool")
+        old = rmm_rs.alloc(1000)
+        rmm_rs.configure("arena")
+        new = rmm_rs.alloc(1000)
+        rmm_rs.free(old)  # goes back to the replaced pool
+        rmm_rs.free(new)
+        s = rmm_rs.statistics()
+        self.assertEqual((s.total_count, s.current_count), (1, 0))
+
+    def test_all_devices(self):
+        tops = rmm_rs.configure("pool", devices="all")
+        self.assertEqual(sorted(tops), list(range(rmm_rs.device_count())))
+        for device in tops:
+            self.assertEqual(tops[device].device, device)
+            self.assertIsNotNone(rmm_rs.statistics(device))
+
+    def test_allocation_offset_inside_a_pool_chunk(self):
+        rmm_rs.configure("pool", initial_pool_size="16MiB")
+        first = rmm_rs.alloc(256)
+        second = rmm_rs.alloc(10000)
+        try:
+            self.assertEqual(rmm_rs.allocation_offset(first), 0)  # a fresh pool's first block
+            offset = rmm_rs.allocation_offset(second)
+            self.assertGreater(offset, 0)
+            self.assertEqual(offset, second - first)  # both in the one initial chunk
+            self.assertEqual(rmm_rs.allocation_offset(second + 100), offset + 100)
+        finally:
+            rmm_rs.free(first)
+            rmm_rs.free(second)
+
+    def test_configure_from_string_after_configure_warns(self):
+        rmm_rs.configure("arena")
+        with self.assertWarns(RuntimeWarning):
+            rmm_rs.configure_from_string("resource:pool")
+        with rmm_rs.Resource.of_device() as current:
+            self.assertEqual(chain(current.snapshot())[:2], ["statistics", "arena"])  # kept
+
+    def test_configure_from_string(self):
+        # rmmConfigure only affects devices with no resource yet: a fresh process.
+        with tempfile.TemporaryDirectory() as folder:
+            out = run_child(f"""
+                import rmm_rs
+                try:
+                    rmm_rs.configure_from_string("resource:bogus")
+                except rmm_rs.RmmError as error:
+                    print("bad", error.code, "resource:bogus" in error.message)
+                rmm_rs.configure_from_string("resource:pool,initial_pool_size:8MiB,log:{folder}/log.csv,report:1")
+                with rmm_rs.Resource.of_device() as top:
+                    print("chain", top.name)
+                p = rmm_rs.alloc(1234)
+                print("stats", rmm_rs.statistics().current_bytes)
+                rmm_rs.free(p)
+                s = rmm_rs.statistics()
+                print("after", s.current_bytes, s.total_bytes, s.total_count)
+                print("report", "rmm-rs report" in rmm_rs.report())
+            """)
+        self.assertIn("bad 2 True", out)
+        self.assertIn("chain logging", out)  # statistics read from under the logging adaptor
+        self.assertIn("stats 1234", out)
+        self.assertIn("after 0 1234 1", out)
+        self.assertIn("report True", out)
+
+
+class ResourceTest(unittest.TestCase):
+    def test_explicit_stack(self):
+        with rmm_rs.Resource.cuda() as cuda, \
+                rmm_rs.Resource.pool(cuda, "4MiB", "8MiB") as pool, \
+                rmm_rs.Resource.statistics_adaptor(pool) as stats:
+            self.assertEqual((cuda.name, pool.name, stats.name), ("cuda", "pool", "statistics"))
+            self.assertEqual(pool.pool_size(), 4 * MiB)
+            ptr = stats.allocate(1024)
+            self.assertEqual(stats.counts().current_bytes, 1024)
+            self.assertEqual(pool.pool_free(), 4 * MiB - 1024)
+            self.assertEqual(pool.release(), 0)  # its one chunk is in use
+            with self.assertRaises(rmm_rs.RmmError) as caught:
+                stats.deallocate(ptr, 2048)  # not the size allocated
+            self.assertEqual(caught.exception.code, rmm_rs.ERROR_INVALID_ARGUMENT)
+            stats.deallocate(ptr, 1024)
+            self.assertEqual(pool.release(), 4 * MiB)
+            self.assertEqual(pool.pool_size(), 0)
+            with self.assertRaises(rmm_rs.RmmOutOfMemoryError):
+                pool.allocate(16 * MiB)  # past the pool's maximum
+        self.assertTrue(stats.closed)
+        stats.close()  # idempotent
+        with self.assertRaises(ValueError):
+            stats.allocate(1)
+        self.assertIn("closed", repr(stats))
+
+    def test_adaptors(self):
+        with rmm_rs.Resource.cuda() as cuda:
+            with rmm_rs.Resource.limiting_adaptor(cuda, "1MiB") as limited:
+                ptr = limited.allocate(1000)
+                self.assertEqual(limited.allocated_bytes(), 1024)  # rounded up to 256
+                with self.assertRaises(MemoryError):
+                    limited.allocate(2 * MiB)
+                limited.deallocate(ptr, 1000)
+            with rmm_rs.Resource.tracking_adaptor(cuda) as tracking:
+                ptr = tracking.allocate(512)
+                self.assertIn("512", tracking.leak_report())
+                tracking.deallocate(ptr, 512)
+                self.assertEqual(tracking.leak_report(), "")
+            with rmm_rs.Resource.binning(cuda, 8, 12) as binning:
+                binning.add_bin(64 * 1024)
+                ptr = binning.allocate(50000)
+                rmm_rs.free(ptr)  # rmmFree returns it to whichever resource made it
+
+    def test_destroyed_handle(self):
+        cuda = rmm_rs.Resource.cuda()
+        handle = cuda.handle
+        cuda.close()
+        with self.assertRaises(rmm_rs.RmmError) as caught:
+            rmm_rs.Resource(handle).close()
+        self.assertEqual(caught.exception.code, rmm_rs.ERROR_INVALID_HANDLE)
+
+
+class ErrorTest(unittest.TestCase):
+    def setUp(self):
+        rmm_rs.configure("pool", initial_pool_size="8MiB", maximum_pool_size="64MiB")
+
+    def test_bad_free_and_double_free(self):
+        with self.assertRaises(rmm_rs.RmmError) as caught:
+            rmm_rs.free(0xDEAD0000)
+        self.assertEqual(caught.exception.code, rmm_rs.ERROR_INVALID_ARGUMENT)
+        self.assertEqual(caught.exception.name, "RMM_ERROR_INVALID_ARGUMENT")
+        self.assertNotIsInstance(caught.exception, MemoryError)
+        self.assertTrue(caught.exception.message)
+        ptr = rmm_rs.alloc(100)
+        rmm_rs.free(ptr)
+        with self.assertRaises(rmm_rs.RmmError) as caught:
+            rmm_rs.free(ptr)
+        self.assertIn("double free", str(caught.exception))
+
+    def test_out_of_memory_is_a_memory_error(self):
+        with self.assertRaises(MemoryError) as caught:
+            rmm_rs.alloc(128 * MiB)  # past maximum_pool_size
+        error = caught.exception
+        self.assertIsInstance(error, rmm_rs.RmmOutOfMemoryError)
+        self.assertIsInstance(error, rmm_rs.RmmError)
+        self.assertEqual(error.code, rmm_rs.ERROR_OUT_OF_MEMORY)
+        self.assertEqual(error.function, "rmmAlloc")
+        self.assertIn("134217728", error.message)
+        import pickle
+        again = pickle.loads(pickle.dumps(error))
+        self.assertIsInstance(again, rmm_rs.RmmOutOfMemoryError)
+        self.assertEqual(str(again), str(error))
+
+    def test_bad_arguments(self):
+        with self.assertRaises(ValueError):
+            rmm_rs.configure("bogus")
+        with self.assertRaises(ValueError):
+            rmm_rs.configure("pool", initial_pool_size="2GiB", maximum_pool_size="1GiB")
+        with self.assertRaises(ValueError):
+            rmm_rs.configure("pool", devices="some")
+        with self.assertRaises(rmm_rs.RmmError) as caught:
+            rmm_rs.set_device(99)
+        self.assertEqual(caught.exception.code, rmm_rs.ERROR_INVALID_ARGUMENT)
+        with self.assertRaises(rmm_rs.RmmError) as caught:
+            rmm_rs.configure("pool", devices=[99])
+        with rmm_rs.Resource.cuda() as cuda:
+            with self.assertRaises(rmm_rs.RmmError) as caught:
+                rmm_rs.Resource.limiting_adaptor(cuda, 0)
+            self.assertEqual(caught.exception.code, rmm_rs.ERROR_INVALID_ARGUMENT)
+            with self.assertRaises(rmm_rs.RmmError) as caught:
+                rmm_rs.Resource.logging_adaptor(cuda, "/nonexistent-folder/log.csv")
+            self.assertEqual(caught.exception.code, rmm_rs.ERROR_IO)
+        with self.assertRaises(rmm_rs.RmmError) as caught:
+            rmm_rs.allocation_offset(0)
+        self.assertEqual(caught.exception.code, rmm_rs.ERROR_INVALID_ARGUMENT)
+        # A failed configure() leaves the stack it replaced in place.
+        self.assertEqual(chain(rmm_rs.Resource.of_device().snapshot())[:2], ["statistics", "pool"])
+
+
+# --------------------------------------------------------------------------------------
+# Frameworks: stand-ins where the package is missing
+# --------------------------------------------------------------------------------------
+
+
+def fake_torch(initialized=False):
+    torch = types.ModuleType("torch")
+    cuda = types.ModuleType("torch.cuda")
+    memory = types.ModuleType("torch.cuda.memory")
+    calls = []
+
+    class CUDAPluggableAllocator:
+        def __init__(self, path, alloc_fn_name, free_fn_name):
+            self.args = (path, alloc_fn_name, free_fn_name)
+            lib = ctypes.CDLL(path)  # as PyTorch does: dlopen + dlsym
+            self.alloc = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p)(
+                ctypes.cast(getattr(lib, alloc_fn_name), ctypes.c_void_p).value)
+            self.free = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p)(
+                ctypes.cast(getattr(lib, free_fn_name), ctypes.c_void_p).value)
+
+    memory.CUDAPluggableAllocator = CUDAPluggableAllocator
+    memory.change_current_allocator = calls.append
+    cuda.memory = memory
+    cuda.is_initialized = lambda: initialized
+    torch.cuda = cuda
+    return {"torch": torch, "torch.cuda": cuda, "torch.cuda.memory": memory}, calls
+
+
+def fake_cupy(stream_ptr):
+    cupy = types.ModuleType("cupy")
+    cuda = types.ModuleType("cupy.cuda")
+    memory = types.ModuleType("cupy.cuda.memory")
+    runtime = types.ModuleType("cupy.cuda.runtime")
+    state = {"allocator": None}
+
+    class Stream:
+        def __init__(self, ptr):
+            self.ptr = ptr
+
+    current = Stream(stream_ptr)
+
+    class UnownedMemory:
+        def __init__(self, ptr, size, owner, device_id=-1):
+            self.ptr, self.size, self._owner, self.device_id = ptr, size, owner, device_id
+
+    class MemoryPointer:
+        def __init__(self, mem, offset):
+            self.mem, self.ptr = mem, mem.ptr + offset
+
+    class CFunctionAllocator:  # as cupy/cuda/memory.pyx calls the two C functions
+        def __init__(self, param, malloc_func, free_func, owner):
+            self.param, self.owner = param, owner
+            self._malloc = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)(malloc_func)
+            self._free = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)(free_func)
+
+        def malloc(self, size):
+            allocator = self
+
+            class CFunctionMemory:
+                def __init__(self):
+                    self.ptr = allocator._malloc(allocator.param or None, size, 0) or 0
+                    self.size = size
+
+                def __del__(self):
+                    if self.ptr:
+                        allocator._free(allocator.param or None, self.ptr, 0)
+
+            return MemoryPointer(CFunctionMemory(), 0)
+
+    def set_allocator(allocator=None):
+        state["allocator"] = allocator
+
+    memory.CFunctionAllocator = CFunctionAllocator
+    runtime.getDevice = lambda: 0
+    cuda.memory, cuda.runtime = memory, runtime
+    cuda.UnownedMemory, cuda.MemoryPointer = UnownedMemory, MemoryPointer
+    cuda.get_current_stream = lambda: current
+    cuda.set_allocator = set_allocator
+    cuda.Stream = Stream
+    cupy.cuda = cuda
+    return {"cupy": cupy, "cupy.cuda": cuda, "cupy.cuda.memory": memory, "cupy.cuda.runtime": runtime}, state
+
+
+def fake_numba():
+    numba = types.ModuleType("numba")
+    cuda = types.ModuleType("numba.cuda")
+    cudadrv = types.ModuleType("numba.cuda.cudadrv")
+    driver = types.ModuleType("numba.cuda.cudadrv.driver")
+    binding = types.ModuleType("cuda.bindings.driver")
+    state = {}
+
+    class CUdeviceptr(int):
+        pass
+
+    class Driver:
+        def cuIpcGetMemHandle(self, base):
+            return ("ipc-handle-of", int(base))
+
+    class HostOnlyCUDAMemoryManager:
+        def __init__(self, *args, **kwargs):
+            self.context = kwargs.pop("context")
+            self.reset_calls = 0
+            self.deferred = 0
+
+        def reset(self):
+            self.reset_calls += 1
+
+        @contextlib.contextmanager
+        def defer_cleanup(self):
+            self.deferred += 1
+            yield
+
+    class MemoryPointer:
+        def __init__(self, context, pointer, size, owner=None, finalizer=None):
+            self.context, self.device_pointer, self.size = context, pointer, size
+            if finalizer is not None:
+                self._finalizer = weakref.finalize(self, finalizer)
+
+        @property
+        def device_ctypes_pointer(self):
+            return ctypes.c_size_t(int(self.device_pointer))
+
+    class IpcHandle:
+        def __init__(self, base, handle, size, source_info=None, offset=0):
+            self.base, self.handle, self.size, self.source_info, self.offset = base, handle, size, source_info, offset
+
+    def set_memory_manager(manager):
+        if manager(context=None).interface_version != 1:
+            raise RuntimeError("version")
+        state["manager"] = manager
+
+    import collections
+    binding.CUdeviceptr = CUdeviceptr
+    driver.binding = binding
+    driver.USE_NV_BINDING = True
+    driver.driver = Driver()
+    driver.MemoryInfo = collections.namedtuple("MemoryInfo", "free,total")
+    cudadrv.driver = driver
+    cuda.cudadrv = cudadrv
+    cuda.HostOnlyCUDAMemoryManager = HostOnlyCUDAMemoryManager
+    cuda.MemoryPointer, cuda.IpcHandle = MemoryPointer, IpcHandle
+    cuda.set_memory_manager = set_memory_manager
+    numba.cuda = cuda
+    modules = {"numba": numba, "numba.cuda": cuda, "numba.cuda.cudadrv": cudadrv,
+               "numba.cuda.cudadrv.driver": driver}
+    return modules, state
+
+
+class FakeContext:
+    class device:
+        @staticmethod
+        def get_device_identity():
+            return {"pci_bus_id": 0}
+
+
+@unittest.skipIf(HAVE_TORCH, "PyTorch is installed: TorchTest checks the real one")
+class TorchStandInTest(unittest.TestCase):
+    def tearDown(self):
+        rmm_rs._torch_allocator = None
+
+    def test_use_for_torch(self):
+        rmm_rs.configure("pool")
+        modules, calls = fake_torch()
+        with fake_modules(modules):
+            allocator = rmm_rs.use_for_torch()
+            self.assertIs(rmm_rs.use_for_torch(), allocator)  # a second call: the same one
+        self.assertEqual(calls, [allocator])
+        self.assertEqual(allocator.args, (rmm_rs.library_path(), "rmmTorchAllocate", "rmmTorchDeallocate"))
+        stream = rmm_rs.stream_create()
+        ptr = allocator.alloc(1 << 16, rmm_rs.get_device(), stream)
+        self.assertTrue(ptr)
+        self.assertEqual(rmm_rs.statistics().current_bytes, 1 << 16)  # the same library instance
+        allocator.free(ptr, 1 << 16, rmm_rs.get_device(), stream)
+        self.assertEqual(rmm_rs.statistics().current_bytes, 0)
+        self.assertFalse(allocator.alloc(-1, 0, None))  # failure: NULL, as PyTorch expects
+        rmm_rs.stream_destroy(stream)
+
+    def test_too_late(self):
+        modules, calls = fake_torch(initialized=True)
+        with fake_modules(modules), self.assertRaises(RuntimeError) as caught:
+            rmm_rs.use_for_torch()
+        self.assertIn("before PyTorch initializes CUDA", str(caught.exception))
+        self.assertEqual(calls, [])
+
+
+@unittest.skipIf(HAVE_CUPY, "CuPy is installed: CupyTest checks the real one")
+class CupyStandInTest(unittest.TestCase):
+    def test_python_allocator_uses_the_current_stream(self):
+        with tempfile.TemporaryDirectory() as folder:
+            log = os.path.join(folder, "cupy.csv")
+            rmm_rs.configure("pool", log=log)
+            stream = rmm_rs.stream_create()
+            modules, state = fake_cupy(stream)
+            with fake_modules(modules):
+                self.assertIs(rmm_rs.use_for_cupy(), rmm_rs.cupy_allocator)
+                self.assertIs(state["allocator"], rmm_rs.cupy_allocator)
+                pointer = state["allocator"](10000)
+                self.assertEqual(pointer.mem.size, 10000)
+                self.assertEqual(pointer.mem.device_id, 0)
+                self.assertEqual(rmm_rs.statistics().current_bytes, 10000)
+                owner = weakref.ref(pointer.mem._owner)
+                del pointer
+                gc.collect()
+                self.assertIsNone(owner())
+                self.assertEqual(rmm_rs.statistics().current_bytes, 0)
+                with self.assertRaises(MemoryError):
+                    state["allocator"](1 << 40)
+            rmm_rs.stream_synchronize(stream)
+            rmm_rs.stream_destroy(stream)
+            rmm_rs.flush_log()
+            with open(log) as f:
+                rows = [line.split(",") for line in f.read().splitlines()[1:]]
+            self.assertEqual([r[2] for r in rows], ["allocate", "free", "allocate failure"])
+            self.assertEqual({int(r[5], 16) for r in rows}, {stream})  # CuPy's current stream
+            rmm_rs.configure("pool")
+
+    def test_c_function_allocator(self):
+        rmm_rs.configure("pool")
+        modules, state = fake_cupy(0)
+        with fake_modules(modules):
+            malloc = rmm_rs.use_for_cupy(c_function=True)
+            pointer = malloc(5000)
+            self.assertTrue(pointer.ptr)
+            self.assertEqual(rmm_rs.statistics().current_bytes, 5000)
+            del pointer
+            gc.collect()
+            self.assertEqual(rmm_rs.statistics().current_bytes, 0)
+            # From a resource of one's own instead of the device's.
+            with rmm_rs.Resource.cuda() as cuda, rmm_rs.Resource.statistics_adaptor(cuda) as mine:
+                malloc = rmm_rs.use_for_cupy(c_function=True, resource=mine)
+                pointer = malloc(700)
+                self.assertEqual(mine.counts().current_bytes, 700)
+                self.assertEqual(rmm_rs.statistics().current_bytes, 0)
+                del pointer
+                gc.collect()
+                self.assertEqual(mine.counts().current_bytes, 0)
+            with self.assertRaises(ValueError):
+                rmm_rs.use_for_cupy(resource=rmm_rs.Resource.cuda())
+
+
+@unittest.skipIf(HAVE_NUMBA, "Numba is installed: NumbaTest checks the real one")
+class NumbaStandInTest(unittest.TestCase):
+    def tearDown(self):
+        rmm_rs._numba_class = None
+
+    def test_attributes_need_numba(self):
+        self.assertFalse(hasattr(rmm_rs, "_numba_memory_manager"))
+        with self.assertRaises(AttributeError):
+            rmm_rs.RMMNumbaManager
+        with self.assertRaises(AttributeError):
+            rmm_rs.no_such_thing
+
+    def test_emm_plugin(self):
+        rmm_rs.configure("pool", initial_pool_size="16MiB")
+        modules, state = fake_numba()
+        with fake_modules(modules):
+            manager_class = rmm_rs.use_for_numba()
+            self.assertIs(state["manager"], manager_class)
+            self.assertIs(rmm_rs._numba_memory_manager, manager_class)
+            self.assertIs(rmm_rs.RMMNumbaManager, manager_class)
+            manager = manager_class(context=FakeContext())
+            manager.initialize()
+            self.assertEqual(manager.interface_version, 1)
+            first = manager.memalloc(256)
+            second = manager.memalloc(8192)
+            self.assertEqual(rmm_rs.statistics().current_bytes, 256 + 8192)
+            base = int(first.device_pointer)
+            handle = manager.get_ipc_handle(second)
+            self.assertEqual(handle.offset, int(second.device_pointer) - base)
+            self.assertGreater(handle.offset, 0)
+            self.assertEqual(handle.handle, ("ipc-handle-of", base))  # the pool chunk's start
+            self.assertEqual(handle.size, 8192)
+            self.assertIs(handle.base, second)
+            self.assertEqual(handle.source_info, {"pci_bus_id": 0})
+            free_bytes, total = manager.get_memory_info()
+            self.assertGreater(total, 0)
+            with manager.defer_cleanup():
+                pass
+            manager.reset()
+            self.assertEqual((manager.deferred, manager.reset_calls), (1, 1))
+            del first, second, handle
+            gc.collect()
+            self.assertEqual(rmm_rs.statistics().current_bytes, 0)
+
+
+# --------------------------------------------------------------------------------------
+# Frameworks: the real ones (each in a child process, on the GPU)
+# --------------------------------------------------------------------------------------
+
+needs_gpu = unittest.skipIf(not ON_GPU, "simulated devices: frameworks need the real GPU")
+
+
+@needs_gpu
+@unittest.skipUnless(HAVE_TORCH, "PyTorch is not installed")
+class TorchTest(unittest.TestCase):
+    def test_tensors_on_rmm(self):
+        out = run_child("""
+            import rmm_rs, torch
+            rmm_rs.configure("pool", initial_pool_size="64MiB")
+            rmm_rs.use_for_torch()
+            x = torch.arange(1000, device="cuda", dtype=torch.float32)
+            y = (x * 2).sum().item()
+            s = rmm_rs.statistics()
+            print("sum", int(y), "allocations", s.total_count, "bytes", s.total_bytes)
+        """)
+        self.assertIn("sum 999000", out)
+        self.assertNotIn("allocations 0", out)
+
+    def test_too_late_is_detected(self):
+        out = run_child("""
+            import rmm_rs, torch
+            torch.zeros(1, device="cuda")
+            try:
+                rmm_rs.use_for_torch()
+            except RuntimeError as error:
+                print("refused", "before PyTorch initializes CUDA" in str(error))
+        """)
+        self.assertIn("refused True", out)
+
+
+@needs_gpu
+@unittest.skipUnless(HAVE_CUPY, "CuPy is not installed")
+class CupyTest(unittest.TestCase):
+    def test_arrays_on_rmm(self):
+        out = run_child("""
+            import rmm_rs, cupy
+            rmm_rs.configure("pool")
+            rmm_rs.use_for_cupy()
+            a = cupy.arange(1000, dtype=cupy.int64)
+            with cupy.cuda.Stream(non_blocking=True) as stream:
+                b = (a * 3).sum()
+                stream.synchronize()
+            rmm_rs.use_for_cupy(c_function=True)
+            c = cupy.ones(4096).sum()
+            s = rmm_rs.statistics()
+            print("sums", int(b), int(c), "allocations", s.total_count)
+        """)
+        self.assertIn("sums 1498500 4096 ", out)
+        self.assertNotIn("allocations 0", out)
+
+
+@needs_gpu
+@unittest.skipUnless(HAVE_NUMBA, "Numba is not installed")
+class NumbaTest(unittest.TestCase):
+    def test_device_arrays_on_rmm(self):
+        out = run_child("""
+            import numpy as np, rmm_rs
+            from numba import cuda
+            rmm_rs.configure("pool", initial_pool_size="64MiB")
+            rmm_rs.use_for_numba()
+            small = cuda.device_array(16, dtype=np.int64)
+            big = cuda.to_device(np.arange(1000, dtype=np.int64))
+            handle = cuda.current_context().get_ipc_handle(big.gpu_data)  # the EMM plugin's
+            ptr = big.device_ctypes_pointer.value
+            print("offset", handle.offset == rmm_rs.allocation_offset(ptr) and handle.offset > 0)
+            print("values", int(big.copy_to_host().sum()), "allocations", rmm_rs.statistics().total_count >= 2)
+        """)
+        self.assertIn("offset True", out)
+        self.assertIn("values 499500 allocations True", out)
+
+
+def tearDownModule():
+    if rmm_rs.is_simulated():
+        assert rmm_rs.sim_race_count() == 0, f"{rmm_rs.sim_race_count()} stream-ordering races"
+
+
+if __name__ == "__main__":
+    print(f"rmm_rs tests on {'the GPU' if ON_GPU else 'simulated devices (' + os.environ['RMM_SIM_DEVICES'] + ')'}, "
+          f"library {rmm_rs.library_path()}; torch {HAVE_TORCH}, cupy {HAVE_CUPY}, numba {HAVE_NUMBA}", flush=True)
+    unittest.main(verbosity=2)
