@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test: cargo tests (with the header drift check), then the C/C++ suite under ctest
-# on simulated devices. Installs what it needs (cmake, ninja, a C/C++ compiler, gfortran) on a
+# Runs every test: cargo tests (with the header drift check), then the C, C++ and Fortran
+# suites under ctest and the Python module's tests, on simulated devices. Installs what it needs (cmake, ninja, a C/C++ compiler, gfortran) on a
 # fresh Debian/Ubuntu machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
