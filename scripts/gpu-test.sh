@@ -98,21 +98,27 @@ for app in "$build"/c_tests/cuda/preload_app_shared "$build"/c_tests/cuda/preloa
 done
 
 section "PyTorch under LD_PRELOAD=librmm_preload.so"
-# The same training run without and with the preload: identical losses, and rmm's report
-# must count PyTorch's cudaMalloc calls.
+# The training run of python/check_frameworks.py with PyTorch's own allocator, without and with
+# the preload: identical losses, and rmm's report must count PyTorch's cudaMalloc calls.
 if [ -f "$stage/lib/librmm_preload.so" ] && python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
-  plain=$(python3 "$root/scripts/preload_torch.py")
-  preloaded=$(LD_PRELOAD="$stage/lib/librmm_preload.so" RMM_ALLOC_CONF="resource:pool,report:1" \
-    python3 "$root/scripts/preload_torch.py" 2>"$build/torch-report.txt")
-  echo "without preload:"; echo "$plain"
-  echo "with preload:"; echo "$preloaded"; cat "$build/torch-report.txt"
+  train() { python3 "$root/python/check_frameworks.py" torch-train native | sed -n 's/^RESULT //p'; }
+  plain=$(train)
+  preloaded=$(LD_PRELOAD="$stage/lib/librmm_preload.so" RMM_ALLOC_CONF="resource:pool,report:1" train 2>"$build/torch-report.txt")
+  cat "$build/torch-report.txt"
   counted=$(sed -n 's/^ *\([0-9]*\) allocations, .*/\1/p' "$build/torch-report.txt" | head -n 1)
-  if [ "$(grep loss <<<"$plain")" != "$(grep loss <<<"$preloaded")" ]; then
+  if ! python3 - "$plain" "$preloaded" <<'PY'
+import json, sys
+plain, preloaded = (json.loads(text) for text in sys.argv[1:3])
+print(f"without preload: final loss {plain['losses'][-1]!r}, {plain['seconds']:.3f} s")
+print(f"with preload:    final loss {preloaded['losses'][-1]!r}, {preloaded['seconds']:.3f} s")
+sys.exit(0 if plain["losses"] == preloaded["losses"] else 1)
+PY
+  then
     echo "FAILED: the losses differ under the preload"; status=1
   elif [ -z "$counted" ] || [ "$counted" -eq 0 ]; then
     echo "FAILED: rmm counted no allocations of PyTorch"; status=1
   else
-    echo "PyTorch: same losses, $counted allocations through rmm"
+    echo "PyTorch: same losses at every step, $counted allocations through rmm"
   fi
 else
   echo "no PyTorch with CUDA here (or no staged preload): skipped"
