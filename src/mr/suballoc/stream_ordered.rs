@@ -22,6 +22,7 @@ use super::tlsf::{BlockView, Chunk, Freed, Refused, Tlsf, GRANULE};
 use crate::mr::via::{self, Lease, Via, DIRECT};
 use crate::error::{Error, Result};
 use crate::mr::MemoryResource;
+use crate::platform::spin_lock::SpinLock;
 use crate::platform::{backend, Event, Stream};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
@@ -174,7 +175,7 @@ struct StreamState<I> {
     /// Recorded on this stream at every free (the stream is alive then); the legacy default
     /// stream records it only when another stream takes memory from it.
     event: Event,
-    shelf: Mutex<Shelf<I>>,
+    shelf: SpinLock<Shelf<I>>,
 }
 
 impl<I> StreamState<I> {
@@ -455,7 +456,7 @@ impl<I: BlockIndex> Core<I> {
             // covers parked blocks too.
             index.enable_parking();
         }
-        let shelf = Mutex::new(Shelf { index, pending: Vec::new(), unrecorded_frees: false });
+        let shelf = SpinLock::new(Shelf { index, pending: Vec::new(), unrecorded_frees: false });
         let state = Arc::new(StreamState { stream, identity, event, shelf });
         streams.insert(key, state.clone());
         Ok(state)
