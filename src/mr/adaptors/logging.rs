@@ -12,7 +12,8 @@
 //! only for the copy; full buffers go to a writer thread, so no allocating thread ever waits
 //! for the disk.
 
-use super::{LiveCount, Outer};
+use super::Outer;
+use crate::platform::spin_lock::SpinLock;
 use crate::error::{Error, Result};
 use crate::mr::{MemoryResource, Via};
 use crate::platform::Stream;
@@ -26,6 +27,11 @@ pub const HEADER: &str = "Thread,Time,Action,Pointer,Size,Stream\n";
 /// Bytes buffered before they go to the writer thread.
 const BUFFER_BYTES: usize = 64 << 10;
 
+struct Buffered {
+    lines: Vec<u8>,
+    live: usize,
+}
+
 enum Job {
     Write(Vec<u8>),
     /// Write, flush the file, and answer with the first write error since the last flush.
@@ -34,9 +40,10 @@ enum Job {
 
 pub struct LoggingAdaptor {
     outer: Outer,
-    live: LiveCount,
     path: String,
-    buffer: Mutex<Vec<u8>>,
+    /// Lines not yet handed to the writer, and the allocations live through this adaptor
+    /// (counted here, under the lock the line takes anyway, rather than by extra atomics).
+    buffer: SpinLock<Buffered>,
     /// Buffers the writer thread has written out, for reuse: fresh ones would cost page faults.
     spare: Arc<Mutex<Vec<Vec<u8>>>>,
     writer: Mutex<Option<(Sender<Job>, std::thread::JoinHandle<()>)>>,
@@ -69,9 +76,8 @@ impl LoggingAdaptor {
             .map_err(|e| Error::Io(format!("cannot start the log writer thread: {e}")))?;
         let adaptor = Outer::build(upstream, |outer| LoggingAdaptor {
             outer,
-            live: LiveCount::default(),
             path,
-            buffer: Mutex::new(Vec::with_capacity(BUFFER_BYTES)),
+            buffer: SpinLock::new(Buffered { lines: Vec::with_capacity(BUFFER_BYTES), live: 0 }),
             spare,
             writer: Mutex::new(Some((sender, writer))),
             utc_offset: utc_offset(),
@@ -92,7 +98,7 @@ impl LoggingAdaptor {
         let (answer, answered) = channel();
         {
             let mut buffer = self.buffer.lock();
-            let lines = std::mem::take(&mut *buffer);
+            let lines = std::mem::take(&mut buffer.lines);
             let writer = self.writer.lock();
             let Some((sender, _)) = writer.as_ref() else { return Ok(()) };
             sender.send(Job::Flush(lines, answer)).map_err(|_| Error::Io(format!("the writer of {} stopped", self.path)))?;
@@ -103,7 +109,8 @@ impl LoggingAdaptor {
             .map_err(|e| Error::Io(format!("writing log file {}: {e}", self.path)))
     }
 
-    fn log(&self, action: &str, ptr: usize, bytes: usize, stream: Stream) {
+    /// Appends one line; `live` is what the event changes in the live allocation count.
+    fn log(&self, action: &str, ptr: usize, bytes: usize, stream: Stream, live: isize) {
         let mut line = Line::default();
         line.thread_and_time(self.utc_offset);
         line.push(action.as_bytes());
@@ -121,10 +128,11 @@ impl LoggingAdaptor {
         }
         line.push(b"\n");
         let mut buffer = self.buffer.lock();
-        buffer.extend_from_slice(line.bytes());
-        if buffer.len() >= BUFFER_BYTES {
+        buffer.live = buffer.live.wrapping_add_signed(live);
+        buffer.lines.extend_from_slice(line.bytes());
+        if buffer.lines.len() >= BUFFER_BYTES {
             let empty = self.spare.lock().pop().unwrap_or_else(|| Vec::with_capacity(BUFFER_BYTES));
-            let full = std::mem::replace(&mut *buffer, empty);
+            let full = std::mem::replace(&mut buffer.lines, empty);
             // Sent under the buffer lock, so lines reach the file in the order they were
             // buffered; sending never blocks.
             if let Some((sender, _)) = self.writer.lock().as_ref() {
@@ -187,21 +195,21 @@ impl Drop for LoggingAdaptor {
 
 impl MemoryResource for LoggingAdaptor {
     fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {
-        match self.live.allocated(self.outer.upstream.allocate_via(bytes, stream, via)) {
+        match self.outer.upstream.allocate_via(bytes, stream, via) {
             Ok(ptr) => {
-                self.log("allocate", ptr, bytes, stream);
+                self.log("allocate", ptr, bytes, stream, 1);
                 Ok(ptr)
             }
             Err(e) => {
-                self.log("allocate failure", 0, bytes, stream);
+                self.log("allocate failure", 0, bytes, stream, 0);
                 Err(e)
             }
         }
     }
 
     fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: Via) -> Result<()> {
-        self.live.freed(self.outer.upstream.deallocate_via(ptr, bytes, stream, via))?;
-        self.log("free", ptr, bytes, stream);
+        self.outer.upstream.deallocate_via(ptr, bytes, stream, via)?;
+        self.log("free", ptr, bytes, stream, -1);
         Ok(())
     }
 
@@ -210,7 +218,7 @@ impl MemoryResource for LoggingAdaptor {
     }
 
     fn has_live_allocations(&self) -> bool {
-        self.live.any()
+        self.buffer.lock().live > 0
     }
 
     fn snapshot(&self) -> serde_json::Value {
