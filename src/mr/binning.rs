@@ -5,13 +5,41 @@ use super::fixed_size::FixedSizeResource;
 use super::via::{self, Via};
 use super::MemoryResource;
 use crate::error::{Error, Result};
+use crate::platform::published::Published;
 use crate::platform::Stream;
-use parking_lot::Mutex;
-use arc_swap::ArcSwap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-type Bins = Vec<(usize, Arc<dyn MemoryResource>)>;
+/// The bins, sorted by the largest size each serves, and where to start looking for a
+/// request's bin: `first[k]` is the first bin larger than 2^(k-1) bytes, so a request of
+/// (2^(k-1), 2^k] bytes is served by it or a bin shortly after (with power-of-two bins, by it).
+#[derive(Clone)]
+struct Bins {
+    bins: Vec<(usize, Arc<dyn MemoryResource>)>,
+    first: [u32; usize::BITS as usize + 1],
+}
+
+impl Bins {
+    fn new(bins: Vec<(usize, Arc<dyn MemoryResource>)>) -> Self {
+        let mut first = [0; usize::BITS as usize + 1];
+        for (k, start) in first.iter_mut().enumerate() {
+            let below = if k == 0 { 0 } else { 1usize << (k - 1) };
+            *start = bins.partition_point(|(size, _)| *size <= below) as u32;
+        }
+        Bins { bins, first }
+    }
+
+    /// The position of the bin that serves `bytes`, if any.
+    #[inline]
+    fn serving(&self, bytes: usize) -> Option<usize> {
+        let k = (usize::BITS - bytes.saturating_sub(1).leading_zeros()) as usize;
+        let mut at = self.first[k] as usize;
+        while at < self.bins.len() && self.bins[at].0 < bytes {
+            at += 1;
+        }
+        (at < self.bins.len()).then_some(at)
+    }
+}
 
 pub struct BinningResource {
     upstream: Arc<dyn MemoryResource>,
@@ -21,10 +49,8 @@ pub struct BinningResource {
     /// resource go straight to where they lie, since binning keeps no state of its own.
     own_via: Via,
     /// (largest size served, resource), sorted by size; replaced whole by `add_bin`, read
-    /// without a lock (threads routing at once would contend on one).
-    bins: ArcSwap<Bins>,
-    /// Serializes `add_bin`.
-    adding: Mutex<()>,
+    /// with one load (threads routing at once must not contend on a lock or a count).
+    bins: Published<Bins>,
     /// Whether the upstream and every bin track their own allocations.
     tracks: AtomicBool,
 }
@@ -33,7 +59,7 @@ impl BinningResource {
     /// Fixed-size bins of 2^min ..= 2^max bytes over `upstream` (min > max: no bins yet).
     pub fn new(upstream: Arc<dyn MemoryResource>, min_size_exponent: i8, max_size_exponent: i8) -> Result<Self> {
         let tracks = AtomicBool::new(upstream.tracks_allocations());
-        let resource = BinningResource { upstream, own_via: via::reserve(), bins: ArcSwap::from_pointee(Vec::new()), adding: Mutex::new(()), tracks };
+        let resource = BinningResource { upstream, own_via: via::reserve(), bins: Published::new(Bins::new(Vec::new())), tracks };
         if min_size_exponent <= max_size_exponent {
             if min_size_exponent < 0 || max_size_exponent > 40 {
                 return Err(Error::invalid(format!("bin exponents {min_size_exponent}..={max_size_exponent} must lie in 0..=40")));
@@ -60,27 +86,27 @@ impl BinningResource {
             }
             None => Arc::new(FixedSizeResource::new(self.upstream.clone(), allocation_size, 0)?) as Arc<dyn MemoryResource>,
         };
-        let _adding = self.adding.lock();
-        let mut updated = Bins::clone(&self.bins.load());
-        match updated.binary_search_by_key(&allocation_size, |(size, _)| *size) {
-            Ok(at) => updated[at].1 = bin,
-            Err(at) => updated.insert(at, (allocation_size, bin)),
-        }
-        let tracks = self.upstream.tracks_allocations() && updated.iter().all(|(_, bin)| bin.tracks_allocations());
-        self.bins.store(Arc::new(updated));
-        self.tracks.store(tracks, Ordering::Release);
+        self.bins.update(|bins| {
+            let mut updated = bins.bins.clone();
+            match updated.binary_search_by_key(&allocation_size, |(size, _)| *size) {
+                Ok(at) => updated[at].1 = bin,
+                Err(at) => updated.insert(at, (allocation_size, bin)),
+            }
+            let tracks = self.upstream.tracks_allocations() && updated.iter().all(|(_, bin)| bin.tracks_allocations());
+            self.tracks.store(tracks, Ordering::Release);
+            (Bins::new(updated), ())
+        });
         Ok(())
     }
 
     /// Runs `f` on the resource that serves `bytes`.
     fn route<T>(&self, bytes: usize, f: impl FnOnce(&dyn MemoryResource) -> T) -> T {
-        let bins = self.bins.load();
-        let at = bins.partition_point(|(size, _)| *size < bytes);
-        f(bins.get(at).map_or(&*self.upstream, |(_, bin)| &**bin))
+        let bins = self.bins.get();
+        f(bins.serving(bytes).map_or(&*self.upstream, |at| &*bins.bins[at].1))
     }
 
     pub fn bin_sizes(&self) -> Vec<usize> {
-        self.bins.load().iter().map(|(size, _)| *size).collect()
+        self.bins.get().bins.iter().map(|(size, _)| *size).collect()
     }
 }
 
@@ -102,7 +128,7 @@ impl MemoryResource for BinningResource {
     }
 
     fn snapshot(&self) -> serde_json::Value {
-        let bins: Vec<_> = self.bins.load().iter().map(|(size, bin)| serde_json::json!({ "allocation_size": size, "bin": bin.snapshot() })).collect();
+        let bins: Vec<_> = self.bins.get().bins.iter().map(|(size, bin)| serde_json::json!({ "allocation_size": size, "bin": bin.snapshot() })).collect();
         serde_json::json!({ "resource": self.name(), "device": self.device(), "bins": bins, "upstream": self.upstream.snapshot() })
     }
 
@@ -115,7 +141,7 @@ impl MemoryResource for BinningResource {
     }
 
     fn pool_free(&self) -> Option<usize> {
-        let bins = self.bins.load();
+        let bins = &self.bins.get().bins;
         let free: Vec<Option<usize>> = bins.iter().map(|(_, bin)| bin.pool_free()).chain([self.upstream.pool_free()]).collect();
         free.iter().any(Option::is_some).then(|| free.iter().flatten().sum())
     }
@@ -125,11 +151,56 @@ impl MemoryResource for BinningResource {
     }
 
     fn suballocation_depth(&self) -> usize {
-        self.bins.load().iter().map(|(_, bin)| bin.suballocation_depth()).fold(self.upstream.suballocation_depth(), usize::max)
+        self.bins.get().bins.iter().map(|(_, bin)| bin.suballocation_depth()).fold(self.upstream.suballocation_depth(), usize::max)
     }
 
     fn release(&self) -> Result<usize> {
-        let bins = self.bins.load_full();
-        bins.iter().try_fold(0, |total, (_, bin)| Ok(total + bin.release()?))
+        self.bins.get().bins.iter().try_fold(0, |total, (_, bin)| Ok(total + bin.release()?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Bins;
+    use crate::mr::MemoryResource;
+    use crate::platform::Stream;
+    use std::sync::Arc;
+
+    struct Unused;
+    impl MemoryResource for Unused {
+        fn allocate(&self, _: usize, _: Stream) -> crate::Result<usize> {
+            unreachable!()
+        }
+        fn deallocate(&self, _: usize, _: usize, _: Stream) -> crate::Result<()> {
+            unreachable!()
+        }
+        fn device(&self) -> i32 {
+            0
+        }
+        fn name(&self) -> &'static str {
+            "unused"
+        }
+    }
+
+    /// The lookup table picks the smallest bin that holds the request, for bins of any size.
+    #[test]
+    fn serving_is_the_smallest_bin_that_holds_the_request() {
+        let resource: Arc<dyn MemoryResource> = Arc::new(Unused);
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..300 {
+            let mut sizes: Vec<usize> = (0..next() % 12).map(|_| 1 + (next() % (1 << (next() % 40))) as usize).collect();
+            sizes.sort_unstable();
+            sizes.dedup();
+            let bins = Bins::new(sizes.iter().map(|&size| (size, resource.clone())).collect());
+            for bytes in (0..300).map(|_| (next() % (1 << (next() % 42))) as usize).chain([0, 1, usize::MAX]) {
+                assert_eq!(bins.serving(bytes), sizes.iter().position(|&size| size >= bytes), "bins {sizes:?}, request {bytes}");
+            }
+        }
     }
 }

@@ -4,6 +4,7 @@
 
 mod cuda;
 pub mod sim;
+pub mod published;
 pub mod spin_lock;
 mod vector_clock;
 

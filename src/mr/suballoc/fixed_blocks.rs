@@ -3,30 +3,50 @@
 
 use super::tlsf::{AddressMap, BlockView, Chunk, Freed, Refused};
 use crate::mr::via::{Lease, Via};
-use std::collections::BTreeMap;
 
 pub struct FixedBlocks {
     block_size: usize,
-    /// Free blocks with the base of their chunk, most recently freed last.
-    free: Vec<(usize, usize)>,
-    /// Every block handed out, with the base of its chunk and what it was handed out for.
-    used: AddressMap<(usize, Lease)>,
-    /// Chunk base -> (size, blocks in use).
-    chunks: BTreeMap<usize, (usize, usize)>,
+    /// Free blocks with their chunk's slot in `chunks`, most recently freed last.
+    free: Vec<(usize, u32)>,
+    /// Every block handed out, with its chunk's slot and what it was handed out for.
+    used: AddressMap<(u32, Lease)>,
+    /// Chunks by slot (None: a slot whose chunk was taken away, reused by the next chunk).
+    chunks: Vec<Option<ChunkUse>>,
     chunk_bytes: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct ChunkUse {
+    base: usize,
+    size: usize,
+    blocks_in_use: usize,
 }
 
 impl FixedBlocks {
     pub fn new(block_size: usize) -> Self {
-        FixedBlocks { block_size, free: Vec::new(), used: AddressMap::default(), chunks: BTreeMap::new(), chunk_bytes: 0 }
+        FixedBlocks { block_size, free: Vec::new(), used: AddressMap::default(), chunks: Vec::new(), chunk_bytes: 0 }
     }
 
     pub fn add_chunk(&mut self, base: usize, size: usize) {
         let blocks = size / self.block_size;
         debug_assert!(blocks > 0);
-        self.chunks.insert(base, (size, 0));
+        let chunk = ChunkUse { base, size, blocks_in_use: 0 };
+        let slot = match self.chunks.iter().position(Option::is_none) {
+            Some(slot) => {
+                self.chunks[slot] = Some(chunk);
+                slot
+            }
+            None => {
+                self.chunks.push(Some(chunk));
+                self.chunks.len() - 1
+            }
+        } as u32;
         self.chunk_bytes += size;
-        self.free.extend((0..blocks).rev().map(|i| (base + i * self.block_size, base)));
+        self.free.extend((0..blocks).rev().map(|i| (base + i * self.block_size, slot)));
+    }
+
+    fn chunk_mut(&mut self, slot: u32) -> &mut ChunkUse {
+        self.chunks[slot as usize].as_mut().expect("blocks lie in live chunks")
     }
 
     pub fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)> {
@@ -37,9 +57,9 @@ impl FixedBlocks {
         if lease.requested > self.block_size {
             return None;
         }
-        let (addr, base) = self.free.pop()?;
-        self.chunks.get_mut(&base).expect("free blocks lie in chunks").1 += 1;
-        self.used.insert(addr, (base, lease));
+        let (addr, slot) = self.free.pop()?;
+        self.chunk_mut(slot).blocks_in_use += 1;
+        self.used.insert(addr, (slot, lease));
         Some((addr, self.block_size))
     }
 
@@ -53,7 +73,9 @@ impl FixedBlocks {
 
     /// Every block of the chunk based at `base`, in address order.
     pub fn chunk_blocks(&self, base: usize) -> Vec<BlockView> {
-        let Some(&(size, _)) = self.chunks.get(&base) else { return Vec::new() };
+        let Some(size) = self.chunks.iter().flatten().find(|chunk| chunk.base == base).map(|chunk| chunk.size) else {
+            return Vec::new();
+        };
         (base..base + size - self.block_size + 1)
             .step_by(self.block_size)
             .map(|addr| BlockView { addr, size: self.block_size, requested: self.used.get(&addr).map(|(_, lease)| lease.requested) })
@@ -85,30 +107,29 @@ impl FixedBlocks {
         if via.is_some_and(|via| via != lease.via) {
             return Err(Refused::OtherVia(lease.via));
         }
-        let (base, _) = entry.remove();
-        let in_use = &mut self.chunks.get_mut(&base).expect("used blocks lie in chunks").1;
-        *in_use -= 1;
-        let chunk_now_free = *in_use == 0;
-        self.free.push((addr, base));
+        let (slot, _) = entry.remove();
+        let chunk = self.chunk_mut(slot);
+        chunk.blocks_in_use -= 1;
+        let chunk_now_free = chunk.blocks_in_use == 0;
+        self.free.push((addr, slot));
         Ok(Freed { size: self.block_size, chunk_now_free })
     }
 
     /// Removes the wholly free chunks `pick` accepts (given their size).
     fn remove_chunks(&mut self, mut pick: impl FnMut(usize) -> bool) -> Vec<Chunk> {
-        let taken: BTreeMap<usize, usize> = self
-            .chunks
-            .iter()
-            .filter(|(_, (size, in_use))| *in_use == 0 && pick(*size))
-            .map(|(&base, &(size, _))| (base, size))
-            .collect();
-        for (base, size) in &taken {
-            self.chunks.remove(base);
-            self.chunk_bytes -= size;
+        let mut taken = Vec::new();
+        for slot in &mut self.chunks {
+            if let Some(chunk) = slot.filter(|chunk| chunk.blocks_in_use == 0 && pick(chunk.size)) {
+                *slot = None;
+                self.chunk_bytes -= chunk.size;
+                taken.push(Chunk { base: chunk.base, size: chunk.size });
+            }
         }
         if !taken.is_empty() {
-            self.free.retain(|(_, base)| !taken.contains_key(base));
+            let chunks = &self.chunks;
+            self.free.retain(|&(_, slot)| chunks[slot as usize].is_some());
         }
-        taken.into_iter().map(|(base, size)| Chunk { base, size }).collect()
+        taken
     }
 
     pub fn take_wholly_free_chunks(&mut self) -> Vec<Chunk> {
@@ -138,17 +159,27 @@ impl FixedBlocks {
     }
 
     pub fn check_invariants(&self) -> Result<(), String> {
-        let capacity: usize = self.chunks.values().map(|(size, _)| size / self.block_size).sum();
-        let in_use: usize = self.chunks.values().map(|(_, n)| n).sum();
+        let live = || self.chunks.iter().flatten();
+        let capacity: usize = live().map(|chunk| chunk.size / self.block_size).sum();
+        let in_use: usize = live().map(|chunk| chunk.blocks_in_use).sum();
         if in_use != self.used.len() || self.free.len() + in_use != capacity {
             return Err(format!("{} free + {in_use} used blocks != {capacity} ({} recorded used)", self.free.len(), self.used.len()));
         }
+        if live().map(|chunk| chunk.size).sum::<usize>() != self.chunk_bytes {
+            return Err(format!("chunks hold other than the {} bytes counted", self.chunk_bytes));
+        }
+        let mut counted = vec![0usize; self.chunks.len()];
         let mut seen = std::collections::HashSet::new();
-        for addr in self.free.iter().map(|(addr, _)| *addr).chain(self.used.keys().copied()) {
-            let (&base, &(size, _)) = self.chunks.range(..=addr).next_back().ok_or("block outside chunks")?;
-            if addr + self.block_size > base + size || (addr - base) % self.block_size != 0 || !seen.insert(addr) {
+        let blocks = self.free.iter().map(|&(addr, slot)| (addr, slot, false)).chain(self.used.iter().map(|(&addr, &(slot, _))| (addr, slot, true)));
+        for (addr, slot, used) in blocks {
+            let chunk = self.chunks.get(slot as usize).copied().flatten().ok_or(format!("block {addr:#x} names no live chunk"))?;
+            if addr < chunk.base || addr + self.block_size > chunk.base + chunk.size || (addr - chunk.base) % self.block_size != 0 || !seen.insert(addr) {
                 return Err(format!("block {addr:#x} misplaced or listed twice"));
             }
+            counted[slot as usize] += used as usize;
+        }
+        if let Some(slot) = (0..self.chunks.len()).find(|&slot| self.chunks[slot].is_some_and(|chunk| chunk.blocks_in_use != counted[slot])) {
+            return Err(format!("chunk slot {slot} counts other than its {} used blocks", counted[slot]));
         }
         Ok(())
     }
