@@ -2,7 +2,7 @@
 //! goes through `call`, which turns a `CUresult` into an `Error` with the driver's text.
 
 use super::{Event, MemPool, MemoryKind, Stream};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use cudarc::driver::sys::{self, CUresult};
 use once_cell::sync::OnceCell;
 use std::cell::Cell;
@@ -71,7 +71,7 @@ fn check(call: &'static str, code: CUresult) -> Result<()> {
     if code == CUresult::CUDA_ERROR_OUT_OF_MEMORY {
         return Err(Error::out_of_memory(0, format!("{call}: {}", error_text(code))));
     }
-    Err(Error::Cuda { call, code: code as i32, message: error_text(code) })
+    Err(Error::cuda(call, code as i32, error_text(code)))
 }
 
 impl CudaDriver {
@@ -173,7 +173,7 @@ impl CudaDriver {
         let current = self.current_context()?;
         if current.is_null() {
             if self.device_count == 0 {
-                return Err(Error::Cuda { call: "cuDeviceGet", code: 100, message: "no CUDA-capable device".into() });
+                return Err(Error::cuda("cuDeviceGet", 100, "no CUDA-capable device".into()));
             }
             self.set_device(0)?;
             return Ok(0);
@@ -407,8 +407,8 @@ impl CudaDriver {
 }
 
 fn with_requested(error: Error, bytes: usize) -> Error {
-    match error {
-        Error::OutOfMemory { detail, .. } => Error::OutOfMemory { requested: bytes, detail },
-        other => other,
+    match error.into_kind() {
+        ErrorKind::OutOfMemory { detail, .. } => Error::out_of_memory(bytes, detail),
+        other => other.into(),
     }
 }

@@ -4,8 +4,8 @@
 
 mod cuda;
 pub mod sim;
+pub mod biased_lock;
 pub mod published;
-pub mod spin_lock;
 mod vector_clock;
 
 use crate::error::{Error, Result};
@@ -207,6 +207,23 @@ impl Backend {
         if let Backend::Sim(s) = self {
             s.note_acquired(device, ptr, bytes, stream)
         }
+    }
+}
+
+/// `Backend::note_acquired` of the process's backend, if it has one (the race checker's
+/// bookkeeping, skipped on real devices).
+#[inline]
+pub fn note_acquired(device: i32, ptr: usize, bytes: usize, stream: Stream) {
+    if let Ok(Backend::Sim(s)) = backend() {
+        s.note_acquired(device, ptr, bytes, stream)
+    }
+}
+
+/// `Backend::note_released` of the process's backend, if it has one.
+#[inline]
+pub fn note_released(device: i32, ptr: usize, bytes: usize, stream: Stream) {
+    if let Ok(Backend::Sim(s)) = backend() {
+        s.note_released(device, ptr, bytes, stream)
     }
 }
 

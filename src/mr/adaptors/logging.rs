@@ -13,7 +13,7 @@
 //! for the disk.
 
 use super::Outer;
-use crate::platform::spin_lock::SpinLock;
+use crate::platform::biased_lock::BiasedLock;
 use crate::error::{Error, Result};
 use crate::mr::{MemoryResource, Via};
 use crate::platform::Stream;
@@ -43,7 +43,7 @@ pub struct LoggingAdaptor {
     path: String,
     /// Lines not yet handed to the writer, and the allocations live through this adaptor
     /// (counted here, under the lock the line takes anyway, rather than by extra atomics).
-    buffer: SpinLock<Buffered>,
+    buffer: BiasedLock<Buffered>,
     /// Buffers the writer thread has written out, for reuse: fresh ones would cost page faults.
     spare: Arc<Mutex<Vec<Vec<u8>>>>,
     writer: Mutex<Option<(Sender<Job>, std::thread::JoinHandle<()>)>>,
@@ -77,7 +77,7 @@ impl LoggingAdaptor {
         let adaptor = Outer::build(upstream, |outer| LoggingAdaptor {
             outer,
             path,
-            buffer: SpinLock::new(Buffered { lines: Vec::with_capacity(BUFFER_BYTES), live: 0 }),
+            buffer: BiasedLock::new(Buffered { lines: Vec::with_capacity(BUFFER_BYTES), live: 0 }),
             spare,
             writer: Mutex::new(Some((sender, writer))),
             utc_offset: utc_offset(),

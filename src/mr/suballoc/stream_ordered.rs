@@ -22,8 +22,8 @@ use super::tlsf::{BlockView, Chunk, Freed, Refused, Tlsf, GRANULE};
 use crate::mr::via::{self, Lease, Via, DIRECT};
 use crate::error::{Error, Result};
 use crate::mr::MemoryResource;
-use crate::platform::spin_lock::SpinLock;
-use crate::platform::{backend, Event, Stream};
+use crate::platform::biased_lock::BiasedLock;
+use crate::platform::{backend, note_acquired, note_released, Event, Stream};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -175,7 +175,7 @@ struct StreamState<I> {
     /// Recorded on this stream at every free (the stream is alive then); the legacy default
     /// stream records it only when another stream takes memory from it.
     event: Event,
-    shelf: SpinLock<Shelf<I>>,
+    shelf: BiasedLock<Shelf<I>>,
 }
 
 impl<I> StreamState<I> {
@@ -406,8 +406,20 @@ impl<I: BlockIndex> Core<I> {
         })
     }
 
+    /// The state of `stream`: the legacy default stream's without touching a reference count
+    /// (the common case, inline), others through the thread's cache.
     #[inline]
     fn state_for(&self, stream: Stream) -> Result<StateRef<'_, I>> {
+        if matches!(stream, Stream::DEFAULT | Stream::LEGACY) && !self.per_thread_default_stream.load(Ordering::Relaxed) {
+            if let Some(state) = self.default_state.get() {
+                return Ok(StateRef::Borrowed(state));
+            }
+        }
+        self.state_for_other(stream)
+    }
+
+    #[inline(never)]
+    fn state_for_other(&self, stream: Stream) -> Result<StateRef<'_, I>> {
         let identity = self.identity(stream)?;
         if identity == 0 && !self.per_thread_default_stream.load(Ordering::Relaxed) {
             return self.default_state.get_or_try_init(|| self.shared_state(0, Stream::DEFAULT)).map(StateRef::Borrowed);
@@ -456,7 +468,7 @@ impl<I: BlockIndex> Core<I> {
             // covers parked blocks too.
             index.enable_parking();
         }
-        let shelf = SpinLock::new(Shelf { index, pending: Vec::new(), unrecorded_frees: false });
+        let shelf = BiasedLock::new(Shelf { index, pending: Vec::new(), unrecorded_frees: false });
         let state = Arc::new(StreamState { stream, identity, event, shelf });
         streams.insert(key, state.clone());
         Ok(state)
@@ -467,14 +479,30 @@ impl<I: BlockIndex> Core<I> {
     }
 
     /// `allocate`, on behalf of the outer resource `via`.
+    #[inline]
     pub fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {
         crate::mr::require_nonzero(bytes, self.name)?;
         let lease = Lease { via, requested: bytes };
         let state = self.state_for(stream)?;
-        if let Some(addr) = self.allocate_from_own(&state, lease, stream)? {
+        {
+            // The fast path: a block of the stream's own, with no other stream's free to wait for.
+            let mut shelf = state.shelf.lock();
+            if shelf.pending.is_empty() {
+                if let Some((addr, size)) = shelf.index.allocate(lease) {
+                    note_acquired(self.device, addr, size, stream);
+                    return Ok(addr);
+                }
+            }
+        }
+        self.allocate_otherwise(&state, lease, stream)
+    }
+
+    #[inline(never)]
+    fn allocate_otherwise(&self, state: &Arc<StreamState<I>>, lease: Lease, stream: Stream) -> Result<usize> {
+        if let Some(addr) = self.allocate_from_own(state, lease, stream)? {
             return Ok(addr);
         }
-        self.allocate_slow(&state, lease, stream)
+        self.allocate_slow(state, lease, stream)
     }
 
     /// The size and lease of a live block.
@@ -506,6 +534,7 @@ impl<I: BlockIndex> Core<I> {
     }
 
     /// `deallocate` of a block allocated through `via` (None: through whichever resource).
+    #[inline]
     pub fn deallocate_via(&self, ptr: usize, bytes: Option<usize>, stream: Stream, via: Option<Via>) -> Result<()> {
         match self.try_deallocate(ptr, bytes, stream, via)? {
             Ok(()) => Ok(()),
@@ -535,23 +564,23 @@ impl<I: BlockIndex> Core<I> {
     }
 
     /// `deallocate_via`, answering a refused free as `Refused` (the block stays allocated).
+    #[inline]
     fn try_deallocate(&self, ptr: usize, bytes: Option<usize>, stream: Stream, via: Option<Via>) -> Result<std::result::Result<(), Refused>> {
         let state = self.state_for(stream)?;
-        let platform = backend()?;
         {
             let mut shelf = state.shelf.lock();
             match shelf.index.free_checked(ptr, bytes, via) {
                 Err(refused @ (Refused::WrongSize(_) | Refused::OtherVia(_))) => return Ok(Err(refused)),
                 Err(Refused::NotLive) => {}
                 Ok(Freed { size, chunk_now_free }) => {
-                    platform.note_released(self.device, ptr, size, stream);
+                    note_released(self.device, ptr, size, stream);
                     // Other streams take only wholly free chunks without a device
                     // synchronization, so only a free that completes a chunk needs an event
                     // (recorded now, while the stream is known to be alive) to cover every
                     // free in that chunk.
                     if !state.is_legacy_default() {
                         if chunk_now_free {
-                            platform.event_record(self.device, state.event, stream)?;
+                            self.record_event(&state, stream)?;
                         }
                         shelf.unrecorded_frees = !chunk_now_free;
                     }
@@ -559,6 +588,19 @@ impl<I: BlockIndex> Core<I> {
                 }
             }
         }
+        self.free_into_owner(&state, ptr, bytes, stream, via)
+    }
+
+    #[inline(never)]
+    fn record_event(&self, state: &StreamState<I>, stream: Stream) -> Result<()> {
+        backend()?.event_record(self.device, state.event, stream)
+    }
+
+    /// Frees a block that another stream's index holds, leaving this stream's event for
+    /// whoever reuses it there.
+    #[inline(never)]
+    fn free_into_owner(&self, state: &StreamState<I>, ptr: usize, bytes: Option<usize>, stream: Stream, via: Option<Via>) -> Result<std::result::Result<(), Refused>> {
+        let platform = backend()?;
         let Some(owner) = self.owner_of(ptr) else { return Ok(Err(Refused::NotLive)) };
         let mut shelf = owner.shelf.lock();
         let Freed { size, .. } = match shelf.index.free_checked(ptr, bytes, via) {
@@ -728,7 +770,7 @@ impl<I: BlockIndex> Core<I> {
         loop {
             match self.add_upstream_chunk(state, size, stream) {
                 Ok(()) => break,
-                Err(Error::OutOfMemory { .. }) if size > need => {
+                Err(e) if e.is_out_of_memory() && size > need => {
                     let half = match self.growth {
                         Growth::Geometric { granularity } => (size / 2).div_ceil(granularity) * granularity,
                         Growth::Fixed { .. } => need,
@@ -752,7 +794,7 @@ impl<I: BlockIndex> Core<I> {
         if !shelf.pending.is_empty() {
             self.absorb_pending(state, shelf, stream)?;
         }
-        backend()?.note_acquired(self.device, addr, size, stream);
+        note_acquired(self.device, addr, size, stream);
         Ok(Some(addr))
     }
 
