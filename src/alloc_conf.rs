@@ -228,6 +228,7 @@ pub fn report_at_exit() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorKind;
 
     #[test]
     fn parses_the_keys_and_refuses_what_it_does_not_know() {
@@ -247,7 +248,7 @@ mod tests {
         assert_eq!(AllocConf::parse("resource:cuda_async,stats:0").unwrap().base, Base::CudaAsync);
         for bad in ["resource:bogus", "initial_pool_size:lots", "stats:maybe", "pool", "colour:blue", "initial_pool_size:2GiB,maximum_pool_size:1GiB"] {
             let error = AllocConf::parse(bad).unwrap_err();
-            assert!(matches!(error, Error::InvalidArgument(_)), "{bad}: {error}");
+            assert!(matches!(error.kind(), ErrorKind::InvalidArgument(_)), "{bad}: {error}");
         }
     }
 }

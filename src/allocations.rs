@@ -2,7 +2,7 @@
 //! `rmmFree` carries no size, frees may come from another device's thread, and double or
 //! foreign frees must be refused. Sharded by address so threads rarely meet on one lock.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::mr::suballoc::ranges;
 use crate::mr::MemoryResource;
 use crate::platform::Stream;
@@ -167,9 +167,9 @@ pub fn free_any(ptr: usize, stream: Stream) -> Result<()> {
         return Ok(());
     }
     match free(ptr, stream, |_| Ok(())) {
-        Err(Error::InvalidArgument(message)) => match ranges::find(ptr) {
+        Err(error) if matches!(error.kind(), ErrorKind::InvalidArgument(_)) => match ranges::find(ptr) {
             Some(holder) => holder.free_block(ptr, stream),
-            None => Err(Error::InvalidArgument(message)),
+            None => Err(error),
         },
         other => other,
     }

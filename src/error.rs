@@ -31,8 +31,9 @@ pub enum rmmError_t {
     RMM_ERROR_ALREADY_INITIALIZED = 9,
 }
 
+/// What went wrong, with the message for `rmmGetLastErrorMessage`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Error {
+pub enum ErrorKind {
     /// A CUDA driver call failed: the call's name and the driver's own description.
     Cuda { call: &'static str, code: i32, message: String },
     /// No usable CUDA driver (missing `libcuda.so.1`, too old, missing symbols).
@@ -48,50 +49,127 @@ pub enum Error {
     Internal(String),
 }
 
+/// An error of the Rust core: one pointer, so that a `Result<usize>` travels in two registers
+/// through every layer of the allocation path (a message-carrying enum would be copied
+/// through memory at each of them), and errors are built out of line.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Error(Box<ErrorKind>);
+
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// Constructors named as the kinds they make, so `Error::InvalidArgument(message)` reads as
+/// the variant it builds.
+#[allow(non_snake_case)]
 impl Error {
+    #[cold]
+    pub fn DriverUnavailable(message: String) -> Self {
+        ErrorKind::DriverUnavailable(message).into()
+    }
+    #[cold]
+    pub fn InvalidArgument(message: String) -> Self {
+        ErrorKind::InvalidArgument(message).into()
+    }
+    #[cold]
+    pub fn NotInitialized(message: String) -> Self {
+        ErrorKind::NotInitialized(message).into()
+    }
+    #[cold]
+    pub fn NotSupported(message: String) -> Self {
+        ErrorKind::NotSupported(message).into()
+    }
+    #[cold]
+    pub fn InvalidHandle(message: String) -> Self {
+        ErrorKind::InvalidHandle(message).into()
+    }
+    #[cold]
+    pub fn Io(message: String) -> Self {
+        ErrorKind::Io(message).into()
+    }
+    #[cold]
+    pub fn Internal(message: String) -> Self {
+        ErrorKind::Internal(message).into()
+    }
+}
+
+impl From<ErrorKind> for Error {
+    #[cold]
+    fn from(kind: ErrorKind) -> Self {
+        Error(Box::new(kind))
+    }
+}
+
+impl Error {
+    pub fn kind(&self) -> &ErrorKind {
+        &self.0
+    }
+
+    pub fn into_kind(self) -> ErrorKind {
+        *self.0
+    }
+
     pub fn code(&self) -> rmmError_t {
         use rmmError_t::*;
-        match self {
-            Error::Cuda { .. } | Error::DriverUnavailable(_) => RMM_ERROR_CUDA_ERROR,
-            Error::InvalidArgument(_) => RMM_ERROR_INVALID_ARGUMENT,
-            Error::NotInitialized(_) => RMM_ERROR_NOT_INITIALIZED,
-            Error::OutOfMemory { .. } => RMM_ERROR_OUT_OF_MEMORY,
-            Error::NotSupported(_) => RMM_ERROR_NOT_SUPPORTED,
-            Error::InvalidHandle(_) => RMM_ERROR_INVALID_HANDLE,
-            Error::AlreadyInitialized => RMM_ERROR_ALREADY_INITIALIZED,
-            Error::Io(_) => RMM_ERROR_IO,
-            Error::Internal(_) => RMM_ERROR_UNKNOWN,
+        match self.kind() {
+            ErrorKind::Cuda { .. } | ErrorKind::DriverUnavailable(_) => RMM_ERROR_CUDA_ERROR,
+            ErrorKind::InvalidArgument(_) => RMM_ERROR_INVALID_ARGUMENT,
+            ErrorKind::NotInitialized(_) => RMM_ERROR_NOT_INITIALIZED,
+            ErrorKind::OutOfMemory { .. } => RMM_ERROR_OUT_OF_MEMORY,
+            ErrorKind::NotSupported(_) => RMM_ERROR_NOT_SUPPORTED,
+            ErrorKind::InvalidHandle(_) => RMM_ERROR_INVALID_HANDLE,
+            ErrorKind::AlreadyInitialized => RMM_ERROR_ALREADY_INITIALIZED,
+            ErrorKind::Io(_) => RMM_ERROR_IO,
+            ErrorKind::Internal(_) => RMM_ERROR_UNKNOWN,
         }
     }
 
+    pub fn is_out_of_memory(&self) -> bool {
+        matches!(self.kind(), ErrorKind::OutOfMemory { .. })
+    }
+
+    #[cold]
     pub fn invalid(msg: impl Into<String>) -> Self {
         Error::InvalidArgument(msg.into())
     }
 
+    #[cold]
     pub fn out_of_memory(requested: usize, detail: impl Into<String>) -> Self {
-        Error::OutOfMemory { requested, detail: detail.into() }
+        ErrorKind::OutOfMemory { requested, detail: detail.into() }.into()
+    }
+
+    #[cold]
+    pub fn cuda(call: &'static str, code: i32, message: String) -> Self {
+        ErrorKind::Cuda { call, code, message }.into()
+    }
+
+    #[cold]
+    pub fn already_initialized() -> Self {
+        ErrorKind::AlreadyInitialized.into()
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.kind().fmt(f)
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Cuda { call, code, message } => write!(f, "{call} failed: CUDA error {code} ({message})"),
-            Error::DriverUnavailable(m) => write!(f, "CUDA driver unavailable: {m}"),
-            Error::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
-            Error::NotInitialized(m) => write!(f, "not initialized: {m}"),
-            Error::OutOfMemory { requested, detail } => {
+        match self.kind() {
+            ErrorKind::Cuda { call, code, message } => write!(f, "{call} failed: CUDA error {code} ({message})"),
+            ErrorKind::DriverUnavailable(m) => write!(f, "CUDA driver unavailable: {m}"),
+            ErrorKind::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
+            ErrorKind::NotInitialized(m) => write!(f, "not initialized: {m}"),
+            ErrorKind::OutOfMemory { requested, detail } => {
                 write!(f, "out of memory: could not allocate {requested} bytes ({detail})")
             }
-            Error::NotSupported(m) => write!(f, "not supported: {m}"),
-            Error::InvalidHandle(m) => write!(f, "invalid handle: {m}"),
-            Error::AlreadyInitialized => {
+            ErrorKind::NotSupported(m) => write!(f, "not supported: {m}"),
+            ErrorKind::InvalidHandle(m) => write!(f, "invalid handle: {m}"),
+            ErrorKind::AlreadyInitialized => {
                 write!(f, "already initialized: call rmmFinalize before initializing again")
             }
-            Error::Io(m) => write!(f, "I/O error: {m}"),
-            Error::Internal(m) => write!(f, "internal error: {m}"),
+            ErrorKind::Io(m) => write!(f, "I/O error: {m}"),
+            ErrorKind::Internal(m) => write!(f, "internal error: {m}"),
         }
     }
 }

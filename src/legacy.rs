@@ -77,7 +77,7 @@ fn resource_for(options: &Options, device: i32) -> Result<Arc<dyn MemoryResource
 pub fn initialize(options: Option<Options>) -> Result<()> {
     let mut state = STATE.lock();
     if matches!(*state, State::Initialized { .. }) {
-        return Err(Error::AlreadyInitialized);
+        return Err(Error::already_initialized());
     }
     let mut options = options.unwrap_or_default();
     let platform = backend()?;

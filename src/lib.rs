@@ -20,4 +20,4 @@ pub mod per_device;
 pub mod platform;
 pub mod replay;
 
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};

@@ -5,7 +5,7 @@ mod common;
 
 use common::{races, setup, Rng};
 use rmm::allocations;
-use rmm::error::Error;
+use rmm::error::{Error, ErrorKind};
 use rmm::mr::adaptors::{
     AlignedAdaptor, Counts, FailureCallbackAdaptor, LimitingAdaptor, LoggingAdaptor, PrefetchAdaptor, StatisticsAdaptor,
     TrackingAdaptor,
@@ -55,7 +55,7 @@ fn statistics_count_bytes_and_allocations_with_nested_scopes() {
         stats.counts(),
         Counts { current_bytes: 500, peak_bytes: 10_500, total_bytes: 14_500, current_count: 1, peak_count: 2, total_count: 4 }
     );
-    assert!(matches!(stats.pop(), Err(Error::InvalidArgument(_))), "no scope left to pop");
+    assert!(matches!(stats.pop().map_err(Error::into_kind), Err(ErrorKind::InvalidArgument(_))), "no scope left to pop");
     stats.deallocate(c, 500, S).unwrap();
     assert_eq!(stats.counts().current_bytes, 0);
 }
@@ -73,7 +73,7 @@ fn frees_that_name_no_resource_go_through_the_adaptor_of_a_pooled_block() {
 
     // The pool refuses the block: it was allocated through the adaptor.
     let refused = pool.deallocate(ptr, 4096, S);
-    assert!(matches!(&refused, Err(Error::InvalidArgument(m)) if m.contains("statistics")), "{refused:?}");
+    assert!(matches!(refused.as_ref().map_err(Error::kind), Err(ErrorKind::InvalidArgument(m)) if m.contains("statistics")), "{refused:?}");
     assert_eq!(allocations::describe(ptr).map(|(size, _)| size), Some(4096), "still live, with its requested size");
 
     allocations::free_any(ptr, S).unwrap();
@@ -138,7 +138,7 @@ fn statistics_and_limiting_under_eight_threads() {
                             assert!(limiting.allocated_bytes() <= limit);
                             sender.send((ptr, size)).unwrap();
                         }
-                        Err(Error::OutOfMemory { .. }) => {
+                        Err(e) if e.is_out_of_memory() => {
                             refused.fetch_add(1, Ordering::Relaxed);
                         }
                         Err(e) => panic!("{e}"),
@@ -168,18 +168,18 @@ fn statistics_and_limiting_under_eight_threads() {
 #[test]
 fn limiting_refuses_over_the_limit_with_the_limit_in_the_message() {
     let _guard = setup();
-    assert!(matches!(LimitingAdaptor::new(cuda(), 0), Err(Error::InvalidArgument(_))));
+    assert!(matches!(LimitingAdaptor::new(cuda(), 0).map_err(Error::into_kind), Err(ErrorKind::InvalidArgument(_))));
     let limiting = LimitingAdaptor::new(cuda(), 1000).unwrap();
     let a = limiting.allocate(700, S).unwrap(); // counts as 768
     assert_eq!(limiting.allocated_bytes(), 768);
     let refused = limiting.allocate(1, S).unwrap_err(); // 768 + 256 > 1000
-    assert!(matches!(&refused, Error::OutOfMemory { .. }) && refused.to_string().contains("1000"), "{refused}");
+    assert!(matches!(refused.kind(), ErrorKind::OutOfMemory { .. }) && refused.to_string().contains("1000"), "{refused}");
     assert_eq!(limiting.allocated_bytes(), 768, "a refused allocation is not counted");
     let b = limiting.allocate(200, S).unwrap_err();
-    assert!(matches!(b, Error::OutOfMemory { .. }));
+    assert!(matches!(b.kind(), ErrorKind::OutOfMemory { .. }));
     limiting.deallocate(a, 700, S).unwrap();
     let c = limiting.allocate(1000, S).unwrap_err(); // 1024 > 1000
-    assert!(matches!(c, Error::OutOfMemory { .. }));
+    assert!(matches!(c.kind(), ErrorKind::OutOfMemory { .. }));
     let d = limiting.allocate(768, S).unwrap();
     limiting.deallocate(d, 768, S).unwrap();
     assert_eq!(limiting.allocated_bytes(), 0);
@@ -203,7 +203,7 @@ fn failure_callback_retries_while_it_returns_true() {
     let adaptor = FailureCallbackAdaptor::new(limiting.clone(), Box::new(freer));
     let ptr = adaptor.allocate(1024, S).unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
-    assert!(matches!(adaptor.allocate(4096, S), Err(Error::OutOfMemory { .. })));
+    assert!(matches!(adaptor.allocate(4096, S).map_err(Error::into_kind), Err(ErrorKind::OutOfMemory { .. })));
     assert_eq!(calls.load(Ordering::SeqCst), 2, "called again, declined, error returned");
     adaptor.deallocate(ptr, 1024, S).unwrap();
 }
@@ -276,9 +276,9 @@ fn logging_writes_rmm_csv_from_many_threads() {
     assert!(watch.upgrade().is_none(), "no live allocation: dropped, its file closed");
     std::fs::remove_file(&path).unwrap();
 
-    assert!(matches!(LoggingAdaptor::new(cuda(), Some("/nonexistent-dir/log.csv")), Err(Error::Io(_))));
+    assert!(matches!(LoggingAdaptor::new(cuda(), Some("/nonexistent-dir/log.csv")).map_err(Error::into_kind), Err(ErrorKind::Io(_))));
     std::env::remove_var("RMM_LOG_FILE");
-    assert!(matches!(LoggingAdaptor::new(cuda(), None), Err(Error::InvalidArgument(_))));
+    assert!(matches!(LoggingAdaptor::new(cuda(), None).map_err(Error::into_kind), Err(ErrorKind::InvalidArgument(_))));
 }
 
 #[test]

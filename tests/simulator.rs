@@ -115,7 +115,7 @@ fn freeing_platform_memory_forgets_pending_releases() {
 fn capacity_is_enforced_per_device_and_returned_on_free() {
     let sim = SimDevices::new(2, 1 << 20, RaceAction::Record);
     let big = sim.allocate(0, MemoryKind::Device, 1 << 20).unwrap();
-    assert!(matches!(sim.allocate(0, MemoryKind::Device, 256), Err(rmm::Error::OutOfMemory { .. })));
+    assert!(matches!(sim.allocate(0, MemoryKind::Device, 256).map_err(rmm::Error::into_kind), Err(rmm::ErrorKind::OutOfMemory { .. })));
     let other = sim.allocate(1, MemoryKind::Device, 1 << 19).unwrap();
     assert_eq!(sim.mem_get_info(0).unwrap(), (0, 1 << 20));
     sim.free(0, MemoryKind::Device, big).unwrap();
@@ -123,7 +123,7 @@ fn capacity_is_enforced_per_device_and_returned_on_free() {
     assert!(sim.free(0, MemoryKind::Device, big).is_err(), "double free must be refused");
     assert!(sim.free(0, MemoryKind::Device, other).is_err(), "freeing device 1's memory as device 0's must be refused");
     sim.free(1, MemoryKind::Device, other).unwrap();
-    assert!(matches!(sim.allocate(0, MemoryKind::Device, usize::MAX), Err(rmm::Error::OutOfMemory { .. })));
+    assert!(matches!(sim.allocate(0, MemoryKind::Device, usize::MAX).map_err(rmm::Error::into_kind), Err(rmm::ErrorKind::OutOfMemory { .. })));
 }
 
 #[test]

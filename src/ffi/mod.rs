@@ -31,7 +31,7 @@ pub use snapshot::*;
 pub use streams::*;
 pub use suballocators::*;
 
-use crate::error::{rmmError_t, Error, Result};
+use crate::error::{rmmError_t, Error, ErrorKind, Result};
 use std::cell::RefCell;
 use std::ffi::CString;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -44,7 +44,16 @@ thread_local! {
 static LOGGER: Once = Once::new();
 
 /// Diagnostics go through `log`; `RMM_LOG_LEVEL` (or `RUST_LOG`) picks the level, default warn.
+#[inline(always)]
 fn init_logger() {
+    if !LOGGER.is_completed() {
+        start_logger();
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn start_logger() {
     LOGGER.call_once(|| {
         let filter = std::env::var("RMM_LOG_LEVEL").or_else(|_| std::env::var("RUST_LOG")).unwrap_or_else(|_| "warn".into());
         let _ = env_logger::Builder::new().parse_filters(&filter).format_target(false).try_init();
@@ -66,17 +75,31 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "unknown panic".into())
 }
 
-/// Runs an exported function's body: no panic crosses into C.
+/// Runs an exported function's body: no panic crosses into C. Inlined, with the failure
+/// paths out of line, so that a successful call costs a few instructions over its body.
+#[inline(always)]
 pub(crate) fn boundary(function: &'static str, body: impl FnOnce() -> Result<()>) -> rmmError_t {
     init_logger();
-    let error = match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(())) => return rmmError_t::RMM_SUCCESS,
-        Ok(Err(error)) => error,
-        Err(payload) => Error::Internal(format!("panic in {function}: {}", panic_message(&*payload))),
-    };
-    let error = match error {
-        Error::InvalidArgument(m) => Error::InvalidArgument(format!("{function}: {m}")),
-        other => other,
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => rmmError_t::RMM_SUCCESS,
+        Ok(Err(error)) => failed(function, error),
+        Err(payload) => panicked(function, payload),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn panicked(function: &'static str, payload: Box<dyn std::any::Any + Send>) -> rmmError_t {
+    failed(function, Error::Internal(format!("panic in {function}: {}", panic_message(&*payload))))
+}
+
+/// Keeps the message of a failed call and answers its code.
+#[cold]
+#[inline(never)]
+fn failed(function: &'static str, error: Error) -> rmmError_t {
+    let error = match error.into_kind() {
+        ErrorKind::InvalidArgument(m) => Error::InvalidArgument(format!("{function}: {m}")),
+        other => other.into(),
     };
     remember(&error);
     error.code()
@@ -105,11 +128,18 @@ pub(crate) fn write_out<T>(out: *mut T, name: &str, value: T) -> Result<()> {
     Ok(())
 }
 
+#[inline]
 pub(crate) fn non_null<T>(ptr: *mut T, name: &str) -> Result<*mut T> {
     if ptr.is_null() {
-        return Err(Error::invalid(format!("{name} is NULL")));
+        return Err(null_argument(name));
     }
     Ok(ptr)
+}
+
+#[cold]
+#[inline(never)]
+fn null_argument(name: &str) -> Error {
+    Error::invalid(format!("{name} is NULL"))
 }
 
 /// Copies `text` and a terminating NUL into the caller's `buffer` of `size` bytes, and writes

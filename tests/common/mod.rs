@@ -96,7 +96,7 @@ pub fn shadow_workload(
                     live.insert(ptr, Live { size, stream, tag });
                     live_bytes += size;
                 }
-                Err(rmm::Error::OutOfMemory { .. }) => refused += 1,
+                Err(e) if e.is_out_of_memory() => refused += 1,
                 Err(e) => panic!("step {step}: {e}"),
             }
         } else {

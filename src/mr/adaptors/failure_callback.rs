@@ -3,7 +3,7 @@
 //! returns true, which is how programs spill or free caches before giving up.
 
 use super::{LiveCount, Outer};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::mr::{MemoryResource, Via};
 use crate::platform::Stream;
 use std::sync::Arc;
@@ -27,7 +27,7 @@ impl MemoryResource for FailureCallbackAdaptor {
     fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {
         loop {
             match self.outer.upstream.allocate_via(bytes, stream, via) {
-                Err(Error::OutOfMemory { .. }) if (self.callback)(bytes) => continue,
+                Err(e) if e.is_out_of_memory() && (self.callback)(bytes) => continue,
                 result => return self.live.allocated(result),
             }
         }

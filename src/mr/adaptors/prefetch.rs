@@ -5,7 +5,7 @@
 //! allocation).
 
 use super::{LiveCount, Outer};
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::mr::{MemoryResource, Via};
 use crate::platform::{backend, Stream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,7 +32,7 @@ impl MemoryResource for PrefetchAdaptor {
         }
         match backend()?.prefetch(self.device(), ptr, bytes, stream) {
             Ok(()) => self.live.allocated(Ok(ptr)),
-            Err(Error::InvalidArgument(_) | Error::NotSupported(_)) => {
+            Err(e) if matches!(e.kind(), ErrorKind::InvalidArgument(_) | ErrorKind::NotSupported(_)) => {
                 log::debug!("prefetch adaptor: its upstream's memory cannot be prefetched; not asking again");
                 self.not_managed.store(true, Ordering::Relaxed);
                 self.live.allocated(Ok(ptr))
