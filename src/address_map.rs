@@ -1,26 +1,180 @@
-//! Hash maps keyed by device addresses. Addresses handed out are 256-byte aligned and unique,
-//! so a multiply-shift of the address is a good and cheap hash.
+//! A hash map keyed by device addresses, for the lookups every free makes. Addresses handed
+//! out are 256-byte aligned and unique, so a multiply-shift of the address spreads them well,
+//! and open addressing with linear probing finds a key in the first slot it looks at almost
+//! always. Removal shifts the entries after it back (no tombstones), so lookups never slow
+//! down as blocks come and go. The table stays at most half full.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
-#[derive(Default)]
-pub struct AddressHasher(u64);
-
-impl Hasher for AddressHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("only addresses are hashed")
-    }
-    fn write_usize(&mut self, address: usize) {
-        self.0 = address_hash(address);
-    }
-}
+/// Never a key: addresses handed out are aligned.
+const EMPTY: usize = usize::MAX;
+const MIN_CAPACITY: usize = 16;
 
 pub fn address_hash(address: usize) -> u64 {
     ((address as u64) >> 8).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-pub type AddressMap<V> = HashMap<usize, V, BuildHasherDefault<AddressHasher>>;
+#[derive(Clone)]
+pub struct AddressMap<V> {
+    /// (key, value); EMPTY keys mark free slots (their value is None).
+    slots: Vec<(usize, Option<V>)>,
+    len: usize,
+    /// 64 - log2(slots.len()): the hash's top bits pick the home slot.
+    shift: u32,
+}
+
+impl<V> Default for AddressMap<V> {
+    fn default() -> Self {
+        AddressMap { slots: Vec::new(), len: 0, shift: 64 }
+    }
+}
+
+impl<V> AddressMap<V> {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    fn home(&self, key: usize) -> usize {
+        (address_hash(key) >> self.shift) as usize
+    }
+
+    /// The slot holding `key`, if any.
+    #[inline]
+    fn find(&self, key: usize) -> Option<usize> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let mask = self.slots.len() - 1;
+        let mut at = self.home(key);
+        loop {
+            match self.slots[at].0 {
+                k if k == key => return Some(at),
+                EMPTY => return None,
+                _ => at = (at + 1) & mask,
+            }
+        }
+    }
+
+    #[inline]
+    pub fn get(&self, key: &usize) -> Option<&V> {
+        self.find(*key).and_then(|at| self.slots[at].1.as_ref())
+    }
+
+    #[inline]
+    pub fn get_mut(&mut self, key: &usize) -> Option<&mut V> {
+        self.find(*key).and_then(|at| self.slots[at].1.as_mut())
+    }
+
+    #[inline]
+    pub fn contains_key(&self, key: &usize) -> bool {
+        self.find(*key).is_some()
+    }
+
+    /// Inserts or replaces; returns the value replaced.
+    pub fn insert(&mut self, key: usize, value: V) -> Option<V> {
+        assert!(key != EMPTY, "{key:#x} cannot be a key");
+        if let Some(at) = self.find(key) {
+            return self.slots[at].1.replace(value);
+        }
+        if (self.len + 1) * 2 > self.slots.len() {
+            self.grow();
+        }
+        let mask = self.slots.len() - 1;
+        let mut at = self.home(key);
+        while self.slots[at].0 != EMPTY {
+            at = (at + 1) & mask;
+        }
+        self.slots[at] = (key, Some(value));
+        self.len += 1;
+        None
+    }
+
+    #[inline]
+    pub fn remove(&mut self, key: &usize) -> Option<V> {
+        let at = self.find(*key)?;
+        Some(self.remove_at(at))
+    }
+
+    /// Empties slot `at` and moves back the entries after it that would otherwise no longer be
+    /// found from their home slot.
+    fn remove_at(&mut self, mut at: usize) -> V {
+        let mask = self.slots.len() - 1;
+        let value = std::mem::replace(&mut self.slots[at], (EMPTY, None)).1.expect("occupied slots hold values");
+        self.len -= 1;
+        let mut next = (at + 1) & mask;
+        while self.slots[next].0 != EMPTY {
+            let home = self.home(self.slots[next].0);
+            // Move the entry at `next` into the hole unless its home lies cyclically in (at, next].
+            let stays = if at <= next { at < home && home <= next } else { at < home || home <= next };
+            if !stays {
+                self.slots.swap(at, next);
+                at = next;
+            }
+            next = (next + 1) & mask;
+        }
+        value
+    }
+
+    fn grow(&mut self) {
+        let capacity = (self.slots.len() * 2).max(MIN_CAPACITY);
+        let old = std::mem::replace(&mut self.slots, (0..capacity).map(|_| (EMPTY, None)).collect());
+        self.shift = 64 - capacity.trailing_zeros();
+        self.len = 0;
+        for (key, value) in old {
+            if let Some(value) = value {
+                self.insert(key, value);
+            }
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&usize, &V)> {
+        self.slots.iter().filter_map(|(key, value)| value.as_ref().map(|value| (key, value)))
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &usize> {
+        self.iter().map(|(key, _)| key)
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &V> {
+        self.iter().map(|(_, value)| value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AddressMap;
+    use std::collections::HashMap;
+
+    /// Against std's map, with keys crowded into few home slots so that probes wrap around
+    /// and removals shift long runs.
+    #[test]
+    fn behaves_as_a_hash_map() {
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for spread in [8u64, 64, 1 << 20] {
+            let mut map = AddressMap::default();
+            let mut model = HashMap::new();
+            for step in 0..20_000u64 {
+                let key = ((next() % spread) as usize + 1) << 8;
+                match next() % 4 {
+                    0 | 1 => assert_eq!(map.insert(key, step), model.insert(key, step)),
+                    2 => assert_eq!(map.remove(&key), model.remove(&key)),
+                    _ => assert_eq!(map.get(&key), model.get(&key)),
+                }
+                assert_eq!(map.len(), model.len());
+            }
+            for (key, value) in &model {
+                assert_eq!(map.get(key), Some(value));
+            }
+            assert_eq!(map.iter().count(), model.len());
+        }
+    }
+}

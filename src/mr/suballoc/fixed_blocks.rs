@@ -97,17 +97,16 @@ impl FixedBlocks {
 
     /// As `Tlsf::free_checked`.
     pub fn free_checked(&mut self, addr: usize, bytes: Option<usize>, via: Option<Via>) -> Result<Freed, Refused> {
-        let std::collections::hash_map::Entry::Occupied(entry) = self.used.entry(addr) else {
+        let Some(&(slot, lease)) = self.used.get(&addr) else {
             return Err(Refused::NotLive);
         };
         if bytes.is_some_and(|bytes| bytes > self.block_size) {
             return Err(Refused::WrongSize(self.block_size));
         }
-        let lease = entry.get().1;
         if via.is_some_and(|via| via != lease.via) {
             return Err(Refused::OtherVia(lease.via));
         }
-        let (slot, _) = entry.remove();
+        self.used.remove(&addr);
         let chunk = self.chunk_mut(slot);
         chunk.blocks_in_use -= 1;
         let chunk_now_free = chunk.blocks_in_use == 0;

@@ -387,10 +387,9 @@ impl Tlsf {
     /// Frees the block at `addr` if it is used and, given `bytes`, was handed out for that
     /// many bytes and, given `via`, through that resource.
     pub fn free_checked(&mut self, addr: usize, bytes: Option<usize>, via: Option<Via>) -> Result<Freed, Refused> {
-        let std::collections::hash_map::Entry::Occupied(entry) = self.used.entry(addr) else {
+        let Some(&index) = self.used.get(&addr) else {
             return Err(Refused::NotLive);
         };
-        let index = *entry.get();
         let Block { size, cached, lease, .. } = self.blocks[index as usize];
         if cached {
             return Err(Refused::NotLive);
@@ -408,7 +407,7 @@ impl Tlsf {
             self.quick_bytes += size;
             return Ok(Freed { size, chunk_now_free: false });
         }
-        entry.remove();
+        self.used.remove(&addr);
         Ok(self.release(index))
     }
 
