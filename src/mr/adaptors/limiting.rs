@@ -1,6 +1,7 @@
 //! Limiting (RMM's `limiting_resource_adaptor`): refuses allocations that would take the
 //! bytes it has handed out past a limit. Sizes count rounded up to the 256-byte alignment, as
-//! RMM counts them; one atomic add per allocation, undone when over the limit.
+//! RMM counts them; one atomic compare-exchange per allocation, so the count never goes past
+//! the limit, not even for a moment.
 
 use super::Outer;
 use crate::error::{Error, Result};
@@ -39,9 +40,8 @@ impl LimitingAdaptor {
 impl MemoryResource for LimitingAdaptor {
     fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {
         let size = counted(bytes);
-        let before = self.allocated.fetch_add(size, Ordering::Relaxed);
-        if before.checked_add(size).is_none_or(|after| after > self.limit) {
-            self.allocated.fetch_sub(size, Ordering::Relaxed);
+        let within = |before: usize| before.checked_add(size).filter(|&after| after <= self.limit);
+        if let Err(before) = self.allocated.fetch_update(Ordering::Relaxed, Ordering::Relaxed, within) {
             return Err(Error::out_of_memory(
                 bytes,
                 format!("the limiting adaptor's limit of {} bytes would be exceeded ({before} bytes allocated)", self.limit),
