@@ -138,3 +138,28 @@ fn freeing_coalesces_back_to_one_block_and_never_across_chunks() {
     assert!(tlsf.allocate(5 * GRANULE).is_none());
     assert_eq!(tlsf.take_wholly_free_chunks().len(), 2);
 }
+
+/// Parking pays only while allocations ask again for the sizes just freed: with sizes that
+/// vary it stops (frees coalesce at once), and a run of one size starts it again.
+#[test]
+fn parking_follows_the_workload() {
+    let mut tlsf = Tlsf::new();
+    tlsf.enable_parking();
+    tlsf.add_chunk(0x100_0000, 4096 * GRANULE);
+    let pair = |tlsf: &mut Tlsf, units: usize| {
+        let (addr, _) = tlsf.allocate(units * GRANULE).unwrap();
+        tlsf.free(addr).unwrap();
+        tlsf.check_invariants().unwrap();
+    };
+    pair(&mut tlsf, 3);
+    assert_eq!(tlsf.parked_blocks(), 1, "a pair parks its block");
+    for units in 4..40 {
+        pair(&mut tlsf, units);
+    }
+    assert_eq!(tlsf.parked_blocks(), 0, "sizes that never repeat stop parking");
+    assert_eq!(tlsf.largest_free_block(), 4096 * GRANULE, "and every free coalesced");
+    for _ in 0..4 {
+        pair(&mut tlsf, 7);
+    }
+    assert_eq!(tlsf.parked_blocks(), 1, "a run of one size parks again");
+}
