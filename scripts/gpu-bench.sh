@@ -8,8 +8,13 @@ out=${BENCH_OUT:-/tmp/rmm-bench}
 mkdir -p "$out"
 arch=${CUDA_ARCH:-sm_90}
 nvidia-smi -L
+lscpu | grep -E "^Model name|^CPU\(s\)" || true
 nvcc -std=c++17 -O3 -arch="$arch" -Istage/include bench/bench_rmm_rs.cu stage/lib/librmm.a \
   -lpthread -ldl -lm -o "$out/bench_rmm_rs"
+# What this host's CPU charges for the pieces of an allocation (figures vary by host).
+cc -O2 -Istage/include bench/host_probe.c stage/lib/librmm.a -lpthread -ldl -lm -o "$out/host_probe"
+"$out/host_probe"
+RMM_BIASED_LOCKS=0 "$out/host_probe" | grep "pool pair"
 "$out/bench_rmm_rs" | tee "$out/rmm_rs.csv"
 csvs=("$out/rmm_rs.csv")
 if ls .whl/librmm_cu13-*.whl >/dev/null 2>&1; then

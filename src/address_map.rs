@@ -12,6 +12,10 @@ pub fn address_hash(address: usize) -> u64 {
     ((address as u64) >> 8).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
+/// Where an entry lies, from `get_slot`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot(usize);
+
 #[derive(Clone)]
 pub struct AddressMap<V> {
     /// (key, value); EMPTY keys mark free slots (their value is None).
@@ -74,22 +78,37 @@ impl<V> AddressMap<V> {
     }
 
     /// Inserts or replaces; returns the value replaced.
+    #[inline]
     pub fn insert(&mut self, key: usize, value: V) -> Option<V> {
         assert!(key != EMPTY, "{key:#x} cannot be a key");
-        if let Some(at) = self.find(key) {
-            return self.slots[at].1.replace(value);
-        }
         if (self.len + 1) * 2 > self.slots.len() {
             self.grow();
         }
         let mask = self.slots.len() - 1;
         let mut at = self.home(key);
-        while self.slots[at].0 != EMPTY {
-            at = (at + 1) & mask;
+        loop {
+            match self.slots[at].0 {
+                EMPTY => break,
+                k if k == key => return self.slots[at].1.replace(value),
+                _ => at = (at + 1) & mask,
+            }
         }
         self.slots[at] = (key, Some(value));
         self.len += 1;
         None
+    }
+
+    /// The slot of `key` and its value, to look at before removing it with `remove_slot`.
+    #[inline]
+    pub fn get_slot(&self, key: &usize) -> Option<(Slot, &V)> {
+        let at = self.find(*key)?;
+        self.slots[at].1.as_ref().map(|value| (Slot(at), value))
+    }
+
+    /// Removes the entry `get_slot` found (the map must not have changed since).
+    #[inline]
+    pub fn remove_slot(&mut self, slot: Slot) -> V {
+        self.remove_at(slot.0)
     }
 
     #[inline]
@@ -122,10 +141,14 @@ impl<V> AddressMap<V> {
         let capacity = (self.slots.len() * 2).max(MIN_CAPACITY);
         let old = std::mem::replace(&mut self.slots, (0..capacity).map(|_| (EMPTY, None)).collect());
         self.shift = 64 - capacity.trailing_zeros();
-        self.len = 0;
+        let mask = capacity - 1;
         for (key, value) in old {
-            if let Some(value) = value {
-                self.insert(key, value);
+            if value.is_some() {
+                let mut at = self.home(key);
+                while self.slots[at].0 != EMPTY {
+                    at = (at + 1) & mask;
+                }
+                self.slots[at] = (key, value);
             }
         }
     }
@@ -167,6 +190,13 @@ mod tests {
                 match next() % 4 {
                     0 | 1 => assert_eq!(map.insert(key, step), model.insert(key, step)),
                     2 => assert_eq!(map.remove(&key), model.remove(&key)),
+                    3 if step % 8 == 3 => {
+                        let found = map.get_slot(&key).map(|(slot, &value)| (slot, value));
+                        assert_eq!(found.map(|(_, value)| value), model.remove(&key));
+                        if let Some((slot, value)) = found {
+                            assert_eq!(map.remove_slot(slot), value);
+                        }
+                    }
                     _ => assert_eq!(map.get(&key), model.get(&key)),
                 }
                 assert_eq!(map.len(), model.len());

@@ -53,6 +53,7 @@ impl FixedBlocks {
         self.allocate_leased(Lease::direct(bytes))
     }
 
+    #[inline(always)]
     pub fn allocate_leased(&mut self, lease: Lease) -> Option<(usize, usize)> {
         if lease.requested > self.block_size {
             return None;
@@ -96,8 +97,9 @@ impl FixedBlocks {
     }
 
     /// As `Tlsf::free_checked`.
+    #[inline(always)]
     pub fn free_checked(&mut self, addr: usize, bytes: Option<usize>, via: Option<Via>) -> Result<Freed, Refused> {
-        let Some(&(slot, lease)) = self.used.get(&addr) else {
+        let Some((entry, &(slot, lease))) = self.used.get_slot(&addr) else {
             return Err(Refused::NotLive);
         };
         if bytes.is_some_and(|bytes| bytes > self.block_size) {
@@ -106,7 +108,7 @@ impl FixedBlocks {
         if via.is_some_and(|via| via != lease.via) {
             return Err(Refused::OtherVia(lease.via));
         }
-        self.used.remove(&addr);
+        self.used.remove_slot(entry);
         let chunk = self.chunk_mut(slot);
         chunk.blocks_in_use -= 1;
         let chunk_now_free = chunk.blocks_in_use == 0;

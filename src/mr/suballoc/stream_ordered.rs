@@ -66,6 +66,7 @@ macro_rules! forward_block_index {
     ($ty:ty, { $($extra:item)* }) => {
         impl BlockIndex for $ty {
             $($extra)*
+            #[inline(always)]
             fn allocate(&mut self, lease: Lease) -> Option<(usize, usize)> {
                 <$ty>::allocate_leased(self, lease)
             }
@@ -75,6 +76,7 @@ macro_rules! forward_block_index {
             fn chunk_blocks(&self, base: usize) -> Vec<BlockView> {
                 <$ty>::chunk_blocks(self, base)
             }
+            #[inline(always)]
             fn free_checked(&mut self, addr: usize, bytes: Option<usize>, via: Option<Via>) -> std::result::Result<Freed, Refused> {
                 <$ty>::free_checked(self, addr, bytes, via)
             }
@@ -408,7 +410,7 @@ impl<I: BlockIndex> Core<I> {
 
     /// The state of `stream`: the legacy default stream's without touching a reference count
     /// (the common case, inline), others through the thread's cache.
-    #[inline]
+    #[inline(always)]
     fn state_for(&self, stream: Stream) -> Result<StateRef<'_, I>> {
         if matches!(stream, Stream::DEFAULT | Stream::LEGACY) && !self.per_thread_default_stream.load(Ordering::Relaxed) {
             if let Some(state) = self.default_state.get() {
@@ -479,7 +481,7 @@ impl<I: BlockIndex> Core<I> {
     }
 
     /// `allocate`, on behalf of the outer resource `via`.
-    #[inline]
+    #[inline(always)]
     pub fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {
         crate::mr::require_nonzero(bytes, self.name)?;
         let lease = Lease { via, requested: bytes };
@@ -534,7 +536,7 @@ impl<I: BlockIndex> Core<I> {
     }
 
     /// `deallocate` of a block allocated through `via` (None: through whichever resource).
-    #[inline]
+    #[inline(always)]
     pub fn deallocate_via(&self, ptr: usize, bytes: Option<usize>, stream: Stream, via: Option<Via>) -> Result<()> {
         match self.try_deallocate(ptr, bytes, stream, via)? {
             Ok(()) => Ok(()),
@@ -564,7 +566,7 @@ impl<I: BlockIndex> Core<I> {
     }
 
     /// `deallocate_via`, answering a refused free as `Refused` (the block stays allocated).
-    #[inline]
+    #[inline(always)]
     fn try_deallocate(&self, ptr: usize, bytes: Option<usize>, stream: Stream, via: Option<Via>) -> Result<std::result::Result<(), Refused>> {
         let state = self.state_for(stream)?;
         {

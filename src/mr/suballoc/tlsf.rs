@@ -327,7 +327,7 @@ impl Tlsf {
     }
 
     /// `allocate` for `lease.requested` bytes, remembering the lease.
-    #[inline]
+    #[inline(always)]
     pub fn allocate_leased(&mut self, lease: Lease) -> Option<(usize, usize)> {
         let units = granules(lease.requested)?.max(1);
         let need = units << GRANULE_SHIFT;
@@ -349,6 +349,7 @@ impl Tlsf {
         self.allocate_from_index(units, lease)
     }
 
+    #[inline(never)]
     fn allocate_from_index(&mut self, units: usize, lease: Lease) -> Option<(usize, usize)> {
         let need = units << GRANULE_SHIFT;
         let index = self.find_free(units)?;
@@ -386,9 +387,9 @@ impl Tlsf {
 
     /// Frees the block at `addr` if it is used and, given `bytes`, was handed out for that
     /// many bytes and, given `via`, through that resource.
-    #[inline]
+    #[inline(always)]
     pub fn free_checked(&mut self, addr: usize, bytes: Option<usize>, via: Option<Via>) -> Result<Freed, Refused> {
-        let Some(&index) = self.used.get(&addr) else {
+        let Some((entry, &index)) = self.used.get_slot(&addr) else {
             return Err(Refused::NotLive);
         };
         let Block { size, state, .. } = self.blocks[index as usize];
@@ -411,7 +412,7 @@ impl Tlsf {
             self.quick_bytes += size;
             return Ok(Freed { size, chunk_now_free: false });
         }
-        self.used.remove(&addr);
+        self.used.remove_slot(entry);
         Ok(self.release(index))
     }
 
@@ -459,6 +460,7 @@ impl Tlsf {
     }
 
     /// Coalesces a block that left the used map with its free neighbours and lists it.
+    #[inline(never)]
     fn release(&mut self, mut index: u32) -> Freed {
         let size = self.blocks[index as usize].size;
         let next = self.blocks[index as usize].next_phys;

@@ -1,0 +1,62 @@
+// What the host CPU charges for the operations an allocation is made of, so benchmark figures
+// from different machines can be compared: an atomic compare-exchange, a thread-local access,
+// whether membarrier (for rmm-rs's biased locks) is available, and rmm-rs's pool pair with
+// and without biased locks. Prints one line per figure.
+#define _GNU_SOURCE
+#include <linux/membarrier.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rmm.h"
+
+static double now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+static _Thread_local volatile long tls_counter;
+
+int main(void) {
+  enum { N = 20000000 };
+  atomic_long word = 0;
+  double start = now_ns();
+  for (long i = 0; i < N; ++i) {
+    long expected = i;
+    atomic_compare_exchange_strong(&word, &expected, i + 1);
+  }
+  printf("host: lock cmpxchg %.2f ns\n", (now_ns() - start) / N);
+  volatile long plain = 0;
+  start = now_ns();
+  for (long i = 0; i < N; ++i) plain = plain + 1;
+  printf("host: plain load+store %.2f ns\n", (now_ns() - start) / N);
+  start = now_ns();
+  for (long i = 0; i < N; ++i) tls_counter = tls_counter + 1;
+  printf("host: thread-local load+store %.2f ns\n", (now_ns() - start) / N);
+  long query = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+  long registered = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
+  printf("host: membarrier query %#lx, private expedited registration %s\n", query, registered == 0 ? "ok" : "refused");
+
+  rmmResource_t cuda, pool;
+  if (rmmCudaResourceCreate(&cuda) != RMM_SUCCESS || rmmPoolResourceCreate(&pool, cuda, 64 << 20, 0) != RMM_SUCCESS) {
+    fprintf(stderr, "host_probe: %s\n", rmmGetLastErrorMessage());
+    return 1;
+  }
+  for (int round = 0; round < 3; ++round) {
+    void* p = NULL;
+    start = now_ns();
+    for (long i = 0; i < N / 10; ++i) {
+      rmmResourceAllocate(pool, &p, 256, NULL);
+      rmmResourceDeallocate(pool, p, 256, NULL);
+    }
+    printf("host: rmm-rs pool pair (RMM_BIASED_LOCKS=%s) %.1f ns\n", getenv("RMM_BIASED_LOCKS") ? getenv("RMM_BIASED_LOCKS") : "1",
+           (now_ns() - start) / (N / 10));
+  }
+  rmmResourceDestroy(pool);
+  rmmResourceDestroy(cuda);
+  return 0;
+}
