@@ -4,7 +4,9 @@
 
 mod cuda;
 pub mod sim;
+pub mod bias;
 pub mod biased_lock;
+pub mod clock;
 pub mod published;
 mod vector_clock;
 

@@ -1,10 +1,15 @@
 //! Statistics (RMM's `statistics_resource_adaptor`): current, peak and total bytes and
 //! allocation counts, without locks, so threads never wait on each other here.
 //!
-//! The current bytes and count share one 128-bit atomic, so each allocation and each free
-//! costs one atomic add, and peaks stay exact (an allocation sees the exact current values it
-//! produced). Totals are current plus what was freed, and what was freed is counted per
-//! thread, in cells only their own thread writes: no atomic read-modify-write there.
+//! While one thread does all the allocating (the common case), it holds the adaptor's bias
+//! (`platform::bias`) and counts with plain loads and stores. Once another thread allocates
+//! or frees through the adaptor, the bias is revoked, the owner's figures are folded into the
+//! shared ones, and every thread counts atomically from then on: the current bytes and count
+//! share one 128-bit atomic, so each allocation and each free costs one atomic add, and peaks
+//! stay exact (an allocation sees the exact current values it produced). Totals are current
+//! plus what was freed, and what was freed is counted per thread, in cells only their own
+//! thread writes: no atomic read-modify-write there. Any thread may read the figures at any
+//! time without disturbing the owner.
 //!
 //! Nested scopes (push/pop, as RMM's `push_counters`/`pop_counters`) cost the allocation path
 //! nothing: the counters are cumulative, and a scope is the counters' values when it was
@@ -14,6 +19,7 @@
 use super::Outer;
 use crate::error::{Error, Result};
 use crate::mr::{MemoryResource, Via};
+use crate::platform::bias::Bias;
 use crate::platform::Stream;
 use parking_lot::Mutex;
 use portable_atomic::AtomicU128;
@@ -77,9 +83,27 @@ struct ScopeStart {
     enclosing_high: (i64, i64),
 }
 
+/// What the owner of the bias counts: single writer, plain loads and stores.
+#[derive(Default)]
+struct Owned {
+    current_bytes: AtomicI64,
+    current_count: AtomicI64,
+    total_bytes: AtomicI64,
+    total_count: AtomicI64,
+}
+
+fn add(cell: &AtomicI64, value: i64) -> i64 {
+    let now = cell.load(Ordering::Relaxed) + value;
+    cell.store(now, Ordering::Relaxed);
+    now
+}
+
 pub struct StatisticsAdaptor {
     outer: Outer,
     id: u64,
+    bias: Bias,
+    owned: Owned,
+    /// Counted atomically once the bias is revoked (the owner's live figures are folded in).
     current: AtomicU128,
     /// The highest current bytes and count since the innermost scope began.
     high_bytes: AtomicI64,
@@ -95,6 +119,8 @@ impl StatisticsAdaptor {
         Outer::build(upstream, |outer| StatisticsAdaptor {
             outer,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            bias: Bias::new(),
+            owned: Owned::default(),
             current: AtomicU128::new(0),
             high_bytes: AtomicI64::new(0),
             high_count: AtomicI64::new(0),
@@ -129,11 +155,38 @@ impl StatisticsAdaptor {
 
     /// Lifetime (current, total) as ((bytes, count), (bytes, count)).
     fn lifetime(&self) -> ((i64, i64), (i64, i64)) {
-        let current = unpacked(self.current.load(Ordering::Relaxed));
+        let shared = unpacked(self.current.load(Ordering::Relaxed));
+        let owned = &self.owned;
+        let owned_current = (owned.current_bytes.load(Ordering::Relaxed), owned.current_count.load(Ordering::Relaxed));
+        let owned_total = (owned.total_bytes.load(Ordering::Relaxed), owned.total_count.load(Ordering::Relaxed));
         let freed = self.freed.lock().iter().fold((0i64, 0i64), |(b, c), cell| {
             (b + cell.bytes.load(Ordering::Relaxed) as i64, c + cell.count.load(Ordering::Relaxed) as i64)
         });
-        (current, (current.0 + freed.0, current.1 + freed.1))
+        let current = (shared.0 + owned_current.0, shared.1 + owned_current.1);
+        (current, (shared.0 + freed.0 + owned_total.0, shared.1 + freed.1 + owned_total.1))
+    }
+
+    /// Ends the bias (if another thread holds it), moving the owner's live figures into the
+    /// shared counter: blocks it allocated are freed on the shared path from now on.
+    fn unbias(&self) {
+        self.bias.revoke(|| {
+            let owned = &self.owned;
+            let (bytes, count) = (owned.current_bytes.swap(0, Ordering::Relaxed), owned.current_count.swap(0, Ordering::Relaxed));
+            owned.total_bytes.fetch_sub(bytes, Ordering::Relaxed);
+            owned.total_count.fetch_sub(count, Ordering::Relaxed);
+            self.current.fetch_add(packed(bytes as usize, count as u64), Ordering::Relaxed);
+        });
+    }
+
+    /// Runs `f` with no owner counting meanwhile (scopes move the peaks).
+    fn exclusively<R>(&self, f: impl FnOnce() -> R) -> R {
+        match self.bias.enter() {
+            Some(_inside) => f(),
+            None => {
+                self.unbias();
+                f()
+            }
+        }
     }
 
     fn figures(&self, start: ScopeStart) -> Counts {
@@ -158,31 +211,52 @@ impl StatisticsAdaptor {
 
     /// Starts a nested scope whose figures begin at zero.
     pub fn push(&self) {
-        let mut scopes = self.scopes.lock();
-        let (current, total) = self.lifetime();
-        let enclosing_high =
-            (self.high_bytes.swap(current.0, Ordering::Relaxed), self.high_count.swap(current.1, Ordering::Relaxed));
-        scopes.push(ScopeStart { current, total, enclosing_high });
+        self.exclusively(|| {
+            let mut scopes = self.scopes.lock();
+            let (current, total) = self.lifetime();
+            let enclosing_high =
+                (self.high_bytes.swap(current.0, Ordering::Relaxed), self.high_count.swap(current.1, Ordering::Relaxed));
+            scopes.push(ScopeStart { current, total, enclosing_high });
+        })
     }
 
     /// Ends the innermost scope and returns its figures; its peak counts towards the enclosing
     /// scope's. Without a pushed scope: an error.
     pub fn pop(&self) -> Result<Counts> {
-        let mut scopes = self.scopes.lock();
-        let Some(&start) = scopes.last() else {
-            return Err(Error::invalid("no statistics scope was pushed"));
-        };
-        let popped = self.figures(start);
-        scopes.pop();
-        self.high_bytes.fetch_max(start.enclosing_high.0, Ordering::Relaxed);
-        self.high_count.fetch_max(start.enclosing_high.1, Ordering::Relaxed);
-        Ok(popped)
+        self.exclusively(|| {
+            let mut scopes = self.scopes.lock();
+            let Some(&start) = scopes.last() else {
+                return Err(Error::invalid("no statistics scope was pushed"));
+            };
+            let popped = self.figures(start);
+            scopes.pop();
+            self.high_bytes.fetch_max(start.enclosing_high.0, Ordering::Relaxed);
+            self.high_count.fetch_max(start.enclosing_high.1, Ordering::Relaxed);
+            Ok(popped)
+        })
     }
 }
 
 impl MemoryResource for StatisticsAdaptor {
     fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {
         let ptr = self.outer.upstream.allocate_via(bytes, stream, via)?;
+        if let Some(_inside) = self.bias.enter() {
+            let owned = &self.owned;
+            let now_bytes = add(&owned.current_bytes, bytes as i64);
+            let now_count = add(&owned.current_count, 1);
+            add(&owned.total_bytes, bytes as i64);
+            add(&owned.total_count, 1);
+            // The shared figures hold what was live when another thread first used the
+            // adaptor (nothing, while the bias has never been revoked).
+            let shared = unpacked(self.current.load(Ordering::Relaxed));
+            for (high, now) in [(&self.high_bytes, now_bytes + shared.0), (&self.high_count, now_count + shared.1)] {
+                if now > high.load(Ordering::Relaxed) {
+                    high.store(now, Ordering::Relaxed);
+                }
+            }
+            return Ok(ptr);
+        }
+        self.unbias();
         let (now_bytes, now_count) = unpacked(self.current.fetch_add(packed(bytes, 1), Ordering::Relaxed).wrapping_add(packed(bytes, 1)));
         Self::raise_high(&self.high_bytes, now_bytes);
         Self::raise_high(&self.high_count, now_count);
@@ -191,6 +265,12 @@ impl MemoryResource for StatisticsAdaptor {
 
     fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: Via) -> Result<()> {
         self.outer.upstream.deallocate_via(ptr, bytes, stream, via)?;
+        if let Some(_inside) = self.bias.enter() {
+            add(&self.owned.current_bytes, -(bytes as i64));
+            add(&self.owned.current_count, -1);
+            return Ok(());
+        }
+        self.unbias();
         self.current.fetch_sub(packed(bytes, 1), Ordering::Relaxed);
         self.note_freed(bytes);
         Ok(())
@@ -201,7 +281,7 @@ impl MemoryResource for StatisticsAdaptor {
     }
 
     fn has_live_allocations(&self) -> bool {
-        unpacked(self.current.load(Ordering::Relaxed)).1 > 0
+        self.lifetime().0 .1 > 0
     }
 
     fn snapshot(&self) -> serde_json::Value {
