@@ -1,36 +1,67 @@
 //! Free-block index for blocks of one size: chunks are cut into equal blocks kept on a LIFO
 //! free list (the most recently freed block is the warmest). O(1) allocate and free.
+//!
+//! Each chunk keeps the lease of every block (a requested size of 0 marks a free block), so a
+//! free finds its block by arithmetic: the chunk holding the address (the last one used, or
+//! a binary search over the chunks by base), then the offset divided by the block size. No
+//! hash map is touched on either path.
 
-use super::tlsf::{AddressMap, BlockView, Chunk, Freed, Refused};
+use super::tlsf::{BlockView, Chunk, Freed, Refused};
 use crate::mr::via::{Lease, Via};
 
-pub struct FixedBlocks {
-    block_size: usize,
-    /// Free blocks with their chunk's slot in `chunks`, most recently freed last.
-    free: Vec<(usize, u32)>,
-    /// Every block handed out, with its chunk's slot and what it was handed out for.
-    used: AddressMap<(u32, Lease)>,
-    /// Chunks by slot (None: a slot whose chunk was taken away, reused by the next chunk).
-    chunks: Vec<Option<ChunkUse>>,
-    chunk_bytes: usize,
+/// A free block: its address, its chunk's slot and its index in the chunk.
+#[derive(Debug, Clone, Copy)]
+struct FreeBlock {
+    addr: usize,
+    slot: u32,
+    index: u32,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct ChunkUse {
+#[derive(Debug, Clone)]
+struct ChunkBlocks {
     base: usize,
     size: usize,
     blocks_in_use: usize,
+    /// By block index; `requested == 0` for free blocks.
+    leases: Vec<Lease>,
 }
+
+pub struct FixedBlocks {
+    block_size: usize,
+    /// log2(block_size) when it is a power of two: a shift instead of a division.
+    shift: Option<u32>,
+    /// Most recently freed last.
+    free: Vec<FreeBlock>,
+    /// Chunks by slot (None: a slot whose chunk was taken away, reused by the next chunk).
+    chunks: Vec<Option<ChunkBlocks>>,
+    /// (base, slot) of every chunk, sorted by base.
+    by_base: Vec<(usize, u32)>,
+    /// The slot the last free found, tried first by the next one.
+    recent: u32,
+    used: usize,
+    chunk_bytes: usize,
+}
+
+const FREE: Lease = Lease { via: 0, requested: 0 };
 
 impl FixedBlocks {
     pub fn new(block_size: usize) -> Self {
-        FixedBlocks { block_size, free: Vec::new(), used: AddressMap::default(), chunks: Vec::new(), chunk_bytes: 0 }
+        FixedBlocks {
+            block_size,
+            shift: block_size.is_power_of_two().then(|| block_size.trailing_zeros()),
+            free: Vec::new(),
+            chunks: Vec::new(),
+            by_base: Vec::new(),
+            recent: 0,
+            used: 0,
+            chunk_bytes: 0,
+        }
     }
 
     pub fn add_chunk(&mut self, base: usize, size: usize) {
         let blocks = size / self.block_size;
-        debug_assert!(blocks > 0);
-        let chunk = ChunkUse { base, size, blocks_in_use: 0 };
+        debug_assert!(blocks > 0 && blocks <= u32::MAX as usize);
+        let chunk = ChunkBlocks { base, size, blocks_in_use: 0, leases: vec![FREE; blocks] };
         let slot = match self.chunks.iter().position(Option::is_none) {
             Some(slot) => {
                 self.chunks[slot] = Some(chunk);
@@ -41,12 +72,10 @@ impl FixedBlocks {
                 self.chunks.len() - 1
             }
         } as u32;
+        let at = self.by_base.partition_point(|&(b, _)| b < base);
+        self.by_base.insert(at, (base, slot));
         self.chunk_bytes += size;
-        self.free.extend((0..blocks).rev().map(|i| (base + i * self.block_size, slot)));
-    }
-
-    fn chunk_mut(&mut self, slot: u32) -> &mut ChunkUse {
-        self.chunks[slot as usize].as_mut().expect("blocks lie in live chunks")
+        self.free.extend((0..blocks).rev().map(|i| FreeBlock { addr: base + i * self.block_size, slot, index: i as u32 }));
     }
 
     pub fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)> {
@@ -55,31 +84,76 @@ impl FixedBlocks {
 
     #[inline(always)]
     pub fn allocate_leased(&mut self, lease: Lease) -> Option<(usize, usize)> {
-        if lease.requested > self.block_size {
+        if lease.requested > self.block_size || lease.requested == 0 {
             return None;
         }
-        let (addr, slot) = self.free.pop()?;
-        self.chunk_mut(slot).blocks_in_use += 1;
-        self.used.insert(addr, (slot, lease));
+        let FreeBlock { addr, slot, index } = self.free.pop()?;
+        let chunk = self.chunks[slot as usize].as_mut().expect("free blocks lie in live chunks");
+        chunk.blocks_in_use += 1;
+        chunk.leases[index as usize] = lease;
+        self.used += 1;
         Some((addr, self.block_size))
     }
 
+    /// The chunk slot and block index of the block starting at `addr`, if one does.
+    #[inline(always)]
+    fn locate(&mut self, addr: usize) -> Option<(u32, usize)> {
+        let recent = self.chunks.get(self.recent as usize).and_then(Option::as_ref);
+        let slot = match recent {
+            Some(chunk) if addr.wrapping_sub(chunk.base) < chunk.size => self.recent,
+            _ => self.locate_chunk(addr)?,
+        };
+        let chunk = self.chunks[slot as usize].as_ref()?;
+        let offset = addr - chunk.base;
+        let index = match self.shift {
+            Some(shift) => offset >> shift,
+            None => offset / self.block_size,
+        };
+        (index * self.block_size == offset && index < chunk.leases.len()).then_some((slot, index))
+    }
+
+    #[cold]
+    fn locate_chunk(&mut self, addr: usize) -> Option<u32> {
+        let at = self.by_base.partition_point(|&(base, _)| base <= addr).checked_sub(1)?;
+        let (base, slot) = self.by_base[at];
+        let chunk = self.chunks[slot as usize].as_ref()?;
+        (addr - base < chunk.size).then(|| {
+            self.recent = slot;
+            slot
+        })
+    }
+
+    fn lease_at(&self, slot: u32, index: usize) -> Option<Lease> {
+        let lease = self.chunks[slot as usize].as_ref()?.leases[index];
+        (lease.requested != 0).then_some(lease)
+    }
+
     pub fn block_size(&self, addr: usize) -> Option<usize> {
-        self.used.contains_key(&addr).then_some(self.block_size)
+        self.lease(addr).map(|(size, _)| size)
     }
 
     pub fn lease(&self, addr: usize) -> Option<(usize, Lease)> {
-        self.used.get(&addr).map(|(_, lease)| (self.block_size, *lease))
+        let at = self.by_base.partition_point(|&(base, _)| base <= addr).checked_sub(1)?;
+        let (base, slot) = self.by_base[at];
+        let chunk = self.chunks[slot as usize].as_ref()?;
+        let offset = addr - base;
+        if offset >= chunk.size || offset % self.block_size != 0 {
+            return None;
+        }
+        self.lease_at(slot, offset / self.block_size).map(|lease| (self.block_size, lease))
     }
 
     /// Every block of the chunk based at `base`, in address order.
     pub fn chunk_blocks(&self, base: usize) -> Vec<BlockView> {
-        let Some(size) = self.chunks.iter().flatten().find(|chunk| chunk.base == base).map(|chunk| chunk.size) else {
+        let Some(chunk) = self.chunks.iter().flatten().find(|chunk| chunk.base == base) else {
             return Vec::new();
         };
-        (base..base + size - self.block_size + 1)
-            .step_by(self.block_size)
-            .map(|addr| BlockView { addr, size: self.block_size, requested: self.used.get(&addr).map(|(_, lease)| lease.requested) })
+        (chunk.leases.iter().enumerate())
+            .map(|(i, lease)| BlockView {
+                addr: base + i * self.block_size,
+                size: self.block_size,
+                requested: (lease.requested != 0).then_some(lease.requested),
+            })
             .collect()
     }
 
@@ -89,7 +163,7 @@ impl FixedBlocks {
     }
 
     pub fn used_blocks(&self) -> usize {
-        self.used.len()
+        self.used
     }
 
     pub fn free(&mut self, addr: usize) -> Option<usize> {
@@ -99,20 +173,23 @@ impl FixedBlocks {
     /// As `Tlsf::free_checked`.
     #[inline(always)]
     pub fn free_checked(&mut self, addr: usize, bytes: Option<usize>, via: Option<Via>) -> Result<Freed, Refused> {
-        let Some((entry, &(slot, lease))) = self.used.get_slot(&addr) else {
+        let Some((slot, index)) = self.locate(addr) else { return Err(Refused::NotLive) };
+        let chunk = self.chunks[slot as usize].as_mut().expect("located in a live chunk");
+        let lease = chunk.leases[index];
+        if lease.requested == 0 {
             return Err(Refused::NotLive);
-        };
+        }
         if bytes.is_some_and(|bytes| bytes > self.block_size) {
             return Err(Refused::WrongSize(self.block_size));
         }
         if via.is_some_and(|via| via != lease.via) {
             return Err(Refused::OtherVia(lease.via));
         }
-        self.used.remove_slot(entry);
-        let chunk = self.chunk_mut(slot);
+        chunk.leases[index] = FREE;
         chunk.blocks_in_use -= 1;
         let chunk_now_free = chunk.blocks_in_use == 0;
-        self.free.push((addr, slot));
+        self.used -= 1;
+        self.free.push(FreeBlock { addr, slot, index: index as u32 });
         Ok(Freed { size: self.block_size, chunk_now_free })
     }
 
@@ -120,15 +197,16 @@ impl FixedBlocks {
     fn remove_chunks(&mut self, mut pick: impl FnMut(usize) -> bool) -> Vec<Chunk> {
         let mut taken = Vec::new();
         for slot in &mut self.chunks {
-            if let Some(chunk) = slot.filter(|chunk| chunk.blocks_in_use == 0 && pick(chunk.size)) {
-                *slot = None;
+            if slot.as_ref().is_some_and(|chunk| chunk.blocks_in_use == 0 && pick(chunk.size)) {
+                let chunk = slot.take().expect("checked above");
                 self.chunk_bytes -= chunk.size;
                 taken.push(Chunk { base: chunk.base, size: chunk.size });
             }
         }
         if !taken.is_empty() {
             let chunks = &self.chunks;
-            self.free.retain(|&(_, slot)| chunks[slot as usize].is_some());
+            self.free.retain(|block| chunks[block.slot as usize].is_some());
+            self.by_base.retain(|&(_, slot)| chunks[slot as usize].is_some());
         }
         taken
     }
@@ -161,26 +239,31 @@ impl FixedBlocks {
 
     pub fn check_invariants(&self) -> Result<(), String> {
         let live = || self.chunks.iter().flatten();
-        let capacity: usize = live().map(|chunk| chunk.size / self.block_size).sum();
+        let capacity: usize = live().map(|chunk| chunk.leases.len()).sum();
+        let leased: usize = live().map(|chunk| chunk.leases.iter().filter(|lease| lease.requested != 0).count()).sum();
         let in_use: usize = live().map(|chunk| chunk.blocks_in_use).sum();
-        if in_use != self.used.len() || self.free.len() + in_use != capacity {
-            return Err(format!("{} free + {in_use} used blocks != {capacity} ({} recorded used)", self.free.len(), self.used.len()));
+        if leased != in_use || in_use != self.used || self.free.len() + in_use != capacity {
+            return Err(format!("{} free + {in_use} used ({leased} leased, {} counted) blocks != {capacity}", self.free.len(), self.used));
         }
         if live().map(|chunk| chunk.size).sum::<usize>() != self.chunk_bytes {
             return Err(format!("chunks hold other than the {} bytes counted", self.chunk_bytes));
         }
-        let mut counted = vec![0usize; self.chunks.len()];
-        let mut seen = std::collections::HashSet::new();
-        let blocks = self.free.iter().map(|&(addr, slot)| (addr, slot, false)).chain(self.used.iter().map(|(&addr, &(slot, _))| (addr, slot, true)));
-        for (addr, slot, used) in blocks {
-            let chunk = self.chunks.get(slot as usize).copied().flatten().ok_or(format!("block {addr:#x} names no live chunk"))?;
-            if addr < chunk.base || addr + self.block_size > chunk.base + chunk.size || (addr - chunk.base) % self.block_size != 0 || !seen.insert(addr) {
-                return Err(format!("block {addr:#x} misplaced or listed twice"));
-            }
-            counted[slot as usize] += used as usize;
+        if let Some(slot) = live().position(|chunk| chunk.blocks_in_use != chunk.leases.iter().filter(|l| l.requested != 0).count()) {
+            return Err(format!("the {slot}th live chunk miscounts its used blocks"));
         }
-        if let Some(slot) = (0..self.chunks.len()).find(|&slot| self.chunks[slot].is_some_and(|chunk| chunk.blocks_in_use != counted[slot])) {
-            return Err(format!("chunk slot {slot} counts other than its {} used blocks", counted[slot]));
+        let bases: Vec<usize> = self.by_base.iter().map(|&(base, _)| base).collect();
+        let mut expected: Vec<usize> = live().map(|chunk| chunk.base).collect();
+        expected.sort_unstable();
+        if bases != expected || self.by_base.iter().any(|&(base, slot)| self.chunks[slot as usize].as_ref().is_none_or(|c| c.base != base)) {
+            return Err("the chunks by base disagree with the chunks".to_string());
+        }
+        let mut seen = std::collections::HashSet::new();
+        for block in &self.free {
+            let chunk = self.chunks.get(block.slot as usize).and_then(Option::as_ref).ok_or(format!("free block {:#x} names no live chunk", block.addr))?;
+            let index = block.index as usize;
+            if block.addr != chunk.base + index * self.block_size || index >= chunk.leases.len() || chunk.leases[index].requested != 0 || !seen.insert(block.addr) {
+                return Err(format!("free block {:#x} misplaced, used or listed twice", block.addr));
+            }
         }
         Ok(())
     }
