@@ -15,12 +15,29 @@ use std::sync::Arc;
 /// (2^(k-1), 2^k] bytes is served by it or a bin shortly after (with power-of-two bins, by it).
 #[derive(Clone)]
 struct Bins {
-    bins: Vec<(usize, Arc<dyn MemoryResource>)>,
+    bins: Vec<(usize, Bin)>,
     first: [u32; usize::BITS as usize + 1],
 }
 
+/// A bin: a fixed-size resource of the binning resource's own (called directly, so its fast
+/// path inlines here), or any resource of the caller's.
+#[derive(Clone)]
+enum Bin {
+    Own(Arc<FixedSizeResource>),
+    Callers(Arc<dyn MemoryResource>),
+}
+
+impl Bin {
+    fn resource(&self) -> &dyn MemoryResource {
+        match self {
+            Bin::Own(bin) => &**bin,
+            Bin::Callers(bin) => &**bin,
+        }
+    }
+}
+
 impl Bins {
-    fn new(bins: Vec<(usize, Arc<dyn MemoryResource>)>) -> Self {
+    fn new(bins: Vec<(usize, Bin)>) -> Self {
         let mut first = [0; usize::BITS as usize + 1];
         for (k, start) in first.iter_mut().enumerate() {
             let below = if k == 0 { 0 } else { 1usize << (k - 1) };
@@ -82,9 +99,9 @@ impl BinningResource {
                 if bin.device() != self.upstream.device() {
                     return Err(Error::invalid(format!("a bin of device {} in a binning resource of device {}", bin.device(), self.upstream.device())));
                 }
-                bin
+                Bin::Callers(bin)
             }
-            None => Arc::new(FixedSizeResource::new(self.upstream.clone(), allocation_size, 0)?) as Arc<dyn MemoryResource>,
+            None => Bin::Own(Arc::new(FixedSizeResource::new(self.upstream.clone(), allocation_size, 0)?)),
         };
         self.bins.update(|bins| {
             let mut updated = bins.bins.clone();
@@ -92,17 +109,18 @@ impl BinningResource {
                 Ok(at) => updated[at].1 = bin,
                 Err(at) => updated.insert(at, (allocation_size, bin)),
             }
-            let tracks = self.upstream.tracks_allocations() && updated.iter().all(|(_, bin)| bin.tracks_allocations());
+            let tracks = self.upstream.tracks_allocations() && updated.iter().all(|(_, bin)| bin.resource().tracks_allocations());
             self.tracks.store(tracks, Ordering::Release);
             (Bins::new(updated), ())
         });
         Ok(())
     }
 
-    /// Runs `f` on the resource that serves `bytes`.
-    fn route<T>(&self, bytes: usize, f: impl FnOnce(&dyn MemoryResource) -> T) -> T {
+    /// The bin that serves `bytes` (None: the upstream does).
+    #[inline(always)]
+    fn route(&self, bytes: usize) -> Option<&Bin> {
         let bins = self.bins.get();
-        f(bins.serving(bytes).map_or(&*self.upstream, |at| &*bins.bins[at].1))
+        bins.serving(bytes).map(|at| &bins.bins[at].1)
     }
 
     pub fn bin_sizes(&self) -> Vec<usize> {
@@ -120,15 +138,23 @@ impl MemoryResource for BinningResource {
     }
 
     fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {
-        self.route(bytes, |resource| resource.allocate_via(bytes, stream, via))
+        match self.route(bytes) {
+            Some(Bin::Own(bin)) => bin.allocate_via(bytes, stream, via),
+            Some(Bin::Callers(bin)) => bin.allocate_via(bytes, stream, via),
+            None => self.upstream.allocate_via(bytes, stream, via),
+        }
     }
 
     fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: Via) -> Result<()> {
-        self.route(bytes, |resource| resource.deallocate_via(ptr, bytes, stream, via))
+        match self.route(bytes) {
+            Some(Bin::Own(bin)) => bin.deallocate_via(ptr, bytes, stream, via),
+            Some(Bin::Callers(bin)) => bin.deallocate_via(ptr, bytes, stream, via),
+            None => self.upstream.deallocate_via(ptr, bytes, stream, via),
+        }
     }
 
     fn snapshot(&self) -> serde_json::Value {
-        let bins: Vec<_> = self.bins.get().bins.iter().map(|(size, bin)| serde_json::json!({ "allocation_size": size, "bin": bin.snapshot() })).collect();
+        let bins: Vec<_> = self.bins.get().bins.iter().map(|(size, bin)| serde_json::json!({ "allocation_size": size, "bin": bin.resource().snapshot() })).collect();
         serde_json::json!({ "resource": self.name(), "device": self.device(), "bins": bins, "upstream": self.upstream.snapshot() })
     }
 
@@ -142,7 +168,7 @@ impl MemoryResource for BinningResource {
 
     fn pool_free(&self) -> Option<usize> {
         let bins = &self.bins.get().bins;
-        let free: Vec<Option<usize>> = bins.iter().map(|(_, bin)| bin.pool_free()).chain([self.upstream.pool_free()]).collect();
+        let free: Vec<Option<usize>> = bins.iter().map(|(_, bin)| bin.resource().pool_free()).chain([self.upstream.pool_free()]).collect();
         free.iter().any(Option::is_some).then(|| free.iter().flatten().sum())
     }
 
@@ -151,17 +177,17 @@ impl MemoryResource for BinningResource {
     }
 
     fn suballocation_depth(&self) -> usize {
-        self.bins.get().bins.iter().map(|(_, bin)| bin.suballocation_depth()).fold(self.upstream.suballocation_depth(), usize::max)
+        self.bins.get().bins.iter().map(|(_, bin)| bin.resource().suballocation_depth()).fold(self.upstream.suballocation_depth(), usize::max)
     }
 
     fn release(&self) -> Result<usize> {
-        self.bins.get().bins.iter().try_fold(0, |total, (_, bin)| Ok(total + bin.release()?))
+        self.bins.get().bins.iter().try_fold(0, |total, (_, bin)| Ok(total + bin.resource().release()?))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::Bins;
+    use super::{Bin, Bins};
     use crate::mr::MemoryResource;
     use crate::platform::Stream;
     use std::sync::Arc;
@@ -197,7 +223,7 @@ mod tests {
             let mut sizes: Vec<usize> = (0..next() % 12).map(|_| 1 + (next() % (1 << (next() % 40))) as usize).collect();
             sizes.sort_unstable();
             sizes.dedup();
-            let bins = Bins::new(sizes.iter().map(|&size| (size, resource.clone())).collect());
+            let bins = Bins::new(sizes.iter().map(|&size| (size, Bin::Callers(resource.clone()))).collect());
             for bytes in (0..300).map(|_| (next() % (1 << (next() % 42))) as usize).chain([0, 1, usize::MAX]) {
                 assert_eq!(bins.serving(bytes), sizes.iter().position(|&size| size >= bytes), "bins {sizes:?}, request {bytes}");
             }

@@ -50,6 +50,7 @@ impl MemoryResource for FixedSizeResource {
         self.allocate_via(bytes, stream, crate::mr::via::DIRECT)
     }
 
+    #[inline]
     fn allocate_via(&self, bytes: usize, stream: Stream, via: crate::mr::Via) -> Result<usize> {
         if bytes > self.block_size {
             return Err(Error::invalid(format!("{bytes} bytes exceed the fixed block size {}", self.block_size)));
@@ -65,6 +66,7 @@ impl MemoryResource for FixedSizeResource {
         "fixed_size"
     }
 
+    #[inline]
     fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: crate::mr::Via) -> Result<()> {
         self.core.deallocate_via(ptr, Some(bytes), stream, Some(via))
     }
