@@ -246,10 +246,9 @@ impl MemoryResource for StatisticsAdaptor {
             let now_count = add(&owned.current_count, 1);
             add(&owned.total_bytes, bytes as i64);
             add(&owned.total_count, 1);
-            // The shared figures hold what was live when another thread first used the
-            // adaptor (nothing, while the bias has never been revoked).
-            let shared = unpacked(self.current.load(Ordering::Relaxed));
-            for (high, now) in [(&self.high_bytes, now_bytes + shared.0), (&self.high_count, now_count + shared.1)] {
+            // The shared figures stay zero while the bias is held: the bias is never given back
+            // once revoked, and nothing counts on the shared path before that.
+            for (high, now) in [(&self.high_bytes, now_bytes), (&self.high_count, now_count)] {
                 if now > high.load(Ordering::Relaxed) {
                     high.store(now, Ordering::Relaxed);
                 }
