@@ -135,6 +135,18 @@ fn pool_grows_geometrically_backs_off_and_respects_its_maximum() {
 }
 
 #[test]
+fn a_request_no_upstream_can_serve_leaves_the_initial_reservation() {
+    let _guard = setup();
+    let pool = PoolResource::new(upstream(), 64 << 20, 0).unwrap();
+    let refused = pool.allocate(1 << 30, Stream::DEFAULT).unwrap_err();
+    assert!(refused.is_out_of_memory(), "{refused}");
+    assert_eq!(pool.pool_size(), Some(64 << 20), "the pool still holds its initial size");
+    let ptr = pool.allocate(32 << 20, Stream::DEFAULT).unwrap();
+    pool.deallocate(ptr, 32 << 20, Stream::DEFAULT).unwrap();
+    pool.check_invariants().unwrap();
+}
+
+#[test]
 fn out_of_memory_reclaims_other_streams_free_chunks_first() {
     let _guard = setup();
     let platform = backend().unwrap();

@@ -202,6 +202,8 @@ pub struct Core<I: BlockIndex> {
     upstream: Arc<dyn MemoryResource>,
     device: i32,
     growth: Growth,
+    /// Bytes reserved at creation, which a failed reclaim restores.
+    initial: usize,
     maximum: usize,
     reserved: AtomicUsize,
     streams: RwLock<HashMap<u64, Arc<StreamState<I>>>>,
@@ -270,7 +272,7 @@ impl<I: BlockIndex> StreamOrdered<I> {
         if maximum != 0 && initial > maximum {
             return Err(Error::invalid(format!("initial size {initial} exceeds the maximum {maximum}")));
         }
-        let core = Core::new(name, upstream, growth, maximum, new_index);
+        let core = Core::new(name, upstream, growth, initial, maximum, new_index);
         if initial > 0 {
             let state = core.state_for(Stream::DEFAULT)?;
             let _guard = core.growing.lock();
@@ -352,6 +354,7 @@ impl<I: BlockIndex> Core<I> {
         name: &'static str,
         upstream: Arc<dyn MemoryResource>,
         growth: Growth,
+        initial: usize,
         maximum: usize,
         new_index: impl Fn() -> I + Send + Sync + 'static,
     ) -> Arc<Self> {
@@ -365,6 +368,7 @@ impl<I: BlockIndex> Core<I> {
             device: upstream.device(),
             upstream,
             growth,
+            initial,
             maximum,
             reserved: AtomicUsize::new(0),
             streams: RwLock::new(HashMap::new()),
@@ -666,6 +670,12 @@ impl<I: BlockIndex> Core<I> {
         if released > 0 {
             if let Ok(addr) = self.grow(state, lease, need, stream) {
                 return Ok(addr);
+            }
+            // The release did not help (the request is larger than any upstream can give):
+            // take the initial reservation back, which the pool keeps for its whole life.
+            let reserved = self.reserved.load(Ordering::Relaxed);
+            if reserved < self.initial {
+                let _ = self.add_upstream_chunk(state, self.initial - reserved, stream);
             }
         }
         let usage = self.usage();
