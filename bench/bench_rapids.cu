@@ -24,7 +24,7 @@ struct Rapids {
 int main() {
   int device = 0;
   bench::check_cuda(cudaSetDevice(device), "cudaSetDevice");
-  std::printf("workload,allocator,ns_per_alloc,footprint\n");
+  std::printf("workload,allocator,ns_per_alloc,footprint,ns_min,ns_max\n");
   {
     rmm::mr::pool_memory_resource pool{rmm::mr::cuda_memory_resource{}, 0};
     Rapids<rmm::mr::pool_memory_resource> a{&pool, [&] { return pool.pool_size(); }};

@@ -38,7 +38,7 @@ int main() {
   cudaDeviceProp prop{};
   bench::check_cuda(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
   std::fprintf(stderr, "device: %s\n", prop.name);
-  std::printf("workload,allocator,ns_per_alloc,footprint\n");
+  std::printf("workload,allocator,ns_per_alloc,footprint,ns_min,ns_max\n");
 
   // What a driver call on the free path costs, alone and with 8 threads at once.
   for (int threads : {1, 8}) {
@@ -100,6 +100,24 @@ int main() {
     rmmResource_t adaptor_pool, adaptor;
     ok(rmmPoolResourceCreate(&adaptor_pool, cuda, 0, 0), "pool for an adaptor");
     ok(create(&adaptor, adaptor_pool), name);
+    // What the adaptor adds, timed in alternation with the bare pool beneath it (a shared
+    // machine drifts between runs far more than an adaptor costs): median of the differences.
+    RmmRs bare{adaptor_pool, nullptr}, adapted{adaptor, nullptr};
+    for (bool pair : {true, false}) {
+      const char* workload = pair ? "added_pair_256B" : "added_random_allocations";
+      auto time = [&](RmmRs& a) {
+        return pair ? bench::pairs(a, 256, 200000, 0).ns_per_alloc : bench::random_allocations(a, 20000, 1 << 20, 0).ns_per_alloc;
+      };
+      time(bare);  // warm up both
+      time(adapted);
+      std::vector<double> added;
+      for (int i = 0; i < 7; ++i) {
+        double base = time(bare);
+        added.push_back(time(adapted) - base);
+      }
+      std::sort(added.begin(), added.end());
+      std::printf("%s,%s,%.1f,0,%.1f,%.1f\n", workload, name, added[added.size() / 2], added.front(), added.back());
+    }
     run(name, adaptor, adaptor_pool, true);
     ok(rmmResourceDestroy(adaptor_pool), "destroy");
   };

@@ -1,5 +1,7 @@
-"""Turns the benchmark CSV rows into a Markdown table: ns per allocation for each workload,
-one column per allocator, and the churn footprint (peak reserved / peak live bytes)."""
+"""Turns the benchmark CSV rows into Markdown tables: ns per allocation for each workload (the
+median of the timed runs), one column per allocator; the churn footprint (peak reserved / peak
+live bytes); the spread (fastest and slowest run); and what each adaptor adds over the bare
+pool of the same run, by medians and by fastest runs."""
 import csv
 import sys
 
@@ -7,25 +9,49 @@ rows = []
 for path in sys.argv[1:]:
     with open(path) as f:
         rows += [r for r in csv.DictReader(f) if r.get("workload")]
+# "added_<workload>" rows: an adaptor's cost timed in alternation with its bare pool.
+added_rows = [r for r in rows if r["workload"].startswith("added_")]
+rows = [r for r in rows if not r["workload"].startswith("added_")]
 workloads = list(dict.fromkeys(r["workload"] for r in rows))
 allocators = list(dict.fromkeys(r["allocator"] for r in rows))
 cell = {(r["workload"], r["allocator"]): r for r in rows}
-print("| ns per allocation | " + " | ".join(allocators) + " |")
-print("|---" * (len(allocators) + 1) + "|")
-for w in workloads:
-    values = [cell[(w, a)]["ns_per_alloc"] if (w, a) in cell else "-" for a in allocators]
-    print(f"| {w} | " + " | ".join(values) + " |")
+
+
+def table(title, value, names=allocators, header=None):
+    print("| " + title + " | " + " | ".join(header or names) + " |")
+    print("|---" * (len(names) + 1) + "|")
+    for w in workloads:
+        values = [value(cell[(w, a)]) if (w, a) in cell else "-" for a in names]
+        if any(v != "-" for v in values):
+            print(f"| {w} | " + " | ".join(values) + " |")
+
+
+table("ns per allocation (median)", lambda r: r["ns_per_alloc"])
 footprints = [cell[("churn_1000x16MiB", a)]["footprint"] if ("churn_1000x16MiB", a) in cell else "-" for a in allocators]
 print("| churn footprint (reserved / peak live) | " + " | ".join(f if f not in ("0.000", "-") else "-" for f in footprints) + " |")
+print()
+table("fastest - slowest run", lambda r: f"{r.get('ns_min', '?')} - {r.get('ns_max', '?')}")
 
 # Adaptors ("rmm-rs X/pool") against the bare pool of the same run: what each adds.
 adaptors = [a for a in allocators if a.startswith("rmm-rs ") and a.endswith("/pool")]
 if adaptors and any((w, "rmm-rs pool") in cell for w in workloads):
+    for label, key in (("median", "ns_per_alloc"), ("fastest run", "ns_min")):
+        print()
+        header = [a[len("rmm-rs "):-len("/pool")] for a in adaptors]
+
+        def added(r, key=key):
+            base = cell.get((r["workload"], "rmm-rs pool"))
+            return f"{float(r[key]) - float(base[key]):+.1f}" if base and key in r else "-"
+
+        table(f"ns added over rmm-rs pool ({label})", added, adaptors, header)
+
+if added_rows:
     print()
-    print("| ns added per allocation over rmm-rs pool | " + " | ".join(a[len("rmm-rs "):-len("/pool")] for a in adaptors) + " |")
-    print("|---" * (len(adaptors) + 1) + "|")
-    for w in workloads:
-        if not all((w, a) in cell for a in adaptors) or (w, "rmm-rs pool") not in cell:
-            continue
-        base = float(cell[(w, "rmm-rs pool")]["ns_per_alloc"])
-        print(f"| {w} | " + " | ".join(f"{float(cell[(w, a)]['ns_per_alloc']) - base:+.1f}" for a in adaptors) + " |")
+    names = list(dict.fromkeys(r["allocator"] for r in added_rows))
+    kinds = list(dict.fromkeys(r["workload"] for r in added_rows))
+    by = {(r["workload"], r["allocator"]): r for r in added_rows}
+    print("| ns added over the bare pool, timed in alternation (median, range) | " + " | ".join(n[len("rmm-rs "):-len("/pool")] for n in names) + " |")
+    print("|---" * (len(names) + 1) + "|")
+    for k in kinds:
+        values = [f"{float(by[(k, n)]['ns_per_alloc']):+.1f} ({by[(k, n)]['ns_min']} .. {by[(k, n)]['ns_max']})" if (k, n) in by else "-" for n in names]
+        print(f"| {k[len('added_'):]} | " + " | ".join(values) + " |")

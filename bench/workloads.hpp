@@ -149,20 +149,25 @@ Result threaded(A& a, int threads, int per_thread, int device) {
   return {ns, 0};
 }
 
-// Runs every workload on one allocator and prints `workload,allocator,ns,footprint` rows:
-// the median of three runs (one for `slow` allocators, which also run fewer iterations). The
-// footprint is the first run's, when the resource grows from nothing. `short_list` runs only
-// pair_256B, random_allocations and threads_8 (for adaptors, whose cost is the difference).
+// Runs every workload on one allocator and prints `workload,allocator,ns,footprint,min,max`
+// rows. The first run of each workload warms up (caches, page tables, the processor's clock)
+// and is not timed, except for `slow` allocators, which run once with fewer iterations; the
+// figure is the median of five timed runs, with their minimum and maximum beside it (shared
+// machines are noisy). The footprint is the first run's, when the resource grows from
+// nothing. `short_list` runs only pair_256B, random_allocations and threads_8 (for adaptors,
+// whose cost is the difference).
 template <class A>
 void run_all(const std::string& name, A& a, bool slow, int device, bool short_list = false) {
   cudaStream_t stream = 0;
   int scale = slow ? 50 : 1;
   auto row = [&](const char* workload, auto run) {
-    std::vector<Result> runs{run()};
-    for (int i = 1; i < (slow ? 1 : 3); ++i) runs.push_back(run());
-    double footprint = runs[0].footprint;
+    Result first = run();
+    std::vector<Result> runs;
+    if (slow) runs.push_back(first);
+    for (int i = 0; i < (slow ? 0 : 5); ++i) runs.push_back(run());
     std::sort(runs.begin(), runs.end(), [](const Result& x, const Result& y) { return x.ns_per_alloc < y.ns_per_alloc; });
-    std::printf("%s,%s,%.1f,%.3f\n", workload, name.c_str(), runs[runs.size() / 2].ns_per_alloc, footprint);
+    std::printf("%s,%s,%.1f,%.3f,%.1f,%.1f\n", workload, name.c_str(), runs[runs.size() / 2].ns_per_alloc, first.footprint,
+                runs.front().ns_per_alloc, runs.back().ns_per_alloc);
     std::fflush(stdout);
   };
   row("pair_256B", [&] { return pairs(a, 256, 200000 / scale, stream); });
