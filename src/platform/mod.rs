@@ -8,6 +8,7 @@ pub mod bias;
 pub mod biased_lock;
 pub mod clock;
 pub mod published;
+pub mod shared;
 mod vector_clock;
 
 use crate::error::{Error, Result};

@@ -21,11 +21,12 @@ pub use tracking::{OutstandingAllocation, TrackingAdaptor};
 
 use super::via::{self, Via};
 use super::MemoryResource;
+use crate::platform::shared::Shared;
 use std::sync::Arc;
 
 /// What every adaptor holds: its upstream and its outer-resource number.
 pub struct Outer {
-    pub upstream: Arc<dyn MemoryResource>,
+    pub upstream: Shared<dyn MemoryResource>,
     pub via: Via,
 }
 
@@ -36,7 +37,7 @@ impl Outer {
         // Adaptors the Rust API dropped since (the C API collects when handles go).
         via::collect();
         let via = via::reserve();
-        let adaptor = Arc::new(make(Outer { upstream, via }));
+        let adaptor = Arc::new(make(Outer { upstream: Shared::new(upstream), via }));
         via::register(via, adaptor.clone());
         adaptor
     }
