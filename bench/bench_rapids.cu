@@ -24,22 +24,24 @@ struct Rapids {
 int main() {
   int device = 0;
   bench::check_cuda(cudaSetDevice(device), "cudaSetDevice");
-  std::printf("workload,allocator,ns_per_alloc,footprint,ns_min,ns_max\n");
-  {
-    rmm::mr::pool_memory_resource pool{rmm::mr::cuda_memory_resource{}, 0};
-    Rapids<rmm::mr::pool_memory_resource> a{&pool, [&] { return pool.pool_size(); }};
-    bench::run_all("RAPIDS pool", a, false, device);
+  for (int round = 0; round < bench::rounds(); ++round) {
+    {
+      rmm::mr::pool_memory_resource pool{rmm::mr::cuda_memory_resource{}, 0};
+      Rapids<rmm::mr::pool_memory_resource> a{&pool, [&] { return pool.pool_size(); }};
+      bench::run_all("RAPIDS pool", a, false, device);
+    }
+    {
+      rmm::mr::pool_memory_resource pool{rmm::mr::cuda_memory_resource{}, 0};
+      rmm::mr::binning_memory_resource binning{pool, 8, 20};
+      Rapids<rmm::mr::binning_memory_resource> a{&binning, [&] { return pool.pool_size(); }};
+      bench::run_all("RAPIDS binning", a, false, device);
+    }
+    {
+      rmm::mr::arena_memory_resource arena{rmm::mr::cuda_memory_resource{}};
+      Rapids<rmm::mr::arena_memory_resource> a{&arena, {}};
+      bench::run_all("RAPIDS arena", a, false, device);
+    }
   }
-  {
-    rmm::mr::pool_memory_resource pool{rmm::mr::cuda_memory_resource{}, 0};
-    rmm::mr::binning_memory_resource binning{pool, 8, 20};
-    Rapids<rmm::mr::binning_memory_resource> a{&binning, [&] { return pool.pool_size(); }};
-    bench::run_all("RAPIDS binning", a, false, device);
-  }
-  {
-    rmm::mr::arena_memory_resource arena{rmm::mr::cuda_memory_resource{}};
-    Rapids<rmm::mr::arena_memory_resource> a{&arena, {}};
-    bench::run_all("RAPIDS arena", a, false, device);
-  }
+  bench::print_timings();
   return 0;
 }

@@ -38,7 +38,6 @@ int main() {
   cudaDeviceProp prop{};
   bench::check_cuda(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
   std::fprintf(stderr, "device: %s\n", prop.name);
-  std::printf("workload,allocator,ns_per_alloc,footprint,ns_min,ns_max\n");
 
   // What a driver call on the free path costs, alone and with 8 threads at once.
   for (int threads : {1, 8}) {
@@ -75,64 +74,63 @@ int main() {
   bench::CudaMalloc cuda_malloc;
   bench::run_all("cudaMalloc", cuda_malloc, true, device);
   bench::CudaMallocAsync cuda_async(device);
-  bench::run_all("cudaMallocAsync", cuda_async, false, device);
-
   rmmResource_t cuda;
   ok(rmmCudaResourceCreate(&cuda), "cuda resource");
-  auto run = [&](const char* name, rmmResource_t resource, rmmResource_t sized, bool short_list = false) {
-    RmmRs a{resource, sized};
-    bench::run_all(name, a, false, device, short_list);
-    size_t released = 0;
-    ok(rmmResourceRelease(resource, &released), "release");
-    ok(rmmResourceDestroy(resource), "destroy");
-  };
-  rmmResource_t pool, binning_pool, binning, arena;
-  ok(rmmPoolResourceCreate(&pool, cuda, 0, 0), "pool");
-  run("rmm-rs pool", pool, pool);
-  ok(rmmPoolResourceCreate(&binning_pool, cuda, 0, 0), "pool for binning");
-  ok(rmmBinningResourceCreate(&binning, binning_pool, 8, 20), "binning");
-  run("rmm-rs binning", binning, binning_pool);
-  ok(rmmResourceDestroy(binning_pool), "destroy");
-  ok(rmmArenaResourceCreate(&arena, cuda, 0), "arena");
-  run("rmm-rs arena", arena, arena);
-  // Each adaptor over a pool of its own: its cost is the difference to "rmm-rs pool" above.
-  auto over_pool = [&](const char* name, auto create) {
-    rmmResource_t adaptor_pool, adaptor;
-    ok(rmmPoolResourceCreate(&adaptor_pool, cuda, 0, 0), "pool for an adaptor");
-    ok(create(&adaptor, adaptor_pool), name);
-    // What the adaptor adds, timed in alternation with the bare pool beneath it (a shared
-    // machine drifts between runs far more than an adaptor costs): median of the differences.
-    RmmRs bare{adaptor_pool, nullptr}, adapted{adaptor, nullptr};
-    for (bool pair : {true, false}) {
-      const char* workload = pair ? "added_pair_256B" : "added_random_allocations";
-      auto time = [&](RmmRs& a) {
-        return pair ? bench::pairs(a, 256, 200000, 0).ns_per_alloc : bench::random_allocations(a, 20000, 1 << 20, 0).ns_per_alloc;
-      };
-      time(bare);  // warm up both
-      time(adapted);
-      std::vector<double> added;
-      for (int i = 0; i < 7; ++i) {
-        double base = time(bare);
-        added.push_back(time(adapted) - base);
+  for (int round = 0; round < bench::rounds(); ++round) {
+    bench::run_all("cudaMallocAsync", cuda_async, false, device);
+    auto run = [&](const char* name, rmmResource_t resource, rmmResource_t sized, bool short_list = false) {
+      RmmRs a{resource, sized};
+      bench::run_all(name, a, false, device, short_list);
+      size_t released = 0;
+      ok(rmmResourceRelease(resource, &released), "release");
+      ok(rmmResourceDestroy(resource), "destroy");
+    };
+    rmmResource_t pool, binning_pool, binning, arena;
+    ok(rmmPoolResourceCreate(&pool, cuda, 0, 0), "pool");
+    run("rmm-rs pool", pool, pool);
+    ok(rmmPoolResourceCreate(&binning_pool, cuda, 0, 0), "pool for binning");
+    ok(rmmBinningResourceCreate(&binning, binning_pool, 8, 20), "binning");
+    run("rmm-rs binning", binning, binning_pool);
+    ok(rmmResourceDestroy(binning_pool), "destroy");
+    ok(rmmArenaResourceCreate(&arena, cuda, 0), "arena");
+    run("rmm-rs arena", arena, arena);
+    // Each adaptor over a pool of its own: its cost is the difference to "rmm-rs pool" above.
+    auto over_pool = [&](const char* name, auto create) {
+      rmmResource_t adaptor_pool, adaptor;
+      ok(rmmPoolResourceCreate(&adaptor_pool, cuda, 0, 0), "pool for an adaptor");
+      ok(create(&adaptor, adaptor_pool), name);
+      // What the adaptor adds, timed in alternation with the bare pool beneath it (a shared
+      // machine drifts between runs far more than an adaptor costs).
+      RmmRs bare{adaptor_pool, nullptr}, adapted{adaptor, nullptr};
+      for (bool pair : {true, false}) {
+        auto time = [&](RmmRs& a) {
+          return pair ? bench::pairs(a, 256, 200000, 0).ns_per_alloc : bench::random_allocations(a, 20000, 1 << 20, 0).ns_per_alloc;
+        };
+        time(bare);  // warm up both
+        time(adapted);
+        auto& added = bench::timings_of(pair ? "added_pair_256B" : "added_random_allocations", name).ns;
+        for (int i = 0; i < 5; ++i) {
+          double base = time(bare);
+          added.push_back(time(adapted) - base);
+        }
       }
-      std::sort(added.begin(), added.end());
-      std::printf("%s,%s,%.1f,0,%.1f,%.1f\n", workload, name, added[added.size() / 2], added.front(), added.back());
-    }
-    run(name, adaptor, adaptor_pool, true);
-    ok(rmmResourceDestroy(adaptor_pool), "destroy");
-  };
-  over_pool("rmm-rs statistics/pool", [](rmmResource_t* out, rmmResource_t up) { return rmmStatisticsAdaptorCreate(out, up); });
-  over_pool("rmm-rs logging/pool", [](rmmResource_t* out, rmmResource_t up) { return rmmLoggingAdaptorCreate(out, up, "/tmp/rmm-bench-log.csv"); });
-  over_pool("rmm-rs limiting/pool", [](rmmResource_t* out, rmmResource_t up) { return rmmLimitingAdaptorCreate(out, up, SIZE_MAX); });
-  over_pool("rmm-rs tracking/pool", [](rmmResource_t* out, rmmResource_t up) { return rmmTrackingAdaptorCreate(out, up, false); });
-  over_pool("rmm-rs failure_callback/pool", [](rmmResource_t* out, rmmResource_t up) {
-    return rmmFailureCallbackAdaptorCreate(out, up, [](size_t, void*) { return false; }, nullptr);
-  });
-  over_pool("rmm-rs aligned/pool", [](rmmResource_t* out, rmmResource_t up) { return rmmAlignedAdaptorCreate(out, up, 4096, 65536); });
-  over_pool("rmm-rs prefetch/pool", [](rmmResource_t* out, rmmResource_t up) { return rmmPrefetchAdaptorCreate(out, up); });
-  rmmResource_t async_resource;
-  ok(rmmAsyncResourceCreate(&async_resource, 0, SIZE_MAX), "async");
-  run("rmm-rs cuda_async", async_resource, nullptr);
+      run(name, adaptor, adaptor_pool, true);
+      ok(rmmResourceDestroy(adaptor_pool), "destroy");
+    };
+    over_pool("rmm-rs statistics/pool", [](rmmResource_t* out, rmmResource_t up) { return rmmStatisticsAdaptorCreate(out, up); });
+    over_pool("rmm-rs logging/pool", [](rmmResource_t* out, rmmResource_t up) { return rmmLoggingAdaptorCreate(out, up, "/tmp/rmm-bench-log.csv"); });
+    over_pool("rmm-rs limiting/pool", [](rmmResource_t* out, rmmResource_t up) { return rmmLimitingAdaptorCreate(out, up, SIZE_MAX); });
+    over_pool("rmm-rs tracking/pool", [](rmmResource_t* out, rmmResource_t up) { return rmmTrackingAdaptorCreate(out, up, false); });
+    over_pool("rmm-rs failure_callback/pool", [](rmmResource_t* out, rmmResource_t up) {
+      return rmmFailureCallbackAdaptorCreate(out, up, [](size_t, void*) { return false; }, nullptr);
+    });
+    over_pool("rmm-rs aligned/pool", [](rmmResource_t* out, rmmResource_t up) { return rmmAlignedAdaptorCreate(out, up, 4096, 65536); });
+    over_pool("rmm-rs prefetch/pool", [](rmmResource_t* out, rmmResource_t up) { return rmmPrefetchAdaptorCreate(out, up); });
+    rmmResource_t async_resource;
+    ok(rmmAsyncResourceCreate(&async_resource, 0, SIZE_MAX), "async");
+    run("rmm-rs cuda_async", async_resource, nullptr);
+  }
   ok(rmmResourceDestroy(cuda), "destroy");
+  bench::print_timings();
   return 0;
 }

@@ -149,26 +149,67 @@ Result threaded(A& a, int threads, int per_thread, int device) {
   return {ns, 0};
 }
 
-// Runs every workload on one allocator and prints `workload,allocator,ns,footprint,min,max`
-// rows. The first run of each workload warms up (caches, page tables, the processor's clock)
-// and is not timed, except for `slow` allocators, which run once with fewer iterations; the
-// figure is the median of five timed runs, with their minimum and maximum beside it (shared
-// machines are noisy). The footprint is the first run's, when the resource grows from
-// nothing. `short_list` runs only pair_256B, random_allocations and threads_8 (for adaptors,
-// whose cost is the difference).
+// Every timing of the run, by (workload, allocator) in the order first seen: the benchmark
+// goes through all its allocators several times (rounds) and reports, for each pair, the
+// median of all timed runs with their minimum and maximum, so that a shared machine's
+// slow spells fall on every allocator alike instead of on whichever ran during them.
+struct Timings {
+  std::vector<double> ns;
+  double footprint = 0;  // of the first run, when the resource grew from nothing
+};
+
+inline std::vector<std::pair<std::string, Timings>>& timings(const std::string& workload) {
+  static std::vector<std::pair<std::string, std::vector<std::pair<std::string, Timings>>>> all;
+  for (auto& [w, rows] : all)
+    if (w == workload) return rows;
+  all.push_back({workload, {}});
+  return all.back().second;
+}
+
+inline std::vector<std::string>& workload_order() {
+  static std::vector<std::string> order;
+  return order;
+}
+
+inline Timings& timings_of(const std::string& workload, const std::string& allocator) {
+  auto& order = workload_order();
+  if (std::find(order.begin(), order.end(), workload) == order.end()) order.push_back(workload);
+  auto& rows = timings(workload);
+  for (auto& [a, t] : rows)
+    if (a == allocator) return t;
+  rows.push_back({allocator, {}});
+  rows.back().second.footprint = -1;
+  return rows.back().second;
+}
+
+// Prints `workload,allocator,ns,footprint,min,max` rows: the median of every timed run.
+inline void print_timings() {
+  std::printf("workload,allocator,ns_per_alloc,footprint,ns_min,ns_max\n");
+  for (const auto& workload : workload_order()) {
+    for (auto& [allocator, t] : timings(workload)) {
+      std::vector<double> ns = t.ns;
+      std::sort(ns.begin(), ns.end());
+      std::printf("%s,%s,%.1f,%.3f,%.1f,%.1f\n", workload.c_str(), allocator.c_str(), ns[ns.size() / 2],
+                  t.footprint < 0 ? 0 : t.footprint, ns.front(), ns.back());
+    }
+  }
+}
+
+// Runs every workload on one allocator and records its timings. The first run of each
+// workload warms up (caches, page tables, the processor's clock) and is not timed, except
+// for `slow` allocators, which run once with fewer iterations; five timed runs follow.
+// `short_list` runs only pair_256B, random_allocations and threads_8 (for adaptors, whose
+// cost is the difference).
 template <class A>
 void run_all(const std::string& name, A& a, bool slow, int device, bool short_list = false) {
   cudaStream_t stream = 0;
   int scale = slow ? 50 : 1;
   auto row = [&](const char* workload, auto run) {
+    Timings& t = timings_of(workload, name);
     Result first = run();
-    std::vector<Result> runs;
-    if (slow) runs.push_back(first);
-    for (int i = 0; i < (slow ? 0 : 5); ++i) runs.push_back(run());
-    std::sort(runs.begin(), runs.end(), [](const Result& x, const Result& y) { return x.ns_per_alloc < y.ns_per_alloc; });
-    std::printf("%s,%s,%.1f,%.3f,%.1f,%.1f\n", workload, name.c_str(), runs[runs.size() / 2].ns_per_alloc, first.footprint,
-                runs.front().ns_per_alloc, runs.back().ns_per_alloc);
-    std::fflush(stdout);
+    if (t.footprint < 0) t.footprint = first.footprint;
+    if (slow) t.ns.push_back(first.ns_per_alloc);
+    for (int i = 0; i < (slow ? 0 : 5); ++i) t.ns.push_back(run().ns_per_alloc);
   };
   row("pair_256B", [&] { return pairs(a, 256, 200000 / scale, stream); });
   if (!short_list) row("pair_1MiB", [&] { return pairs(a, 1 << 20, 200000 / scale, stream); });
@@ -176,6 +217,13 @@ void run_all(const std::string& name, A& a, bool slow, int device, bool short_li
   if (!short_list) row("churn_1000x16MiB", [&] { return churn(a, 1000, 16 << 20, 20000 / scale, stream); });
   row("threads_8", [&] { return threaded(a, 8, 20000 / scale, device); });
   check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
+// How many times the benchmark goes through its allocators (BENCH_ROUNDS, default 3).
+inline int rounds() {
+  const char* text = std::getenv("BENCH_ROUNDS");
+  int n = text ? std::atoi(text) : 3;
+  return n > 0 ? n : 3;
 }
 
 // The two CUDA baselines.
