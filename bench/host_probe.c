@@ -21,6 +21,15 @@ static double now_ns(void) {
 
 static _Thread_local volatile long tls_counter;
 
+// The two ways a lock is entered: a biased owner's plain stores and loads, and a spin lock's
+// compare-exchange (released by a plain store).
+static struct {
+  _Atomic unsigned long owner;
+  _Atomic unsigned char inside;
+  _Atomic unsigned char locked;
+  long value;
+} probe_lock = {1, 0, 0, 0};
+
 static int by_value(const void* a, const void* b) {
   double x = *(const double*)a, y = *(const double*)b;
   return (x > y) - (x < y);
@@ -45,6 +54,22 @@ int main(void) {
   start = now_ns();
   for (long i = 0; i < N; ++i) tls_counter = tls_counter + 1;
   printf("host: thread-local load+store %.2f ns\n", (now_ns() - start) / N);
+  start = now_ns();
+  for (long i = 0; i < N; ++i) {
+    atomic_store_explicit(&probe_lock.inside, 1, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&probe_lock.owner, memory_order_acquire) == 1) probe_lock.value++;
+    atomic_store_explicit(&probe_lock.inside, 0, memory_order_release);
+  }
+  printf("host: biased enter+leave %.2f ns\n", (now_ns() - start) / N);
+  start = now_ns();
+  for (long i = 0; i < N; ++i) {
+    unsigned char expected = 0;
+    while (!atomic_compare_exchange_weak_explicit(&probe_lock.locked, &expected, 1, memory_order_acquire, memory_order_relaxed)) expected = 0;
+    probe_lock.value++;
+    atomic_store_explicit(&probe_lock.locked, 0, memory_order_release);
+  }
+  printf("host: spin lock+unlock %.2f ns\n", (now_ns() - start) / N);
   long query = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
   long registered = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
   printf("host: membarrier query %#lx, private expedited registration %s\n", query, registered == 0 ? "ok" : "refused");

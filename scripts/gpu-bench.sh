@@ -14,7 +14,7 @@ nvcc -std=c++17 -O3 -arch="$arch" -Istage/include bench/bench_rmm_rs.cu stage/li
 # What this host's CPU charges for the pieces of an allocation (figures vary by host).
 cc -O2 -Istage/include bench/host_probe.c stage/lib/librmm.a -lpthread -ldl -lm -o "$out/host_probe"
 "$out/host_probe"
-RMM_BIASED_LOCKS=0 "$out/host_probe" | grep "pool pair"
+for biased in 0 1 0; do RMM_BIASED_LOCKS=$biased "$out/host_probe" | grep "pool pair"; done
 "$out/bench_rmm_rs" | tee "$out/rmm_rs.csv"
 csvs=("$out/rmm_rs.csv")
 if ls .whl/librmm_cu13-*.whl >/dev/null 2>&1; then
