@@ -8,6 +8,7 @@ out=${BENCH_OUT:-/tmp/rmm-bench}
 mkdir -p "$out"
 arch=${CUDA_ARCH:-sm_90}
 nvidia-smi -L
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 lscpu | grep -E "^Model name|^CPU\(s\)" || true
 nvcc -std=c++17 -O3 -arch="$arch" -Istage/include bench/bench_rmm_rs.cu stage/lib/librmm.a \
   -lpthread -ldl -lm -o "$out/bench_rmm_rs"
