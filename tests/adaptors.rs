@@ -165,6 +165,41 @@ fn statistics_and_limiting_under_eight_threads() {
     assert!(refused.load(Ordering::Relaxed) > 0, "the 4 MiB limit was reached");
 }
 
+/// The statistics adaptor counts with plain stores while one thread allocates and goes over to
+/// atomics when a second one does: figures stay exact across the change, including blocks
+/// allocated before it and freed after it by the other thread.
+#[test]
+fn statistics_stay_exact_when_a_second_thread_arrives() {
+    let _guard = setup();
+    let stats = StatisticsAdaptor::new(pool());
+    let first: Vec<usize> = (0..10).map(|_| stats.allocate(1000, S).unwrap()).collect();
+    stats.deallocate(first[0], 1000, S).unwrap();
+    let c = stats.counts();
+    assert_eq!((c.current_bytes, c.current_count, c.peak_bytes, c.total_count), (9000, 9, 10_000, 10));
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            // Frees what the first thread allocated, and allocates on top of it.
+            for &ptr in &first[1..5] {
+                stats.deallocate(ptr, 1000, S).unwrap();
+            }
+            let more: Vec<usize> = (0..8).map(|_| stats.allocate(2000, S).unwrap()).collect();
+            let c = stats.counts();
+            assert_eq!((c.current_bytes, c.current_count), (5000 + 16_000, 13));
+            assert_eq!((c.peak_bytes, c.peak_count), (21_000, 13));
+            for ptr in more {
+                stats.deallocate(ptr, 2000, S).unwrap();
+            }
+        });
+    });
+    for &ptr in &first[5..] {
+        stats.deallocate(ptr, 1000, S).unwrap();
+    }
+    let c = stats.counts();
+    assert_eq!((c.current_bytes, c.current_count), (0, 0));
+    assert_eq!((c.total_bytes, c.total_count), (10 * 1000 + 8 * 2000, 18));
+    assert_eq!((c.peak_bytes, c.peak_count), (21_000, 13));
+}
+
 #[test]
 fn limiting_refuses_over_the_limit_with_the_limit_in_the_message() {
     let _guard = setup();

@@ -36,6 +36,12 @@ impl FixedSizeResource {
         self.block_size
     }
 
+    #[cold]
+    #[inline(never)]
+    fn too_large(&self, bytes: usize) -> Error {
+        Error::invalid(format!("{bytes} bytes exceed the fixed block size {}", self.block_size))
+    }
+
     pub fn usage(&self) -> Usage {
         self.core.usage()
     }
@@ -53,7 +59,7 @@ impl MemoryResource for FixedSizeResource {
     #[inline]
     fn allocate_via(&self, bytes: usize, stream: Stream, via: crate::mr::Via) -> Result<usize> {
         if bytes > self.block_size {
-            return Err(Error::invalid(format!("{bytes} bytes exceed the fixed block size {}", self.block_size)));
+            return Err(self.too_large(bytes));
         }
         self.core.allocate_via(bytes, stream, via)
     }

@@ -89,9 +89,16 @@ pub trait MemoryResource: std::any::Any + Send + Sync + 'static {
 }
 
 /// Rejects a zero-byte request that reached a resource directly.
-pub(crate) fn require_nonzero(bytes: usize, resource: &str) -> Result<()> {
+#[inline(always)]
+pub(crate) fn require_nonzero(bytes: usize, resource: &'static str) -> Result<()> {
     if bytes == 0 {
-        return Err(crate::error::Error::invalid(format!("{resource} resource asked for 0 bytes")));
+        return Err(zero_bytes(resource));
     }
     Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn zero_bytes(resource: &'static str) -> crate::error::Error {
+    crate::error::Error::invalid(format!("{resource} resource asked for 0 bytes"))
 }
