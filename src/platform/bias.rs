@@ -100,11 +100,6 @@ impl Bias {
         self.owner.load(Ordering::Acquire) == me
     }
 
-    /// Whether some thread holds the bias (it may be revoked at any time after).
-    pub fn is_held(&self) -> bool {
-        !matches!(self.owner.load(Ordering::Acquire), FRESH | UNBIASED | REVOKING)
-    }
-
     /// Whether the calling thread holds the bias now (for tests).
     pub fn is_mine(&self) -> bool {
         self.owner.load(Ordering::Relaxed) == thread_key()

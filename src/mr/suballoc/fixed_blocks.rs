@@ -157,11 +157,6 @@ impl FixedBlocks {
             .collect()
     }
 
-    /// Any request up to the block size takes a whole block.
-    pub fn size_fits(&self, size: usize, bytes: usize) -> bool {
-        bytes <= size
-    }
-
     pub fn used_blocks(&self) -> usize {
         self.used
     }
