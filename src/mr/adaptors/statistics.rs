@@ -83,8 +83,10 @@ struct ScopeStart {
     enclosing_high: (i64, i64),
 }
 
-/// What the owner of the bias counts: single writer, plain loads and stores.
+/// What the owner of the bias counts: single writer, plain loads and stores, on lines of its
+/// own (written on every allocation and free).
 #[derive(Default)]
+#[repr(align(128))]
 struct Owned {
     current_bytes: AtomicI64,
     current_count: AtomicI64,

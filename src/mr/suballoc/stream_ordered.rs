@@ -169,6 +169,9 @@ struct Shelf<I> {
     unrecorded_frees: bool,
 }
 
+/// Aligned to two cache lines: its shelf is written on every allocation and free, and must
+/// not share a line with anything another thread writes (the driver's threads allocate too).
+#[repr(align(128))]
 struct StreamState<I> {
     /// Used only when this is the legacy default stream, which is never destroyed: handles of
     /// other streams may be dead by the time another stream takes memory from here.
