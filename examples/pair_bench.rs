@@ -12,13 +12,15 @@ fn main() {
     assert_eq!(rmmCudaResourceCreate(&mut cuda), RMM_SUCCESS);
     assert_eq!(rmmPoolResourceCreate(&mut pool, cuda, 64 << 20, 0), RMM_SUCCESS);
     assert_eq!(rmmBinningResourceCreate(&mut binning, pool, 8, 20), RMM_SUCCESS);
+    let mut arena = std::ptr::null_mut();
+    assert_eq!(rmmArenaResourceCreate(&mut arena, cuda, 0), RMM_SUCCESS);
     let (mut stats, mut logging) = (std::ptr::null_mut(), std::ptr::null_mut());
     assert_eq!(rmmStatisticsAdaptorCreate(&mut stats, pool), RMM_SUCCESS);
     let log_path = std::env::temp_dir().join("rmm-pair-bench.csv");
     let log_path = std::ffi::CString::new(log_path.to_str().unwrap()).unwrap();
     assert_eq!(rmmLoggingAdaptorCreate(&mut logging, pool, log_path.as_ptr()), RMM_SUCCESS);
     let only = std::env::var("ONLY").ok();
-    for (name, resource) in [("pool", pool), ("binning", binning), ("statistics/pool", stats), ("logging/pool", logging)] {
+    for (name, resource) in [("pool", pool), ("binning", binning), ("arena", arena), ("statistics/pool", stats), ("logging/pool", logging)] {
         if only.as_deref().is_some_and(|only| only != name) {
             continue;
         }

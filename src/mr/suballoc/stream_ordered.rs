@@ -212,6 +212,9 @@ pub struct Core<I: BlockIndex> {
     streams: RwLock<HashMap<u64, Arc<StreamState<I>>>>,
     /// The legacy default stream's state (also in `streams`), reached without a lock.
     default_state: once_cell::sync::OnceCell<Arc<StreamState<I>>>,
+    /// With per-thread default streams: each thread's state (also in `streams`), reached
+    /// without a lock or a reference count.
+    thread_states: thread_local::ThreadLocal<Arc<StreamState<I>>>,
     owners: RwLock<ChunkOwners<I>>,
     /// Serializes growth and reclaim, not the fast path.
     growing: Mutex<()>,
@@ -376,6 +379,7 @@ impl<I: BlockIndex> Core<I> {
             reserved: AtomicUsize::new(0),
             streams: RwLock::new(HashMap::new()),
             default_state: once_cell::sync::OnceCell::new(),
+            thread_states: thread_local::ThreadLocal::new(),
             owners: RwLock::new(BTreeMap::new()),
             growing: Mutex::new(()),
             new_index: Box::new(new_index),
@@ -419,8 +423,12 @@ impl<I: BlockIndex> Core<I> {
     /// (the common case, inline), others through the thread's cache.
     #[inline(always)]
     fn state_for(&self, stream: Stream) -> Result<StateRef<'_, I>> {
-        if matches!(stream, Stream::DEFAULT | Stream::LEGACY) && !self.per_thread_default_stream.load(Ordering::Relaxed) {
-            if let Some(state) = self.default_state.get() {
+        if matches!(stream, Stream::DEFAULT | Stream::LEGACY) {
+            let state = match self.per_thread_default_stream.load(Ordering::Relaxed) {
+                false => self.default_state.get(),
+                true => self.thread_states.get(),
+            };
+            if let Some(state) = state {
                 return Ok(StateRef::Borrowed(state));
             }
         }
@@ -430,8 +438,12 @@ impl<I: BlockIndex> Core<I> {
     #[inline(never)]
     fn state_for_other(&self, stream: Stream) -> Result<StateRef<'_, I>> {
         let identity = self.identity(stream)?;
-        if identity == 0 && !self.per_thread_default_stream.load(Ordering::Relaxed) {
-            return self.default_state.get_or_try_init(|| self.shared_state(0, Stream::DEFAULT)).map(StateRef::Borrowed);
+        if identity == 0 {
+            return match self.per_thread_default_stream.load(Ordering::Relaxed) {
+                false => self.default_state.get_or_try_init(|| self.shared_state(0, Stream::DEFAULT)),
+                true => self.thread_states.get_or_try(|| self.shared_state(0, Stream::DEFAULT)),
+            }
+            .map(StateRef::Borrowed);
         }
         self.shared_state(identity, stream).map(StateRef::Owned)
     }
