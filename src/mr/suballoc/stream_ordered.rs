@@ -557,10 +557,25 @@ impl<I: BlockIndex> Core<I> {
     /// `deallocate` of a block allocated through `via` (None: through whichever resource).
     #[inline(always)]
     pub fn deallocate_via(&self, ptr: usize, bytes: Option<usize>, stream: Stream, via: Option<Via>) -> Result<()> {
-        match self.try_deallocate(ptr, bytes, stream, via)? {
+        let state = self.state_for(stream)?;
+        match self.free_from_own_shelf(&state, ptr, bytes, stream, via)? {
             Ok(()) => Ok(()),
-            Err(refused) => Err(self.refusal(ptr, bytes, refused)),
+            Err(refused) => self.deallocate_otherwise(&state, ptr, bytes, stream, via, refused),
         }
+    }
+
+    /// A free its stream's shelf refused: the block lies on another stream's shelf, or the
+    /// free is an error.
+    #[inline(never)]
+    fn deallocate_otherwise(&self, state: &StreamState<I>, ptr: usize, bytes: Option<usize>, stream: Stream, via: Option<Via>, refused: Refused) -> Result<()> {
+        let refused = match refused {
+            Refused::NotLive => match self.free_into_owner(state, ptr, bytes, stream, via)? {
+                Ok(()) => return Ok(()),
+                Err(refused) => refused,
+            },
+            refused => refused,
+        };
+        Err(self.refusal(ptr, bytes, refused))
     }
 
     /// The error for a refused free (out of line: the free path stays small).
@@ -588,28 +603,31 @@ impl<I: BlockIndex> Core<I> {
     #[inline(always)]
     fn try_deallocate(&self, ptr: usize, bytes: Option<usize>, stream: Stream, via: Option<Via>) -> Result<std::result::Result<(), Refused>> {
         let state = self.state_for(stream)?;
-        {
-            let mut shelf = state.shelf.lock();
-            match shelf.index.free_checked(ptr, bytes, via) {
-                Err(refused @ (Refused::WrongSize(_) | Refused::OtherVia(_))) => return Ok(Err(refused)),
-                Err(Refused::NotLive) => {}
-                Ok(Freed { size, chunk_now_free }) => {
-                    note_released(self.device, ptr, size, stream);
-                    // Other streams take only wholly free chunks without a device
-                    // synchronization, so only a free that completes a chunk needs an event
-                    // (recorded now, while the stream is known to be alive) to cover every
-                    // free in that chunk.
-                    if !state.is_legacy_default() {
-                        if chunk_now_free {
-                            self.record_event(&state, stream)?;
-                        }
-                        shelf.unrecorded_frees = !chunk_now_free;
-                    }
-                    return Ok(Ok(()));
-                }
-            }
+        match self.free_from_own_shelf(&state, ptr, bytes, stream, via)? {
+            Err(Refused::NotLive) => self.free_into_owner(&state, ptr, bytes, stream, via),
+            other => Ok(other),
         }
-        self.free_into_owner(&state, ptr, bytes, stream, via)
+    }
+
+    /// Frees `ptr` if `stream`'s own shelf holds it.
+    #[inline(always)]
+    fn free_from_own_shelf(&self, state: &StreamState<I>, ptr: usize, bytes: Option<usize>, stream: Stream, via: Option<Via>) -> Result<std::result::Result<(), Refused>> {
+        let mut shelf = state.shelf.lock();
+        let Freed { size, chunk_now_free } = match shelf.index.free_checked(ptr, bytes, via) {
+            Ok(freed) => freed,
+            Err(refused) => return Ok(Err(refused)),
+        };
+        note_released(self.device, ptr, size, stream);
+        // Other streams take only wholly free chunks without a device synchronization, so
+        // only a free that completes a chunk needs an event (recorded now, while the stream
+        // is known to be alive) to cover every free in that chunk.
+        if !state.is_legacy_default() {
+            if chunk_now_free {
+                self.record_event(state, stream)?;
+            }
+            shelf.unrecorded_frees = !chunk_now_free;
+        }
+        Ok(Ok(()))
     }
 
     #[inline(never)]
