@@ -39,14 +39,17 @@ impl PoolResource {
 }
 
 impl MemoryResource for PoolResource {
+    #[inline]
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
         self.core.allocate(bytes, stream)
     }
 
+    #[inline]
     fn allocate_via(&self, bytes: usize, stream: Stream, via: crate::mr::Via) -> Result<usize> {
         self.core.allocate_via(bytes, stream, via)
     }
 
+    #[inline]
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
         self.core.deallocate(ptr, Some(bytes), stream)
     }
@@ -55,6 +58,7 @@ impl MemoryResource for PoolResource {
         "pool"
     }
 
+    #[inline]
     fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: crate::mr::Via) -> Result<()> {
         self.core.deallocate_via(ptr, Some(bytes), stream, Some(via))
     }

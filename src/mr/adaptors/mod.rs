@@ -10,6 +10,7 @@ mod logging;
 mod prefetch;
 mod statistics;
 mod tracking;
+mod upstream;
 
 pub use aligned::AlignedAdaptor;
 pub use failure_callback::FailureCallbackAdaptor;
@@ -21,12 +22,12 @@ pub use tracking::{OutstandingAllocation, TrackingAdaptor};
 
 use super::via::{self, Via};
 use super::MemoryResource;
-use crate::platform::shared::Shared;
 use std::sync::Arc;
+pub use upstream::Upstream;
 
 /// What every adaptor holds: its upstream and its outer-resource number.
 pub struct Outer {
-    pub upstream: Shared<dyn MemoryResource>,
+    pub upstream: Upstream,
     pub via: Via,
 }
 
@@ -37,7 +38,7 @@ impl Outer {
         // Adaptors the Rust API dropped since (the C API collects when handles go).
         via::collect();
         let via = via::reserve();
-        let adaptor = Arc::new(make(Outer { upstream: Shared::new(upstream), via }));
+        let adaptor = Arc::new(make(Outer { upstream: Upstream::new(upstream), via }));
         via::register(via, adaptor.clone());
         adaptor
     }
