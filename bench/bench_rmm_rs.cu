@@ -106,6 +106,7 @@ int main() {
         auto time = [&](RmmRs& a) {
           return pair ? bench::pairs(a, 256, 200000, 0).ns_per_alloc : bench::random_allocations(a, 20000, 1 << 20, 0).ns_per_alloc;
         };
+        bench::Pinned pinned;
         time(bare);  // warm up both
         time(adapted);
         auto& added = bench::timings_of(pair ? "added_pair_256B" : "added_random_allocations", name).ns;

@@ -5,6 +5,7 @@
 //   size_t reserved();   // bytes held from the driver (0 when unknown)
 #pragma once
 #include <cuda_runtime.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,6 +41,32 @@ struct Rng {  // xorshift64*: the same sequence for every allocator
     double u = (next() >> 11) * (1.0 / 9007199254740992.0);
     return (size_t)std::exp(std::log((double)lo) + u * (std::log((double)hi) - std::log((double)lo)));
   }
+};
+
+// Keeps the calling thread on one processor while it lives, then restores its affinity. A
+// single-threaded workload runs under one: on the shared machines measured, a thread the
+// scheduler moves around runs up to twice as slow in spells (measured: pool pairs of 37 ns
+// pinned against 41-57 ns free). BENCH_CPU=N picks the processor (default: the one the thread
+// is on), BENCH_PIN=0 turns pinning off.
+struct Pinned {
+  cpu_set_t saved{};
+  bool pinned = false;
+  Pinned() {
+    const char* off = std::getenv("BENCH_PIN");
+    if ((off && std::string(off) == "0") || sched_getaffinity(0, sizeof saved, &saved) != 0) return;
+    const char* chosen = std::getenv("BENCH_CPU");
+    int cpu = chosen ? std::atoi(chosen) : sched_getcpu();
+    if (cpu < 0 || cpu >= CPU_SETSIZE) return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    pinned = sched_setaffinity(0, sizeof one, &one) == 0;
+  }
+  ~Pinned() {
+    if (pinned) sched_setaffinity(0, sizeof saved, &saved);
+  }
+  Pinned(const Pinned&) = delete;
+  Pinned& operator=(const Pinned&) = delete;
 };
 
 using clock_type = std::chrono::steady_clock;
@@ -197,7 +225,8 @@ inline void print_timings() {
 
 // Runs every workload on one allocator and records its timings. The first run of each
 // workload warms up (caches, page tables, the processor's clock) and is not timed, except
-// for `slow` allocators, which run once with fewer iterations; five timed runs follow.
+// for `slow` allocators, which run once with fewer iterations; five timed runs follow. The
+// single-threaded workloads run pinned to one processor (see Pinned).
 // `short_list` runs only pair_256B, random_allocations and threads_8 (for adaptors, whose
 // cost is the difference).
 template <class A>
@@ -205,6 +234,8 @@ void run_all(const std::string& name, A& a, bool slow, int device, bool short_li
   cudaStream_t stream = 0;
   int scale = slow ? 50 : 1;
   auto row = [&](const char* workload, auto run) {
+    std::optional<Pinned> pinned;
+    if (std::string(workload) != "threads_8") pinned.emplace();
     Timings& t = timings_of(workload, name);
     Result first = run();
     if (t.footprint < 0) t.footprint = first.footprint;
