@@ -2,7 +2,7 @@
 //! any request up to the block size, from chunks of many blocks.
 
 use super::suballoc::fixed_blocks::FixedBlocks;
-use super::suballoc::stream_ordered::{Growth, StreamOrdered, Usage};
+use super::suballoc::stream_ordered::{Core, Growth, StreamOrdered, Usage};
 use super::suballoc::tlsf::GRANULE;
 use super::MemoryResource;
 use crate::error::{Error, Result};
@@ -34,6 +34,12 @@ impl FixedSizeResource {
 
     pub fn block_size(&self) -> usize {
         self.block_size
+    }
+
+    /// The stream-ordered core, for a binning resource to call without this layer (it routes
+    /// only requests that fit a block here).
+    pub(crate) fn core(&self) -> Arc<Core<FixedBlocks>> {
+        self.core.shared_core()
     }
 
     #[cold]

@@ -287,6 +287,11 @@ impl<I: BlockIndex> StreamOrdered<I> {
         Ok(StreamOrdered { core })
     }
 
+    /// The core itself, for a resource that calls it directly.
+    pub(crate) fn shared_core(&self) -> Arc<Core<I>> {
+        self.core.clone()
+    }
+
     /// One index per thread on the legacy default stream (arenas).
     pub fn with_per_thread_default_stream(self) -> Self {
         self.core.per_thread_default_stream.store(true, Ordering::Relaxed);
