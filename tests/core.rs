@@ -101,6 +101,12 @@ fn handles_refuse_destroyed_and_made_up_values() {
     for garbage in [0x1234usize, 0x7fff_0000_1000, usize::MAX] {
         assert!(handles::get(garbage as handles::rmmResource_t).is_err());
     }
+    // The live slot's index with any other generation, and a free slot's current generation.
+    let (index, generation) = (reused as usize & 0xFFFF_FFFF, reused as usize >> 32);
+    for other in [generation + 1, generation + 2, generation.wrapping_sub(1), 0] {
+        assert!(handles::get((other << 32 | index) as handles::rmmResource_t).is_err(), "generation {other}");
+    }
+    assert!(handles::get((2usize << 32 | (index + 500)) as handles::rmmResource_t).is_err(), "a free slot");
     assert!(handles::get(std::ptr::null_mut()).is_err());
     handles::destroy(std::ptr::null_mut()).unwrap();
     handles::destroy(reused).unwrap();

@@ -9,7 +9,8 @@ use crate::error::{Error, Result};
 use crate::mr::MemoryResource;
 use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 /// A resource handle: one counted reference to a resource.
@@ -24,14 +25,33 @@ pub type rmmResource_t = *mut rmmResource_st;
 const SEGMENT_SLOTS: usize = 1024;
 const SEGMENTS: usize = 1024;
 
-type Boxed = Arc<dyn MemoryResource>;
-
 struct Slot {
+    /// Odd while the slot holds a resource (the live handle's generation), even while it is
+    /// free; each create and destroy moves it on by one, so a destroyed handle never matches
+    /// again.
     generation: AtomicU32,
-    resource: AtomicPtr<Boxed>,
+    /// Kept in the slot itself, not behind a pointer: a lookup, on every allocation's path,
+    /// then reaches the resource with one dependent load less.
+    resource: UnsafeCell<Option<Arc<dyn MemoryResource>>>,
 }
 
+// SAFETY: `resource` is written only by `create`, before the odd generation that publishes it
+// is stored (release), and by `destroy`, after moving the generation on; it is read only by
+// lookups that found the odd generation of their handle (acquire). Destroying a handle while
+// another thread still uses it is a misuse of the C API, as with any C library object.
+unsafe impl Sync for Slot {}
+
+impl Slot {
+    const fn new() -> Self {
+        Slot { generation: AtomicU32::new(0), resource: UnsafeCell::new(None) }
+    }
+}
+
+/// The first segment is part of the static table, so that the handles of a program with
+/// fewer than 1024 live resources are found without loading a segment pointer first (a
+/// lookup is on every allocation's path). Later segments are allocated when first needed.
 struct HandleTable {
+    first: [Slot; SEGMENT_SLOTS],
     segments: [OnceCell<Box<[Slot]>>; SEGMENTS],
     free: Mutex<FreeSlots>,
 }
@@ -44,6 +64,7 @@ struct FreeSlots {
 
 // A plain static (no lazy initialization to check on every lookup).
 static TABLE: HandleTable = HandleTable {
+    first: [const { Slot::new() }; SEGMENT_SLOTS],
     segments: [const { OnceCell::new() }; SEGMENTS],
     free: Mutex::new(FreeSlots { recycled: Vec::new(), next_unused: 0 }),
 };
@@ -71,14 +92,17 @@ fn not_live(handle: rmmResource_t) -> Error {
 impl HandleTable {
     #[inline]
     fn slot(&self, index: usize) -> Option<&Slot> {
-        self.segments.get(index / SEGMENT_SLOTS)?.get().map(|segment| &segment[index % SEGMENT_SLOTS])
+        match index / SEGMENT_SLOTS {
+            0 => Some(&self.first[index]),
+            segment => self.segments.get(segment)?.get().map(|segment| &segment[index % SEGMENT_SLOTS]),
+        }
     }
 
     #[inline]
-    fn live_slot(&self, handle: rmmResource_t) -> Result<&Slot> {
+    fn live_slot(&self, handle: rmmResource_t) -> Result<(&Slot, u32)> {
         let Some((index, generation)) = decode(handle) else { return Err(not_live(handle)) };
         match self.slot(index) {
-            Some(slot) if slot.generation.load(Ordering::Acquire) == generation && !slot.resource.load(Ordering::Acquire).is_null() => Ok(slot),
+            Some(slot) if generation & 1 == 1 && slot.generation.load(Ordering::Acquire) == generation => Ok((slot, generation)),
             _ => Err(not_live(handle)),
         }
     }
@@ -100,21 +124,28 @@ pub fn create(resource: Arc<dyn MemoryResource>) -> Result<rmmResource_t> {
             }
         }
     };
-    let segment = table.segments[index as usize / SEGMENT_SLOTS].get_or_init(|| {
-        (0..SEGMENT_SLOTS).map(|_| Slot { generation: AtomicU32::new(1), resource: AtomicPtr::new(std::ptr::null_mut()) }).collect()
-    });
-    let slot = &segment[index as usize % SEGMENT_SLOTS];
-    slot.resource.store(Box::into_raw(Box::new(resource)), Ordering::Release);
-    Ok(encode(index, slot.generation.load(Ordering::Acquire)))
+    if index as usize >= SEGMENT_SLOTS {
+        table.segments[index as usize / SEGMENT_SLOTS].get_or_init(|| (0..SEGMENT_SLOTS).map(|_| Slot::new()).collect());
+    }
+    let slot = table.slot(index as usize).expect("the slot's segment exists");
+    let generation = slot.generation.load(Ordering::Acquire) | 1;
+    // SAFETY: the slot came off the free list, so no handle refers to it: nothing reads it.
+    unsafe { *slot.resource.get() = Some(resource) };
+    slot.generation.store(generation, Ordering::Release);
+    Ok(encode(index, generation))
 }
 
 /// Runs `f` on the resource behind a live handle, without taking a new reference.
+#[inline]
 pub fn with<T>(handle: rmmResource_t, f: impl FnOnce(&Arc<dyn MemoryResource>) -> Result<T>) -> Result<T> {
-    let slot = TABLE.live_slot(handle)?;
-    let boxed = slot.resource.load(Ordering::Acquire);
-    // SAFETY: the slot is live, so `boxed` came from Box::into_raw in `create` and is freed
-    // only by `destroy`, which must not run concurrently with calls on the same handle.
-    f(unsafe { &*boxed })
+    let (slot, _) = TABLE.live_slot(handle)?;
+    // SAFETY: the slot holds this handle's generation, so `create` wrote the resource before
+    // publishing it, and `destroy` (which must not run concurrently with calls on the same
+    // handle) has not taken it yet.
+    match unsafe { &*slot.resource.get() } {
+        Some(resource) => f(resource),
+        None => Err(not_live(handle)),
+    }
 }
 
 /// The resource behind a live handle (a new reference).
@@ -128,16 +159,16 @@ pub fn destroy(handle: rmmResource_t) -> Result<()> {
         return Ok(());
     }
     let table = &TABLE;
-    let slot = table.live_slot(handle)?;
-    let boxed = slot.resource.swap(std::ptr::null_mut(), Ordering::AcqRel);
-    if boxed.is_null() {
+    let (slot, generation) = table.live_slot(handle)?;
+    if slot.generation.compare_exchange(generation, generation.wrapping_add(1), Ordering::AcqRel, Ordering::Acquire).is_err() {
         return Err(Error::InvalidHandle(format!("{handle:p} was destroyed concurrently")));
     }
-    slot.generation.fetch_add(1, Ordering::AcqRel);
+    // SAFETY: this call moved the generation on, so no new lookup reaches the slot and no
+    // other destroy takes the resource; the slot returns to the free list only after.
+    let resource = unsafe { (*slot.resource.get()).take() };
     let (index, _) = decode(handle).expect("validated by live_slot");
     table.free.lock().recycled.push(index as u32);
-    // SAFETY: swapped out of the slot above, so this is the only owner of the box.
-    drop(unsafe { Box::from_raw(boxed) });
+    drop(resource);
     crate::mr::via::collect();
     Ok(())
 }
