@@ -196,25 +196,11 @@ impl Backend {
     pub fn stream_wait_event(&self, device: i32, stream: Stream, event: Event) -> Result<()> {
         dispatch!(self.stream_wait_event(device, stream, event))
     }
-    /// Tells the race checker that a suballocator freed `[ptr, ptr+bytes)` in the order of
-    /// `stream`. No-op on real devices.
-    pub fn note_released(&self, device: i32, ptr: usize, bytes: usize, stream: Stream) {
-        if let Backend::Sim(s) = self {
-            s.note_released(device, ptr, bytes, stream)
-        }
-    }
-    /// Tells the race checker that a suballocator handed `[ptr, ptr+bytes)` out for use on
-    /// `stream`; reports a race when an earlier release on another stream is not ordered
-    /// before it. No-op on real devices.
-    pub fn note_acquired(&self, device: i32, ptr: usize, bytes: usize, stream: Stream) {
-        if let Backend::Sim(s) = self {
-            s.note_acquired(device, ptr, bytes, stream)
-        }
-    }
 }
 
-/// `Backend::note_acquired` of the process's backend, if it has one (the race checker's
-/// bookkeeping, skipped on real devices).
+/// Tells the race checker that a suballocator handed `[ptr, ptr+bytes)` out for use on
+/// `stream`; reports a race when an earlier release on another stream is not ordered before
+/// it. No-op on real devices.
 #[inline]
 pub fn note_acquired(device: i32, ptr: usize, bytes: usize, stream: Stream) {
     if let Ok(Backend::Sim(s)) = backend() {
@@ -222,7 +208,8 @@ pub fn note_acquired(device: i32, ptr: usize, bytes: usize, stream: Stream) {
     }
 }
 
-/// `Backend::note_released` of the process's backend, if it has one.
+/// Tells the race checker that a suballocator freed `[ptr, ptr+bytes)` in the order of
+/// `stream`. No-op on real devices.
 #[inline]
 pub fn note_released(device: i32, ptr: usize, bytes: usize, stream: Stream) {
     if let Ok(Backend::Sim(s)) = backend() {

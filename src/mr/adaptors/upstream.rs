@@ -43,7 +43,7 @@ impl Upstream {
     #[inline(always)]
     pub fn tracks_allocations(&self) -> bool {
         match self {
-            Upstream::Pool(_) => true,
+            Upstream::Pool(pool) => pool.tracks_allocations(),
             Upstream::Other(other) => other.tracks_allocations(),
         }
     }

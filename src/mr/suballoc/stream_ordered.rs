@@ -565,22 +565,8 @@ impl<I: BlockIndex> Core<I> {
         let state = self.state_for(stream)?;
         match self.free_from_own_shelf(&state, ptr, bytes, stream, via)? {
             Ok(()) => Ok(()),
-            Err(refused) => self.deallocate_otherwise(&state, ptr, bytes, stream, via, refused),
+            Err(refused) => self.free_elsewhere(&state, ptr, bytes, stream, via, refused)?.map_err(|refused| self.refusal(ptr, bytes, refused)),
         }
-    }
-
-    /// A free its stream's shelf refused: the block lies on another stream's shelf, or the
-    /// free is an error.
-    #[inline(never)]
-    fn deallocate_otherwise(&self, state: &StreamState<I>, ptr: usize, bytes: Option<usize>, stream: Stream, via: Option<Via>, refused: Refused) -> Result<()> {
-        let refused = match refused {
-            Refused::NotLive => match self.free_into_owner(state, ptr, bytes, stream, via)? {
-                Ok(()) => return Ok(()),
-                Err(refused) => refused,
-            },
-            refused => refused,
-        };
-        Err(self.refusal(ptr, bytes, refused))
     }
 
     /// The error for a refused free (out of line: the free path stays small).
@@ -609,8 +595,18 @@ impl<I: BlockIndex> Core<I> {
     fn try_deallocate(&self, ptr: usize, bytes: Option<usize>, stream: Stream, via: Option<Via>) -> Result<std::result::Result<(), Refused>> {
         let state = self.state_for(stream)?;
         match self.free_from_own_shelf(&state, ptr, bytes, stream, via)? {
-            Err(Refused::NotLive) => self.free_into_owner(&state, ptr, bytes, stream, via),
-            other => Ok(other),
+            Ok(()) => Ok(Ok(())),
+            Err(refused) => self.free_elsewhere(&state, ptr, bytes, stream, via, refused),
+        }
+    }
+
+    /// A free its stream's own shelf refused: the block may lie on another stream's shelf;
+    /// otherwise the refusal stands.
+    #[inline(never)]
+    fn free_elsewhere(&self, state: &StreamState<I>, ptr: usize, bytes: Option<usize>, stream: Stream, via: Option<Via>, refused: Refused) -> Result<std::result::Result<(), Refused>> {
+        match refused {
+            Refused::NotLive => self.free_into_owner(state, ptr, bytes, stream, via),
+            refused => Ok(Err(refused)),
         }
     }
 
@@ -651,7 +647,7 @@ impl<I: BlockIndex> Core<I> {
             Ok(freed) => freed,
             Err(refused) => return Ok(Err(refused)),
         };
-        platform.note_released(self.device, ptr, size, stream);
+        note_released(self.device, ptr, size, stream);
         // Whoever reuses the block from the owner's index waits for this free first.
         platform.event_record(self.device, state.event, stream)?;
         if !shelf.pending.contains(&state.event) {
@@ -792,7 +788,7 @@ impl<I: BlockIndex> Core<I> {
                 (block, events)
             };
             self.wait_all(stream, &events)?;
-            backend()?.note_acquired(self.device, addr, size, stream);
+            note_acquired(self.device, addr, size, stream);
             return Ok(Some(addr));
         }
         Ok(None)
