@@ -57,10 +57,15 @@ impl Bins {
         Bins { bins, first, direct }
     }
 
+    /// k such that `bytes` lies in (2^(k-1), 2^k] (0 for 0 and 1 bytes).
+    #[inline(always)]
+    fn class_of(bytes: usize) -> usize {
+        (usize::BITS - bytes.saturating_sub(1).leading_zeros()) as usize
+    }
+
     /// The position of the bin that serves `bytes`, if any.
     fn serving(&self, bytes: usize) -> Option<usize> {
-        let k = (usize::BITS - bytes.saturating_sub(1).leading_zeros()) as usize;
-        let mut at = self.first[k] as usize;
+        let mut at = self.first[Self::class_of(bytes)] as usize;
         while at < self.bins.len() && self.bins[at].0 < bytes {
             at += 1;
         }
@@ -70,8 +75,7 @@ impl Bins {
     /// The bin that serves `bytes`, if any.
     #[inline(always)]
     fn bin_for(&self, bytes: usize) -> Option<&Bin> {
-        let k = (usize::BITS - bytes.saturating_sub(1).leading_zeros()) as usize;
-        match &self.direct[k] {
+        match &self.direct[Self::class_of(bytes)] {
             Some((size, bin)) if bytes <= *size => Some(bin),
             _ => self.serving(bytes).map(|at| &self.bins[at].1),
         }
@@ -230,7 +234,6 @@ mod tests {
     /// The lookup table picks the smallest bin that holds the request, for bins of any size.
     #[test]
     fn serving_is_the_smallest_bin_that_holds_the_request() {
-        let resource: Arc<dyn MemoryResource> = Arc::new(Unused);
         let mut seed = 0x9E37_79B9_7F4A_7C15u64;
         let mut next = move || {
             seed ^= seed << 13;
@@ -242,16 +245,17 @@ mod tests {
             let mut sizes: Vec<usize> = (0..next() % 12).map(|_| 1 + (next() % (1 << (next() % 40))) as usize).collect();
             sizes.sort_unstable();
             sizes.dedup();
-            let bins = Bins::new(sizes.iter().map(|&size| (size, Bin::Callers(resource.clone()))).collect());
+            // A resource of its own per bin, so the bin `bin_for` answers can be told apart.
+            let resources: Vec<Arc<dyn MemoryResource>> = sizes.iter().map(|_| Arc::new(Unused) as Arc<dyn MemoryResource>).collect();
+            let bins = Bins::new(sizes.iter().zip(&resources).map(|(&size, resource)| (size, Bin::Callers(resource.clone()))).collect());
             for bytes in (0..300).map(|_| (next() % (1 << (next() % 42))) as usize).chain([0, 1, usize::MAX]) {
                 let expected = sizes.iter().position(|&size| size >= bytes);
                 assert_eq!(bins.serving(bytes), expected, "bins {sizes:?}, request {bytes}");
-                let direct = bins.bin_for(bytes).map(|bin| bins.bins.iter().position(|(_, b)| std::ptr::eq(b, bin)).unwrap_or_else(|| {
-                    // From the direct table: the same bin as the sorted list's, by its size.
-                    let size = bins.direct.iter().flatten().find(|(_, b)| std::ptr::eq(b, bin)).unwrap().0;
-                    sizes.iter().position(|&s| s == size).unwrap()
-                }));
-                assert_eq!(direct, expected, "direct table: bins {sizes:?}, request {bytes}");
+                let found = bins.bin_for(bytes).map(|bin| {
+                    let found = bin.resource() as *const dyn MemoryResource as *const ();
+                    resources.iter().position(|r| Arc::as_ptr(r) as *const () == found).unwrap()
+                });
+                assert_eq!(found, expected, "bin_for: bins {sizes:?}, request {bytes}");
             }
         }
     }
