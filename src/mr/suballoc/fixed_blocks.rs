@@ -95,32 +95,41 @@ impl FixedBlocks {
         Some((addr, self.block_size))
     }
 
-    /// The chunk slot and block index of the block starting at `addr`, if one does.
+    /// The chunk slot and block index of the block starting at `addr`, if one does. Tries the
+    /// chunk the last free found first, and remembers the chunk it finds.
     #[inline(always)]
     fn locate(&mut self, addr: usize) -> Option<(u32, usize)> {
         let recent = self.chunks.get(self.recent as usize).and_then(Option::as_ref);
         let slot = match recent {
             Some(chunk) if addr.wrapping_sub(chunk.base) < chunk.size => self.recent,
-            _ => self.locate_chunk(addr)?,
+            _ => {
+                let slot = self.chunk_containing(addr)?;
+                self.recent = slot;
+                slot
+            }
         };
+        Some((slot, self.block_index(slot, addr)?))
+    }
+
+    /// The slot of the chunk that holds `addr`.
+    #[cold]
+    fn chunk_containing(&self, addr: usize) -> Option<u32> {
+        let at = self.by_base.partition_point(|&(base, _)| base <= addr).checked_sub(1)?;
+        let (base, slot) = self.by_base[at];
+        let chunk = self.chunks[slot as usize].as_ref()?;
+        (addr - base < chunk.size).then_some(slot)
+    }
+
+    /// The index of the block that starts at `addr` in the chunk of `slot`, if one does.
+    #[inline(always)]
+    fn block_index(&self, slot: u32, addr: usize) -> Option<usize> {
         let chunk = self.chunks[slot as usize].as_ref()?;
         let offset = addr - chunk.base;
         let index = match self.shift {
             Some(shift) => offset >> shift,
             None => offset / self.block_size,
         };
-        (index * self.block_size == offset && index < chunk.leases.len()).then_some((slot, index))
-    }
-
-    #[cold]
-    fn locate_chunk(&mut self, addr: usize) -> Option<u32> {
-        let at = self.by_base.partition_point(|&(base, _)| base <= addr).checked_sub(1)?;
-        let (base, slot) = self.by_base[at];
-        let chunk = self.chunks[slot as usize].as_ref()?;
-        (addr - base < chunk.size).then(|| {
-            self.recent = slot;
-            slot
-        })
+        (index * self.block_size == offset && index < chunk.leases.len()).then_some(index)
     }
 
     fn lease_at(&self, slot: u32, index: usize) -> Option<Lease> {
@@ -133,14 +142,8 @@ impl FixedBlocks {
     }
 
     pub fn lease(&self, addr: usize) -> Option<(usize, Lease)> {
-        let at = self.by_base.partition_point(|&(base, _)| base <= addr).checked_sub(1)?;
-        let (base, slot) = self.by_base[at];
-        let chunk = self.chunks[slot as usize].as_ref()?;
-        let offset = addr - base;
-        if offset >= chunk.size || offset % self.block_size != 0 {
-            return None;
-        }
-        self.lease_at(slot, offset / self.block_size).map(|lease| (self.block_size, lease))
+        let slot = self.chunk_containing(addr)?;
+        self.lease_at(slot, self.block_index(slot, addr)?).map(|lease| (self.block_size, lease))
     }
 
     /// Every block of the chunk based at `base`, in address order.
