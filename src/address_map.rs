@@ -68,11 +68,6 @@ impl<V> AddressMap<V> {
     }
 
     #[inline]
-    pub fn get_mut(&mut self, key: &usize) -> Option<&mut V> {
-        self.find(*key).and_then(|at| self.slots[at].1.as_mut())
-    }
-
-    #[inline]
     pub fn contains_key(&self, key: &usize) -> bool {
         self.find(*key).is_some()
     }
@@ -155,10 +150,6 @@ impl<V> AddressMap<V> {
 
     pub fn iter(&self) -> impl Iterator<Item = (&usize, &V)> {
         self.slots.iter().filter_map(|(key, value)| value.as_ref().map(|value| (key, value)))
-    }
-
-    pub fn keys(&self) -> impl Iterator<Item = &usize> {
-        self.iter().map(|(key, _)| key)
     }
 
     pub fn values(&self) -> impl Iterator<Item = &V> {
