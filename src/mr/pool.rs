@@ -44,7 +44,7 @@ impl MemoryResource for PoolResource {
         self.core.allocate(bytes, stream)
     }
 
-    #[inline]
+    #[inline(always)]
     fn allocate_via(&self, bytes: usize, stream: Stream, via: crate::mr::Via) -> Result<usize> {
         self.core.allocate_via(bytes, stream, via)
     }
@@ -58,7 +58,7 @@ impl MemoryResource for PoolResource {
         "pool"
     }
 
-    #[inline]
+    #[inline(always)]
     fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: crate::mr::Via) -> Result<()> {
         self.core.deallocate_via(ptr, Some(bytes), stream, Some(via))
     }
