@@ -103,16 +103,30 @@ int main() {
       // machine drifts between runs far more than an adaptor costs).
       RmmRs bare{adaptor_pool, nullptr}, adapted{adaptor, nullptr};
       for (bool pair : {true, false}) {
+        // Each timing lasts about 5 ms (random_allocations repeats its 20000 allocations), so
+        // that one interruption moves it little.
         auto time = [&](RmmRs& a) {
-          return pair ? bench::pairs(a, 256, 200000, 0).ns_per_alloc : bench::random_allocations(a, 20000, 1 << 20, 0).ns_per_alloc;
+          if (pair) return bench::pairs(a, 256, 200000, 0).ns_per_alloc;
+          double ns = 0;
+          for (int repeat = 0; repeat < 5; ++repeat) ns += bench::random_allocations(a, 20000, 1 << 20, 0).ns_per_alloc;
+          return ns / 5;
         };
         bench::Pinned pinned;
         time(bare);  // warm up both
         time(adapted);
         auto& added = bench::timings_of(pair ? "added_pair_256B" : "added_random_allocations", name).ns;
-        for (int i = 0; i < 5; ++i) {
-          double base = time(bare);
-          added.push_back(time(adapted) - base);
+        for (int i = 0; i < 9; ++i) {
+          // Which of the two runs first alternates, so a drift in the machine's speed
+          // favours neither.
+          double base, with_adaptor;
+          if (i % 2 == 0) {
+            base = time(bare);
+            with_adaptor = time(adapted);
+          } else {
+            with_adaptor = time(adapted);
+            base = time(bare);
+          }
+          added.push_back(with_adaptor - base);
         }
       }
       run(name, adaptor, adaptor_pool, true);
