@@ -99,35 +99,18 @@ int main() {
       rmmResource_t adaptor_pool, adaptor;
       ok(rmmPoolResourceCreate(&adaptor_pool, cuda, 0, 0), "pool for an adaptor");
       ok(create(&adaptor, adaptor_pool), name);
-      // What the adaptor adds, timed in alternation with the bare pool beneath it (a shared
-      // machine drifts between runs far more than an adaptor costs).
+      // What the adaptor adds: the same workload on the adaptor and on the bare pool beneath
+      // it, interleaved in slices (see bench::added_per_allocation).
       RmmRs bare{adaptor_pool, nullptr}, adapted{adaptor, nullptr};
-      for (bool pair : {true, false}) {
-        // Each timing lasts about 5 ms (random_allocations repeats its 20000 allocations), so
-        // that one interruption moves it little.
-        auto time = [&](RmmRs& a) {
-          if (pair) return bench::pairs(a, 256, 200000, 0).ns_per_alloc;
-          double ns = 0;
-          for (int repeat = 0; repeat < 5; ++repeat) ns += bench::random_allocations(a, 20000, 1 << 20, 0).ns_per_alloc;
-          return ns / 5;
-        };
+      for (int i = 0; i < 10; ++i) {  // the first of each is a warm-up
         bench::Pinned pinned;
-        time(bare);  // warm up both
-        time(adapted);
-        auto& added = bench::timings_of(pair ? "added_pair_256B" : "added_random_allocations", name).ns;
-        for (int i = 0; i < 9; ++i) {
-          // Which of the two runs first alternates, so a drift in the machine's speed
-          // favours neither.
-          double base, with_adaptor;
-          if (i % 2 == 0) {
-            base = time(bare);
-            with_adaptor = time(adapted);
-          } else {
-            with_adaptor = time(adapted);
-            base = time(bare);
-          }
-          added.push_back(with_adaptor - base);
-        }
+        bench::PairSteps<RmmRs> bare_pairs{bare, 256, 200000}, adapted_pairs{adapted, 256, 200000};
+        double pair = bench::added_per_allocation(bare_pairs, adapted_pairs, 200000);
+        bench::RandomSteps<RmmRs> bare_random(bare, 20000, 1 << 20, 0), adapted_random(adapted, 20000, 1 << 20, 0);
+        double random = bench::added_per_allocation(bare_random, adapted_random, 20000);
+        if (i == 0) continue;
+        bench::timings_of("added_pair_256B", name).ns.push_back(pair);
+        bench::timings_of("added_random_allocations", name).ns.push_back(random);
       }
       run(name, adaptor, adaptor_pool, true);
       ok(rmmResourceDestroy(adaptor_pool), "destroy");

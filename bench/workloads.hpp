@@ -100,6 +100,19 @@ struct Result {
   double footprint;  // peak reserved / peak live bytes (0: not measured)
 };
 
+// The pairs workload one step at a time (for `added_per_allocation`).
+template <class A>
+struct PairSteps {
+  A& a;
+  size_t size;
+  int left;
+  bool done() const { return left == 0; }
+  void step() {
+    a.deallocate(a.allocate(size, 0), size, 0);
+    --left;
+  }
+};
+
 // Allocate and free one size, `iterations` times: ns per (allocate + free) pair.
 template <class A>
 Result pairs(A& a, size_t size, int iterations, cudaStream_t stream) {
@@ -109,16 +122,23 @@ Result pairs(A& a, size_t size, int iterations, cudaStream_t stream) {
   return {ns_since(start) / iterations, 0};
 }
 
-// RMM's random_allocations: `count` allocations of sizes uniform in [1, max_size], randomly
-// interleaved with frees of random live blocks. ns per allocation (frees included).
+// RMM's random_allocations one step at a time: `count` allocations of sizes uniform in
+// [1, max_size], randomly interleaved with frees of random live blocks.
 template <class A>
-Result random_allocations(A& a, int count, size_t max_size, cudaStream_t stream) {
-  Rng rng(42);
+struct RandomSteps {
+  A& a;
+  int count;
+  size_t max_size;
+  cudaStream_t stream;
+  Rng rng{42};
   std::vector<std::pair<void*, size_t>> live;
-  live.reserve(count);
-  auto start = clock_type::now();
   int made = 0;
-  while (made < count || !live.empty()) {
+  RandomSteps(A& a, int count, size_t max_size, cudaStream_t stream)
+      : a(a), count(count), max_size(max_size), stream(stream) {
+    live.reserve(count);
+  }
+  bool done() const { return made == count && live.empty(); }
+  void step() {
     bool allocate = made < count && (live.empty() || rng.below(2) == 0);
     if (allocate) {
       size_t size = 1 + rng.below(max_size);
@@ -131,7 +151,40 @@ Result random_allocations(A& a, int count, size_t max_size, cudaStream_t stream)
       live.pop_back();
     }
   }
+};
+
+// RandomSteps run to the end: ns per allocation (frees included).
+template <class A>
+Result random_allocations(A& a, int count, size_t max_size, cudaStream_t stream) {
+  RandomSteps<A> steps(a, count, max_size, stream);
+  auto start = clock_type::now();
+  while (!steps.done()) steps.step();
   return {ns_since(start) / count, 0};
+}
+
+// What `adapted` costs over `bare` per allocation, where both run the same steps (two
+// PairSteps or RandomSteps) at once: in slices of `slice` steps taken in turn, which of the two
+// goes first alternating, each slice timed. A slice lasts microseconds and the spells in which a
+// shared machine runs a thread slower last milliseconds to seconds, so they fall on both alike;
+// timing the two one after the other, such spells moved the difference by more than it was.
+template <class Steps>
+double added_per_allocation(Steps& bare, Steps& adapted, int allocations, int slice = 256) {
+  double bare_ns = 0, adapted_ns = 0;
+  auto run_slice = [&](Steps& steps, double& ns) {
+    auto start = clock_type::now();
+    for (int i = 0; i < slice && !steps.done(); ++i) steps.step();
+    ns += ns_since(start);
+  };
+  for (bool bare_first = true; !bare.done() || !adapted.done(); bare_first = !bare_first) {
+    if (bare_first) {
+      run_slice(bare, bare_ns);
+      run_slice(adapted, adapted_ns);
+    } else {
+      run_slice(adapted, adapted_ns);
+      run_slice(bare, bare_ns);
+    }
+  }
+  return (adapted_ns - bare_ns) / allocations;
 }
 
 // Steady churn: a working set of `working_set` live blocks of log-uniform sizes up to
