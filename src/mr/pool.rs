@@ -2,7 +2,7 @@
 //! chunks, stream-ordered, growing geometrically up to a maximum, able to give wholly free
 //! chunks back (`release`), which RMM's pool cannot.
 
-use super::suballoc::stream_ordered::{Growth, StreamOrdered, Usage};
+use super::suballoc::stream_ordered::{Core, Growth, StreamOrdered, Usage};
 use super::suballoc::tlsf::Tlsf;
 use super::MemoryResource;
 use crate::error::Result;
@@ -35,6 +35,11 @@ impl PoolResource {
 
     pub fn check_invariants(&self) -> std::result::Result<(), String> {
         self.core.check_invariants()
+    }
+
+    /// The pool's core, for an adaptor that calls it without going through the pool.
+    pub(crate) fn shared_core(&self) -> Arc<Core<Tlsf>> {
+        self.core.shared_core()
     }
 }
 
