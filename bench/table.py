@@ -9,7 +9,7 @@ rows = []
 for path in sys.argv[1:]:
     with open(path) as f:
         rows += [r for r in csv.DictReader(f) if r.get("workload")]
-# "added_<workload>" rows: an adaptor's cost timed in alternation with its bare pool.
+# "added_<workload>" rows: an adaptor's cost, timed interleaved with its bare pool.
 added_rows = [r for r in rows if r["workload"].startswith("added_")]
 rows = [r for r in rows if not r["workload"].startswith("added_")]
 workloads = list(dict.fromkeys(r["workload"] for r in rows))
@@ -50,7 +50,7 @@ if added_rows:
     names = list(dict.fromkeys(r["allocator"] for r in added_rows))
     kinds = list(dict.fromkeys(r["workload"] for r in added_rows))
     by = {(r["workload"], r["allocator"]): r for r in added_rows}
-    print("| ns added over the bare pool, timed in alternation (median, range) | " + " | ".join(n[len("rmm-rs "):-len("/pool")] for n in names) + " |")
+    print("| ns added over the bare pool, timed interleaved (median, range) | " + " | ".join(n[len("rmm-rs "):-len("/pool")] for n in names) + " |")
     print("|---" * (len(names) + 1) + "|")
     for k in kinds:
         values = [f"{float(by[(k, n)]['ns_per_alloc']):+.1f} ({by[(k, n)]['ns_min']} .. {by[(k, n)]['ns_max']})" if (k, n) in by else "-" for n in names]
