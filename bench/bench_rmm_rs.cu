@@ -102,7 +102,7 @@ int main() {
       // What the adaptor adds: the same workload on the adaptor and on the bare pool beneath
       // it, interleaved in slices (see bench::added_per_allocation).
       RmmRs bare{adaptor_pool, nullptr}, adapted{adaptor, nullptr};
-      for (int i = 0; i < 10; ++i) {  // the first of each is a warm-up
+      for (int i = 0; i <= 20; ++i) {  // 20 samples a round; the first run is a warm-up
         bench::Pinned pinned;
         bench::PairSteps<RmmRs> bare_pairs{bare, 256, 200000}, adapted_pairs{adapted, 256, 200000};
         double pair = bench::added_per_allocation(bare_pairs, adapted_pairs, 200000);
