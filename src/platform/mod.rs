@@ -226,10 +226,39 @@ pub(crate) fn at_exit(hook: extern "C" fn()) {
     }
 }
 
-/// The kernel's id of the calling thread, as RMM's logs show it.
+/// Forks this process has made, as counted in the children: a thread id cached before a fork
+/// is the parent's, not the child's.
+static FORKS_SEEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+extern "C" fn note_fork_in_child() {
+    FORKS_SEEN.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The kernel's id of the calling thread, as RMM's logs show it. `gettid` is a system call
+/// (50-100 ns in the lent virtual machines, as much as a whole allocation), so each thread asks
+/// once, and once more in a forked child.
 pub fn os_thread_id() -> u64 {
-    // SAFETY: gettid has no preconditions and cannot fail.
-    unsafe { libc::gettid() as u64 }
+    static WATCH_FORKS: std::sync::Once = std::sync::Once::new();
+    WATCH_FORKS.call_once(|| {
+        // SAFETY: the handler only increments an atomic, which is safe in a forked child.
+        if unsafe { libc::pthread_atfork(None, None, Some(note_fork_in_child)) } != 0 {
+            log::warn!("could not register a fork handler: thread ids in forked children may be the parent's");
+        }
+    });
+    thread_local! {
+        /// (forks seen when asked, id); id 0: not asked yet.
+        static CACHED: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+    }
+    let forks = FORKS_SEEN.load(Ordering::Relaxed);
+    CACHED.with(|cached| match cached.get() {
+        (seen, id) if id != 0 && seen == forks => id,
+        _ => {
+            // SAFETY: gettid has no preconditions and cannot fail.
+            let id = unsafe { libc::gettid() } as u64;
+            cached.set((forks, id));
+            id
+        }
+    })
 }
 
 /// Seconds east of UTC of the local time zone, now.
@@ -242,5 +271,44 @@ pub fn local_utc_offset_seconds() -> i64 {
             return 0;
         }
         tm.tm_gmtoff
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::os_thread_id;
+
+    #[test]
+    fn each_thread_has_its_own_id_and_keeps_it() {
+        let main = os_thread_id();
+        assert_eq!(main, os_thread_id());
+        // SAFETY: gettid has no preconditions.
+        assert_eq!(main, unsafe { libc::gettid() } as u64);
+        let other = std::thread::spawn(os_thread_id).join().unwrap();
+        assert_ne!(main, other);
+    }
+
+    /// A cached id must not follow the process into a forked child, whose thread is another.
+    #[test]
+    fn a_forked_child_gets_its_own_thread_id() {
+        let parent = os_thread_id();
+        // SAFETY: the child calls only os_thread_id (a thread-local, an atomic and gettid, all
+        // safe after fork) and gettid, then leaves with _exit.
+        match unsafe { libc::fork() } {
+            0 => {
+                // SAFETY: as above.
+                let own = unsafe { libc::gettid() } as u64;
+                let ok = os_thread_id() == own && own != parent;
+                // SAFETY: _exit ends the child without running the parent's exit handlers.
+                unsafe { libc::_exit(if ok { 0 } else { 1 }) }
+            }
+            child => {
+                assert!(child > 0, "fork failed");
+                let mut status = 0;
+                // SAFETY: waits for the child just made; `status` is ours to write.
+                assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+                assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the child saw the parent's thread id");
+            }
+        }
     }
 }

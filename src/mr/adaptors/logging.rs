@@ -133,7 +133,7 @@ impl LoggingAdaptor {
     /// Records one event; `live` is what it changes in the live allocation count.
     #[inline]
     fn log(&self, action: Action, ptr: usize, size: usize, stream: Stream, live: isize) {
-        let event = Event { time: crate::platform::clock::wall_clock_ns(), thread: thread_id(), action, ptr, size, stream: stream.0 };
+        let event = Event { time: crate::platform::clock::wall_clock_ns(), thread: crate::platform::os_thread_id(), action, ptr, size, stream: stream.0 };
         let mut buffer = self.buffer.lock();
         buffer.live = buffer.live.wrapping_add_signed(live);
         buffer.events.push(event);
@@ -207,20 +207,6 @@ fn write_jobs(file: std::fs::File, jobs: std::sync::mpsc::Receiver<Job>, spare: 
     let _ = file.flush();
 }
 
-/// The kernel's id of the calling thread, asked once per thread (it is a system call).
-fn thread_id() -> u64 {
-    thread_local! {
-        static ID: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-    }
-    ID.with(|id| match id.get() {
-        0 => {
-            let new = crate::platform::os_thread_id();
-            id.set(new);
-            new
-        }
-        known => known,
-    })
-}
 
 /// `HH:MM:SS.` of local time, formatted once per second of log time.
 struct TimeOfDay {
