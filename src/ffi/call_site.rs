@@ -17,8 +17,8 @@ pub fn with<T>(file: *const c_char, line: u32, call: impl FnOnce() -> T) -> T {
     result
 }
 
-/// The call site of the rmm call in progress on this thread, if it named one.
-pub fn current() -> Option<(String, u32)> {
+/// `f` of the call site of the rmm call in progress on this thread, if it named one.
+pub fn with_current<R>(f: impl FnOnce(&CStr, u32) -> R) -> Option<R> {
     let (file, line) = CALL_SITE.with(Cell::get);
     if file.is_null() {
         return None;
@@ -26,5 +26,5 @@ pub fn current() -> Option<(String, u32)> {
     // SAFETY: `file` is the NUL-terminated string the caller passed to the rmm call that is
     // still in progress on this thread (`with` clears it before returning).
     let file = unsafe { CStr::from_ptr(file) };
-    Some((file.to_string_lossy().into_owned(), line))
+    Some(f(file, line))
 }

@@ -49,6 +49,30 @@ fn intern(file: &str) -> Arc<str> {
     name
 }
 
+/// The file and line of the `RMM_ALLOC` in progress, the file's name shared. A thread mostly
+/// allocates from the same few files, so it keeps the last name it saw: comparing the bytes
+/// costs less than the global table's lock.
+fn call_site() -> (Option<Arc<str>>, u32) {
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<Arc<str>>> = const { std::cell::RefCell::new(None) };
+    }
+    let site = crate::ffi::call_site::with_current(|file, line| {
+        let file = LAST.with(|last| {
+            let mut last = last.borrow_mut();
+            match last.as_ref() {
+                Some(name) if name.as_bytes() == file.to_bytes() => name.clone(),
+                _ => {
+                    let name = intern(&file.to_string_lossy());
+                    *last = Some(name.clone());
+                    name
+                }
+            }
+        });
+        (Some(file), line)
+    });
+    site.unwrap_or((None, 0))
+}
+
 impl TrackingAdaptor {
     pub fn new(upstream: Arc<dyn MemoryResource>, capture_stacks: bool) -> Arc<Self> {
         let adaptor = Self::new_unreported(upstream, capture_stacks);
@@ -134,10 +158,7 @@ impl Drop for TrackingAdaptor {
 impl MemoryResource for TrackingAdaptor {
     fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {
         let ptr = self.outer.upstream.allocate_via(bytes, stream, via)?;
-        let (file, line) = match crate::ffi::call_site::current() {
-            Some((file, line)) => (Some(intern(&file)), line),
-            None => (None, 0),
-        };
+        let (file, line) = call_site();
         let backtrace = self.capture_stacks.then(|| std::backtrace::Backtrace::force_capture().to_string());
         let record = OutstandingAllocation { ptr, size: bytes, stream: stream.0, thread: crate::platform::os_thread_id(), file, line, backtrace };
         self.shard(ptr).lock().insert(ptr, record);
