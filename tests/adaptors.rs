@@ -265,6 +265,36 @@ fn tracking_lists_outstanding_allocations_with_call_sites() {
     assert_eq!(tracking.report("now"), "");
 }
 
+/// A thread keeps the last file name it saw: alternating files, and a buffer that names
+/// another file at the same address, must still be recorded as they were at each call.
+#[test]
+fn tracking_records_each_call_sites_own_file() {
+    let _guard = setup();
+    let tracking = TrackingAdaptor::new(pool(), false);
+    let outer: Arc<dyn MemoryResource> = tracking.clone();
+    let allocate_at = |file: *const std::ffi::c_char, line| {
+        rmm::ffi::call_site::with(file, line, || allocations::allocate(&outer, 256, S)).unwrap()
+    };
+    let mut buffer = *b"first.cu\0";
+    let mut expected = vec![
+        (allocate_at(c"a.cu".as_ptr(), 1), "a.cu", 1),
+        (allocate_at(c"b.cu".as_ptr(), 2), "b.cu", 2),
+        (allocate_at(c"a.cu".as_ptr(), 3), "a.cu", 3),
+        (allocate_at(buffer.as_ptr().cast(), 4), "first.cu", 4),
+    ];
+    buffer[..5].copy_from_slice(b"other");
+    expected.push((allocate_at(buffer.as_ptr().cast(), 5), "other.cu", 5));
+    expected.push((allocations::allocate(&outer, 256, S).unwrap(), "", 0));
+    let outstanding = tracking.outstanding();
+    for (ptr, file, line) in &expected {
+        let record = outstanding.iter().find(|a| a.ptr == *ptr).unwrap();
+        assert_eq!((record.file.as_deref().unwrap_or(""), record.line), (*file, *line));
+    }
+    for (ptr, ..) in expected {
+        allocations::free_any(ptr, S).unwrap();
+    }
+}
+
 #[test]
 fn logging_writes_rmm_csv_from_many_threads() {
     let _guard = setup();
