@@ -207,7 +207,6 @@ fn write_jobs(file: std::fs::File, jobs: std::sync::mpsc::Receiver<Job>, spare: 
     let _ = file.flush();
 }
 
-
 /// `HH:MM:SS.` of local time, formatted once per second of log time.
 struct TimeOfDay {
     utc_offset: i64,
