@@ -1,36 +1,9 @@
 // rmm-rs resources through the C API, next to cudaMalloc and cudaMallocAsync in the same run.
 // Linked statically (librmm.a), so it never meets RAPIDS RMM's librmm.so.
-#include "workloads.hpp"
-#include "rmm.h"
+#include "rmm_rs_resource.hpp"
 
-namespace {
-
-void ok(rmmError_t status, const char* what) {
-  if (status != RMM_SUCCESS) {
-    std::fprintf(stderr, "%s: %s (%s)\n", what, rmmGetErrorString(status), rmmGetLastErrorMessage());
-    std::exit(1);
-  }
-}
-
-struct RmmRs {
-  rmmResource_t resource;
-  rmmResource_t pool_for_size;  // the resource whose pool size is the footprint
-  void* allocate(size_t bytes, cudaStream_t stream) {
-    void* p = nullptr;
-    ok(rmmResourceAllocate(resource, &p, bytes, stream), "rmmResourceAllocate");
-    return p;
-  }
-  void deallocate(void* p, size_t bytes, cudaStream_t stream) {
-    ok(rmmResourceDeallocate(resource, p, bytes, stream), "rmmResourceDeallocate");
-  }
-  size_t reserved() {
-    size_t size = 0;
-    if (pool_for_size && rmmPoolResourceGetSize(pool_for_size, &size) != RMM_SUCCESS) return 0;
-    return size;
-  }
-};
-
-}  // namespace
+using bench::ok;
+using bench::RmmRs;
 
 int main() {
   int device = 0;
