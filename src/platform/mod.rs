@@ -238,13 +238,6 @@ extern "C" fn note_fork_in_child() {
 /// (asking it per allocation cost the tracking adaptor about 90 ns on the build machine and
 /// 130-150 ns on the GPU hosts), so each thread asks once, and once more in a forked child.
 pub fn os_thread_id() -> u64 {
-    static WATCH_FORKS: std::sync::Once = std::sync::Once::new();
-    WATCH_FORKS.call_once(|| {
-        // SAFETY: the handler only increments an atomic, which is safe in a forked child.
-        if unsafe { libc::pthread_atfork(None, None, Some(note_fork_in_child)) } != 0 {
-            log::warn!("could not register a fork handler: thread ids in forked children may be the parent's");
-        }
-    });
     thread_local! {
         /// (forks seen when asked, id); id 0: not asked yet.
         static CACHED: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
@@ -253,6 +246,14 @@ pub fn os_thread_id() -> u64 {
     CACHED.with(|cached| match cached.get() {
         (seen, id) if id != 0 && seen == forks => id,
         _ => {
+            // Before the first id is cached, so no cached id can outlive a fork unnoticed.
+            static WATCH_FORKS: std::sync::Once = std::sync::Once::new();
+            WATCH_FORKS.call_once(|| {
+                // SAFETY: the handler only increments an atomic, which is safe in a forked child.
+                if unsafe { libc::pthread_atfork(None, None, Some(note_fork_in_child)) } != 0 {
+                    log::warn!("could not register a fork handler: thread ids in forked children may be the parent's");
+                }
+            });
             // SAFETY: gettid has no preconditions and cannot fail.
             let id = unsafe { libc::gettid() } as u64;
             cached.set((forks, id));
