@@ -20,7 +20,8 @@ fn main() {
     let log_path = std::ffi::CString::new(log_path.to_str().unwrap()).unwrap();
     assert_eq!(rmmLoggingAdaptorCreate(&mut logging, pool, log_path.as_ptr()), RMM_SUCCESS);
     let only = std::env::var("ONLY").ok();
-    for (name, resource) in [("pool", pool), ("binning", binning), ("arena", arena), ("statistics/pool", stats), ("logging/pool", logging)] {
+    for (name, resource) in [("pool", pool), ("binning", binning), ("arena", arena), ("statistics/pool", stats), ("logging/pool", logging)]
+    {
         if only.as_deref().is_some_and(|only| only != name) {
             continue;
         }

@@ -176,7 +176,11 @@ fn human(bytes: i64) -> String {
         value /= 1024.0;
         unit += 1;
     }
-    if unit == 0 { format!("{bytes} B") } else { format!("{value:.1} {}", units[unit]) }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", units[unit])
+    }
 }
 
 /// The `report:1` text: per configured device, what went through its stack and what is
@@ -232,7 +236,8 @@ mod tests {
 
     #[test]
     fn parses_the_keys_and_refuses_what_it_does_not_know() {
-        let conf = AllocConf::parse("resource:pool, initial_pool_size:4GiB,maximum_pool_size:60GiB,log:/tmp/rmm.csv,stats:1,report:1").unwrap();
+        let conf =
+            AllocConf::parse("resource:pool, initial_pool_size:4GiB,maximum_pool_size:60GiB,log:/tmp/rmm.csv,stats:1,report:1").unwrap();
         assert_eq!(
             conf,
             AllocConf {
@@ -246,7 +251,14 @@ mod tests {
         );
         assert_eq!(AllocConf::parse("").unwrap(), AllocConf::default());
         assert_eq!(AllocConf::parse("resource:cuda_async,stats:0").unwrap().base, Base::CudaAsync);
-        for bad in ["resource:bogus", "initial_pool_size:lots", "stats:maybe", "pool", "colour:blue", "initial_pool_size:2GiB,maximum_pool_size:1GiB"] {
+        for bad in [
+            "resource:bogus",
+            "initial_pool_size:lots",
+            "stats:maybe",
+            "pool",
+            "colour:blue",
+            "initial_pool_size:2GiB,maximum_pool_size:1GiB",
+        ] {
             let error = AllocConf::parse(bad).unwrap_err();
             assert!(matches!(error.kind(), ErrorKind::InvalidArgument(_)), "{bad}: {error}");
         }

@@ -2,12 +2,12 @@
 //! `rmmFree` carries no size, frees may come from another device's thread, and double or
 //! foreign frees must be refused. Sharded by address so threads rarely meet on one lock.
 
+use crate::address_map::{address_hash, AddressMap};
 use crate::error::{Error, ErrorKind, Result};
 use crate::mr::suballoc::ranges;
 use crate::mr::MemoryResource;
 use crate::platform::Stream;
 use parking_lot::Mutex;
-use crate::address_map::{address_hash, AddressMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -62,16 +62,10 @@ impl AllocationRegistry {
     }
 
     /// Removes and returns the record of `ptr` if `accept` agrees; otherwise leaves it.
-    pub fn remove_if(
-        &self,
-        ptr: usize,
-        accept: impl FnOnce(&Allocation) -> Result<()>,
-    ) -> Result<Allocation> {
+    pub fn remove_if(&self, ptr: usize, accept: impl FnOnce(&Allocation) -> Result<()>) -> Result<Allocation> {
         let mut shard = self.shard(ptr).lock();
         match shard.get(&ptr) {
-            None => Err(Error::invalid(format!(
-                "{ptr:#x} is not a live rmm allocation (never allocated, or already freed)"
-            ))),
+            None => Err(Error::invalid(format!("{ptr:#x} is not a live rmm allocation (never allocated, or already freed)"))),
             Some(found) => {
                 accept(found)?;
                 self.live.fetch_sub(1, Ordering::Relaxed);
@@ -102,12 +96,7 @@ impl AllocationRegistry {
             .shards
             .iter()
             .flat_map(|shard| {
-                shard
-                    .lock()
-                    .iter()
-                    .filter(|(_, a)| same_resource(&a.resource, resource))
-                    .map(|(p, a)| (*p, a.size))
-                    .collect::<Vec<_>>()
+                shard.lock().iter().filter(|(_, a)| same_resource(&a.resource, resource)).map(|(p, a)| (*p, a.size)).collect::<Vec<_>>()
             })
             .collect();
         found.sort_unstable();
@@ -180,9 +169,7 @@ pub fn free_any(ptr: usize, stream: Stream) -> Result<()> {
 pub fn describe(ptr: usize) -> Option<(usize, Option<Arc<dyn MemoryResource>>)> {
     match registry().get(ptr) {
         Some(allocation) => Some((allocation.size, Some(allocation.resource))),
-        None => ranges::find(ptr)
-            .and_then(|holder| holder.lease(ptr))
-            .map(|lease| (lease.requested, crate::mr::via::resolve(lease.via))),
+        None => ranges::find(ptr).and_then(|holder| holder.lease(ptr)).map(|lease| (lease.requested, crate::mr::via::resolve(lease.via))),
     }
 }
 

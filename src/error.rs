@@ -35,12 +35,19 @@ pub enum rmmError_t {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ErrorKind {
     /// A CUDA driver call failed: the call's name and the driver's own description.
-    Cuda { call: &'static str, code: i32, message: String },
+    Cuda {
+        call: &'static str,
+        code: i32,
+        message: String,
+    },
     /// No usable CUDA driver (missing `libcuda.so.1`, too old, missing symbols).
     DriverUnavailable(String),
     InvalidArgument(String),
     NotInitialized(String),
-    OutOfMemory { requested: usize, detail: String },
+    OutOfMemory {
+        requested: usize,
+        detail: String,
+    },
     NotSupported(String),
     InvalidHandle(String),
     AlreadyInitialized,

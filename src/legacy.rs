@@ -35,7 +35,10 @@ pub struct Options {
 enum State {
     /// No `rmmInitialize` yet: allocations use the per-device resources.
     Implicit,
-    Initialized { options: Options, replaced: Vec<(i32, Arc<dyn MemoryResource>)> },
+    Initialized {
+        options: Options,
+        replaced: Vec<(i32, Arc<dyn MemoryResource>)>,
+    },
     Finalized,
 }
 
@@ -120,9 +123,7 @@ pub fn finalize() -> Result<()> {
     if !matches!(*state, State::Initialized { .. }) {
         return Err(Error::NotInitialized("rmmFinalize without a matching rmmInitialize".into()));
     }
-    let State::Initialized { replaced, .. } = std::mem::replace(&mut *state, State::Finalized) else {
-        unreachable!("checked above")
-    };
+    let State::Initialized { replaced, .. } = std::mem::replace(&mut *state, State::Finalized) else { unreachable!("checked above") };
     restore(replaced);
     crate::mr::via::collect();
     crate::legacy_log::enable(false);

@@ -53,11 +53,7 @@ pub fn get(device: i32) -> Result<Resource> {
 /// must hand out memory of `device`.
 pub fn set(device: i32, resource: Resource) -> Result<Resource> {
     if resource.device() != device {
-        return Err(Error::invalid(format!(
-            "a {} resource of device {} cannot serve device {device}",
-            resource.name(),
-            resource.device()
-        )));
+        return Err(Error::invalid(format!("a {} resource of device {} cannot serve device {device}", resource.name(), resource.device())));
     }
     let previous = get(device)?;
     let slot = slot(device)?;

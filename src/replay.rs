@@ -18,12 +18,8 @@
 //! streams to streams it creates, and measures time per operation, the peak footprint and
 //! fragmentation; [`replay_spec`] does so `repeat` times, each against a fresh stack.
 
-use crate::mr::adaptors::{
-    AlignedAdaptor, LimitingAdaptor, LoggingAdaptor, PrefetchAdaptor, StatisticsAdaptor, TrackingAdaptor,
-};
-use crate::mr::{
-    ArenaResource, AsyncResource, BinningResource, DirectResource, FixedSizeResource, MemoryResource, PoolResource,
-};
+use crate::mr::adaptors::{AlignedAdaptor, LimitingAdaptor, LoggingAdaptor, PrefetchAdaptor, StatisticsAdaptor, TrackingAdaptor};
+use crate::mr::{ArenaResource, AsyncResource, BinningResource, DirectResource, FixedSizeResource, MemoryResource, PoolResource};
 use crate::platform::{backend, Stream};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
@@ -96,14 +92,11 @@ impl Columns {
     fn from_header(fields: &[&str]) -> Option<Result<Columns, String>> {
         let find = |name: &str| fields.iter().position(|f| f.trim().eq_ignore_ascii_case(name));
         let action = find("action")?;
-        let require = |name: &str| {
-            find(name).ok_or_else(|| format!("the header has no {name} column (RMM writes {LOG_COLUMNS})"))
-        };
+        let require = |name: &str| find(name).ok_or_else(|| format!("the header has no {name} column (RMM writes {LOG_COLUMNS})"));
         let columns = (|| {
             let (pointer, size) = (require("Pointer")?, require("Size")?);
             let (thread, stream) = (find("thread"), find("stream"));
-            let needed =
-                [Some(action), Some(pointer), Some(size), thread, stream].into_iter().flatten().max().unwrap_or(0) + 1;
+            let needed = [Some(action), Some(pointer), Some(size), thread, stream].into_iter().flatten().max().unwrap_or(0) + 1;
             Ok(Columns { thread, action, pointer, size, stream, needed })
         })();
         Some(columns)
@@ -313,9 +306,7 @@ impl Layer {
             "statistics" => Layer::Statistics,
             "tracking" => Layer::Tracking { stacks: p.boolean("stacks", false)? },
             "limiting" => Layer::Limiting { limit: p.required_size("limit")? },
-            "aligned" => {
-                Layer::Aligned { alignment: p.required_size("alignment")?, threshold: p.size("threshold", 64 << 10)? }
-            }
+            "aligned" => Layer::Aligned { alignment: p.required_size("alignment")?, threshold: p.size("threshold", 64 << 10)? },
             "logging" => Layer::Logging { path: p.required("path")?.to_string() },
             "prefetch" => Layer::Prefetch,
             "pool" => Layer::Pool { initial: p.size("initial", 0)?, maximum: p.size("maximum", 0)? },
@@ -337,9 +328,7 @@ impl Layer {
             "cuda" => Layer::Cuda,
             "managed" => Layer::Managed,
             "pinned_host" => Layer::PinnedHost,
-            "cuda_async" => {
-                Layer::CudaAsync { initial: p.size("initial", 0)?, release_threshold: p.size("release_threshold", 0)? }
-            }
+            "cuda_async" => Layer::CudaAsync { initial: p.size("initial", 0)?, release_threshold: p.size("release_threshold", 0)? },
             _ => {
                 return Err(format!(
                     "unknown resource {name:?} (resources: cuda, managed, pinned_host, cuda_async, pool, binning, \
@@ -366,9 +355,7 @@ impl Layer {
             Layer::Cuda => Arc::new(DirectResource::cuda(device)?),
             Layer::Managed => Arc::new(DirectResource::managed(device)?),
             Layer::PinnedHost => Arc::new(DirectResource::pinned_host(device)?),
-            Layer::CudaAsync { initial, release_threshold } => {
-                Arc::new(AsyncResource::new(device, *initial, *release_threshold)?)
-            }
+            Layer::CudaAsync { initial, release_threshold } => Arc::new(AsyncResource::new(device, *initial, *release_threshold)?),
         })
     }
 }
@@ -422,9 +409,7 @@ impl<'a> Params<'a> {
     }
 
     fn count(&self, key: &str, default: usize) -> Result<usize, String> {
-        self.get(key).map_or(Ok(default), |v| {
-            v.parse().map_err(|_| format!("{}: {key}={v:?} is not a whole number", self.layer))
-        })
+        self.get(key).map_or(Ok(default), |v| v.parse().map_err(|_| format!("{}: {key}={v:?} is not a whole number", self.layer)))
     }
 
     fn exponent(&self, key: &str, default: i8) -> Result<i8, String> {
@@ -483,10 +468,7 @@ impl Spec {
         }
         if let Some(at) = layers.iter().position(Layer::is_device) {
             if at + 1 != layers.len() {
-                return Err(bad(format!(
-                    "{} takes memory from the device itself, so it must be the last layer",
-                    layers[at].name()
-                )));
+                return Err(bad(format!("{} takes memory from the device itself, so it must be the last layer", layers[at].name())));
             }
         } else {
             layers.push(Layer::Cuda);
@@ -506,11 +488,7 @@ impl Spec {
 
     /// The stack with every parameter spelled out, e.g. `pool:initial=0,maximum=0/cuda`.
     pub fn canonical(&self) -> String {
-        let separator = if self.layers.iter().any(|l| matches!(l, Layer::Logging { path } if path.contains('/'))) {
-            "+"
-        } else {
-            "/"
-        };
+        let separator = if self.layers.iter().any(|l| matches!(l, Layer::Logging { path } if path.contains('/'))) { "+" } else { "/" };
         self.layers.iter().map(Layer::canonical).collect::<Vec<_>>().join(separator)
     }
 
@@ -597,10 +575,9 @@ impl Fragmentation {
         fn walk(value: &Value, free: &mut usize, largest: &mut usize, found: &mut bool) {
             match value {
                 Value::Object(map) => {
-                    if let (Some(f), Some(l)) = (
-                        map.get("free_bytes").and_then(Value::as_u64),
-                        map.get("largest_free_block").and_then(Value::as_u64),
-                    ) {
+                    if let (Some(f), Some(l)) =
+                        (map.get("free_bytes").and_then(Value::as_u64), map.get("largest_free_block").and_then(Value::as_u64))
+                    {
                         *found = true;
                         *free += f as usize;
                         *largest = (*largest).max(l as usize);
@@ -885,9 +862,7 @@ impl Plan {
                 }
                 Action::AllocateFailure if options.skip_failure_events => plan.skipped_failure_events += 1,
                 Action::AllocateFailure if event.size == 0 => plan.skipped_null += 1,
-                Action::AllocateFailure => {
-                    plan.steps.push(Step::Attempt { line, size: event.size, stream: stream_index(event) })
-                }
+                Action::AllocateFailure => plan.steps.push(Step::Attempt { line, size: event.size, stream: stream_index(event) }),
                 Action::Free if event.pointer == 0 => plan.skipped_null += 1,
                 Action::Free => match live.remove(&event.pointer) {
                     None => plan.skipped_unknown_frees += 1,
@@ -1064,14 +1039,7 @@ fn run_on_streams(
                 let result = resource.allocate(size, s);
                 if options.record_sequence {
                     let ok = result.is_ok();
-                    sequence.push(Performed {
-                        line,
-                        action: Action::AllocateFailure,
-                        size,
-                        stream,
-                        allocation: number,
-                        ok,
-                    });
+                    sequence.push(Performed { line, action: Action::AllocateFailure, size, stream, allocation: number, ok });
                 }
                 match result {
                     Err(_) => report.expected_failures_reproduced += 1,
@@ -1083,14 +1051,7 @@ fn run_on_streams(
                             break;
                         }
                         if options.record_sequence {
-                            sequence.push(Performed {
-                                line,
-                                action: Action::Free,
-                                size,
-                                stream,
-                                allocation: number,
-                                ok: true,
-                            });
+                            sequence.push(Performed { line, action: Action::Free, size, stream, allocation: number, ok: true });
                         }
                     }
                 }
@@ -1139,8 +1100,7 @@ fn run_on_streams(
         }
     }
     outcome?;
-    let mean =
-        |total: u128, count: usize| if count == 0 { 0.0 } else { (total as f64 / count as f64 - overhead).max(0.0) };
+    let mean = |total: u128, count: usize| if count == 0 { 0.0 } else { (total as f64 / count as f64 - overhead).max(0.0) };
     let pass = Pass {
         alloc_ns: mean(alloc_ns, report.allocations),
         free_ns: mean(free_ns, report.frees),

@@ -7,8 +7,7 @@ use common::{races, setup, Rng};
 use rmm::allocations;
 use rmm::error::{Error, ErrorKind};
 use rmm::mr::adaptors::{
-    AlignedAdaptor, Counts, FailureCallbackAdaptor, LimitingAdaptor, LoggingAdaptor, PrefetchAdaptor, StatisticsAdaptor,
-    TrackingAdaptor,
+    AlignedAdaptor, Counts, FailureCallbackAdaptor, LimitingAdaptor, LoggingAdaptor, PrefetchAdaptor, StatisticsAdaptor, TrackingAdaptor,
 };
 use rmm::mr::{BinningResource, DirectResource, MemoryResource, PoolResource};
 use rmm::platform::{backend, simulator, Stream};
@@ -49,7 +48,10 @@ fn statistics_count_bytes_and_allocations_with_nested_scopes() {
     // RMM's merge: the parent's peak is at least its value when the child began plus the
     // child's peak (500 - 3000 + 10000 = 7500 > 500).
     let middle = stats.pop().unwrap();
-    assert_eq!(middle, Counts { current_bytes: -2500, peak_bytes: 7500, total_bytes: 10_500, current_count: 0, peak_count: 1, total_count: 2 });
+    assert_eq!(
+        middle,
+        Counts { current_bytes: -2500, peak_bytes: 7500, total_bytes: 10_500, current_count: 0, peak_count: 1, total_count: 2 }
+    );
     // The outer scope: peak max(4000, 3000 + 7500), counts peak max(2, 1 + 1).
     assert_eq!(
         stats.counts(),
@@ -272,9 +274,8 @@ fn tracking_records_each_call_sites_own_file() {
     let _guard = setup();
     let tracking = TrackingAdaptor::new(pool(), false);
     let outer: Arc<dyn MemoryResource> = tracking.clone();
-    let allocate_at = |file: *const std::ffi::c_char, line| {
-        rmm::ffi::call_site::with(file, line, || allocations::allocate(&outer, 256, S)).unwrap()
-    };
+    let allocate_at =
+        |file: *const std::ffi::c_char, line| rmm::ffi::call_site::with(file, line, || allocations::allocate(&outer, 256, S)).unwrap();
     let mut buffer = *b"first.cu\0";
     let mut expected = vec![
         (allocate_at(c"a.cu".as_ptr(), 1), "a.cu", 1),
@@ -403,7 +404,12 @@ fn snapshot_describes_the_stack_and_every_block() {
         let blocks = chunk["blocks"].as_array().unwrap();
         let covered: u64 = blocks.iter().map(|b| b["size"].as_u64().unwrap()).sum();
         assert_eq!(covered, chunk["size"].as_u64().unwrap(), "blocks tile their chunk");
-        used.extend(blocks.iter().filter(|b| b["state"] == "used").map(|b| (b["address"].as_str().unwrap().to_string(), b["requested"].as_u64().unwrap())));
+        used.extend(
+            blocks
+                .iter()
+                .filter(|b| b["state"] == "used")
+                .map(|b| (b["address"].as_str().unwrap().to_string(), b["requested"].as_u64().unwrap())),
+        );
     }
     used.sort();
     let mut expected = vec![(format!("{a:#x}"), 1000), (format!("{b:#x}"), 3 << 20)];

@@ -111,7 +111,11 @@ fn random_misuse_never_crashes_or_loses_memory() {
                 let wrong_size = size + 4096;
                 let (target, bytes) = if other != handle { (other, size) } else { (handle, wrong_size) };
                 if live_handles.contains(&target) {
-                    assert_eq!(rmmResourceDeallocate(target, ptr as *mut c_void, bytes, NULL_STREAM), RMM_ERROR_INVALID_ARGUMENT, "step {step}");
+                    assert_eq!(
+                        rmmResourceDeallocate(target, ptr as *mut c_void, bytes, NULL_STREAM),
+                        RMM_ERROR_INVALID_ARGUMENT,
+                        "step {step}"
+                    );
                 }
             }
             _ => {

@@ -42,8 +42,14 @@ fn out_of_memory_leaves_everything_allocated_intact() {
     let resource = cuda(1);
     let kept = allocations::allocate(&resource, 1 << 20, Stream::DEFAULT).unwrap();
     let (count, bytes) = registry().totals();
-    assert!(matches!(allocations::allocate(&resource, 1 << 40, Stream::DEFAULT).map_err(Error::into_kind), Err(ErrorKind::OutOfMemory { .. })));
-    assert!(matches!(allocations::allocate(&resource, usize::MAX, Stream::DEFAULT).map_err(Error::into_kind), Err(ErrorKind::OutOfMemory { .. })));
+    assert!(matches!(
+        allocations::allocate(&resource, 1 << 40, Stream::DEFAULT).map_err(Error::into_kind),
+        Err(ErrorKind::OutOfMemory { .. })
+    ));
+    assert!(matches!(
+        allocations::allocate(&resource, usize::MAX, Stream::DEFAULT).map_err(Error::into_kind),
+        Err(ErrorKind::OutOfMemory { .. })
+    ));
     assert_eq!(registry().totals(), (count, bytes));
     allocations::free_any(kept, Stream::DEFAULT).unwrap();
 }
@@ -145,7 +151,8 @@ fn legacy_lifecycle_initialize_finalize_and_reinitialize() {
     assert!(matches!(legacy::initialize(Some(bad_mode)).map_err(Error::into_kind), Err(ErrorKind::InvalidArgument(_))));
     let twice = legacy::Options { devices: vec![1, 1], ..Default::default() };
     assert!(matches!(legacy::initialize(Some(twice)).map_err(Error::into_kind), Err(ErrorKind::InvalidArgument(_))));
-    let pool = legacy::Options { allocation_mode: legacy::mode::POOL | legacy::mode::CUDA_MANAGED, devices: vec![0, 1], ..Default::default() };
+    let pool =
+        legacy::Options { allocation_mode: legacy::mode::POOL | legacy::mode::CUDA_MANAGED, devices: vec![0, 1], ..Default::default() };
     legacy::initialize(Some(pool)).unwrap();
     let (free, _) = backend().unwrap().mem_get_info(1).unwrap();
     assert_eq!(per_device::get(1).unwrap().pool_size().unwrap(), 32 << 20, "half of the free memory");
@@ -157,7 +164,8 @@ fn legacy_lifecycle_initialize_finalize_and_reinitialize() {
     assert!(allocations::describe(ptr).is_none());
     legacy::free(grown, Stream::DEFAULT).unwrap();
     legacy::finalize().unwrap();
-    legacy::initialize(Some(legacy::Options { allocation_mode: legacy::mode::CUDA_ASYNC, devices: vec![0, 1], ..Default::default() })).unwrap();
+    legacy::initialize(Some(legacy::Options { allocation_mode: legacy::mode::CUDA_ASYNC, devices: vec![0, 1], ..Default::default() }))
+        .unwrap();
     assert_eq!(per_device::get(1).unwrap().name(), "cuda_async");
     let ptr = legacy::alloc(300, Stream::DEFAULT).unwrap();
     assert_eq!(legacy::allocation_offset(ptr + 44).unwrap(), 44);

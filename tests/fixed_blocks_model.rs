@@ -25,7 +25,9 @@ fn run(seed: u64, block_size: usize, steps: usize) {
                 let blocks = 1 + rng.below(8) as usize;
                 let base = next_base();
                 let size = blocks * block_size;
-                if chunks.range(..base + size).next_back().is_some_and(|(&b, &s)| b + s > base) || chunks.range(base..base + size).next().is_some() {
+                if chunks.range(..base + size).next_back().is_some_and(|(&b, &s)| b + s > base)
+                    || chunks.range(base..base + size).next().is_some()
+                {
                     continue;
                 }
                 index.add_chunk(base, size);

@@ -7,12 +7,7 @@ fn committed_header_matches_the_sources() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let config = cbindgen::Config::from_file(root.join("cbindgen.toml")).expect("cbindgen.toml parses");
     let mut generated = Vec::new();
-    cbindgen::Builder::new()
-        .with_crate(root)
-        .with_config(config)
-        .generate()
-        .expect("cbindgen generates the header")
-        .write(&mut generated);
+    cbindgen::Builder::new().with_crate(root).with_config(config).generate().expect("cbindgen generates the header").write(&mut generated);
     let generated = String::from_utf8(generated).expect("header is UTF-8");
     let header = root.join("include/rmm.h");
     if std::env::var_os("RMM_UPDATE_HEADER").is_some() {

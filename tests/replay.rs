@@ -10,8 +10,7 @@ use rmm::mr::adaptors::{LoggingAdaptor, StatisticsAdaptor};
 use rmm::mr::{DirectResource, MemoryResource, PoolResource};
 use rmm::platform::{backend, Stream};
 use rmm::replay::{
-    parse_log, replay, replay_spec, replayed_sequence, Action, Event, FootprintSource, Fragmentation, Layer, Options,
-    Performed, Spec,
+    parse_log, replay, replay_spec, replayed_sequence, Action, Event, FootprintSource, Fragmentation, Layer, Options, Performed, Spec,
 };
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, MutexGuard};
@@ -48,23 +47,9 @@ fn parses_our_format() {
     assert_eq!(
         events,
         vec![
-            Event {
-                line: 2,
-                thread: 4031547,
-                action: Action::Allocate,
-                pointer: 0x7f3a40000000,
-                size: 1024,
-                stream: 0
-            },
+            Event { line: 2, thread: 4031547, action: Action::Allocate, pointer: 0x7f3a40000000, size: 1024, stream: 0 },
             Event { line: 3, thread: 4031547, action: Action::Free, pointer: 0x7f3a40000000, size: 1024, stream: 0 },
-            Event {
-                line: 4,
-                thread: 4031548,
-                action: Action::AllocateFailure,
-                pointer: 0,
-                size: 99999999999,
-                stream: 0x55d0c2a3b4c0
-            },
+            Event { line: 4, thread: 4031548, action: Action::AllocateFailure, pointer: 0, size: 99999999999, stream: 0x55d0c2a3b4c0 },
         ]
     );
     assert_eq!(parse_log("Thread,Time,Action,Pointer,Size,Stream\n").unwrap(), vec![], "a header alone");
@@ -90,9 +75,7 @@ fn parses_rapids_variants() {
 
     // CRLF line ends, a byte order mark, null pointers written as 0 and 0x0, upper-case hex,
     // a header in other case, and no Thread, Time or Stream column at all.
-    let events =
-        parse_log("\u{feff}action,SIZE,pointer\r\nallocate,10,0X7F00\r\nfree,10,0x7f00\r\nfree,1,0\r\nfree,1,0x0\r\n")
-            .unwrap();
+    let events = parse_log("\u{feff}action,SIZE,pointer\r\nallocate,10,0X7F00\r\nfree,10,0x7f00\r\nfree,1,0\r\nfree,1,0x0\r\n").unwrap();
     assert_eq!(
         events.iter().map(|e| (e.pointer, e.thread, e.stream)).collect::<Vec<_>>(),
         [(0x7f00, 0, 0), (0x7f00, 0, 0), (0, 0, 0), (0, 0, 0)]
@@ -100,8 +83,7 @@ fn parses_rapids_variants() {
 
     // No header: RMM's six columns in RMM's order; thread ids that are not numbers are told
     // apart all the same.
-    let events =
-        parse_log("1,t,allocate,0x100,8,0x5\nthread-a,t,allocate,0x200,8,5\nthread-b,t,free,0x100,8,0x5\n").unwrap();
+    let events = parse_log("1,t,allocate,0x100,8,0x5\nthread-a,t,allocate,0x200,8,5\nthread-b,t,free,0x100,8,0x5\n").unwrap();
     assert_eq!(events.len(), 3);
     assert_eq!(events[1].stream, 5, "a decimal stream");
     assert_ne!(events[1].thread, events[2].thread);
@@ -112,22 +94,13 @@ fn parses_rapids_variants() {
 fn parse_errors_name_the_line() {
     let header = "Thread,Time,Action,Pointer,Size,Stream\n";
     let cases = [
-        (
-            format!("{header}1,t,allocate,0x100,8,0\n\n1,t,reallocate,0x100,8,0\n"),
-            "line 4: unknown action \"reallocate\"",
-        ),
-        (
-            format!("{header}1,t,allocate,0x100,8,0\n1,t,allocate,0x200,8 bytes,0\n"),
-            "line 3: size \"8 bytes\" is not a decimal",
-        ),
+        (format!("{header}1,t,allocate,0x100,8,0\n\n1,t,reallocate,0x100,8,0\n"), "line 4: unknown action \"reallocate\""),
+        (format!("{header}1,t,allocate,0x100,8,0\n1,t,allocate,0x200,8 bytes,0\n"), "line 3: size \"8 bytes\" is not a decimal"),
         (format!("{header}1,t,allocate,0x100,-8,0\n"), "line 2: size \"-8\""),
         (format!("{header}1,t,allocate,7f00,8,0\n"), "line 2: pointer \"7f00\""),
         (format!("{header}1,t,allocate,0x100,8,stream0\n"), "line 2: stream \"stream0\""),
         (format!("{header}1,t,allocate,0x100,8\n"), "line 2: 5 fields where the header needs at least 6"),
-        (
-            "Thread,Time,Action,Pointer,Stream\n1,t,allocate,0x100,0\n".to_string(),
-            "line 1: the header has no Size column",
-        ),
+        ("Thread,Time,Action,Pointer,Stream\n1,t,allocate,0x100,0\n".to_string(), "line 1: the header has no Size column"),
         ("hello world\n".to_string(), "line 1: no header"),
         ("\n  \n".to_string(), "the log is empty"),
     ];
@@ -263,18 +236,10 @@ fn replays_the_sample_against_each_kind_of_stack() {
     // Stacks earlier tests dropped are let go of first, so they do not count here.
     rmm::mr::via::collect();
     let free_before = device_free();
-    for text in [
-        "pool",
-        "binning",
-        "binning/pool",
-        "arena",
-        "cuda",
-        "managed",
-        "cuda_async",
-        "statistics/limiting:limit=1GiB/pool:maximum=512MiB",
-    ] {
-        let report =
-            replay_spec(&events, &spec(text), 1, &Options::default()).unwrap_or_else(|e| panic!("{text}: {e}"));
+    for text in
+        ["pool", "binning", "binning/pool", "arena", "cuda", "managed", "cuda_async", "statistics/limiting:limit=1GiB/pool:maximum=512MiB"]
+    {
+        let report = replay_spec(&events, &spec(text), 1, &Options::default()).unwrap_or_else(|e| panic!("{text}: {e}"));
         let got = Expected {
             allocations: report.allocations,
             frees: report.frees,
@@ -305,10 +270,7 @@ fn replays_the_sample_against_each_kind_of_stack() {
             let at_peak = report.fragmentation_at_peak.unwrap_or_else(|| panic!("{text}: fragmentation at the peak"));
             let at_end = report.fragmentation_at_end.unwrap();
             for f in [at_peak, at_end] {
-                assert!(
-                    (0.0..=1.0).contains(&f.fragmentation) && f.largest_free_block <= f.free_bytes,
-                    "{text}: {f:?}"
-                );
+                assert!((0.0..=1.0).contains(&f.fragmentation) && f.largest_free_block <= f.free_bytes, "{text}: {f:?}");
             }
         }
         let t = report.timing;
@@ -408,8 +370,7 @@ fn replays_allocate_failure_events_as_attempts() {
         if text == "cuda" {
             assert_eq!(report.peak_footprint_bytes, 4096, "an attempt freed at once is not sampled");
         }
-        let seq: Vec<_> =
-            report.sequence.unwrap().iter().map(|p| (p.action, p.size, p.stream, p.allocation, p.ok)).collect();
+        let seq: Vec<_> = report.sequence.unwrap().iter().map(|p| (p.action, p.size, p.stream, p.allocation, p.ok)).collect();
         assert_eq!(
             seq,
             [
@@ -446,10 +407,7 @@ fn counts_allocations_that_fail_where_the_log_succeeded() {
         "1,t,free,0x1000,1024,0",
     ]);
     let report = replay_spec(&events, &spec("fixed_size:block=1MiB"), 1, &Options::default()).unwrap();
-    assert_eq!(
-        (report.allocations, report.failed_allocations, report.frees, report.skipped_frees_of_failed),
-        (1, 1, 1, 1)
-    );
+    assert_eq!((report.allocations, report.failed_allocations, report.frees, report.skipped_frees_of_failed), (1, 1, 1, 1));
     let first = report.first_failure.unwrap();
     assert!(first.starts_with("line 3: 2097152 bytes:") && first.contains("exceed the fixed block size"), "{first}");
     let report = replay_spec(&events, &spec("limiting:limit=1MiB/pool"), 1, &Options::default()).unwrap();
@@ -538,14 +496,7 @@ fn random_log(seed: u64, events: usize) -> (String, Vec<Performed>) {
             let size = (1usize << 40) + rng.below(1 << 20) as usize;
             text += &format!("{thread},{time},allocate failure,(nil),{size},{logged_stream}\n");
             let stream = index_of(stream, thread);
-            expected.push(Performed {
-                line,
-                action: Action::AllocateFailure,
-                size,
-                stream,
-                allocation: attempts,
-                ok: false,
-            });
+            expected.push(Performed { line, action: Action::AllocateFailure, size, stream, allocation: attempts, ok: false });
             attempts += 1;
         } else if roll < 55 && live_bytes < (64 << 20) || live.is_empty() {
             let size = if rng.below(50) == 0 { 0 } else { rng.log_uniform(20) };
@@ -558,14 +509,7 @@ fn random_log(seed: u64, events: usize) -> (String, Vec<Performed>) {
                 live.push((address, None));
             } else {
                 let stream = index_of(stream, thread);
-                expected.push(Performed {
-                    line,
-                    action: Action::Allocate,
-                    size,
-                    stream,
-                    allocation: attempts,
-                    ok: true,
-                });
+                expected.push(Performed { line, action: Action::Allocate, size, stream, allocation: attempts, ok: true });
                 live.push((address, Some((attempts, size))));
                 attempts += 1;
                 live_bytes += size;
@@ -608,8 +552,7 @@ fn a_log_written_by_the_logging_adaptor_replays_to_the_same_sequence() {
     let _guard = setup();
     let platform = backend().unwrap();
     let path = std::env::temp_dir().join(format!("rmm-replay-test-{}.csv", std::process::id()));
-    let pool: Arc<dyn MemoryResource> =
-        Arc::new(PoolResource::new(Arc::new(DirectResource::cuda(0).unwrap()), 0, 0).unwrap());
+    let pool: Arc<dyn MemoryResource> = Arc::new(PoolResource::new(Arc::new(DirectResource::cuda(0).unwrap()), 0, 0).unwrap());
     let logging = LoggingAdaptor::new(pool, Some(path.to_str().unwrap())).unwrap();
     let streams = [Stream::DEFAULT, platform.stream_create(0).unwrap(), platform.stream_create(0).unwrap()];
     // Streams get replay indices in order of first use.
@@ -626,26 +569,12 @@ fn a_log_written_by_the_logging_adaptor_replays_to_the_same_sequence() {
         if n % 97 == 50 {
             let size = 1usize << 41;
             assert!(logging.allocate(size, stream).is_err());
-            want.push(Performed {
-                line,
-                action: Action::AllocateFailure,
-                size,
-                stream: stream_index,
-                allocation: attempts,
-                ok: false,
-            });
+            want.push(Performed { line, action: Action::AllocateFailure, size, stream: stream_index, allocation: attempts, ok: false });
             attempts += 1;
         } else if live.is_empty() || rng.below(100) < 55 {
             let size = rng.log_uniform(22);
             let ptr = logging.allocate(size, stream).unwrap();
-            want.push(Performed {
-                line,
-                action: Action::Allocate,
-                size,
-                stream: stream_index,
-                allocation: attempts,
-                ok: true,
-            });
+            want.push(Performed { line, action: Action::Allocate, size, stream: stream_index, allocation: attempts, ok: true });
             live.push((ptr, size, attempts));
             attempts += 1;
         } else {
@@ -701,8 +630,7 @@ fn rmm_replay(args: &[&str]) -> (i32, String, String) {
 #[test]
 fn the_command_line_tool() {
     let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/rapids_sample.log");
-    let (code, out, err) =
-        rmm_replay(&["--json", "--repeat", "2", "-r", "pool", "--resource=arena:size=64MiB", sample]);
+    let (code, out, err) = rmm_replay(&["--json", "--repeat", "2", "-r", "pool", "--resource=arena:size=64MiB", sample]);
     assert_eq!(code, 0, "{err}");
     let json: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(json["repeat"], 2);
@@ -732,8 +660,7 @@ fn the_command_line_tool() {
     assert!(out.contains("RESOURCE SPECS") && out.contains("one thread"), "{out}");
 
     let bad = std::env::temp_dir().join(format!("rmm-replay-bad-{}.csv", std::process::id()));
-    std::fs::write(&bad, "Thread,Time,Action,Pointer,Size,Stream\n1,t,allocate,0x100,8,0\n1,t,resize,0x100,8,0\n")
-        .unwrap();
+    std::fs::write(&bad, "Thread,Time,Action,Pointer,Size,Stream\n1,t,allocate,0x100,8,0\n1,t,resize,0x100,8,0\n").unwrap();
     let failures = [
         (vec!["-r", "slab", sample], "unknown resource \"slab\""),
         (vec!["/nonexistent/log.csv"], "/nonexistent/log.csv: cannot read it: No such file"),

@@ -123,7 +123,10 @@ fn capacity_is_enforced_per_device_and_returned_on_free() {
     assert!(sim.free(0, MemoryKind::Device, big).is_err(), "double free must be refused");
     assert!(sim.free(0, MemoryKind::Device, other).is_err(), "freeing device 1's memory as device 0's must be refused");
     sim.free(1, MemoryKind::Device, other).unwrap();
-    assert!(matches!(sim.allocate(0, MemoryKind::Device, usize::MAX).map_err(rmm::Error::into_kind), Err(rmm::ErrorKind::OutOfMemory { .. })));
+    assert!(matches!(
+        sim.allocate(0, MemoryKind::Device, usize::MAX).map_err(rmm::Error::into_kind),
+        Err(rmm::ErrorKind::OutOfMemory { .. })
+    ));
 }
 
 #[test]

@@ -4,9 +4,9 @@
 //! replaces its answer when it is one of the driver functions hooked here: the driver keeps
 //! choosing the version and stream flavour (`_ptsz`) the caller asked for.
 
+use crate::hook;
 use crate::real::{self, Real};
 use crate::runtime::{add_pool_free, allocate, release};
-use crate::hook;
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -87,7 +87,11 @@ pub unsafe extern "C" fn cuMemFreeAsync(ptr: u64, stream: *mut c_void) -> c_int 
 }
 
 fn per_thread(stream: *mut c_void) -> *mut c_void {
-    if stream.is_null() { PER_THREAD_STREAM as *mut c_void } else { stream }
+    if stream.is_null() {
+        PER_THREAD_STREAM as *mut c_void
+    } else {
+        stream
+    }
 }
 
 /// # Safety
@@ -113,7 +117,8 @@ pub unsafe extern "C" fn cuMemFreeAsync_ptsz(ptr: u64, stream: *mut c_void) -> c
 #[no_mangle]
 pub unsafe extern "C" fn cuMemAllocPitch_v2(ptr: *mut u64, pitch: *mut usize, width: usize, height: usize, element: c_uint) -> c_int {
     // SAFETY: the caller's arguments, passed on unchanged.
-    let real = || ALLOC_PITCH.get(|| real::driver(c"cuMemAllocPitch_v2")).map_or(NOT_FOUND, |f| unsafe { f(ptr, pitch, width, height, element) });
+    let real =
+        || ALLOC_PITCH.get(|| real::driver(c"cuMemAllocPitch_v2")).map_or(NOT_FOUND, |f| unsafe { f(ptr, pitch, width, height, element) });
     hook(|| crate::runtime::allocate_pitched(device_pointer_out(ptr), pitch, width, height, real), real)
 }
 
@@ -135,7 +140,10 @@ fn pairs(hooks: &[(&std::ffi::CStr, usize)]) -> Vec<(usize, usize)> {
 fn get_proc_address_hooks() -> &'static [(usize, usize)] {
     static TABLE: OnceLock<Vec<(usize, usize)>> = OnceLock::new();
     TABLE.get_or_init(|| {
-        pairs(&[(c"cuGetProcAddress", cuGetProcAddress as *const () as usize), (c"cuGetProcAddress_v2", cuGetProcAddress_v2 as *const () as usize)])
+        pairs(&[
+            (c"cuGetProcAddress", cuGetProcAddress as *const () as usize),
+            (c"cuGetProcAddress_v2", cuGetProcAddress_v2 as *const () as usize),
+        ])
     })
 }
 

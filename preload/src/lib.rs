@@ -22,7 +22,6 @@ mod librmm;
 mod real;
 mod runtime;
 
-
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 

@@ -2,9 +2,9 @@
 //! Error codes: cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2 (the driver's
 //! CUDA_ERROR_INVALID_VALUE and CUDA_ERROR_OUT_OF_MEMORY have the same values).
 
+use crate::hook;
 use crate::librmm::{self, RMM_ERROR_INVALID_ARGUMENT, RMM_ERROR_OUT_OF_MEMORY, RMM_SUCCESS};
 use crate::real::{self, Real};
-use crate::hook;
 use std::ffi::{c_int, c_void};
 
 pub const SUCCESS: c_int = 0;
@@ -111,7 +111,13 @@ pub unsafe extern "C" fn cudaMallocPitch(ptr: *mut *mut c_void, pitch: *mut usiz
 
 /// `height` rows of `width` bytes, each row starting at a multiple of `PITCH_ALIGNMENT`; the
 /// row pitch goes to `*pitch`. Empty or unrepresentable requests go to `fallback`.
-pub fn allocate_pitched(ptr: *mut *mut c_void, pitch: *mut usize, width: usize, height: usize, fallback: impl FnOnce() -> c_int + Copy) -> c_int {
+pub fn allocate_pitched(
+    ptr: *mut *mut c_void,
+    pitch: *mut usize,
+    width: usize,
+    height: usize,
+    fallback: impl FnOnce() -> c_int + Copy,
+) -> c_int {
     let Some(row) = width.checked_next_multiple_of(PITCH_ALIGNMENT) else { return OUT_OF_MEMORY };
     let Some(size) = row.checked_mul(height) else { return OUT_OF_MEMORY };
     if pitch.is_null() || size == 0 {

@@ -185,7 +185,9 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            eprintln!("rmm-replay: {e}\nusage: rmm-replay [--resource SPEC]... [--repeat N] [--skip-failures] [--json] LOG.csv (--help for more)");
+            eprintln!(
+                "rmm-replay: {e}\nusage: rmm-replay [--resource SPEC]... [--repeat N] [--skip-failures] [--json] LOG.csv (--help for more)"
+            );
             return ExitCode::from(2);
         }
     };
@@ -204,11 +206,8 @@ fn main() -> ExitCode {
         }
     };
     let options = Options { skip_failure_events: args.skip_failures, ..Options::default() };
-    let results: Vec<(String, Result<Report, String>)> = args
-        .specs
-        .iter()
-        .map(|spec| (spec.text().to_string(), replay::replay_spec(&events, spec, args.repeat, &options)))
-        .collect();
+    let results: Vec<(String, Result<Report, String>)> =
+        args.specs.iter().map(|spec| (spec.text().to_string(), replay::replay_spec(&events, spec, args.repeat, &options))).collect();
     if args.json {
         print_json(&args, &events, &device, &results);
     } else {

@@ -8,13 +8,11 @@ use super::types::cudaStream_t;
 use super::{boundary, copy_text, non_null, optional_str, write_out};
 use crate::error::{rmmError_t, Error, Result};
 use crate::mr::adaptors::{
-    AlignedAdaptor, Counts, FailureCallbackAdaptor, LimitingAdaptor, LoggingAdaptor, PrefetchAdaptor, StatisticsAdaptor,
-    TrackingAdaptor,
+    AlignedAdaptor, Counts, FailureCallbackAdaptor, LimitingAdaptor, LoggingAdaptor, PrefetchAdaptor, StatisticsAdaptor, TrackingAdaptor,
 };
 use crate::mr::MemoryResource;
 use std::any::Any;
 use std::ffi::{c_char, c_void};
-
 
 /// The adaptor of type `A` behind `resource`, or an error naming what it is instead.
 fn adaptor<A: MemoryResource, T>(resource: rmmResource_t, what: &str, f: impl FnOnce(&A) -> Result<T>) -> Result<T> {
@@ -104,9 +102,7 @@ pub extern "C" fn rmmStatisticsAdaptorPopCounters(resource: rmmResource_t, poppe
 /// adaptor write them out.
 #[no_mangle]
 pub extern "C" fn rmmLoggingAdaptorCreate(resource: *mut rmmResource_t, upstream: rmmResource_t, path: *const c_char) -> rmmError_t {
-    create_over("rmmLoggingAdaptorCreate", resource, upstream, |upstream| {
-        Ok(LoggingAdaptor::new(upstream, optional_str(path, "path")?)?)
-    })
+    create_over("rmmLoggingAdaptorCreate", resource, upstream, |upstream| Ok(LoggingAdaptor::new(upstream, optional_str(path, "path")?)?))
 }
 
 /// Writes every buffered line of a logging adaptor to its file and flushes the file.
@@ -163,7 +159,12 @@ pub extern "C" fn rmmTrackingAdaptorCreate(resource: *mut rmmResource_t, upstrea
 /// are to `*count` and the first `capacity` of them to `records` (which may be NULL when
 /// `capacity` is 0).
 #[no_mangle]
-pub extern "C" fn rmmTrackingAdaptorGetOutstanding(resource: rmmResource_t, records: *mut rmmAllocationRecord_t, capacity: usize, count: *mut usize) -> rmmError_t {
+pub extern "C" fn rmmTrackingAdaptorGetOutstanding(
+    resource: rmmResource_t,
+    records: *mut rmmAllocationRecord_t,
+    capacity: usize,
+    count: *mut usize,
+) -> rmmError_t {
     boundary("rmmTrackingAdaptorGetOutstanding", || {
         non_null(count, "count")?;
         if records.is_null() && capacity > 0 {
@@ -227,7 +228,12 @@ impl CallbackArgument {
 /// callback returns true (to spill or drop caches first). `callback` may not be NULL; it runs
 /// on the allocating thread and must not allocate through this adaptor.
 #[no_mangle]
-pub extern "C" fn rmmFailureCallbackAdaptorCreate(resource: *mut rmmResource_t, upstream: rmmResource_t, callback: rmmFailureCallback_t, arg: *mut c_void) -> rmmError_t {
+pub extern "C" fn rmmFailureCallbackAdaptorCreate(
+    resource: *mut rmmResource_t,
+    upstream: rmmResource_t,
+    callback: rmmFailureCallback_t,
+    arg: *mut c_void,
+) -> rmmError_t {
     create_over("rmmFailureCallbackAdaptorCreate", resource, upstream, |upstream| {
         let callback = callback.ok_or_else(|| Error::invalid("callback is NULL"))?;
         let arg = CallbackArgument(arg);
@@ -238,7 +244,12 @@ pub extern "C" fn rmmFailureCallbackAdaptorCreate(resource: *mut rmmResource_t, 
 /// Creates an aligned adaptor over `upstream`: allocations of at least `threshold` bytes are
 /// aligned to `alignment` (a power of two, at least 256); smaller ones pass through.
 #[no_mangle]
-pub extern "C" fn rmmAlignedAdaptorCreate(resource: *mut rmmResource_t, upstream: rmmResource_t, alignment: usize, threshold: usize) -> rmmError_t {
+pub extern "C" fn rmmAlignedAdaptorCreate(
+    resource: *mut rmmResource_t,
+    upstream: rmmResource_t,
+    alignment: usize,
+    threshold: usize,
+) -> rmmError_t {
     create_over("rmmAlignedAdaptorCreate", resource, upstream, |upstream| Ok(AlignedAdaptor::new(upstream, alignment, threshold)?))
 }
 
@@ -248,4 +259,3 @@ pub extern "C" fn rmmAlignedAdaptorCreate(resource: *mut rmmResource_t, upstream
 pub extern "C" fn rmmPrefetchAdaptorCreate(resource: *mut rmmResource_t, upstream: rmmResource_t) -> rmmError_t {
     create_over("rmmPrefetchAdaptorCreate", resource, upstream, |upstream| Ok(PrefetchAdaptor::new(upstream)))
 }
-

@@ -60,7 +60,12 @@ fn resource_or_current(resource: rmmResource_t) -> Result<Arc<dyn MemoryResource
 /// `stream`. The buffer keeps its own reference to the resource; the caller destroys the buffer
 /// with `rmmDeviceBufferDestroy`.
 #[no_mangle]
-pub extern "C" fn rmmDeviceBufferCreate(buffer: *mut rmmDeviceBuffer_t, size: usize, stream: cudaStream_t, resource: rmmResource_t) -> rmmError_t {
+pub extern "C" fn rmmDeviceBufferCreate(
+    buffer: *mut rmmDeviceBuffer_t,
+    size: usize,
+    stream: cudaStream_t,
+    resource: rmmResource_t,
+) -> rmmError_t {
     boundary("rmmDeviceBufferCreate", || {
         non_null(buffer, "buffer")?;
         let created = DeviceBuffer::new(size, stream_of(stream), resource_or_current(resource)?)?;
@@ -96,7 +101,12 @@ pub extern "C" fn rmmDeviceBufferCreateFromHost(
 /// Copies the buffer's contents to `host`, which holds `host_size` bytes (at least the buffer's
 /// size), in the order of `stream`, and waits for the copy.
 #[no_mangle]
-pub extern "C" fn rmmDeviceBufferCopyToHost(buffer: rmmDeviceBuffer_t, host: *mut c_void, host_size: usize, stream: cudaStream_t) -> rmmError_t {
+pub extern "C" fn rmmDeviceBufferCopyToHost(
+    buffer: rmmDeviceBuffer_t,
+    host: *mut c_void,
+    host_size: usize,
+    stream: cudaStream_t,
+) -> rmmError_t {
     boundary("rmmDeviceBufferCopyToHost", || {
         let shared = lookup(buffer)?;
         let buffer = shared.lock();
@@ -130,7 +140,12 @@ pub extern "C" fn rmmDeviceBufferShrinkToFit(buffer: rmmDeviceBuffer_t, stream: 
 /// Creates in `*copy` a new buffer with the same contents, copied in the order of `stream`,
 /// from `resource` (NULL: the source buffer's resource).
 #[no_mangle]
-pub extern "C" fn rmmDeviceBufferCopy(copy: *mut rmmDeviceBuffer_t, source: rmmDeviceBuffer_t, stream: cudaStream_t, resource: rmmResource_t) -> rmmError_t {
+pub extern "C" fn rmmDeviceBufferCopy(
+    copy: *mut rmmDeviceBuffer_t,
+    source: rmmDeviceBuffer_t,
+    stream: cudaStream_t,
+    resource: rmmResource_t,
+) -> rmmError_t {
     boundary("rmmDeviceBufferCopy", || {
         non_null(copy, "copy")?;
         let resource = if resource.is_null() { None } else { Some(handles::get(resource)?) };

@@ -3,9 +3,9 @@
 use super::handles::{self, rmmResource_t};
 use super::{boundary, non_null, write_out};
 use crate::error::rmmError_t;
+use crate::error::Result;
 use crate::per_device;
 use crate::platform::{backend, simulator};
-use crate::error::Result;
 use std::ffi::c_int;
 
 fn set_resource(device: i32, resource: rmmResource_t, previous: *mut rmmResource_t) -> Result<()> {
@@ -92,8 +92,8 @@ pub extern "C" fn rmmSimGetRaceCount(count: *mut usize) -> rmmError_t {
     boundary("rmmSimGetRaceCount", || {
         non_null(count, "count")?;
         backend()?;
-        let simulator = simulator()
-            .ok_or_else(|| crate::error::Error::NotSupported("the race checker runs on simulated devices only".into()))?;
+        let simulator =
+            simulator().ok_or_else(|| crate::error::Error::NotSupported("the race checker runs on simulated devices only".into()))?;
         write_out(count, "count", simulator.race_reports().len())
     })
 }

@@ -4,9 +4,9 @@
 //! code: a failure returns NULL (or nothing) and leaves the message in
 //! `rmmGetLastErrorMessage`.
 
+use super::boundary_value;
 use super::handles::{self, rmmResource_t};
 use super::types::{cudaStream_t, stream_of};
-use super::boundary_value;
 use crate::allocations;
 use crate::error::Error;
 use crate::per_device;

@@ -10,7 +10,15 @@ use std::ffi::{c_char, c_uint, c_void};
 use std::time::Instant;
 
 /// Records a successful legacy call in the event log when `enable_logging` is on.
-fn log_call(kind: EventKind, ptr: usize, size: usize, stream: cudaStream_t, start: Instant, (file, line): (*const c_char, c_uint), freed: Option<usize>) {
+fn log_call(
+    kind: EventKind,
+    ptr: usize,
+    size: usize,
+    stream: cudaStream_t,
+    start: Instant,
+    (file, line): (*const c_char, c_uint),
+    freed: Option<usize>,
+) {
     if !legacy_log::enabled() {
         return;
     }
@@ -79,7 +87,13 @@ pub extern "C" fn rmmAlloc(ptr: *mut *mut c_void, size: usize, stream: cudaStrea
 /// freed in that order, and `*ptr` updated. `*ptr` NULL allocates; `new_size` 0 frees and
 /// writes NULL. On failure `*ptr` and its memory are unchanged.
 #[no_mangle]
-pub extern "C" fn rmmRealloc(ptr: *mut *mut c_void, new_size: usize, stream: cudaStream_t, file: *const c_char, line: c_uint) -> rmmError_t {
+pub extern "C" fn rmmRealloc(
+    ptr: *mut *mut c_void,
+    new_size: usize,
+    stream: cudaStream_t,
+    file: *const c_char,
+    line: c_uint,
+) -> rmmError_t {
     boundary("rmmRealloc", || {
         let ptr = non_null(ptr, "ptr")?;
         // SAFETY: non-NULL, and the caller promises a readable `void*`.

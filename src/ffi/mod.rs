@@ -7,8 +7,8 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 mod adaptors;
-mod configure;
 pub mod call_site;
+mod configure;
 mod device_buffer;
 mod devices;
 mod frameworks;

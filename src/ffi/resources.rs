@@ -54,9 +54,7 @@ pub extern "C" fn rmmManagedResourceCreate(resource: *mut rmmResource_t) -> rmmE
 /// `rmmCudaResourceCreate`.
 #[no_mangle]
 pub extern "C" fn rmmAsyncResourceCreate(resource: *mut rmmResource_t, initial_pool_size: usize, release_threshold: usize) -> rmmError_t {
-    create("rmmAsyncResourceCreate", resource, |device| {
-        Ok(Arc::new(AsyncResource::new(device, initial_pool_size, release_threshold)?))
-    })
+    create("rmmAsyncResourceCreate", resource, |device| Ok(Arc::new(AsyncResource::new(device, initial_pool_size, release_threshold)?)))
 }
 
 /// Creates a resource of page-locked host memory (`cudaMallocHost`), usable from every device.

@@ -44,7 +44,12 @@ pub extern "C" fn rmmStreamSynchronize(stream: cudaStream_t) -> rmmError_t {
 /// before using the destination on the host. NULL pointers are RMM_ERROR_INVALID_ARGUMENT
 /// unless `bytes` is 0.
 #[no_mangle]
-pub extern "C" fn rmmMemcpyAsync(dst: *mut std::ffi::c_void, src: *const std::ffi::c_void, bytes: usize, stream: cudaStream_t) -> rmmError_t {
+pub extern "C" fn rmmMemcpyAsync(
+    dst: *mut std::ffi::c_void,
+    src: *const std::ffi::c_void,
+    bytes: usize,
+    stream: cudaStream_t,
+) -> rmmError_t {
     boundary("rmmMemcpyAsync", || {
         if bytes == 0 {
             return Ok(());

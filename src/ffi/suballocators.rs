@@ -28,7 +28,12 @@ pub(crate) fn create_over(
 /// only after an event orders the two, without host synchronization. The pool keeps its own
 /// reference to `upstream`; the caller owns the new handle (`rmmResourceDestroy`).
 #[no_mangle]
-pub extern "C" fn rmmPoolResourceCreate(resource: *mut rmmResource_t, upstream: rmmResource_t, initial_size: usize, maximum_size: usize) -> rmmError_t {
+pub extern "C" fn rmmPoolResourceCreate(
+    resource: *mut rmmResource_t,
+    upstream: rmmResource_t,
+    initial_size: usize,
+    maximum_size: usize,
+) -> rmmError_t {
     create_over("rmmPoolResourceCreate", resource, upstream, |upstream| {
         Ok(Arc::new(PoolResource::new(upstream, initial_size, maximum_size)?))
     })
@@ -41,9 +46,7 @@ pub extern "C" fn rmmPoolResourceGetSize(resource: rmmResource_t, size: *mut usi
     boundary("rmmPoolResourceGetSize", || {
         non_null(size, "size")?;
         let resource = handles::get(resource)?;
-        let reserved = resource
-            .pool_size()
-            .ok_or_else(|| Error::NotSupported(format!("a {} resource keeps no pool", resource.name())))?;
+        let reserved = resource.pool_size().ok_or_else(|| Error::NotSupported(format!("a {} resource keeps no pool", resource.name())))?;
         write_out(size, "size", reserved)
     })
 }
@@ -56,9 +59,7 @@ pub extern "C" fn rmmPoolResourceGetFree(resource: rmmResource_t, size: *mut usi
     boundary("rmmPoolResourceGetFree", || {
         non_null(size, "size")?;
         let resource = handles::get(resource)?;
-        let free = resource
-            .pool_free()
-            .ok_or_else(|| Error::NotSupported(format!("a {} resource keeps no pool", resource.name())))?;
+        let free = resource.pool_free().ok_or_else(|| Error::NotSupported(format!("a {} resource keeps no pool", resource.name())))?;
         write_out(size, "size", free)
     })
 }
@@ -91,7 +92,12 @@ pub extern "C" fn rmmArenaResourceCreate(resource: *mut rmmResource_t, upstream:
 /// the smallest bin that holds it, larger ones to `upstream`. Ownership as
 /// `rmmPoolResourceCreate`.
 #[no_mangle]
-pub extern "C" fn rmmBinningResourceCreate(resource: *mut rmmResource_t, upstream: rmmResource_t, min_size_exponent: i8, max_size_exponent: i8) -> rmmError_t {
+pub extern "C" fn rmmBinningResourceCreate(
+    resource: *mut rmmResource_t,
+    upstream: rmmResource_t,
+    min_size_exponent: i8,
+    max_size_exponent: i8,
+) -> rmmError_t {
     create_over("rmmBinningResourceCreate", resource, upstream, |upstream| {
         Ok(Arc::new(BinningResource::new(upstream, min_size_exponent, max_size_exponent)?))
     })
@@ -117,7 +123,12 @@ pub extern "C" fn rmmBinningResourceAddBin(resource: rmmResource_t, allocation_s
 /// `blocks_to_preallocate` blocks are reserved up front and in each later chunk (0: none up
 /// front, 128 per chunk). Ownership as `rmmPoolResourceCreate`.
 #[no_mangle]
-pub extern "C" fn rmmFixedSizeResourceCreate(resource: *mut rmmResource_t, upstream: rmmResource_t, block_size: usize, blocks_to_preallocate: usize) -> rmmError_t {
+pub extern "C" fn rmmFixedSizeResourceCreate(
+    resource: *mut rmmResource_t,
+    upstream: rmmResource_t,
+    block_size: usize,
+    blocks_to_preallocate: usize,
+) -> rmmError_t {
     create_over("rmmFixedSizeResourceCreate", resource, upstream, |upstream| {
         Ok(Arc::new(FixedSizeResource::new(upstream, block_size, blocks_to_preallocate)?))
     })

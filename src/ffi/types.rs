@@ -71,10 +71,7 @@ impl rmmOptions_t {
 
     pub fn to_options(&self) -> crate::error::Result<crate::legacy::Options> {
         if self.num_devices < 0 || self.num_devices as usize > RMM_MAX_DEVICES {
-            return Err(crate::error::Error::invalid(format!(
-                "num_devices is {}; it must be 0 to {RMM_MAX_DEVICES}",
-                self.num_devices
-            )));
+            return Err(crate::error::Error::invalid(format!("num_devices is {}; it must be 0 to {RMM_MAX_DEVICES}", self.num_devices)));
         }
         Ok(crate::legacy::Options {
             allocation_mode: self.allocation_mode,

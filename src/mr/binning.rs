@@ -121,7 +121,11 @@ impl BinningResource {
         let bin = match bin {
             Some(bin) => {
                 if bin.device() != self.upstream.device() {
-                    return Err(Error::invalid(format!("a bin of device {} in a binning resource of device {}", bin.device(), self.upstream.device())));
+                    return Err(Error::invalid(format!(
+                        "a bin of device {} in a binning resource of device {}",
+                        bin.device(),
+                        self.upstream.device()
+                    )));
                 }
                 Bin::Callers(bin)
             }
@@ -177,7 +181,13 @@ impl MemoryResource for BinningResource {
     }
 
     fn snapshot(&self) -> serde_json::Value {
-        let bins: Vec<_> = self.bins.get().bins.iter().map(|(size, bin)| serde_json::json!({ "allocation_size": size, "bin": bin.resource().snapshot() })).collect();
+        let bins: Vec<_> = self
+            .bins
+            .get()
+            .bins
+            .iter()
+            .map(|(size, bin)| serde_json::json!({ "allocation_size": size, "bin": bin.resource().snapshot() }))
+            .collect();
         serde_json::json!({ "resource": self.name(), "device": self.device(), "bins": bins, "upstream": self.upstream.snapshot() })
     }
 
@@ -200,7 +210,12 @@ impl MemoryResource for BinningResource {
     }
 
     fn suballocation_depth(&self) -> usize {
-        self.bins.get().bins.iter().map(|(_, bin)| bin.resource().suballocation_depth()).fold(self.upstream.suballocation_depth(), usize::max)
+        self.bins
+            .get()
+            .bins
+            .iter()
+            .map(|(_, bin)| bin.resource().suballocation_depth())
+            .fold(self.upstream.suballocation_depth(), usize::max)
     }
 
     fn release(&self) -> Result<usize> {

@@ -1,13 +1,13 @@
 //! Memory resources: one trait, implemented by the device resources here and, stacked over
 //! them, by suballocators and adaptors.
 
+pub mod adaptors;
 mod arena;
 mod binning;
 mod cuda_async;
 mod direct;
 mod fixed_size;
 mod pool;
-pub mod adaptors;
 pub mod snapshot;
 pub mod suballoc;
 pub mod via;

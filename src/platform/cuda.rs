@@ -14,20 +14,41 @@ const MINIMUM_DRIVER_VERSION: i32 = 12000;
 /// Driver entry points that must exist before we call into cudarc: cudarc panics on a missing
 /// symbol, so we look each one up first and report a clear error instead.
 const REQUIRED_SYMBOLS: &[&str] = &[
-    "cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetAttribute",
-    "cuDevicePrimaryCtxRetain", "cuCtxGetCurrent", "cuCtxSetCurrent", "cuCtxGetDevice",
-    "cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2", "cuMemAlloc_v2", "cuMemFree_v2",
-    "cuMemAllocManaged", "cuMemHostAlloc", "cuMemFreeHost", "cuMemGetInfo_v2",
-    "cuMemGetAddressRange_v2", "cuMemcpyAsync", "cuStreamCreate", "cuStreamDestroy_v2",
-    "cuStreamSynchronize", "cuStreamWaitEvent", "cuEventCreate", "cuEventDestroy_v2",
-    "cuEventRecord", "cuEventSynchronize", "cuGetErrorString", "cuCtxSynchronize", "cuStreamGetId",
+    "cuInit",
+    "cuDriverGetVersion",
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDeviceGetAttribute",
+    "cuDevicePrimaryCtxRetain",
+    "cuCtxGetCurrent",
+    "cuCtxSetCurrent",
+    "cuCtxGetDevice",
+    "cuCtxPushCurrent_v2",
+    "cuCtxPopCurrent_v2",
+    "cuMemAlloc_v2",
+    "cuMemFree_v2",
+    "cuMemAllocManaged",
+    "cuMemHostAlloc",
+    "cuMemFreeHost",
+    "cuMemGetInfo_v2",
+    "cuMemGetAddressRange_v2",
+    "cuMemcpyAsync",
+    "cuStreamCreate",
+    "cuStreamDestroy_v2",
+    "cuStreamSynchronize",
+    "cuStreamWaitEvent",
+    "cuEventCreate",
+    "cuEventDestroy_v2",
+    "cuEventRecord",
+    "cuEventSynchronize",
+    "cuGetErrorString",
+    "cuCtxSynchronize",
+    "cuStreamGetId",
 ];
 
 /// Needed only by the cuda_async resource; their absence makes it `NotSupported`.
-const MEMORY_POOL_SYMBOLS: &[&str] = &[
-    "cuMemPoolCreate", "cuMemPoolDestroy", "cuMemPoolSetAttribute", "cuMemPoolTrimTo",
-    "cuMemAllocFromPoolAsync", "cuMemFreeAsync",
-];
+const MEMORY_POOL_SYMBOLS: &[&str] =
+    &["cuMemPoolCreate", "cuMemPoolDestroy", "cuMemPoolSetAttribute", "cuMemPoolTrimTo", "cuMemAllocFromPoolAsync", "cuMemFreeAsync"];
 
 const CU_MEMHOSTALLOC_PORTABLE: u32 = 0x01;
 const CU_MEM_ATTACH_GLOBAL: u32 = 0x01;
@@ -85,9 +106,7 @@ impl CudaDriver {
             ));
         }
         if let Some(missing) = REQUIRED_SYMBOLS.iter().find(|s| !driver_symbol_present(s)) {
-            return Err(Error::DriverUnavailable(format!(
-                "the CUDA driver lacks {missing}; rmm-rs needs a driver for CUDA 12.0 or newer"
-            )));
+            return Err(Error::DriverUnavailable(format!("the CUDA driver lacks {missing}; rmm-rs needs a driver for CUDA 12.0 or newer")));
         }
         // SAFETY: symbol presence checked above; cuInit takes flags 0.
         check("cuInit", unsafe { sys::cuInit(0) })?;
@@ -113,10 +132,7 @@ impl CudaDriver {
     }
 
     fn primary_context(&self, device: i32) -> Result<sys::CUcontext> {
-        let cell = self
-            .primary_contexts
-            .get(device as usize)
-            .ok_or_else(|| Error::invalid(format!("device {device} does not exist")))?;
+        let cell = self.primary_contexts.get(device as usize).ok_or_else(|| Error::invalid(format!("device {device} does not exist")))?;
         let ctx = cell.get_or_try_init(|| -> Result<usize> {
             let mut dev: sys::CUdevice = 0;
             // SAFETY: out-pointer to a local; device ordinal validated by the lookup above.
@@ -204,8 +220,7 @@ impl CudaDriver {
                 MemoryKind::PinnedHost => {
                     let mut ptr: *mut c_void = std::ptr::null_mut();
                     // SAFETY: out-pointer to a local; a context of `device` is current.
-                    check("cuMemHostAlloc", unsafe { sys::cuMemHostAlloc(&mut ptr, bytes, CU_MEMHOSTALLOC_PORTABLE) })
-                        .map(|_| ptr as usize)
+                    check("cuMemHostAlloc", unsafe { sys::cuMemHostAlloc(&mut ptr, bytes, CU_MEMHOSTALLOC_PORTABLE) }).map(|_| ptr as usize)
                 }
             };
             result.map_err(|e| with_requested(e, bytes))

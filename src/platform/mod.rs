@@ -2,13 +2,13 @@
 //! (`sim.rs`), chosen once per process. The simulator runs only when `RMM_SIM_DEVICES` asks
 //! for it; a machine without a driver gets an error, never a silent simulation.
 
-mod cuda;
-pub mod sim;
 pub mod bias;
 pub mod biased_lock;
 pub mod clock;
+mod cuda;
 pub mod published;
 pub mod shared;
+pub mod sim;
 mod vector_clock;
 
 use crate::error::{Error, Result};

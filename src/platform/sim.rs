@@ -113,11 +113,7 @@ fn sim_layout(bytes: usize) -> Option<Layout> {
 impl SimDevices {
     /// `N[:BYTES]`: N devices of BYTES each (default 8 GiB).
     pub fn from_spec(spec: &str) -> Result<Self> {
-        let bad = || {
-            Error::invalid(format!(
-                "RMM_SIM_DEVICES={spec:?}: expected N or N:BYTES, e.g. 2:8GiB (N from 1 to 64)"
-            ))
-        };
+        let bad = || Error::invalid(format!("RMM_SIM_DEVICES={spec:?}: expected N or N:BYTES, e.g. 2:8GiB (N from 1 to 64)"));
         let (count, capacity) = match spec.split_once(':') {
             Some((n, bytes)) => (n.trim().parse::<usize>().map_err(|_| bad())?, parse_size(bytes).ok_or_else(bad)?),
             None => (spec.trim().parse::<usize>().map_err(|_| bad())?, DEFAULT_CAPACITY),
@@ -137,12 +133,7 @@ impl SimDevices {
         let mut state = SimState { next_handle: HANDLE_BASE, ..Default::default() };
         for device in 0..count {
             // Stream id `device` is that device's legacy default stream.
-            state.streams.push(Some(StreamState {
-                device: device as i32,
-                clock: VectorClock::default(),
-                legacy: true,
-                blocking: true,
-            }));
+            state.streams.push(Some(StreamState { device: device as i32, clock: VectorClock::default(), legacy: true, blocking: true }));
         }
         log::info!("simulated devices: {count} of {capacity} bytes each");
         SimDevices {
@@ -195,10 +186,7 @@ impl SimDevices {
         let capacity = self.capacities[device as usize];
         let mut used = self.used[device as usize].lock();
         if bytes > capacity - *used {
-            return Err(Error::out_of_memory(
-                bytes,
-                format!("simulated device {device} has {} of {capacity} bytes in use", *used),
-            ));
+            return Err(Error::out_of_memory(bytes, format!("simulated device {device} has {} of {capacity} bytes in use", *used)));
         }
         *used += bytes;
         Ok(())
@@ -455,9 +443,7 @@ impl SimDevices {
         };
         let tick = state.enqueue(id);
         forget_releases(&mut state.releases, ptr, ptr + bytes);
-        state
-            .releases
-            .insert(ptr, Release { end: ptr + bytes, device, stream_id: id, stream_handle: stream.0, tick });
+        state.releases.insert(ptr, Release { end: ptr + bytes, device, stream_id: id, stream_handle: stream.0, tick });
     }
 
     pub fn note_acquired(&self, device: i32, ptr: usize, bytes: usize, stream: Stream) {
@@ -529,11 +515,7 @@ impl SimState {
     }
 
     fn containing(&self, ptr: usize) -> Option<(usize, &SimAllocation)> {
-        self.allocations
-            .range(..=ptr)
-            .next_back()
-            .filter(|(base, a)| ptr < *base + a.size)
-            .map(|(base, a)| (*base, a))
+        self.allocations.range(..=ptr).next_back().filter(|(base, a)| ptr < *base + a.size).map(|(base, a)| (*base, a))
     }
 
     /// Maps a stream handle to its id: 0 and 1 are the current device's legacy default stream,
@@ -551,11 +533,9 @@ impl SimState {
                 PER_THREAD_STREAMS.with(|m| m.borrow_mut().insert(key, id));
                 Ok(id)
             }
-            Stream(handle) => self
-                .stream_handles
-                .get(&handle)
-                .copied()
-                .ok_or_else(|| Error::invalid(format!("stream {handle:#x} is not a live stream"))),
+            Stream(handle) => {
+                self.stream_handles.get(&handle).copied().ok_or_else(|| Error::invalid(format!("stream {handle:#x} is not a live stream")))
+            }
         }
     }
 
@@ -581,12 +561,7 @@ impl SimState {
 }
 
 fn overlapping_releases(releases: &BTreeMap<usize, Release>, start: usize, end: usize) -> Vec<(usize, Release)> {
-    releases
-        .range(..end)
-        .rev()
-        .take_while(|(_, r)| r.end > start)
-        .map(|(s, r)| (*s, r.clone()))
-        .collect()
+    releases.range(..end).rev().take_while(|(_, r)| r.end > start).map(|(s, r)| (*s, r.clone())).collect()
 }
 
 /// Drops the parts of pending releases inside `[start, end)`, keeping what lies outside.

@@ -52,7 +52,8 @@ impl MemoryResource for AlignedAdaptor {
         if self.passes_through(bytes) {
             return self.outer.upstream.allocate(bytes, stream);
         }
-        let size = bytes.checked_add(self.alignment - ALIGNMENT).ok_or_else(|| Error::out_of_memory(bytes, "larger than the address space"))?;
+        let size =
+            bytes.checked_add(self.alignment - ALIGNMENT).ok_or_else(|| Error::out_of_memory(bytes, "larger than the address space"))?;
         let base = self.outer.upstream.allocate(size, stream)?;
         let aligned = base.next_multiple_of(self.alignment);
         self.shard(aligned).lock().insert(aligned, (base, size));

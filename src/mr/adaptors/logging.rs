@@ -14,9 +14,9 @@
 //! allocating thread formats text or waits for the disk.
 
 use super::Outer;
-use crate::platform::biased_lock::BiasedLock;
 use crate::error::{Error, Result};
 use crate::mr::{MemoryResource, Via};
+use crate::platform::biased_lock::BiasedLock;
 use crate::platform::Stream;
 use parking_lot::Mutex;
 use std::io::Write;
@@ -79,8 +79,9 @@ impl LoggingAdaptor {
     pub fn new(upstream: Arc<dyn MemoryResource>, path: Option<&str>) -> Result<Arc<Self>> {
         let path = match path {
             Some(path) => path.to_string(),
-            None => std::env::var("RMM_LOG_FILE")
-                .map_err(|_| Error::invalid("no log file: the path is NULL and RMM_LOG_FILE is not set"))?,
+            None => {
+                std::env::var("RMM_LOG_FILE").map_err(|_| Error::invalid("no log file: the path is NULL and RMM_LOG_FILE is not set"))?
+            }
         };
         if path.is_empty() {
             return Err(Error::invalid("the log file path is empty"));
@@ -133,7 +134,14 @@ impl LoggingAdaptor {
     /// Records one event; `live` is what it changes in the live allocation count.
     #[inline]
     fn log(&self, action: Action, ptr: usize, size: usize, stream: Stream, live: isize) {
-        let event = Event { time: crate::platform::clock::wall_clock_ns(), thread: crate::platform::os_thread_id(), action, ptr, size, stream: stream.0 };
+        let event = Event {
+            time: crate::platform::clock::wall_clock_ns(),
+            thread: crate::platform::os_thread_id(),
+            action,
+            ptr,
+            size,
+            stream: stream.0,
+        };
         let mut buffer = self.buffer.lock();
         buffer.live = buffer.live.wrapping_add_signed(live);
         buffer.events.push(event);
@@ -400,9 +408,18 @@ mod tests {
         // 1970-01-02 13:04:05.000042 UTC is 14:04:05.000042 an hour east of UTC.
         let time = (86_400 + 13 * 3600 + 4 * 60 + 5) * 1_000_000_000 + 42_999;
         let cases = [
-            (Event { time, thread: 7, action: Action::Allocate, ptr: 0x7f3a_4000_0000, size: 1024, stream: 0 }, "7,14:04:05.000042,allocate,0x7f3a40000000,1024,0\n"),
-            (Event { time, thread: 4031547, action: Action::AllocateFailure, ptr: 0, size: 123456789012, stream: 0x55d0_0a1b_2c30 }, "4031547,14:04:05.000042,allocate failure,(nil),123456789012,0x55d00a1b2c30\n"),
-            (Event { time: 0, thread: u64::MAX, action: Action::Free, ptr: usize::MAX, size: 0, stream: 1 }, "18446744073709551615,01:00:00.000000,free,0xffffffffffffffff,0,0x1\n"),
+            (
+                Event { time, thread: 7, action: Action::Allocate, ptr: 0x7f3a_4000_0000, size: 1024, stream: 0 },
+                "7,14:04:05.000042,allocate,0x7f3a40000000,1024,0\n",
+            ),
+            (
+                Event { time, thread: 4031547, action: Action::AllocateFailure, ptr: 0, size: 123456789012, stream: 0x55d0_0a1b_2c30 },
+                "4031547,14:04:05.000042,allocate failure,(nil),123456789012,0x55d00a1b2c30\n",
+            ),
+            (
+                Event { time: 0, thread: u64::MAX, action: Action::Free, ptr: usize::MAX, size: 0, stream: 1 },
+                "18446744073709551615,01:00:00.000000,free,0xffffffffffffffff,0,0x1\n",
+            ),
         ];
         for (event, expected) in cases {
             assert_eq!(std::str::from_utf8(format_line(&event, &mut clock).bytes()).unwrap(), expected);

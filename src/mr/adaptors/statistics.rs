@@ -220,8 +220,7 @@ impl StatisticsAdaptor {
         self.exclusively(|| {
             let mut scopes = self.scopes.lock();
             let (current, total) = self.lifetime();
-            let enclosing_high =
-                (self.high_bytes.swap(current.0, Ordering::Relaxed), self.high_count.swap(current.1, Ordering::Relaxed));
+            let enclosing_high = (self.high_bytes.swap(current.0, Ordering::Relaxed), self.high_count.swap(current.1, Ordering::Relaxed));
             scopes.push(ScopeStart { current, total, enclosing_high });
         })
     }

@@ -160,7 +160,8 @@ impl MemoryResource for TrackingAdaptor {
         let ptr = self.outer.upstream.allocate_via(bytes, stream, via)?;
         let (file, line) = call_site();
         let backtrace = self.capture_stacks.then(|| std::backtrace::Backtrace::force_capture().to_string());
-        let record = OutstandingAllocation { ptr, size: bytes, stream: stream.0, thread: crate::platform::os_thread_id(), file, line, backtrace };
+        let record =
+            OutstandingAllocation { ptr, size: bytes, stream: stream.0, thread: crate::platform::os_thread_id(), file, line, backtrace };
         self.shard(ptr).lock().insert(ptr, record);
         Ok(ptr)
     }

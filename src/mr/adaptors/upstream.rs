@@ -15,7 +15,10 @@ use std::sync::Arc;
 
 pub enum Upstream {
     /// The pool keeps its core working (dropping the pool orphans the core).
-    Pool { pool: Arc<PoolResource>, core: Arc<Core<Tlsf>> },
+    Pool {
+        pool: Arc<PoolResource>,
+        core: Arc<Core<Tlsf>>,
+    },
     Other(Shared<dyn MemoryResource>),
 }
 

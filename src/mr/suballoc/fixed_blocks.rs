@@ -232,7 +232,11 @@ impl FixedBlocks {
     }
 
     pub fn largest_free_block(&self) -> usize {
-        if self.free.is_empty() { 0 } else { self.block_size }
+        if self.free.is_empty() {
+            0
+        } else {
+            self.block_size
+        }
     }
 
     pub fn check_invariants(&self) -> Result<(), String> {
@@ -252,14 +256,23 @@ impl FixedBlocks {
         let bases: Vec<usize> = self.by_base.iter().map(|&(base, _)| base).collect();
         let mut expected: Vec<usize> = live().map(|chunk| chunk.base).collect();
         expected.sort_unstable();
-        if bases != expected || self.by_base.iter().any(|&(base, slot)| self.chunks[slot as usize].as_ref().is_none_or(|c| c.base != base)) {
+        if bases != expected || self.by_base.iter().any(|&(base, slot)| self.chunks[slot as usize].as_ref().is_none_or(|c| c.base != base))
+        {
             return Err("the chunks by base disagree with the chunks".to_string());
         }
         let mut seen = std::collections::HashSet::new();
         for block in &self.free {
-            let chunk = self.chunks.get(block.slot as usize).and_then(Option::as_ref).ok_or(format!("free block {:#x} names no live chunk", block.addr))?;
+            let chunk = self
+                .chunks
+                .get(block.slot as usize)
+                .and_then(Option::as_ref)
+                .ok_or(format!("free block {:#x} names no live chunk", block.addr))?;
             let index = block.index as usize;
-            if block.addr != chunk.base + index * self.block_size || index >= chunk.leases.len() || chunk.leases[index].requested != 0 || !seen.insert(block.addr) {
+            if block.addr != chunk.base + index * self.block_size
+                || index >= chunk.leases.len()
+                || chunk.leases[index].requested != 0
+                || !seen.insert(block.addr)
+            {
                 return Err(format!("free block {:#x} misplaced, used or listed twice", block.addr));
             }
         }

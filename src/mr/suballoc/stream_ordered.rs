@@ -19,8 +19,8 @@
 use super::fixed_blocks::FixedBlocks;
 use super::ranges::{self, ChunkHolder};
 use super::tlsf::{BlockView, Chunk, Freed, Refused, Tlsf, GRANULE};
-use crate::mr::via::{self, Lease, Via, DIRECT};
 use crate::error::{Error, Result};
+use crate::mr::via::{self, Lease, Via, DIRECT};
 use crate::mr::MemoryResource;
 use crate::platform::biased_lock::BiasedLock;
 use crate::platform::{backend, note_acquired, note_released, Event, Stream};
@@ -565,7 +565,9 @@ impl<I: BlockIndex> Core<I> {
         let state = self.state_for(stream)?;
         match self.free_from_own_shelf(&state, ptr, bytes, stream, via)? {
             Ok(()) => Ok(()),
-            Err(refused) => self.free_elsewhere(&state, ptr, bytes, stream, via, refused)?.map_err(|refused| self.refusal(ptr, bytes, refused)),
+            Err(refused) => {
+                self.free_elsewhere(&state, ptr, bytes, stream, via, refused)?.map_err(|refused| self.refusal(ptr, bytes, refused))
+            }
         }
     }
 
@@ -579,10 +581,9 @@ impl<I: BlockIndex> Core<I> {
                 self.name,
                 bytes.unwrap_or(0)
             )),
-            Refused::OtherVia(other) => Error::invalid(format!(
-                "{ptr:#x} was allocated through {}: free it there, or with rmmFree",
-                via::describe(other)
-            )),
+            Refused::OtherVia(other) => {
+                Error::invalid(format!("{ptr:#x} was allocated through {}: free it there, or with rmmFree", via::describe(other)))
+            }
             Refused::NotLive => match self.owner_of(ptr) {
                 Some(_) => Error::invalid(format!("{ptr:#x} is not a live block of this {} resource (double free?)", self.name)),
                 None => Error::invalid(format!("{ptr:#x} was not allocated by this {} resource", self.name)),
@@ -592,7 +593,13 @@ impl<I: BlockIndex> Core<I> {
 
     /// `deallocate_via`, answering a refused free as `Refused` (the block stays allocated).
     #[inline(always)]
-    fn try_deallocate(&self, ptr: usize, bytes: Option<usize>, stream: Stream, via: Option<Via>) -> Result<std::result::Result<(), Refused>> {
+    fn try_deallocate(
+        &self,
+        ptr: usize,
+        bytes: Option<usize>,
+        stream: Stream,
+        via: Option<Via>,
+    ) -> Result<std::result::Result<(), Refused>> {
         let state = self.state_for(stream)?;
         match self.free_from_own_shelf(&state, ptr, bytes, stream, via)? {
             Ok(()) => Ok(Ok(())),
@@ -603,7 +610,15 @@ impl<I: BlockIndex> Core<I> {
     /// A free its stream's own shelf refused: the block may lie on another stream's shelf;
     /// otherwise the refusal stands.
     #[inline(never)]
-    fn free_elsewhere(&self, state: &StreamState<I>, ptr: usize, bytes: Option<usize>, stream: Stream, via: Option<Via>, refused: Refused) -> Result<std::result::Result<(), Refused>> {
+    fn free_elsewhere(
+        &self,
+        state: &StreamState<I>,
+        ptr: usize,
+        bytes: Option<usize>,
+        stream: Stream,
+        via: Option<Via>,
+        refused: Refused,
+    ) -> Result<std::result::Result<(), Refused>> {
         match refused {
             Refused::NotLive => self.free_into_owner(state, ptr, bytes, stream, via),
             refused => Ok(Err(refused)),
@@ -612,7 +627,14 @@ impl<I: BlockIndex> Core<I> {
 
     /// Frees `ptr` if `stream`'s own shelf holds it.
     #[inline(always)]
-    fn free_from_own_shelf(&self, state: &StreamState<I>, ptr: usize, bytes: Option<usize>, stream: Stream, via: Option<Via>) -> Result<std::result::Result<(), Refused>> {
+    fn free_from_own_shelf(
+        &self,
+        state: &StreamState<I>,
+        ptr: usize,
+        bytes: Option<usize>,
+        stream: Stream,
+        via: Option<Via>,
+    ) -> Result<std::result::Result<(), Refused>> {
         let mut shelf = state.shelf.lock();
         let Freed { size, chunk_now_free } = match shelf.index.free_checked(ptr, bytes, via) {
             Ok(freed) => freed,
@@ -639,7 +661,14 @@ impl<I: BlockIndex> Core<I> {
     /// Frees a block that another stream's index holds, leaving this stream's event for
     /// whoever reuses it there.
     #[inline(never)]
-    fn free_into_owner(&self, state: &StreamState<I>, ptr: usize, bytes: Option<usize>, stream: Stream, via: Option<Via>) -> Result<std::result::Result<(), Refused>> {
+    fn free_into_owner(
+        &self,
+        state: &StreamState<I>,
+        ptr: usize,
+        bytes: Option<usize>,
+        stream: Stream,
+        via: Option<Via>,
+    ) -> Result<std::result::Result<(), Refused>> {
         let platform = backend()?;
         let Some(owner) = self.owner_of(ptr) else { return Ok(Err(Refused::NotLive)) };
         let mut shelf = owner.shelf.lock();

@@ -412,7 +412,11 @@ impl Tlsf {
             return Err(Refused::OtherVia(lease.via));
         }
         self.last_freed_size = size;
-        if self.parking && self.credit > 0 && size <= QUICK_MAX && self.parked.len() < QUICK_DEPTH && self.quick_bytes + size <= QUICK_BUDGET
+        if self.parking
+            && self.credit > 0
+            && size <= QUICK_MAX
+            && self.parked.len() < QUICK_DEPTH
+            && self.quick_bytes + size <= QUICK_BUDGET
         {
             self.parked.push((size, index));
             self.blocks[index as usize].state = State::Parked;
