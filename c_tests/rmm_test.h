@@ -18,21 +18,7 @@
 /* Exit code that ctest reports as "skipped" (SKIP_RETURN_CODE). */
 #define RMM_TEST_SKIP 77
 
-static inline const char *rmm_test_code_name(int code) {
-  switch (code) {
-    case RMM_SUCCESS: return "RMM_SUCCESS";
-    case RMM_ERROR_CUDA_ERROR: return "RMM_ERROR_CUDA_ERROR";
-    case RMM_ERROR_INVALID_ARGUMENT: return "RMM_ERROR_INVALID_ARGUMENT";
-    case RMM_ERROR_NOT_INITIALIZED: return "RMM_ERROR_NOT_INITIALIZED";
-    case RMM_ERROR_OUT_OF_MEMORY: return "RMM_ERROR_OUT_OF_MEMORY";
-    case RMM_ERROR_UNKNOWN: return "RMM_ERROR_UNKNOWN";
-    case RMM_ERROR_IO: return "RMM_ERROR_IO";
-    case RMM_ERROR_NOT_SUPPORTED: return "RMM_ERROR_NOT_SUPPORTED";
-    case RMM_ERROR_INVALID_HANDLE: return "RMM_ERROR_INVALID_HANDLE";
-    case RMM_ERROR_ALREADY_INITIALIZED: return "RMM_ERROR_ALREADY_INITIALIZED";
-    default: return "(not an rmmError_t)";
-  }
-}
+static inline const char *rmm_test_code_name(int code) { return rmmGetErrorName(code); }
 
 static inline void rmm_test_fail(const char *file, int line, const char *what) {
   fprintf(stderr, "%s:%d: FAILED: %s\n  rmmGetLastErrorMessage(): \"%s\"\n", file, line, what,

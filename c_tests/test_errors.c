@@ -1,4 +1,4 @@
-/* rmmGetErrorString for every code and unknown codes; rmmGetLastErrorMessage per thread. */
+/* rmmGetErrorString and rmmGetErrorName for every code and unknown codes; rmmGetLastErrorMessage per thread. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 
@@ -44,8 +44,17 @@ static void check_error_strings(void) {
     CHECK_STR(rmmGetErrorString(all_codes[i]), known[i]);
     for (j = 0; j < i; ++j) CHECK(strcmp(known[i], known[j]) != 0);
   }
+  /* The name is the enumerator's spelling, and the description starts with it. */
+  CHECK_STR(rmmGetErrorName(RMM_ERROR_OUT_OF_MEMORY), "RMM_ERROR_OUT_OF_MEMORY");
+  CHECK_STR(rmmGetErrorName(RMM_SUCCESS), "RMM_SUCCESS");
+  for (i = 0; i < CODE_COUNT; ++i) {
+    const char *name = rmmGetErrorName(all_codes[i]);
+    CHECK(strncmp(known[i], name, strlen(name)) == 0);
+    CHECK(known[i][strlen(name)] == ':');
+  }
   for (i = 0; i < 6; ++i) {
     const char *text = rmmGetErrorString(unknown[i]);
+    CHECK_STR(rmmGetErrorName(unknown[i]), "RMM_ERROR_UNRECOGNIZED");
     CHECK(text != NULL);
     CHECK(strlen(text) > 0);
     for (j = 0; j < CODE_COUNT; ++j) CHECK(strcmp(text, known[j]) != 0);

@@ -35,6 +35,7 @@ contains
       text = rmm_error_string(codes(i))
       call expect(len(text) > 0, 'a text for every code')
       call expect(rmm_c_string(rmmGetErrorString(codes(i))) == text, 'rmmGetErrorString')
+      call expect(index(text, rmm_c_string(rmmGetErrorName(codes(i))) // ': ') == 1, 'rmmGetErrorName')
       do j = 1, i - 1
         other = rmm_error_string(codes(j))
         call expect(text /= other, 'distinct texts: ' // text)

@@ -175,7 +175,7 @@ module rmm
   public :: rmmTorchAllocate, rmmTorchDeallocate, rmmCupyAllocate, rmmCupyDeallocate
   public :: rmmInitialize, rmmFinalize, rmmIsInitialized, rmmAlloc, rmmRealloc, rmmFree, &
     rmmWriteLog, rmmLogSize, rmmGetLog, rmmGetInfo, rmmGetAllocationOffset, rmmGetErrorString, &
-    rmmGetLastErrorMessage
+    rmmGetErrorName, rmmGetLastErrorMessage
   public :: rmmCudaResourceCreate, rmmManagedResourceCreate, rmmAsyncResourceCreate, &
     rmmPinnedHostResourceCreate, rmmResourceDestroy, rmmResourceAllocate, &
     rmmResourceDeallocate, rmmResourceGetDevice, rmmResourceGetName, rmmResourceGetSnapshot, &
@@ -614,6 +614,12 @@ module rmm
       import
       integer(c_int32_t), value :: errcode
     end function rmmGetErrorString
+
+    ! The name of an error code ("RMM_ERROR_OUT_OF_MEMORY"; a C string).
+    type(c_ptr) function rmmGetErrorName(errcode) bind(c, name="rmmGetErrorName")
+      import
+      integer(c_int32_t), value :: errcode
+    end function rmmGetErrorName
 
     ! The message of the thread's last failed call (a C string). Easier:
     ! rmm_last_error_message.

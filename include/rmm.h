@@ -413,8 +413,13 @@ enum rmmError_t rmmGetInfo(size_t *free_size, size_t *total_size, cudaStream_t s
 // it. `offset` may not be NULL; `ptr` must be device memory.
 enum rmmError_t rmmGetAllocationOffset(ptrdiff_t *offset, const void *ptr, cudaStream_t stream);
 
-// A static description of an error code; never NULL, never to be freed.
+// A static description of an error code, its name first ("RMM_ERROR_OUT_OF_MEMORY: out of
+// memory"); never NULL, never to be freed.
 const char *rmmGetErrorString(int32_t errcode);
+
+// The name of an error code as the enumerator is spelled ("RMM_ERROR_OUT_OF_MEMORY"), or
+// "RMM_ERROR_UNRECOGNIZED" for a value that is none; never NULL, never to be freed.
+const char *rmmGetErrorName(int32_t errcode);
 
 // The detailed message of the most recent failed rmm call on the calling thread ("" if
 // none). Owned by rmm and valid until the thread's next failing call; never NULL.

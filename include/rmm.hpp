@@ -110,22 +110,6 @@ class out_of_range : public std::out_of_range {
 
 namespace detail {
 
-inline const char *code_name(rmmError_t code) noexcept {
-  switch (code) {
-    case RMM_SUCCESS: return "RMM_SUCCESS";
-    case RMM_ERROR_CUDA_ERROR: return "RMM_ERROR_CUDA_ERROR";
-    case RMM_ERROR_INVALID_ARGUMENT: return "RMM_ERROR_INVALID_ARGUMENT";
-    case RMM_ERROR_NOT_INITIALIZED: return "RMM_ERROR_NOT_INITIALIZED";
-    case RMM_ERROR_OUT_OF_MEMORY: return "RMM_ERROR_OUT_OF_MEMORY";
-    case RMM_ERROR_UNKNOWN: return "RMM_ERROR_UNKNOWN";
-    case RMM_ERROR_IO: return "RMM_ERROR_IO";
-    case RMM_ERROR_NOT_SUPPORTED: return "RMM_ERROR_NOT_SUPPORTED";
-    case RMM_ERROR_INVALID_HANDLE: return "RMM_ERROR_INVALID_HANDLE";
-    case RMM_ERROR_ALREADY_INITIALIZED: return "RMM_ERROR_ALREADY_INITIALIZED";
-  }
-  return nullptr;
-}
-
 // "<call>: <code>: <rmmGetLastErrorMessage()>", or rmmGetErrorString's text without a message.
 inline std::string describe(rmmError_t code, const char *call) {
   std::string text;
@@ -134,8 +118,8 @@ inline std::string describe(rmmError_t code, const char *call) {
     text += ": ";
   }
   const char *message = rmmGetLastErrorMessage();
-  const char *name = code_name(code);
-  if (message != nullptr && message[0] != '\0' && name != nullptr) {
+  const char *name = rmmGetErrorName(static_cast<std::int32_t>(code));
+  if (message != nullptr && message[0] != '\0') {
     text += name;
     text += ": ";
     text += message;

@@ -183,19 +183,64 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// Every code's name and description, in one place: `rmmGetErrorName` and `rmmGetErrorString`
+/// answer from it, and the C++, Fortran and Python layers ask those functions.
+const CODES: [(&std::ffi::CStr, &std::ffi::CStr); 10] = [
+    (c"RMM_SUCCESS", c"RMM_SUCCESS: no error"),
+    (c"RMM_ERROR_CUDA_ERROR", c"RMM_ERROR_CUDA_ERROR: the CUDA driver reported an error or is unavailable"),
+    (c"RMM_ERROR_INVALID_ARGUMENT", c"RMM_ERROR_INVALID_ARGUMENT: an argument was invalid"),
+    (c"RMM_ERROR_NOT_INITIALIZED", c"RMM_ERROR_NOT_INITIALIZED: rmm is not initialized"),
+    (c"RMM_ERROR_OUT_OF_MEMORY", c"RMM_ERROR_OUT_OF_MEMORY: out of memory"),
+    (c"RMM_ERROR_UNKNOWN", c"RMM_ERROR_UNKNOWN: unexpected internal error"),
+    (c"RMM_ERROR_IO", c"RMM_ERROR_IO: file I/O failed"),
+    (c"RMM_ERROR_NOT_SUPPORTED", c"RMM_ERROR_NOT_SUPPORTED: operation not supported"),
+    (c"RMM_ERROR_INVALID_HANDLE", c"RMM_ERROR_INVALID_HANDLE: the handle was destroyed or is not a handle"),
+    (c"RMM_ERROR_ALREADY_INITIALIZED", c"RMM_ERROR_ALREADY_INITIALIZED: rmm is already initialized"),
+];
+
+fn code_entry(code: i32) -> Option<&'static (&'static std::ffi::CStr, &'static std::ffi::CStr)> {
+    usize::try_from(code).ok().and_then(|at| CODES.get(at))
+}
+
+/// The name of a code, as the enumerator is spelled ("RMM_ERROR_OUT_OF_MEMORY"), for
+/// `rmmGetErrorName`.
+pub fn code_name(code: i32) -> &'static std::ffi::CStr {
+    code_entry(code).map_or(c"RMM_ERROR_UNRECOGNIZED", |(name, _)| name)
+}
+
 /// The static description of each code, for `rmmGetErrorString`.
 pub fn code_description(code: i32) -> &'static std::ffi::CStr {
-    match code {
-        0 => c"RMM_SUCCESS: no error",
-        1 => c"RMM_ERROR_CUDA_ERROR: the CUDA driver reported an error or is unavailable",
-        2 => c"RMM_ERROR_INVALID_ARGUMENT: an argument was invalid",
-        3 => c"RMM_ERROR_NOT_INITIALIZED: rmm is not initialized",
-        4 => c"RMM_ERROR_OUT_OF_MEMORY: out of memory",
-        5 => c"RMM_ERROR_UNKNOWN: unexpected internal error",
-        6 => c"RMM_ERROR_IO: file I/O failed",
-        7 => c"RMM_ERROR_NOT_SUPPORTED: operation not supported",
-        8 => c"RMM_ERROR_INVALID_HANDLE: the handle was destroyed or is not a handle",
-        9 => c"RMM_ERROR_ALREADY_INITIALIZED: rmm is already initialized",
-        _ => c"unknown rmmError_t value",
+    code_entry(code).map_or(c"unknown rmmError_t value", |(_, described)| described)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{code_description, code_name, rmmError_t, CODES};
+
+    /// The table's order is the codes' values, and each description begins with its name.
+    #[test]
+    fn every_code_has_its_own_name_and_description() {
+        use rmmError_t::*;
+        let all = [
+            RMM_SUCCESS,
+            RMM_ERROR_CUDA_ERROR,
+            RMM_ERROR_INVALID_ARGUMENT,
+            RMM_ERROR_NOT_INITIALIZED,
+            RMM_ERROR_OUT_OF_MEMORY,
+            RMM_ERROR_UNKNOWN,
+            RMM_ERROR_IO,
+            RMM_ERROR_NOT_SUPPORTED,
+            RMM_ERROR_INVALID_HANDLE,
+            RMM_ERROR_ALREADY_INITIALIZED,
+        ];
+        assert_eq!(all.len(), CODES.len());
+        for code in all {
+            let name = code_name(code as i32).to_str().unwrap();
+            assert_eq!(name, format!("{code:?}"));
+            assert!(code_description(code as i32).to_str().unwrap().starts_with(&format!("{name}: ")));
+        }
+        assert_eq!(code_name(-1).to_str().unwrap(), "RMM_ERROR_UNRECOGNIZED");
+        assert_eq!(code_name(10).to_str().unwrap(), "RMM_ERROR_UNRECOGNIZED");
+        assert_eq!(code_description(99).to_str().unwrap(), "unknown rmmError_t value");
     }
 }

@@ -3,7 +3,7 @@
 use super::types::{cudaStream_t, rmmOptions_t, stream_of};
 use super::{boundary, boundary_value, last_error_message, non_null, write_out};
 use super::{call_site, copy_text_truncated, optional_str};
-use crate::error::{code_description, rmmError_t, Error};
+use crate::error::{code_description, code_name, rmmError_t, Error};
 use crate::legacy;
 use crate::legacy_log::{self, Call, EventKind};
 use std::ffi::{c_char, c_uint, c_void};
@@ -177,10 +177,18 @@ pub extern "C" fn rmmGetAllocationOffset(offset: *mut isize, ptr: *const c_void,
     })
 }
 
-/// A static description of an error code; never NULL, never to be freed.
+/// A static description of an error code, its name first ("RMM_ERROR_OUT_OF_MEMORY: out of
+/// memory"); never NULL, never to be freed.
 #[no_mangle]
 pub extern "C" fn rmmGetErrorString(errcode: i32) -> *const c_char {
     code_description(errcode).as_ptr()
+}
+
+/// The name of an error code as the enumerator is spelled ("RMM_ERROR_OUT_OF_MEMORY"), or
+/// "RMM_ERROR_UNRECOGNIZED" for a value that is none; never NULL, never to be freed.
+#[no_mangle]
+pub extern "C" fn rmmGetErrorName(errcode: i32) -> *const c_char {
+    code_name(errcode).as_ptr()
 }
 
 /// The detailed message of the most recent failed rmm call on the calling thread ("" if
