@@ -38,6 +38,21 @@ fn main() {
         }
         println!("{name} random_allocations: {:.1} ns per allocation", random_allocations(resource, 200_000));
     }
+    if only.as_deref().is_none_or(|only| only == "legacy") {
+        // RMM_ALLOC/RMM_FREE with the pool as the current device's resource.
+        assert_eq!(rmmSetCurrentDeviceResource(pool, std::ptr::null_mut()), RMM_SUCCESS);
+        for size in [256usize, 1 << 20] {
+            let iterations: usize = std::env::var("PAIRS").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000_000);
+            let mut ptr = std::ptr::null_mut();
+            let start = Instant::now();
+            for _ in 0..iterations {
+                rmmAlloc(&mut ptr, size, std::ptr::null_mut(), std::ptr::null(), 0);
+                rmmFree(ptr, std::ptr::null_mut(), std::ptr::null(), 0);
+            }
+            let ns = start.elapsed().as_nanos() as f64 / iterations as f64;
+            println!("legacy (rmmAlloc/rmmFree, pool) {size} B: {ns:.1} ns per pair");
+        }
+    }
 }
 
 /// RMM's random_allocations, as in bench/workloads.hpp: uniform sizes up to 1 MiB, random

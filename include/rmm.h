@@ -132,6 +132,8 @@ typedef struct rmmOptions_t {
 
 
 
+
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus

@@ -361,7 +361,7 @@ class ErrorTest(unittest.TestCase):
         rmm_rs.free(ptr)
         with self.assertRaises(rmm_rs.RmmError) as caught:
             rmm_rs.free(ptr)
-        self.assertIn("double free", str(caught.exception))
+        self.assertIn("already freed", str(caught.exception))
 
     def test_out_of_memory_is_a_memory_error(self):
         with self.assertRaises(MemoryError) as caught:

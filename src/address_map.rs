@@ -12,6 +12,16 @@ pub fn address_hash(address: usize) -> u64 {
     ((address as u64) >> 8).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
+/// Which of `shards` (a power of two up to 2^24) holds `address`, for maps sharded by
+/// address. It takes bits of the hash below the ones a map of up to 2^32 slots uses for the
+/// home slot: shards chosen by those same bits would crowd every key of a shard into a
+/// fraction of its table.
+#[inline]
+pub fn shard_of(address: usize, shards: usize) -> usize {
+    debug_assert!(shards.is_power_of_two() && shards <= 1 << 24);
+    (address_hash(address) >> 8) as usize & (shards - 1)
+}
+
 /// Where an entry lies, from `get_slot`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Slot(usize);
@@ -27,11 +37,15 @@ pub struct AddressMap<V> {
 
 impl<V> Default for AddressMap<V> {
     fn default() -> Self {
-        AddressMap { slots: Vec::new(), len: 0, shift: 64 }
+        Self::new()
     }
 }
 
 impl<V> AddressMap<V> {
+    pub const fn new() -> Self {
+        AddressMap { slots: Vec::new(), len: 0, shift: 64 }
+    }
+
     pub fn len(&self) -> usize {
         self.len
     }
@@ -46,7 +60,7 @@ impl<V> AddressMap<V> {
     }
 
     /// The slot holding `key`, if any.
-    #[inline]
+    #[inline(always)]
     fn find(&self, key: usize) -> Option<usize> {
         if self.slots.is_empty() {
             return None;
@@ -73,9 +87,9 @@ impl<V> AddressMap<V> {
     }
 
     /// Inserts or replaces; returns the value replaced.
-    #[inline]
+    #[inline(always)]
     pub fn insert(&mut self, key: usize, value: V) -> Option<V> {
-        assert!(key != EMPTY, "{key:#x} cannot be a key");
+        debug_assert!(key != EMPTY, "{key:#x} cannot be a key");
         if (self.len + 1) * 2 > self.slots.len() {
             self.grow();
         }
@@ -94,14 +108,14 @@ impl<V> AddressMap<V> {
     }
 
     /// The slot of `key` and its value, to look at before removing it with `remove_slot`.
-    #[inline]
+    #[inline(always)]
     pub fn get_slot(&self, key: &usize) -> Option<(Slot, &V)> {
         let at = self.find(*key)?;
         self.slots[at].1.as_ref().map(|value| (Slot(at), value))
     }
 
     /// Removes the entry `get_slot` found (the map must not have changed since).
-    #[inline]
+    #[inline(always)]
     pub fn remove_slot(&mut self, slot: Slot) -> V {
         self.remove_at(slot.0)
     }
@@ -114,6 +128,7 @@ impl<V> AddressMap<V> {
 
     /// Empties slot `at` and moves back the entries after it that would otherwise no longer be
     /// found from their home slot.
+    #[inline]
     fn remove_at(&mut self, mut at: usize) -> V {
         let mask = self.slots.len() - 1;
         let value = std::mem::replace(&mut self.slots[at], (EMPTY, None)).1.expect("occupied slots hold values");
@@ -132,6 +147,8 @@ impl<V> AddressMap<V> {
         value
     }
 
+    #[cold]
+    #[inline(never)]
     fn grow(&mut self) {
         let capacity = (self.slots.len() * 2).max(MIN_CAPACITY);
         let old = std::mem::replace(&mut self.slots, (0..capacity).map(|_| (EMPTY, None)).collect());

@@ -221,14 +221,6 @@ pub fn report() -> String {
     text
 }
 
-/// Prints the report at process exit, when `report:1`.
-pub fn report_at_exit() {
-    let text = report();
-    if !text.is_empty() {
-        eprint!("{text}");
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,11 +2,11 @@
 //! `rmm::device_buffer` / `rmm.DeviceBuffer`: created empty, with a size or from host bytes,
 //! resized (growing copies into a new allocation; shrinking keeps the memory until
 //! `shrink_to_fit`), deep-copied, and freed in the order of the stream it was last used on.
+//! Its memory is recorded as the buffer's own: only the buffer frees it.
 
 use crate::error::{Error, Result};
-use crate::mr::MemoryResource;
+use crate::ownership::{records, Expected, Holder, StackRef};
 use crate::platform::{backend, Stream};
-use std::sync::Arc;
 
 pub struct DeviceBuffer {
     ptr: usize,
@@ -14,19 +14,19 @@ pub struct DeviceBuffer {
     capacity: usize,
     /// The stream of the last operation: the buffer is freed in its order.
     stream: Stream,
-    resource: Arc<dyn MemoryResource>,
+    stack: StackRef,
 }
 
 impl DeviceBuffer {
-    /// `size` bytes from `resource`, usable in the order of `stream` (uninitialized).
-    pub fn new(size: usize, stream: Stream, resource: Arc<dyn MemoryResource>) -> Result<Self> {
-        let ptr = if size == 0 { 0 } else { resource.allocate(size, stream)? };
-        Ok(DeviceBuffer { ptr, size, capacity: size, stream, resource })
+    /// `size` bytes from `stack`, usable in the order of `stream` (uninitialized).
+    pub fn new(size: usize, stream: Stream, stack: StackRef) -> Result<Self> {
+        let ptr = records::allocate(stack.stack(), size, stream, Holder::Buffer)?;
+        Ok(DeviceBuffer { ptr, size, capacity: size, stream, stack })
     }
 
     /// A buffer holding a copy of `bytes`; the host bytes may be reused when this returns.
-    pub fn from_host(bytes: &[u8], stream: Stream, resource: Arc<dyn MemoryResource>) -> Result<Self> {
-        let buffer = Self::new(bytes.len(), stream, resource)?;
+    pub fn from_host(bytes: &[u8], stream: Stream, stack: StackRef) -> Result<Self> {
+        let buffer = Self::new(bytes.len(), stream, stack)?;
         if !bytes.is_empty() {
             let platform = backend()?;
             platform.copy_async(buffer.device(), buffer.ptr, bytes.as_ptr() as usize, bytes.len(), stream)?;
@@ -52,11 +52,11 @@ impl DeviceBuffer {
     }
 
     pub fn device(&self) -> i32 {
-        self.resource.device()
+        self.stack.device()
     }
 
-    pub fn resource(&self) -> &Arc<dyn MemoryResource> {
-        &self.resource
+    pub fn stack(&self) -> &StackRef {
+        &self.stack
     }
 
     /// Makes `stream` the buffer's stream (for later operations and the final free).
@@ -81,11 +81,13 @@ impl DeviceBuffer {
     /// Moves the contents to a new allocation of `capacity` bytes (the first `size` bytes
     /// kept), in the order of `stream`.
     fn reallocate(&mut self, capacity: usize, stream: Stream) -> Result<()> {
-        let ptr = if capacity == 0 { 0 } else { self.resource.allocate(capacity, stream)? };
+        let ptr = records::allocate(self.stack.stack(), capacity, stream, Holder::Buffer)?;
         let kept = self.size.min(capacity);
         if kept > 0 {
             if let Err(e) = backend().and_then(|p| p.copy_async(self.device(), ptr, self.ptr, kept, stream)) {
-                let _ = self.resource.deallocate(ptr, capacity, stream);
+                if let Err(undo) = records::free(ptr, stream, self.expected(capacity)) {
+                    log::warn!("device buffer: freeing {ptr:#x} after a failed copy: {undo}");
+                }
                 return Err(e);
             }
         }
@@ -117,20 +119,23 @@ impl DeviceBuffer {
     }
 
     /// A new buffer with the same contents, from `resource` (or this buffer's).
-    pub fn deep_copy(&self, stream: Stream, resource: Option<Arc<dyn MemoryResource>>) -> Result<DeviceBuffer> {
-        let copy = Self::new(self.size, stream, resource.unwrap_or_else(|| self.resource.clone()))?;
+    pub fn deep_copy(&self, stream: Stream, stack: Option<StackRef>) -> Result<DeviceBuffer> {
+        let copy = Self::new(self.size, stream, stack.unwrap_or_else(|| self.stack.clone()))?;
         if self.size > 0 {
             backend()?.copy_async(self.device(), copy.ptr, self.ptr, self.size, stream)?;
         }
         Ok(copy)
     }
 
+    /// What the free of a block of `capacity` bytes of this buffer names.
+    fn expected(&self, capacity: usize) -> Expected<'_> {
+        Expected { stack: Some(&self.stack), size: Some(capacity), holder: Holder::Buffer }
+    }
+
     fn release(&mut self, stream: Stream) -> Result<()> {
-        if self.ptr != 0 {
-            self.resource.deallocate(self.ptr, self.capacity, stream)?;
-            self.ptr = 0;
-            self.capacity = 0;
-        }
+        records::free(self.ptr, stream, self.expected(self.capacity))?;
+        self.ptr = 0;
+        self.capacity = 0;
         Ok(())
     }
 

@@ -5,12 +5,12 @@
 //! modern RMM does); after `rmmFinalize`, new allocations are refused until `rmmInitialize` is
 //! called again, while frees of live pointers keep working so nothing allocated is lost.
 
-use crate::allocations::{self, registry};
 use crate::error::{Error, Result};
 use crate::mr::{AsyncResource, DirectResource, MemoryResource, PoolResource};
-use crate::per_device;
+use crate::ownership::{per_device, records, Expected, Holder, StackRef};
 use crate::platform::{backend, Stream};
 use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Allocation-mode flags, as legacy RMM's `rmmAllocationMode_t`.
@@ -37,12 +37,14 @@ enum State {
     Implicit,
     Initialized {
         options: Options,
-        replaced: Vec<(i32, Arc<dyn MemoryResource>)>,
+        replaced: Vec<(i32, StackRef)>,
     },
     Finalized,
 }
 
 static STATE: Mutex<State> = Mutex::new(State::Implicit);
+/// Mirrors `State::Finalized`, for the check every allocation makes without taking the lock.
+static FINALIZED: AtomicBool = AtomicBool::new(false);
 
 fn resource_for(options: &Options, device: i32) -> Result<Arc<dyn MemoryResource>> {
     let mode_flags = options.allocation_mode;
@@ -87,17 +89,17 @@ pub fn initialize(options: Option<Options>) -> Result<()> {
     if options.devices.is_empty() {
         options.devices.push(platform.current_device()?);
     }
-    let mut resources = Vec::with_capacity(options.devices.len());
+    let mut stacks = Vec::with_capacity(options.devices.len());
     for (i, &device) in options.devices.iter().enumerate() {
         platform.check_device(device)?;
         if options.devices[..i].contains(&device) {
             return Err(Error::invalid(format!("device {device} is listed twice")));
         }
-        resources.push((device, resource_for(&options, device)?));
+        stacks.push((device, StackRef::new(resource_for(&options, device)?)));
     }
-    let mut replaced = Vec::with_capacity(resources.len());
-    for (device, resource) in resources {
-        match per_device::set(device, resource) {
+    let mut replaced = Vec::with_capacity(stacks.len());
+    for (device, stack) in stacks {
+        match per_device::set(device, stack) {
             Ok(previous) => replaced.push((device, previous)),
             Err(e) => {
                 restore(replaced);
@@ -107,10 +109,11 @@ pub fn initialize(options: Option<Options>) -> Result<()> {
     }
     crate::legacy_log::enable(options.enable_logging);
     *state = State::Initialized { options, replaced };
+    FINALIZED.store(false, Ordering::Release);
     Ok(())
 }
 
-fn restore(replaced: Vec<(i32, Arc<dyn MemoryResource>)>) {
+fn restore(replaced: Vec<(i32, StackRef)>) {
     for (device, previous) in replaced.into_iter().rev() {
         if let Err(e) = per_device::set(device, previous) {
             log::warn!("restoring the resource of device {device}: {e}");
@@ -124,11 +127,11 @@ pub fn finalize() -> Result<()> {
         return Err(Error::NotInitialized("rmmFinalize without a matching rmmInitialize".into()));
     }
     let State::Initialized { replaced, .. } = std::mem::replace(&mut *state, State::Finalized) else { unreachable!("checked above") };
+    FINALIZED.store(true, Ordering::Release);
     restore(replaced);
-    crate::mr::via::collect();
     crate::legacy_log::enable(false);
-    crate::mr::adaptors::at_finalize();
-    let (count, bytes) = registry().totals();
+    crate::mr::adaptors::report_all_leaks("at rmmFinalize");
+    let (count, bytes) = records::totals();
     if count > 0 {
         log::warn!("rmmFinalize: {count} allocation(s) of {bytes} bytes are still live; they stay valid until freed");
     }
@@ -143,52 +146,63 @@ pub fn initialized_options() -> Option<Options> {
     }
 }
 
+#[inline]
 fn require_not_finalized() -> Result<()> {
-    if matches!(*STATE.lock(), State::Finalized) {
-        return Err(Error::NotInitialized("rmmFinalize was called; call rmmInitialize before allocating again".into()));
+    if FINALIZED.load(Ordering::Acquire) {
+        return Err(finalized());
     }
     Ok(())
 }
 
+#[cold]
+#[inline(never)]
+fn finalized() -> Error {
+    Error::NotInitialized("rmmFinalize was called; call rmmInitialize before allocating again".into())
+}
+
 /// `rmmAlloc`: `bytes` from the current device's resource; 0 bytes give NULL.
+#[inline]
 pub fn alloc(bytes: usize, stream: Stream) -> Result<usize> {
     require_not_finalized()?;
     if bytes == 0 {
         return Ok(0);
     }
-    allocations::allocate(&per_device::current()?, bytes, stream)
+    per_device::with_current(|stack| records::allocate(stack, bytes, stream, Holder::Caller))
 }
 
-/// `rmmFree`: returns any live pointer rmm handed out to its own resource.
+/// `rmmFree`: returns any live pointer rmm handed to a caller to the stack it came from.
+#[inline]
 pub fn free(ptr: usize, stream: Stream) -> Result<()> {
-    allocations::free_any(ptr, stream)
+    records::free(ptr, stream, Expected::ANY_OF_CALLERS)
 }
 
-/// `rmmRealloc`: a new allocation, the contents up to the smaller size copied in stream
-/// order, and the old one freed in the same order. The new block comes from the resource that
-/// made the old one when rmm recorded it, otherwise from the current device's resource. On
-/// failure the old allocation is untouched.
+/// `rmmRealloc`: a new allocation from the stack the old one came from, the contents up to the
+/// smaller size copied in stream order, and the old one freed in the same order. On failure
+/// the old allocation is untouched.
 pub fn realloc(ptr: usize, new_bytes: usize, stream: Stream) -> Result<usize> {
     if ptr == 0 {
         return alloc(new_bytes, stream);
     }
-    let (old_size, resource) =
-        allocations::describe(ptr).ok_or_else(|| Error::invalid(format!("{ptr:#x} is not a live rmm allocation")))?;
+    let old = records::find(ptr)
+        .filter(|found| found.holder == Holder::Caller)
+        .ok_or_else(|| Error::invalid(format!("{ptr:#x} is not a live rmm allocation of the caller's")))?;
+    let expected = Expected { stack: Some(&old.stack), size: Some(old.size), holder: Holder::Caller };
     if new_bytes == 0 {
-        free(ptr, stream)?;
+        records::free(ptr, stream, expected)?;
         return Ok(0);
     }
     require_not_finalized()?;
-    let resource = match resource {
-        Some(resource) => resource,
-        None => per_device::current()?,
-    };
-    let new_ptr = allocations::allocate(&resource, new_bytes, stream)?;
-    if let Err(e) = backend()?.copy_async(resource.device(), new_ptr, ptr, old_size.min(new_bytes), stream) {
-        let _ = free(new_ptr, stream);
+    let new_ptr = records::allocate(&old.stack, new_bytes, stream, Holder::Caller)?;
+    let moved = backend()
+        .and_then(|platform| platform.copy_async(old.stack.device(), new_ptr, ptr, old.size.min(new_bytes), stream))
+        .and_then(|()| records::free(ptr, stream, expected));
+    if let Err(e) = moved {
+        let new_block = Expected { size: Some(new_bytes), ..expected };
+        if let Err(undo) = records::free(new_ptr, stream, new_block) {
+            log::warn!("rmmRealloc: freeing the new block {new_ptr:#x} after a failure: {undo}");
+        }
         return Err(e);
     }
-    free(ptr, stream)?;
     Ok(new_ptr)
 }
 
@@ -202,9 +216,9 @@ pub fn memory_info() -> Result<(usize, usize)> {
 /// `rmmGetAllocationOffset`: the distance of `ptr` from the start of the device allocation
 /// that holds it.
 pub fn allocation_offset(ptr: usize) -> Result<isize> {
-    let device = match allocations::describe(ptr) {
-        Some((_, Some(resource))) => resource.device(),
-        _ => backend()?.current_device()?,
+    let device = match records::find(ptr) {
+        Some(found) => found.stack.device(),
+        None => backend()?.current_device()?,
     };
     let (base, _) = backend()?.address_range(device, ptr)?;
     Ok((ptr - base) as isize)

@@ -1,24 +1,20 @@
-//! Process exit: once `exit` has started, the CUDA driver may already be torn down, so
-//! resources dropped from then on skip their driver calls. Tracking adaptors report their
-//! leaks then, and logging adaptors write out what they buffered.
+//! Process exit, in one place: what rmm does when the process exits (the exit hook is
+//! registered by the first C API call). Resources ask `platform::process_exiting` and skip
+//! their driver calls from then on.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Once;
-
-static EXITING: AtomicBool = AtomicBool::new(false);
-static REGISTER: Once = Once::new();
-
-extern "C" fn mark_exiting() {
-    EXITING.store(true, Ordering::SeqCst);
-    crate::mr::adaptors::at_process_exit();
-    crate::alloc_conf::report_at_exit();
-}
-
-/// Registers the exit hook; called by the first C API call.
+/// Registers the exit hook once.
 pub fn watch_process_exit() {
-    REGISTER.call_once(|| crate::platform::at_exit(mark_exiting));
+    static REGISTER: std::sync::Once = std::sync::Once::new();
+    REGISTER.call_once(|| crate::platform::at_exit(at_process_exit));
 }
 
-pub fn process_exiting() -> bool {
-    EXITING.load(Ordering::Relaxed)
+/// Every logging adaptor's buffered lines written out, tracking adaptors' leaks reported, and
+/// the `RMM_ALLOC_CONF` report (`report:1`) printed.
+fn at_process_exit() {
+    crate::mr::adaptors::report_all_leaks("at process exit");
+    crate::mr::adaptors::flush_all_logs();
+    let report = crate::alloc_conf::report();
+    if !report.is_empty() {
+        eprint!("{report}");
+    }
 }

@@ -498,19 +498,13 @@ impl Spec {
         self.build_on(device)
     }
 
-    /// Builds the stack on `device`, bottom layer first. Adaptors stay registered after the
-    /// last `Arc` is dropped, until `rmm::mr::via::collect` runs (as destroying a C handle
-    /// does): call it after dropping a stack that has adaptors.
+    /// Builds the stack on `device`, bottom layer first.
     pub fn build_on(&self, device: i32) -> Result<Arc<dyn MemoryResource>, String> {
         let mut resource: Option<Arc<dyn MemoryResource>> = None;
         for layer in self.layers.iter().rev() {
             match layer.build(resource.take(), device) {
                 Ok(built) => resource = Some(built),
-                Err(e) => {
-                    // The layers built so far.
-                    crate::mr::via::collect();
-                    return Err(format!("{}: building {}: {e}", self.text, layer.name()));
-                }
+                Err(e) => return Err(format!("{}: building {}: {e}", self.text, layer.name())),
             }
         }
         Ok(resource.expect("a spec has at least one layer"))
@@ -1164,9 +1158,7 @@ pub fn replay_spec(events: &[Event], spec: &Spec, repeat: usize, options: &Optio
         let resource = spec.build_on(device)?;
         let options = if at == 0 { options.clone() } else { Options { record_sequence: false, ..options.clone() } };
         let pass = run(&plan, &resource, &options, Some(baseline), overhead);
-        // Gives the stack back, adaptors included.
         drop(resource);
-        crate::mr::via::collect();
         passes.push(pass?);
     }
     let mut report = finish(passes, overhead);

@@ -4,12 +4,12 @@
 mod common;
 
 use common::{races, setup, Rng};
-use rmm::allocations;
 use rmm::error::{Error, ErrorKind};
 use rmm::mr::adaptors::{
     AlignedAdaptor, Counts, FailureCallbackAdaptor, LimitingAdaptor, LoggingAdaptor, PrefetchAdaptor, StatisticsAdaptor, TrackingAdaptor,
 };
 use rmm::mr::{BinningResource, DirectResource, MemoryResource, PoolResource};
+use rmm::ownership::{records, Expected, Holder, StackRef};
 use rmm::platform::{backend, simulator, Stream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -63,36 +63,32 @@ fn statistics_count_bytes_and_allocations_with_nested_scopes() {
 }
 
 #[test]
-fn frees_that_name_no_resource_go_through_the_adaptor_of_a_pooled_block() {
+fn frees_that_name_no_resource_go_through_the_stack_the_block_came_up() {
     let _guard = setup();
     let pool = pool();
     let stats = StatisticsAdaptor::new(pool.clone());
-    let outer: Arc<dyn MemoryResource> = stats.clone();
-    assert!(outer.tracks_allocations(), "transparent over a pool: no per-pointer record");
-    let ptr = allocations::allocate(&outer, 4096, S).unwrap();
-    assert!(!allocations::registry().contains(ptr));
+    let outer = StackRef::new(stats.clone());
+    let ptr = records::allocate(outer.stack(), 4096, S, Holder::Caller).unwrap();
     assert_eq!(stats.counts().current_count, 1);
+    let found = records::find(ptr).expect("recorded");
+    assert_eq!((found.size, found.holder), (4096, Holder::Caller));
+    assert!(rmm::ownership::Stack::same(&found.stack, outer.stack()));
+    drop(found);
 
-    // The pool refuses the block: it was allocated through the adaptor.
-    let refused = pool.deallocate(ptr, 4096, S);
-    assert!(matches!(refused.as_ref().map_err(Error::kind), Err(ErrorKind::InvalidArgument(m)) if m.contains("statistics")), "{refused:?}");
-    assert_eq!(allocations::describe(ptr).map(|(size, _)| size), Some(4096), "still live, with its requested size");
+    records::free(ptr, S, Expected::ANY_OF_CALLERS).unwrap();
+    assert_eq!(stats.counts().current_count, 0, "the free went through the adaptor");
+    assert!(records::free(ptr, S, Expected::ANY_OF_CALLERS).is_err(), "double free refused");
 
-    allocations::free_any(ptr, S).unwrap();
-    assert_eq!(stats.counts().current_count, 0, "rmmFree went through the adaptor");
-    assert!(allocations::free_any(ptr, S).is_err(), "double free refused");
-
-    // A live block keeps its adaptor alive after every reference is dropped; its free goes
+    // A live block keeps its stack alive after every reference is dropped; its free goes
     // through the adaptor, which is then let go of.
-    let ptr = allocations::allocate(&outer, 4096, S).unwrap();
+    let ptr = records::allocate(outer.stack(), 4096, S, Holder::Caller).unwrap();
     let watch = Arc::downgrade(&stats);
     drop(outer);
     drop(stats);
-    rmm::mr::via::collect();
     let alive = watch.upgrade().expect("kept alive by its live block");
     assert_eq!(alive.counts().current_count, 1);
     drop(alive);
-    allocations::free_any(ptr, S).unwrap();
+    records::free(ptr, S, Expected::ANY_OF_CALLERS).unwrap();
     assert!(watch.upgrade().is_none(), "let go of after its last block was freed");
     assert_eq!(pool.usage().free, pool.usage().reserved);
     assert!(races().is_empty());
@@ -104,12 +100,12 @@ fn adaptors_stack_over_binning_and_route_by_size() {
     let binning: Arc<dyn MemoryResource> = Arc::new(BinningResource::new(pool(), 8, 16).unwrap());
     let stats = StatisticsAdaptor::new(binning);
     let limiting = LimitingAdaptor::new(stats.clone(), 1 << 30).unwrap();
-    let outer: Arc<dyn MemoryResource> = limiting.clone();
+    let outer = StackRef::new(limiting.clone());
     let sizes = [100, 300, 5000, 70_000, 1 << 20];
-    let ptrs: Vec<usize> = sizes.iter().map(|&size| allocations::allocate(&outer, size, S).unwrap()).collect();
+    let ptrs: Vec<usize> = sizes.iter().map(|&size| records::allocate(outer.stack(), size, S, Holder::Caller).unwrap()).collect();
     assert_eq!(stats.counts().current_bytes, sizes.iter().sum::<usize>() as i64);
     for ptr in ptrs {
-        allocations::free_any(ptr, S).unwrap();
+        records::free(ptr, S, Expected::ANY_OF_CALLERS).unwrap();
     }
     assert_eq!(stats.counts().current_bytes, 0);
     assert_eq!(limiting.allocated_bytes(), 0);
@@ -122,7 +118,7 @@ fn statistics_and_limiting_under_eight_threads() {
     let stats = StatisticsAdaptor::new(pool);
     let limit = 4 << 20;
     let limiting = LimitingAdaptor::new(stats.clone(), limit).unwrap();
-    let outer: Arc<dyn MemoryResource> = limiting.clone();
+    let outer = StackRef::new(limiting.clone());
     let refused = AtomicUsize::new(0);
     let made = AtomicUsize::new(0);
     let (sender, receiver) = std::sync::mpsc::channel::<(usize, usize)>();
@@ -134,7 +130,7 @@ fn statistics_and_limiting_under_eight_threads() {
                 let mut rng = Rng(t + 1);
                 for _ in 0..400 {
                     let size = 256 * (1 + rng.below(256) as usize);
-                    match allocations::allocate(outer, size, S) {
+                    match records::allocate(outer.stack(), size, S, Holder::Caller) {
                         Ok(ptr) => {
                             made.fetch_add(1, Ordering::Relaxed);
                             assert!(limiting.allocated_bytes() <= limit);
@@ -148,7 +144,7 @@ fn statistics_and_limiting_under_eight_threads() {
                     // Free something another thread allocated, now and then.
                     if rng.below(2) == 0 {
                         if let Ok((ptr, _)) = receiver.lock().unwrap().try_recv() {
-                            allocations::free_any(ptr, S).unwrap();
+                            records::free(ptr, S, Expected::ANY_OF_CALLERS).unwrap();
                         }
                     }
                 }
@@ -157,7 +153,7 @@ fn statistics_and_limiting_under_eight_threads() {
     });
     drop(sender);
     for (ptr, _) in receiver.into_inner().unwrap().try_iter() {
-        allocations::free_any(ptr, S).unwrap();
+        records::free(ptr, S, Expected::ANY_OF_CALLERS).unwrap();
     }
     let counts = stats.counts();
     assert_eq!((counts.current_bytes, counts.current_count), (0, 0));
@@ -249,10 +245,10 @@ fn failure_callback_retries_while_it_returns_true() {
 fn tracking_lists_outstanding_allocations_with_call_sites() {
     let _guard = setup();
     let tracking = TrackingAdaptor::new(pool(), true);
-    let outer: Arc<dyn MemoryResource> = tracking.clone();
+    let outer = StackRef::new(tracking.clone());
     let file = c"kernel.cu";
-    let ptr = rmm::ffi::call_site::with(file.as_ptr(), 42, || allocations::allocate(&outer, 5000, S)).unwrap();
-    let other = allocations::allocate(&outer, 100, S).unwrap();
+    let ptr = rmm::ffi::call_site::with(file.as_ptr(), 42, || records::allocate(outer.stack(), 5000, S, Holder::Caller)).unwrap();
+    let other = records::allocate(outer.stack(), 100, S, Holder::Caller).unwrap();
     let outstanding = tracking.outstanding();
     assert_eq!(outstanding.len(), 2);
     let record = outstanding.iter().find(|a| a.ptr == ptr).unwrap();
@@ -261,8 +257,8 @@ fn tracking_lists_outstanding_allocations_with_call_sites() {
     assert_eq!(tracking.outstanding_bytes(), 5100);
     let report = tracking.report("now");
     assert!(report.contains("2 allocation(s), 5100 bytes") && report.contains("kernel.cu:42"), "{report}");
-    allocations::free_any(ptr, S).unwrap();
-    allocations::free_any(other, S).unwrap();
+    records::free(ptr, S, Expected::ANY_OF_CALLERS).unwrap();
+    records::free(other, S, Expected::ANY_OF_CALLERS).unwrap();
     assert!(tracking.outstanding().is_empty());
     assert_eq!(tracking.report("now"), "");
 }
@@ -273,9 +269,10 @@ fn tracking_lists_outstanding_allocations_with_call_sites() {
 fn tracking_records_each_call_sites_own_file() {
     let _guard = setup();
     let tracking = TrackingAdaptor::new(pool(), false);
-    let outer: Arc<dyn MemoryResource> = tracking.clone();
-    let allocate_at =
-        |file: *const std::ffi::c_char, line| rmm::ffi::call_site::with(file, line, || allocations::allocate(&outer, 256, S)).unwrap();
+    let outer = StackRef::new(tracking.clone());
+    let allocate_at = |file: *const std::ffi::c_char, line| {
+        rmm::ffi::call_site::with(file, line, || records::allocate(outer.stack(), 256, S, Holder::Caller)).unwrap()
+    };
     let mut buffer = *b"first.cu\0";
     let mut expected = vec![
         (allocate_at(c"a.cu".as_ptr(), 1), "a.cu", 1),
@@ -285,14 +282,14 @@ fn tracking_records_each_call_sites_own_file() {
     ];
     buffer[..5].copy_from_slice(b"other");
     expected.push((allocate_at(buffer.as_ptr().cast(), 5), "other.cu", 5));
-    expected.push((allocations::allocate(&outer, 256, S).unwrap(), "", 0));
+    expected.push((records::allocate(outer.stack(), 256, S, Holder::Caller).unwrap(), "", 0));
     let outstanding = tracking.outstanding();
     for (ptr, file, line) in &expected {
         let record = outstanding.iter().find(|a| a.ptr == *ptr).unwrap();
         assert_eq!((record.file.as_deref().unwrap_or(""), record.line), (*file, *line));
     }
     for (ptr, ..) in expected {
-        allocations::free_any(ptr, S).unwrap();
+        records::free(ptr, S, Expected::ANY_OF_CALLERS).unwrap();
     }
 }
 
@@ -301,15 +298,15 @@ fn logging_writes_rmm_csv_from_many_threads() {
     let _guard = setup();
     let path = std::env::temp_dir().join(format!("rmm-log-{}.csv", std::process::id()));
     let logging = LoggingAdaptor::new(pool(), Some(path.to_str().unwrap())).unwrap();
-    let outer: Arc<dyn MemoryResource> = logging.clone();
+    let outer = StackRef::new(logging.clone());
     std::thread::scope(|scope| {
         for t in 0..4 {
             let outer = &outer;
             scope.spawn(move || {
                 for i in 0..500 {
                     let size = 256 + 64 * ((t * 500 + i) % 50);
-                    let ptr = allocations::allocate(outer, size, S).unwrap();
-                    allocations::free_any(ptr, S).unwrap();
+                    let ptr = records::allocate(outer.stack(), size, S, Holder::Caller).unwrap();
+                    records::free(ptr, S, Expected::ANY_OF_CALLERS).unwrap();
                 }
             });
         }
@@ -338,7 +335,6 @@ fn logging_writes_rmm_csv_from_many_threads() {
     drop(outer);
     let watch = Arc::downgrade(&logging);
     drop(logging);
-    rmm::mr::via::collect();
     assert!(watch.upgrade().is_none(), "no live allocation: dropped, its file closed");
     std::fs::remove_file(&path).unwrap();
 
@@ -353,17 +349,16 @@ fn aligned_adaptor_aligns_large_allocations() {
     assert!(AlignedAdaptor::new(cuda(), 1000, 0).is_err());
     assert!(AlignedAdaptor::new(cuda(), 128, 0).is_err());
     let aligned = AlignedAdaptor::new(pool(), 1 << 16, 1 << 20).unwrap();
-    let outer: Arc<dyn MemoryResource> = aligned.clone();
-    assert!(!outer.tracks_allocations(), "its pointers are not the pool's blocks");
+    let outer = StackRef::new(aligned.clone());
     let mut ptrs = Vec::new();
     for i in 0..20 {
         let size = if i % 2 == 0 { (1 << 20) + 256 * i } else { 256 * i + 1 };
-        let ptr = allocations::allocate(&outer, size, S).unwrap();
+        let ptr = records::allocate(outer.stack(), size, S, Holder::Caller).unwrap();
         assert_eq!(ptr % if i % 2 == 0 { 1 << 16 } else { 256 }, 0);
         ptrs.push(ptr);
     }
     for ptr in ptrs {
-        allocations::free_any(ptr, S).unwrap();
+        records::free(ptr, S, Expected::ANY_OF_CALLERS).unwrap();
     }
     assert!(aligned.deallocate(0x1000_0000, 1 << 20, S).is_err(), "a foreign pointer is refused");
 }

@@ -139,7 +139,7 @@ fn random_misuse_never_crashes_or_loses_memory() {
     for handle in live_handles {
         assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
     }
-    assert_eq!(rmm::allocations::registry().totals(), (0, 0), "no pointer record left behind");
+    assert_eq!(rmm::ownership::records::totals(), (0, 0), "no pointer record left behind");
     assert!(common::races().is_empty(), "{:?}", common::races());
 }
 

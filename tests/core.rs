@@ -1,11 +1,11 @@
-//! The Rust core on simulated devices: the allocation registry, per-device resources, handles
+//! The Rust core on simulated devices: the ownership records, per-device resources, handles
 //! and the legacy state machine.
 
-use rmm::allocations::{self, registry};
 use rmm::ffi::handles;
 use rmm::mr::{AsyncResource, DirectResource, MemoryResource};
+use rmm::ownership::{per_device, records, Expected, Holder, Stack, StackRef};
 use rmm::platform::{backend, Stream};
-use rmm::{legacy, per_device, Error, ErrorKind};
+use rmm::{legacy, Error, ErrorKind};
 use std::sync::{Arc, MutexGuard};
 
 mod common;
@@ -14,61 +14,69 @@ fn setup() -> MutexGuard<'static, ()> {
     common::setup_with("2:64MiB")
 }
 
-fn cuda(device: i32) -> Arc<dyn MemoryResource> {
-    Arc::new(DirectResource::cuda(device).unwrap())
+fn cuda(device: i32) -> StackRef {
+    StackRef::new(Arc::new(DirectResource::cuda(device).unwrap()))
+}
+
+fn allocate(stack: &StackRef, bytes: usize) -> rmm::Result<usize> {
+    records::allocate(stack.stack(), bytes, Stream::DEFAULT, Holder::Caller)
+}
+
+fn free_through(stack: &StackRef, ptr: usize, bytes: usize) -> rmm::Result<()> {
+    records::free(ptr, Stream::DEFAULT, Expected { stack: Some(stack), size: Some(bytes), holder: Holder::Caller })
+}
+
+fn same(a: &StackRef, b: &StackRef) -> bool {
+    Stack::same(a, b)
 }
 
 #[test]
-fn registry_refuses_double_and_foreign_frees_and_keeps_the_memory() {
+fn records_refuse_double_and_foreign_frees_and_keep_the_memory() {
     let _guard = setup();
     let resource = cuda(0);
     let other = cuda(0);
-    let ptr = allocations::allocate(&resource, 1000, Stream::DEFAULT).unwrap();
+    let ptr = allocate(&resource, 1000).unwrap();
     assert_eq!(ptr % 256, 0);
-    assert_eq!(registry().get(ptr).unwrap().size, 1000);
-    assert!(allocations::free_through(&other, ptr, 1000, Stream::DEFAULT).is_err(), "another resource's pointer");
-    assert!(allocations::free_through(&resource, ptr, 999, Stream::DEFAULT).is_err(), "a wrong size");
-    assert!(registry().get(ptr).is_some(), "a refused free keeps the record");
-    allocations::free_through(&resource, ptr, 1000, Stream::DEFAULT).unwrap();
-    assert!(matches!(allocations::free_any(ptr, Stream::DEFAULT).map_err(Error::into_kind), Err(ErrorKind::InvalidArgument(_))));
+    assert_eq!(records::find(ptr).unwrap().size, 1000);
+    assert!(free_through(&other, ptr, 1000).is_err(), "another resource's pointer");
+    assert!(free_through(&resource, ptr, 999).is_err(), "a wrong size");
+    let as_buffer = Expected { stack: None, size: None, holder: Holder::Buffer };
+    assert!(records::free(ptr, Stream::DEFAULT, as_buffer).is_err(), "not a buffer's");
+    assert!(records::find(ptr).is_some(), "a refused free keeps the record");
+    free_through(&resource, ptr, 1000).unwrap();
+    assert!(matches!(legacy::free(ptr, Stream::DEFAULT).map_err(Error::into_kind), Err(ErrorKind::InvalidArgument(_))));
     let on_stack = 0u64;
-    assert!(allocations::free_any(&on_stack as *const u64 as usize, Stream::DEFAULT).is_err());
-    assert_eq!(allocations::allocate(&resource, 0, Stream::DEFAULT).unwrap(), 0);
+    assert!(legacy::free(&on_stack as *const u64 as usize, Stream::DEFAULT).is_err());
+    assert_eq!(allocate(&resource, 0).unwrap(), 0);
 }
 
 #[test]
 fn out_of_memory_leaves_everything_allocated_intact() {
     let _guard = setup();
     let resource = cuda(1);
-    let kept = allocations::allocate(&resource, 1 << 20, Stream::DEFAULT).unwrap();
-    let (count, bytes) = registry().totals();
-    assert!(matches!(
-        allocations::allocate(&resource, 1 << 40, Stream::DEFAULT).map_err(Error::into_kind),
-        Err(ErrorKind::OutOfMemory { .. })
-    ));
-    assert!(matches!(
-        allocations::allocate(&resource, usize::MAX, Stream::DEFAULT).map_err(Error::into_kind),
-        Err(ErrorKind::OutOfMemory { .. })
-    ));
-    assert_eq!(registry().totals(), (count, bytes));
-    allocations::free_any(kept, Stream::DEFAULT).unwrap();
+    let kept = allocate(&resource, 1 << 20).unwrap();
+    let (count, bytes) = records::totals();
+    assert!(matches!(allocate(&resource, 1 << 40).map_err(Error::into_kind), Err(ErrorKind::OutOfMemory { .. })));
+    assert!(matches!(allocate(&resource, usize::MAX).map_err(Error::into_kind), Err(ErrorKind::OutOfMemory { .. })));
+    assert_eq!(records::totals(), (count, bytes));
+    legacy::free(kept, Stream::DEFAULT).unwrap();
 }
 
 #[test]
 fn per_device_resources_are_separate_and_checked_against_their_device() {
     let _guard = setup();
     let default0 = per_device::get(0).unwrap();
-    assert_eq!((default0.name(), default0.device()), ("cuda", 0));
-    let managed1: Arc<dyn MemoryResource> = Arc::new(DirectResource::managed(1).unwrap());
+    assert_eq!((default0.resource().name(), default0.device()), ("cuda", 0));
+    let managed1 = StackRef::new(Arc::new(DirectResource::managed(1).unwrap()));
     assert!(per_device::set(0, managed1.clone()).is_err(), "device 1's resource cannot serve device 0");
     let previous = per_device::set(1, managed1.clone()).unwrap();
-    assert_eq!(previous.name(), "cuda");
-    assert!(allocations::same_resource(&per_device::get(1).unwrap(), &managed1));
-    assert!(allocations::same_resource(&per_device::get(0).unwrap(), &default0));
+    assert_eq!(previous.resource().name(), "cuda");
+    assert!(same(&per_device::get(1).unwrap(), &managed1));
+    assert!(same(&per_device::get(0).unwrap(), &default0));
     backend().unwrap().set_device(1).unwrap();
-    assert!(allocations::same_resource(&per_device::current().unwrap(), &managed1));
+    assert!(per_device::with_current(|stack| Ok(Stack::same(stack, &managed1))).unwrap());
     per_device::set(1, previous).unwrap();
-    assert_eq!(per_device::current().unwrap().name(), "cuda");
+    assert_eq!(per_device::with_current(|stack| Ok(stack.resource().name())).unwrap(), "cuda");
     assert!(per_device::get(2).is_err());
     assert!(per_device::get(-1).is_err());
 }
@@ -80,28 +88,29 @@ fn a_set_on_one_thread_is_seen_by_threads_that_cached_the_old_resource() {
     let (to_worker, worker_rx) = std::sync::mpsc::channel::<()>();
     let (to_main, main_rx) = std::sync::mpsc::channel::<&'static str>();
     let worker = std::thread::spawn(move || {
-        to_main.send(per_device::get(0).unwrap().name()).unwrap();
+        let name = || per_device::with_stack(0, |stack| Ok(stack.resource().name())).unwrap();
+        to_main.send(name()).unwrap();
         worker_rx.recv().unwrap();
-        to_main.send(per_device::get(0).unwrap().name()).unwrap();
+        to_main.send(name()).unwrap();
     });
     assert_eq!(main_rx.recv().unwrap(), "cuda");
-    let replaced = per_device::set(0, Arc::new(DirectResource::managed(0).unwrap())).unwrap();
+    let replaced = per_device::set(0, StackRef::new(Arc::new(DirectResource::managed(0).unwrap()))).unwrap();
     to_worker.send(()).unwrap();
     assert_eq!(main_rx.recv().unwrap(), "managed");
     worker.join().unwrap();
     per_device::set(0, replaced).unwrap();
-    assert!(allocations::same_resource(&per_device::get(0).unwrap(), &before));
+    assert!(same(&per_device::get(0).unwrap(), &before));
 }
 
 #[test]
 fn handles_refuse_destroyed_and_made_up_values() {
     let _guard = setup();
-    let handle = handles::create(cuda(0)).unwrap();
+    let handle = handles::create_for(cuda(0)).unwrap();
     assert_eq!(handles::get(handle).unwrap().name(), "cuda");
     handles::destroy(handle).unwrap();
     assert!(matches!(handles::get(handle).map_err(Error::into_kind), Err(ErrorKind::InvalidHandle(_))));
     assert!(matches!(handles::destroy(handle).map_err(Error::into_kind), Err(ErrorKind::InvalidHandle(_))));
-    let reused = handles::create(cuda(0)).unwrap();
+    let reused = handles::create_for(cuda(0)).unwrap();
     assert_ne!(reused, handle, "a recycled slot gets a new generation");
     assert!(handles::get(handle).is_err());
     for garbage in [0x1234usize, 0x7fff_0000_1000, usize::MAX] {
@@ -121,13 +130,15 @@ fn handles_refuse_destroyed_and_made_up_values() {
 #[test]
 fn allocations_keep_their_resource_alive_after_its_last_handle() {
     let _guard = setup();
-    let handle = handles::create(cuda(0)).unwrap();
-    let ptr = allocations::allocate(&handles::get(handle).unwrap(), 4096, Stream::DEFAULT).unwrap();
+    let handle = handles::create_for(cuda(0)).unwrap();
+    let ptr = allocate(&handles::stack(handle).unwrap(), 4096).unwrap();
     handles::destroy(handle).unwrap();
-    let allocation = registry().get(ptr).unwrap();
-    assert_eq!((allocation.size, allocation.resource.name()), (4096, "cuda"));
-    drop(allocation);
+    let found = records::find(ptr).unwrap();
+    assert_eq!((found.size, found.stack.resource().name()), (4096, "cuda"));
+    let watch = Arc::downgrade(found.stack.resource_arc());
+    drop(found);
     legacy::free(ptr, Stream::DEFAULT).unwrap();
+    assert!(watch.upgrade().is_none(), "let go of with its last allocation");
 }
 
 #[test]
@@ -137,13 +148,13 @@ fn legacy_lifecycle_initialize_finalize_and_reinitialize() {
     legacy::initialize(Some(legacy::Options { allocation_mode: legacy::mode::CUDA_MANAGED, ..Default::default() })).unwrap();
     assert_eq!(legacy::initialized_options().unwrap().devices, vec![0]);
     assert!(matches!(legacy::initialize(None).map_err(Error::into_kind), Err(ErrorKind::AlreadyInitialized)));
-    assert_eq!(per_device::get(0).unwrap().name(), "managed");
+    assert_eq!(per_device::get(0).unwrap().resource().name(), "managed");
     let ptr = legacy::alloc(1000, Stream::DEFAULT).unwrap();
     let grown = legacy::realloc(ptr, 5000, Stream::DEFAULT).unwrap();
-    assert_eq!(registry().get(grown).unwrap().resource.name(), "managed");
-    assert!(registry().get(ptr).is_none(), "realloc frees the old block");
+    assert_eq!(records::find(grown).unwrap().stack.resource().name(), "managed");
+    assert!(records::find(ptr).is_none(), "realloc frees the old block");
     legacy::finalize().unwrap();
-    assert_eq!(per_device::get(0).unwrap().name(), "cuda", "finalize restores the previous resource");
+    assert_eq!(per_device::get(0).unwrap().resource().name(), "cuda", "finalize restores the previous resource");
     assert!(matches!(legacy::alloc(8, Stream::DEFAULT).map_err(Error::into_kind), Err(ErrorKind::NotInitialized(_))));
     legacy::free(grown, Stream::DEFAULT).unwrap();
     assert!(matches!(legacy::finalize().map_err(Error::into_kind), Err(ErrorKind::NotInitialized(_))));
@@ -155,18 +166,17 @@ fn legacy_lifecycle_initialize_finalize_and_reinitialize() {
         legacy::Options { allocation_mode: legacy::mode::POOL | legacy::mode::CUDA_MANAGED, devices: vec![0, 1], ..Default::default() };
     legacy::initialize(Some(pool)).unwrap();
     let (free, _) = backend().unwrap().mem_get_info(1).unwrap();
-    assert_eq!(per_device::get(1).unwrap().pool_size().unwrap(), 32 << 20, "half of the free memory");
+    assert_eq!(per_device::get(1).unwrap().resource().pool_size().unwrap(), 32 << 20, "half of the free memory");
     assert_eq!(free, 32 << 20);
     let ptr = legacy::alloc(1 << 20, Stream::DEFAULT).unwrap();
-    assert!(registry().get(ptr).is_none(), "the pool tracks its own blocks");
-    assert_eq!(allocations::describe(ptr).map(|(size, _)| size), Some(1 << 20));
+    assert_eq!(records::find(ptr).map(|found| found.size), Some(1 << 20));
     let grown = legacy::realloc(ptr, 3 << 20, Stream::DEFAULT).unwrap();
-    assert!(allocations::describe(ptr).is_none());
+    assert!(records::find(ptr).is_none());
     legacy::free(grown, Stream::DEFAULT).unwrap();
     legacy::finalize().unwrap();
     legacy::initialize(Some(legacy::Options { allocation_mode: legacy::mode::CUDA_ASYNC, devices: vec![0, 1], ..Default::default() }))
         .unwrap();
-    assert_eq!(per_device::get(1).unwrap().name(), "cuda_async");
+    assert_eq!(per_device::get(1).unwrap().resource().name(), "cuda_async");
     let ptr = legacy::alloc(300, Stream::DEFAULT).unwrap();
     assert_eq!(legacy::allocation_offset(ptr + 44).unwrap(), 44);
     legacy::free(ptr, Stream::DEFAULT).unwrap();
@@ -197,7 +207,8 @@ fn threads_allocate_and_free_across_each_other() {
             let (resource, tx) = (resource.clone(), tx.clone());
             std::thread::spawn(move || {
                 for i in 0..200 {
-                    let ptr = allocations::allocate(&resource, 256 * (1 + (i + t) % 7), Stream::PER_THREAD).unwrap();
+                    let bytes = 256 * (1 + (i + t) % 7);
+                    let ptr = records::allocate(resource.stack(), bytes, Stream::PER_THREAD, Holder::Caller).unwrap();
                     tx.send(ptr).unwrap();
                 }
             })
@@ -207,5 +218,5 @@ fn threads_allocate_and_free_across_each_other() {
     let consumer = std::thread::spawn(move || rx.iter().map(|ptr| legacy::free(ptr, Stream::DEFAULT).unwrap()).count());
     producers.into_iter().for_each(|p| p.join().unwrap());
     assert_eq!(consumer.join().unwrap(), 800);
-    assert!(registry().of_resource(&resource).is_empty());
+    assert_eq!(records::totals(), (0, 0));
 }

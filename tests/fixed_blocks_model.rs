@@ -1,10 +1,9 @@
 //! The fixed-size block index against a shadow model: chunks added out of address order,
-//! allocations, frees (valid, double, interior, foreign, of a wrong size or through another
-//! resource) and chunk releases, with every invariant checked after each operation.
+//! allocations, frees (valid, double, interior, foreign, of a wrong size) and chunk releases,
+//! with every invariant checked after each operation.
 
 use rmm::mr::suballoc::fixed_blocks::FixedBlocks;
 use rmm::mr::suballoc::tlsf::{Refused, GRANULE};
-use rmm::mr::via::Lease;
 use std::collections::BTreeMap;
 
 mod common;
@@ -15,7 +14,7 @@ fn run(seed: u64, block_size: usize, steps: usize) {
     let mut rng = Rng(seed);
     let mut index = FixedBlocks::new(block_size);
     let mut chunks: BTreeMap<usize, usize> = BTreeMap::new();
-    let mut live: BTreeMap<usize, (usize, u32)> = BTreeMap::new();
+    let mut live: BTreeMap<usize, usize> = BTreeMap::new();
     // Bases drawn from a wide range, so chunks arrive in no particular address order.
     let mut next_base = || (1usize << 36) + (rng.below(1 << 20) as usize) * (1 << 16);
     let mut rng = Rng(seed ^ 0x5555);
@@ -35,14 +34,13 @@ fn run(seed: u64, block_size: usize, steps: usize) {
             }
             4..=50 => {
                 let requested = 1 + rng.below(block_size as u64) as usize;
-                let via = rng.below(3) as u32;
-                match index.allocate_leased(Lease { via, requested }) {
+                match index.allocate(requested) {
                     Some((addr, size)) => {
                         assert_eq!(size, block_size);
                         let (&base, &chunk) = chunks.range(..=addr).next_back().expect("inside a chunk");
                         assert!(addr + size <= base + chunk && (addr - base) % block_size == 0, "step {step}: misplaced block");
-                        assert!(live.insert(addr, (requested, via)).is_none(), "step {step}: {addr:#x} handed out twice");
-                        assert_eq!(index.lease(addr), Some((block_size, Lease { via, requested })));
+                        assert!(live.insert(addr, requested).is_none(), "step {step}: {addr:#x} handed out twice");
+                        assert_eq!(index.used_block(addr), Some((block_size, requested)));
                     }
                     None => {
                         let capacity: usize = chunks.values().map(|size| size / block_size).sum();
@@ -55,15 +53,18 @@ fn run(seed: u64, block_size: usize, steps: usize) {
                     continue;
                 }
                 let nth = rng.below(live.len() as u64) as usize;
-                let (&addr, &(requested, via)) = live.iter().nth(nth).unwrap();
+                let (&addr, &requested) = live.iter().nth(nth).unwrap();
                 if block_size > GRANULE {
-                    assert_eq!(index.free_checked(addr + GRANULE, None, None), Err(Refused::NotLive), "an interior pointer is refused");
+                    assert_eq!(index.free_checked(addr + GRANULE, None), Err(Refused::NotLive), "an interior pointer is refused");
                 }
-                assert_eq!(index.free_checked(addr, Some(block_size + 1), None), Err(Refused::WrongSize(block_size)));
-                assert_eq!(index.free_checked(addr, None, Some(via + 1)), Err(Refused::OtherVia(via)));
-                let freed = index.free_checked(addr, Some(requested), Some(via)).expect("a live block frees");
+                for wrong in [requested - 1, requested + 1, block_size + 1] {
+                    if wrong != requested && wrong > 0 {
+                        assert_eq!(index.free_checked(addr, Some(wrong)), Err(Refused::WrongSize(requested)), "a wrong size is refused");
+                    }
+                }
+                let freed = index.free_checked(addr, Some(requested)).expect("a live block frees");
                 assert_eq!(freed.size, block_size);
-                assert_eq!(index.free_checked(addr, None, None), Err(Refused::NotLive), "a double free is refused");
+                assert_eq!(index.free_checked(addr, None), Err(Refused::NotLive), "a double free is refused");
                 live.remove(&addr);
                 let (&base, &size) = chunks.range(..=addr).next_back().unwrap();
                 assert_eq!(freed.chunk_now_free, !live.keys().any(|&a| a >= base && a < base + size));
@@ -71,7 +72,7 @@ fn run(seed: u64, block_size: usize, steps: usize) {
             91..=94 => {
                 let foreign = next_base() + 3 * GRANULE;
                 if !live.contains_key(&foreign) {
-                    assert_eq!(index.free_checked(foreign, None, None), Err(Refused::NotLive), "a foreign pointer is refused");
+                    assert_eq!(index.free_checked(foreign, None), Err(Refused::NotLive), "a foreign pointer is refused");
                 }
             }
             _ => {

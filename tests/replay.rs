@@ -233,8 +233,6 @@ fn replays_the_sample_against_each_kind_of_stack() {
     let want = expected(&events);
     assert_eq!((want.unknown_frees, want.expected_failures, want.threads, want.streams), (1, 1, 2, 2));
     let device_free = || backend().unwrap().mem_get_info(0).unwrap().0;
-    // Stacks earlier tests dropped are let go of first, so they do not count here.
-    rmm::mr::via::collect();
     let free_before = device_free();
     for text in
         ["pool", "binning", "binning/pool", "arena", "cuda", "managed", "cuda_async", "statistics/limiting:limit=1GiB/pool:maximum=512MiB"]

@@ -6,6 +6,7 @@ mod common;
 
 use common::*;
 use rmm::mr::{ArenaResource, BinningResource, DirectResource, FixedSizeResource, MemoryResource, PoolResource};
+use rmm::ownership::{records, Expected, Holder, StackRef};
 use rmm::platform::{backend, Stream};
 use std::sync::Arc;
 
@@ -194,12 +195,11 @@ fn a_dropped_pool_keeps_live_blocks_valid_until_freed() {
     for pool_block_first in [false, true] {
         let free_before = device_free();
         let pool: Arc<dyn MemoryResource> = Arc::new(PoolResource::new(upstream(), 0, 0).unwrap());
-        let binning: Arc<dyn MemoryResource> = Arc::new(BinningResource::new(pool.clone(), 8, 12).unwrap());
+        let binning = StackRef::new(Arc::new(BinningResource::new(pool.clone(), 8, 12).unwrap()));
         let mut kept: Vec<(usize, usize)> = [100usize, 5000, 3 << 20]
             .iter()
-            .map(|&size| (rmm::allocations::allocate(&binning, size, Stream::DEFAULT).unwrap(), size))
+            .map(|&size| (records::allocate(binning.stack(), size, Stream::DEFAULT, Holder::Caller).unwrap(), size))
             .collect();
-        assert_eq!(rmm::allocations::registry().get(kept[0].0).map(|a| a.size), None, "tracked by the pool, not recorded");
         drop((pool, binning));
         if pool_block_first {
             kept.reverse();
@@ -291,21 +291,31 @@ fn eight_threads_allocate_and_free_across_threads_and_streams() {
     assert!(races().is_empty(), "{:?}", races());
 }
 
+fn through(stack: &StackRef, size: usize) -> Expected<'_> {
+    Expected { stack: Some(stack), size: Some(size), holder: Holder::Caller }
+}
+
 #[test]
 fn a_binning_resource_and_the_pool_beneath_refuse_each_others_blocks() {
     let _guard = setup();
     let pool = Arc::new(PoolResource::new(upstream(), 16 << 20, 0).unwrap());
-    let binning = BinningResource::new(pool.clone(), 8, 12).unwrap();
+    let binning = StackRef::new(Arc::new(BinningResource::new(pool.clone(), 8, 12).unwrap()));
+    let pool_stack = StackRef::new(pool.clone());
     let s = Stream::DEFAULT;
     for size in [100, 3 << 20] {
         // In a bin (100 bytes) or passed to the pool (3 MiB): either way the binning resource's.
-        let mine = binning.allocate(size, s).unwrap();
-        assert!(pool.deallocate(mine, size, s).is_err(), "{size}: the pool refuses a block the binning resource handed out");
-        let direct = pool.allocate(size, s).unwrap();
-        assert!(binning.deallocate(direct, size, s).is_err(), "{size}: binning refuses a block of the pool's own");
-        // rmmFree names no resource: both go back to where they lie.
-        rmm::allocations::free_any(mine, s).unwrap();
-        rmm::allocations::free_any(direct, s).unwrap();
+        let mine = records::allocate(binning.stack(), size, s, Holder::Caller).unwrap();
+        assert!(
+            records::free(mine, s, through(&pool_stack, size)).is_err(),
+            "{size}: the pool refuses a block the binning resource handed out"
+        );
+        let direct = records::allocate(pool_stack.stack(), size, s, Holder::Caller).unwrap();
+        assert!(records::free(direct, s, through(&binning, size)).is_err(), "{size}: binning refuses a block of the pool's own");
+        // The binning resource itself knows what it handed out, even called directly.
+        assert!(binning.resource().deallocate(direct, size, s).is_err(), "{size}: the binning resource refuses the pool's block");
+        // rmmFree names no resource: both go back to where they came from.
+        records::free(mine, s, Expected::ANY_OF_CALLERS).unwrap();
+        records::free(direct, s, Expected::ANY_OF_CALLERS).unwrap();
     }
     pool.check_invariants().unwrap();
 }

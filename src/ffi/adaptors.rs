@@ -16,8 +16,9 @@ use std::ffi::{c_char, c_void};
 
 /// The adaptor of type `A` behind `resource`, or an error naming what it is instead.
 fn adaptor<A: MemoryResource, T>(resource: rmmResource_t, what: &str, f: impl FnOnce(&A) -> Result<T>) -> Result<T> {
-    handles::with(resource, |resource| {
-        let adaptor = (&**resource as &dyn Any)
+    handles::with(resource, |stack| {
+        let resource = stack.resource();
+        let adaptor = (resource as &dyn Any)
             .downcast_ref::<A>()
             .ok_or_else(|| Error::invalid(format!("resource is a {} resource, not a {what}", resource.name())))?;
         f(adaptor)

@@ -7,8 +7,8 @@ use super::types::{cudaStream_t, stream_of};
 use super::{boundary, non_null, write_out};
 use crate::device_buffer::DeviceBuffer;
 use crate::error::{rmmError_t, Error, Result};
-use crate::mr::MemoryResource;
-use crate::per_device;
+use crate::ownership::{per_device, StackRef};
+use crate::platform::backend;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -47,11 +47,11 @@ fn lookup(handle: rmmDeviceBuffer_t) -> Result<Shared> {
 }
 
 /// `resource`, or the current device's resource when it is NULL.
-fn resource_or_current(resource: rmmResource_t) -> Result<Arc<dyn MemoryResource>> {
+fn resource_or_current(resource: rmmResource_t) -> Result<StackRef> {
     if resource.is_null() {
-        per_device::current()
+        per_device::get(backend()?.current_device()?)
     } else {
-        handles::get(resource)
+        handles::stack(resource)
     }
 }
 
@@ -148,7 +148,7 @@ pub extern "C" fn rmmDeviceBufferCopy(
 ) -> rmmError_t {
     boundary("rmmDeviceBufferCopy", || {
         non_null(copy, "copy")?;
-        let resource = if resource.is_null() { None } else { Some(handles::get(resource)?) };
+        let resource = if resource.is_null() { None } else { Some(handles::stack(resource)?) };
         let duplicate = lookup(source)?.lock().deep_copy(stream_of(stream), resource)?;
         write_out(copy, "copy", register(duplicate))
     })

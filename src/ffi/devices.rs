@@ -4,15 +4,15 @@ use super::handles::{self, rmmResource_t};
 use super::{boundary, non_null, write_out};
 use crate::error::rmmError_t;
 use crate::error::Result;
-use crate::per_device;
+use crate::ownership::per_device;
 use crate::platform::{backend, simulator};
 use std::ffi::c_int;
 
 fn set_resource(device: i32, resource: rmmResource_t, previous: *mut rmmResource_t) -> Result<()> {
-    let resource = handles::get(resource)?;
-    let replaced = per_device::set(device, resource)?;
+    let stack = handles::stack(resource)?;
+    let replaced = per_device::set(device, stack)?;
     if !previous.is_null() {
-        write_out(previous, "previous", handles::create(replaced)?)?;
+        write_out(previous, "previous", handles::create_for(replaced)?)?;
     }
     Ok(())
 }
@@ -31,7 +31,7 @@ pub extern "C" fn rmmSetPerDeviceResource(device: c_int, resource: rmmResource_t
 pub extern "C" fn rmmGetPerDeviceResource(device: c_int, resource: *mut rmmResource_t) -> rmmError_t {
     boundary("rmmGetPerDeviceResource", || {
         non_null(resource, "resource")?;
-        write_out(resource, "resource", handles::create(per_device::get(device)?)?)
+        write_out(resource, "resource", handles::create_for(per_device::get(device)?)?)
     })
 }
 
@@ -46,7 +46,7 @@ pub extern "C" fn rmmSetCurrentDeviceResource(resource: rmmResource_t, previous:
 pub extern "C" fn rmmGetCurrentDeviceResource(resource: *mut rmmResource_t) -> rmmError_t {
     boundary("rmmGetCurrentDeviceResource", || {
         non_null(resource, "resource")?;
-        write_out(resource, "resource", handles::create(per_device::current()?)?)
+        write_out(resource, "resource", handles::create_for(per_device::get(backend()?.current_device()?)?)?)
     })
 }
 

@@ -7,9 +7,9 @@
 use super::boundary_value;
 use super::handles::{self, rmmResource_t};
 use super::types::{cudaStream_t, stream_of};
-use crate::allocations;
 use crate::error::Error;
-use crate::per_device;
+use crate::legacy;
+use crate::ownership::{per_device, records, Holder};
 use crate::platform::Stream;
 use std::ffi::c_void;
 
@@ -20,7 +20,7 @@ use std::ffi::c_void;
 pub extern "C" fn rmmTorchAllocate(size: isize, device: i32, stream: cudaStream_t) -> *mut c_void {
     boundary_value("rmmTorchAllocate", std::ptr::null_mut(), || {
         let size = usize::try_from(size).map_err(|_| Error::invalid(format!("size {size} is negative")))?;
-        let ptr = allocations::allocate(&per_device::get(device)?, size, stream_of(stream))?;
+        let ptr = per_device::with_stack(device, |stack| records::allocate(stack, size, stream_of(stream), Holder::Caller))?;
         Ok(ptr as *mut c_void)
     })
 }
@@ -29,7 +29,7 @@ pub extern "C" fn rmmTorchAllocate(size: isize, device: i32, stream: cudaStream_
 #[no_mangle]
 pub extern "C" fn rmmTorchDeallocate(ptr: *mut c_void, size: isize, device: i32, stream: cudaStream_t) {
     let _ = (size, device);
-    boundary_value("rmmTorchDeallocate", (), || allocations::free_any(ptr as usize, stream_of(stream)));
+    boundary_value("rmmTorchDeallocate", (), || legacy::free(ptr as usize, stream_of(stream)));
 }
 
 /// CuPy's malloc function: `size` bytes on `device`, from the resource `param` names (an
@@ -42,11 +42,12 @@ pub extern "C" fn rmmTorchDeallocate(ptr: *mut c_void, size: isize, device: i32,
 #[no_mangle]
 pub extern "C" fn rmmCupyAllocate(param: *mut c_void, size: usize, device: i32) -> *mut c_void {
     boundary_value("rmmCupyAllocate", std::ptr::null_mut(), || {
-        let resource = match param.is_null() {
-            true => per_device::get(device)?,
-            false => handles::get(param as rmmResource_t)?,
+        let allocate = |stack: &_| records::allocate(stack, size, Stream::DEFAULT, Holder::Caller);
+        let ptr = match param.is_null() {
+            true => per_device::with_stack(device, allocate)?,
+            false => handles::with(param as rmmResource_t, |stack| allocate(stack.stack()))?,
         };
-        Ok(allocations::allocate(&resource, size, Stream::DEFAULT)? as *mut c_void)
+        Ok(ptr as *mut c_void)
     })
 }
 
@@ -54,5 +55,5 @@ pub extern "C" fn rmmCupyAllocate(param: *mut c_void, size: usize, device: i32) 
 #[no_mangle]
 pub extern "C" fn rmmCupyDeallocate(param: *mut c_void, ptr: *mut c_void, device: i32) {
     let _ = (param, device);
-    boundary_value("rmmCupyDeallocate", (), || allocations::free_any(ptr as usize, Stream::DEFAULT));
+    boundary_value("rmmCupyDeallocate", (), || legacy::free(ptr as usize, Stream::DEFAULT));
 }

@@ -7,13 +7,14 @@
 
 use crate::error::{Error, Result};
 use crate::mr::MemoryResource;
+use crate::ownership::StackRef;
 use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-/// A resource handle: one counted reference to a resource.
+/// A resource handle: one counted reference to a stack (a resource as callers allocate from it).
 #[repr(C)]
 pub struct rmmResource_st {
     _opaque: [u8; 0],
@@ -32,7 +33,7 @@ struct Slot {
     generation: AtomicU32,
     /// Kept in the slot itself, not behind a pointer: a lookup, on every allocation's path,
     /// then reaches the resource with one dependent load less.
-    resource: UnsafeCell<Option<Arc<dyn MemoryResource>>>,
+    resource: UnsafeCell<Option<StackRef>>,
 }
 
 // SAFETY: `resource` is written only by `create`, before the odd generation that publishes it
@@ -108,8 +109,13 @@ impl HandleTable {
     }
 }
 
-/// Makes a handle that holds one reference to `resource`.
+/// Makes a handle to a new stack whose top is `resource`.
 pub fn create(resource: Arc<dyn MemoryResource>) -> Result<rmmResource_t> {
+    create_for(StackRef::new(resource))
+}
+
+/// Makes a handle that holds one reference to `stack`.
+pub fn create_for(stack: StackRef) -> Result<rmmResource_t> {
     let table = &TABLE;
     let index = {
         let mut free = table.free.lock();
@@ -130,14 +136,14 @@ pub fn create(resource: Arc<dyn MemoryResource>) -> Result<rmmResource_t> {
     let slot = table.slot(index as usize).expect("the slot's segment exists");
     let generation = slot.generation.load(Ordering::Acquire) | 1;
     // SAFETY: the slot came off the free list, so no handle refers to it: nothing reads it.
-    unsafe { *slot.resource.get() = Some(resource) };
+    unsafe { *slot.resource.get() = Some(stack) };
     slot.generation.store(generation, Ordering::Release);
     Ok(encode(index, generation))
 }
 
-/// Runs `f` on the resource behind a live handle, without taking a new reference.
+/// Runs `f` on the stack behind a live handle, without taking a new reference.
 #[inline]
-pub fn with<T>(handle: rmmResource_t, f: impl FnOnce(&Arc<dyn MemoryResource>) -> Result<T>) -> Result<T> {
+pub fn with<T>(handle: rmmResource_t, f: impl FnOnce(&StackRef) -> Result<T>) -> Result<T> {
     let (slot, _) = TABLE.live_slot(handle)?;
     // SAFETY: the slot holds this handle's generation, so `create` wrote the resource before
     // publishing it, and `destroy` (which must not run concurrently with calls on the same
@@ -148,9 +154,14 @@ pub fn with<T>(handle: rmmResource_t, f: impl FnOnce(&Arc<dyn MemoryResource>) -
     }
 }
 
-/// The resource behind a live handle (a new reference).
+/// The stack behind a live handle (a new reference).
+pub fn stack(handle: rmmResource_t) -> Result<StackRef> {
+    with(handle, |stack| Ok(stack.clone()))
+}
+
+/// The resource behind a live handle (a new reference), e.g. to build an adaptor over it.
 pub fn get(handle: rmmResource_t) -> Result<Arc<dyn MemoryResource>> {
-    with(handle, |resource| Ok(resource.clone()))
+    with(handle, |stack| Ok(stack.resource_arc().clone()))
 }
 
 /// Drops the handle's reference; NULL is a no-op.
@@ -169,6 +180,5 @@ pub fn destroy(handle: rmmResource_t) -> Result<()> {
     let (index, _) = decode(handle).expect("validated by live_slot");
     table.free.lock().recycled.push(index as u32);
     drop(resource);
-    crate::mr::via::collect();
     Ok(())
 }

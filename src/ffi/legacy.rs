@@ -9,19 +9,24 @@ use crate::legacy_log::{self, Call, EventKind};
 use std::ffi::{c_char, c_uint, c_void};
 use std::time::Instant;
 
-/// Records a successful legacy call in the event log when `enable_logging` is on.
+/// When the event log is on (`enable_logging`), the time a call started: reading the clock
+/// costs more than a pooled allocation, so calls that are not logged do not.
+#[inline(always)]
+fn started() -> Option<Instant> {
+    legacy_log::enabled().then(Instant::now)
+}
+
+/// Records a successful legacy call that `started` in the event log.
 fn log_call(
     kind: EventKind,
     ptr: usize,
     size: usize,
     stream: cudaStream_t,
-    start: Instant,
+    started: Option<Instant>,
     (file, line): (*const c_char, c_uint),
     freed: Option<usize>,
 ) {
-    if !legacy_log::enabled() {
-        return;
-    }
+    let Some(start) = started else { return };
     let device = crate::platform::backend().and_then(|b| b.current_device()).unwrap_or(-1);
     let file = optional_str(file, "file").ok().flatten().map(str::to_string);
     legacy_log::record(Call { kind, device, ptr, stream: stream as usize, size, start, file, line }, freed);
@@ -74,10 +79,10 @@ pub extern "C" fn rmmIsInitialized(options: *mut rmmOptions_t) -> bool {
 pub extern "C" fn rmmAlloc(ptr: *mut *mut c_void, size: usize, stream: cudaStream_t, file: *const c_char, line: c_uint) -> rmmError_t {
     boundary("rmmAlloc", || {
         non_null(ptr, "ptr")?;
-        let start = Instant::now();
+        let started = started();
         let address = call_site::with(file, line, || legacy::alloc(size, stream_of(stream)))?;
         write_out(ptr, "ptr", address as *mut c_void)?;
-        log_call(EventKind::Alloc, address, size, stream, start, (file, line), None);
+        log_call(EventKind::Alloc, address, size, stream, started, (file, line), None);
         Ok(())
     })
 }
@@ -98,10 +103,10 @@ pub extern "C" fn rmmRealloc(
         let ptr = non_null(ptr, "ptr")?;
         // SAFETY: non-NULL, and the caller promises a readable `void*`.
         let old = unsafe { *ptr } as usize;
-        let start = Instant::now();
+        let started = started();
         let address = call_site::with(file, line, || legacy::realloc(old, new_size, stream_of(stream)))?;
         write_out(ptr, "ptr", address as *mut c_void)?;
-        log_call(EventKind::Realloc, address, new_size, stream, start, (file, line), Some(old));
+        log_call(EventKind::Realloc, address, new_size, stream, started, (file, line), Some(old));
         Ok(())
     })
 }
@@ -112,13 +117,13 @@ pub extern "C" fn rmmRealloc(
 #[no_mangle]
 pub extern "C" fn rmmFree(ptr: *mut c_void, stream: cudaStream_t, file: *const c_char, line: c_uint) -> rmmError_t {
     boundary("rmmFree", || {
-        let start = Instant::now();
-        let size = match legacy_log::enabled() {
-            true => crate::allocations::describe(ptr as usize).map_or(0, |(size, _)| size),
-            false => 0,
+        let started = started();
+        let size = match started {
+            Some(_) => crate::ownership::records::find(ptr as usize).map_or(0, |found| found.size),
+            None => 0,
         };
         call_site::with(file, line, || legacy::free(ptr as usize, stream_of(stream)))?;
-        log_call(EventKind::Free, ptr as usize, size, stream, start, (file, line), None);
+        log_call(EventKind::Free, ptr as usize, size, stream, started, (file, line), None);
         Ok(())
     })
 }

@@ -61,10 +61,17 @@ fn start_logger() {
     });
 }
 
+/// Keeps the message for `rmmGetLastErrorMessage`. A thread whose thread-locals are already
+/// destroyed (a call from a thread-local destructor) keeps none: `try_with`, because a panic
+/// here would cross into C.
 fn remember(error: &Error) {
     log::debug!("{error}");
     let text = CString::new(error.to_string().replace('\0', " ")).unwrap_or_default();
-    LAST_ERROR.with(|last| *last.borrow_mut() = text);
+    let _ = LAST_ERROR.try_with(|last| {
+        if let Ok(mut last) = last.try_borrow_mut() {
+            *last = text;
+        }
+    });
 }
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
@@ -75,14 +82,22 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "unknown panic".into())
 }
 
-/// Runs an exported function's body: no panic crosses into C. Inlined, with the failure
-/// paths out of line, so that a successful call costs a few instructions over its body.
+/// Runs an exported function's body: no panic crosses into C. Everything the call does,
+/// starting the logger and keeping a failure's message included, runs inside `catch_unwind`;
+/// a panic in keeping the message of a panic is answered without a message. Inlined, with the
+/// failure paths out of line, so that a successful call costs a few instructions over its
+/// body.
 #[inline(always)]
 pub(crate) fn boundary(function: &'static str, body: impl FnOnce() -> Result<()>) -> rmmError_t {
-    init_logger();
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(())) => rmmError_t::RMM_SUCCESS,
-        Ok(Err(error)) => failed(function, error),
+    let answered = catch_unwind(AssertUnwindSafe(|| {
+        init_logger();
+        match body() {
+            Ok(()) => rmmError_t::RMM_SUCCESS,
+            Err(error) => failed(function, error),
+        }
+    }));
+    match answered {
+        Ok(code) => code,
         Err(payload) => panicked(function, payload),
     }
 }
@@ -90,7 +105,8 @@ pub(crate) fn boundary(function: &'static str, body: impl FnOnce() -> Result<()>
 #[cold]
 #[inline(never)]
 fn panicked(function: &'static str, payload: Box<dyn std::any::Any + Send>) -> rmmError_t {
-    failed(function, Error::Internal(format!("panic in {function}: {}", panic_message(&*payload))))
+    let error = Error::Internal(format!("panic in {function}: {}", panic_message(&*payload)));
+    catch_unwind(AssertUnwindSafe(|| failed(function, error))).unwrap_or(rmmError_t::RMM_ERROR_UNKNOWN)
 }
 
 /// Keeps the message of a failed call and answers its code.
@@ -115,9 +131,10 @@ pub(crate) fn boundary_value<T>(function: &'static str, fallback: T, body: impl 
     value.unwrap_or(fallback)
 }
 
-/// The message of the most recent failed call on this thread, for `rmmGetLastErrorMessage`.
+/// The message of the most recent failed call on this thread, for `rmmGetLastErrorMessage`
+/// ("" on a thread whose thread-locals are gone).
 pub(crate) fn last_error_message() -> *const std::ffi::c_char {
-    LAST_ERROR.with(|last| last.borrow().as_ptr())
+    LAST_ERROR.try_with(|last| last.try_borrow().map(|text| text.as_ptr()).unwrap_or(c"".as_ptr())).unwrap_or(c"".as_ptr())
 }
 
 /// Writes `value` through a caller's out-pointer, refusing NULL.

@@ -3,9 +3,9 @@
 use super::handles::{self, rmmResource_t};
 use super::types::{cudaStream_t, stream_of};
 use super::{boundary, non_null, write_out};
-use crate::allocations;
 use crate::error::{rmmError_t, Result};
 use crate::mr::{AsyncResource, DirectResource, MemoryResource};
+use crate::ownership::{records, Expected, Holder};
 use crate::platform::backend;
 use parking_lot::Mutex;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
@@ -80,7 +80,7 @@ pub extern "C" fn rmmResourceDestroy(resource: rmmResource_t) -> rmmError_t {
 pub extern "C" fn rmmResourceAllocate(resource: rmmResource_t, ptr: *mut *mut c_void, bytes: usize, stream: cudaStream_t) -> rmmError_t {
     boundary("rmmResourceAllocate", || {
         non_null(ptr, "ptr")?;
-        let address = handles::with(resource, |resource| allocations::allocate(resource, bytes, stream_of(stream)))?;
+        let address = handles::with(resource, |stack| records::allocate(stack.stack(), bytes, stream_of(stream), Holder::Caller))?;
         write_out(ptr, "ptr", address as *mut c_void)
     })
 }
@@ -91,7 +91,10 @@ pub extern "C" fn rmmResourceAllocate(resource: rmmResource_t, ptr: *mut *mut c_
 #[no_mangle]
 pub extern "C" fn rmmResourceDeallocate(resource: rmmResource_t, ptr: *mut c_void, bytes: usize, stream: cudaStream_t) -> rmmError_t {
     boundary("rmmResourceDeallocate", || {
-        handles::with(resource, |resource| allocations::free_through(resource, ptr as usize, bytes, stream_of(stream)))
+        handles::with(resource, |stack| {
+            let expected = Expected { stack: Some(stack), size: Some(bytes), holder: Holder::Caller };
+            records::free(ptr as usize, stream_of(stream), expected)
+        })
     })
 }
 

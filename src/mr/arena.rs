@@ -7,7 +7,6 @@
 use super::pool::PoolResource;
 use super::suballoc::stream_ordered::{Growth, StreamOrdered, Usage};
 use super::suballoc::tlsf::Tlsf;
-use super::via::{Via, DIRECT};
 use super::MemoryResource;
 use crate::error::Result;
 use crate::platform::Stream;
@@ -46,24 +45,16 @@ impl ArenaResource {
 
 impl MemoryResource for ArenaResource {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
-        self.allocate_via(bytes, stream, DIRECT)
-    }
-
-    fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
-        self.deallocate_via(ptr, bytes, stream, DIRECT)
-    }
-
-    fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {
         match bytes > LOCAL_LIMIT {
-            true => self.global.allocate_via(bytes, stream, via),
-            false => self.local.allocate_via(bytes, stream, via),
+            true => self.global.allocate(bytes, stream),
+            false => self.local.allocate(bytes, stream),
         }
     }
 
-    fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: Via) -> Result<()> {
+    fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
         match bytes > LOCAL_LIMIT {
-            true => self.global.deallocate_via(ptr, bytes, stream, via),
-            false => self.local.deallocate_via(ptr, Some(bytes), stream, Some(via)),
+            true => self.global.deallocate(ptr, bytes, stream),
+            false => self.local.deallocate(ptr, Some(bytes), stream),
         }
     }
 
@@ -92,13 +83,5 @@ impl MemoryResource for ArenaResource {
     fn pool_free(&self) -> Option<usize> {
         // The global arena's free bytes, and what the per-thread arenas hold unused.
         Some(self.global.usage().free + self.local.usage().free)
-    }
-
-    fn tracks_allocations(&self) -> bool {
-        true
-    }
-
-    fn suballocation_depth(&self) -> usize {
-        self.local.depth()
     }
 }

@@ -1,15 +1,20 @@
 //! Size-routed allocation (RMM's `binning_memory_resource`): each request goes to the
 //! smallest bin that holds it, larger ones to the upstream resource.
+//!
+//! A free goes back to whatever served the block, even after `add_bin` changed which bin
+//! serves its size: the binning resource's own fixed-size bins recognize their blocks by
+//! address, and the blocks it handed to the upstream or to a caller's bin are recorded.
 
 use super::fixed_size::FixedSizeResource;
 use super::suballoc::fixed_blocks::FixedBlocks;
 use super::suballoc::stream_ordered::Core;
-use super::via::{self, Via};
+use super::suballoc::tlsf::AddressMap;
 use super::MemoryResource;
+use crate::address_map::shard_of;
 use crate::error::{Error, Result};
+use crate::platform::biased_lock::BiasedLock;
 use crate::platform::published::Published;
 use crate::platform::Stream;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// The bins, sorted by the largest size each serves, and where to start looking for a
@@ -22,14 +27,17 @@ struct Bins {
     bins: Vec<(usize, Bin)>,
     first: [u32; usize::BITS as usize + 1],
     direct: [Option<(usize, Bin)>; usize::BITS as usize + 1],
+    /// Own bins that `add_bin` replaced: blocks they handed out still return to them.
+    replaced: Vec<Arc<Core<FixedBlocks>>>,
 }
 
 /// A bin: a fixed-size resource of the binning resource's own (its stream-ordered core called
-/// directly, so the fast path inlines here), or any resource of the caller's.
+/// directly, so the fast path inlines here), or any resource of the caller's, known by its
+/// number among the targets of blocks the binning resource records.
 #[derive(Clone)]
 enum Bin {
     Own { resource: Arc<FixedSizeResource>, core: Arc<Core<FixedBlocks>> },
-    Callers(Arc<dyn MemoryResource>),
+    Callers { resource: Arc<dyn MemoryResource>, target: u32 },
 }
 
 impl Bin {
@@ -41,20 +49,29 @@ impl Bin {
     fn resource(&self) -> &dyn MemoryResource {
         match self {
             Bin::Own { resource, .. } => &**resource,
-            Bin::Callers(bin) => &**bin,
+            Bin::Callers { resource, .. } => &**resource,
         }
     }
 }
 
 impl Bins {
-    fn new(bins: Vec<(usize, Bin)>) -> Self {
+    fn new(bins: Vec<(usize, Bin)>, replaced: Vec<Arc<Core<FixedBlocks>>>) -> Self {
         let mut first = [0; usize::BITS as usize + 1];
         for (k, start) in first.iter_mut().enumerate() {
             let below = if k == 0 { 0 } else { 1usize << (k - 1) };
             *start = bins.partition_point(|(size, _)| *size <= below) as u32;
         }
         let direct = std::array::from_fn(|k| bins.get(first[k] as usize).cloned());
-        Bins { bins, first, direct }
+        Bins { bins, first, direct, replaced }
+    }
+
+    /// Every own bin, current or replaced.
+    fn own_cores(&self) -> impl Iterator<Item = &Arc<Core<FixedBlocks>>> {
+        let current = self.bins.iter().filter_map(|(_, bin)| match bin {
+            Bin::Own { core, .. } => Some(core),
+            Bin::Callers { .. } => None,
+        });
+        current.chain(&self.replaced)
     }
 
     /// k such that `bytes` lies in (2^(k-1), 2^k] (0 for 0 and 1 bytes).
@@ -82,25 +99,31 @@ impl Bins {
     }
 }
 
+/// The upstream's number among the targets.
+const UPSTREAM: u32 = 0;
+const RECORD_SHARDS: usize = 16;
+
 pub struct BinningResource {
     upstream: Arc<dyn MemoryResource>,
-    /// Marks the blocks it hands out (in its bins and in a pool upstream) as its own, so a
-    /// block allocated from that pool directly is refused when freed through the binning
-    /// resource, and the other way round. Not registered: frees of its blocks that name no
-    /// resource go straight to where they lie, since binning keeps no state of its own.
-    own_via: Via,
     /// (largest size served, resource), sorted by size; replaced whole by `add_bin`, read
     /// with one load (threads routing at once must not contend on a lock or a count).
     bins: Published<Bins>,
-    /// Whether the upstream and every bin track their own allocations.
-    tracks: AtomicBool,
+    /// Where blocks not served by an own bin went, by number: the upstream first, then every
+    /// caller's bin ever added.
+    targets: Published<Vec<Arc<dyn MemoryResource>>>,
+    /// Block address -> target, for blocks not served by an own bin; sharded by address.
+    elsewhere: Box<[BiasedLock<AddressMap<u32>>]>,
 }
 
 impl BinningResource {
     /// Fixed-size bins of 2^min ..= 2^max bytes over `upstream` (min > max: no bins yet).
     pub fn new(upstream: Arc<dyn MemoryResource>, min_size_exponent: i8, max_size_exponent: i8) -> Result<Self> {
-        let tracks = AtomicBool::new(upstream.tracks_allocations());
-        let resource = BinningResource { upstream, own_via: via::reserve(), bins: Published::new(Bins::new(Vec::new())), tracks };
+        let resource = BinningResource {
+            targets: Published::new(vec![upstream.clone()]),
+            upstream,
+            bins: Published::new(Bins::new(Vec::new(), Vec::new())),
+            elsewhere: (0..RECORD_SHARDS).map(|_| BiasedLock::new(AddressMap::default())).collect(),
+        };
         if min_size_exponent <= max_size_exponent {
             if min_size_exponent < 0 || max_size_exponent > 40 {
                 return Err(Error::invalid(format!("bin exponents {min_size_exponent}..={max_size_exponent} must lie in 0..=40")));
@@ -127,21 +150,59 @@ impl BinningResource {
                         self.upstream.device()
                     )));
                 }
-                Bin::Callers(bin)
+                let target = self.targets.update(|targets| {
+                    let mut updated = targets.clone();
+                    updated.push(bin.clone());
+                    (updated, targets.len() as u32)
+                });
+                Bin::Callers { resource: bin, target }
             }
             None => Bin::own(FixedSizeResource::new(self.upstream.clone(), allocation_size, 0)?),
         };
         self.bins.update(|bins| {
             let mut updated = bins.bins.clone();
+            let mut replaced = bins.replaced.clone();
             match updated.binary_search_by_key(&allocation_size, |(size, _)| *size) {
-                Ok(at) => updated[at].1 = bin,
+                Ok(at) => {
+                    if let Bin::Own { core, .. } = std::mem::replace(&mut updated[at].1, bin) {
+                        replaced.push(core);
+                    }
+                }
                 Err(at) => updated.insert(at, (allocation_size, bin)),
             }
-            let tracks = self.upstream.tracks_allocations() && updated.iter().all(|(_, bin)| bin.resource().tracks_allocations());
-            self.tracks.store(tracks, Ordering::Release);
-            (Bins::new(updated), ())
+            (Bins::new(updated, replaced), ())
         });
         Ok(())
+    }
+
+    fn records(&self, ptr: usize) -> &BiasedLock<AddressMap<u32>> {
+        &self.elsewhere[shard_of(ptr, RECORD_SHARDS)]
+    }
+
+    /// Allocates from a target other than an own bin, recording where the block went.
+    fn allocate_elsewhere(&self, resource: &dyn MemoryResource, target: u32, bytes: usize, stream: Stream) -> Result<usize> {
+        let ptr = resource.allocate(bytes, stream)?;
+        self.records(ptr).lock().insert(ptr, target);
+        Ok(ptr)
+    }
+
+    /// Frees a block that the own bin serving its size now did not serve.
+    #[inline(never)]
+    fn deallocate_elsewhere(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
+        let recorded = self.records(ptr).lock().remove(&ptr);
+        if let Some(target) = recorded {
+            let resource = self.targets.get()[target as usize].clone();
+            return resource.deallocate(ptr, bytes, stream).inspect_err(|_| {
+                self.records(ptr).lock().insert(ptr, target);
+            });
+        }
+        // An own bin that served this size before the bins changed.
+        for core in self.bins.get().own_cores() {
+            if core.try_deallocate(ptr, Some(bytes), stream)?.is_ok() {
+                return Ok(());
+            }
+        }
+        Err(Error::invalid(format!("{ptr:#x} of {bytes} bytes was not handed out by this binning resource")))
     }
 
     /// The bin that serves `bytes` (None: the upstream does).
@@ -156,28 +217,24 @@ impl BinningResource {
 }
 
 impl MemoryResource for BinningResource {
+    #[inline]
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
-        self.allocate_via(bytes, stream, self.own_via)
+        match self.route(bytes) {
+            Some(Bin::Own { core, .. }) => core.allocate(bytes, stream),
+            Some(Bin::Callers { resource, target }) => self.allocate_elsewhere(&**resource, *target, bytes, stream),
+            None => self.allocate_elsewhere(&*self.upstream, UPSTREAM, bytes, stream),
+        }
     }
 
+    #[inline]
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
-        self.deallocate_via(ptr, bytes, stream, self.own_via)
-    }
-
-    fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {
-        match self.route(bytes) {
-            Some(Bin::Own { core, .. }) => core.allocate_via(bytes, stream, via),
-            Some(Bin::Callers(bin)) => bin.allocate_via(bytes, stream, via),
-            None => self.upstream.allocate_via(bytes, stream, via),
+        // The usual case: the own bin that serves the size now served the block.
+        if let Some(Bin::Own { core, .. }) = self.route(bytes) {
+            if core.try_deallocate(ptr, Some(bytes), stream)?.is_ok() {
+                return Ok(());
+            }
         }
-    }
-
-    fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: Via) -> Result<()> {
-        match self.route(bytes) {
-            Some(Bin::Own { core, .. }) => core.deallocate_via(ptr, Some(bytes), stream, Some(via)),
-            Some(Bin::Callers(bin)) => bin.deallocate_via(ptr, bytes, stream, via),
-            None => self.upstream.deallocate_via(ptr, bytes, stream, via),
-        }
+        self.deallocate_elsewhere(ptr, bytes, stream)
     }
 
     fn snapshot(&self) -> serde_json::Value {
@@ -200,26 +257,18 @@ impl MemoryResource for BinningResource {
     }
 
     fn pool_free(&self) -> Option<usize> {
-        let bins = &self.bins.get().bins;
-        let free: Vec<Option<usize>> = bins.iter().map(|(_, bin)| bin.resource().pool_free()).chain([self.upstream.pool_free()]).collect();
+        let bins = self.bins.get();
+        let free: Vec<Option<usize>> = (bins.bins.iter().map(|(_, bin)| bin.resource().pool_free()))
+            .chain(bins.replaced.iter().map(|core| Some(core.usage().free)))
+            .chain([self.upstream.pool_free()])
+            .collect();
         free.iter().any(Option::is_some).then(|| free.iter().flatten().sum())
     }
 
-    fn tracks_allocations(&self) -> bool {
-        self.tracks.load(Ordering::Acquire)
-    }
-
-    fn suballocation_depth(&self) -> usize {
-        self.bins
-            .get()
-            .bins
-            .iter()
-            .map(|(_, bin)| bin.resource().suballocation_depth())
-            .fold(self.upstream.suballocation_depth(), usize::max)
-    }
-
     fn release(&self) -> Result<usize> {
-        self.bins.get().bins.iter().try_fold(0, |total, (_, bin)| Ok(total + bin.resource().release()?))
+        let bins = self.bins.get();
+        let from_bins = bins.bins.iter().try_fold(0, |total, (_, bin)| Ok::<_, Error>(total + bin.resource().release()?))?;
+        bins.replaced.iter().try_fold(from_bins, |total, core| Ok(total + core.release_free_chunks()?))
     }
 }
 
@@ -262,7 +311,14 @@ mod tests {
             sizes.dedup();
             // A resource of its own per bin, so the bin `bin_for` answers can be told apart.
             let resources: Vec<Arc<dyn MemoryResource>> = sizes.iter().map(|_| Arc::new(Unused) as Arc<dyn MemoryResource>).collect();
-            let bins = Bins::new(sizes.iter().zip(&resources).map(|(&size, resource)| (size, Bin::Callers(resource.clone()))).collect());
+            let bins = Bins::new(
+                sizes
+                    .iter()
+                    .zip(&resources)
+                    .map(|(&size, resource)| (size, Bin::Callers { resource: resource.clone(), target: 1 }))
+                    .collect(),
+                Vec::new(),
+            );
             for bytes in (0..300).map(|_| (next() % (1 << (next() % 42))) as usize).chain([0, 1, usize::MAX]) {
                 let expected = sizes.iter().position(|&size| size >= bytes);
                 assert_eq!(bins.serving(bytes), expected, "bins {sizes:?}, request {bytes}");

@@ -55,7 +55,7 @@ impl MemoryResource for AsyncResource {
 
 impl Drop for AsyncResource {
     fn drop(&mut self) {
-        if crate::lifecycle::process_exiting() {
+        if crate::platform::process_exiting() {
             return;
         }
         if let Err(e) = backend().and_then(|b| b.mem_pool_destroy(self.device, self.pool)) {

@@ -58,16 +58,12 @@ impl FixedSizeResource {
 }
 
 impl MemoryResource for FixedSizeResource {
-    fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
-        self.allocate_via(bytes, stream, crate::mr::via::DIRECT)
-    }
-
     #[inline]
-    fn allocate_via(&self, bytes: usize, stream: Stream, via: crate::mr::Via) -> Result<usize> {
+    fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
         if bytes > self.block_size {
             return Err(self.too_large(bytes));
         }
-        self.core.allocate_via(bytes, stream, via)
+        self.core.allocate(bytes, stream)
     }
 
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
@@ -76,11 +72,6 @@ impl MemoryResource for FixedSizeResource {
 
     fn name(&self) -> &'static str {
         "fixed_size"
-    }
-
-    #[inline]
-    fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: crate::mr::Via) -> Result<()> {
-        self.core.deallocate_via(ptr, Some(bytes), stream, Some(via))
     }
 
     fn snapshot(&self) -> serde_json::Value {

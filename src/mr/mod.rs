@@ -10,7 +10,6 @@ mod fixed_size;
 mod pool;
 pub mod snapshot;
 pub mod suballoc;
-pub mod via;
 
 pub use arena::ArenaResource;
 pub use binning::BinningResource;
@@ -21,7 +20,6 @@ pub use pool::PoolResource;
 
 use crate::error::Result;
 use crate::platform::Stream;
-pub use via::Via;
 
 /// Every address a resource hands out is aligned to at least this many bytes.
 pub const ALIGNMENT: usize = 256;
@@ -34,17 +32,6 @@ pub trait MemoryResource: std::any::Any + Send + Sync + 'static {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize>;
     /// Returns `ptr` to the resource once work already enqueued on `stream` is done with it.
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()>;
-    /// `allocate` called by the outer resource `via` (an adaptor over this one). Resources
-    /// that track their blocks remember `via`, so that `rmmFree` goes through that adaptor.
-    fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {
-        let _ = via;
-        self.allocate(bytes, stream)
-    }
-    /// `deallocate` called by the outer resource `via`: the counterpart of `allocate_via`.
-    fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: Via) -> Result<()> {
-        let _ = via;
-        self.deallocate(ptr, bytes, stream)
-    }
     /// The device whose memory the resource hands out (pinned host memory: the device whose
     /// context allocates it).
     fn device(&self) -> i32;
@@ -60,26 +47,6 @@ pub trait MemoryResource: std::any::Any + Send + Sync + 'static {
     }
     /// Bytes reserved from upstream but free, for resources that keep a pool.
     fn pool_free(&self) -> Option<usize> {
-        None
-    }
-    /// True when the resource itself knows every block it handed out (and refuses foreign
-    /// pointers, double frees and wrong sizes), and registers its chunks in the range index so
-    /// `rmmFree` finds it: then no per-pointer record is kept on its behalf.
-    fn tracks_allocations(&self) -> bool {
-        false
-    }
-    /// How many suballocators this resource's memory is nested in (0: straight from the
-    /// driver).
-    fn suballocation_depth(&self) -> usize {
-        0
-    }
-    /// For adaptors: whether an allocation made through this adaptor is still live (it then
-    /// stays alive even when no handle refers to it any more).
-    fn has_live_allocations(&self) -> bool {
-        false
-    }
-    /// For adaptors: their outer-resource number.
-    fn outer_via(&self) -> Option<Via> {
         None
     }
     /// A JSON description of the resource and, nested, its upstream resources.

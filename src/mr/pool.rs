@@ -49,11 +49,6 @@ impl MemoryResource for PoolResource {
         self.core.allocate(bytes, stream)
     }
 
-    #[inline(always)]
-    fn allocate_via(&self, bytes: usize, stream: Stream, via: crate::mr::Via) -> Result<usize> {
-        self.core.allocate_via(bytes, stream, via)
-    }
-
     #[inline]
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
         self.core.deallocate(ptr, Some(bytes), stream)
@@ -61,11 +56,6 @@ impl MemoryResource for PoolResource {
 
     fn name(&self) -> &'static str {
         "pool"
-    }
-
-    #[inline(always)]
-    fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: crate::mr::Via) -> Result<()> {
-        self.core.deallocate_via(ptr, Some(bytes), stream, Some(via))
     }
 
     fn snapshot(&self) -> serde_json::Value {

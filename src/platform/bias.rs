@@ -50,9 +50,11 @@ pub struct Bias {
     owner_inside: AtomicBool,
 }
 
-/// The owner inside; it leaves when the guard drops.
+/// The owner inside; it leaves when the guard drops. Not `Send`: only the owner may leave,
+/// since only the owner's own flag keeps others out.
 pub struct Inside<'a> {
     bias: &'a Bias,
+    _owner_thread: std::marker::PhantomData<*const ()>,
 }
 
 impl Drop for Inside<'_> {
@@ -74,7 +76,8 @@ impl Bias {
     }
 
     /// Enters as the owner: Some when the calling thread holds the bias, or takes it because
-    /// no thread has entered before.
+    /// no thread has entered before. The owner entering again before it left (a reentrant
+    /// call) panics: a second way in would alias the state the first one is changing.
     #[inline]
     pub fn enter(&self) -> Option<Inside<'_>> {
         let me = thread_key();
@@ -82,12 +85,16 @@ impl Bias {
         if owner != me && !(owner == FRESH && self.claim_fresh(me)) {
             return None;
         }
+        // Only the owner writes this flag, so the owner reading it set is inside already.
+        if self.owner_inside.load(Ordering::Relaxed) {
+            reentered();
+        }
         self.owner_inside.store(true, Ordering::Relaxed);
         // The processor may still hold the store above when it loads `owner` below; a
         // revoker's membarrier makes one of the two visible to the other.
         compiler_fence(Ordering::SeqCst);
         if self.owner.load(Ordering::Acquire) == me {
-            return Some(Inside { bias: self });
+            return Some(Inside { bias: self, _owner_thread: std::marker::PhantomData });
         }
         self.owner_inside.store(false, Ordering::Release);
         None
@@ -134,13 +141,22 @@ impl Bias {
         }
     }
 
-    /// Gives the bias to the calling thread. The caller guarantees that no other thread uses
-    /// the state meanwhile (it holds the shared path's lock), and that the bias is unheld.
-    pub fn give_to_me(&self) {
+    /// Gives the bias to the calling thread.
+    ///
+    /// # Safety
+    /// No other thread may use the state the bias guards until the caller gives the bias up
+    /// (the caller holds the shared path's lock), and the bias must be unheld (revoked).
+    pub unsafe fn give_to_me(&self) {
         if barriers_available() {
             self.owner.store(thread_key(), Ordering::Release);
         }
     }
+}
+
+#[cold]
+#[inline(never)]
+fn reentered() -> ! {
+    panic!("a biased lock was entered again by the thread inside it (a reentrant call)")
 }
 
 /// Spins this many times before yielding the processor.

@@ -33,10 +33,12 @@ pub struct BiasedLock<T> {
 unsafe impl<T: Send> Sync for BiasedLock<T> {}
 unsafe impl<T: Send> Send for BiasedLock<T> {}
 
+/// Not `Send`: the owner's way in is a flag only the owner may clear.
 pub struct BiasedGuard<'a, T> {
     lock: &'a BiasedLock<T>,
     /// Some for the owner; None for the holder of the spin lock.
     inside: Option<Inside<'a>>,
+    _holder_thread: std::marker::PhantomData<*const ()>,
 }
 
 impl<T> BiasedLock<T> {
@@ -52,7 +54,7 @@ impl<T> BiasedLock<T> {
     #[inline]
     pub fn lock(&self) -> BiasedGuard<'_, T> {
         match self.bias.enter() {
-            Some(inside) => BiasedGuard { lock: self, inside: Some(inside) },
+            Some(inside) => BiasedGuard { lock: self, inside: Some(inside), _holder_thread: std::marker::PhantomData },
             None => self.lock_slow(),
         }
     }
@@ -79,10 +81,12 @@ impl<T> BiasedLock<T> {
             }
             if streak.length >= streak.needed {
                 streak.length = 0;
-                self.bias.give_to_me();
+                // SAFETY: this thread holds `locked`, which every other thread takes before
+                // touching the value, and the bias is unheld (not revoked: no owner).
+                unsafe { self.bias.give_to_me() };
             }
         }
-        BiasedGuard { lock: self, inside: None }
+        BiasedGuard { lock: self, inside: None, _holder_thread: std::marker::PhantomData }
     }
 
     /// Whether the lock is biased to the calling thread now (for tests).

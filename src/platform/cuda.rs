@@ -44,6 +44,7 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuGetErrorString",
     "cuCtxSynchronize",
     "cuStreamGetId",
+    "cuStreamGetCtx",
 ];
 
 /// Needed only by the cuda_async resource; their absence makes it `NotSupported`.
@@ -358,6 +359,26 @@ impl CudaDriver {
         check("cuStreamGetId", unsafe { sys::cuStreamGetId(stream.0 as sys::CUstream, &mut id) })?;
         // Driver ids start at small numbers; keep 0 for the legacy default stream.
         Ok(id + 1)
+    }
+
+    /// The device whose context `stream` belongs to (a created stream; the default streams
+    /// belong to the current context).
+    pub fn stream_device(&self, stream: Stream) -> Result<i32> {
+        let mut ctx: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local; the driver validates the stream handle.
+        check("cuStreamGetCtx", unsafe { sys::cuStreamGetCtx(stream.0 as sys::CUstream, &mut ctx) })?;
+        if ctx == self.current_context()? {
+            return self.device_of_context(ctx);
+        }
+        // SAFETY: `ctx` is the live context of a live stream; popped below.
+        check("cuCtxPushCurrent", unsafe { sys::cuCtxPushCurrent_v2(ctx) })?;
+        let mut device: sys::CUdevice = 0;
+        // SAFETY: out-pointer to a local; `ctx` is current.
+        let asked = check("cuCtxGetDevice", unsafe { sys::cuCtxGetDevice(&mut device) });
+        let mut popped: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: pops the context pushed above; out-pointer to a local.
+        let pop = check("cuCtxPopCurrent", unsafe { sys::cuCtxPopCurrent_v2(&mut popped) });
+        asked.and(pop).map(|_| device)
     }
 
     pub fn stream_create(&self, device: i32) -> Result<Stream> {

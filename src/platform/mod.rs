@@ -13,7 +13,7 @@ mod vector_clock;
 
 use crate::error::{Error, Result};
 use once_cell::sync::OnceCell;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 /// A raw `cudaStream_t` / `CUstream` value. 0 is the legacy default stream, 1 `cudaStreamLegacy`,
 /// 2 `cudaStreamPerThread`, as in CUDA.
@@ -165,6 +165,44 @@ impl Backend {
         }
         dispatch!(self.stream_identity(stream))
     }
+    /// The device `stream` belongs to (the default streams: the current device's).
+    pub fn stream_device(&self, stream: Stream) -> Result<i32> {
+        match stream {
+            Stream::DEFAULT | Stream::LEGACY | Stream::PER_THREAD => self.current_device(),
+            stream => dispatch!(self.stream_device(stream)),
+        }
+    }
+
+    /// The stream on which to free memory of `device` that the caller frees in the order of
+    /// `stream`: `stream` itself when it is a stream of `device`; otherwise `device`'s legacy
+    /// default stream, made to wait for the work already on `stream` (a free made with another
+    /// device current, whose default stream is that other device's).
+    #[inline(always)]
+    pub fn stream_on_device(&self, device: i32, stream: Stream) -> Result<Stream> {
+        match self {
+            Backend::Cuda(driver) if driver.device_count()? == 1 => Ok(stream),
+            Backend::Sim(simulated) if simulated.device_count()? == 1 => Ok(stream),
+            _ => self.stream_on_other_device(device, stream),
+        }
+    }
+
+    #[inline(never)]
+    fn stream_on_other_device(&self, device: i32, stream: Stream) -> Result<Stream> {
+        let current = self.current_device()?;
+        if current == device {
+            return Ok(stream);
+        }
+        let stream_device = self.stream_device(stream)?;
+        if stream_device == device {
+            return Ok(stream);
+        }
+        let event = self.event_create(stream_device)?;
+        let ordered = self.event_record(stream_device, event, stream).and_then(|()| self.stream_wait_event(device, Stream::DEFAULT, event));
+        // Destroying a recorded event is deferred by the driver until it completes.
+        let destroyed = self.event_destroy(event);
+        ordered.and(destroyed).map(|()| Stream::DEFAULT)
+    }
+
     pub fn stream_create(&self, device: i32) -> Result<Stream> {
         dispatch!(self.stream_create(device))
     }
@@ -218,10 +256,33 @@ pub fn note_released(device: i32, ptr: usize, bytes: usize, stream: Stream) {
     }
 }
 
-/// Runs `hook` when the process exits (`atexit`).
-pub(crate) fn at_exit(hook: extern "C" fn()) {
-    // SAFETY: `hook` is a plain function with no captured state, valid for the process.
-    if unsafe { libc::atexit(hook) } != 0 {
+static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// Whether the process has started to exit: the CUDA driver may already be torn down, so
+/// resources dropped from then on skip their driver calls.
+#[inline]
+pub fn process_exiting() -> bool {
+    EXITING.load(Ordering::Relaxed)
+}
+
+/// Runs `hook` when the process exits (`atexit`), after marking the process as exiting. A
+/// panic in `hook` is stopped here: it must not unwind into the C runtime's exit.
+pub(crate) fn at_exit(hook: fn()) {
+    static HOOK: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+    extern "C" fn run_hook() {
+        EXITING.store(true, Ordering::SeqCst);
+        if let Some(hook) = HOOK.get() {
+            if std::panic::catch_unwind(*hook).is_err() {
+                eprintln!("rmm: the exit hook panicked; exiting without it");
+            }
+        }
+    }
+    if HOOK.set(hook).is_err() {
+        log::warn!("the exit hook is registered once");
+        return;
+    }
+    // SAFETY: `run_hook` is a plain function with no captured state, valid for the process.
+    if unsafe { libc::atexit(run_hook) } != 0 {
         log::warn!("could not register the exit hook");
     }
 }

@@ -267,7 +267,7 @@ impl SimDevices {
             if !state.pools.contains_key(&pool.0) {
                 return Err(Error::invalid(format!("{:#x} is not a simulated memory pool", pool.0)));
             }
-            let id = state.resolve_stream(stream)?;
+            let id = state.resolve_stream_on(stream, device)?;
             state.enqueue(id);
         }
         self.allocate(device, MemoryKind::Device, bytes)
@@ -276,7 +276,7 @@ impl SimDevices {
     pub fn free_to_pool(&self, device: i32, _pool: MemPool, ptr: usize, stream: Stream) -> Result<()> {
         {
             let mut state = self.state.lock();
-            let id = state.resolve_stream(stream)?;
+            let id = state.resolve_stream_on(stream, device)?;
             state.enqueue(id);
         }
         self.free(device, MemoryKind::Device, ptr)
@@ -291,7 +291,7 @@ impl SimDevices {
     pub fn prefetch(&self, device: i32, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
         self.check_device(device)?;
         let mut state = self.state.lock();
-        state.resolve_stream(stream)?;
+        state.resolve_stream_on(stream, device)?;
         match state.containing(ptr) {
             Some((base, a)) if a.kind == MemoryKind::Managed && ptr + bytes <= base + a.size => {
                 state.prefetched_bytes += bytes;
@@ -314,9 +314,9 @@ impl SimDevices {
             .ok_or_else(|| Error::invalid(format!("{ptr:#x} is not inside a simulated allocation")))
     }
 
-    pub fn copy_async(&self, _device: i32, dst: usize, src: usize, bytes: usize, stream: Stream) -> Result<()> {
+    pub fn copy_async(&self, device: i32, dst: usize, src: usize, bytes: usize, stream: Stream) -> Result<()> {
         let mut state = self.state.lock();
-        let id = state.resolve_stream(stream)?;
+        let id = state.resolve_stream_on(stream, device)?;
         // A range inside a simulated allocation is device memory and must lie wholly inside it;
         // a range outside every simulated allocation is host memory, as with unified addressing
         // (the caller vouches for it, as the driver's callers do).
@@ -349,6 +349,12 @@ impl SimDevices {
 
     pub fn stream_identity(&self, stream: Stream) -> Result<u64> {
         Ok(self.state.lock().resolve_stream(stream)? as u64 + 1)
+    }
+
+    pub fn stream_device(&self, stream: Stream) -> Result<i32> {
+        let mut state = self.state.lock();
+        let id = state.resolve_stream(stream)?;
+        Ok(state.stream(id).device)
     }
 
     pub fn stream_destroy(&self, stream: Stream) -> Result<()> {
@@ -396,9 +402,9 @@ impl SimDevices {
         }
     }
 
-    pub fn event_record(&self, _device: i32, event: Event, stream: Stream) -> Result<()> {
+    pub fn event_record(&self, device: i32, event: Event, stream: Stream) -> Result<()> {
         let mut state = self.state.lock();
-        let id = state.resolve_stream(stream)?;
+        let id = state.resolve_stream_on(stream, device)?;
         if !state.events.contains_key(&event.0) {
             return Err(Error::invalid(format!("{:#x} is not a live simulated event", event.0)));
         }
@@ -419,9 +425,9 @@ impl SimDevices {
         Ok(())
     }
 
-    pub fn stream_wait_event(&self, _device: i32, stream: Stream, event: Event) -> Result<()> {
+    pub fn stream_wait_event(&self, device: i32, stream: Stream, event: Event) -> Result<()> {
         let mut state = self.state.lock();
-        let id = state.resolve_stream(stream)?;
+        let id = state.resolve_stream_on(stream, device)?;
         let clock = state
             .events
             .get(&event.0)
@@ -437,7 +443,7 @@ impl SimDevices {
             return;
         }
         let mut state = self.state.lock();
-        let Ok(id) = state.resolve_stream(stream) else {
+        let Ok(id) = state.resolve_stream_on(stream, device) else {
             log::warn!("simulator: release of {ptr:#x} on unknown stream {:#x}", stream.0);
             return;
         };
@@ -451,7 +457,7 @@ impl SimDevices {
             return;
         }
         let mut state = self.state.lock();
-        let Ok(id) = state.resolve_stream(stream) else {
+        let Ok(id) = state.resolve_stream_on(stream, device) else {
             log::warn!("simulator: acquisition of {ptr:#x} on unknown stream {:#x}", stream.0);
             return;
         };
@@ -521,16 +527,21 @@ impl SimState {
     /// Maps a stream handle to its id: 0 and 1 are the current device's legacy default stream,
     /// 2 this thread's per-thread default stream, anything else a created stream.
     fn resolve_stream(&mut self, stream: Stream) -> Result<usize> {
-        let device = CURRENT_DEVICE.with(Cell::get);
+        self.resolve_stream_on(stream, CURRENT_DEVICE.with(Cell::get))
+    }
+
+    /// As `resolve_stream` for an operation on `device`, whose context the default streams
+    /// then belong to (the CUDA backend makes that device's context current for it).
+    fn resolve_stream_on(&mut self, stream: Stream, device: i32) -> Result<usize> {
         match stream {
             Stream::DEFAULT | Stream::LEGACY => Ok(device as usize),
             Stream::PER_THREAD => {
                 let key = (self as *const SimState as usize, device);
-                if let Some(id) = PER_THREAD_STREAMS.with(|m| m.borrow().get(&key).copied()) {
+                if let Ok(Some(id)) = PER_THREAD_STREAMS.try_with(|m| m.borrow().get(&key).copied()) {
                     return Ok(id);
                 }
                 let id = self.add_stream(device, true);
-                PER_THREAD_STREAMS.with(|m| m.borrow_mut().insert(key, id));
+                let _ = PER_THREAD_STREAMS.try_with(|m| m.borrow_mut().insert(key, id));
                 Ok(id)
             }
             Stream(handle) => {

@@ -3,15 +3,15 @@
 //! RMM counts them; one atomic compare-exchange per allocation, so the count never goes past
 //! the limit, not even for a moment.
 
-use super::Outer;
+use super::Upstream;
 use crate::error::{Error, Result};
-use crate::mr::{MemoryResource, Via, ALIGNMENT};
+use crate::mr::{MemoryResource, ALIGNMENT};
 use crate::platform::Stream;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 pub struct LimitingAdaptor {
-    outer: Outer,
+    upstream: Upstream,
     limit: usize,
     allocated: AtomicUsize,
 }
@@ -25,7 +25,7 @@ impl LimitingAdaptor {
         if limit == 0 {
             return Err(Error::invalid("a limit of 0 bytes would refuse every allocation"));
         }
-        Ok(Outer::build(upstream, |outer| LimitingAdaptor { outer, limit, allocated: AtomicUsize::new(0) }))
+        Ok(Arc::new(LimitingAdaptor { upstream: Upstream::new(upstream), limit, allocated: AtomicUsize::new(0) }))
     }
 
     pub fn allocated_bytes(&self) -> usize {
@@ -38,7 +38,7 @@ impl LimitingAdaptor {
 }
 
 impl MemoryResource for LimitingAdaptor {
-    fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {
+    fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
         let size = counted(bytes);
         let within = |before: usize| before.checked_add(size).filter(|&after| after <= self.limit);
         if let Err(before) = self.allocated.fetch_update(Ordering::Relaxed, Ordering::Relaxed, within) {
@@ -47,13 +47,13 @@ impl MemoryResource for LimitingAdaptor {
                 format!("the limiting adaptor's limit of {} bytes would be exceeded ({before} bytes allocated)", self.limit),
             ));
         }
-        self.outer.upstream.allocate_via(bytes, stream, via).inspect_err(|_| {
+        self.upstream.allocate(bytes, stream).inspect_err(|_| {
             self.allocated.fetch_sub(size, Ordering::Relaxed);
         })
     }
 
-    fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: Via) -> Result<()> {
-        self.outer.upstream.deallocate_via(ptr, bytes, stream, via)?;
+    fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
+        self.upstream.deallocate(ptr, bytes, stream)?;
         self.allocated.fetch_sub(counted(bytes), Ordering::Relaxed);
         Ok(())
     }
@@ -62,16 +62,12 @@ impl MemoryResource for LimitingAdaptor {
         "limiting"
     }
 
-    fn has_live_allocations(&self) -> bool {
-        self.allocated_bytes() > 0
-    }
-
     fn snapshot(&self) -> serde_json::Value {
         serde_json::json!({
             "resource": self.name(), "device": self.device(), "limit": self.limit,
-            "allocated_bytes": self.allocated_bytes(), "upstream": self.outer.upstream.snapshot(),
+            "allocated_bytes": self.allocated_bytes(), "upstream": self.upstream.snapshot(),
         })
     }
 
-    crate::adaptor_forwarding_methods!(outer);
+    crate::adaptor_forwarding_methods!(upstream);
 }

@@ -13,9 +13,9 @@
 //! most; full buffers go to a writer thread, which formats the lines and writes them, so no
 //! allocating thread formats text or waits for the disk.
 
-use super::Outer;
+use super::Upstream;
 use crate::error::{Error, Result};
-use crate::mr::{MemoryResource, Via};
+use crate::mr::MemoryResource;
 use crate::platform::biased_lock::BiasedLock;
 use crate::platform::Stream;
 use parking_lot::Mutex;
@@ -49,7 +49,6 @@ struct Event {
 
 struct Buffered {
     events: Vec<Event>,
-    live: usize,
 }
 
 enum Job {
@@ -61,10 +60,9 @@ enum Job {
 /// Aligned to two cache lines: its buffer lock is written on every allocation and free.
 #[repr(align(128))]
 pub struct LoggingAdaptor {
-    outer: Outer,
+    upstream: Upstream,
     path: String,
-    /// Lines not yet handed to the writer, and the allocations live through this adaptor
-    /// (counted here, under the lock the line takes anyway, rather than by extra atomics).
+    /// Lines not yet handed to the writer.
     buffer: BiasedLock<Buffered>,
     /// Buffers the writer thread has written out, for reuse: fresh ones would cost page faults.
     spare: Arc<Mutex<Vec<Vec<Event>>>>,
@@ -97,10 +95,10 @@ impl LoggingAdaptor {
             .name("rmm-log-writer".into())
             .spawn(move || write_jobs(file, jobs, &returned, utc_offset))
             .map_err(|e| Error::Io(format!("cannot start the log writer thread: {e}")))?;
-        let adaptor = Outer::build(upstream, |outer| LoggingAdaptor {
-            outer,
+        let adaptor = Arc::new(LoggingAdaptor {
+            upstream: Upstream::new(upstream),
             path,
-            buffer: BiasedLock::new(Buffered { events: Vec::with_capacity(BUFFER_EVENTS), live: 0 }),
+            buffer: BiasedLock::new(Buffered { events: Vec::with_capacity(BUFFER_EVENTS) }),
             spare,
             writer: Mutex::new(Some((sender, writer))),
         });
@@ -131,9 +129,9 @@ impl LoggingAdaptor {
             .map_err(|e| Error::Io(format!("writing log file {}: {e}", self.path)))
     }
 
-    /// Records one event; `live` is what it changes in the live allocation count.
+    /// Records one event.
     #[inline]
-    fn log(&self, action: Action, ptr: usize, size: usize, stream: Stream, live: isize) {
+    fn log(&self, action: Action, ptr: usize, size: usize, stream: Stream) {
         let event = Event {
             time: crate::platform::clock::wall_clock_ns(),
             thread: crate::platform::os_thread_id(),
@@ -143,7 +141,6 @@ impl LoggingAdaptor {
             stream: stream.0,
         };
         let mut buffer = self.buffer.lock();
-        buffer.live = buffer.live.wrapping_add_signed(live);
         buffer.events.push(event);
         if buffer.events.len() >= BUFFER_EVENTS {
             self.hand_over(&mut buffer.events);
@@ -171,7 +168,7 @@ impl LoggingAdaptor {
 }
 
 /// Flushes every live logging adaptor (at process exit).
-pub fn flush_all() {
+pub fn flush_all_logs() {
     let live: Vec<_> = LIVE.lock().iter().filter_map(Weak::upgrade).collect();
     for adaptor in live {
         let _ = adaptor.flush();
@@ -273,22 +270,22 @@ impl Drop for LoggingAdaptor {
 }
 
 impl MemoryResource for LoggingAdaptor {
-    fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {
-        match self.outer.upstream.allocate_via(bytes, stream, via) {
+    fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
+        match self.upstream.allocate(bytes, stream) {
             Ok(ptr) => {
-                self.log(Action::Allocate, ptr, bytes, stream, 1);
+                self.log(Action::Allocate, ptr, bytes, stream);
                 Ok(ptr)
             }
             Err(e) => {
-                self.log(Action::AllocateFailure, 0, bytes, stream, 0);
+                self.log(Action::AllocateFailure, 0, bytes, stream);
                 Err(e)
             }
         }
     }
 
-    fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: Via) -> Result<()> {
-        self.outer.upstream.deallocate_via(ptr, bytes, stream, via)?;
-        self.log(Action::Free, ptr, bytes, stream, -1);
+    fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
+        self.upstream.deallocate(ptr, bytes, stream)?;
+        self.log(Action::Free, ptr, bytes, stream);
         Ok(())
     }
 
@@ -296,15 +293,11 @@ impl MemoryResource for LoggingAdaptor {
         "logging"
     }
 
-    fn has_live_allocations(&self) -> bool {
-        self.buffer.lock().live > 0
-    }
-
     fn snapshot(&self) -> serde_json::Value {
-        serde_json::json!({ "resource": self.name(), "device": self.device(), "path": self.path, "upstream": self.outer.upstream.snapshot() })
+        serde_json::json!({ "resource": self.name(), "device": self.device(), "path": self.path, "upstream": self.upstream.snapshot() })
     }
 
-    crate::adaptor_forwarding_methods!(outer);
+    crate::adaptor_forwarding_methods!(upstream);
 }
 
 /// The longest line: thread id (20 digits), time, the longest action, pointer, size and

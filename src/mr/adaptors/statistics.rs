@@ -16,9 +16,9 @@
 //! pushed plus the highest current value seen since. The innermost scope's figures are the
 //! differences; popping merges a scope's peak into its parent's, as RMM does.
 
-use super::Outer;
+use super::Upstream;
 use crate::error::{Error, Result};
-use crate::mr::{MemoryResource, Via};
+use crate::mr::MemoryResource;
 use crate::platform::bias::Bias;
 use crate::platform::Stream;
 use parking_lot::Mutex;
@@ -103,7 +103,7 @@ fn add(cell: &AtomicI64, value: i64) -> i64 {
 /// between calls cost the adaptor as few misses as possible.
 #[repr(C, align(128))]
 pub struct StatisticsAdaptor {
-    outer: Outer,
+    upstream: Upstream,
     bias: Bias,
     owned: Owned,
     /// The highest current bytes and count since the innermost scope began.
@@ -122,8 +122,8 @@ const _: () = assert!(std::mem::offset_of!(StatisticsAdaptor, high_count) + 8 <=
 
 impl StatisticsAdaptor {
     pub fn new(upstream: Arc<dyn MemoryResource>) -> Arc<Self> {
-        Outer::build(upstream, |outer| StatisticsAdaptor {
-            outer,
+        Arc::new(StatisticsAdaptor {
+            upstream: Upstream::new(upstream),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             bias: Bias::new(),
             owned: Owned::default(),
@@ -143,11 +143,11 @@ impl StatisticsAdaptor {
     }
 
     fn note_freed(&self, bytes: usize) {
-        CELLS.with(|cells| {
-            let mut cells = cells.borrow_mut();
+        let counted = CELLS.try_with(|cells| {
+            let Ok(mut cells) = cells.try_borrow_mut() else { return false };
             if let Some((_, cell)) = cells.iter().find(|(id, _)| *id == self.id) {
                 cell.add(bytes);
-                return;
+                return true;
             }
             let cell = Arc::new(FreedCell::default());
             cell.add(bytes);
@@ -156,7 +156,15 @@ impl StatisticsAdaptor {
                 cells.remove(0);
             }
             cells.push((self.id, cell));
+            true
         });
+        if counted != Ok(true) {
+            // A thread whose thread-locals are gone (a free from a thread-local destructor):
+            // a cell of its own for this one free.
+            let cell = Arc::new(FreedCell::default());
+            cell.add(bytes);
+            self.freed.lock().push(cell);
+        }
     }
 
     /// Lifetime (current, total) as ((bytes, count), (bytes, count)).
@@ -243,8 +251,8 @@ impl StatisticsAdaptor {
 }
 
 impl MemoryResource for StatisticsAdaptor {
-    fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {
-        let ptr = self.outer.upstream.allocate_via(bytes, stream, via)?;
+    fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
+        let ptr = self.upstream.allocate(bytes, stream)?;
         if let Some(_inside) = self.bias.enter() {
             let owned = &self.owned;
             let now_bytes = add(&owned.current_bytes, bytes as i64);
@@ -270,8 +278,8 @@ impl MemoryResource for StatisticsAdaptor {
         Ok(ptr)
     }
 
-    fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: Via) -> Result<()> {
-        self.outer.upstream.deallocate_via(ptr, bytes, stream, via)?;
+    fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
+        self.upstream.deallocate(ptr, bytes, stream)?;
         if let Some(_inside) = self.bias.enter() {
             add(&self.owned.current_bytes, -(bytes as i64));
             add(&self.owned.current_count, -1);
@@ -287,10 +295,6 @@ impl MemoryResource for StatisticsAdaptor {
         "statistics"
     }
 
-    fn has_live_allocations(&self) -> bool {
-        self.lifetime().0 .1 > 0
-    }
-
     fn snapshot(&self) -> serde_json::Value {
         let c = self.counts();
         serde_json::json!({
@@ -298,9 +302,9 @@ impl MemoryResource for StatisticsAdaptor {
             "device": self.device(),
             "current_bytes": c.current_bytes, "peak_bytes": c.peak_bytes, "total_bytes": c.total_bytes,
             "current_count": c.current_count, "peak_count": c.peak_count, "total_count": c.total_count,
-            "upstream": self.outer.upstream.snapshot(),
+            "upstream": self.upstream.snapshot(),
         })
     }
 
-    crate::adaptor_forwarding_methods!(outer);
+    crate::adaptor_forwarding_methods!(upstream);
 }

@@ -3,10 +3,10 @@
 //! backtrace. Leaks are reported to the log at `rmmFinalize`, at process exit and when the
 //! adaptor is destroyed, and on request.
 
-use super::Outer;
-use crate::address_map::{address_hash, AddressMap};
+use super::Upstream;
+use crate::address_map::{shard_of, AddressMap};
 use crate::error::Result;
-use crate::mr::{MemoryResource, Via};
+use crate::mr::MemoryResource;
 use crate::platform::Stream;
 use parking_lot::Mutex;
 use std::collections::HashSet;
@@ -29,7 +29,7 @@ pub struct OutstandingAllocation {
 }
 
 pub struct TrackingAdaptor {
-    outer: Outer,
+    upstream: Upstream,
     capture_stacks: bool,
     live: Box<[Mutex<AddressMap<OutstandingAllocation>>]>,
 }
@@ -57,17 +57,19 @@ fn call_site() -> (Option<Arc<str>>, u32) {
         static LAST: std::cell::RefCell<Option<Arc<str>>> = const { std::cell::RefCell::new(None) };
     }
     let site = crate::ffi::call_site::with_current(|file, line| {
-        let file = LAST.with(|last| {
-            let mut last = last.borrow_mut();
+        let cached = LAST.try_with(|last| {
+            let mut last = last.try_borrow_mut().ok()?;
             match last.as_ref() {
-                Some(name) if name.as_bytes() == file.to_bytes() => name.clone(),
+                Some(name) if name.as_bytes() == file.to_bytes() => Some(name.clone()),
                 _ => {
                     let name = intern(&file.to_string_lossy());
                     *last = Some(name.clone());
-                    name
+                    Some(name)
                 }
             }
         });
+        // A call from a thread-local destructor: no cache left on this thread.
+        let file = cached.ok().flatten().unwrap_or_else(|| intern(&file.to_string_lossy()));
         (Some(file), line)
     });
     site.unwrap_or((None, 0))
@@ -84,15 +86,15 @@ impl TrackingAdaptor {
 
     /// An adaptor whose leaks its owner reports (at `rmmFinalize` and exit it stays quiet).
     pub fn new_unreported(upstream: Arc<dyn MemoryResource>, capture_stacks: bool) -> Arc<Self> {
-        Outer::build(upstream, |outer| TrackingAdaptor {
-            outer,
+        Arc::new(TrackingAdaptor {
+            upstream: Upstream::new(upstream),
             capture_stacks,
             live: (0..SHARDS).map(|_| Mutex::new(AddressMap::default())).collect(),
         })
     }
 
     fn shard(&self, ptr: usize) -> &Mutex<AddressMap<OutstandingAllocation>> {
-        &self.live[(address_hash(ptr) >> 60) as usize % SHARDS]
+        &self.live[shard_of(ptr, SHARDS)]
     }
 
     /// Every outstanding allocation, by address.
@@ -142,7 +144,7 @@ impl TrackingAdaptor {
 }
 
 /// Reports the leaks of every live tracking adaptor to the log.
-pub fn report_all(when: &str) {
+pub fn report_all_leaks(when: &str) {
     let trackers: Vec<_> = TRACKERS.lock().iter().filter_map(Weak::upgrade).collect();
     for tracker in trackers {
         tracker.warn_leaks(when);
@@ -156,8 +158,8 @@ impl Drop for TrackingAdaptor {
 }
 
 impl MemoryResource for TrackingAdaptor {
-    fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {
-        let ptr = self.outer.upstream.allocate_via(bytes, stream, via)?;
+    fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
+        let ptr = self.upstream.allocate(bytes, stream)?;
         let (file, line) = call_site();
         let backtrace = self.capture_stacks.then(|| std::backtrace::Backtrace::force_capture().to_string());
         let record =
@@ -166,18 +168,14 @@ impl MemoryResource for TrackingAdaptor {
         Ok(ptr)
     }
 
-    fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: Via) -> Result<()> {
-        self.outer.upstream.deallocate_via(ptr, bytes, stream, via)?;
+    fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
+        self.upstream.deallocate(ptr, bytes, stream)?;
         self.shard(ptr).lock().remove(&ptr);
         Ok(())
     }
 
     fn name(&self) -> &'static str {
         "tracking"
-    }
-
-    fn has_live_allocations(&self) -> bool {
-        self.live.iter().any(|shard| !shard.lock().is_empty())
     }
 
     fn snapshot(&self) -> serde_json::Value {
@@ -194,9 +192,9 @@ impl MemoryResource for TrackingAdaptor {
             .collect();
         serde_json::json!({
             "resource": self.name(), "device": self.device(), "outstanding": outstanding,
-            "upstream": self.outer.upstream.snapshot(),
+            "upstream": self.upstream.snapshot(),
         })
     }
 
-    crate::adaptor_forwarding_methods!(outer);
+    crate::adaptor_forwarding_methods!(upstream);
 }

@@ -8,7 +8,7 @@
 use crate::error::Result;
 use crate::mr::suballoc::stream_ordered::Core;
 use crate::mr::suballoc::tlsf::Tlsf;
-use crate::mr::{MemoryResource, PoolResource, Via};
+use crate::mr::{MemoryResource, PoolResource};
 use crate::platform::shared::Shared;
 use crate::platform::Stream;
 use std::sync::Arc;
@@ -32,26 +32,18 @@ impl Upstream {
     }
 
     #[inline(always)]
-    pub fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {
+    pub fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
         match self {
-            Upstream::Pool { core, .. } => core.allocate_via(bytes, stream, via),
-            Upstream::Other(other) => other.allocate_via(bytes, stream, via),
+            Upstream::Pool { core, .. } => core.allocate(bytes, stream),
+            Upstream::Other(other) => other.allocate(bytes, stream),
         }
     }
 
     #[inline(always)]
-    pub fn deallocate_via(&self, ptr: usize, bytes: usize, stream: Stream, via: Via) -> Result<()> {
+    pub fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
         match self {
-            Upstream::Pool { core, .. } => core.deallocate_via(ptr, Some(bytes), stream, Some(via)),
-            Upstream::Other(other) => other.deallocate_via(ptr, bytes, stream, via),
-        }
-    }
-
-    #[inline(always)]
-    pub fn tracks_allocations(&self) -> bool {
-        match self {
-            Upstream::Pool { pool, .. } => pool.tracks_allocations(),
-            Upstream::Other(other) => other.tracks_allocations(),
+            Upstream::Pool { core, .. } => core.deallocate(ptr, Some(bytes), stream),
+            Upstream::Other(other) => other.deallocate(ptr, bytes, stream),
         }
     }
 }

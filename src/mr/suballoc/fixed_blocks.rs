@@ -1,13 +1,12 @@
 //! Free-block index for blocks of one size: chunks are cut into equal blocks kept on a LIFO
 //! free list (the most recently freed block is the warmest). O(1) allocate and free.
 //!
-//! Each chunk keeps the lease of every block (a requested size of 0 marks a free block), so a
+//! Each chunk keeps the bytes each block was handed out for (0 marks a free block), so a
 //! free finds its block by arithmetic: the chunk holding the address (the last one used, or
 //! a binary search over the chunks by base), then the offset divided by the block size. No
 //! hash map is touched on either path.
 
 use super::tlsf::{BlockView, Chunk, Freed, Refused};
-use crate::mr::via::{Lease, Via};
 
 /// A free block: its address, its chunk's slot and its index in the chunk.
 #[derive(Debug, Clone, Copy)]
@@ -22,8 +21,8 @@ struct ChunkBlocks {
     base: usize,
     size: usize,
     blocks_in_use: usize,
-    /// By block index; `requested == 0` for free blocks.
-    leases: Vec<Lease>,
+    /// The bytes each block was handed out for, by block index; 0 for free blocks.
+    requested: Vec<usize>,
 }
 
 pub struct FixedBlocks {
@@ -42,8 +41,6 @@ pub struct FixedBlocks {
     chunk_bytes: usize,
 }
 
-const FREE: Lease = Lease { via: 0, requested: 0 };
-
 impl FixedBlocks {
     pub fn new(block_size: usize) -> Self {
         FixedBlocks {
@@ -61,7 +58,7 @@ impl FixedBlocks {
     pub fn add_chunk(&mut self, base: usize, size: usize) {
         let blocks = size / self.block_size;
         debug_assert!(blocks > 0 && blocks <= u32::MAX as usize);
-        let chunk = ChunkBlocks { base, size, blocks_in_use: 0, leases: vec![FREE; blocks] };
+        let chunk = ChunkBlocks { base, size, blocks_in_use: 0, requested: vec![0; blocks] };
         let slot = match self.chunks.iter().position(Option::is_none) {
             Some(slot) => {
                 self.chunks[slot] = Some(chunk);
@@ -78,19 +75,15 @@ impl FixedBlocks {
         self.free.extend((0..blocks).rev().map(|i| FreeBlock { addr: base + i * self.block_size, slot, index: i as u32 }));
     }
 
-    pub fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)> {
-        self.allocate_leased(Lease::direct(bytes))
-    }
-
     #[inline(always)]
-    pub fn allocate_leased(&mut self, lease: Lease) -> Option<(usize, usize)> {
-        if lease.requested > self.block_size || lease.requested == 0 {
+    pub fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)> {
+        if bytes > self.block_size || bytes == 0 {
             return None;
         }
         let FreeBlock { addr, slot, index } = self.free.pop()?;
         let chunk = self.chunks[slot as usize].as_mut().expect("free blocks lie in live chunks");
         chunk.blocks_in_use += 1;
-        chunk.leases[index as usize] = lease;
+        chunk.requested[index as usize] = bytes;
         self.used += 1;
         Some((addr, self.block_size))
     }
@@ -129,21 +122,18 @@ impl FixedBlocks {
             Some(shift) => offset >> shift,
             None => offset / self.block_size,
         };
-        (index * self.block_size == offset && index < chunk.leases.len()).then_some(index)
-    }
-
-    fn lease_at(&self, slot: u32, index: usize) -> Option<Lease> {
-        let lease = self.chunks[slot as usize].as_ref()?.leases[index];
-        (lease.requested != 0).then_some(lease)
+        (index * self.block_size == offset && index < chunk.requested.len()).then_some(index)
     }
 
     pub fn block_size(&self, addr: usize) -> Option<usize> {
-        self.lease(addr).map(|(size, _)| size)
+        self.used_block(addr).map(|(size, _)| size)
     }
 
-    pub fn lease(&self, addr: usize) -> Option<(usize, Lease)> {
+    /// The size of the used block at `addr` and the bytes it was handed out for.
+    pub fn used_block(&self, addr: usize) -> Option<(usize, usize)> {
         let slot = self.chunk_containing(addr)?;
-        self.lease_at(slot, self.block_index(slot, addr)?).map(|lease| (self.block_size, lease))
+        let requested = self.chunks[slot as usize].as_ref()?.requested[self.block_index(slot, addr)?];
+        (requested != 0).then_some((self.block_size, requested))
     }
 
     /// Every block of the chunk based at `base`, in address order.
@@ -151,11 +141,11 @@ impl FixedBlocks {
         let Some(chunk) = self.chunks.iter().flatten().find(|chunk| chunk.base == base) else {
             return Vec::new();
         };
-        (chunk.leases.iter().enumerate())
-            .map(|(i, lease)| BlockView {
+        (chunk.requested.iter().enumerate())
+            .map(|(i, &requested)| BlockView {
                 addr: base + i * self.block_size,
                 size: self.block_size,
-                requested: (lease.requested != 0).then_some(lease.requested),
+                requested: (requested != 0).then_some(requested),
             })
             .collect()
     }
@@ -165,25 +155,22 @@ impl FixedBlocks {
     }
 
     pub fn free(&mut self, addr: usize) -> Option<usize> {
-        self.free_checked(addr, None, None).ok().map(|freed| freed.size)
+        self.free_checked(addr, None).ok().map(|freed| freed.size)
     }
 
     /// As `Tlsf::free_checked`.
     #[inline(always)]
-    pub fn free_checked(&mut self, addr: usize, bytes: Option<usize>, via: Option<Via>) -> Result<Freed, Refused> {
+    pub fn free_checked(&mut self, addr: usize, bytes: Option<usize>) -> Result<Freed, Refused> {
         let Some((slot, index)) = self.locate(addr) else { return Err(Refused::NotLive) };
         let chunk = self.chunks[slot as usize].as_mut().expect("located in a live chunk");
-        let lease = chunk.leases[index];
-        if lease.requested == 0 {
+        let requested = chunk.requested[index];
+        if requested == 0 {
             return Err(Refused::NotLive);
         }
-        if bytes.is_some_and(|bytes| bytes > self.block_size) {
-            return Err(Refused::WrongSize(self.block_size));
+        if bytes.is_some_and(|bytes| bytes != requested) {
+            return Err(Refused::WrongSize(requested));
         }
-        if via.is_some_and(|via| via != lease.via) {
-            return Err(Refused::OtherVia(lease.via));
-        }
-        chunk.leases[index] = FREE;
+        chunk.requested[index] = 0;
         chunk.blocks_in_use -= 1;
         let chunk_now_free = chunk.blocks_in_use == 0;
         self.used -= 1;
@@ -241,8 +228,8 @@ impl FixedBlocks {
 
     pub fn check_invariants(&self) -> Result<(), String> {
         let live = || self.chunks.iter().flatten();
-        let capacity: usize = live().map(|chunk| chunk.leases.len()).sum();
-        let leased: usize = live().map(|chunk| chunk.leases.iter().filter(|lease| lease.requested != 0).count()).sum();
+        let capacity: usize = live().map(|chunk| chunk.requested.len()).sum();
+        let leased: usize = live().map(|chunk| chunk.requested.iter().filter(|&&bytes| bytes != 0).count()).sum();
         let in_use: usize = live().map(|chunk| chunk.blocks_in_use).sum();
         if leased != in_use || in_use != self.used || self.free.len() + in_use != capacity {
             return Err(format!("{} free + {in_use} used ({leased} leased, {} counted) blocks != {capacity}", self.free.len(), self.used));
@@ -250,7 +237,7 @@ impl FixedBlocks {
         if live().map(|chunk| chunk.size).sum::<usize>() != self.chunk_bytes {
             return Err(format!("chunks hold other than the {} bytes counted", self.chunk_bytes));
         }
-        if let Some(slot) = live().position(|chunk| chunk.blocks_in_use != chunk.leases.iter().filter(|l| l.requested != 0).count()) {
+        if let Some(slot) = live().position(|chunk| chunk.blocks_in_use != chunk.requested.iter().filter(|&&bytes| bytes != 0).count()) {
             return Err(format!("the {slot}th live chunk miscounts its used blocks"));
         }
         let bases: Vec<usize> = self.by_base.iter().map(|&(base, _)| base).collect();
@@ -269,8 +256,8 @@ impl FixedBlocks {
                 .ok_or(format!("free block {:#x} names no live chunk", block.addr))?;
             let index = block.index as usize;
             if block.addr != chunk.base + index * self.block_size
-                || index >= chunk.leases.len()
-                || chunk.leases[index].requested != 0
+                || index >= chunk.requested.len()
+                || chunk.requested[index] != 0
                 || !seen.insert(block.addr)
             {
                 return Err(format!("free block {:#x} misplaced, used or listed twice", block.addr));

@@ -2,6 +2,5 @@
 //! that tests call.
 
 pub mod fixed_blocks;
-pub mod ranges;
 pub mod stream_ordered;
 pub mod tlsf;

@@ -17,27 +17,25 @@
 //! by identity, not handle value (RMM #2251).
 
 use super::fixed_blocks::FixedBlocks;
-use super::ranges::{self, ChunkHolder};
 use super::tlsf::{BlockView, Chunk, Freed, Refused, Tlsf, GRANULE};
 use crate::error::{Error, Result};
-use crate::mr::via::{self, Lease, Via, DIRECT};
 use crate::mr::MemoryResource;
 use crate::platform::biased_lock::BiasedLock;
 use crate::platform::{backend, note_acquired, note_released, Event, Stream};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 /// What the stream-ordered core needs of a free-block index.
 pub trait BlockIndex: Send + 'static {
-    /// (address, size actually reserved) of a block of at least `lease.requested` bytes.
-    fn allocate(&mut self, lease: Lease) -> Option<(usize, usize)>;
-    /// The size and lease of the used block at `addr`, if it is one.
-    fn lease(&self, addr: usize) -> Option<(usize, Lease)>;
+    /// (address, size actually reserved) of a block of at least `bytes` bytes.
+    fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)>;
+    /// The size of the used block at `addr` and the bytes it was handed out for, if it is one.
+    fn used_block(&self, addr: usize) -> Option<(usize, usize)>;
     /// Frees the used block at `addr`, refusing it when it was handed out for another size
-    /// than `bytes` or through another resource than `via`.
-    fn free_checked(&mut self, addr: usize, bytes: Option<usize>, via: Option<Via>) -> std::result::Result<Freed, Refused>;
+    /// than `bytes`.
+    fn free_checked(&mut self, addr: usize, bytes: Option<usize>) -> std::result::Result<Freed, Refused>;
     /// The blocks of the chunk at `base`, for snapshots.
     fn chunk_blocks(&self, base: usize) -> Vec<BlockView>;
     fn used_blocks(&self) -> usize;
@@ -67,18 +65,18 @@ macro_rules! forward_block_index {
         impl BlockIndex for $ty {
             $($extra)*
             #[inline(always)]
-            fn allocate(&mut self, lease: Lease) -> Option<(usize, usize)> {
-                <$ty>::allocate_leased(self, lease)
+            fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)> {
+                <$ty>::allocate(self, bytes)
             }
-            fn lease(&self, addr: usize) -> Option<(usize, Lease)> {
-                <$ty>::lease(self, addr)
+            fn used_block(&self, addr: usize) -> Option<(usize, usize)> {
+                <$ty>::used_block(self, addr)
             }
             fn chunk_blocks(&self, base: usize) -> Vec<BlockView> {
                 <$ty>::chunk_blocks(self, base)
             }
             #[inline(always)]
-            fn free_checked(&mut self, addr: usize, bytes: Option<usize>, via: Option<Via>) -> std::result::Result<Freed, Refused> {
-                <$ty>::free_checked(self, addr, bytes, via)
+            fn free_checked(&mut self, addr: usize, bytes: Option<usize>) -> std::result::Result<Freed, Refused> {
+                <$ty>::free_checked(self, addr, bytes)
             }
             fn used_blocks(&self) -> usize {
                 <$ty>::used_blocks(self)
@@ -120,11 +118,6 @@ thread_local! {
     /// The stream states this thread used last, by (core id, key): spares a lookup under the
     /// shared map's lock, which every thread's allocations would otherwise contend on.
     static STATE_CACHE: std::cell::RefCell<Vec<CachedState>> = const { std::cell::RefCell::new(Vec::new()) };
-    /// A key no stream identity uses (top bit set), unique to the thread.
-    static THREAD_KEY: u64 = {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        (1 << 63) | NEXT.fetch_add(1, Ordering::Relaxed)
-    };
 }
 
 /// The most a geometric pool grows by beyond the request: measured on the churn workload,
@@ -192,16 +185,12 @@ impl<I> StreamState<I> {
 /// Chunk base -> (size, the stream whose index holds it).
 type ChunkOwners<I> = BTreeMap<usize, (usize, Arc<StreamState<I>>)>;
 
-/// A stream-ordered suballocator over an upstream resource. `StreamOrdered` owns it; the chunk
-/// range index refers to it weakly, and holds it as an orphan when `StreamOrdered` is dropped
-/// with blocks still live.
+/// A stream-ordered suballocator over an upstream resource. `StreamOrdered` owns it; a
+/// resource that calls it directly (an adaptor over a pool, binning over its bins) holds it
+/// too.
 pub struct Core<I: BlockIndex> {
     name: &'static str,
-    /// Nesting of this suballocator's chunks inside other suballocators' blocks.
-    depth: usize,
     id: u64,
-    this: Weak<Core<I>>,
-    orphaned: AtomicBool,
     upstream: Arc<dyn MemoryResource>,
     device: i32,
     growth: Growth,
@@ -247,14 +236,6 @@ macro_rules! stream_ordered_resource_methods {
 
         fn pool_free(&self) -> Option<usize> {
             Some(self.$core.usage().free)
-        }
-
-        fn tracks_allocations(&self) -> bool {
-            true
-        }
-
-        fn suballocation_depth(&self) -> usize {
-            self.$core.depth()
         }
     };
 }
@@ -306,50 +287,6 @@ impl<I: BlockIndex> std::ops::Deref for StreamOrdered<I> {
     }
 }
 
-impl<I: BlockIndex> Drop for StreamOrdered<I> {
-    fn drop(&mut self) {
-        if self.core.used_blocks() > 0 && !crate::lifecycle::process_exiting() {
-            log::info!("{} resource dropped with live blocks: kept until they are freed", self.core.name);
-            self.core.orphaned.store(true, Ordering::Release);
-            ranges::adopt(self.core.clone());
-        }
-    }
-}
-
-impl<I: BlockIndex> ChunkHolder for Core<I> {
-    fn free_block(&self, ptr: usize, stream: Stream) -> Result<()> {
-        match self.try_deallocate(ptr, None, stream, Some(DIRECT))? {
-            Ok(()) => {}
-            // Through the adaptor it was allocated through, which then sees the free; straight
-            // here when that adaptor is gone.
-            Err(Refused::OtherVia(outer)) => {
-                let requested = self.lease(ptr).map_or(0, |(_, lease)| lease.requested);
-                match via::resolve(outer) {
-                    Some(resource) => {
-                        resource.deallocate(ptr, requested, stream)?;
-                        // The adaptor's last block, and nothing else refers to it any more.
-                        if Arc::strong_count(&resource) == 2 && !resource.has_live_allocations() {
-                            drop(resource);
-                            via::collect();
-                        }
-                    }
-                    None => self.deallocate_via(ptr, None, stream, Some(outer))?,
-                }
-            }
-            // Not freed: the same call again, for its error message.
-            Err(_) => self.deallocate_via(ptr, None, stream, Some(DIRECT))?,
-        }
-        if self.orphaned.load(Ordering::Acquire) && self.used_blocks() == 0 {
-            ranges::disown(self);
-        }
-        Ok(())
-    }
-
-    fn lease(&self, ptr: usize) -> Option<Lease> {
-        Core::lease(self, ptr).map(|(_, lease)| lease)
-    }
-}
-
 /// Figures for introspection and tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
@@ -370,12 +307,9 @@ impl<I: BlockIndex> Core<I> {
         new_index: impl Fn() -> I + Send + Sync + 'static,
     ) -> Arc<Self> {
         let maximum = if maximum == 0 { usize::MAX } else { maximum };
-        Arc::new_cyclic(|this| Core {
+        Arc::new(Core {
             name,
-            depth: upstream.suballocation_depth() + 1,
             id: NEXT_CORE_ID.fetch_add(1, Ordering::Relaxed),
-            this: this.clone(),
-            orphaned: AtomicBool::new(false),
             device: upstream.device(),
             upstream,
             growth,
@@ -391,10 +325,6 @@ impl<I: BlockIndex> Core<I> {
             omit_ordering: AtomicBool::new(false),
             per_thread_default_stream: AtomicBool::new(false),
         })
-    }
-
-    pub fn depth(&self) -> usize {
-        self.depth
     }
 
     /// Blocks handed out and not yet freed.
@@ -457,24 +387,28 @@ impl<I: BlockIndex> Core<I> {
     /// identity, or by thread for per-thread arenas on the legacy default stream.
     fn shared_state(&self, identity: u64, stream: Stream) -> Result<Arc<StreamState<I>>> {
         let key = match identity {
-            0 if self.per_thread_default_stream.load(Ordering::Relaxed) => THREAD_KEY.with(|key| *key),
+            // A key no stream identity uses (top bit set), unique to the thread.
+            0 if self.per_thread_default_stream.load(Ordering::Relaxed) => (1 << 63) | crate::platform::bias::thread_key(),
             identity => identity,
         };
-        let cached = STATE_CACHE.with(|cache| {
-            let cache = cache.borrow();
+        // `try_with` and `try_borrow`: a call from a thread-local destructor, or from inside
+        // another call on this thread, goes without the cache.
+        let cached = STATE_CACHE.try_with(|cache| {
+            let cache = cache.try_borrow().ok()?;
             let (_, _, state) = cache.iter().find(|(core, k, _)| *core == self.id && *k == key)?;
             state.clone().downcast::<StreamState<I>>().ok()
         });
-        if let Some(state) = cached {
+        if let Ok(Some(state)) = cached {
             return Ok(state);
         }
         let state = self.state_from_map(identity, stream, key)?;
-        STATE_CACHE.with(|cache| {
-            let mut cache = cache.borrow_mut();
-            if cache.len() == STATE_CACHE_SIZE {
-                cache.remove(0);
+        let _ = STATE_CACHE.try_with(|cache| {
+            if let Ok(mut cache) = cache.try_borrow_mut() {
+                if cache.len() == STATE_CACHE_SIZE {
+                    cache.remove(0);
+                }
+                cache.push((self.id, key, state.clone()));
             }
-            cache.push((self.id, key, state.clone()));
         });
         Ok(state)
     }
@@ -500,42 +434,37 @@ impl<I: BlockIndex> Core<I> {
         Ok(state)
     }
 
-    pub fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
-        self.allocate_via(bytes, stream, DIRECT)
-    }
-
-    /// `allocate`, on behalf of the outer resource `via`.
+    /// `bytes` (not 0) usable in the order of `stream`.
     #[inline(always)]
-    pub fn allocate_via(&self, bytes: usize, stream: Stream, via: Via) -> Result<usize> {
+    pub fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
         crate::mr::require_nonzero(bytes, self.name)?;
-        let lease = Lease { via, requested: bytes };
         let state = self.state_for(stream)?;
         {
             // The fast path: a block of the stream's own, with no other stream's free to wait for.
             let mut shelf = state.shelf.lock();
             if shelf.pending.is_empty() {
-                if let Some((addr, size)) = shelf.index.allocate(lease) {
+                if let Some((addr, size)) = shelf.index.allocate(bytes) {
                     note_acquired(self.device, addr, size, stream);
                     return Ok(addr);
                 }
             }
         }
-        self.allocate_otherwise(&state, lease, stream)
+        self.allocate_otherwise(&state, bytes, stream)
     }
 
     #[inline(never)]
-    fn allocate_otherwise(&self, state: &Arc<StreamState<I>>, lease: Lease, stream: Stream) -> Result<usize> {
-        if let Some(addr) = self.allocate_from_own(state, lease, stream)? {
+    fn allocate_otherwise(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<usize> {
+        if let Some(addr) = self.allocate_from_own(state, bytes, stream)? {
             return Ok(addr);
         }
-        self.allocate_slow(state, lease, stream)
+        self.allocate_slow(state, bytes, stream)
     }
 
-    /// The size and lease of a live block.
-    fn lease(&self, ptr: usize) -> Option<(usize, Lease)> {
+    /// The size of a live block and the bytes it was handed out for.
+    pub fn used_block(&self, ptr: usize) -> Option<(usize, usize)> {
         let owner = self.owner_of(ptr)?;
         let shelf = owner.shelf.lock();
-        shelf.index.lease(ptr)
+        shelf.index.used_block(ptr)
     }
 
     /// Makes `stream`, the owner of `shelf`, wait for frees other streams made into it, and
@@ -555,19 +484,12 @@ impl<I: BlockIndex> Core<I> {
 
     /// Frees `ptr` in the order of `stream`. With `bytes`, a block of another size is refused
     /// (and stays allocated).
-    pub fn deallocate(&self, ptr: usize, bytes: Option<usize>, stream: Stream) -> Result<()> {
-        self.deallocate_via(ptr, bytes, stream, Some(DIRECT))
-    }
-
-    /// `deallocate` of a block allocated through `via` (None: through whichever resource).
     #[inline(always)]
-    pub fn deallocate_via(&self, ptr: usize, bytes: Option<usize>, stream: Stream, via: Option<Via>) -> Result<()> {
+    pub fn deallocate(&self, ptr: usize, bytes: Option<usize>, stream: Stream) -> Result<()> {
         let state = self.state_for(stream)?;
-        match self.free_from_own_shelf(&state, ptr, bytes, stream, via)? {
+        match self.free_from_own_shelf(&state, ptr, bytes, stream)? {
             Ok(()) => Ok(()),
-            Err(refused) => {
-                self.free_elsewhere(&state, ptr, bytes, stream, via, refused)?.map_err(|refused| self.refusal(ptr, bytes, refused))
-            }
+            Err(refused) => self.free_elsewhere(&state, ptr, bytes, stream, refused)?.map_err(|refused| self.refusal(ptr, bytes, refused)),
         }
     }
 
@@ -581,9 +503,6 @@ impl<I: BlockIndex> Core<I> {
                 self.name,
                 bytes.unwrap_or(0)
             )),
-            Refused::OtherVia(other) => {
-                Error::invalid(format!("{ptr:#x} was allocated through {}: free it there, or with rmmFree", via::describe(other)))
-            }
             Refused::NotLive => match self.owner_of(ptr) {
                 Some(_) => Error::invalid(format!("{ptr:#x} is not a live block of this {} resource (double free?)", self.name)),
                 None => Error::invalid(format!("{ptr:#x} was not allocated by this {} resource", self.name)),
@@ -591,19 +510,14 @@ impl<I: BlockIndex> Core<I> {
         }
     }
 
-    /// `deallocate_via`, answering a refused free as `Refused` (the block stays allocated).
+    /// `deallocate`, answering a refused free as `Refused` (the block stays allocated): for a
+    /// caller that asks several resources in turn.
     #[inline(always)]
-    fn try_deallocate(
-        &self,
-        ptr: usize,
-        bytes: Option<usize>,
-        stream: Stream,
-        via: Option<Via>,
-    ) -> Result<std::result::Result<(), Refused>> {
+    pub fn try_deallocate(&self, ptr: usize, bytes: Option<usize>, stream: Stream) -> Result<std::result::Result<(), Refused>> {
         let state = self.state_for(stream)?;
-        match self.free_from_own_shelf(&state, ptr, bytes, stream, via)? {
+        match self.free_from_own_shelf(&state, ptr, bytes, stream)? {
             Ok(()) => Ok(Ok(())),
-            Err(refused) => self.free_elsewhere(&state, ptr, bytes, stream, via, refused),
+            Err(refused) => self.free_elsewhere(&state, ptr, bytes, stream, refused),
         }
     }
 
@@ -616,11 +530,10 @@ impl<I: BlockIndex> Core<I> {
         ptr: usize,
         bytes: Option<usize>,
         stream: Stream,
-        via: Option<Via>,
         refused: Refused,
     ) -> Result<std::result::Result<(), Refused>> {
         match refused {
-            Refused::NotLive => self.free_into_owner(state, ptr, bytes, stream, via),
+            Refused::NotLive => self.free_into_owner(state, ptr, bytes, stream),
             refused => Ok(Err(refused)),
         }
     }
@@ -633,10 +546,9 @@ impl<I: BlockIndex> Core<I> {
         ptr: usize,
         bytes: Option<usize>,
         stream: Stream,
-        via: Option<Via>,
     ) -> Result<std::result::Result<(), Refused>> {
         let mut shelf = state.shelf.lock();
-        let Freed { size, chunk_now_free } = match shelf.index.free_checked(ptr, bytes, via) {
+        let Freed { size, chunk_now_free } = match shelf.index.free_checked(ptr, bytes) {
             Ok(freed) => freed,
             Err(refused) => return Ok(Err(refused)),
         };
@@ -667,12 +579,11 @@ impl<I: BlockIndex> Core<I> {
         ptr: usize,
         bytes: Option<usize>,
         stream: Stream,
-        via: Option<Via>,
     ) -> Result<std::result::Result<(), Refused>> {
         let platform = backend()?;
         let Some(owner) = self.owner_of(ptr) else { return Ok(Err(Refused::NotLive)) };
         let mut shelf = owner.shelf.lock();
-        let Freed { size, .. } = match shelf.index.free_checked(ptr, bytes, via) {
+        let Freed { size, .. } = match shelf.index.free_checked(ptr, bytes) {
             Ok(freed) => freed,
             Err(refused) => return Ok(Err(refused)),
         };
@@ -712,26 +623,25 @@ impl<I: BlockIndex> Core<I> {
         events.iter().try_for_each(|event| platform.stream_wait_event(self.device, stream, *event))
     }
 
-    fn allocate_slow(&self, state: &Arc<StreamState<I>>, lease: Lease, stream: Stream) -> Result<usize> {
-        let bytes = lease.requested;
+    fn allocate_slow(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<usize> {
         let _guard = self.growing.lock();
-        if let Some(addr) = self.allocate_from_own(state, lease, stream)? {
+        if let Some(addr) = self.allocate_from_own(state, bytes, stream)? {
             return Ok(addr);
         }
         let need = self.chunk_size_for(bytes)?;
-        if let Some(addr) = self.steal_free_chunk(state, lease, need, stream)? {
+        if let Some(addr) = self.steal_free_chunk(state, bytes, need, stream)? {
             return Ok(addr);
         }
-        let grown = self.grow(state, lease, need, stream);
+        let grown = self.grow(state, bytes, need, stream);
         if let Ok(addr) = grown {
             return Ok(addr);
         }
-        if let Some(addr) = self.take_block_from_other_stream(state, lease, stream)? {
+        if let Some(addr) = self.take_block_from_other_stream(state, bytes, stream)? {
             return Ok(addr);
         }
         let released = self.release_free_chunks()?;
         if released > 0 {
-            if let Ok(addr) = self.grow(state, lease, need, stream) {
+            if let Ok(addr) = self.grow(state, bytes, need, stream) {
                 return Ok(addr);
             }
             // The release did not help (the request is larger than any upstream can give):
@@ -769,7 +679,7 @@ impl<I: BlockIndex> Core<I> {
         }
     }
 
-    fn steal_free_chunk(&self, state: &Arc<StreamState<I>>, lease: Lease, need: usize, stream: Stream) -> Result<Option<usize>> {
+    fn steal_free_chunk(&self, state: &Arc<StreamState<I>>, bytes: usize, need: usize, stream: Stream) -> Result<Option<usize>> {
         let others: Vec<_> = self.streams.read().values().filter(|s| !Arc::ptr_eq(s, state)).cloned().collect();
         for other in others {
             let (chunk, events) = {
@@ -785,7 +695,7 @@ impl<I: BlockIndex> Core<I> {
             self.owners.write().insert(chunk.base, (chunk.size, state.clone()));
             let mut shelf = state.shelf.lock();
             shelf.index.add_chunk(chunk.base, chunk.size);
-            if let Some(addr) = self.take_from_shelf(state, &mut shelf, lease, stream)? {
+            if let Some(addr) = self.take_from_shelf(state, &mut shelf, bytes, stream)? {
                 return Ok(Some(addr));
             }
         }
@@ -795,8 +705,7 @@ impl<I: BlockIndex> Core<I> {
     /// Under memory pressure only: takes one free block from another stream's index. Such a
     /// block may have been freed after that stream last recorded its event, and the stream
     /// may be gone, so unless it is the legacy default stream the device is synchronized first.
-    fn take_block_from_other_stream(&self, state: &Arc<StreamState<I>>, lease: Lease, stream: Stream) -> Result<Option<usize>> {
-        let bytes = lease.requested;
+    fn take_block_from_other_stream(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<Option<usize>> {
         let others: Vec<_> = self.streams.read().values().filter(|s| !Arc::ptr_eq(s, state)).cloned().collect();
         let mut synchronized = false;
         for other in others {
@@ -809,7 +718,7 @@ impl<I: BlockIndex> Core<I> {
             }
             let ((addr, size), events) = {
                 let shelf = &mut *other.shelf.lock();
-                let Some(block) = shelf.index.allocate(lease) else { continue };
+                let Some(block) = shelf.index.allocate(bytes) else { continue };
                 let events = match other.is_legacy_default() && !synchronized {
                     true => self.events_to_take_from(&other, shelf, stream)?,
                     false => Vec::new(),
@@ -825,8 +734,7 @@ impl<I: BlockIndex> Core<I> {
 
     /// Grows by a new upstream chunk: geometric, backing off towards `need` when upstream
     /// refuses.
-    fn grow(&self, state: &Arc<StreamState<I>>, lease: Lease, need: usize, stream: Stream) -> Result<usize> {
-        let bytes = lease.requested;
+    fn grow(&self, state: &Arc<StreamState<I>>, bytes: usize, need: usize, stream: Stream) -> Result<usize> {
         let reserved = self.reserved.load(Ordering::Relaxed);
         let room = self.maximum.saturating_sub(reserved);
         if need > room {
@@ -855,17 +763,17 @@ impl<I: BlockIndex> Core<I> {
                 Err(e) => return Err(e),
             }
         }
-        self.allocate_from_own(state, lease, stream)?.ok_or_else(|| Error::Internal("a new chunk could not serve its request".into()))
+        self.allocate_from_own(state, bytes, stream)?.ok_or_else(|| Error::Internal("a new chunk could not serve its request".into()))
     }
 
-    fn allocate_from_own(&self, state: &StreamState<I>, lease: Lease, stream: Stream) -> Result<Option<usize>> {
-        self.take_from_shelf(state, &mut state.shelf.lock(), lease, stream)
+    fn allocate_from_own(&self, state: &StreamState<I>, bytes: usize, stream: Stream) -> Result<Option<usize>> {
+        self.take_from_shelf(state, &mut state.shelf.lock(), bytes, stream)
     }
 
     /// A block from `stream`'s own shelf (locked by the caller), ordered after frees other
     /// streams made into it.
-    fn take_from_shelf(&self, state: &StreamState<I>, shelf: &mut Shelf<I>, lease: Lease, stream: Stream) -> Result<Option<usize>> {
-        let Some((addr, size)) = shelf.index.allocate(lease) else { return Ok(None) };
+    fn take_from_shelf(&self, state: &StreamState<I>, shelf: &mut Shelf<I>, bytes: usize, stream: Stream) -> Result<Option<usize>> {
+        let Some((addr, size)) = shelf.index.allocate(bytes) else { return Ok(None) };
         if !shelf.pending.is_empty() {
             self.absorb_pending(state, shelf, stream)?;
         }
@@ -882,7 +790,6 @@ impl<I: BlockIndex> Core<I> {
         }
         self.reserved.fetch_add(size, Ordering::Relaxed);
         self.owners.write().insert(base, (size, state.clone()));
-        ranges::register(self.depth, base, size, self.this.clone());
         state.shelf.lock().index.add_chunk(base, size);
         Ok(())
     }
@@ -912,7 +819,6 @@ impl<I: BlockIndex> Core<I> {
         let mut released = 0;
         for chunk in chunks {
             self.owners.write().remove(&chunk.base);
-            ranges::unregister(self.depth, chunk.base);
             self.upstream.deallocate(chunk.base, chunk.size, Stream::DEFAULT)?;
             self.reserved.fetch_sub(chunk.size, Ordering::Relaxed);
             released += chunk.size;
@@ -988,19 +894,30 @@ impl<I: BlockIndex> Core<I> {
 }
 
 impl<I: BlockIndex> Drop for Core<I> {
+    /// Returns the chunks upstream. A chunk that still holds a block in use stays reserved:
+    /// returning it would let the upstream hand that memory out again while someone uses it
+    /// (callers of the C API cannot get here with live blocks, since their records keep the
+    /// stack alive).
     fn drop(&mut self) {
-        if crate::lifecycle::process_exiting() {
+        if crate::platform::process_exiting() {
             return;
         }
         let Ok(platform) = backend() else { return };
         if let Err(e) = platform.device_synchronize(self.device) {
             log::warn!("{} resource: synchronizing before release: {e}", self.name);
         }
-        let owners = std::mem::take(&mut *self.owners.write());
-        for (base, (size, _)) in owners {
-            ranges::unregister(self.depth, base);
-            if let Err(e) = self.upstream.deallocate(base, size, Stream::DEFAULT) {
-                log::warn!("{} resource: returning chunk {base:#x} upstream: {e}", self.name);
+        let mut free_chunks = Vec::new();
+        for state in self.streams.get_mut().values() {
+            free_chunks.extend(state.shelf.lock().index.take_wholly_free_chunks());
+        }
+        let in_use = self.used_blocks();
+        if in_use > 0 {
+            let kept: usize = self.reserved() - free_chunks.iter().map(|chunk| chunk.size).sum::<usize>();
+            log::warn!("{} resource dropped with {in_use} blocks in use: {kept} bytes of its chunks stay reserved", self.name);
+        }
+        for chunk in free_chunks {
+            if let Err(e) = self.upstream.deallocate(chunk.base, chunk.size, Stream::DEFAULT) {
+                log::warn!("{} resource: returning chunk {:#x} upstream: {e}", self.name, chunk.base);
             }
         }
         for state in self.streams.get_mut().values() {

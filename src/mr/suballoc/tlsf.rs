@@ -10,7 +10,6 @@
 //! reserves no less.
 
 pub use crate::address_map::AddressMap;
-use crate::mr::via::{Lease, Via};
 
 /// Granularity and alignment of every block.
 pub const GRANULE: usize = 256;
@@ -53,8 +52,6 @@ pub enum Refused {
     NotLive,
     /// A block handed out for another size; the size it was handed out for.
     WrongSize(usize),
-    /// A block allocated through another (outer) resource.
-    OtherVia(Via),
 }
 
 /// A block, for snapshots.
@@ -86,8 +83,8 @@ const QUICK_CREDIT: u8 = 8;
 
 pub struct Tlsf {
     blocks: Vec<Block>,
-    /// What each used (or parked) block was handed out for, by block index.
-    leases: Vec<Lease>,
+    /// The bytes each used (or parked) block was handed out for, by block index.
+    requested: Vec<usize>,
     spare_blocks: Vec<u32>,
     heads: [[u32; SL_COUNT]; FL_COUNT],
     fl_bitmap: u64,
@@ -135,7 +132,7 @@ impl Tlsf {
     pub fn new() -> Self {
         Tlsf {
             blocks: Vec::new(),
-            leases: Vec::new(),
+            requested: Vec::new(),
             spare_blocks: Vec::new(),
             heads: [[NONE; SL_COUNT]; FL_COUNT],
             fl_bitmap: 0,
@@ -174,7 +171,7 @@ impl Tlsf {
 
     /// The size of the used block at `addr`.
     pub fn block_size(&self, addr: usize) -> Option<usize> {
-        self.lease(addr).map(|(size, _)| size)
+        self.used_block(addr).map(|(size, _)| size)
     }
 
     /// Size of the largest free block in the index (0 if none); parked blocks are not counted.
@@ -201,7 +198,7 @@ impl Tlsf {
             }
             None => {
                 self.blocks.push(block);
-                self.leases.push(Lease::direct(0));
+                self.requested.push(0);
                 (self.blocks.len() - 1) as u32
             }
         }
@@ -321,15 +318,11 @@ impl Tlsf {
         None
     }
 
-    /// Takes a block of at least `bytes` (rounded up to GRANULE); returns (address, size).
-    pub fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)> {
-        self.allocate_leased(Lease::direct(bytes))
-    }
-
-    /// `allocate` for `lease.requested` bytes, remembering the lease.
+    /// Takes a block of at least `bytes` (rounded up to GRANULE), remembering `bytes` for the
+    /// free; returns (address, size).
     #[inline(always)]
-    pub fn allocate_leased(&mut self, lease: Lease) -> Option<(usize, usize)> {
-        let units = granules(lease.requested)?.max(1);
+    pub fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)> {
+        let units = granules(bytes)?.max(1);
         let need = units << GRANULE_SHIFT;
         if !self.parked.is_empty() {
             if let Some(at) = self.parked.iter().rposition(|&(size, _)| size == need) {
@@ -342,7 +335,7 @@ impl Tlsf {
                     }
                 }
                 self.blocks[index as usize].state = State::Used;
-                self.leases[index as usize] = lease;
+                self.requested[index as usize] = bytes;
                 self.quick_bytes -= need;
                 self.credit = self.credit.saturating_add(1).min(QUICK_CREDIT);
                 return Some((self.blocks[index as usize].addr, need));
@@ -353,11 +346,11 @@ impl Tlsf {
         } else if need == self.last_freed_size && self.parking {
             self.credit = self.credit.saturating_add(1).min(QUICK_CREDIT);
         }
-        self.allocate_from_index(units, lease)
+        self.allocate_from_index(units, bytes)
     }
 
     #[inline(never)]
-    fn allocate_from_index(&mut self, units: usize, lease: Lease) -> Option<(usize, usize)> {
+    fn allocate_from_index(&mut self, units: usize, bytes: usize) -> Option<(usize, usize)> {
         let need = units << GRANULE_SHIFT;
         let index = self.find_free(units)?;
         self.unlink_free(index);
@@ -381,7 +374,7 @@ impl Tlsf {
             block.size = need;
             self.link_free(rest);
         }
-        self.leases[index as usize] = lease;
+        self.requested[index as usize] = bytes;
         self.used.insert(addr, index);
         Some((addr, need))
     }
@@ -389,13 +382,13 @@ impl Tlsf {
     /// Returns the block at `addr` and coalesces it with free neighbours; returns its size, or
     /// None when `addr` is not an allocated block of this index.
     pub fn free(&mut self, addr: usize) -> Option<usize> {
-        self.free_checked(addr, None, None).ok().map(|freed| freed.size)
+        self.free_checked(addr, None).ok().map(|freed| freed.size)
     }
 
-    /// Frees the block at `addr` if it is used and, given `bytes`, was handed out for that
-    /// many bytes and, given `via`, through that resource.
+    /// Frees the block at `addr` if it is used and, given `bytes`, was handed out for exactly
+    /// that many bytes.
     #[inline(always)]
-    pub fn free_checked(&mut self, addr: usize, bytes: Option<usize>, via: Option<Via>) -> Result<Freed, Refused> {
+    pub fn free_checked(&mut self, addr: usize, bytes: Option<usize>) -> Result<Freed, Refused> {
         let Some((entry, &index)) = self.used.get_slot(&addr) else {
             return Err(Refused::NotLive);
         };
@@ -403,13 +396,9 @@ impl Tlsf {
         if state != State::Used {
             return Err(Refused::NotLive);
         }
-        // Blocks are the request rounded up to whole granules.
-        if bytes.is_some_and(|bytes| granules(bytes).is_none_or(|units| units.max(1) << GRANULE_SHIFT != size)) {
-            return Err(Refused::WrongSize(size));
-        }
-        let lease = self.leases[index as usize];
-        if via.is_some_and(|via| via != lease.via) {
-            return Err(Refused::OtherVia(lease.via));
+        let requested = self.requested[index as usize];
+        if bytes.is_some_and(|bytes| bytes != requested) {
+            return Err(Refused::WrongSize(requested));
         }
         self.last_freed_size = size;
         if self.parking
@@ -427,10 +416,10 @@ impl Tlsf {
         Ok(self.release(index))
     }
 
-    /// The size and lease of the used block at `addr`.
-    pub fn lease(&self, addr: usize) -> Option<(usize, Lease)> {
+    /// The size of the used block at `addr` and the bytes it was handed out for.
+    pub fn used_block(&self, addr: usize) -> Option<(usize, usize)> {
         let index = *self.used.get(&addr)? as usize;
-        (self.blocks[index].state == State::Used).then(|| (self.blocks[index].size, self.leases[index]))
+        (self.blocks[index].state == State::Used).then(|| (self.blocks[index].size, self.requested[index]))
     }
 
     /// Every block of the chunk based at `base`, in address order (parked blocks count as
@@ -443,7 +432,7 @@ impl Tlsf {
         let mut at = self.chunk_first_block[chunk];
         while at != NONE {
             let block = &self.blocks[at as usize];
-            let requested = (block.state == State::Used).then(|| self.leases[at as usize].requested);
+            let requested = (block.state == State::Used).then(|| self.requested[at as usize]);
             views.push(BlockView { addr: block.addr, size: block.size, requested });
             at = block.next_phys;
         }

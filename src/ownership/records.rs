@@ -1,0 +1,357 @@
+//! The record of every pointer handed to a caller: the stack it came from, the size asked
+//! for, and who holds it (the caller, or a device buffer). Every entry point that allocates
+//! records here, and every free is looked up here by its exact base address before anything
+//! else happens: a pointer that is not a live record, or that does not match what the free
+//! names (stack, size, holder), is refused with nothing changed. A free that matches goes back
+//! down the stack it came up, on the device the stack belongs to.
+//!
+//! Records are sharded by address, each shard behind a biased lock: the thread that does the
+//! allocating (usually one) takes it with plain loads and stores, and threads working on
+//! different addresses rarely meet. A shard holds one reference to each stack its records
+//! belong to, counted with plain arithmetic under the shard's lock, so recording a pointer
+//! costs no atomic reference count.
+
+use super::stack::Stack;
+use crate::address_map::{address_hash, shard_of};
+use crate::error::{Error, Result};
+use crate::platform::biased_lock::BiasedLock;
+use crate::platform::{backend, Stream};
+use std::sync::Arc;
+
+pub(super) const SHARDS: usize = 256;
+
+/// Who may free a recorded pointer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holder {
+    /// The caller it was handed to: `rmmFree`, `rmmResourceDeallocate`, the framework entry
+    /// points.
+    Caller,
+    /// A device buffer, whose data it is: only the buffer frees it.
+    Buffer,
+}
+
+#[derive(Clone, Copy)]
+struct Record {
+    size: usize,
+    /// The shard's entry of the record's stack.
+    entry: u32,
+    holder: Holder,
+}
+
+/// A shard's records by address: open addressing with linear probing, at most half full, and
+/// removal that shifts the entries after a hole back (no tombstones). Address 0 is never handed
+/// out, so it marks an empty slot; the generic `AddressMap` pays for an `Option` per slot
+/// instead, and this table is on every allocation's and free's path.
+struct Table {
+    /// (address, record); address 0: empty.
+    slots: Vec<(usize, Record)>,
+    len: usize,
+    /// 64 - log2(slots.len()): the hash's top bits pick the home slot.
+    shift: u32,
+}
+
+const VACANT: (usize, Record) = (0, Record { size: 0, entry: 0, holder: Holder::Caller });
+
+impl Table {
+    const fn new() -> Self {
+        Table { slots: Vec::new(), len: 0, shift: 64 }
+    }
+
+    #[inline(always)]
+    fn home(&self, ptr: usize) -> usize {
+        (address_hash(ptr) >> self.shift) as usize
+    }
+
+    /// The slot of `ptr`, if it is recorded.
+    #[inline(always)]
+    fn find(&self, ptr: usize) -> Option<usize> {
+        let mask = self.slots.len().wrapping_sub(1);
+        if self.slots.is_empty() {
+            return None;
+        }
+        let mut at = self.home(ptr);
+        loop {
+            match self.slots[at].0 {
+                key if key == ptr => return Some(at),
+                0 => return None,
+                _ => at = (at + 1) & mask,
+            }
+        }
+    }
+
+    /// Records `ptr`, or answers the record it already has (and changes nothing).
+    #[inline(always)]
+    fn insert(&mut self, ptr: usize, record: Record) -> std::result::Result<(), Record> {
+        if (self.len + 1) * 2 > self.slots.len() {
+            self.grow();
+        }
+        let mask = self.slots.len() - 1;
+        let mut at = self.home(ptr);
+        loop {
+            match self.slots[at] {
+                (0, _) => break,
+                (key, existing) if key == ptr => return Err(existing),
+                _ => at = (at + 1) & mask,
+            }
+        }
+        self.slots[at] = (ptr, record);
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Empties slot `at` and moves back the entries after it that would otherwise no longer be
+    /// found from their home slot.
+    #[inline(always)]
+    fn remove_at(&mut self, mut at: usize) {
+        let mask = self.slots.len() - 1;
+        self.slots[at] = VACANT;
+        self.len -= 1;
+        let mut next = (at + 1) & mask;
+        while self.slots[next].0 != 0 {
+            let home = self.home(self.slots[next].0);
+            // Move the entry at `next` into the hole unless its home lies cyclically in (at, next].
+            let stays = if at <= next { at < home && home <= next } else { at < home || home <= next };
+            if !stays {
+                self.slots.swap(at, next);
+                at = next;
+            }
+            next = (next + 1) & mask;
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) {
+        let capacity = (self.slots.len() * 2).max(16);
+        let old = std::mem::replace(&mut self.slots, vec![VACANT; capacity]);
+        self.shift = 64 - capacity.trailing_zeros();
+        self.len = 0;
+        for (ptr, record) in old.into_iter().filter(|(ptr, _)| *ptr != 0) {
+            let _ = self.insert(ptr, record);
+        }
+    }
+
+    fn records(&self) -> impl Iterator<Item = &Record> {
+        self.slots.iter().filter(|(ptr, _)| *ptr != 0).map(|(_, record)| record)
+    }
+}
+
+/// A stack the shard has records of, and how many.
+struct Entry {
+    stack: Arc<Stack>,
+    live: u32,
+}
+
+struct Shard {
+    records: Table,
+    /// By entry number; None: vacant.
+    entries: Vec<Option<Entry>>,
+    /// The entry the last record used, tried first by the next.
+    recent: u32,
+}
+
+impl Shard {
+    const fn new() -> Self {
+        Shard { records: Table::new(), entries: Vec::new(), recent: 0 }
+    }
+
+    /// The entry of `stack`, made if there is none.
+    #[inline]
+    fn entry_for(&mut self, stack: &Arc<Stack>, shard: usize) -> u32 {
+        if let Some(Some(entry)) = self.entries.get(self.recent as usize) {
+            if Stack::same(&entry.stack, stack) {
+                return self.recent;
+            }
+        }
+        self.recent = self.find_or_add_entry(stack, shard);
+        self.recent
+    }
+
+    #[inline(never)]
+    fn find_or_add_entry(&mut self, stack: &Arc<Stack>, shard: usize) -> u32 {
+        if let Some(at) = self.entries.iter().position(|entry| entry.as_ref().is_some_and(|e| Stack::same(&e.stack, stack))) {
+            return at as u32;
+        }
+        stack.note_entry(shard, true);
+        let entry = Some(Entry { stack: stack.clone(), live: 0 });
+        match self.entries.iter().position(Option::is_none) {
+            Some(at) => {
+                self.entries[at] = entry;
+                at as u32
+            }
+            None => {
+                self.entries.push(entry);
+                self.entries.len() as u32 - 1
+            }
+        }
+    }
+
+    fn entry(&self, at: u32) -> &Entry {
+        self.entries[at as usize].as_ref().expect("records refer to live entries")
+    }
+
+    /// One record of the entry fewer; the entry goes once it has none and nothing else holds
+    /// its stack (its stack is returned, to be dropped outside the lock).
+    #[inline]
+    fn forget_one(&mut self, at: u32, shard: usize) -> Option<Arc<Stack>> {
+        let entry = self.entries[at as usize].as_mut().expect("records refer to live entries");
+        entry.live -= 1;
+        if entry.live > 0 || entry.stack.is_held() {
+            return None;
+        }
+        self.take_entry(at, shard)
+    }
+
+    fn take_entry(&mut self, at: u32, shard: usize) -> Option<Arc<Stack>> {
+        let entry = self.entries[at as usize].take()?;
+        entry.stack.note_entry(shard, false);
+        Some(entry.stack)
+    }
+}
+
+#[repr(align(128))]
+struct PaddedShard(BiasedLock<Shard>);
+
+static RECORDS: [PaddedShard; SHARDS] = [const { PaddedShard(BiasedLock::new(Shard::new())) }; SHARDS];
+
+#[inline(always)]
+fn shard_index(ptr: usize) -> usize {
+    shard_of(ptr, SHARDS)
+}
+
+/// What a free names about the pointer it frees; each part given must match the record.
+#[derive(Clone, Copy)]
+pub struct Expected<'a> {
+    /// The stack it must come from (`rmmResourceDeallocate`'s handle).
+    pub stack: Option<&'a Stack>,
+    /// The size it must have been allocated with.
+    pub size: Option<usize>,
+    pub holder: Holder,
+}
+
+impl Expected<'_> {
+    /// `rmmFree`: any pointer handed to a caller.
+    pub const ANY_OF_CALLERS: Expected<'static> = Expected { stack: None, size: None, holder: Holder::Caller };
+}
+
+/// Allocates `bytes` from `stack` for `holder` and records the pointer. Zero bytes give NULL
+/// (0) and record nothing.
+#[inline(always)]
+pub fn allocate(stack: &Arc<Stack>, bytes: usize, stream: Stream, holder: Holder) -> Result<usize> {
+    if bytes == 0 {
+        return Ok(0);
+    }
+    let ptr = stack.resource().allocate(bytes, stream)?;
+    let index = shard_index(ptr);
+    let mut shard = RECORDS[index].0.lock();
+    let entry = shard.entry_for(stack, index);
+    if shard.records.insert(ptr, Record { size: bytes, entry, holder }).is_err() {
+        // The resource handed out memory that is still live: keep the first record, whose
+        // owner still uses it, and leave this block alone rather than free it under them.
+        return Err(handed_out_twice(ptr, stack));
+    }
+    shard.entries[entry as usize].as_mut().expect("just found").live += 1;
+    Ok(ptr)
+}
+
+/// Frees `ptr` (NULL: nothing) through the stack it was allocated from, in the order of
+/// `stream`, if it is a live record that matches `expected`; otherwise refuses it and changes
+/// nothing. A resource that fails to free leaves the record in place.
+#[inline(always)]
+pub fn free(ptr: usize, stream: Stream, expected: Expected) -> Result<()> {
+    if ptr == 0 {
+        return Ok(());
+    }
+    let index = shard_index(ptr);
+    let mut shard = RECORDS[index].0.lock();
+    let Some(slot) = shard.records.find(ptr) else {
+        return Err(not_handed_out(ptr));
+    };
+    let record = shard.records.slots[slot].1;
+    let stack = &shard.entry(record.entry).stack;
+    if record.holder != expected.holder
+        || expected.stack.is_some_and(|named| !Stack::same(named, stack))
+        || expected.size.is_some_and(|size| size != record.size)
+    {
+        return Err(mismatch(ptr, record.size, record.holder, stack, &expected));
+    }
+    let stream = backend()?.stream_on_device(stack.device(), stream)?;
+    stack.resource().deallocate(ptr, record.size, stream)?;
+    shard.records.remove_at(slot);
+    let unused = shard.forget_one(record.entry, index);
+    drop(shard);
+    drop(unused);
+    Ok(())
+}
+
+/// What a live record says: its stack, size and holder.
+pub struct Found {
+    pub stack: Arc<Stack>,
+    pub size: usize,
+    pub holder: Holder,
+}
+
+/// The live record of `ptr`, if there is one.
+pub fn find(ptr: usize) -> Option<Found> {
+    let shard = RECORDS[shard_index(ptr)].0.lock();
+    let record = shard.records.slots[shard.records.find(ptr)?].1;
+    Some(Found { stack: shard.entry(record.entry).stack.clone(), size: record.size, holder: record.holder })
+}
+
+/// The number and total bytes of live records.
+pub fn totals() -> (usize, usize) {
+    RECORDS.iter().fold((0, 0), |(count, bytes), shard| {
+        let shard = shard.0.lock();
+        (count + shard.records.len, bytes + shard.records.records().map(|record| record.size).sum::<usize>())
+    })
+}
+
+/// Lets go of `stack` in every shard that holds it without live records: called when the last
+/// handle, slot or buffer that refers to it goes. Shards where it still has records keep it
+/// until the last of them is freed.
+pub(super) fn forget_idle(stack: &Stack) {
+    for index in stack.shards_with_entries() {
+        let mut shard = RECORDS[index].0.lock();
+        let idle = shard.entries.iter().position(|entry| entry.as_ref().is_some_and(|e| Stack::same(&e.stack, stack) && e.live == 0));
+        let unused = idle.and_then(|at| shard.take_entry(at as u32, index));
+        drop(shard);
+        drop(unused);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn not_handed_out(ptr: usize) -> Error {
+    Error::invalid(format!("{ptr:#x} is not a live rmm allocation (never allocated, already freed, or an address inside one)"))
+}
+
+#[cold]
+#[inline(never)]
+fn mismatch(ptr: usize, size: usize, holder: Holder, stack: &Stack, expected: &Expected) -> Error {
+    let resource = stack.resource();
+    if holder != expected.holder {
+        return match holder {
+            Holder::Buffer => Error::invalid(format!("{ptr:#x} is a device buffer's memory: rmmDeviceBufferDestroy frees it")),
+            Holder::Caller => Error::invalid(format!("{ptr:#x} is not this device buffer's memory")),
+        };
+    }
+    if let Some(named) = expected.stack.filter(|named| !Stack::same(named, stack)) {
+        return Error::invalid(format!(
+            "{ptr:#x} was allocated from another resource (a {} resource of device {}), not from this {} resource: free it \
+             through that resource, or with rmmFree",
+            resource.name(),
+            stack.device(),
+            named.resource().name()
+        ));
+    }
+    Error::invalid(format!("{ptr:#x} was allocated with {size} bytes, not {}", expected.size.unwrap_or(0)))
+}
+
+#[cold]
+#[inline(never)]
+fn handed_out_twice(ptr: usize, stack: &Stack) -> Error {
+    Error::Internal(format!(
+        "the {} resource handed out {ptr:#x} while it was still allocated: a bug, please report it",
+        stack.resource().name()
+    ))
+}
