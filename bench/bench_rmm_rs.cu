@@ -61,6 +61,29 @@ int main() {
     rmmResource_t pool, binning_pool, binning, arena;
     ok(rmmPoolResourceCreate(&pool, cuda, 0, 0), "pool");
     run("rmm-rs pool", pool, pool);
+    // RMM_ALLOC/RMM_FREE against rmmResourceAllocate/Deallocate on the same pool (the current
+    // device's resource), timed interleaved: what the legacy entry points add.
+    {
+      rmmResource_t legacy_pool, previous;
+      ok(rmmPoolResourceCreate(&legacy_pool, cuda, 0, 0), "pool for RMM_ALLOC");
+      ok(rmmSetCurrentDeviceResource(legacy_pool, &previous), "rmmSetCurrentDeviceResource");
+      RmmRs resource_api{legacy_pool, nullptr};
+      bench::RmmRsLegacy legacy;
+      for (int i = 0; i <= 20; ++i) {  // 20 samples a round; the first run is a warm-up
+        bench::Pinned pinned;
+        bench::PairSteps<RmmRs> resource_pairs{resource_api, 256, 200000};
+        bench::PairSteps<bench::RmmRsLegacy> legacy_pairs{legacy, 256, 200000};
+        auto [resource_ns, legacy_ns] = bench::interleaved(resource_pairs, legacy_pairs, 200000);
+        if (i == 0) continue;
+        bench::timings_of("interleaved_pair_256B", "rmm-rs pool, rmmResourceAllocate").ns.push_back(resource_ns);
+        bench::timings_of("interleaved_pair_256B", "rmm-rs pool, RMM_ALLOC").ns.push_back(legacy_ns);
+        bench::timings_of("interleaved_pair_256B", "ratio RMM_ALLOC / rmmResourceAllocate").ns.push_back(legacy_ns / resource_ns);
+      }
+      bench::run_all("rmm-rs RMM_ALLOC (pool)", legacy, false, device, true);
+      ok(rmmSetCurrentDeviceResource(previous, nullptr), "rmmSetCurrentDeviceResource");
+      ok(rmmResourceDestroy(previous), "destroy");
+      ok(rmmResourceDestroy(legacy_pool), "destroy");
+    }
     ok(rmmPoolResourceCreate(&binning_pool, cuda, 0, 0), "pool for binning");
     ok(rmmBinningResourceCreate(&binning, binning_pool, 8, 20), "binning");
     run("rmm-rs binning", binning, binning_pool);

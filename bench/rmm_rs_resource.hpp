@@ -34,4 +34,16 @@ struct RmmRs {
   }
 };
 
+// Legacy RMM's RMM_ALLOC / RMM_FREE: the current device's resource, and frees that name no
+// resource.
+struct RmmRsLegacy {
+  void* allocate(size_t bytes, cudaStream_t stream) {
+    void* p = nullptr;
+    ok(RMM_ALLOC(&p, bytes, stream), "RMM_ALLOC");
+    return p;
+  }
+  void deallocate(void* p, size_t, cudaStream_t stream) { ok(RMM_FREE(p, stream), "RMM_FREE"); }
+  size_t reserved() { return 0; }
+};
+
 }  // namespace bench

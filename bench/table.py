@@ -9,9 +9,11 @@ rows = []
 for path in sys.argv[1:]:
     with open(path) as f:
         rows += [r for r in csv.DictReader(f) if r.get("workload")]
-# "added_<workload>" rows: an adaptor's cost, timed interleaved with its bare pool.
+# "added_<workload>" rows: an adaptor's cost, timed interleaved with its bare pool;
+# "interleaved_<workload>" rows: two ways into one pool timed interleaved, and their ratio.
 added_rows = [r for r in rows if r["workload"].startswith("added_")]
-rows = [r for r in rows if not r["workload"].startswith("added_")]
+interleaved_rows = [r for r in rows if r["workload"].startswith("interleaved_")]
+rows = [r for r in rows if not r["workload"].startswith(("added_", "interleaved_"))]
 workloads = list(dict.fromkeys(r["workload"] for r in rows))
 allocators = list(dict.fromkeys(r["allocator"] for r in rows))
 cell = {(r["workload"], r["allocator"]): r for r in rows}
@@ -55,3 +57,12 @@ if added_rows:
     for k in kinds:
         values = [f"{float(by[(k, n)]['ns_per_alloc']):+.1f} ({by[(k, n)]['ns_min']} .. {by[(k, n)]['ns_max']})" if (k, n) in by else "-" for n in names]
         print(f"| {k[len('added_'):]} | " + " | ".join(values) + " |")
+
+if interleaved_rows:
+    print()
+    print("| the same pool, timed interleaved | median | fastest - slowest |")
+    print("|---|---|---|")
+    for r in interleaved_rows:
+        digits = 2 if r["allocator"].startswith("ratio") else 1
+        value = lambda key: f"{float(r[key]):.{digits}f}"
+        print(f"| {r['workload'][len('interleaved_'):]}: {r['allocator']} | {value('ns_per_alloc')} | {value('ns_min')} - {value('ns_max')} |")

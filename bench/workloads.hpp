@@ -162,29 +162,36 @@ Result random_allocations(A& a, int count, size_t max_size, cudaStream_t stream)
   return {ns_since(start) / count, 0};
 }
 
-// What `adapted` costs over `bare` per allocation, where both run the same steps (two
-// PairSteps or RandomSteps) at once: in slices of `slice` steps taken in turn, which of the two
-// goes first alternating, each slice timed. A slice lasts microseconds and the spells in which a
-// shared machine runs a thread slower last milliseconds to seconds, so they fall on both alike;
-// timing the two one after the other, such spells moved the difference by more than it was.
-template <class Steps>
-double added_per_allocation(Steps& bare, Steps& adapted, int allocations, int slice = 256) {
-  double bare_ns = 0, adapted_ns = 0;
-  auto run_slice = [&](Steps& steps, double& ns) {
+// Two allocators on the same steps (two PairSteps or RandomSteps) at once: in slices of
+// `slice` steps taken in turn, which of the two goes first alternating, each slice timed. A
+// slice lasts microseconds and the spells in which a shared machine runs a thread slower last
+// milliseconds to seconds, so they fall on both alike; timing the two one after the other,
+// such spells moved their difference by more than it was. ns per allocation of each.
+template <class First, class Second>
+std::pair<double, double> interleaved(First& first, Second& second, int allocations, int slice = 256) {
+  double first_ns = 0, second_ns = 0;
+  auto run_slice = [&](auto& steps, double& ns) {
     auto start = clock_type::now();
     for (int i = 0; i < slice && !steps.done(); ++i) steps.step();
     ns += ns_since(start);
   };
-  for (bool bare_first = true; !bare.done() || !adapted.done(); bare_first = !bare_first) {
-    if (bare_first) {
-      run_slice(bare, bare_ns);
-      run_slice(adapted, adapted_ns);
+  for (bool first_first = true; !first.done() || !second.done(); first_first = !first_first) {
+    if (first_first) {
+      run_slice(first, first_ns);
+      run_slice(second, second_ns);
     } else {
-      run_slice(adapted, adapted_ns);
-      run_slice(bare, bare_ns);
+      run_slice(second, second_ns);
+      run_slice(first, first_ns);
     }
   }
-  return (adapted_ns - bare_ns) / allocations;
+  return {first_ns / allocations, second_ns / allocations};
+}
+
+// What `adapted` costs over `bare` per allocation, timed `interleaved`.
+template <class Steps>
+double added_per_allocation(Steps& bare, Steps& adapted, int allocations, int slice = 256) {
+  auto [bare_ns, adapted_ns] = interleaved(bare, adapted, allocations, slice);
+  return adapted_ns - bare_ns;
 }
 
 // Steady churn: a working set of `working_set` live blocks of log-uniform sizes up to
