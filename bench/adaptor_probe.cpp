@@ -1,8 +1,12 @@
-// What the statistics adaptor adds over the bare pool beneath it, measured as the benchmark
-// does (bench::added_per_allocation), for comparing builds of the library on one host
-// (scripts/gpu-compare-builds.sh). SAMPLES=n timed samples after one warm-up (default 9);
-// AA=1 compares the pool with itself, which must give about 0. Prints the medians as
-// "pair <ns> random <ns>".
+// Compares builds of the library on one host (scripts/gpu-compare-builds.sh), measuring as the
+// benchmark does, each figure timed interleaved with what it is compared to:
+//   pool_pair, legacy_pair  a 256 B allocate+free pair through rmmResourceAllocate on a pool,
+//                           and through RMM_ALLOC/RMM_FREE with that pool as the current
+//                           device's resource (ns per pair);
+//   stats_pair, stats_random  what the statistics adaptor adds over the bare pool beneath it
+//                           (bench::added_per_allocation) on pairs and on random_allocations.
+// SAMPLES=n timed samples after one warm-up (default 9); AA=1 compares the pool with itself
+// in the adaptor figures, which must give about 0. Prints "name median name median ...".
 #include "rmm_rs_resource.hpp"
 
 namespace {
@@ -17,23 +21,32 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main() {
-  rmmResource_t cuda, pool, stats;
+  rmmResource_t cuda, pool, stats, previous;
   ok(rmmCudaResourceCreate(&cuda), "rmmCudaResourceCreate");
   ok(rmmPoolResourceCreate(&pool, cuda, 0, 0), "rmmPoolResourceCreate");
   ok(rmmStatisticsAdaptorCreate(&stats, pool), "rmmStatisticsAdaptorCreate");
+  ok(rmmSetCurrentDeviceResource(pool, &previous), "rmmSetCurrentDeviceResource");
   bench::RmmRs bare{pool, nullptr}, adapted{std::getenv("AA") ? pool : stats, nullptr};
+  bench::RmmRsLegacy legacy;
   int samples = std::getenv("SAMPLES") ? std::atoi(std::getenv("SAMPLES")) : 9;
-  std::vector<double> pair, random;
+  std::vector<double> pool_pair, legacy_pair, stats_pair, stats_random;
   bench::Pinned pinned;
   for (int i = 0; i <= samples; ++i) {
+    bench::PairSteps<bench::RmmRs> resource_pairs{bare, 256, 200000};
+    bench::PairSteps<bench::RmmRsLegacy> legacy_pairs{legacy, 256, 200000};
+    auto [resource_ns, legacy_ns] = bench::interleaved(resource_pairs, legacy_pairs, 200000);
     bench::PairSteps<bench::RmmRs> bare_pairs{bare, 256, 200000}, adapted_pairs{adapted, 256, 200000};
     double p = bench::added_per_allocation(bare_pairs, adapted_pairs, 200000);
     bench::RandomSteps<bench::RmmRs> bare_random(bare, 20000, 1 << 20, 0), adapted_random(adapted, 20000, 1 << 20, 0);
     double r = bench::added_per_allocation(bare_random, adapted_random, 20000);
     if (i == 0) continue;  // warm-up
-    pair.push_back(p);
-    random.push_back(r);
+    pool_pair.push_back(resource_ns);
+    legacy_pair.push_back(legacy_ns);
+    stats_pair.push_back(p);
+    stats_random.push_back(r);
   }
-  std::printf("pair %.2f random %.2f\n", median(pair), median(random));
+  std::printf("pool_pair %.2f legacy_pair %.2f stats_pair %.2f stats_random %.2f\n", median(pool_pair), median(legacy_pair),
+              median(stats_pair), median(stats_random));
+  ok(rmmSetCurrentDeviceResource(previous, nullptr), "rmmSetCurrentDeviceResource");
   return 0;
 }

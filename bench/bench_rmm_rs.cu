@@ -75,8 +75,8 @@ int main() {
         bench::PairSteps<bench::RmmRsLegacy> legacy_pairs{legacy, 256, 200000};
         auto [resource_ns, legacy_ns] = bench::interleaved(resource_pairs, legacy_pairs, 200000);
         if (i == 0) continue;
-        bench::timings_of("interleaved_pair_256B", "rmm-rs pool, rmmResourceAllocate").ns.push_back(resource_ns);
-        bench::timings_of("interleaved_pair_256B", "rmm-rs pool, RMM_ALLOC").ns.push_back(legacy_ns);
+        bench::timings_of("interleaved_pair_256B", "rmm-rs pool: rmmResourceAllocate").ns.push_back(resource_ns);
+        bench::timings_of("interleaved_pair_256B", "rmm-rs pool: RMM_ALLOC").ns.push_back(legacy_ns);
         bench::timings_of("interleaved_pair_256B", "ratio RMM_ALLOC / rmmResourceAllocate").ns.push_back(legacy_ns / resource_ns);
       }
       bench::run_all("rmm-rs RMM_ALLOC (pool)", legacy, false, device, true);

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Compares builds of the library by what the statistics adaptor adds over the pool
-# (bench/adaptor_probe.cpp) on a GPU machine. The lent hosts change speed in spells of
-# seconds, more than a change to the adaptor moves it; so the builds run round-robin, one
-# sample per process, and each gets the median of its samples.
+# Compares builds of the library on a GPU machine by the figures bench/adaptor_probe.cpp
+# prints (the pool pair, the RMM_ALLOC pair, what the statistics adaptor adds). The lent hosts
+# change speed in spells of seconds, more than a change to the library moves them; so the
+# builds run round-robin, one sample per process, and each gets the median of its samples.
 #
 #   scripts/gpu-compare-builds.sh DIR     DIR holds librmm_<name>.a (or .a.gz, to carry less)
 #
@@ -26,14 +26,15 @@ for _ in $(seq "${ROUNDS:-30}"); do
 done > "$out/samples.txt"
 python3 - "$out/samples.txt" <<'PY'
 import collections, statistics, sys
-by = collections.defaultdict(lambda: ([], []))
+by = collections.defaultdict(lambda: collections.defaultdict(list))
 for line in open(sys.argv[1]):
-    name, _, pair, _, random = line.split()
-    by[name][0].append(float(pair))
-    by[name][1].append(float(random))
-def describe(values):
-    q1, q2, q3 = statistics.quantiles(values)
-    return f"{q2:.2f} ns (quartiles {q1:.2f} .. {q3:.2f})"
-for name, (pair, random) in by.items():
-    print(f"{name}: pair {describe(pair)}; random_allocations {describe(random)}; {len(pair)} samples")
+    name, *figures = line.split()
+    for key, value in zip(figures[::2], figures[1::2]):
+        by[name][key].append(float(value))
+for name, figures in by.items():
+    described = []
+    for key, values in figures.items():
+        q1, q2, q3 = statistics.quantiles(values)
+        described.append(f"{key} {q2:.2f} ns (quartiles {q1:.2f} .. {q3:.2f})")
+    print(f"{name}: " + "; ".join(described) + f"; {len(next(iter(figures.values())))} samples")
 PY

@@ -16,17 +16,34 @@ fn started() -> Option<Instant> {
     legacy_log::enabled().then(Instant::now)
 }
 
-/// Records a successful legacy call that `started` in the event log.
+/// Records a successful legacy call that `started` in the event log (inline: a call that is
+/// not logged pays one test).
+#[inline(always)]
 fn log_call(
     kind: EventKind,
     ptr: usize,
     size: usize,
     stream: cudaStream_t,
     started: Option<Instant>,
+    site: (*const c_char, c_uint),
+    freed: Option<usize>,
+) {
+    if let Some(start) = started {
+        record_call(kind, ptr, size, stream, start, site, freed);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn record_call(
+    kind: EventKind,
+    ptr: usize,
+    size: usize,
+    stream: cudaStream_t,
+    start: Instant,
     (file, line): (*const c_char, c_uint),
     freed: Option<usize>,
 ) {
-    let Some(start) = started else { return };
     let device = crate::platform::backend().and_then(|b| b.current_device()).unwrap_or(-1);
     let file = optional_str(file, "file").ok().flatten().map(str::to_string);
     legacy_log::record(Call { kind, device, ptr, stream: stream as usize, size, start, file, line }, freed);
@@ -122,7 +139,8 @@ pub extern "C" fn rmmFree(ptr: *mut c_void, stream: cudaStream_t, file: *const c
             Some(_) => crate::ownership::records::find(ptr as usize).map_or(0, |found| found.size),
             None => 0,
         };
-        call_site::with(file, line, || legacy::free(ptr as usize, stream_of(stream)))?;
+        // No call site: only allocations record one (the tracking adaptor's).
+        legacy::free(ptr as usize, stream_of(stream))?;
         log_call(EventKind::Free, ptr as usize, size, stream, started, (file, line), None);
         Ok(())
     })

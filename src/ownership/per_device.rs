@@ -58,7 +58,12 @@ fn current_or_default(slot: &Slot, device: i32) -> Result<(StackRef, u64)> {
 /// Runs `f` on the stack of `device`.
 #[inline]
 pub fn with_stack<T>(device: i32, f: impl FnOnce(&Arc<Stack>) -> Result<T>) -> Result<T> {
-    let slot = slot(device)?;
+    with_stack_in(slot(device)?, device, f)
+}
+
+/// `with_stack` on the slot of a device known to exist.
+#[inline(always)]
+fn with_stack_in<T>(slot: &Slot, device: i32, f: impl FnOnce(&Arc<Stack>) -> Result<T>) -> Result<T> {
     let generation = slot.generation.load(Ordering::Acquire);
     let mut f = Some(f);
     // `try_with`: a thread-local destructor that calls rmm after this cache is gone still
@@ -123,7 +128,16 @@ pub fn set(device: i32, stack: StackRef) -> Result<StackRef> {
 /// The calling thread's current device's stack.
 #[inline]
 pub fn with_current<T>(f: impl FnOnce(&Arc<Stack>) -> Result<T>) -> Result<T> {
-    with_stack(backend()?.current_device()?, f)
+    let platform = backend()?;
+    let device = match platform.single_device() {
+        true => 0,
+        false => platform.current_device()?,
+    };
+    // The current device exists; only the registry's own bound is checked.
+    match SLOTS.get(device as usize) {
+        Some(slot) => with_stack_in(slot, device, f),
+        None => with_stack(device, f),
+    }
 }
 
 /// Drops this thread's copy of a slot it just replaced, so that the replaced stack does not

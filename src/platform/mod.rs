@@ -179,10 +179,20 @@ impl Backend {
     /// device current, whose default stream is that other device's).
     #[inline(always)]
     pub fn stream_on_device(&self, device: i32, stream: Stream) -> Result<Stream> {
+        match self.single_device() {
+            true => Ok(stream),
+            false => self.stream_on_other_device(device, stream),
+        }
+    }
+
+    /// Whether there is exactly one device: then it is always the current one (with no
+    /// context current, the runtime makes device 0's current too), and frees and allocations
+    /// need not ask the driver which device is current.
+    #[inline(always)]
+    pub fn single_device(&self) -> bool {
         match self {
-            Backend::Cuda(driver) if driver.device_count()? == 1 => Ok(stream),
-            Backend::Sim(simulated) if simulated.device_count()? == 1 => Ok(stream),
-            _ => self.stream_on_other_device(device, stream),
+            Backend::Cuda(driver) => driver.device_count() == Ok(1),
+            Backend::Sim(simulated) => simulated.device_count() == Ok(1),
         }
     }
 
