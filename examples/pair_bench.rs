@@ -25,7 +25,7 @@ fn main() {
         if only.as_deref().is_some_and(|only| only != name) {
             continue;
         }
-        for size in [256usize, 1 << 20] {
+        for size in sizes() {
             let iterations: usize = std::env::var("PAIRS").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000_000);
             let mut ptr = std::ptr::null_mut();
             let start = Instant::now();
@@ -41,7 +41,7 @@ fn main() {
     if only.as_deref().is_none_or(|only| only == "legacy") {
         // RMM_ALLOC/RMM_FREE with the pool as the current device's resource.
         assert_eq!(rmmSetCurrentDeviceResource(pool, std::ptr::null_mut()), RMM_SUCCESS);
-        for size in [256usize, 1 << 20] {
+        for size in sizes() {
             let iterations: usize = std::env::var("PAIRS").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000_000);
             let mut ptr = std::ptr::null_mut();
             let start = Instant::now();
@@ -52,6 +52,14 @@ fn main() {
             let ns = start.elapsed().as_nanos() as f64 / iterations as f64;
             println!("legacy (rmmAlloc/rmmFree, pool) {size} B: {ns:.1} ns per pair");
         }
+    }
+}
+
+/// The pair sizes: 256 B and 1 MiB, or the one SIZE names.
+fn sizes() -> Vec<usize> {
+    match std::env::var("SIZE").ok().and_then(|size| size.parse().ok()) {
+        Some(size) => vec![size],
+        None => vec![256, 1 << 20],
     }
 }
 

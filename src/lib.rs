@@ -6,7 +6,6 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
-mod address_map;
 pub mod alloc_conf;
 pub mod device_buffer;
 pub mod error;

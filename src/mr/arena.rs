@@ -6,10 +6,10 @@
 
 use super::pool::PoolResource;
 use super::suballoc::stream_ordered::{Growth, StreamOrdered, Usage};
-use super::suballoc::tlsf::Tlsf;
 use super::MemoryResource;
 use crate::error::Result;
 use crate::platform::Stream;
+use rmm_suballoc::tlsf::Tlsf;
 use std::sync::Arc;
 
 /// Superblocks that local arenas take from the global arena.

@@ -6,15 +6,15 @@
 //! address, and the blocks it handed to the upstream or to a caller's bin are recorded.
 
 use super::fixed_size::FixedSizeResource;
-use super::suballoc::fixed_blocks::FixedBlocks;
 use super::suballoc::stream_ordered::Core;
-use super::suballoc::tlsf::AddressMap;
 use super::MemoryResource;
-use crate::address_map::shard_of;
 use crate::error::{Error, Result};
 use crate::platform::biased_lock::BiasedLock;
 use crate::platform::published::Published;
 use crate::platform::Stream;
+use rmm_suballoc::address_map::shard_of;
+use rmm_suballoc::fixed_blocks::FixedBlocks;
+use rmm_suballoc::tlsf::AddressMap;
 use std::sync::Arc;
 
 /// The bins, sorted by the largest size each serves, and where to start looking for a

@@ -1,12 +1,12 @@
 //! Blocks of one size (RMM's `fixed_size_memory_resource`): O(1) stream-ordered allocation of
 //! any request up to the block size, from chunks of many blocks.
 
-use super::suballoc::fixed_blocks::FixedBlocks;
 use super::suballoc::stream_ordered::{Core, Growth, StreamOrdered, Usage};
-use super::suballoc::tlsf::GRANULE;
 use super::MemoryResource;
 use crate::error::{Error, Result};
 use crate::platform::Stream;
+use rmm_suballoc::fixed_blocks::FixedBlocks;
+use rmm_suballoc::tlsf::GRANULE;
 use std::sync::Arc;
 
 /// Blocks per upstream chunk when the caller does not say.

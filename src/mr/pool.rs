@@ -3,10 +3,10 @@
 //! chunks back (`release`), which RMM's pool cannot.
 
 use super::suballoc::stream_ordered::{Core, Growth, StreamOrdered, Usage};
-use super::suballoc::tlsf::Tlsf;
 use super::MemoryResource;
 use crate::error::Result;
 use crate::platform::Stream;
+use rmm_suballoc::tlsf::Tlsf;
 use std::sync::Arc;
 
 /// Chunks beyond the initial one are multiples of this.

@@ -1,7 +1,7 @@
 //! JSON snapshots of resource stacks (`rmmResourceGetSnapshot`): what users look at when an
 //! allocation fails. Each resource describes itself and nests its upstream's description.
 
-use super::suballoc::tlsf::BlockView;
+use rmm_suballoc::tlsf::BlockView;
 use serde_json::{json, Value};
 
 pub fn address(addr: usize) -> Value {

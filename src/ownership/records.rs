@@ -12,10 +12,10 @@
 //! costs no atomic reference count.
 
 use super::stack::Stack;
-use crate::address_map::{address_hash, shard_of};
 use crate::error::{Error, Result};
 use crate::platform::biased_lock::BiasedLock;
 use crate::platform::{backend, Stream};
+use rmm_suballoc::address_map::{address_hash, shard_of};
 use std::sync::Arc;
 
 pub(super) const SHARDS: usize = 256;

@@ -5,11 +5,11 @@
 //! pools beneath it: `rmmFree` finds its pointers through the per-pointer registry.
 
 use super::Upstream;
-use crate::address_map::{shard_of, AddressMap};
 use crate::error::{Error, Result};
 use crate::mr::{MemoryResource, ALIGNMENT};
 use crate::platform::Stream;
 use parking_lot::Mutex;
+use rmm_suballoc::address_map::{shard_of, AddressMap};
 use std::sync::Arc;
 
 const SHARDS: usize = 16;

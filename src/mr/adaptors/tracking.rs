@@ -4,11 +4,11 @@
 //! adaptor is destroyed, and on request.
 
 use super::Upstream;
-use crate::address_map::{shard_of, AddressMap};
 use crate::error::Result;
 use crate::mr::MemoryResource;
 use crate::platform::Stream;
 use parking_lot::Mutex;
+use rmm_suballoc::address_map::{shard_of, AddressMap};
 use std::collections::HashSet;
 use std::fmt::Write;
 use std::sync::{Arc, Weak};

@@ -7,10 +7,10 @@
 
 use crate::error::Result;
 use crate::mr::suballoc::stream_ordered::Core;
-use crate::mr::suballoc::tlsf::Tlsf;
 use crate::mr::{MemoryResource, PoolResource};
 use crate::platform::shared::Shared;
 use crate::platform::Stream;
+use rmm_suballoc::tlsf::Tlsf;
 use std::sync::Arc;
 
 pub enum Upstream {

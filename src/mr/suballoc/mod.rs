@@ -1,6 +1,4 @@
-//! Suballocator bookkeeping: plain safe Rust over integer addresses, with invariant checks
-//! that tests call.
+//! The stream-ordered machinery the pool-like resources share, over the free-block indexes of
+//! the `rmm-suballoc` crate.
 
-pub mod fixed_blocks;
 pub mod stream_ordered;
-pub mod tlsf;

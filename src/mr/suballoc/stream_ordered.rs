@@ -16,13 +16,13 @@
 //! on the owner's index: whoever reuses blocks from there waits on it first. Streams are keyed
 //! by identity, not handle value (RMM #2251).
 
-use super::fixed_blocks::FixedBlocks;
-use super::tlsf::{BlockView, Chunk, Freed, Refused, Tlsf, GRANULE};
 use crate::error::{Error, Result};
 use crate::mr::MemoryResource;
 use crate::platform::biased_lock::BiasedLock;
 use crate::platform::{backend, note_acquired, note_released, Event, Stream};
 use parking_lot::{Mutex, RwLock};
+use rmm_suballoc::fixed_blocks::FixedBlocks;
+use rmm_suballoc::tlsf::{BlockView, Chunk, Freed, Refused, Tlsf, GRANULE};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -176,43 +176,14 @@ impl<V> AddressMap<V> {
 
 #[cfg(test)]
 mod tests {
-    use super::AddressMap;
-    use std::collections::HashMap;
+    use crate::model::{check_address_map, Xorshift};
 
-    /// Against std's map, with keys crowded into few home slots so that probes wrap around
-    /// and removals shift long runs.
+    /// Against std's map (`model::check_address_map`), keys crowded into few home slots or
+    /// spread wide.
     #[test]
     fn behaves_as_a_hash_map() {
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
-        for spread in [8u64, 64, 1 << 20] {
-            let mut map = AddressMap::default();
-            let mut model = HashMap::new();
-            for step in 0..20_000u64 {
-                let key = ((next() % spread) as usize + 1) << 8;
-                match next() % 4 {
-                    0 | 1 => assert_eq!(map.insert(key, step), model.insert(key, step)),
-                    2 => assert_eq!(map.remove(&key), model.remove(&key)),
-                    3 if step % 8 == 3 => {
-                        let found = map.get_slot(&key).map(|(slot, &value)| (slot, value));
-                        assert_eq!(found.map(|(_, value)| value), model.remove(&key));
-                        if let Some((slot, value)) = found {
-                            assert_eq!(map.remove_slot(slot), value);
-                        }
-                    }
-                    _ => assert_eq!(map.get(&key), model.get(&key)),
-                }
-                assert_eq!(map.len(), model.len());
-            }
-            for (key, value) in &model {
-                assert_eq!(map.get(key), Some(value));
-            }
-            assert_eq!(map.iter().count(), model.len());
+        for seed in 1..=12 {
+            check_address_map(&mut Xorshift(seed), 20_000);
         }
     }
 }

@@ -1,0 +1,72 @@
+//! The TLSF index against a shadow model (`model::check_tlsf`): random chunk additions,
+//! allocations, frees (valid, double, interior, of a wrong size) and chunk releases, with every
+//! invariant checked after each operation; and the behaviours the model does not pin down.
+
+use rmm_suballoc::model::{check_tlsf, Xorshift};
+use rmm_suballoc::tlsf::{Tlsf, GRANULE};
+
+#[test]
+fn random_operations_match_the_model() {
+    for seed in 1..=24u64 {
+        check_tlsf(&mut Xorshift(seed * 0x9E37_79B9), 2_000);
+    }
+}
+
+#[test]
+fn a_freed_block_is_reused_as_is_for_the_same_size_and_refused_twice() {
+    let mut tlsf = Tlsf::new();
+    tlsf.enable_parking();
+    tlsf.add_chunk(0x10_0000, 64 * GRANULE);
+    let (a, size) = tlsf.allocate(3 * GRANULE).unwrap();
+    assert_eq!(tlsf.free(a), Some(size));
+    assert_eq!(tlsf.free(a), None, "a parked block cannot be freed again");
+    assert_eq!(tlsf.used_blocks(), 0);
+    assert_eq!(tlsf.free_bytes(), 64 * GRANULE);
+    assert_eq!(tlsf.allocate(3 * GRANULE), Some((a, size)), "the parked block comes back");
+    tlsf.free(a).unwrap();
+    // A request nothing parked can serve flushes the parked blocks and coalesces them.
+    assert_eq!(tlsf.allocate(64 * GRANULE).map(|(addr, _)| addr), Some(0x10_0000));
+    tlsf.check_invariants().unwrap();
+}
+
+#[test]
+fn freeing_coalesces_back_to_one_block_and_never_across_chunks() {
+    let mut tlsf = Tlsf::new();
+    tlsf.add_chunk(0x10000, 4 * GRANULE);
+    tlsf.add_chunk(0x10000 + 4 * GRANULE, 4 * GRANULE);
+    let blocks: Vec<_> = (0..8).map(|_| tlsf.allocate(GRANULE).unwrap().0).collect();
+    assert!(tlsf.allocate(1).is_none());
+    for addr in [blocks[1], blocks[3], blocks[0], blocks[2], blocks[4], blocks[5], blocks[6], blocks[7]] {
+        tlsf.free(addr).unwrap();
+        tlsf.check_invariants().unwrap();
+    }
+    tlsf.flush_quick();
+    assert_eq!(tlsf.largest_free_block(), 4 * GRANULE, "adjacent chunks stay separate");
+    assert!(tlsf.allocate(5 * GRANULE).is_none());
+    assert_eq!(tlsf.take_wholly_free_chunks().len(), 2);
+}
+
+/// Parking pays only while allocations ask again for the sizes just freed: with sizes that
+/// vary it stops (frees coalesce at once), and a run of one size starts it again.
+#[test]
+fn parking_follows_the_workload() {
+    let mut tlsf = Tlsf::new();
+    tlsf.enable_parking();
+    tlsf.add_chunk(0x100_0000, 4096 * GRANULE);
+    let pair = |tlsf: &mut Tlsf, units: usize| {
+        let (addr, _) = tlsf.allocate(units * GRANULE).unwrap();
+        tlsf.free(addr).unwrap();
+        tlsf.check_invariants().unwrap();
+    };
+    pair(&mut tlsf, 3);
+    assert_eq!(tlsf.parked_blocks(), 1, "a pair parks its block");
+    for units in 4..40 {
+        pair(&mut tlsf, units);
+    }
+    assert_eq!(tlsf.parked_blocks(), 0, "sizes that never repeat stop parking");
+    assert_eq!(tlsf.largest_free_block(), 4096 * GRANULE, "and every free coalesced");
+    for _ in 0..4 {
+        pair(&mut tlsf, 7);
+    }
+    assert_eq!(tlsf.parked_blocks(), 1, "a run of one size parks again");
+}
