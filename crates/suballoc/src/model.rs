@@ -157,12 +157,10 @@ pub fn check_fixed_blocks(choices: &mut impl Choices, block_size: usize, steps: 
         if choices.exhausted() {
             break;
         }
-        // Bases drawn from a wide range, so chunks arrive in no particular address order.
-        let mut next_base = |choices: &mut dyn FnMut(u64) -> u64| (1usize << 36) + (choices(1 << 20) as usize) * (1 << 16);
         match choices.below(100) {
             0..=3 => {
                 let blocks = 1 + choices.below(8) as usize;
-                let base = next_base(&mut |n| choices.below(n));
+                let base = chunk_base(choices);
                 let size = blocks * block_size;
                 if chunks.range(..base + size).next_back().is_some_and(|(&b, &s)| b + s > base)
                     || chunks.range(base..base + size).next().is_some()
@@ -210,7 +208,7 @@ pub fn check_fixed_blocks(choices: &mut impl Choices, block_size: usize, steps: 
                 assert_eq!(freed.chunk_now_free, !live.keys().any(|&a| a >= base && a < base + size), "step {step}");
             }
             91..=94 => {
-                let foreign = next_base(&mut |n| choices.below(n)) + 3 * GRANULE;
+                let foreign = chunk_base(choices) + 3 * GRANULE;
                 if !live.contains_key(&foreign) {
                     assert_eq!(index.free_checked(foreign, None), Err(Refused::NotLive), "step {step}: a foreign pointer");
                 }
@@ -225,6 +223,11 @@ pub fn check_fixed_blocks(choices: &mut impl Choices, block_size: usize, steps: 
         index.check_invariants().unwrap_or_else(|e| panic!("step {step}: {e}"));
         assert_eq!(index.used_blocks(), live.len(), "step {step}");
     }
+}
+
+/// A chunk base drawn from a wide range, so chunks arrive in no particular address order.
+fn chunk_base(choices: &mut impl Choices) -> usize {
+    (1usize << 36) + (choices.below(1 << 20) as usize) * (1 << 16)
 }
 
 /// The address map against std's `HashMap`, with keys crowded into a spread the source picks
