@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs every test: cargo tests (with the header drift check), then the C, C++ and Fortran
-# suites under ctest and the Python module's tests, on simulated devices. Installs what it needs (cmake, ninja, a C/C++ compiler, gfortran) on a
-# fresh Debian/Ubuntu machine.
+# Runs every check CI runs, on simulated devices: formatting, clippy and rustdoc with warnings
+# as errors; the cargo tests of every crate (with the header drift check); the C, C++ and
+# Fortran suites under ctest; the C tests again under AddressSanitizer and
+# UndefinedBehaviorSanitizer; and the Python module's tests. Installs what it needs (cmake,
+# ninja, a C/C++ compiler, gfortran) on a fresh Debian/Ubuntu machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,14 +20,25 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-echo "== cargo test"
-cargo test
+echo "== format, lints, docs"
+cargo fmt --all --check
+cargo clippy --all-targets --workspace -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --quiet
+
+echo "== cargo test (every crate)"
+cargo test --workspace
 
 echo "== C/C++ suite (ctest, simulated devices)"
 build=build/test
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build"
 ctest --test-dir "$build" --output-on-failure -j2
+
+echo "== C tests under AddressSanitizer and UndefinedBehaviorSanitizer"
+asan=build/asan
+cmake -S . -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRMM_SANITIZE=address,undefined >/dev/null
+cmake --build "$asan"
+ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$asan" --output-on-failure -j2 -L '^c$'
 
 echo "== Python module (simulated devices)"
 RMM_RS_LIBRARY="${CARGO_TARGET_DIR:-$PWD/target}/release/librmm.so" python3 python/test_rmm_rs.py

@@ -3,7 +3,7 @@
 //! maximum_pool_size:60GiB,log:/tmp/rmm.csv,stats:1,report:1`. `rmmConfigure` applies it (the
 //! `LD_PRELOAD` shim calls it first thing); each device then gets its stack on first use:
 //!
-//!   [logging] -> [statistics] -> [tracking] -> resource -> cuda
+//!   (logging) -> (statistics) -> (tracking) -> resource -> cuda   (adaptors in parentheses when asked for)
 //!
 //! `report:1` prints each device's statistics and unfreed allocations to stderr at exit.
 
