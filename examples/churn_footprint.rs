@@ -2,8 +2,8 @@
 //! (peak bytes reserved from upstream over peak live bytes), which does not depend on timing:
 //!   RMM_SIM_DEVICES=1:64GiB RMM_SIM_ON_RACE=off cargo run --release --example churn_footprint
 
-use rmm::mr::{ArenaResource, BinningResource, DirectResource, MemoryResource, PoolResource};
 use rmm::platform::Stream;
+use rmm::resources::{ArenaResource, BinningResource, DirectResource, MemoryResource, PoolResource};
 use std::sync::Arc;
 
 struct Rng(u64);

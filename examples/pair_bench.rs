@@ -3,8 +3,8 @@
 //!   RMM_SIM_DEVICES=1:8GiB RMM_SIM_ON_RACE=off cargo run --release --example pair_bench
 //! (the logging adaptor writes its log to the temporary directory; ONLY=<name> runs one)
 
+use rmm::boundary::*;
 use rmm::error::rmmError_t::RMM_SUCCESS;
-use rmm::ffi::*;
 use std::time::Instant;
 
 fn main() {
@@ -65,7 +65,7 @@ fn sizes() -> Vec<usize> {
 
 /// RMM's random_allocations, as in bench/workloads.hpp: uniform sizes up to 1 MiB, random
 /// interleaving of allocations and frees of random live blocks.
-fn random_allocations(resource: rmm::ffi::handles::rmmResource_t, count: usize) -> f64 {
+fn random_allocations(resource: rmm::boundary::handles::rmmResource_t, count: usize) -> f64 {
     let mut state = 42u64.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(1);
     let mut next = move || {
         state ^= state >> 12;

@@ -1,21 +1,26 @@
 //! rmm-rs: the RAPIDS Memory Manager in Rust, for C, C++, Fortran and CUDA through a C ABI.
 //!
-//! Layers, top to bottom: `ffi` (the C boundary), `legacy` (rmmInitialize/rmmAlloc/rmmFree),
-//! `ownership` (every pointer handed out, and each device's current stack), `mr` (resources),
-//! `platform` (the CUDA driver or simulated devices).
+//! The folders are the layers, top to bottom; each uses only the ones below it:
+//! - `boundary`: the C ABI (every exported function), panic catching, handles, error codes,
+//!   and the process-exit hook.
+//! - `ownership`: the record of every pointer handed to a caller (`records`), the stacks
+//!   callers allocate from, each device's current stack, and what the C API means on top of
+//!   them: legacy RMM's `rmmInitialize`/`rmmAlloc`/`rmmFree`, device buffers, the legacy event
+//!   log, `RMM_ALLOC_CONF`.
+//! - `resources`: the memory resources and adaptors, and the stream-ordered core of the
+//!   pool-like ones (over the `rmm-suballoc` crate's free-block indexes).
+//! - `platform`: the CUDA driver or simulated devices, and the few primitives of the hot path
+//!   that need `unsafe`.
+//!
+//! `replay` (with `bin/rmm-replay`) is a tool built on `resources`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
-pub mod alloc_conf;
-pub mod device_buffer;
+pub mod boundary;
 pub mod error;
-pub mod ffi;
-pub mod legacy;
-pub mod legacy_log;
-mod lifecycle;
-pub mod mr;
 pub mod ownership;
 pub mod platform;
 pub mod replay;
+pub mod resources;
 
 pub use error::{Error, ErrorKind, Result};

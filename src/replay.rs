@@ -18,9 +18,9 @@
 //! streams to streams it creates, and measures time per operation, the peak footprint and
 //! fragmentation; [`replay_spec`] does so `repeat` times, each against a fresh stack.
 
-use crate::mr::adaptors::{AlignedAdaptor, LimitingAdaptor, LoggingAdaptor, PrefetchAdaptor, StatisticsAdaptor, TrackingAdaptor};
-use crate::mr::{ArenaResource, AsyncResource, BinningResource, DirectResource, FixedSizeResource, MemoryResource, PoolResource};
 use crate::platform::{backend, Stream};
+use crate::resources::adaptors::{AlignedAdaptor, LimitingAdaptor, LoggingAdaptor, PrefetchAdaptor, StatisticsAdaptor, TrackingAdaptor};
+use crate::resources::{ArenaResource, AsyncResource, BinningResource, DirectResource, FixedSizeResource, MemoryResource, PoolResource};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::fmt;

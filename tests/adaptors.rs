@@ -5,12 +5,12 @@ mod common;
 
 use common::{races, setup, Rng};
 use rmm::error::{Error, ErrorKind};
-use rmm::mr::adaptors::{
-    AlignedAdaptor, Counts, FailureCallbackAdaptor, LimitingAdaptor, LoggingAdaptor, PrefetchAdaptor, StatisticsAdaptor, TrackingAdaptor,
-};
-use rmm::mr::{BinningResource, DirectResource, MemoryResource, PoolResource};
 use rmm::ownership::{records, Expected, Holder, StackRef};
 use rmm::platform::{backend, simulator, Stream};
+use rmm::resources::adaptors::{
+    AlignedAdaptor, Counts, FailureCallbackAdaptor, LimitingAdaptor, LoggingAdaptor, PrefetchAdaptor, StatisticsAdaptor, TrackingAdaptor,
+};
+use rmm::resources::{BinningResource, DirectResource, MemoryResource, PoolResource};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -247,7 +247,7 @@ fn tracking_lists_outstanding_allocations_with_call_sites() {
     let tracking = TrackingAdaptor::new(pool(), true);
     let outer = StackRef::new(tracking.clone());
     let file = c"kernel.cu";
-    let ptr = rmm::ffi::call_site::with(file.as_ptr(), 42, || records::allocate(outer.stack(), 5000, S, Holder::Caller)).unwrap();
+    let ptr = rmm::platform::call_site::with(file.as_ptr(), 42, || records::allocate(outer.stack(), 5000, S, Holder::Caller)).unwrap();
     let other = records::allocate(outer.stack(), 100, S, Holder::Caller).unwrap();
     let outstanding = tracking.outstanding();
     assert_eq!(outstanding.len(), 2);
@@ -271,7 +271,7 @@ fn tracking_records_each_call_sites_own_file() {
     let tracking = TrackingAdaptor::new(pool(), false);
     let outer = StackRef::new(tracking.clone());
     let allocate_at = |file: *const std::ffi::c_char, line| {
-        rmm::ffi::call_site::with(file, line, || records::allocate(outer.stack(), 256, S, Holder::Caller)).unwrap()
+        rmm::platform::call_site::with(file, line, || records::allocate(outer.stack(), 256, S, Holder::Caller)).unwrap()
     };
     let mut buffer = *b"first.cu\0";
     let mut expected = vec![

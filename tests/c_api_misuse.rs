@@ -6,10 +6,10 @@
 mod common;
 
 use common::{setup, Rng};
+use rmm::boundary::handles::rmmResource_t;
+use rmm::boundary::types::cudaStream_t;
+use rmm::boundary::*;
 use rmm::error::rmmError_t::{self, *};
-use rmm::ffi::handles::rmmResource_t;
-use rmm::ffi::types::cudaStream_t;
-use rmm::ffi::*;
 use std::collections::HashMap;
 use std::ffi::c_void;
 

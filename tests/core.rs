@@ -1,11 +1,12 @@
 //! The Rust core on simulated devices: the ownership records, per-device resources, handles
 //! and the legacy state machine.
 
-use rmm::ffi::handles;
-use rmm::mr::{AsyncResource, DirectResource, MemoryResource};
+use rmm::boundary::handles;
+use rmm::ownership::legacy;
 use rmm::ownership::{per_device, records, Expected, Holder, Stack, StackRef};
 use rmm::platform::{backend, Stream};
-use rmm::{legacy, Error, ErrorKind};
+use rmm::resources::{AsyncResource, DirectResource, MemoryResource};
+use rmm::{Error, ErrorKind};
 use std::sync::{Arc, MutexGuard};
 
 mod common;

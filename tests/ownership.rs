@@ -5,10 +5,10 @@
 mod common;
 
 use common::{races, setup, stamp, stamped};
+use rmm::boundary::handles::rmmResource_t;
+use rmm::boundary::types::cudaStream_t;
+use rmm::boundary::*;
 use rmm::error::rmmError_t::{self, *};
-use rmm::ffi::handles::rmmResource_t;
-use rmm::ffi::types::cudaStream_t;
-use rmm::ffi::*;
 use std::ffi::c_void;
 use std::ptr::null_mut;
 

@@ -4,8 +4,8 @@
 mod common;
 
 use common::*;
-use rmm::mr::{DirectResource, MemoryResource, PoolResource};
 use rmm::platform::backend;
+use rmm::resources::{DirectResource, MemoryResource, PoolResource};
 use std::sync::Arc;
 
 #[test]

@@ -6,12 +6,12 @@
 mod common;
 
 use common::{races, setup_with, Rng};
-use rmm::mr::adaptors::{LoggingAdaptor, StatisticsAdaptor};
-use rmm::mr::{DirectResource, MemoryResource, PoolResource};
 use rmm::platform::{backend, Stream};
 use rmm::replay::{
     parse_log, replay, replay_spec, replayed_sequence, Action, Event, FootprintSource, Fragmentation, Layer, Options, Performed, Spec,
 };
+use rmm::resources::adaptors::{LoggingAdaptor, StatisticsAdaptor};
+use rmm::resources::{DirectResource, MemoryResource, PoolResource};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, MutexGuard};
 

@@ -5,9 +5,9 @@
 mod common;
 
 use common::*;
-use rmm::mr::{ArenaResource, BinningResource, DirectResource, FixedSizeResource, MemoryResource, PoolResource};
 use rmm::ownership::{records, Expected, Holder, StackRef};
 use rmm::platform::{backend, Stream};
+use rmm::resources::{ArenaResource, BinningResource, DirectResource, FixedSizeResource, MemoryResource, PoolResource};
 use std::sync::Arc;
 
 fn upstream() -> Arc<dyn MemoryResource> {
@@ -210,9 +210,9 @@ fn a_dropped_pool_keeps_live_blocks_valid_until_freed() {
         assert!(device_free() < free_before, "the chunks are still held");
         for (i, &(ptr, size)) in kept.iter().enumerate() {
             assert!(stamped(ptr, size, i as u8 + 1));
-            rmm::legacy::free(ptr, Stream::DEFAULT).unwrap();
+            rmm::ownership::legacy::free(ptr, Stream::DEFAULT).unwrap();
         }
-        assert!(rmm::legacy::free(kept[0].0, Stream::DEFAULT).is_err(), "double free after the orphan is gone");
+        assert!(rmm::ownership::legacy::free(kept[0].0, Stream::DEFAULT).is_err(), "double free after the orphan is gone");
         assert_eq!(device_free(), free_before, "the orphaned chunks went back once their last block was freed");
     }
     assert!(races().is_empty(), "{:?}", races());

@@ -6,7 +6,7 @@
 
 use crate::hook;
 use crate::real::{self, Real};
-use crate::runtime::{add_pool_free, allocate, release};
+use crate::route::{add_pool_free, allocate, allocate_pitched, release};
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -22,7 +22,6 @@ type AllocAsyncFn = unsafe extern "C" fn(*mut u64, usize, *mut c_void) -> c_int;
 type FreeAsyncFn = unsafe extern "C" fn(u64, *mut c_void) -> c_int;
 type AllocPitchFn = unsafe extern "C" fn(*mut u64, *mut usize, usize, usize, c_uint) -> c_int;
 type MemGetInfoFn = unsafe extern "C" fn(*mut usize, *mut usize) -> c_int;
-type SynchronizeFn = unsafe extern "C" fn() -> c_int;
 type GetProcAddressFn = unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64) -> c_int;
 type GetProcAddressV2Fn = unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64, *mut c_int) -> c_int;
 
@@ -34,17 +33,8 @@ static ALLOC_ASYNC_PTSZ: Real<AllocAsyncFn> = Real::new();
 static FREE_ASYNC_PTSZ: Real<FreeAsyncFn> = Real::new();
 static ALLOC_PITCH: Real<AllocPitchFn> = Real::new();
 static MEM_GET_INFO: Real<MemGetInfoFn> = Real::new();
-static SYNCHRONIZE: Real<SynchronizeFn> = Real::new();
 static GET_PROC_ADDRESS: Real<GetProcAddressFn> = Real::new();
 static GET_PROC_ADDRESS_V2: Real<GetProcAddressV2Fn> = Real::new();
-
-/// Waits for the current context's work (`cuCtxSynchronize`), as the real frees do.
-pub fn synchronize_context() {
-    if let Some(synchronize) = SYNCHRONIZE.get(|| real::driver(c"cuCtxSynchronize")) {
-        // SAFETY: no arguments; without a current context it returns an error, ignored here.
-        unsafe { synchronize() };
-    }
-}
 
 fn device_pointer_out(ptr: *mut u64) -> *mut *mut c_void {
     ptr.cast()
@@ -119,7 +109,7 @@ pub unsafe extern "C" fn cuMemAllocPitch_v2(ptr: *mut u64, pitch: *mut usize, wi
     // SAFETY: the caller's arguments, passed on unchanged.
     let real =
         || ALLOC_PITCH.get(|| real::driver(c"cuMemAllocPitch_v2")).map_or(NOT_FOUND, |f| unsafe { f(ptr, pitch, width, height, element) });
-    hook(|| crate::runtime::allocate_pitched(device_pointer_out(ptr), pitch, width, height, real), real)
+    hook(|| allocate_pitched(device_pointer_out(ptr), pitch, width, height, real), real)
 }
 
 /// # Safety

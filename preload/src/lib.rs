@@ -20,6 +20,7 @@
 mod driver;
 mod librmm;
 mod real;
+mod route;
 mod runtime;
 
 use std::cell::Cell;

@@ -4,10 +4,11 @@
 //! and takes no lock and no reference count. A thread's copy keeps a replaced stack alive
 //! until that thread reads the slot again.
 
-use super::stack::{Stack, StackRef};
+use super::records::StackRef;
+use super::stack::Stack;
 use crate::error::{Error, Result};
-use crate::mr::DirectResource;
 use crate::platform::backend;
+use crate::resources::DirectResource;
 use parking_lot::Mutex;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,7 +46,7 @@ fn current_or_default(slot: &Slot, device: i32) -> Result<(StackRef, u64)> {
     if let Some(stack) = current.as_ref() {
         return Ok((stack.clone(), slot.generation.load(Ordering::Acquire)));
     }
-    let default = match crate::alloc_conf::default_resource(device) {
+    let default = match crate::ownership::config::default_resource(device) {
         Some(configured) => configured?,
         None => Arc::new(DirectResource::cuda(device)?),
     };

@@ -11,14 +11,15 @@
 //! belong to, counted with plain arithmetic under the shard's lock, so recording a pointer
 //! costs no atomic reference count.
 
-use super::stack::Stack;
+use super::stack::{Stack, SHARD_WORDS};
 use crate::error::{Error, Result};
 use crate::platform::biased_lock::BiasedLock;
 use crate::platform::{backend, Stream};
+use crate::resources::MemoryResource;
 use rmm_suballoc::address_map::{address_hash, shard_of};
 use std::sync::Arc;
 
-pub(super) const SHARDS: usize = 256;
+const SHARDS: usize = SHARD_WORDS * 64;
 
 /// Who may free a recorded pointer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -309,7 +310,7 @@ pub fn totals() -> (usize, usize) {
 /// Lets go of `stack` in every shard that holds it without live records: called when the last
 /// handle, slot or buffer that refers to it goes. Shards where it still has records keep it
 /// until the last of them is freed.
-pub(super) fn forget_idle(stack: &Stack) {
+fn forget_idle(stack: &Stack) {
     for index in stack.shards_with_entries() {
         let mut shard = RECORDS[index].0.lock();
         let idle = shard.entries.iter().position(|entry| entry.as_ref().is_some_and(|e| Stack::same(&e.stack, stack) && e.live == 0));
@@ -354,4 +355,40 @@ fn handed_out_twice(ptr: usize, stack: &Stack) -> Error {
         "the {} resource handed out {ptr:#x} while it was still allocated: a bug, please report it",
         stack.resource().name()
     ))
+}
+
+/// A counted reference to a stack, as a handle or a registry slot holds it.
+pub struct StackRef(Arc<Stack>);
+
+impl StackRef {
+    pub fn new(resource: Arc<dyn MemoryResource>) -> Self {
+        StackRef(Stack::new_held(resource))
+    }
+
+    pub fn stack(&self) -> &Arc<Stack> {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for StackRef {
+    type Target = Stack;
+    #[inline(always)]
+    fn deref(&self) -> &Stack {
+        &self.0
+    }
+}
+
+impl Clone for StackRef {
+    fn clone(&self) -> Self {
+        self.0.hold();
+        StackRef(self.0.clone())
+    }
+}
+
+impl Drop for StackRef {
+    fn drop(&mut self) {
+        if self.0.let_go() {
+            forget_idle(&self.0);
+        }
+    }
 }

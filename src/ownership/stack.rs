@@ -1,13 +1,15 @@
 //! A stack as callers of the C API hold it: the resource they allocate from, the top of a stack
 //! of adaptors and suballocators. Handles, the per-device registry and device buffers hold
-//! `StackRef`s; the ownership records hold the `Stack` itself, so a stack stays alive while
-//! memory allocated from it is live, even after every handle to it is gone.
+//! `StackRef`s (see `records`); the ownership records hold the `Stack` itself, so a stack stays
+//! alive while memory allocated from it is live, even after every handle to it is gone.
 
-use super::records::{self, SHARDS};
-use crate::mr::MemoryResource;
 use crate::platform::shared::Shared;
+use crate::resources::MemoryResource;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+
+/// Words of the bitmap of record shards a stack has entries in (64 shards a word).
+pub(super) const SHARD_WORDS: usize = 4;
 
 pub struct Stack {
     /// Reached on every allocation and free: the plain pointer beside its `Arc`.
@@ -18,7 +20,7 @@ pub struct Stack {
     holders: AtomicUsize,
     /// The record shards that hold an entry of this stack (a bit each), so that letting go of
     /// it visits only those.
-    shards: [AtomicU64; SHARDS / 64],
+    shards: [AtomicU64; SHARD_WORDS],
 }
 
 impl Stack {
@@ -38,10 +40,31 @@ impl Stack {
         self.device
     }
 
+    /// A stack held by one `StackRef`.
+    pub(super) fn new_held(resource: Arc<dyn MemoryResource>) -> Arc<Stack> {
+        let device = resource.device();
+        Arc::new(Stack {
+            resource: Shared::new(resource),
+            device,
+            holders: AtomicUsize::new(1),
+            shards: [const { AtomicU64::new(0) }; SHARD_WORDS],
+        })
+    }
+
     /// Whether a handle, a device's slot or a device buffer still refers to the stack.
     #[inline(always)]
     pub(super) fn is_held(&self) -> bool {
         self.holders.load(Ordering::Acquire) > 0
+    }
+
+    /// One more `StackRef`.
+    pub(super) fn hold(&self) {
+        self.holders.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One `StackRef` fewer; true when it was the last.
+    pub(super) fn let_go(&self) -> bool {
+        self.holders.fetch_sub(1, Ordering::AcqRel) == 1
     }
 
     /// Notes that shard `shard` made (`true`) or dropped its entry of this stack.
@@ -62,47 +85,5 @@ impl Stack {
     #[inline(always)]
     pub fn same(a: &Stack, b: &Stack) -> bool {
         std::ptr::eq(a, b)
-    }
-}
-
-/// A counted reference to a stack, as a handle or a registry slot holds it.
-pub struct StackRef(Arc<Stack>);
-
-impl StackRef {
-    pub fn new(resource: Arc<dyn MemoryResource>) -> Self {
-        let device = resource.device();
-        StackRef(Arc::new(Stack {
-            resource: Shared::new(resource),
-            device,
-            holders: AtomicUsize::new(1),
-            shards: [const { AtomicU64::new(0) }; SHARDS / 64],
-        }))
-    }
-
-    pub fn stack(&self) -> &Arc<Stack> {
-        &self.0
-    }
-}
-
-impl std::ops::Deref for StackRef {
-    type Target = Stack;
-    #[inline(always)]
-    fn deref(&self) -> &Stack {
-        &self.0
-    }
-}
-
-impl Clone for StackRef {
-    fn clone(&self) -> Self {
-        self.0.holders.fetch_add(1, Ordering::Relaxed);
-        StackRef(self.0.clone())
-    }
-}
-
-impl Drop for StackRef {
-    fn drop(&mut self) {
-        if self.0.holders.fetch_sub(1, Ordering::AcqRel) == 1 {
-            records::forget_idle(&self.0);
-        }
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod bias;
 pub mod biased_lock;
+pub mod call_site;
 pub mod clock;
 mod cuda;
 pub mod published;

@@ -3,8 +3,8 @@
 
 #![allow(dead_code)]
 
-use rmm::mr::MemoryResource;
 use rmm::platform::{backend, simulator, Stream};
+use rmm::resources::MemoryResource;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 

@@ -1,0 +1,262 @@
+//! Adaptors over an upstream handle: statistics, logging, limiting, tracking, failure
+//! callback, aligned, prefetch. Each keeps its own reference to its upstream; the caller owns
+//! the new handle (`rmmResourceDestroy`).
+
+use super::handles::{self, rmmResource_t};
+use super::suballocators::create_over;
+use super::types::cudaStream_t;
+use super::{boundary, copy_text, non_null, optional_str, write_out};
+use crate::error::{rmmError_t, Error, Result};
+use crate::resources::adaptors::{
+    AlignedAdaptor, Counts, FailureCallbackAdaptor, LimitingAdaptor, LoggingAdaptor, PrefetchAdaptor, StatisticsAdaptor, TrackingAdaptor,
+};
+use crate::resources::MemoryResource;
+use std::any::Any;
+use std::ffi::{c_char, c_void};
+
+/// The adaptor of type `A` behind `resource`, or an error naming what it is instead.
+fn adaptor<A: MemoryResource, T>(resource: rmmResource_t, what: &str, f: impl FnOnce(&A) -> Result<T>) -> Result<T> {
+    handles::with(resource, |stack| {
+        let resource = stack.resource();
+        let adaptor = (resource as &dyn Any)
+            .downcast_ref::<A>()
+            .ok_or_else(|| Error::invalid(format!("resource is a {} resource, not a {what}", resource.name())))?;
+        f(adaptor)
+    })
+}
+
+/// Allocation figures of a statistics adaptor's innermost scope, as RMM's
+/// `statistics_resource_adaptor` counts them: bytes as requested, allocations as calls.
+/// Current values can be negative within a scope that frees memory allocated before it.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+#[allow(non_camel_case_types)]
+pub struct rmmStatistics_t {
+    pub current_bytes: i64,
+    pub peak_bytes: i64,
+    pub total_bytes: i64,
+    pub current_count: i64,
+    pub peak_count: i64,
+    pub total_count: i64,
+}
+
+impl From<Counts> for rmmStatistics_t {
+    fn from(c: Counts) -> Self {
+        rmmStatistics_t {
+            current_bytes: c.current_bytes,
+            peak_bytes: c.peak_bytes,
+            total_bytes: c.total_bytes,
+            current_count: c.current_count,
+            peak_count: c.peak_count,
+            total_count: c.total_count,
+        }
+    }
+}
+
+/// Creates a statistics adaptor over `upstream`: current, peak and total bytes and
+/// allocation counts of what goes through it, kept with atomics (threads never wait here).
+#[no_mangle]
+pub extern "C" fn rmmStatisticsAdaptorCreate(resource: *mut rmmResource_t, upstream: rmmResource_t) -> rmmError_t {
+    create_over("rmmStatisticsAdaptorCreate", resource, upstream, |upstream| Ok(StatisticsAdaptor::new(upstream)))
+}
+
+/// Writes the figures of the innermost scope of a statistics adaptor to `*counts`.
+#[no_mangle]
+pub extern "C" fn rmmStatisticsAdaptorGetCounts(resource: rmmResource_t, counts: *mut rmmStatistics_t) -> rmmError_t {
+    boundary("rmmStatisticsAdaptorGetCounts", || {
+        non_null(counts, "counts")?;
+        let figures = adaptor(resource, "statistics adaptor", |stats: &StatisticsAdaptor| Ok(stats.counts()))?;
+        write_out(counts, "counts", figures.into())
+    })
+}
+
+/// Starts a nested scope: the figures start again from zero until the matching pop.
+#[no_mangle]
+pub extern "C" fn rmmStatisticsAdaptorPushCounters(resource: rmmResource_t) -> rmmError_t {
+    boundary("rmmStatisticsAdaptorPushCounters", || {
+        adaptor(resource, "statistics adaptor", |stats: &StatisticsAdaptor| {
+            stats.push();
+            Ok(())
+        })
+    })
+}
+
+/// Ends the innermost scope and writes its figures to `*popped` unless it is NULL; its peak
+/// counts towards the enclosing scope's, as in RMM. Without a pushed scope:
+/// RMM_ERROR_INVALID_ARGUMENT.
+#[no_mangle]
+pub extern "C" fn rmmStatisticsAdaptorPopCounters(resource: rmmResource_t, popped: *mut rmmStatistics_t) -> rmmError_t {
+    boundary("rmmStatisticsAdaptorPopCounters", || {
+        let figures = adaptor(resource, "statistics adaptor", |stats: &StatisticsAdaptor| stats.pop())?;
+        if !popped.is_null() {
+            write_out(popped, "popped", figures.into())?;
+        }
+        Ok(())
+    })
+}
+
+/// Creates a logging adaptor over `upstream` that writes one CSV line per allocation and free
+/// to `path` (created or truncated now), in RAPIDS RMM's format
+/// (`Thread,Time,Action,Pointer,Size,Stream`). A NULL `path` uses the file the environment
+/// variable RMM_LOG_FILE names; with neither, RMM_ERROR_INVALID_ARGUMENT. A file that cannot
+/// be created is RMM_ERROR_IO. Lines are buffered: `rmmLoggingAdaptorFlush` and destroying the
+/// adaptor write them out.
+#[no_mangle]
+pub extern "C" fn rmmLoggingAdaptorCreate(resource: *mut rmmResource_t, upstream: rmmResource_t, path: *const c_char) -> rmmError_t {
+    create_over("rmmLoggingAdaptorCreate", resource, upstream, |upstream| Ok(LoggingAdaptor::new(upstream, optional_str(path, "path")?)?))
+}
+
+/// Writes every buffered line of a logging adaptor to its file and flushes the file.
+/// RMM_ERROR_IO if a write failed since the last flush.
+#[no_mangle]
+pub extern "C" fn rmmLoggingAdaptorFlush(resource: rmmResource_t) -> rmmError_t {
+    boundary("rmmLoggingAdaptorFlush", || adaptor(resource, "logging adaptor", |log: &LoggingAdaptor| log.flush()))
+}
+
+/// Creates a limiting adaptor over `upstream`: an allocation that would take the bytes
+/// allocated through it (each rounded up to 256) past `limit` is RMM_ERROR_OUT_OF_MEMORY,
+/// with the limit in the message. A `limit` of 0 is RMM_ERROR_INVALID_ARGUMENT.
+#[no_mangle]
+pub extern "C" fn rmmLimitingAdaptorCreate(resource: *mut rmmResource_t, upstream: rmmResource_t, limit: usize) -> rmmError_t {
+    create_over("rmmLimitingAdaptorCreate", resource, upstream, |upstream| Ok(LimitingAdaptor::new(upstream, limit)?))
+}
+
+/// Writes the bytes a limiting adaptor counts as allocated to `*bytes`.
+#[no_mangle]
+pub extern "C" fn rmmLimitingAdaptorGetAllocatedBytes(resource: rmmResource_t, bytes: *mut usize) -> rmmError_t {
+    boundary("rmmLimitingAdaptorGetAllocatedBytes", || {
+        non_null(bytes, "bytes")?;
+        let allocated = adaptor(resource, "limiting adaptor", |limiting: &LimitingAdaptor| Ok(limiting.allocated_bytes()))?;
+        write_out(bytes, "bytes", allocated)
+    })
+}
+
+/// One outstanding allocation of a tracking adaptor.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+#[allow(non_camel_case_types)]
+pub struct rmmAllocationRecord_t {
+    pub ptr: *mut c_void,
+    pub size: usize,
+    pub stream: cudaStream_t,
+    /// The OS id of the allocating thread.
+    pub thread: u64,
+    /// The `RMM_ALLOC` call site (line 0 and file "" when unknown); a long file name keeps its
+    /// end.
+    pub line: u32,
+    pub file: [c_char; 256],
+}
+
+/// Creates a tracking adaptor over `upstream`: it records every outstanding allocation with
+/// size, stream, thread, the `RMM_ALLOC` call site and, when `capture_stacks` is true, a
+/// backtrace (slow: for debugging). Leaks are reported to the log (stderr) at `rmmFinalize`, at
+/// process exit and when the adaptor is destroyed.
+#[no_mangle]
+pub extern "C" fn rmmTrackingAdaptorCreate(resource: *mut rmmResource_t, upstream: rmmResource_t, capture_stacks: bool) -> rmmError_t {
+    create_over("rmmTrackingAdaptorCreate", resource, upstream, |upstream| Ok(TrackingAdaptor::new(upstream, capture_stacks)))
+}
+
+/// Lists the outstanding allocations of a tracking adaptor, by address: writes how many there
+/// are to `*count` and the first `capacity` of them to `records` (which may be NULL when
+/// `capacity` is 0).
+#[no_mangle]
+pub extern "C" fn rmmTrackingAdaptorGetOutstanding(
+    resource: rmmResource_t,
+    records: *mut rmmAllocationRecord_t,
+    capacity: usize,
+    count: *mut usize,
+) -> rmmError_t {
+    boundary("rmmTrackingAdaptorGetOutstanding", || {
+        non_null(count, "count")?;
+        if records.is_null() && capacity > 0 {
+            return Err(Error::invalid("records is NULL but capacity is not 0"));
+        }
+        let outstanding = adaptor(resource, "tracking adaptor", |tracking: &TrackingAdaptor| Ok(tracking.outstanding()))?;
+        for (at, allocation) in outstanding.iter().take(capacity).enumerate() {
+            let mut file = [0 as c_char; 256];
+            let name = allocation.file.as_deref().unwrap_or("").as_bytes();
+            let kept = &name[name.len().saturating_sub(file.len() - 1)..];
+            for (slot, byte) in file.iter_mut().zip(kept) {
+                *slot = *byte as c_char;
+            }
+            let record = rmmAllocationRecord_t {
+                ptr: allocation.ptr as *mut c_void,
+                size: allocation.size,
+                stream: allocation.stream as cudaStream_t,
+                thread: allocation.thread,
+                line: allocation.line,
+                file,
+            };
+            // SAFETY: `records` is non-NULL (capacity > 0) and the caller promises `capacity`
+            // writable records; `at < capacity`.
+            unsafe { records.add(at).write(record) };
+        }
+        write_out(count, "count", outstanding.len())
+    })
+}
+
+/// The leak report of a tracking adaptor, as text (empty when nothing is outstanding), copied
+/// with a NUL into `buffer` of `size` bytes; its length goes to `*length` unless NULL. A NULL
+/// `buffer` only asks for the length; a buffer too small is RMM_ERROR_INVALID_ARGUMENT.
+#[no_mangle]
+pub extern "C" fn rmmTrackingAdaptorGetReport(resource: rmmResource_t, buffer: *mut c_char, size: usize, length: *mut usize) -> rmmError_t {
+    boundary("rmmTrackingAdaptorGetReport", || {
+        let report = adaptor(resource, "tracking adaptor", |tracking: &TrackingAdaptor| Ok(tracking.report("now")))?;
+        copy_text(&report, buffer, size, length)
+    })
+}
+
+/// Called when an allocation fails for lack of memory, with the bytes asked for and the `arg`
+/// given at creation; returning true retries the allocation.
+#[allow(non_camel_case_types)]
+pub type rmmFailureCallback_t = Option<extern "C" fn(bytes: usize, arg: *mut c_void) -> bool>;
+
+struct CallbackArgument(*mut c_void);
+// SAFETY: the pointer is the caller's, handed back to the caller's callback untouched; the
+// caller promises the callback may run on any thread that allocates.
+unsafe impl Send for CallbackArgument {}
+// SAFETY: as above; rmm never dereferences it.
+unsafe impl Sync for CallbackArgument {}
+
+impl CallbackArgument {
+    fn get(&self) -> *mut c_void {
+        self.0
+    }
+}
+
+/// Creates a failure-callback adaptor over `upstream`: when an allocation fails with
+/// RMM_ERROR_OUT_OF_MEMORY, it calls `callback(bytes, arg)` and tries again for as long as the
+/// callback returns true (to spill or drop caches first). `callback` may not be NULL; it runs
+/// on the allocating thread and must not allocate through this adaptor.
+#[no_mangle]
+pub extern "C" fn rmmFailureCallbackAdaptorCreate(
+    resource: *mut rmmResource_t,
+    upstream: rmmResource_t,
+    callback: rmmFailureCallback_t,
+    arg: *mut c_void,
+) -> rmmError_t {
+    create_over("rmmFailureCallbackAdaptorCreate", resource, upstream, |upstream| {
+        let callback = callback.ok_or_else(|| Error::invalid("callback is NULL"))?;
+        let arg = CallbackArgument(arg);
+        Ok(FailureCallbackAdaptor::new(upstream, Box::new(move |bytes| callback(bytes, arg.get()))))
+    })
+}
+
+/// Creates an aligned adaptor over `upstream`: allocations of at least `threshold` bytes are
+/// aligned to `alignment` (a power of two, at least 256); smaller ones pass through.
+#[no_mangle]
+pub extern "C" fn rmmAlignedAdaptorCreate(
+    resource: *mut rmmResource_t,
+    upstream: rmmResource_t,
+    alignment: usize,
+    threshold: usize,
+) -> rmmError_t {
+    create_over("rmmAlignedAdaptorCreate", resource, upstream, |upstream| Ok(AlignedAdaptor::new(upstream, alignment, threshold)?))
+}
+
+/// Creates a prefetch adaptor over `upstream`: each allocation of managed memory is migrated
+/// to the device in the order of its stream before it is handed out (other memory as is).
+#[no_mangle]
+pub extern "C" fn rmmPrefetchAdaptorCreate(resource: *mut rmmResource_t, upstream: rmmResource_t) -> rmmError_t {
+    create_over("rmmPrefetchAdaptorCreate", resource, upstream, |upstream| Ok(PrefetchAdaptor::new(upstream)))
+}

@@ -1,0 +1,223 @@
+//! Legacy RMM entry points, with their original names and signatures.
+
+use super::types::{cudaStream_t, rmmOptions_t, stream_of};
+use super::{boundary, boundary_value, last_error_message, non_null, write_out};
+use super::{copy_text_truncated, optional_str};
+use crate::error::{code_description, code_name, rmmError_t, Error};
+use crate::ownership::legacy;
+use crate::ownership::legacy_log::{self, Call, EventKind};
+use crate::platform::call_site;
+use std::ffi::{c_char, c_uint, c_void};
+use std::time::Instant;
+
+/// When the event log is on (`enable_logging`), the time a call started: reading the clock
+/// costs more than a pooled allocation, so calls that are not logged do not.
+#[inline(always)]
+fn started() -> Option<Instant> {
+    legacy_log::enabled().then(Instant::now)
+}
+
+/// Records a successful legacy call that `started` in the event log (inline: a call that is
+/// not logged pays one test).
+#[inline(always)]
+fn log_call(
+    kind: EventKind,
+    ptr: usize,
+    size: usize,
+    stream: cudaStream_t,
+    started: Option<Instant>,
+    site: (*const c_char, c_uint),
+    freed: Option<usize>,
+) {
+    if let Some(start) = started {
+        record_call(kind, ptr, size, stream, start, site, freed);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn record_call(
+    kind: EventKind,
+    ptr: usize,
+    size: usize,
+    stream: cudaStream_t,
+    start: Instant,
+    (file, line): (*const c_char, c_uint),
+    freed: Option<usize>,
+) {
+    let device = crate::platform::backend().and_then(|b| b.current_device()).unwrap_or(-1);
+    let file = optional_str(file, "file").ok().flatten().map(str::to_string);
+    legacy_log::record(Call { kind, device, ptr, stream: stream as usize, size, start, file, line }, freed);
+}
+
+/// Initializes rmm: installs, on each device of `options->devices` (or the current device),
+/// the resource `options->allocation_mode` names, replacing that device's resource until
+/// `rmmFinalize`. `options` may be NULL (defaults: device memory, current device) and is only
+/// read. A second call without `rmmFinalize` returns RMM_ERROR_ALREADY_INITIALIZED.
+#[no_mangle]
+pub extern "C" fn rmmInitialize(options: *const rmmOptions_t) -> rmmError_t {
+    boundary("rmmInitialize", || {
+        let options = match options.is_null() {
+            true => None,
+            // SAFETY: non-NULL, and the caller promises a readable rmmOptions_t.
+            false => Some(unsafe { *options }.to_options()?),
+        };
+        legacy::initialize(options)
+    })
+}
+
+/// Ends what `rmmInitialize` set up: each device gets back the resource it had before.
+/// Live allocations stay valid and can still be freed with `rmmFree`; new allocations are
+/// refused with RMM_ERROR_NOT_INITIALIZED until `rmmInitialize` is called again.
+#[no_mangle]
+pub extern "C" fn rmmFinalize() -> rmmError_t {
+    boundary("rmmFinalize", legacy::finalize)
+}
+
+/// True when rmm is initialized; then copies the options in force to `options` unless it is
+/// NULL.
+#[no_mangle]
+pub extern "C" fn rmmIsInitialized(options: *mut rmmOptions_t) -> bool {
+    boundary_value("rmmIsInitialized", false, || {
+        let Some(current) = legacy::initialized_options() else {
+            return Ok(false);
+        };
+        if !options.is_null() {
+            write_out(options, "options", rmmOptions_t::from_options(&current))?;
+        }
+        Ok(true)
+    })
+}
+
+/// Allocates `size` bytes for use on `stream` from the current device's resource and writes
+/// the address to `*ptr` (NULL for 0 bytes). The caller owns the memory and returns it with
+/// `rmmFree`. `file` and `line` name the call site (the macro `RMM_ALLOC` fills them in) and
+/// may be NULL/0.
+#[no_mangle]
+pub extern "C" fn rmmAlloc(ptr: *mut *mut c_void, size: usize, stream: cudaStream_t, file: *const c_char, line: c_uint) -> rmmError_t {
+    boundary("rmmAlloc", || {
+        non_null(ptr, "ptr")?;
+        let started = started();
+        let address = call_site::with(file, line, || legacy::alloc(size, stream_of(stream)))?;
+        write_out(ptr, "ptr", address as *mut c_void)?;
+        log_call(EventKind::Alloc, address, size, stream, started, (file, line), None);
+        Ok(())
+    })
+}
+
+/// Resizes the allocation at `*ptr` to `new_size` bytes: a new allocation from the same
+/// resource, the contents up to the smaller size copied in the order of `stream`, the old one
+/// freed in that order, and `*ptr` updated. `*ptr` NULL allocates; `new_size` 0 frees and
+/// writes NULL. On failure `*ptr` and its memory are unchanged.
+#[no_mangle]
+pub extern "C" fn rmmRealloc(
+    ptr: *mut *mut c_void,
+    new_size: usize,
+    stream: cudaStream_t,
+    file: *const c_char,
+    line: c_uint,
+) -> rmmError_t {
+    boundary("rmmRealloc", || {
+        let ptr = non_null(ptr, "ptr")?;
+        // SAFETY: non-NULL, and the caller promises a readable `void*`.
+        let old = unsafe { *ptr } as usize;
+        let started = started();
+        let address = call_site::with(file, line, || legacy::realloc(old, new_size, stream_of(stream)))?;
+        write_out(ptr, "ptr", address as *mut c_void)?;
+        log_call(EventKind::Realloc, address, new_size, stream, started, (file, line), Some(old));
+        Ok(())
+    })
+}
+
+/// Frees memory rmm allocated (through `rmmAlloc` or `rmmResourceAllocate`), in the order of
+/// `stream`. NULL is a no-op. A pointer rmm did not hand out, or one already freed, is
+/// RMM_ERROR_INVALID_ARGUMENT and nothing is freed.
+#[no_mangle]
+pub extern "C" fn rmmFree(ptr: *mut c_void, stream: cudaStream_t, file: *const c_char, line: c_uint) -> rmmError_t {
+    boundary("rmmFree", || {
+        let started = started();
+        let size = match started {
+            Some(_) => crate::ownership::records::find(ptr as usize).map_or(0, |found| found.size),
+            None => 0,
+        };
+        // No call site: only allocations record one (the tracking adaptor's).
+        legacy::free(ptr as usize, stream_of(stream))?;
+        log_call(EventKind::Free, ptr as usize, size, stream, started, (file, line), None);
+        Ok(())
+    })
+}
+
+/// Writes the event log (`enable_logging` in `rmmOptions_t`) to the file `filename` as legacy
+/// RMM's CSV: `Event Type,Device ID,Address,Stream,Size (bytes),Free Memory,Total Memory,
+/// Current Allocs,Start,End,Elapsed,Location`, one line per `rmmAlloc`, `rmmRealloc` and
+/// `rmmFree`. RMM_ERROR_IO when the file cannot be written.
+#[no_mangle]
+pub extern "C" fn rmmWriteLog(filename: *const c_char) -> rmmError_t {
+    boundary("rmmWriteLog", || {
+        let path = optional_str(filename, "filename")?.ok_or_else(|| Error::invalid("filename is NULL"))?;
+        std::fs::write(path, legacy_log::csv()).map_err(|e| Error::Io(format!("cannot write {path}: {e}")))
+    })
+}
+
+/// The length in bytes of the event log's CSV text (without a terminating NUL), as
+/// `rmmGetLog` copies it.
+#[no_mangle]
+pub extern "C" fn rmmLogSize() -> usize {
+    super::boundary_value("rmmLogSize", 0, || Ok(legacy_log::csv().len()))
+}
+
+/// Copies the event log's CSV text into `buffer`: at most `buffer_size` bytes, as legacy RMM
+/// did, plus a terminating NUL when there is room for it (give `rmmLogSize() + 1` bytes for a
+/// C string).
+#[no_mangle]
+pub extern "C" fn rmmGetLog(buffer: *mut c_char, buffer_size: usize) -> rmmError_t {
+    boundary("rmmGetLog", || copy_text_truncated(&legacy_log::csv(), buffer, buffer_size))
+}
+
+/// Writes the free and total bytes of the current device. Neither pointer may be NULL.
+#[no_mangle]
+pub extern "C" fn rmmGetInfo(free_size: *mut usize, total_size: *mut usize, stream: cudaStream_t) -> rmmError_t {
+    let _ = stream;
+    boundary("rmmGetInfo", || {
+        non_null(free_size, "free_size")?;
+        non_null(total_size, "total_size")?;
+        let (free, total) = legacy::memory_info()?;
+        write_out(free_size, "free_size", free)?;
+        write_out(total_size, "total_size", total)
+    })
+}
+
+/// Writes to `*offset` how far `ptr` lies from the start of the device allocation that holds
+/// it. `offset` may not be NULL; `ptr` must be device memory.
+#[no_mangle]
+pub extern "C" fn rmmGetAllocationOffset(offset: *mut isize, ptr: *const c_void, stream: cudaStream_t) -> rmmError_t {
+    let _ = stream;
+    boundary("rmmGetAllocationOffset", || {
+        non_null(offset, "offset")?;
+        if ptr.is_null() {
+            return Err(Error::invalid("ptr is NULL"));
+        }
+        write_out(offset, "offset", legacy::allocation_offset(ptr as usize)?)
+    })
+}
+
+/// A static description of an error code, its name first ("RMM_ERROR_OUT_OF_MEMORY: out of
+/// memory"); never NULL, never to be freed.
+#[no_mangle]
+pub extern "C" fn rmmGetErrorString(errcode: i32) -> *const c_char {
+    code_description(errcode).as_ptr()
+}
+
+/// The name of an error code as the enumerator is spelled ("RMM_ERROR_OUT_OF_MEMORY"), or
+/// "RMM_ERROR_UNRECOGNIZED" for a value that is none; never NULL, never to be freed.
+#[no_mangle]
+pub extern "C" fn rmmGetErrorName(errcode: i32) -> *const c_char {
+    code_name(errcode).as_ptr()
+}
+
+/// The detailed message of the most recent failed rmm call on the calling thread ("" if
+/// none). Owned by rmm and valid until the thread's next failing call; never NULL.
+#[no_mangle]
+pub extern "C" fn rmmGetLastErrorMessage() -> *const c_char {
+    last_error_message()
+}

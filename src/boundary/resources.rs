@@ -1,0 +1,120 @@
+//! Creating, using and destroying resource handles.
+
+use super::handles::{self, rmmResource_t};
+use super::types::{cudaStream_t, stream_of};
+use super::{boundary, non_null, write_out};
+use crate::error::{rmmError_t, Result};
+use crate::ownership::{records, Expected, Holder};
+use crate::platform::backend;
+use crate::resources::{AsyncResource, DirectResource, MemoryResource};
+use parking_lot::Mutex;
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::sync::Arc;
+
+/// The NUL-terminated copy of a resource name, made once per name and kept for the process.
+fn c_name(name: &'static str) -> &'static CStr {
+    static NAMES: Mutex<Vec<(&'static str, &'static CStr)>> = Mutex::new(Vec::new());
+    let mut names = NAMES.lock();
+    if let Some((_, c)) = names.iter().find(|(n, _)| *n == name) {
+        return c;
+    }
+    let c: &'static CStr = Box::leak(CString::new(name).unwrap_or_default().into_boxed_c_str());
+    names.push((name, c));
+    c
+}
+
+/// Makes a resource on the current device and writes its new handle to `out`.
+fn create(function: &'static str, out: *mut rmmResource_t, make: impl FnOnce(i32) -> Result<Arc<dyn MemoryResource>>) -> rmmError_t {
+    boundary(function, || {
+        non_null(out, "resource")?;
+        let resource = make(backend()?.current_device()?)?;
+        write_out(out, "resource", handles::create(resource)?)
+    })
+}
+
+/// Creates a resource that allocates device memory of the current device with `cudaMalloc`
+/// semantics (RMM's `cuda_memory_resource`) and writes its handle to `*resource`, which must
+/// not be NULL. The caller owns the handle and releases it with `rmmResourceDestroy`.
+#[no_mangle]
+pub extern "C" fn rmmCudaResourceCreate(resource: *mut rmmResource_t) -> rmmError_t {
+    create("rmmCudaResourceCreate", resource, |device| Ok(Arc::new(DirectResource::cuda(device)?)))
+}
+
+/// Creates a managed-memory resource (`cudaMallocManaged`) on the current device. Ownership as
+/// `rmmCudaResourceCreate`.
+#[no_mangle]
+pub extern "C" fn rmmManagedResourceCreate(resource: *mut rmmResource_t) -> rmmError_t {
+    create("rmmManagedResourceCreate", resource, |device| Ok(Arc::new(DirectResource::managed(device)?)))
+}
+
+/// Creates a stream-ordered resource over a driver memory pool of its own on the current
+/// device (`cudaMallocAsync`): the pool starts with `initial_pool_size` bytes and keeps up to
+/// `release_threshold` bytes reserved across synchronizations (SIZE_MAX: keep everything).
+/// RMM_ERROR_NOT_SUPPORTED where the driver or device has no memory pools. Ownership as
+/// `rmmCudaResourceCreate`.
+#[no_mangle]
+pub extern "C" fn rmmAsyncResourceCreate(resource: *mut rmmResource_t, initial_pool_size: usize, release_threshold: usize) -> rmmError_t {
+    create("rmmAsyncResourceCreate", resource, |device| Ok(Arc::new(AsyncResource::new(device, initial_pool_size, release_threshold)?)))
+}
+
+/// Creates a resource of page-locked host memory (`cudaMallocHost`), usable from every device.
+/// Ownership as `rmmCudaResourceCreate`.
+#[no_mangle]
+pub extern "C" fn rmmPinnedHostResourceCreate(resource: *mut rmmResource_t) -> rmmError_t {
+    create("rmmPinnedHostResourceCreate", resource, |device| Ok(Arc::new(DirectResource::pinned_host(device)?)))
+}
+
+/// Releases the caller's handle. The resource itself lives on while anything still uses it:
+/// other handles, adaptors, the per-device registry, or allocations not yet freed (they stay
+/// valid and `rmmFree` returns them). NULL is a no-op; a destroyed handle is
+/// RMM_ERROR_INVALID_HANDLE.
+#[no_mangle]
+pub extern "C" fn rmmResourceDestroy(resource: rmmResource_t) -> rmmError_t {
+    boundary("rmmResourceDestroy", || handles::destroy(resource))
+}
+
+/// Allocates `bytes` for use on `stream` from `resource` and writes the address to `*ptr`
+/// (NULL for 0 bytes). The caller owns the memory and returns it with `rmmResourceDeallocate`
+/// on the same resource, or with `rmmFree`.
+#[no_mangle]
+pub extern "C" fn rmmResourceAllocate(resource: rmmResource_t, ptr: *mut *mut c_void, bytes: usize, stream: cudaStream_t) -> rmmError_t {
+    boundary("rmmResourceAllocate", || {
+        non_null(ptr, "ptr")?;
+        let address = handles::with(resource, |stack| records::allocate(stack.stack(), bytes, stream_of(stream), Holder::Caller))?;
+        write_out(ptr, "ptr", address as *mut c_void)
+    })
+}
+
+/// Returns `ptr`, allocated from `resource` with size `bytes`, in the order of `stream`. NULL
+/// is a no-op. A pointer from another resource, of another size, already freed or never
+/// allocated is RMM_ERROR_INVALID_ARGUMENT, and nothing is freed.
+#[no_mangle]
+pub extern "C" fn rmmResourceDeallocate(resource: rmmResource_t, ptr: *mut c_void, bytes: usize, stream: cudaStream_t) -> rmmError_t {
+    boundary("rmmResourceDeallocate", || {
+        handles::with(resource, |stack| {
+            let expected = Expected { stack: Some(stack), size: Some(bytes), holder: Holder::Caller };
+            records::free(ptr as usize, stream_of(stream), expected)
+        })
+    })
+}
+
+/// Writes the device whose memory `resource` hands out to `*device`.
+#[no_mangle]
+pub extern "C" fn rmmResourceGetDevice(resource: rmmResource_t, device: *mut c_int) -> rmmError_t {
+    boundary("rmmResourceGetDevice", || {
+        non_null(device, "device")?;
+        write_out(device, "device", handles::get(resource)?.device())
+    })
+}
+
+/// Writes the kind of `resource` ("cuda", "managed", "cuda_async", "pinned_host", "pool",
+/// "arena", "binning", "fixed_size", or an adaptor's: "statistics", "logging", "limiting",
+/// "tracking", "failure_callback", "aligned", "prefetch") to `*name`: a static string, never
+/// to be freed.
+#[no_mangle]
+pub extern "C" fn rmmResourceGetName(resource: rmmResource_t, name: *mut *const c_char) -> rmmError_t {
+    boundary("rmmResourceGetName", || {
+        non_null(name, "name")?;
+        write_out(name, "name", c_name(handles::get(resource)?.name()).as_ptr())
+    })
+}

@@ -1,0 +1,97 @@
+//! Types shared by the exported functions. `cudaStream_t` and `rmmResource_t` are written
+//! into the header by cbindgen.toml so that they match CUDA's own typedef exactly.
+
+/// CUDA's stream type; `cudaStream_t` in C.
+#[repr(C)]
+pub struct CUstream_st {
+    _opaque: [u8; 0],
+}
+
+#[allow(non_camel_case_types)]
+pub type cudaStream_t = *mut CUstream_st;
+
+pub fn stream_of(stream: cudaStream_t) -> crate::platform::Stream {
+    crate::platform::Stream(stream as usize)
+}
+
+/// Legacy allocation-mode flags; combine with `|`.
+#[allow(non_camel_case_types)]
+pub type rmmAllocationMode_t = u32;
+/// Device memory from `cudaMalloc` (the driver's `cuMemAlloc`), no pool.
+#[allow(non_upper_case_globals)]
+pub const CudaDefaultAllocation: rmmAllocationMode_t = 0;
+/// A pool suballocator over the base allocation.
+#[allow(non_upper_case_globals)]
+pub const PoolAllocation: rmmAllocationMode_t = 1;
+/// Managed (unified) memory as the base allocation.
+#[allow(non_upper_case_globals)]
+pub const CudaManagedMemory: rmmAllocationMode_t = 2;
+/// The driver's stream-ordered allocator (`cudaMallocAsync`) with a pool of its own.
+#[allow(non_upper_case_globals)]
+pub const CudaAsyncAllocation: rmmAllocationMode_t = 4;
+
+/// Most devices `rmmOptions_t.devices` can list.
+pub const RMM_MAX_DEVICES: usize = 64;
+
+/// Options of `rmmInitialize`, as legacy RMM's, plus the devices to set up.
+#[repr(C)]
+#[derive(Clone, Copy)]
+#[allow(non_camel_case_types)]
+pub struct rmmOptions_t {
+    /// `CudaDefaultAllocation`, `PoolAllocation`, `CudaManagedMemory`, `CudaAsyncAllocation`,
+    /// or `PoolAllocation | CudaManagedMemory`.
+    pub allocation_mode: rmmAllocationMode_t,
+    /// Bytes the pool starts with (0: half of the free device memory, as legacy RMM did).
+    pub initial_pool_size: usize,
+    /// Bytes the pool may grow to (0: no limit).
+    pub maximum_pool_size: usize,
+    /// Record allocation events for `rmmWriteLog`.
+    pub enable_logging: bool,
+    /// How many entries of `devices` to set up; 0 sets up the calling thread's current device.
+    pub num_devices: i32,
+    /// Device ordinals to set up.
+    pub devices: [i32; RMM_MAX_DEVICES],
+}
+
+impl rmmOptions_t {
+    pub fn from_options(options: &crate::ownership::legacy::Options) -> Self {
+        let mut devices = [0; RMM_MAX_DEVICES];
+        for (slot, device) in devices.iter_mut().zip(&options.devices) {
+            *slot = *device;
+        }
+        rmmOptions_t {
+            allocation_mode: options.allocation_mode,
+            initial_pool_size: options.initial_pool_size,
+            maximum_pool_size: options.maximum_pool_size,
+            enable_logging: options.enable_logging,
+            num_devices: options.devices.len() as i32,
+            devices,
+        }
+    }
+
+    pub fn to_options(&self) -> crate::error::Result<crate::ownership::legacy::Options> {
+        if self.num_devices < 0 || self.num_devices as usize > RMM_MAX_DEVICES {
+            return Err(crate::error::Error::invalid(format!("num_devices is {}; it must be 0 to {RMM_MAX_DEVICES}", self.num_devices)));
+        }
+        Ok(crate::ownership::legacy::Options {
+            allocation_mode: self.allocation_mode,
+            initial_pool_size: self.initial_pool_size,
+            maximum_pool_size: self.maximum_pool_size,
+            enable_logging: self.enable_logging,
+            devices: self.devices[..self.num_devices as usize].to_vec(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ownership::legacy::mode;
+
+    #[test]
+    fn allocation_mode_flags_match_the_legacy_values() {
+        assert_eq!(super::CudaDefaultAllocation, mode::CUDA_DEFAULT);
+        assert_eq!(super::PoolAllocation, mode::POOL);
+        assert_eq!(super::CudaManagedMemory, mode::CUDA_MANAGED);
+        assert_eq!(super::CudaAsyncAllocation, mode::CUDA_ASYNC);
+    }
+}

@@ -1,0 +1,225 @@
+//! Legacy RMM semantics (`rmmInitialize`, `rmmAlloc`, `rmmFree`, ...): a process-wide
+//! initialized state that installs one resource per listed device, and pointer-based frees.
+//!
+//! States: before any `rmmInitialize`, allocations use the current device's resource (as
+//! modern RMM does); after `rmmFinalize`, new allocations are refused until `rmmInitialize` is
+//! called again, while frees of live pointers keep working so nothing allocated is lost.
+
+use crate::error::{Error, Result};
+use crate::ownership::{per_device, records, Expected, Holder, StackRef};
+use crate::platform::{backend, Stream};
+use crate::resources::{AsyncResource, DirectResource, MemoryResource, PoolResource};
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Allocation-mode flags, as legacy RMM's `rmmAllocationMode_t`.
+pub mod mode {
+    pub const CUDA_DEFAULT: u32 = 0;
+    pub const POOL: u32 = 1;
+    pub const CUDA_MANAGED: u32 = 2;
+    pub const CUDA_ASYNC: u32 = 4;
+    pub const ALL: u32 = POOL | CUDA_MANAGED | CUDA_ASYNC;
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Options {
+    pub allocation_mode: u32,
+    pub initial_pool_size: usize,
+    pub maximum_pool_size: usize,
+    pub enable_logging: bool,
+    /// Devices to set up; empty means the calling thread's current device.
+    pub devices: Vec<i32>,
+}
+
+enum State {
+    /// No `rmmInitialize` yet: allocations use the per-device resources.
+    Implicit,
+    Initialized {
+        options: Options,
+        replaced: Vec<(i32, StackRef)>,
+    },
+    Finalized,
+}
+
+static STATE: Mutex<State> = Mutex::new(State::Implicit);
+/// Mirrors `State::Finalized`, for the check every allocation makes without taking the lock.
+static FINALIZED: AtomicBool = AtomicBool::new(false);
+
+fn resource_for(options: &Options, device: i32) -> Result<Arc<dyn MemoryResource>> {
+    let mode_flags = options.allocation_mode;
+    if mode_flags & !mode::ALL != 0 {
+        return Err(Error::invalid(format!("allocation_mode {mode_flags:#x} has unknown flags")));
+    }
+    if mode_flags & mode::CUDA_ASYNC != 0 && mode_flags & (mode::POOL | mode::CUDA_MANAGED) != 0 {
+        return Err(Error::invalid("CudaAsyncAllocation cannot be combined with PoolAllocation or CudaManagedMemory"));
+    }
+    if mode_flags & mode::POOL != 0 {
+        let base: Arc<dyn MemoryResource> = match mode_flags & mode::CUDA_MANAGED != 0 {
+            true => Arc::new(DirectResource::managed(device)?),
+            false => Arc::new(DirectResource::cuda(device)?),
+        };
+        let initial = match options.initial_pool_size {
+            // As legacy RMM: half of the device's free memory.
+            0 => backend()?.mem_get_info(device)?.0 / 2 / (2 << 20) * (2 << 20),
+            size => size,
+        };
+        return Ok(Arc::new(PoolResource::new(base, initial, options.maximum_pool_size)?));
+    }
+    if mode_flags & mode::CUDA_ASYNC != 0 {
+        let release_threshold = match options.maximum_pool_size {
+            0 => usize::MAX,
+            limit => limit,
+        };
+        return Ok(Arc::new(AsyncResource::new(device, options.initial_pool_size, release_threshold)?));
+    }
+    if mode_flags & mode::CUDA_MANAGED != 0 {
+        return Ok(Arc::new(DirectResource::managed(device)?));
+    }
+    Ok(Arc::new(DirectResource::cuda(device)?))
+}
+
+pub fn initialize(options: Option<Options>) -> Result<()> {
+    let mut state = STATE.lock();
+    if matches!(*state, State::Initialized { .. }) {
+        return Err(Error::already_initialized());
+    }
+    let mut options = options.unwrap_or_default();
+    let platform = backend()?;
+    if options.devices.is_empty() {
+        options.devices.push(platform.current_device()?);
+    }
+    let mut stacks = Vec::with_capacity(options.devices.len());
+    for (i, &device) in options.devices.iter().enumerate() {
+        platform.check_device(device)?;
+        if options.devices[..i].contains(&device) {
+            return Err(Error::invalid(format!("device {device} is listed twice")));
+        }
+        stacks.push((device, StackRef::new(resource_for(&options, device)?)));
+    }
+    let mut replaced = Vec::with_capacity(stacks.len());
+    for (device, stack) in stacks {
+        match per_device::set(device, stack) {
+            Ok(previous) => replaced.push((device, previous)),
+            Err(e) => {
+                restore(replaced);
+                return Err(e);
+            }
+        }
+    }
+    crate::ownership::legacy_log::enable(options.enable_logging);
+    *state = State::Initialized { options, replaced };
+    FINALIZED.store(false, Ordering::Release);
+    Ok(())
+}
+
+fn restore(replaced: Vec<(i32, StackRef)>) {
+    for (device, previous) in replaced.into_iter().rev() {
+        if let Err(e) = per_device::set(device, previous) {
+            log::warn!("restoring the resource of device {device}: {e}");
+        }
+    }
+}
+
+pub fn finalize() -> Result<()> {
+    let mut state = STATE.lock();
+    if !matches!(*state, State::Initialized { .. }) {
+        return Err(Error::NotInitialized("rmmFinalize without a matching rmmInitialize".into()));
+    }
+    let State::Initialized { replaced, .. } = std::mem::replace(&mut *state, State::Finalized) else { unreachable!("checked above") };
+    FINALIZED.store(true, Ordering::Release);
+    restore(replaced);
+    crate::ownership::legacy_log::enable(false);
+    crate::resources::adaptors::report_all_leaks("at rmmFinalize");
+    let (count, bytes) = records::totals();
+    if count > 0 {
+        log::warn!("rmmFinalize: {count} allocation(s) of {bytes} bytes are still live; they stay valid until freed");
+    }
+    Ok(())
+}
+
+/// The options in force, if initialized.
+pub fn initialized_options() -> Option<Options> {
+    match &*STATE.lock() {
+        State::Initialized { options, .. } => Some(options.clone()),
+        _ => None,
+    }
+}
+
+#[inline]
+fn require_not_finalized() -> Result<()> {
+    if FINALIZED.load(Ordering::Acquire) {
+        return Err(finalized());
+    }
+    Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn finalized() -> Error {
+    Error::NotInitialized("rmmFinalize was called; call rmmInitialize before allocating again".into())
+}
+
+/// `rmmAlloc`: `bytes` from the current device's resource; 0 bytes give NULL.
+#[inline]
+pub fn alloc(bytes: usize, stream: Stream) -> Result<usize> {
+    require_not_finalized()?;
+    if bytes == 0 {
+        return Ok(0);
+    }
+    per_device::with_current(|stack| records::allocate(stack, bytes, stream, Holder::Caller))
+}
+
+/// `rmmFree`: returns any live pointer rmm handed to a caller to the stack it came from.
+#[inline]
+pub fn free(ptr: usize, stream: Stream) -> Result<()> {
+    records::free(ptr, stream, Expected::ANY_OF_CALLERS)
+}
+
+/// `rmmRealloc`: a new allocation from the stack the old one came from, the contents up to the
+/// smaller size copied in stream order, and the old one freed in the same order. On failure
+/// the old allocation is untouched.
+pub fn realloc(ptr: usize, new_bytes: usize, stream: Stream) -> Result<usize> {
+    if ptr == 0 {
+        return alloc(new_bytes, stream);
+    }
+    let old = records::find(ptr)
+        .filter(|found| found.holder == Holder::Caller)
+        .ok_or_else(|| Error::invalid(format!("{ptr:#x} is not a live rmm allocation of the caller's")))?;
+    let expected = Expected { stack: Some(&old.stack), size: Some(old.size), holder: Holder::Caller };
+    if new_bytes == 0 {
+        records::free(ptr, stream, expected)?;
+        return Ok(0);
+    }
+    require_not_finalized()?;
+    let new_ptr = records::allocate(&old.stack, new_bytes, stream, Holder::Caller)?;
+    let moved = backend()
+        .and_then(|platform| platform.copy_async(old.stack.device(), new_ptr, ptr, old.size.min(new_bytes), stream))
+        .and_then(|()| records::free(ptr, stream, expected));
+    if let Err(e) = moved {
+        let new_block = Expected { size: Some(new_bytes), ..expected };
+        if let Err(undo) = records::free(new_ptr, stream, new_block) {
+            log::warn!("rmmRealloc: freeing the new block {new_ptr:#x} after a failure: {undo}");
+        }
+        return Err(e);
+    }
+    Ok(new_ptr)
+}
+
+/// `rmmGetInfo`: (free, total) bytes of the current device.
+pub fn memory_info() -> Result<(usize, usize)> {
+    require_not_finalized()?;
+    let platform = backend()?;
+    platform.mem_get_info(platform.current_device()?)
+}
+
+/// `rmmGetAllocationOffset`: the distance of `ptr` from the start of the device allocation
+/// that holds it.
+pub fn allocation_offset(ptr: usize) -> Result<isize> {
+    let device = match records::find(ptr) {
+        Some(found) => found.stack.device(),
+        None => backend()?.current_device()?,
+    };
+    let (base, _) = backend()?.address_range(device, ptr)?;
+    Ok((ptr - base) as isize)
+}

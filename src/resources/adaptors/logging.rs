@@ -1,0 +1,421 @@
+//! Logging (RMM's `logging_resource_adaptor`): one CSV line per event, in RMM's format, so
+//! RAPIDS tools read our logs and `rmm-replay` reads theirs:
+//!
+//!   Thread,Time,Action,Pointer,Size,Stream
+//!   4031547,14:03:07.123456,allocate,0x7f3a40000000,1024,0
+//!
+//! Thread is the OS thread id, Time the local time of day with microseconds, Action one of
+//! `allocate`, `allocate failure`, `free`; a failed allocation's pointer is `(nil)`; the
+//! stream is the handle in hex (`0` for the default stream).
+//!
+//! An allocating thread only records its event (time, thread, action, pointer, size,
+//! stream: six words) in a shared buffer, under a lock biased to the thread that logs the
+//! most; full buffers go to a writer thread, which formats the lines and writes them, so no
+//! allocating thread formats text or waits for the disk.
+
+use super::Upstream;
+use crate::error::{Error, Result};
+use crate::platform::biased_lock::BiasedLock;
+use crate::platform::Stream;
+use crate::resources::MemoryResource;
+use parking_lot::Mutex;
+use std::io::Write;
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Weak};
+
+pub const HEADER: &str = "Thread,Time,Action,Pointer,Size,Stream\n";
+
+/// Events buffered before they go to the writer thread (about 768 KiB).
+const BUFFER_EVENTS: usize = 16 << 10;
+
+#[derive(Debug, Clone, Copy)]
+enum Action {
+    Allocate,
+    AllocateFailure,
+    Free,
+}
+
+/// One line of the log, before formatting.
+#[derive(Debug, Clone, Copy)]
+struct Event {
+    /// Wall-clock time, ns since the Unix epoch.
+    time: u64,
+    thread: u64,
+    action: Action,
+    ptr: usize,
+    size: usize,
+    stream: usize,
+}
+
+struct Buffered {
+    events: Vec<Event>,
+}
+
+enum Job {
+    Write(Vec<Event>),
+    /// Write, flush the file, and answer with the first write error since the last flush.
+    Flush(Vec<Event>, Sender<std::result::Result<(), String>>),
+}
+
+/// Aligned to two cache lines: its buffer lock is written on every allocation and free.
+#[repr(align(128))]
+pub struct LoggingAdaptor {
+    upstream: Upstream,
+    path: String,
+    /// Lines not yet handed to the writer.
+    buffer: BiasedLock<Buffered>,
+    /// Buffers the writer thread has written out, for reuse: fresh ones would cost page faults.
+    spare: Arc<Mutex<Vec<Vec<Event>>>>,
+    writer: Mutex<Option<(Sender<Job>, std::thread::JoinHandle<()>)>>,
+}
+
+static LIVE: Mutex<Vec<Weak<LoggingAdaptor>>> = Mutex::new(Vec::new());
+
+impl LoggingAdaptor {
+    /// Logs to `path`, or, when None, to the file `RMM_LOG_FILE` names. The file is created
+    /// (truncated) at once, so an unwritable path fails here.
+    pub fn new(upstream: Arc<dyn MemoryResource>, path: Option<&str>) -> Result<Arc<Self>> {
+        let path = match path {
+            Some(path) => path.to_string(),
+            None => {
+                std::env::var("RMM_LOG_FILE").map_err(|_| Error::invalid("no log file: the path is NULL and RMM_LOG_FILE is not set"))?
+            }
+        };
+        if path.is_empty() {
+            return Err(Error::invalid("the log file path is empty"));
+        }
+        let mut file = std::fs::File::create(&path).map_err(|e| Error::Io(format!("cannot create log file {path}: {e}")))?;
+        file.write_all(HEADER.as_bytes()).map_err(|e| Error::Io(format!("cannot write log file {path}: {e}")))?;
+        let (sender, jobs) = channel::<Job>();
+        let spare = Arc::new(Mutex::new(Vec::new()));
+        let returned = spare.clone();
+        // Seconds east of UTC, read once: the log shows local time as RMM's does.
+        let utc_offset = crate::platform::local_utc_offset_seconds();
+        let writer = std::thread::Builder::new()
+            .name("rmm-log-writer".into())
+            .spawn(move || write_jobs(file, jobs, &returned, utc_offset))
+            .map_err(|e| Error::Io(format!("cannot start the log writer thread: {e}")))?;
+        let adaptor = Arc::new(LoggingAdaptor {
+            upstream: Upstream::new(upstream),
+            path,
+            buffer: BiasedLock::new(Buffered { events: Vec::with_capacity(BUFFER_EVENTS) }),
+            spare,
+            writer: Mutex::new(Some((sender, writer))),
+        });
+        let mut live = LIVE.lock();
+        live.retain(|weak| weak.strong_count() > 0);
+        live.push(Arc::downgrade(&adaptor));
+        Ok(adaptor)
+    }
+
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Writes every buffered line to the file and flushes it; reports any write error since
+    /// the last flush.
+    pub fn flush(&self) -> Result<()> {
+        let (answer, answered) = channel();
+        {
+            let mut buffer = self.buffer.lock();
+            let events = std::mem::take(&mut buffer.events);
+            let writer = self.writer.lock();
+            let Some((sender, _)) = writer.as_ref() else { return Ok(()) };
+            sender.send(Job::Flush(events, answer)).map_err(|_| Error::Io(format!("the writer of {} stopped", self.path)))?;
+        }
+        answered
+            .recv()
+            .map_err(|_| Error::Io(format!("the writer of {} stopped", self.path)))?
+            .map_err(|e| Error::Io(format!("writing log file {}: {e}", self.path)))
+    }
+
+    /// Records one event.
+    #[inline]
+    fn log(&self, action: Action, ptr: usize, size: usize, stream: Stream) {
+        let event = Event {
+            time: crate::platform::clock::wall_clock_ns(),
+            thread: crate::platform::os_thread_id(),
+            action,
+            ptr,
+            size,
+            stream: stream.0,
+        };
+        let mut buffer = self.buffer.lock();
+        buffer.events.push(event);
+        if buffer.events.len() >= BUFFER_EVENTS {
+            self.hand_over(&mut buffer.events);
+        }
+    }
+
+    /// Sends a full buffer to the writer. Called under the buffer lock, so events reach the
+    /// file in the order they were buffered; sending never blocks.
+    #[cold]
+    fn hand_over(&self, events: &mut Vec<Event>) {
+        let empty = self.spare.lock().pop().unwrap_or_else(|| Vec::with_capacity(BUFFER_EVENTS));
+        let full = std::mem::replace(events, empty);
+        if let Some((sender, _)) = self.writer.lock().as_ref() {
+            let _ = sender.send(Job::Write(full));
+        }
+    }
+
+    fn close(&self) {
+        let _ = self.flush();
+        if let Some((sender, thread)) = self.writer.lock().take() {
+            drop(sender);
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Flushes every live logging adaptor (at process exit).
+pub fn flush_all_logs() {
+    let live: Vec<_> = LIVE.lock().iter().filter_map(Weak::upgrade).collect();
+    for adaptor in live {
+        let _ = adaptor.flush();
+    }
+}
+
+/// How many written buffers wait for reuse at most.
+const SPARE_BUFFERS: usize = 4;
+
+fn write_jobs(file: std::fs::File, jobs: std::sync::mpsc::Receiver<Job>, spare: &Mutex<Vec<Vec<Event>>>, utc_offset: i64) {
+    let mut file = std::io::BufWriter::with_capacity(1 << 20, file);
+    let mut failure: Option<String> = None;
+    let mut clock = TimeOfDay::new(utc_offset);
+    for job in jobs {
+        let (events, answer) = match job {
+            Job::Write(events) => (events, None),
+            Job::Flush(events, answer) => (events, Some(answer)),
+        };
+        for event in &events {
+            if let Err(e) = file.write_all(format_line(event, &mut clock).bytes()) {
+                failure.get_or_insert(e.to_string());
+            }
+        }
+        match answer {
+            None => {
+                let mut spare = spare.lock();
+                if spare.len() < SPARE_BUFFERS {
+                    let mut events = events;
+                    events.clear();
+                    spare.push(events);
+                }
+            }
+            Some(answer) => {
+                if let Err(e) = file.flush() {
+                    failure.get_or_insert(e.to_string());
+                }
+                let _ = answer.send(failure.take().map_or(Ok(()), Err));
+            }
+        }
+    }
+    let _ = file.flush();
+}
+
+/// `HH:MM:SS.` of local time, formatted once per second of log time.
+struct TimeOfDay {
+    utc_offset: i64,
+    second: u64,
+    text: [u8; 9],
+}
+
+impl TimeOfDay {
+    fn new(utc_offset: i64) -> Self {
+        TimeOfDay { utc_offset, second: u64::MAX, text: *b"00:00:00." }
+    }
+
+    fn of(&mut self, second: u64) -> &[u8; 9] {
+        if second != self.second {
+            let seconds = (second as i64 + self.utc_offset).rem_euclid(86_400) as u64;
+            for (at, value) in [(0, seconds / 3600), (3, seconds / 60 % 60), (6, seconds % 60)] {
+                self.text[at..at + 2].copy_from_slice(&PAIRS[value as usize * 2..value as usize * 2 + 2]);
+            }
+            self.second = second;
+        }
+        &self.text
+    }
+}
+
+/// `thread,HH:MM:SS.ffffff,action,pointer,size,stream` and a newline, as RMM writes it.
+fn format_line(event: &Event, clock: &mut TimeOfDay) -> Line {
+    let mut line = Line::default();
+    line.number(event.thread);
+    line.push(b",");
+    line.push(clock.of(event.time / 1_000_000_000));
+    line.padded(event.time % 1_000_000_000 / 1000, 6);
+    line.push(match event.action {
+        Action::Allocate => b",allocate,",
+        Action::AllocateFailure => b",allocate failure,",
+        Action::Free => b",free,",
+    });
+    match event.ptr {
+        0 => line.push(b"(nil)"),
+        ptr => line.hex(ptr),
+    }
+    line.push(b",");
+    line.number(event.size as u64);
+    line.push(b",");
+    match event.stream {
+        0 => line.push(b"0"),
+        handle => line.hex(handle),
+    }
+    line.push(b"\n");
+    line
+}
+
+impl Drop for LoggingAdaptor {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+impl MemoryResource for LoggingAdaptor {
+    fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
+        match self.upstream.allocate(bytes, stream) {
+            Ok(ptr) => {
+                self.log(Action::Allocate, ptr, bytes, stream);
+                Ok(ptr)
+            }
+            Err(e) => {
+                self.log(Action::AllocateFailure, 0, bytes, stream);
+                Err(e)
+            }
+        }
+    }
+
+    fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
+        self.upstream.deallocate(ptr, bytes, stream)?;
+        self.log(Action::Free, ptr, bytes, stream);
+        Ok(())
+    }
+
+    fn name(&self) -> &'static str {
+        "logging"
+    }
+
+    fn snapshot(&self) -> serde_json::Value {
+        serde_json::json!({ "resource": self.name(), "device": self.device(), "path": self.path, "upstream": self.upstream.snapshot() })
+    }
+
+    crate::adaptor_forwarding_methods!(upstream);
+}
+
+/// The longest line: thread id (20 digits), time, the longest action, pointer, size and
+/// stream (16 hex digits each with "0x", 20 digits), commas and the newline.
+const LINE_MAX: usize = 20 + 1 + 15 + 1 + 16 + 1 + 18 + 1 + 20 + 1 + 18 + 1;
+
+/// Room past the end of a line, so that pieces are copied as fixed-size blocks (a move or two
+/// each, where a copy of a variable length is a call to memmove).
+const SLACK: usize = 40;
+
+/// A CSV line built on the stack: formatting costs no heap allocation.
+struct Line {
+    bytes: [u8; LINE_MAX + SLACK],
+    len: usize,
+}
+
+/// "00" to "99", for writing two decimal digits at a time.
+const PAIRS: &[u8; 200] = b"00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
+
+impl Default for Line {
+    fn default() -> Self {
+        Line { bytes: [0; LINE_MAX + SLACK], len: 0 }
+    }
+}
+
+impl Line {
+    #[inline]
+    fn push(&mut self, text: &[u8]) {
+        let end = self.len + text.len();
+        if end <= LINE_MAX {
+            self.bytes[self.len..end].copy_from_slice(text);
+            self.len = end;
+        }
+    }
+
+    /// Appends the first `len` bytes of `block` (all of it is copied).
+    #[inline]
+    fn put<const N: usize>(&mut self, block: &[u8; N], len: usize) {
+        const { assert!(N <= SLACK) };
+        if self.len + len <= LINE_MAX {
+            self.bytes[self.len..self.len + N].copy_from_slice(block);
+            self.len += len.min(N);
+        }
+    }
+
+    fn number(&mut self, mut value: u64) {
+        let mut count = 1;
+        while count < 20 && value >= 10u64.pow(count as u32) {
+            count += 1;
+        }
+        let mut digits = [0u8; 20];
+        let mut at = count;
+        while at >= 2 {
+            let pair = (value % 100) as usize * 2;
+            value /= 100;
+            at -= 2;
+            digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+        }
+        if at == 1 {
+            digits[0] = b'0' + value as u8;
+        }
+        self.put(&digits, count);
+    }
+
+    /// `value` (below 10^width) with leading zeros, `width` even.
+    fn padded(&mut self, mut value: u64, width: usize) {
+        let mut digits = [b'0'; 20];
+        let mut at = width;
+        while at > 0 {
+            let pair = (value % 100) as usize * 2;
+            value /= 100;
+            at -= 2;
+            digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+        }
+        self.put(&digits, width);
+    }
+
+    fn hex(&mut self, value: usize) {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let count = ((usize::BITS - value.leading_zeros()).div_ceil(4) as usize).max(1);
+        let mut digits = *b"0x0000000000000000";
+        for at in 0..count {
+            digits[2 + count - 1 - at] = DIGITS[(value >> (4 * at)) & 15];
+        }
+        self.put(&digits, 2 + count);
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{format_line, Action, Event, TimeOfDay};
+
+    /// Lines come out exactly as RMM writes them, whatever the widths of the numbers.
+    #[test]
+    fn lines_are_rmm_csv() {
+        let mut clock = TimeOfDay::new(3600);
+        // 1970-01-02 13:04:05.000042 UTC is 14:04:05.000042 an hour east of UTC.
+        let time = (86_400 + 13 * 3600 + 4 * 60 + 5) * 1_000_000_000 + 42_999;
+        let cases = [
+            (
+                Event { time, thread: 7, action: Action::Allocate, ptr: 0x7f3a_4000_0000, size: 1024, stream: 0 },
+                "7,14:04:05.000042,allocate,0x7f3a40000000,1024,0\n",
+            ),
+            (
+                Event { time, thread: 4031547, action: Action::AllocateFailure, ptr: 0, size: 123456789012, stream: 0x55d0_0a1b_2c30 },
+                "4031547,14:04:05.000042,allocate failure,(nil),123456789012,0x55d00a1b2c30\n",
+            ),
+            (
+                Event { time: 0, thread: u64::MAX, action: Action::Free, ptr: usize::MAX, size: 0, stream: 1 },
+                "18446744073709551615,01:00:00.000000,free,0xffffffffffffffff,0,0x1\n",
+            ),
+        ];
+        for (event, expected) in cases {
+            assert_eq!(std::str::from_utf8(format_line(&event, &mut clock).bytes()).unwrap(), expected);
+        }
+    }
+}

@@ -1,0 +1,59 @@
+//! Prefetch (RMM's `prefetch_resource_adaptor`): migrates each new allocation to the device in
+//! the order of its stream, so managed memory is resident before the first kernel touches it.
+//! Memory that is not managed needs no migration; the driver refuses it, and after the first
+//! refusal the adaptor stops asking (a driver call that fails costs more than a pooled
+//! allocation).
+
+use super::Upstream;
+use crate::error::{ErrorKind, Result};
+use crate::platform::{backend, Stream};
+use crate::resources::MemoryResource;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+pub struct PrefetchAdaptor {
+    upstream: Upstream,
+    /// The upstream handed out memory that cannot be prefetched.
+    not_managed: AtomicBool,
+}
+
+impl PrefetchAdaptor {
+    pub fn new(upstream: Arc<dyn MemoryResource>) -> Arc<Self> {
+        Arc::new(PrefetchAdaptor { upstream: Upstream::new(upstream), not_managed: AtomicBool::new(false) })
+    }
+}
+
+impl MemoryResource for PrefetchAdaptor {
+    fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
+        let ptr = self.upstream.allocate(bytes, stream)?;
+        if self.not_managed.load(Ordering::Relaxed) {
+            return Ok(ptr);
+        }
+        match backend()?.prefetch(self.device(), ptr, bytes, stream) {
+            Ok(()) => Ok(ptr),
+            Err(e) if matches!(e.kind(), ErrorKind::InvalidArgument(_) | ErrorKind::NotSupported(_)) => {
+                log::debug!("prefetch adaptor: its upstream's memory cannot be prefetched; not asking again");
+                self.not_managed.store(true, Ordering::Relaxed);
+                Ok(ptr)
+            }
+            Err(e) => {
+                let _ = self.upstream.deallocate(ptr, bytes, stream);
+                Err(e)
+            }
+        }
+    }
+
+    fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
+        self.upstream.deallocate(ptr, bytes, stream)
+    }
+
+    fn name(&self) -> &'static str {
+        "prefetch"
+    }
+
+    fn snapshot(&self) -> serde_json::Value {
+        serde_json::json!({ "resource": self.name(), "device": self.device(), "upstream": self.upstream.snapshot() })
+    }
+
+    crate::adaptor_forwarding_methods!(upstream);
+}

@@ -1,0 +1,200 @@
+//! Tracking (RMM's `tracking_resource_adaptor`): every outstanding allocation with its size,
+//! stream, thread, the file and line of the `RMM_ALLOC` that made it and, when asked for, a
+//! backtrace. Leaks are reported to the log at `rmmFinalize`, at process exit and when the
+//! adaptor is destroyed, and on request.
+
+use super::Upstream;
+use crate::error::Result;
+use crate::platform::Stream;
+use crate::resources::MemoryResource;
+use parking_lot::Mutex;
+use rmm_suballoc::address_map::{shard_of, AddressMap};
+use std::collections::HashSet;
+use std::fmt::Write;
+use std::sync::{Arc, Weak};
+
+const SHARDS: usize = 16;
+
+/// One live allocation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutstandingAllocation {
+    pub ptr: usize,
+    pub size: usize,
+    pub stream: usize,
+    pub thread: u64,
+    /// The call site `RMM_ALLOC` passed, when there was one.
+    pub file: Option<Arc<str>>,
+    pub line: u32,
+    pub backtrace: Option<String>,
+}
+
+pub struct TrackingAdaptor {
+    upstream: Upstream,
+    capture_stacks: bool,
+    live: Box<[Mutex<AddressMap<OutstandingAllocation>>]>,
+}
+
+static TRACKERS: Mutex<Vec<Weak<TrackingAdaptor>>> = Mutex::new(Vec::new());
+static FILES: Mutex<Option<HashSet<Arc<str>>>> = Mutex::new(None);
+
+/// One shared copy of each file name.
+fn intern(file: &str) -> Arc<str> {
+    let mut files = FILES.lock();
+    let files = files.get_or_insert_with(HashSet::new);
+    if let Some(known) = files.get(file) {
+        return known.clone();
+    }
+    let name: Arc<str> = file.into();
+    files.insert(name.clone());
+    name
+}
+
+/// The file and line of the `RMM_ALLOC` in progress, the file's name shared. A thread mostly
+/// allocates from the same few files, so it keeps the last name it saw: comparing the bytes
+/// costs less than the global table's lock.
+fn call_site() -> (Option<Arc<str>>, u32) {
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<Arc<str>>> = const { std::cell::RefCell::new(None) };
+    }
+    let site = crate::platform::call_site::with_current(|file, line| {
+        let cached = LAST.try_with(|last| {
+            let mut last = last.try_borrow_mut().ok()?;
+            match last.as_ref() {
+                Some(name) if name.as_bytes() == file.to_bytes() => Some(name.clone()),
+                _ => {
+                    let name = intern(&file.to_string_lossy());
+                    *last = Some(name.clone());
+                    Some(name)
+                }
+            }
+        });
+        // A call from a thread-local destructor: no cache left on this thread.
+        let file = cached.ok().flatten().unwrap_or_else(|| intern(&file.to_string_lossy()));
+        (Some(file), line)
+    });
+    site.unwrap_or((None, 0))
+}
+
+impl TrackingAdaptor {
+    pub fn new(upstream: Arc<dyn MemoryResource>, capture_stacks: bool) -> Arc<Self> {
+        let adaptor = Self::new_unreported(upstream, capture_stacks);
+        let mut trackers = TRACKERS.lock();
+        trackers.retain(|weak| weak.strong_count() > 0);
+        trackers.push(Arc::downgrade(&adaptor));
+        adaptor
+    }
+
+    /// An adaptor whose leaks its owner reports (at `rmmFinalize` and exit it stays quiet).
+    pub fn new_unreported(upstream: Arc<dyn MemoryResource>, capture_stacks: bool) -> Arc<Self> {
+        Arc::new(TrackingAdaptor {
+            upstream: Upstream::new(upstream),
+            capture_stacks,
+            live: (0..SHARDS).map(|_| Mutex::new(AddressMap::default())).collect(),
+        })
+    }
+
+    fn shard(&self, ptr: usize) -> &Mutex<AddressMap<OutstandingAllocation>> {
+        &self.live[shard_of(ptr, SHARDS)]
+    }
+
+    /// Every outstanding allocation, by address.
+    pub fn outstanding(&self) -> Vec<OutstandingAllocation> {
+        let mut all: Vec<_> = self.live.iter().flat_map(|shard| shard.lock().values().cloned().collect::<Vec<_>>()).collect();
+        all.sort_by_key(|a| a.ptr);
+        all
+    }
+
+    pub fn outstanding_bytes(&self) -> usize {
+        self.live.iter().map(|shard| shard.lock().values().map(|a| a.size).sum::<usize>()).sum()
+    }
+
+    /// A human-readable list of the outstanding allocations ("" when there are none).
+    pub fn report(&self, when: &str) -> String {
+        let outstanding = self.outstanding();
+        if outstanding.is_empty() {
+            return String::new();
+        }
+        let bytes: usize = outstanding.iter().map(|a| a.size).sum();
+        let mut text = format!(
+            "rmm tracking adaptor (device {}): {} allocation(s), {bytes} bytes, outstanding {when}:\n",
+            self.device(),
+            outstanding.len()
+        );
+        for a in &outstanding {
+            let site = match &a.file {
+                Some(file) => format!(" at {file}:{}", a.line),
+                None => String::new(),
+            };
+            let _ = writeln!(text, "  {:#x}: {} bytes, stream {:#x}, thread {}{site}", a.ptr, a.size, a.stream, a.thread);
+            if let Some(backtrace) = &a.backtrace {
+                for frame in backtrace.lines() {
+                    let _ = writeln!(text, "      {frame}");
+                }
+            }
+        }
+        text
+    }
+
+    fn warn_leaks(&self, when: &str) {
+        let report = self.report(when);
+        if !report.is_empty() {
+            log::warn!("{}", report.trim_end());
+        }
+    }
+}
+
+/// Reports the leaks of every live tracking adaptor to the log.
+pub fn report_all_leaks(when: &str) {
+    let trackers: Vec<_> = TRACKERS.lock().iter().filter_map(Weak::upgrade).collect();
+    for tracker in trackers {
+        tracker.warn_leaks(when);
+    }
+}
+
+impl Drop for TrackingAdaptor {
+    fn drop(&mut self) {
+        self.warn_leaks("when the adaptor was destroyed");
+    }
+}
+
+impl MemoryResource for TrackingAdaptor {
+    fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
+        let ptr = self.upstream.allocate(bytes, stream)?;
+        let (file, line) = call_site();
+        let backtrace = self.capture_stacks.then(|| std::backtrace::Backtrace::force_capture().to_string());
+        let record =
+            OutstandingAllocation { ptr, size: bytes, stream: stream.0, thread: crate::platform::os_thread_id(), file, line, backtrace };
+        self.shard(ptr).lock().insert(ptr, record);
+        Ok(ptr)
+    }
+
+    fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
+        self.upstream.deallocate(ptr, bytes, stream)?;
+        self.shard(ptr).lock().remove(&ptr);
+        Ok(())
+    }
+
+    fn name(&self) -> &'static str {
+        "tracking"
+    }
+
+    fn snapshot(&self) -> serde_json::Value {
+        let outstanding: Vec<_> = self
+            .outstanding()
+            .iter()
+            .map(|a| {
+                serde_json::json!({
+                    "address": crate::resources::snapshot::address(a.ptr), "size": a.size,
+                    "stream": crate::resources::snapshot::address(a.stream), "thread": a.thread,
+                    "file": a.file.as_deref(), "line": a.line,
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "resource": self.name(), "device": self.device(), "outstanding": outstanding,
+            "upstream": self.upstream.snapshot(),
+        })
+    }
+
+    crate::adaptor_forwarding_methods!(upstream);
+}

@@ -1,0 +1,60 @@
+//! An adaptor's upstream. Allocations and frees go through every adaptor of a stack, and a
+//! call through `dyn MemoryResource` costs an indirect call and the reach of the value behind
+//! an `Arc<dyn>` at every level: measured, a statistics adaptor that only forwarded added
+//! 5.5 ns to a 29 ns pool pair. A pool, the usual upstream, is therefore called directly: its
+//! core's fast path inlines into the adaptor, and the adaptor holds the core itself, so a call
+//! follows one pointer less than through the pool.
+
+use crate::error::Result;
+use crate::platform::shared::Shared;
+use crate::platform::Stream;
+use crate::resources::stream_ordered::Core;
+use crate::resources::{MemoryResource, PoolResource};
+use rmm_suballoc::tlsf::Tlsf;
+use std::sync::Arc;
+
+pub enum Upstream {
+    /// The pool keeps its core working (dropping the pool orphans the core).
+    Pool {
+        pool: Arc<PoolResource>,
+        core: Arc<Core<Tlsf>>,
+    },
+    Other(Shared<dyn MemoryResource>),
+}
+
+impl Upstream {
+    pub fn new(upstream: Arc<dyn MemoryResource>) -> Self {
+        let any: Arc<dyn std::any::Any + Send + Sync> = upstream.clone();
+        match any.downcast::<PoolResource>() {
+            Ok(pool) => Upstream::Pool { core: pool.shared_core(), pool },
+            Err(_) => Upstream::Other(Shared::new(upstream)),
+        }
+    }
+
+    #[inline(always)]
+    pub fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
+        match self {
+            Upstream::Pool { core, .. } => core.allocate(bytes, stream),
+            Upstream::Other(other) => other.allocate(bytes, stream),
+        }
+    }
+
+    #[inline(always)]
+    pub fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
+        match self {
+            Upstream::Pool { core, .. } => core.deallocate(ptr, Some(bytes), stream),
+            Upstream::Other(other) => other.deallocate(ptr, bytes, stream),
+        }
+    }
+}
+
+/// Everything else an adaptor asks of its upstream goes through the trait.
+impl std::ops::Deref for Upstream {
+    type Target = dyn MemoryResource;
+    fn deref(&self) -> &(dyn MemoryResource + 'static) {
+        match self {
+            Upstream::Pool { pool, .. } => &**pool,
+            Upstream::Other(other) => &**other,
+        }
+    }
+}

@@ -1,0 +1,333 @@
+//! Size-routed allocation (RMM's `binning_memory_resource`): each request goes to the
+//! smallest bin that holds it, larger ones to the upstream resource.
+//!
+//! A free goes back to whatever served the block, even after `add_bin` changed which bin
+//! serves its size: the binning resource's own fixed-size bins recognize their blocks by
+//! address, and the blocks it handed to the upstream or to a caller's bin are recorded.
+
+use super::fixed_size::FixedSizeResource;
+use super::stream_ordered::Core;
+use super::MemoryResource;
+use crate::error::{Error, Result};
+use crate::platform::biased_lock::BiasedLock;
+use crate::platform::published::Published;
+use crate::platform::Stream;
+use rmm_suballoc::address_map::shard_of;
+use rmm_suballoc::fixed_blocks::FixedBlocks;
+use rmm_suballoc::tlsf::AddressMap;
+use std::sync::Arc;
+
+/// The bins, sorted by the largest size each serves, and where to start looking for a
+/// request's bin: `first[k]` is the first bin larger than 2^(k-1) bytes, so a request of
+/// (2^(k-1), 2^k] bytes is served by it or a bin shortly after (with power-of-two bins, by it).
+/// `direct[k]` holds that first bin itself, so the usual request reaches its bin with one
+/// load less (every allocation and free routes here).
+#[derive(Clone)]
+struct Bins {
+    bins: Vec<(usize, Bin)>,
+    first: [u32; usize::BITS as usize + 1],
+    direct: [Option<(usize, Bin)>; usize::BITS as usize + 1],
+    /// Own bins that `add_bin` replaced: blocks they handed out still return to them.
+    replaced: Vec<Arc<Core<FixedBlocks>>>,
+}
+
+/// A bin: a fixed-size resource of the binning resource's own (its stream-ordered core called
+/// directly, so the fast path inlines here), or any resource of the caller's, known by its
+/// number among the targets of blocks the binning resource records.
+#[derive(Clone)]
+enum Bin {
+    Own { resource: Arc<FixedSizeResource>, core: Arc<Core<FixedBlocks>> },
+    Callers { resource: Arc<dyn MemoryResource>, target: u32 },
+}
+
+impl Bin {
+    fn own(resource: FixedSizeResource) -> Self {
+        let core = resource.core();
+        Bin::Own { resource: Arc::new(resource), core }
+    }
+
+    fn resource(&self) -> &dyn MemoryResource {
+        match self {
+            Bin::Own { resource, .. } => &**resource,
+            Bin::Callers { resource, .. } => &**resource,
+        }
+    }
+}
+
+impl Bins {
+    fn new(bins: Vec<(usize, Bin)>, replaced: Vec<Arc<Core<FixedBlocks>>>) -> Self {
+        let mut first = [0; usize::BITS as usize + 1];
+        for (k, start) in first.iter_mut().enumerate() {
+            let below = if k == 0 { 0 } else { 1usize << (k - 1) };
+            *start = bins.partition_point(|(size, _)| *size <= below) as u32;
+        }
+        let direct = std::array::from_fn(|k| bins.get(first[k] as usize).cloned());
+        Bins { bins, first, direct, replaced }
+    }
+
+    /// Every own bin, current or replaced.
+    fn own_cores(&self) -> impl Iterator<Item = &Arc<Core<FixedBlocks>>> {
+        let current = self.bins.iter().filter_map(|(_, bin)| match bin {
+            Bin::Own { core, .. } => Some(core),
+            Bin::Callers { .. } => None,
+        });
+        current.chain(&self.replaced)
+    }
+
+    /// k such that `bytes` lies in (2^(k-1), 2^k] (0 for 0 and 1 bytes).
+    #[inline(always)]
+    fn class_of(bytes: usize) -> usize {
+        (usize::BITS - bytes.saturating_sub(1).leading_zeros()) as usize
+    }
+
+    /// The position of the bin that serves `bytes`, if any.
+    fn serving(&self, bytes: usize) -> Option<usize> {
+        let mut at = self.first[Self::class_of(bytes)] as usize;
+        while at < self.bins.len() && self.bins[at].0 < bytes {
+            at += 1;
+        }
+        (at < self.bins.len()).then_some(at)
+    }
+
+    /// The bin that serves `bytes`, if any.
+    #[inline(always)]
+    fn bin_for(&self, bytes: usize) -> Option<&Bin> {
+        match &self.direct[Self::class_of(bytes)] {
+            Some((size, bin)) if bytes <= *size => Some(bin),
+            _ => self.serving(bytes).map(|at| &self.bins[at].1),
+        }
+    }
+}
+
+/// The upstream's number among the targets.
+const UPSTREAM: u32 = 0;
+const RECORD_SHARDS: usize = 16;
+
+pub struct BinningResource {
+    upstream: Arc<dyn MemoryResource>,
+    /// (largest size served, resource), sorted by size; replaced whole by `add_bin`, read
+    /// with one load (threads routing at once must not contend on a lock or a count).
+    bins: Published<Bins>,
+    /// Where blocks not served by an own bin went, by number: the upstream first, then every
+    /// caller's bin ever added.
+    targets: Published<Vec<Arc<dyn MemoryResource>>>,
+    /// Block address -> target, for blocks not served by an own bin; sharded by address.
+    elsewhere: Box<[BiasedLock<AddressMap<u32>>]>,
+}
+
+impl BinningResource {
+    /// Fixed-size bins of 2^min ..= 2^max bytes over `upstream` (min > max: no bins yet).
+    pub fn new(upstream: Arc<dyn MemoryResource>, min_size_exponent: i8, max_size_exponent: i8) -> Result<Self> {
+        let resource = BinningResource {
+            targets: Published::new(vec![upstream.clone()]),
+            upstream,
+            bins: Published::new(Bins::new(Vec::new(), Vec::new())),
+            elsewhere: (0..RECORD_SHARDS).map(|_| BiasedLock::new(AddressMap::default())).collect(),
+        };
+        if min_size_exponent <= max_size_exponent {
+            if min_size_exponent < 0 || max_size_exponent > 40 {
+                return Err(Error::invalid(format!("bin exponents {min_size_exponent}..={max_size_exponent} must lie in 0..=40")));
+            }
+            for exponent in min_size_exponent..=max_size_exponent {
+                resource.add_bin(1usize << exponent, None)?;
+            }
+        }
+        Ok(resource)
+    }
+
+    /// Serves requests up to `allocation_size` (that are not served by a smaller bin) from
+    /// `bin`, or from a new fixed-size resource of that size over the upstream.
+    pub fn add_bin(&self, allocation_size: usize, bin: Option<Arc<dyn MemoryResource>>) -> Result<()> {
+        if allocation_size == 0 {
+            return Err(Error::invalid("a bin of 0 bytes"));
+        }
+        let bin = match bin {
+            Some(bin) => {
+                if bin.device() != self.upstream.device() {
+                    return Err(Error::invalid(format!(
+                        "a bin of device {} in a binning resource of device {}",
+                        bin.device(),
+                        self.upstream.device()
+                    )));
+                }
+                let target = self.targets.update(|targets| {
+                    let mut updated = targets.clone();
+                    updated.push(bin.clone());
+                    (updated, targets.len() as u32)
+                });
+                Bin::Callers { resource: bin, target }
+            }
+            None => Bin::own(FixedSizeResource::new(self.upstream.clone(), allocation_size, 0)?),
+        };
+        self.bins.update(|bins| {
+            let mut updated = bins.bins.clone();
+            let mut replaced = bins.replaced.clone();
+            match updated.binary_search_by_key(&allocation_size, |(size, _)| *size) {
+                Ok(at) => {
+                    if let Bin::Own { core, .. } = std::mem::replace(&mut updated[at].1, bin) {
+                        replaced.push(core);
+                    }
+                }
+                Err(at) => updated.insert(at, (allocation_size, bin)),
+            }
+            (Bins::new(updated, replaced), ())
+        });
+        Ok(())
+    }
+
+    fn records(&self, ptr: usize) -> &BiasedLock<AddressMap<u32>> {
+        &self.elsewhere[shard_of(ptr, RECORD_SHARDS)]
+    }
+
+    /// Allocates from a target other than an own bin, recording where the block went.
+    fn allocate_elsewhere(&self, resource: &dyn MemoryResource, target: u32, bytes: usize, stream: Stream) -> Result<usize> {
+        let ptr = resource.allocate(bytes, stream)?;
+        self.records(ptr).lock().insert(ptr, target);
+        Ok(ptr)
+    }
+
+    /// Frees a block that the own bin serving its size now did not serve.
+    #[inline(never)]
+    fn deallocate_elsewhere(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
+        let recorded = self.records(ptr).lock().remove(&ptr);
+        if let Some(target) = recorded {
+            let resource = self.targets.get()[target as usize].clone();
+            return resource.deallocate(ptr, bytes, stream).inspect_err(|_| {
+                self.records(ptr).lock().insert(ptr, target);
+            });
+        }
+        // An own bin that served this size before the bins changed.
+        for core in self.bins.get().own_cores() {
+            if core.try_deallocate(ptr, Some(bytes), stream)?.is_ok() {
+                return Ok(());
+            }
+        }
+        Err(Error::invalid(format!("{ptr:#x} of {bytes} bytes was not handed out by this binning resource")))
+    }
+
+    /// The bin that serves `bytes` (None: the upstream does).
+    #[inline(always)]
+    fn route(&self, bytes: usize) -> Option<&Bin> {
+        self.bins.get().bin_for(bytes)
+    }
+
+    pub fn bin_sizes(&self) -> Vec<usize> {
+        self.bins.get().bins.iter().map(|(size, _)| *size).collect()
+    }
+}
+
+impl MemoryResource for BinningResource {
+    #[inline]
+    fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
+        match self.route(bytes) {
+            Some(Bin::Own { core, .. }) => core.allocate(bytes, stream),
+            Some(Bin::Callers { resource, target }) => self.allocate_elsewhere(&**resource, *target, bytes, stream),
+            None => self.allocate_elsewhere(&*self.upstream, UPSTREAM, bytes, stream),
+        }
+    }
+
+    #[inline]
+    fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
+        // The usual case: the own bin that serves the size now served the block.
+        if let Some(Bin::Own { core, .. }) = self.route(bytes) {
+            if core.try_deallocate(ptr, Some(bytes), stream)?.is_ok() {
+                return Ok(());
+            }
+        }
+        self.deallocate_elsewhere(ptr, bytes, stream)
+    }
+
+    fn snapshot(&self) -> serde_json::Value {
+        let bins: Vec<_> = self
+            .bins
+            .get()
+            .bins
+            .iter()
+            .map(|(size, bin)| serde_json::json!({ "allocation_size": size, "bin": bin.resource().snapshot() }))
+            .collect();
+        serde_json::json!({ "resource": self.name(), "device": self.device(), "bins": bins, "upstream": self.upstream.snapshot() })
+    }
+
+    fn device(&self) -> i32 {
+        self.upstream.device()
+    }
+
+    fn name(&self) -> &'static str {
+        "binning"
+    }
+
+    fn pool_free(&self) -> Option<usize> {
+        let bins = self.bins.get();
+        let free: Vec<Option<usize>> = (bins.bins.iter().map(|(_, bin)| bin.resource().pool_free()))
+            .chain(bins.replaced.iter().map(|core| Some(core.usage().free)))
+            .chain([self.upstream.pool_free()])
+            .collect();
+        free.iter().any(Option::is_some).then(|| free.iter().flatten().sum())
+    }
+
+    fn release(&self) -> Result<usize> {
+        let bins = self.bins.get();
+        let from_bins = bins.bins.iter().try_fold(0, |total, (_, bin)| Ok::<_, Error>(total + bin.resource().release()?))?;
+        bins.replaced.iter().try_fold(from_bins, |total, core| Ok(total + core.release_free_chunks()?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Bin, Bins};
+    use crate::platform::Stream;
+    use crate::resources::MemoryResource;
+    use std::sync::Arc;
+
+    struct Unused;
+    impl MemoryResource for Unused {
+        fn allocate(&self, _: usize, _: Stream) -> crate::Result<usize> {
+            unreachable!()
+        }
+        fn deallocate(&self, _: usize, _: usize, _: Stream) -> crate::Result<()> {
+            unreachable!()
+        }
+        fn device(&self) -> i32 {
+            0
+        }
+        fn name(&self) -> &'static str {
+            "unused"
+        }
+    }
+
+    /// The lookup table picks the smallest bin that holds the request, for bins of any size.
+    #[test]
+    fn serving_is_the_smallest_bin_that_holds_the_request() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..300 {
+            let mut sizes: Vec<usize> = (0..next() % 12).map(|_| 1 + (next() % (1 << (next() % 40))) as usize).collect();
+            sizes.sort_unstable();
+            sizes.dedup();
+            // A resource of its own per bin, so the bin `bin_for` answers can be told apart.
+            let resources: Vec<Arc<dyn MemoryResource>> = sizes.iter().map(|_| Arc::new(Unused) as Arc<dyn MemoryResource>).collect();
+            let bins = Bins::new(
+                sizes
+                    .iter()
+                    .zip(&resources)
+                    .map(|(&size, resource)| (size, Bin::Callers { resource: resource.clone(), target: 1 }))
+                    .collect(),
+                Vec::new(),
+            );
+            for bytes in (0..300).map(|_| (next() % (1 << (next() % 42))) as usize).chain([0, 1, usize::MAX]) {
+                let expected = sizes.iter().position(|&size| size >= bytes);
+                assert_eq!(bins.serving(bytes), expected, "bins {sizes:?}, request {bytes}");
+                let found = bins.bin_for(bytes).map(|bin| {
+                    let found = bin.resource() as *const dyn MemoryResource as *const ();
+                    resources.iter().position(|r| Arc::as_ptr(r) as *const () == found).unwrap()
+                });
+                assert_eq!(found, expected, "bin_for: bins {sizes:?}, request {bytes}");
+            }
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! The pool (RMM's `pool_memory_resource`): coalescing good-fit suballocation from upstream
+//! chunks, stream-ordered, growing geometrically up to a maximum, able to give wholly free
+//! chunks back (`release`), which RMM's pool cannot.
+
+use super::stream_ordered::{Core, Growth, StreamOrdered, Usage};
+use super::MemoryResource;
+use crate::error::Result;
+use crate::platform::Stream;
+use rmm_suballoc::tlsf::Tlsf;
+use std::sync::Arc;
+
+/// Chunks beyond the initial one are multiples of this.
+const CHUNK_GRANULARITY: usize = 2 << 20;
+
+pub struct PoolResource {
+    core: StreamOrdered<Tlsf>,
+}
+
+impl PoolResource {
+    /// A pool over `upstream` that starts with `initial_size` bytes and grows up to
+    /// `maximum_size` (0: no limit).
+    pub fn new(upstream: Arc<dyn MemoryResource>, initial_size: usize, maximum_size: usize) -> Result<Self> {
+        let growth = Growth::Geometric { granularity: CHUNK_GRANULARITY };
+        Ok(PoolResource { core: StreamOrdered::new("pool", upstream, growth, initial_size, maximum_size, Tlsf::new)? })
+    }
+
+    pub fn usage(&self) -> Usage {
+        self.core.usage()
+    }
+
+    #[doc(hidden)]
+    pub fn inject_missing_ordering(&self, omit: bool) {
+        self.core.inject_missing_ordering(omit)
+    }
+
+    pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        self.core.check_invariants()
+    }
+
+    /// The pool's core, for an adaptor that calls it without going through the pool.
+    pub(crate) fn shared_core(&self) -> Arc<Core<Tlsf>> {
+        self.core.shared_core()
+    }
+}
+
+impl MemoryResource for PoolResource {
+    #[inline]
+    fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
+        self.core.allocate(bytes, stream)
+    }
+
+    #[inline]
+    fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
+        self.core.deallocate(ptr, Some(bytes), stream)
+    }
+
+    fn name(&self) -> &'static str {
+        "pool"
+    }
+
+    fn snapshot(&self) -> serde_json::Value {
+        self.core.snapshot(self.name())
+    }
+
+    crate::stream_ordered_resource_methods!(core);
+}

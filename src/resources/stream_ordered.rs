@@ -1,0 +1,927 @@
+//! The stream-ordered machinery shared by the pool and fixed-size resources.
+//!
+//! Each stream has its own free-block index, so threads on different streams never meet on a
+//! lock, and a block freed on a stream is reused on that stream with no synchronization. Each
+//! upstream chunk belongs to one stream's index at a time. When a stream runs dry it takes, in
+//! order: a wholly free chunk from another stream, a new chunk from upstream (growing
+//! geometrically, backing off when upstream fails), a single block from another stream, and
+//! finally, after a device synchronization, the wholly free chunks of every stream back
+//! upstream to grow again. Ordering uses events, never host synchronization: each stream
+//! records its event at every free, on the stream the caller passes (alive then), so the event
+//! covers every block freed there, also chunks merged from several frees; a stream taking
+//! memory from stream T waits on T's event. A stored stream handle is never used again (the
+//! application may have destroyed that stream), except the legacy default stream's, which
+//! lives forever and therefore records its event lazily, when memory is taken from it. A
+//! block freed on a stream other than its owner's leaves the freeing stream's event pending
+//! on the owner's index: whoever reuses blocks from there waits on it first. Streams are keyed
+//! by identity, not handle value (RMM #2251).
+
+use crate::error::{Error, Result};
+use crate::platform::biased_lock::BiasedLock;
+use crate::platform::{backend, note_acquired, note_released, Event, Stream};
+use crate::resources::MemoryResource;
+use parking_lot::{Mutex, RwLock};
+use rmm_suballoc::fixed_blocks::FixedBlocks;
+use rmm_suballoc::tlsf::{BlockView, Chunk, Freed, Refused, Tlsf, GRANULE};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// What the stream-ordered core needs of a free-block index.
+pub trait BlockIndex: Send + 'static {
+    /// (address, size actually reserved) of a block of at least `bytes` bytes.
+    fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)>;
+    /// The size of the used block at `addr` and the bytes it was handed out for, if it is one.
+    fn used_block(&self, addr: usize) -> Option<(usize, usize)>;
+    /// Frees the used block at `addr`, refusing it when it was handed out for another size
+    /// than `bytes`.
+    fn free_checked(&mut self, addr: usize, bytes: Option<usize>) -> std::result::Result<Freed, Refused>;
+    /// The blocks of the chunk at `base`, for snapshots.
+    fn chunk_blocks(&self, base: usize) -> Vec<BlockView>;
+    fn used_blocks(&self) -> usize;
+    /// Lets the index keep recently freed blocks aside for quick reuse (see `Tlsf`).
+    fn enable_parking(&mut self) {}
+    fn add_chunk(&mut self, base: usize, size: usize);
+    fn take_wholly_free_chunks(&mut self) -> Vec<Chunk>;
+    fn take_free_chunk(&mut self, bytes: usize) -> Option<Chunk>;
+    fn free_bytes(&self) -> usize;
+    fn chunk_bytes(&self) -> usize;
+    fn largest_free_block(&self) -> usize;
+    fn check_invariants(&self) -> std::result::Result<(), String>;
+}
+
+macro_rules! forward_block_index {
+    ($ty:ty, parking) => {
+        forward_block_index!($ty, {
+            fn enable_parking(&mut self) {
+                <$ty>::enable_parking(self)
+            }
+        });
+    };
+    ($ty:ty) => {
+        forward_block_index!($ty, {});
+    };
+    ($ty:ty, { $($extra:item)* }) => {
+        impl BlockIndex for $ty {
+            $($extra)*
+            #[inline(always)]
+            fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)> {
+                <$ty>::allocate(self, bytes)
+            }
+            fn used_block(&self, addr: usize) -> Option<(usize, usize)> {
+                <$ty>::used_block(self, addr)
+            }
+            fn chunk_blocks(&self, base: usize) -> Vec<BlockView> {
+                <$ty>::chunk_blocks(self, base)
+            }
+            #[inline(always)]
+            fn free_checked(&mut self, addr: usize, bytes: Option<usize>) -> std::result::Result<Freed, Refused> {
+                <$ty>::free_checked(self, addr, bytes)
+            }
+            fn used_blocks(&self) -> usize {
+                <$ty>::used_blocks(self)
+            }
+            fn add_chunk(&mut self, base: usize, size: usize) {
+                <$ty>::add_chunk(self, base, size)
+            }
+            fn take_wholly_free_chunks(&mut self) -> Vec<Chunk> {
+                <$ty>::take_wholly_free_chunks(self)
+            }
+            fn take_free_chunk(&mut self, bytes: usize) -> Option<Chunk> {
+                <$ty>::take_free_chunk(self, bytes)
+            }
+            fn free_bytes(&self) -> usize {
+                <$ty>::free_bytes(self)
+            }
+            fn chunk_bytes(&self) -> usize {
+                <$ty>::chunk_bytes(self)
+            }
+            fn largest_free_block(&self) -> usize {
+                <$ty>::largest_free_block(self)
+            }
+            fn check_invariants(&self) -> std::result::Result<(), String> {
+                <$ty>::check_invariants(self)
+            }
+        }
+    };
+}
+forward_block_index!(Tlsf, parking);
+forward_block_index!(FixedBlocks);
+
+/// Distinguishes cores in the per-thread cache (an address could be reused).
+static NEXT_CORE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+const STATE_CACHE_SIZE: usize = 8;
+
+type CachedState = (u64, u64, Arc<dyn std::any::Any + Send + Sync>);
+
+thread_local! {
+    /// The stream states this thread used last, by (core id, key): spares a lookup under the
+    /// shared map's lock, which every thread's allocations would otherwise contend on.
+    static STATE_CACHE: std::cell::RefCell<Vec<CachedState>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The most a geometric pool grows by beyond the request: measured on the churn workload,
+/// larger steps overshoot and smaller ones fragment (many chunks cannot coalesce).
+const GROWTH_CAP: usize = 32 << 20;
+
+/// How chunks are sized.
+#[derive(Debug, Clone, Copy)]
+pub enum Growth {
+    /// Each new chunk is at least the request and at least half of what the stream already
+    /// holds (that half capped at `GROWTH_CAP`), rounded up to `granularity`.
+    Geometric { granularity: usize },
+    /// Every chunk has this size (fixed-size blocks).
+    Fixed { chunk: usize },
+}
+
+/// A stream's state, borrowed (the default stream's, which lives as long as the resource) or
+/// counted.
+enum StateRef<'a, I> {
+    Borrowed(&'a Arc<StreamState<I>>),
+    Owned(Arc<StreamState<I>>),
+}
+
+impl<I> std::ops::Deref for StateRef<'_, I> {
+    type Target = Arc<StreamState<I>>;
+    fn deref(&self) -> &Self::Target {
+        match self {
+            StateRef::Borrowed(state) => state,
+            StateRef::Owned(state) => state,
+        }
+    }
+}
+
+/// A stream's free blocks, and the events of other streams whose frees into this index must
+/// be waited on before its blocks are reused.
+struct Shelf<I> {
+    index: I,
+    pending: Vec<Event>,
+    /// The owning stream freed blocks here after it last recorded its event, so that event
+    /// does not cover every free block: other streams may then take memory from here only
+    /// after a device synchronization.
+    unrecorded_frees: bool,
+}
+
+/// Aligned to two cache lines: its shelf is written on every allocation and free, and must
+/// not share a line with anything another thread writes (the driver's threads allocate too).
+#[repr(align(128))]
+struct StreamState<I> {
+    /// Used only when this is the legacy default stream, which is never destroyed: handles of
+    /// other streams may be dead by the time another stream takes memory from here.
+    stream: Stream,
+    identity: u64,
+    /// Recorded on this stream at every free (the stream is alive then); the legacy default
+    /// stream records it only when another stream takes memory from it.
+    event: Event,
+    shelf: BiasedLock<Shelf<I>>,
+}
+
+impl<I> StreamState<I> {
+    fn is_legacy_default(&self) -> bool {
+        self.identity == 0
+    }
+}
+
+/// Chunk base -> (size, the stream whose index holds it).
+type ChunkOwners<I> = BTreeMap<usize, (usize, Arc<StreamState<I>>)>;
+
+/// A stream-ordered suballocator over an upstream resource. `StreamOrdered` owns it; a
+/// resource that calls it directly (an adaptor over a pool, binning over its bins) holds it
+/// too.
+pub struct Core<I: BlockIndex> {
+    name: &'static str,
+    id: u64,
+    upstream: Arc<dyn MemoryResource>,
+    device: i32,
+    growth: Growth,
+    /// Bytes reserved at creation, which a failed reclaim restores.
+    initial: usize,
+    maximum: usize,
+    reserved: AtomicUsize,
+    streams: RwLock<HashMap<u64, Arc<StreamState<I>>>>,
+    /// The legacy default stream's state (also in `streams`), reached without a lock.
+    default_state: once_cell::sync::OnceCell<Arc<StreamState<I>>>,
+    /// With per-thread default streams: each thread's state (also in `streams`), reached
+    /// without a lock or a reference count.
+    thread_states: thread_local::ThreadLocal<Arc<StreamState<I>>>,
+    owners: RwLock<ChunkOwners<I>>,
+    /// Serializes growth and reclaim, not the fast path.
+    growing: Mutex<()>,
+    new_index: Box<dyn Fn() -> I + Send + Sync>,
+    /// Give each thread its own index for the legacy default stream (arenas): blocks stay on
+    /// one stream, so no ordering is needed between those indexes.
+    per_thread_default_stream: AtomicBool,
+    /// Fault injection for tests: skip the cross-stream ordering edges, which the simulator's
+    /// race checker must then report.
+    omit_ordering: AtomicBool,
+}
+
+/// Implements the `MemoryResource` methods that a resource built on one `StreamOrdered` (in
+/// field `$core`) answers straight from it.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! stream_ordered_resource_methods {
+    ($core:ident) => {
+        fn device(&self) -> i32 {
+            self.$core.device()
+        }
+
+        fn release(&self) -> $crate::error::Result<usize> {
+            self.$core.release_free_chunks()
+        }
+
+        fn pool_size(&self) -> Option<usize> {
+            Some(self.$core.reserved())
+        }
+
+        fn pool_free(&self) -> Option<usize> {
+            Some(self.$core.usage().free)
+        }
+    };
+}
+
+/// The owner of a `Core`: what resources hold.
+pub struct StreamOrdered<I: BlockIndex> {
+    core: Arc<Core<I>>,
+}
+
+impl<I: BlockIndex> StreamOrdered<I> {
+    /// A suballocator over `upstream` that reserves `initial` bytes up front and may hold up
+    /// to `maximum` (0: no limit).
+    pub fn new(
+        name: &'static str,
+        upstream: Arc<dyn MemoryResource>,
+        growth: Growth,
+        initial: usize,
+        maximum: usize,
+        new_index: impl Fn() -> I + Send + Sync + 'static,
+    ) -> Result<Self> {
+        if maximum != 0 && initial > maximum {
+            return Err(Error::invalid(format!("initial size {initial} exceeds the maximum {maximum}")));
+        }
+        let core = Core::new(name, upstream, growth, initial, maximum, new_index);
+        if initial > 0 {
+            let state = core.state_for(Stream::DEFAULT)?;
+            let _guard = core.growing.lock();
+            core.add_upstream_chunk(&state, initial, Stream::DEFAULT)?;
+        }
+        Ok(StreamOrdered { core })
+    }
+
+    /// The core itself, for a resource that calls it directly.
+    pub(crate) fn shared_core(&self) -> Arc<Core<I>> {
+        self.core.clone()
+    }
+
+    /// One index per thread on the legacy default stream (arenas).
+    pub fn with_per_thread_default_stream(self) -> Self {
+        self.core.per_thread_default_stream.store(true, Ordering::Relaxed);
+        self
+    }
+}
+
+impl<I: BlockIndex> std::ops::Deref for StreamOrdered<I> {
+    type Target = Core<I>;
+    fn deref(&self) -> &Core<I> {
+        &self.core
+    }
+}
+
+/// Figures for introspection and tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub reserved: usize,
+    pub free: usize,
+    pub largest_free_block: usize,
+    pub chunks: usize,
+    pub streams: usize,
+}
+
+impl<I: BlockIndex> Core<I> {
+    fn new(
+        name: &'static str,
+        upstream: Arc<dyn MemoryResource>,
+        growth: Growth,
+        initial: usize,
+        maximum: usize,
+        new_index: impl Fn() -> I + Send + Sync + 'static,
+    ) -> Arc<Self> {
+        let maximum = if maximum == 0 { usize::MAX } else { maximum };
+        Arc::new(Core {
+            name,
+            id: NEXT_CORE_ID.fetch_add(1, Ordering::Relaxed),
+            device: upstream.device(),
+            upstream,
+            growth,
+            initial,
+            maximum,
+            reserved: AtomicUsize::new(0),
+            streams: RwLock::new(HashMap::new()),
+            default_state: once_cell::sync::OnceCell::new(),
+            thread_states: thread_local::ThreadLocal::new(),
+            owners: RwLock::new(BTreeMap::new()),
+            growing: Mutex::new(()),
+            new_index: Box::new(new_index),
+            omit_ordering: AtomicBool::new(false),
+            per_thread_default_stream: AtomicBool::new(false),
+        })
+    }
+
+    /// Blocks handed out and not yet freed.
+    pub fn used_blocks(&self) -> usize {
+        self.streams.read().values().map(|state| state.shelf.lock().index.used_blocks()).sum()
+    }
+
+    pub fn device(&self) -> i32 {
+        self.device
+    }
+
+    #[inline]
+    fn identity(&self, stream: Stream) -> Result<u64> {
+        if matches!(stream, Stream::DEFAULT | Stream::LEGACY) {
+            return Ok(0);
+        }
+        Self::identity_of_stream(stream)
+    }
+
+    #[inline(never)]
+    fn identity_of_stream(stream: Stream) -> Result<u64> {
+        let platform = backend()?;
+        platform.stream_identity(stream).or_else(|_| {
+            // The per-thread default stream needs a current context on this thread.
+            platform.current_device()?;
+            platform.stream_identity(stream)
+        })
+    }
+
+    /// The state of `stream`: the legacy default stream's without touching a reference count
+    /// (the common case, inline), others through the thread's cache.
+    #[inline(always)]
+    fn state_for(&self, stream: Stream) -> Result<StateRef<'_, I>> {
+        if matches!(stream, Stream::DEFAULT | Stream::LEGACY) {
+            let state = match self.per_thread_default_stream.load(Ordering::Relaxed) {
+                false => self.default_state.get(),
+                true => self.thread_states.get(),
+            };
+            if let Some(state) = state {
+                return Ok(StateRef::Borrowed(state));
+            }
+        }
+        self.state_for_other(stream)
+    }
+
+    #[inline(never)]
+    fn state_for_other(&self, stream: Stream) -> Result<StateRef<'_, I>> {
+        let identity = self.identity(stream)?;
+        if identity == 0 {
+            return match self.per_thread_default_stream.load(Ordering::Relaxed) {
+                false => self.default_state.get_or_try_init(|| self.shared_state(0, Stream::DEFAULT)),
+                true => self.thread_states.get_or_try(|| self.shared_state(0, Stream::DEFAULT)),
+            }
+            .map(StateRef::Borrowed);
+        }
+        self.shared_state(identity, stream).map(StateRef::Owned)
+    }
+
+    /// The state of a stream, through this thread's cache. States are keyed by stream
+    /// identity, or by thread for per-thread arenas on the legacy default stream.
+    fn shared_state(&self, identity: u64, stream: Stream) -> Result<Arc<StreamState<I>>> {
+        let key = match identity {
+            // A key no stream identity uses (top bit set), unique to the thread.
+            0 if self.per_thread_default_stream.load(Ordering::Relaxed) => (1 << 63) | crate::platform::bias::thread_key(),
+            identity => identity,
+        };
+        // `try_with` and `try_borrow`: a call from a thread-local destructor, or from inside
+        // another call on this thread, goes without the cache.
+        let cached = STATE_CACHE.try_with(|cache| {
+            let cache = cache.try_borrow().ok()?;
+            let (_, _, state) = cache.iter().find(|(core, k, _)| *core == self.id && *k == key)?;
+            state.clone().downcast::<StreamState<I>>().ok()
+        });
+        if let Ok(Some(state)) = cached {
+            return Ok(state);
+        }
+        let state = self.state_from_map(identity, stream, key)?;
+        let _ = STATE_CACHE.try_with(|cache| {
+            if let Ok(mut cache) = cache.try_borrow_mut() {
+                if cache.len() == STATE_CACHE_SIZE {
+                    cache.remove(0);
+                }
+                cache.push((self.id, key, state.clone()));
+            }
+        });
+        Ok(state)
+    }
+
+    fn state_from_map(&self, identity: u64, stream: Stream, key: u64) -> Result<Arc<StreamState<I>>> {
+        if let Some(state) = self.streams.read().get(&key) {
+            return Ok(state.clone());
+        }
+        let mut streams = self.streams.write();
+        if let Some(state) = streams.get(&key) {
+            return Ok(state.clone());
+        }
+        let event = backend()?.event_create(self.device)?;
+        let mut index = (self.new_index)();
+        if identity == 0 {
+            // The legacy default stream records its event when memory is taken from it, which
+            // covers parked blocks too.
+            index.enable_parking();
+        }
+        let shelf = BiasedLock::new(Shelf { index, pending: Vec::new(), unrecorded_frees: false });
+        let state = Arc::new(StreamState { stream, identity, event, shelf });
+        streams.insert(key, state.clone());
+        Ok(state)
+    }
+
+    /// `bytes` (not 0) usable in the order of `stream`.
+    #[inline(always)]
+    pub fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
+        crate::resources::require_nonzero(bytes, self.name)?;
+        let state = self.state_for(stream)?;
+        {
+            // The fast path: a block of the stream's own, with no other stream's free to wait for.
+            let mut shelf = state.shelf.lock();
+            if shelf.pending.is_empty() {
+                if let Some((addr, size)) = shelf.index.allocate(bytes) {
+                    note_acquired(self.device, addr, size, stream);
+                    return Ok(addr);
+                }
+            }
+        }
+        self.allocate_otherwise(&state, bytes, stream)
+    }
+
+    #[inline(never)]
+    fn allocate_otherwise(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<usize> {
+        if let Some(addr) = self.allocate_from_own(state, bytes, stream)? {
+            return Ok(addr);
+        }
+        self.allocate_slow(state, bytes, stream)
+    }
+
+    /// The size of a live block and the bytes it was handed out for.
+    pub fn used_block(&self, ptr: usize) -> Option<(usize, usize)> {
+        let owner = self.owner_of(ptr)?;
+        let shelf = owner.shelf.lock();
+        shelf.index.used_block(ptr)
+    }
+
+    /// Makes `stream`, the owner of `shelf`, wait for frees other streams made into it, and
+    /// re-records the owner's event so that streams taking memory from it later are ordered
+    /// after those frees too.
+    fn absorb_pending(&self, state: &StreamState<I>, shelf: &mut Shelf<I>, stream: Stream) -> Result<()> {
+        let platform = backend()?;
+        for event in shelf.pending.drain(..) {
+            platform.stream_wait_event(self.device, stream, event)?;
+        }
+        if !state.is_legacy_default() {
+            platform.event_record(self.device, state.event, stream)?;
+            shelf.unrecorded_frees = false;
+        }
+        Ok(())
+    }
+
+    /// Frees `ptr` in the order of `stream`. With `bytes`, a block of another size is refused
+    /// (and stays allocated).
+    #[inline(always)]
+    pub fn deallocate(&self, ptr: usize, bytes: Option<usize>, stream: Stream) -> Result<()> {
+        let state = self.state_for(stream)?;
+        match self.free_from_own_shelf(&state, ptr, bytes, stream)? {
+            Ok(()) => Ok(()),
+            Err(refused) => self.free_elsewhere(&state, ptr, bytes, stream, refused)?.map_err(|refused| self.refusal(ptr, bytes, refused)),
+        }
+    }
+
+    /// The error for a refused free (out of line: the free path stays small).
+    #[cold]
+    #[inline(never)]
+    fn refusal(&self, ptr: usize, bytes: Option<usize>, refused: Refused) -> Error {
+        match refused {
+            Refused::WrongSize(size) => Error::invalid(format!(
+                "{ptr:#x} is a block of {size} bytes in this {} resource; {} bytes were given",
+                self.name,
+                bytes.unwrap_or(0)
+            )),
+            Refused::NotLive => match self.owner_of(ptr) {
+                Some(_) => Error::invalid(format!("{ptr:#x} is not a live block of this {} resource (double free?)", self.name)),
+                None => Error::invalid(format!("{ptr:#x} was not allocated by this {} resource", self.name)),
+            },
+        }
+    }
+
+    /// `deallocate`, answering a refused free as `Refused` (the block stays allocated): for a
+    /// caller that asks several resources in turn.
+    #[inline(always)]
+    pub fn try_deallocate(&self, ptr: usize, bytes: Option<usize>, stream: Stream) -> Result<std::result::Result<(), Refused>> {
+        let state = self.state_for(stream)?;
+        match self.free_from_own_shelf(&state, ptr, bytes, stream)? {
+            Ok(()) => Ok(Ok(())),
+            Err(refused) => self.free_elsewhere(&state, ptr, bytes, stream, refused),
+        }
+    }
+
+    /// A free its stream's own shelf refused: the block may lie on another stream's shelf;
+    /// otherwise the refusal stands.
+    #[inline(never)]
+    fn free_elsewhere(
+        &self,
+        state: &StreamState<I>,
+        ptr: usize,
+        bytes: Option<usize>,
+        stream: Stream,
+        refused: Refused,
+    ) -> Result<std::result::Result<(), Refused>> {
+        match refused {
+            Refused::NotLive => self.free_into_owner(state, ptr, bytes, stream),
+            refused => Ok(Err(refused)),
+        }
+    }
+
+    /// Frees `ptr` if `stream`'s own shelf holds it.
+    #[inline(always)]
+    fn free_from_own_shelf(
+        &self,
+        state: &StreamState<I>,
+        ptr: usize,
+        bytes: Option<usize>,
+        stream: Stream,
+    ) -> Result<std::result::Result<(), Refused>> {
+        let mut shelf = state.shelf.lock();
+        let Freed { size, chunk_now_free } = match shelf.index.free_checked(ptr, bytes) {
+            Ok(freed) => freed,
+            Err(refused) => return Ok(Err(refused)),
+        };
+        note_released(self.device, ptr, size, stream);
+        // Other streams take only wholly free chunks without a device synchronization, so
+        // only a free that completes a chunk needs an event (recorded now, while the stream
+        // is known to be alive) to cover every free in that chunk.
+        if !state.is_legacy_default() {
+            if chunk_now_free {
+                self.record_event(state, stream)?;
+            }
+            shelf.unrecorded_frees = !chunk_now_free;
+        }
+        Ok(Ok(()))
+    }
+
+    #[inline(never)]
+    fn record_event(&self, state: &StreamState<I>, stream: Stream) -> Result<()> {
+        backend()?.event_record(self.device, state.event, stream)
+    }
+
+    /// Frees a block that another stream's index holds, leaving this stream's event for
+    /// whoever reuses it there.
+    #[inline(never)]
+    fn free_into_owner(
+        &self,
+        state: &StreamState<I>,
+        ptr: usize,
+        bytes: Option<usize>,
+        stream: Stream,
+    ) -> Result<std::result::Result<(), Refused>> {
+        let platform = backend()?;
+        let Some(owner) = self.owner_of(ptr) else { return Ok(Err(Refused::NotLive)) };
+        let mut shelf = owner.shelf.lock();
+        let Freed { size, .. } = match shelf.index.free_checked(ptr, bytes) {
+            Ok(freed) => freed,
+            Err(refused) => return Ok(Err(refused)),
+        };
+        note_released(self.device, ptr, size, stream);
+        // Whoever reuses the block from the owner's index waits for this free first.
+        platform.event_record(self.device, state.event, stream)?;
+        if !shelf.pending.contains(&state.event) {
+            shelf.pending.push(state.event);
+        }
+        Ok(Ok(()))
+    }
+
+    fn owner_of(&self, ptr: usize) -> Option<Arc<StreamState<I>>> {
+        let owners = self.owners.read();
+        let (base, (size, owner)) = owners.range(..=ptr).next_back()?;
+        (ptr < base + size).then(|| owner.clone())
+    }
+
+    /// The events `stream` must wait on before using memory taken from `source`'s index.
+    /// Called with `source`'s shelf locked.
+    fn events_to_take_from(&self, source: &StreamState<I>, shelf: &Shelf<I>, stream: Stream) -> Result<Vec<Event>> {
+        if self.omit_ordering.load(Ordering::Relaxed) {
+            return Ok(Vec::new());
+        }
+        let mut events = shelf.pending.clone();
+        if self.identity(stream)? != source.identity {
+            if source.is_legacy_default() {
+                backend()?.event_record(self.device, source.event, source.stream)?;
+            }
+            events.push(source.event);
+        }
+        Ok(events)
+    }
+
+    fn wait_all(&self, stream: Stream, events: &[Event]) -> Result<()> {
+        let platform = backend()?;
+        events.iter().try_for_each(|event| platform.stream_wait_event(self.device, stream, *event))
+    }
+
+    fn allocate_slow(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<usize> {
+        let _guard = self.growing.lock();
+        if let Some(addr) = self.allocate_from_own(state, bytes, stream)? {
+            return Ok(addr);
+        }
+        let need = self.chunk_size_for(bytes)?;
+        if let Some(addr) = self.steal_free_chunk(state, bytes, need, stream)? {
+            return Ok(addr);
+        }
+        let grown = self.grow(state, bytes, need, stream);
+        if let Ok(addr) = grown {
+            return Ok(addr);
+        }
+        if let Some(addr) = self.take_block_from_other_stream(state, bytes, stream)? {
+            return Ok(addr);
+        }
+        let released = self.release_free_chunks()?;
+        if released > 0 {
+            if let Ok(addr) = self.grow(state, bytes, need, stream) {
+                return Ok(addr);
+            }
+            // The release did not help (the request is larger than any upstream can give):
+            // take the initial reservation back, which the pool keeps for its whole life.
+            let reserved = self.reserved.load(Ordering::Relaxed);
+            if reserved < self.initial {
+                let _ = self.add_upstream_chunk(state, self.initial - reserved, stream);
+            }
+        }
+        let usage = self.usage();
+        Err(Error::out_of_memory(
+            bytes,
+            format!(
+                "{} resource on device {}: {} bytes reserved (maximum {}), {} free, largest free block {}; upstream: {}",
+                self.name,
+                self.device,
+                usage.reserved,
+                if self.maximum == usize::MAX { "none".to_string() } else { self.maximum.to_string() },
+                usage.free,
+                usage.largest_free_block,
+                grown.err().map(|e| e.to_string()).unwrap_or_default()
+            ),
+        ))
+    }
+
+    /// The smallest chunk that can serve `bytes`.
+    fn chunk_size_for(&self, bytes: usize) -> Result<usize> {
+        let too_big = || Error::out_of_memory(bytes, "larger than the address space");
+        match self.growth {
+            Growth::Fixed { chunk } => Ok(chunk),
+            Growth::Geometric { granularity } => {
+                let rounded = bytes.checked_add(granularity - 1).ok_or_else(too_big)? / granularity * granularity;
+                Ok(rounded.max(GRANULE))
+            }
+        }
+    }
+
+    fn steal_free_chunk(&self, state: &Arc<StreamState<I>>, bytes: usize, need: usize, stream: Stream) -> Result<Option<usize>> {
+        let others: Vec<_> = self.streams.read().values().filter(|s| !Arc::ptr_eq(s, state)).cloned().collect();
+        for other in others {
+            let (chunk, events) = {
+                let mut shelf = other.shelf.lock();
+                if shelf.unrecorded_frees && !other.is_legacy_default() {
+                    continue;
+                }
+                let Some(chunk) = shelf.index.take_free_chunk(need) else { continue };
+                let events = self.events_to_take_from(&other, &shelf, stream)?;
+                (chunk, events)
+            };
+            self.wait_all(stream, &events)?;
+            self.owners.write().insert(chunk.base, (chunk.size, state.clone()));
+            let mut shelf = state.shelf.lock();
+            shelf.index.add_chunk(chunk.base, chunk.size);
+            if let Some(addr) = self.take_from_shelf(state, &mut shelf, bytes, stream)? {
+                return Ok(Some(addr));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Under memory pressure only: takes one free block from another stream's index. Such a
+    /// block may have been freed after that stream last recorded its event, and the stream
+    /// may be gone, so unless it is the legacy default stream the device is synchronized first.
+    fn take_block_from_other_stream(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<Option<usize>> {
+        let others: Vec<_> = self.streams.read().values().filter(|s| !Arc::ptr_eq(s, state)).cloned().collect();
+        let mut synchronized = false;
+        for other in others {
+            if !other.is_legacy_default() && !synchronized {
+                if other.shelf.lock().index.free_bytes() < bytes {
+                    continue;
+                }
+                self.synchronize_device()?;
+                synchronized = true;
+            }
+            let ((addr, size), events) = {
+                let shelf = &mut *other.shelf.lock();
+                let Some(block) = shelf.index.allocate(bytes) else { continue };
+                let events = match other.is_legacy_default() && !synchronized {
+                    true => self.events_to_take_from(&other, shelf, stream)?,
+                    false => Vec::new(),
+                };
+                (block, events)
+            };
+            self.wait_all(stream, &events)?;
+            note_acquired(self.device, addr, size, stream);
+            return Ok(Some(addr));
+        }
+        Ok(None)
+    }
+
+    /// Grows by a new upstream chunk: geometric, backing off towards `need` when upstream
+    /// refuses.
+    fn grow(&self, state: &Arc<StreamState<I>>, bytes: usize, need: usize, stream: Stream) -> Result<usize> {
+        let reserved = self.reserved.load(Ordering::Relaxed);
+        let room = self.maximum.saturating_sub(reserved);
+        if need > room {
+            return Err(Error::out_of_memory(bytes, format!("the {} resource's maximum size {} is reached", self.name, self.maximum)));
+        }
+        let mut size = match self.growth {
+            Growth::Fixed { chunk } => chunk,
+            Growth::Geometric { granularity } => {
+                // Geometric in what this stream holds, not the whole pool: with many streams,
+                // growth compounded over the pool's total would reserve far more than is used.
+                let held = state.shelf.lock().index.chunk_bytes();
+                let geometric = (held / 2).min(GROWTH_CAP).div_ceil(granularity) * granularity;
+                need.max(geometric).min(room)
+            }
+        };
+        loop {
+            match self.add_upstream_chunk(state, size, stream) {
+                Ok(()) => break,
+                Err(e) if e.is_out_of_memory() && size > need => {
+                    let half = match self.growth {
+                        Growth::Geometric { granularity } => (size / 2).div_ceil(granularity) * granularity,
+                        Growth::Fixed { .. } => need,
+                    };
+                    size = half.max(need);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        self.allocate_from_own(state, bytes, stream)?.ok_or_else(|| Error::Internal("a new chunk could not serve its request".into()))
+    }
+
+    fn allocate_from_own(&self, state: &StreamState<I>, bytes: usize, stream: Stream) -> Result<Option<usize>> {
+        self.take_from_shelf(state, &mut state.shelf.lock(), bytes, stream)
+    }
+
+    /// A block from `stream`'s own shelf (locked by the caller), ordered after frees other
+    /// streams made into it.
+    fn take_from_shelf(&self, state: &StreamState<I>, shelf: &mut Shelf<I>, bytes: usize, stream: Stream) -> Result<Option<usize>> {
+        let Some((addr, size)) = shelf.index.allocate(bytes) else { return Ok(None) };
+        if !shelf.pending.is_empty() {
+            self.absorb_pending(state, shelf, stream)?;
+        }
+        note_acquired(self.device, addr, size, stream);
+        Ok(Some(addr))
+    }
+
+    fn add_upstream_chunk(&self, state: &Arc<StreamState<I>>, size: usize, stream: Stream) -> Result<()> {
+        let size = size.div_ceil(GRANULE) * GRANULE;
+        let base = self.upstream.allocate(size, stream)?;
+        if base % GRANULE != 0 {
+            let _ = self.upstream.deallocate(base, size, stream);
+            return Err(Error::Internal(format!("upstream {} returned {base:#x}, not {GRANULE}-byte aligned", self.upstream.name())));
+        }
+        self.reserved.fetch_add(size, Ordering::Relaxed);
+        self.owners.write().insert(base, (size, state.clone()));
+        state.shelf.lock().index.add_chunk(base, size);
+        Ok(())
+    }
+
+    /// Waits for all work on the device: every free on every stream is then complete, so no
+    /// shelf needs an event to cover its frees any more.
+    fn synchronize_device(&self) -> Result<()> {
+        backend()?.device_synchronize(self.device)?;
+        for state in self.streams.read().values() {
+            state.shelf.lock().unrecorded_frees = false;
+        }
+        Ok(())
+    }
+
+    /// Returns every wholly free chunk upstream, after a device synchronization so no
+    /// enqueued work still uses them. Returns the bytes released.
+    pub fn release_free_chunks(&self) -> Result<usize> {
+        let states: Vec<_> = self.streams.read().values().cloned().collect();
+        let mut chunks = Vec::new();
+        for state in &states {
+            chunks.extend(state.shelf.lock().index.take_wholly_free_chunks());
+        }
+        if chunks.is_empty() {
+            return Ok(0);
+        }
+        self.synchronize_device()?;
+        let mut released = 0;
+        for chunk in chunks {
+            self.owners.write().remove(&chunk.base);
+            self.upstream.deallocate(chunk.base, chunk.size, Stream::DEFAULT)?;
+            self.reserved.fetch_sub(chunk.size, Ordering::Relaxed);
+            released += chunk.size;
+        }
+        Ok(released)
+    }
+
+    /// Test-only fault injection: hand memory across streams without ordering edges.
+    #[doc(hidden)]
+    pub fn inject_missing_ordering(&self, omit: bool) {
+        self.omit_ordering.store(omit, Ordering::Relaxed);
+    }
+
+    pub fn reserved(&self) -> usize {
+        self.reserved.load(Ordering::Relaxed)
+    }
+
+    pub fn usage(&self) -> Usage {
+        let streams = self.streams.read();
+        let mut usage = Usage { reserved: self.reserved(), streams: streams.len(), chunks: self.owners.read().len(), ..Default::default() };
+        for state in streams.values() {
+            let shelf = state.shelf.lock();
+            let index = &shelf.index;
+            usage.free += index.free_bytes();
+            usage.largest_free_block = usage.largest_free_block.max(index.largest_free_block());
+        }
+        usage
+    }
+
+    /// The figures, upstream chunks and blocks of this suballocator, for `rmmResourceGetSnapshot`.
+    pub fn snapshot(&self, name: &str) -> serde_json::Value {
+        let usage = self.usage();
+        let owners: Vec<(usize, usize, Arc<StreamState<I>>)> =
+            self.owners.read().iter().map(|(&base, (size, owner))| (base, *size, owner.clone())).collect();
+        let chunks: Vec<_> = owners
+            .iter()
+            .map(|(base, size, owner)| {
+                let blocks: Vec<_> = owner.shelf.lock().index.chunk_blocks(*base).iter().map(crate::resources::snapshot::block).collect();
+                serde_json::json!({
+                    "base": crate::resources::snapshot::address(*base),
+                    "size": size,
+                    "stream": crate::resources::snapshot::stream_label(owner.identity),
+                    "blocks": blocks,
+                })
+            })
+            .collect();
+        let mut figures = crate::resources::snapshot::figures(usage.reserved, usage.free, usage.largest_free_block);
+        figures["resource"] = name.into();
+        figures["device"] = self.device.into();
+        figures["maximum_size"] = if self.maximum == usize::MAX { serde_json::Value::Null } else { self.maximum.into() };
+        figures["streams"] = usage.streams.into();
+        figures["chunks"] = chunks.into();
+        figures["upstream"] = self.upstream.snapshot();
+        figures
+    }
+
+    /// Checks every stream's index and the chunk bookkeeping.
+    pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        let streams = self.streams.read();
+        let mut chunk_bytes = 0;
+        for state in streams.values() {
+            let shelf = state.shelf.lock();
+            let index = &shelf.index;
+            index.check_invariants()?;
+            chunk_bytes += index.chunk_bytes();
+        }
+        let owned: usize = self.owners.read().values().map(|(size, _)| size).sum();
+        if chunk_bytes != owned || owned != self.reserved() {
+            return Err(format!("indexes hold {chunk_bytes} bytes, owners {owned}, reserved {}", self.reserved()));
+        }
+        Ok(())
+    }
+}
+
+impl<I: BlockIndex> Drop for Core<I> {
+    /// Returns the chunks upstream. A chunk that still holds a block in use stays reserved:
+    /// returning it would let the upstream hand that memory out again while someone uses it
+    /// (callers of the C API cannot get here with live blocks, since their records keep the
+    /// stack alive).
+    fn drop(&mut self) {
+        if crate::platform::process_exiting() {
+            return;
+        }
+        let Ok(platform) = backend() else { return };
+        if let Err(e) = platform.device_synchronize(self.device) {
+            log::warn!("{} resource: synchronizing before release: {e}", self.name);
+        }
+        let mut free_chunks = Vec::new();
+        for state in self.streams.get_mut().values() {
+            free_chunks.extend(state.shelf.lock().index.take_wholly_free_chunks());
+        }
+        let in_use = self.used_blocks();
+        if in_use > 0 {
+            let kept: usize = self.reserved() - free_chunks.iter().map(|chunk| chunk.size).sum::<usize>();
+            log::warn!("{} resource dropped with {in_use} blocks in use: {kept} bytes of its chunks stay reserved", self.name);
+        }
+        for chunk in free_chunks {
+            if let Err(e) = self.upstream.deallocate(chunk.base, chunk.size, Stream::DEFAULT) {
+                log::warn!("{} resource: returning chunk {:#x} upstream: {e}", self.name, chunk.base);
+            }
+        }
+        for state in self.streams.get_mut().values() {
+            let _ = platform.event_destroy(state.event);
+        }
+    }
+}
