@@ -192,7 +192,9 @@ pub extern "C" fn rmmDeviceBufferSetStream(buffer: rmmDeviceBuffer_t, stream: cu
 }
 
 /// Frees the buffer's memory in the order of its stream (the last one used, or the one set
-/// with `rmmDeviceBufferSetStream`) and destroys the handle. NULL is a no-op.
+/// with `rmmDeviceBufferSetStream`) and destroys the handle. NULL is a no-op. If the memory
+/// cannot be freed (its stream was destroyed, say), the buffer and its handle stay as they were:
+/// set another stream and destroy it again.
 #[no_mangle]
 pub extern "C" fn rmmDeviceBufferDestroy(buffer: rmmDeviceBuffer_t) -> rmmError_t {
     boundary("rmmDeviceBufferDestroy", || {
@@ -204,11 +206,12 @@ pub extern "C" fn rmmDeviceBufferDestroy(buffer: rmmDeviceBuffer_t) -> rmmError_
             .as_mut()
             .and_then(|buffers| buffers.remove(&(buffer as usize)))
             .ok_or_else(|| Error::InvalidHandle(format!("{buffer:p} is not a live device buffer (destroyed, or never created)")))?;
-        // Another thread inside a call on this buffer holds the other reference; the buffer is
-        // freed when it lets go.
-        match Arc::try_unwrap(shared) {
-            Ok(buffer) => buffer.into_inner().free(),
-            Err(_) => Ok(()),
+        // Another thread inside a call on this buffer may hold the other reference: the memory
+        // is freed here all the same, in the buffer's order.
+        let freed = shared.lock().free_memory();
+        if freed.is_err() {
+            BUFFERS.lock().get_or_insert_with(HashMap::new).insert(buffer as usize, shared);
         }
+        freed
     })
 }

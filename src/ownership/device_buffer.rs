@@ -139,10 +139,13 @@ impl DeviceBuffer {
         Ok(())
     }
 
-    /// Frees the memory in the order of the buffer's stream.
-    pub fn free(mut self) -> Result<()> {
+    /// Frees the memory in the order of the buffer's stream, leaving an empty buffer. On
+    /// failure the buffer keeps its memory.
+    pub fn free_memory(&mut self) -> Result<()> {
         let stream = self.stream;
-        self.release(stream)
+        self.release(stream)?;
+        self.size = 0;
+        Ok(())
     }
 }
 
