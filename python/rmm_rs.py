@@ -141,6 +141,7 @@ _SIGNATURES = {
     "rmmGetAllocationOffset": (ctypes.c_int, [ctypes.POINTER(ctypes.c_ssize_t), ctypes.c_void_p,
         ctypes.c_void_p]),
     "rmmGetErrorString": (ctypes.c_char_p, [ctypes.c_int32]),
+    "rmmGetErrorName": (ctypes.c_char_p, [ctypes.c_int32]),
     "rmmGetLastErrorMessage": (ctypes.c_char_p, []),
     "rmmCudaResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
     "rmmManagedResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
@@ -176,28 +177,26 @@ _SIGNATURES = {
 # END GENERATED BINDINGS
 
 
-_CODE_NAMES = {
-    0: "RMM_SUCCESS",
-    1: "RMM_ERROR_CUDA_ERROR",
-    2: "RMM_ERROR_INVALID_ARGUMENT",
-    3: "RMM_ERROR_NOT_INITIALIZED",
-    4: "RMM_ERROR_OUT_OF_MEMORY",
-    5: "RMM_ERROR_UNKNOWN",
-    6: "RMM_ERROR_IO",
-    7: "RMM_ERROR_NOT_SUPPORTED",
-    8: "RMM_ERROR_INVALID_HANDLE",
-    9: "RMM_ERROR_ALREADY_INITIALIZED",
-}
+def _error_name(code: int) -> str:
+    """The enumerator's name of an error code (``RMM_ERROR_OUT_OF_MEMORY``), as the library's
+    ``rmmGetErrorName`` spells it. Until the library is loaded (an error made or unpickled
+    before any call) the module's own constants answer: naming an error must not load it."""
+    if _lib is not None and -(1 << 31) <= code < (1 << 31):
+        return _lib.rmmGetErrorName(code).decode("ascii", "replace")
+    for name, value in globals().items():
+        if (name == "SUCCESS" or name.startswith("ERROR_")) and value == code:
+            return "RMM_" + name
+    return f"rmmError_t({code})"
 
 
 class RmmError(RuntimeError):
-    """A failed rmm-rs call: ``code`` (an ``rmmError_t``), ``name`` (e.g.
+    """A failed rmm-rs call: ``code`` (an ``rmmError_t``), ``name`` (``rmmGetErrorName``, e.g.
     ``RMM_ERROR_INVALID_ARGUMENT``), ``description`` (``rmmGetErrorString``), ``message``
     (``rmmGetLastErrorMessage``) and ``function`` (the C function that failed)."""
 
     def __init__(self, code: int, message: str = "", function: str = "", description: str = ""):
         self.code = int(code)
-        self.name = _CODE_NAMES.get(self.code, f"rmmError_t({self.code})")
+        self.name = _error_name(self.code)
         self.message = message
         self.function = function
         self.description = description
