@@ -662,11 +662,12 @@ def fortran_bindings(header, wrappers, undocumented=None):
 
     out = []
     signatures = header.functions + list(header.callbacks.values())
-    used = [f.result for f in signatures] + [p.ctype for f in signatures for p in f.params]
-    used += [f.ctype for s in header.structs.values() for f in s.fields]
+    used = [(f.result, f.name) for f in signatures]
+    used += [(p.ctype, f"{f.name}({p.name})") for f in signatures for p in f.params]
+    used += [(f.ctype, f"{s.name}.{f.name}") for s in header.structs.values() for f in s.fields]
     mapping = {}
-    for ctype in used:
-        r = resolve(header, ctype.base, f"rmm.h: {ctype}")
+    for ctype, where in used:
+        r = resolve(header, ctype.base, f"rmm.h: {where}")
         if r.category not in ("void", "struct", "opaque"):
             mapping[ctype.base] = r.fortran
     width = max(len(c) for c in mapping)
