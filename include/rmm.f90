@@ -7,10 +7,11 @@
 ! add_subdirectory, with Fortran enabled) or rmm_add_fortran_module(<target>). Standard
 ! Fortran 2008 (iso_c_binding) only; it builds with gfortran -std=f2008 -Wall -Wextra -Werror.
 !
-! Contents:
-! - An interface for every function of rmm.h, under its C name (bind(c, name="rmm...")), and
-!   the error codes, allocation modes and structs (bind(c) types of the same layout). Each
-!   function's contract is its comment in rmm.h.
+! The sections between BEGIN/END GENERATED markers are written by scripts/generate_bindings.py
+! (from include/rmm.h for the bindings); the rest is written by hand. Contents:
+! - An interface for every function of rmm.h, under its C name (bind(c, name="rmm...")), with
+!   its comment from rmm.h (the function's contract), and the error codes, constants, structs
+!   (bind(c) types of the same layout) and callback interface of rmm.h.
 ! - rmm_check(status): stops the program with the error's text and message unless status is
 !   RMM_SUCCESS. rmm_error_string, rmm_last_error_message and rmm_c_string give C strings as
 !   Fortran strings.
@@ -21,26 +22,24 @@
 !   allocatable strings (rmm_resource_get_name, rmm_resource_get_snapshot,
 !   rmm_tracking_adaptor_get_report, rmm_get_report, rmm_get_log).
 !
-! How C types map:
+! How C types map (the rules of scripts/generate_bindings.py; the generated section starts with
+! the Fortran type of each C type):
 ! - rmmResource_t, rmmDeviceBuffer_t and cudaStream_t are type(c_ptr); the default stream is
 !   c_null_ptr.
-! - Every fallible call returns an integer(c_int) status (an rmmError_t). The framework entry
-!   points (rmmTorchAllocate, rmmCupyAllocate) return a type(c_ptr), c_null_ptr on failure;
-!   their void deallocate functions are subroutines.
+! - Every fallible call returns an integer(c_int) status (an rmmError_t). Functions that return
+!   a pointer (rmmTorchAllocate, rmmCupyAllocate, the C strings) return type(c_ptr); void
+!   functions are subroutines.
 ! - An out-pointer is a by-reference argument with intent(inout): rmm writes it only on
 !   success, so a value it had before a failed call stays (intent(out) would let the compiler
-!   drop that value).
-! - A pointer argument that rmm.h allows to be NULL (options, `previous`, `popped`,
-!   `released`, `length`, report and snapshot buffers, `records`, the logging path, `conf`,
-!   the `file` of rmmAlloc/rmmRealloc/rmmFree, the `capacity` of rmmDeviceBufferSize) is
-!   type(c_ptr), value: pass c_null_ptr, or c_loc(x) of a variable x with the TARGET
-!   attribute. So are void* data arguments (memory, `host`, `dst`, `src`, `param`).
-! - size_t is integer(c_size_t), int is integer(c_int), bool is logical(c_bool), int8_t is
-!   integer(c_int8_t), int32_t is integer(c_int32_t), ptrdiff_t is integer(c_intptr_t)
-!   (c_ptrdiff_t is Fortran 2018),
-!   unsigned int (`line`) is integer(c_int) and uint64_t (`thread`) is integer(c_int64_t).
-!   Fortran has no unsigned integers: SIZE_MAX is -1_c_size_t.
-! - const char* arguments that may not be NULL are character(kind=c_char) arrays: pass
+!   drop that value). A const pointee is intent(in).
+! - A pointer argument that rmm.h allows to be NULL (its comment says so: "may be NULL",
+!   "unless it is NULL", "A NULL `buffer`", ...) is type(c_ptr), value: pass c_null_ptr, or
+!   c_loc(x) of a variable x with the TARGET attribute. So are void* data arguments (memory,
+!   `host`, `dst`, `src`, `param`), and pointers to pointers that may be NULL.
+! - Fortran has no unsigned integers: an unsigned C type is the signed kind of its size
+!   (SIZE_MAX is -1_c_size_t); the declaration names the C type in a comment. ptrdiff_t is
+!   integer(c_intptr_t) (c_ptrdiff_t is Fortran 2018).
+! - char* arguments that may not be NULL are character(kind=c_char) arrays: pass
 !   "text"//c_null_char. const char* results are type(c_ptr): rmm_c_string converts them.
 ! - Allocation modes combine with ior(), e.g. ior(PoolAllocation, CudaManagedMemory).
 ! - A failure callback is a bind(c) function of interface rmmFailureCallback_t, passed as
@@ -52,21 +51,62 @@
 ! Managed and pinned host memory is host accessible. On simulated devices (RMM_SIM_DEVICES)
 ! device memory is host memory, so the host may read and write it, as the tests do.
 module rmm
-  use, intrinsic :: iso_c_binding, only: c_bool, c_char, c_double, c_float, c_funptr, &
-    c_f_pointer, c_int, c_int8_t, c_int32_t, c_int64_t, c_intptr_t, c_loc, c_null_char, &
-    c_null_ptr, c_ptr, c_size_t, c_associated
+  ! All of iso_c_binding: the generated bindings use whichever kinds rmm.h needs.
+  use, intrinsic :: iso_c_binding
   use, intrinsic :: iso_fortran_env, only: error_unit
   implicit none
   private
 
-  ! --- Constants of rmm.h --------------------------------------------------------------------
-  public :: RMM_SUCCESS, RMM_ERROR_CUDA_ERROR, RMM_ERROR_INVALID_ARGUMENT, &
+  ! BEGIN GENERATED BINDINGS (scripts/generate_bindings.py; do not edit by hand)
+  ! The C types of rmm.h in Fortran (by value, or what a pointer points to):
+  !   bool                  logical(c_bool)
+  !   char                  character(kind=c_char)
+  !   cudaStream_t          type(c_ptr)
+  !   int                   integer(c_int)
+  !   int32_t               integer(c_int32_t)
+  !   int64_t               integer(c_int64_t)
+  !   int8_t                integer(c_int8_t)
+  !   ptrdiff_t             integer(c_intptr_t)
+  !   rmmAllocationMode_t   integer(c_int32_t)
+  !   rmmDeviceBuffer_t     type(c_ptr)
+  !   rmmError_t            integer(c_int)
+  !   rmmFailureCallback_t  type(c_funptr)
+  !   rmmResource_t         type(c_ptr)
+  !   size_t                integer(c_size_t)
+  !   uint32_t              integer(c_int32_t)
+  !   uint64_t              integer(c_int64_t)
+  !   unsigned int          integer(c_int)
+  public :: RMM_MAX_DEVICES, RMM_SUCCESS, RMM_ERROR_CUDA_ERROR, RMM_ERROR_INVALID_ARGUMENT, &
     RMM_ERROR_NOT_INITIALIZED, RMM_ERROR_OUT_OF_MEMORY, RMM_ERROR_UNKNOWN, RMM_ERROR_IO, &
-    RMM_ERROR_NOT_SUPPORTED, RMM_ERROR_INVALID_HANDLE, RMM_ERROR_ALREADY_INITIALIZED
-  public :: RMM_MAX_DEVICES, CudaDefaultAllocation, PoolAllocation, CudaManagedMemory, &
-    CudaAsyncAllocation
+    RMM_ERROR_NOT_SUPPORTED, RMM_ERROR_INVALID_HANDLE, RMM_ERROR_ALREADY_INITIALIZED, &
+    CudaDefaultAllocation, PoolAllocation, CudaManagedMemory, CudaAsyncAllocation
+  public :: rmmStatistics_t, rmmAllocationRecord_t, rmmOptions_t, rmmFailureCallback_t
+  public :: rmmStatisticsAdaptorCreate, rmmStatisticsAdaptorGetCounts, &
+    rmmStatisticsAdaptorPushCounters, rmmStatisticsAdaptorPopCounters, rmmLoggingAdaptorCreate, &
+    rmmLoggingAdaptorFlush, rmmLimitingAdaptorCreate, rmmLimitingAdaptorGetAllocatedBytes, &
+    rmmTrackingAdaptorCreate, rmmTrackingAdaptorGetOutstanding, rmmTrackingAdaptorGetReport, &
+    rmmFailureCallbackAdaptorCreate, rmmAlignedAdaptorCreate, rmmPrefetchAdaptorCreate, &
+    rmmConfigure, rmmGetReport, rmmDeviceBufferCreate, rmmDeviceBufferCreateFromHost, &
+    rmmDeviceBufferCopyToHost, rmmDeviceBufferResize, rmmDeviceBufferShrinkToFit, &
+    rmmDeviceBufferCopy, rmmDeviceBufferData, rmmDeviceBufferSize, rmmDeviceBufferSetStream, &
+    rmmDeviceBufferDestroy, rmmSetPerDeviceResource, rmmGetPerDeviceResource, &
+    rmmSetCurrentDeviceResource, rmmGetCurrentDeviceResource, rmmGetDevice, rmmSetDevice, &
+    rmmGetDeviceCount, rmmIsSimulated, rmmSimGetRaceCount, rmmTorchAllocate, rmmTorchDeallocate, &
+    rmmCupyAllocate, rmmCupyDeallocate, rmmInitialize, rmmFinalize, rmmIsInitialized, rmmAlloc, &
+    rmmRealloc, rmmFree, rmmWriteLog, rmmLogSize, rmmGetLog, rmmGetInfo, rmmGetAllocationOffset, &
+    rmmGetErrorString, rmmGetErrorName, rmmGetLastErrorMessage, rmmCudaResourceCreate, &
+    rmmManagedResourceCreate, rmmAsyncResourceCreate, rmmPinnedHostResourceCreate, &
+    rmmResourceDestroy, rmmResourceAllocate, rmmResourceDeallocate, rmmResourceGetDevice, &
+    rmmResourceGetName, rmmResourceGetSnapshot, rmmResourceWriteSnapshot, rmmStreamCreate, &
+    rmmStreamDestroy, rmmStreamSynchronize, rmmMemcpyAsync, rmmPoolResourceCreate, &
+    rmmPoolResourceGetSize, rmmPoolResourceGetFree, rmmResourceRelease, rmmArenaResourceCreate, &
+    rmmBinningResourceCreate, rmmBinningResourceAddBin, rmmFixedSizeResourceCreate
 
-  ! Error codes (rmmError_t): the values of rmm.h.
+  ! Most devices `rmmOptions_t.devices` can list.
+  integer(c_int32_t), parameter :: RMM_MAX_DEVICES = 64
+
+  ! Error codes of the C API. The first seven keep legacy RMM's values; new ones are appended.
+  ! (enum rmmError_t)
   ! The call succeeded.
   integer(c_int), parameter :: RMM_SUCCESS = 0
   ! The CUDA driver reported an error, or no usable driver was found.
@@ -74,7 +114,7 @@ module rmm
   ! An argument was invalid: NULL where a value is needed, a pointer rmm-rs did not hand out,
   ! a double free, a size that does not match the allocation.
   integer(c_int), parameter :: RMM_ERROR_INVALID_ARGUMENT = 2
-  ! The call needs rmmInitialize (it came after rmmFinalize).
+  ! The call needs `rmmInitialize` (it came after `rmmFinalize`).
   integer(c_int), parameter :: RMM_ERROR_NOT_INITIALIZED = 3
   ! The resource could not satisfy the allocation.
   integer(c_int), parameter :: RMM_ERROR_OUT_OF_MEMORY = 4
@@ -86,28 +126,21 @@ module rmm
   integer(c_int), parameter :: RMM_ERROR_NOT_SUPPORTED = 7
   ! The handle was destroyed, or never was a handle.
   integer(c_int), parameter :: RMM_ERROR_INVALID_HANDLE = 8
-  ! rmmInitialize was called again without rmmFinalize in between.
+  ! `rmmInitialize` was called again without `rmmFinalize` in between.
   integer(c_int), parameter :: RMM_ERROR_ALREADY_INITIALIZED = 9
 
-  ! Most devices rmmOptions_t%devices can list.
-  integer(c_int32_t), parameter :: RMM_MAX_DEVICES = 64
-
-  ! Legacy allocation-mode flags (rmmAllocationMode_t, a uint32_t): combine with ior().
-  ! Device memory from cudaMalloc (the driver's cuMemAlloc), no pool.
+  ! Device memory from `cudaMalloc` (the driver's `cuMemAlloc`), no pool.
   integer(c_int32_t), parameter :: CudaDefaultAllocation = 0
   ! A pool suballocator over the base allocation.
   integer(c_int32_t), parameter :: PoolAllocation = 1
   ! Managed (unified) memory as the base allocation.
   integer(c_int32_t), parameter :: CudaManagedMemory = 2
-  ! The driver's stream-ordered allocator (cudaMallocAsync) with a pool of its own.
+  ! The driver's stream-ordered allocator (`cudaMallocAsync`) with a pool of its own.
   integer(c_int32_t), parameter :: CudaAsyncAllocation = 4
 
-  ! --- Structs of rmm.h (same layout) --------------------------------------------------------
-  public :: rmmStatistics_t, rmmAllocationRecord_t, rmmOptions_t, rmmFailureCallback_t
-
-  ! Allocation figures of a statistics adaptor's innermost scope: bytes as requested,
-  ! allocations as calls. Current values can be negative within a scope that frees memory
-  ! allocated before it.
+  ! Allocation figures of a statistics adaptor's innermost scope, as RMM's
+  ! `statistics_resource_adaptor` counts them: bytes as requested, allocations as calls.
+  ! Current values can be negative within a scope that frees memory allocated before it.
   type, bind(c) :: rmmStatistics_t
     integer(c_int64_t) :: current_bytes = 0
     integer(c_int64_t) :: peak_bytes = 0
@@ -117,28 +150,29 @@ module rmm
     integer(c_int64_t) :: total_count = 0
   end type rmmStatistics_t
 
-  ! One outstanding allocation of a tracking adaptor. `thread` is a uint64_t and `line` a
-  ! uint32_t in C; `file` is NUL-terminated ("" when unknown): rmm_c_string(record%file).
+  ! One outstanding allocation of a tracking adaptor.
   type, bind(c) :: rmmAllocationRecord_t
     type(c_ptr) :: ptr = c_null_ptr
     integer(c_size_t) :: size = 0
     type(c_ptr) :: stream = c_null_ptr
-    integer(c_int64_t) :: thread = 0
-    integer(c_int32_t) :: line = 0
+    ! The OS id of the allocating thread.
+    integer(c_int64_t) :: thread = 0  ! uint64_t in C
+    ! The `RMM_ALLOC` call site (line 0 and file "" when unknown); a long file name keeps its
+    ! end.
+    integer(c_int32_t) :: line = 0  ! uint32_t in C
     character(kind=c_char) :: file(256) = c_null_char
   end type rmmAllocationRecord_t
 
-  ! Options of rmmInitialize. The default value is what rmmInitialize(c_null_ptr) uses:
-  ! device memory, no logging, the current device.
+  ! Options of `rmmInitialize`, as legacy RMM's, plus the devices to set up.
   type, bind(c) :: rmmOptions_t
-    ! CudaDefaultAllocation, PoolAllocation, CudaManagedMemory, CudaAsyncAllocation, or
-    ! ior(PoolAllocation, CudaManagedMemory).
-    integer(c_int32_t) :: allocation_mode = CudaDefaultAllocation
+    ! `CudaDefaultAllocation`, `PoolAllocation`, `CudaManagedMemory`, `CudaAsyncAllocation`,
+    ! or `PoolAllocation | CudaManagedMemory`.
+    integer(c_int32_t) :: allocation_mode = 0  ! rmmAllocationMode_t in C
     ! Bytes the pool starts with (0: half of the free device memory, as legacy RMM did).
     integer(c_size_t) :: initial_pool_size = 0
     ! Bytes the pool may grow to (0: no limit).
     integer(c_size_t) :: maximum_pool_size = 0
-    ! Record allocation events for rmmWriteLog.
+    ! Record allocation events for `rmmWriteLog`.
     logical(c_bool) :: enable_logging = .false.
     ! How many entries of `devices` to set up; 0 sets up the calling thread's current device.
     integer(c_int32_t) :: num_devices = 0
@@ -146,208 +180,209 @@ module rmm
     integer(c_int32_t) :: devices(RMM_MAX_DEVICES) = 0
   end type rmmOptions_t
 
-  ! The failure callback of rmmFailureCallbackAdaptorCreate: called with the bytes asked for
-  ! and the `arg` given at creation; returning .true. retries the allocation. Write it as
-  !     function on_oom(bytes, arg) bind(c) result(retry)
-  ! with the dummies and result declared as here, and pass c_funloc(on_oom).
+  ! Called when an allocation fails for lack of memory, with the bytes asked for and the `arg`
+  ! given at creation; returning true retries the allocation.
+  ! In Fortran: a bind(c) function of this interface, passed as c_funloc(f).
   abstract interface
-    function rmmFailureCallback_t(bytes, arg) bind(c)
+    logical(c_bool) function rmmFailureCallback_t(bytes, arg) bind(c)
       import :: c_bool, c_ptr, c_size_t
       integer(c_size_t), value :: bytes
       type(c_ptr), value :: arg
-      logical(c_bool) :: rmmFailureCallback_t
     end function rmmFailureCallback_t
   end interface
 
-  ! --- The functions of rmm.h, in its order ---------------------------------------------------
-  public :: rmmStatisticsAdaptorCreate, rmmStatisticsAdaptorGetCounts, &
-    rmmStatisticsAdaptorPushCounters, rmmStatisticsAdaptorPopCounters, rmmLoggingAdaptorCreate, &
-    rmmLoggingAdaptorFlush, rmmLimitingAdaptorCreate, rmmLimitingAdaptorGetAllocatedBytes, &
-    rmmTrackingAdaptorCreate, rmmTrackingAdaptorGetOutstanding, rmmTrackingAdaptorGetReport, &
-    rmmFailureCallbackAdaptorCreate, rmmAlignedAdaptorCreate, rmmPrefetchAdaptorCreate
-  public :: rmmConfigure, rmmGetReport
-  public :: rmmDeviceBufferCreate, rmmDeviceBufferCreateFromHost, rmmDeviceBufferCopyToHost, &
-    rmmDeviceBufferResize, rmmDeviceBufferShrinkToFit, rmmDeviceBufferCopy, &
-    rmmDeviceBufferData, rmmDeviceBufferSize, rmmDeviceBufferSetStream, rmmDeviceBufferDestroy
-  public :: rmmSetPerDeviceResource, rmmGetPerDeviceResource, rmmSetCurrentDeviceResource, &
-    rmmGetCurrentDeviceResource, rmmGetDevice, rmmSetDevice, rmmGetDeviceCount, rmmIsSimulated, &
-    rmmSimGetRaceCount
-  public :: rmmTorchAllocate, rmmTorchDeallocate, rmmCupyAllocate, rmmCupyDeallocate
-  public :: rmmInitialize, rmmFinalize, rmmIsInitialized, rmmAlloc, rmmRealloc, rmmFree, &
-    rmmWriteLog, rmmLogSize, rmmGetLog, rmmGetInfo, rmmGetAllocationOffset, rmmGetErrorString, &
-    rmmGetErrorName, rmmGetLastErrorMessage
-  public :: rmmCudaResourceCreate, rmmManagedResourceCreate, rmmAsyncResourceCreate, &
-    rmmPinnedHostResourceCreate, rmmResourceDestroy, rmmResourceAllocate, &
-    rmmResourceDeallocate, rmmResourceGetDevice, rmmResourceGetName, rmmResourceGetSnapshot, &
-    rmmResourceWriteSnapshot, rmmStreamCreate, rmmStreamDestroy, rmmStreamSynchronize, &
-    rmmMemcpyAsync
-  public :: rmmPoolResourceCreate, rmmPoolResourceGetSize, rmmPoolResourceGetFree, &
-    rmmResourceRelease, &
-    rmmArenaResourceCreate, rmmBinningResourceCreate, rmmBinningResourceAddBin, &
-    rmmFixedSizeResourceCreate
-
   interface
-    ! --- Adaptors ---
-    ! A statistics adaptor over `upstream` (rmmStatistics_t figures).
+    ! Creates a statistics adaptor over `upstream`: current, peak and total bytes and
+    ! allocation counts of what goes through it, kept with atomics (threads never wait here).
     integer(c_int) function rmmStatisticsAdaptorCreate(resource, upstream) &
         bind(c, name="rmmStatisticsAdaptorCreate")
-      import
+      import :: c_int, c_ptr
       type(c_ptr), intent(inout) :: resource
       type(c_ptr), value :: upstream
     end function rmmStatisticsAdaptorCreate
 
-    ! The figures of the innermost scope of a statistics adaptor.
+    ! Writes the figures of the innermost scope of a statistics adaptor to `*counts`.
     integer(c_int) function rmmStatisticsAdaptorGetCounts(resource, counts) &
         bind(c, name="rmmStatisticsAdaptorGetCounts")
-      import
+      import :: c_int, c_ptr, rmmStatistics_t
       type(c_ptr), value :: resource
       type(rmmStatistics_t), intent(inout) :: counts
     end function rmmStatisticsAdaptorGetCounts
 
-    ! Starts a nested scope of a statistics adaptor.
+    ! Starts a nested scope: the figures start again from zero until the matching pop.
     integer(c_int) function rmmStatisticsAdaptorPushCounters(resource) &
         bind(c, name="rmmStatisticsAdaptorPushCounters")
-      import
+      import :: c_int, c_ptr
       type(c_ptr), value :: resource
     end function rmmStatisticsAdaptorPushCounters
 
-    ! Ends the innermost scope; `popped`: c_loc(an rmmStatistics_t target) or c_null_ptr.
+    ! Ends the innermost scope and writes its figures to `*popped` unless it is NULL; its peak
+    ! counts towards the enclosing scope's, as in RMM. Without a pushed scope:
+    ! RMM_ERROR_INVALID_ARGUMENT.
     integer(c_int) function rmmStatisticsAdaptorPopCounters(resource, popped) &
         bind(c, name="rmmStatisticsAdaptorPopCounters")
-      import
+      import :: c_int, c_ptr
       type(c_ptr), value :: resource
       type(c_ptr), value :: popped
     end function rmmStatisticsAdaptorPopCounters
 
-    ! A logging adaptor writing RAPIDS RMM's CSV to `path`: c_loc of a NUL-terminated
-    ! character(kind=c_char) target, or c_null_ptr for $RMM_LOG_FILE. Easier:
-    ! rmm_logging_adaptor_create.
+    ! Creates a logging adaptor over `upstream` that writes one CSV line per allocation and free
+    ! to `path` (created or truncated now), in RAPIDS RMM's format
+    ! (`Thread,Time,Action,Pointer,Size,Stream`). A NULL `path` uses the file the environment
+    ! variable RMM_LOG_FILE names; with neither, RMM_ERROR_INVALID_ARGUMENT. A file that cannot
+    ! be created is RMM_ERROR_IO. Lines are buffered: `rmmLoggingAdaptorFlush` and destroying the
+    ! adaptor write them out.
+    ! Easier from Fortran: rmm_logging_adaptor_create.
     integer(c_int) function rmmLoggingAdaptorCreate(resource, upstream, path) &
         bind(c, name="rmmLoggingAdaptorCreate")
-      import
+      import :: c_int, c_ptr
       type(c_ptr), intent(inout) :: resource
       type(c_ptr), value :: upstream
       type(c_ptr), value :: path
     end function rmmLoggingAdaptorCreate
 
-    ! Writes the buffered lines of a logging adaptor to its file.
-    integer(c_int) function rmmLoggingAdaptorFlush(resource) bind(c, name="rmmLoggingAdaptorFlush")
-      import
+    ! Writes every buffered line of a logging adaptor to its file and flushes the file.
+    ! RMM_ERROR_IO if a write failed since the last flush.
+    integer(c_int) function rmmLoggingAdaptorFlush(resource) &
+        bind(c, name="rmmLoggingAdaptorFlush")
+      import :: c_int, c_ptr
       type(c_ptr), value :: resource
     end function rmmLoggingAdaptorFlush
 
-    ! A limiting adaptor: RMM_ERROR_OUT_OF_MEMORY past `limit` bytes.
+    ! Creates a limiting adaptor over `upstream`: an allocation that would take the bytes
+    ! allocated through it (each rounded up to 256) past `limit` is RMM_ERROR_OUT_OF_MEMORY,
+    ! with the limit in the message. A `limit` of 0 is RMM_ERROR_INVALID_ARGUMENT.
     integer(c_int) function rmmLimitingAdaptorCreate(resource, upstream, limit) &
         bind(c, name="rmmLimitingAdaptorCreate")
-      import
+      import :: c_int, c_ptr, c_size_t
       type(c_ptr), intent(inout) :: resource
       type(c_ptr), value :: upstream
       integer(c_size_t), value :: limit
     end function rmmLimitingAdaptorCreate
 
-    ! The bytes a limiting adaptor counts as allocated.
+    ! Writes the bytes a limiting adaptor counts as allocated to `*bytes`.
     integer(c_int) function rmmLimitingAdaptorGetAllocatedBytes(resource, bytes) &
         bind(c, name="rmmLimitingAdaptorGetAllocatedBytes")
-      import
+      import :: c_int, c_ptr, c_size_t
       type(c_ptr), value :: resource
       integer(c_size_t), intent(inout) :: bytes
     end function rmmLimitingAdaptorGetAllocatedBytes
 
-    ! A tracking adaptor recording every outstanding allocation.
+    ! Creates a tracking adaptor over `upstream`: it records every outstanding allocation with
+    ! size, stream, thread, the `RMM_ALLOC` call site and, when `capture_stacks` is true, a
+    ! backtrace (slow: for debugging). Leaks are reported to the log (stderr) at `rmmFinalize`, at
+    ! process exit and when the adaptor is destroyed.
     integer(c_int) function rmmTrackingAdaptorCreate(resource, upstream, capture_stacks) &
         bind(c, name="rmmTrackingAdaptorCreate")
-      import
+      import :: c_bool, c_int, c_ptr
       type(c_ptr), intent(inout) :: resource
       type(c_ptr), value :: upstream
       logical(c_bool), value :: capture_stacks
     end function rmmTrackingAdaptorCreate
 
-    ! The outstanding allocations of a tracking adaptor: `records` is c_loc(an array of
-    ! `capacity` rmmAllocationRecord_t, TARGET) or c_null_ptr with capacity 0.
+    ! Lists the outstanding allocations of a tracking adaptor, by address: writes how many there
+    ! are to `*count` and the first `capacity` of them to `records` (which may be NULL when
+    ! `capacity` is 0).
     integer(c_int) function rmmTrackingAdaptorGetOutstanding(resource, records, capacity, count) &
         bind(c, name="rmmTrackingAdaptorGetOutstanding")
-      import
+      import :: c_int, c_ptr, c_size_t
       type(c_ptr), value :: resource
       type(c_ptr), value :: records
       integer(c_size_t), value :: capacity
       integer(c_size_t), intent(inout) :: count
     end function rmmTrackingAdaptorGetOutstanding
 
-    ! The leak report of a tracking adaptor into `buffer` (c_loc of `size` characters, or
-    ! c_null_ptr to ask the length into `length`, itself c_loc(an integer(c_size_t)) or
-    ! c_null_ptr). Easier: rmm_tracking_adaptor_get_report.
+    ! The leak report of a tracking adaptor, as text (empty when nothing is outstanding), copied
+    ! with a NUL into `buffer` of `size` bytes; its length goes to `*length` unless NULL. A NULL
+    ! `buffer` only asks for the length; a buffer too small is RMM_ERROR_INVALID_ARGUMENT.
+    ! Easier from Fortran: rmm_tracking_adaptor_get_report.
     integer(c_int) function rmmTrackingAdaptorGetReport(resource, buffer, size, length) &
         bind(c, name="rmmTrackingAdaptorGetReport")
-      import
+      import :: c_int, c_ptr, c_size_t
       type(c_ptr), value :: resource
       type(c_ptr), value :: buffer
       integer(c_size_t), value :: size
       type(c_ptr), value :: length
     end function rmmTrackingAdaptorGetReport
 
-    ! A failure-callback adaptor: `callback` is c_funloc of an rmmFailureCallback_t function.
+    ! Creates a failure-callback adaptor over `upstream`: when an allocation fails with
+    ! RMM_ERROR_OUT_OF_MEMORY, it calls `callback(bytes, arg)` and tries again for as long as the
+    ! callback returns true (to spill or drop caches first). `callback` may not be NULL; it runs
+    ! on the allocating thread and must not allocate through this adaptor.
     integer(c_int) function rmmFailureCallbackAdaptorCreate(resource, upstream, callback, arg) &
         bind(c, name="rmmFailureCallbackAdaptorCreate")
-      import
+      import :: c_funptr, c_int, c_ptr
       type(c_ptr), intent(inout) :: resource
       type(c_ptr), value :: upstream
       type(c_funptr), value :: callback
       type(c_ptr), value :: arg
     end function rmmFailureCallbackAdaptorCreate
 
-    ! An aligned adaptor: allocations of at least `threshold` bytes aligned to `alignment`.
+    ! Creates an aligned adaptor over `upstream`: allocations of at least `threshold` bytes are
+    ! aligned to `alignment` (a power of two, at least 256); smaller ones pass through.
     integer(c_int) function rmmAlignedAdaptorCreate(resource, upstream, alignment, threshold) &
         bind(c, name="rmmAlignedAdaptorCreate")
-      import
+      import :: c_int, c_ptr, c_size_t
       type(c_ptr), intent(inout) :: resource
       type(c_ptr), value :: upstream
       integer(c_size_t), value :: alignment
       integer(c_size_t), value :: threshold
     end function rmmAlignedAdaptorCreate
 
-    ! A prefetch adaptor: managed memory migrated to the device on allocation.
+    ! Creates a prefetch adaptor over `upstream`: each allocation of managed memory is migrated
+    ! to the device in the order of its stream before it is handed out (other memory as is).
     integer(c_int) function rmmPrefetchAdaptorCreate(resource, upstream) &
         bind(c, name="rmmPrefetchAdaptorCreate")
-      import
+      import :: c_int, c_ptr
       type(c_ptr), intent(inout) :: resource
       type(c_ptr), value :: upstream
     end function rmmPrefetchAdaptorCreate
 
-    ! --- Configuration by string (RMM_ALLOC_CONF) ---
-    ! Sets up the resource stack devices get on first use from `conf`: c_loc of a
-    ! NUL-terminated character(kind=c_char) target such as "resource:pool,stats:1", or
-    ! c_null_ptr for $RMM_ALLOC_CONF. Easier: rmm_configure.
+    ! Sets up, from `conf` (NULL: the environment variable RMM_ALLOC_CONF; unset or empty: the
+    ! defaults), the resource stack each device gets on first use when the program has set
+    ! none: `resource:pool|arena|binning|cuda|cuda_async|managed` (default pool, over cuda),
+    ! `initial_pool_size:4GiB` (default 0: grow on demand), `maximum_pool_size:60GiB` (default 0:
+    ! no limit), `log:/path.csv` (a logging adaptor; device N > 0 logs to `/path.csv.N`),
+    ! `stats:1|0` (a statistics adaptor, default 1), `report:1|0` (statistics and unfreed
+    ! allocations printed to stderr at exit, default 0), separated by commas. Devices that
+    ! already have a resource keep it. A string it cannot parse is RMM_ERROR_INVALID_ARGUMENT
+    ! (the message says why) and changes nothing.
+    ! Easier from Fortran: rmm_configure.
     integer(c_int) function rmmConfigure(conf) bind(c, name="rmmConfigure")
-      import
+      import :: c_int, c_ptr
       type(c_ptr), value :: conf
     end function rmmConfigure
 
-    ! The report of `report:1` into `buffer` (as rmmTrackingAdaptorGetReport). Easier:
-    ! rmm_get_report.
+    ! The report `report:1` prints at exit, now: for each device configured by `rmmConfigure`,
+    ! its resource, allocation statistics and unfreed allocations ("" unless `report:1`).
+    ! Copied with a NUL into `buffer` of `size` bytes; its length goes to `*length` unless NULL.
+    ! A NULL `buffer` only asks for the length; a buffer too small is RMM_ERROR_INVALID_ARGUMENT.
+    ! Easier from Fortran: rmm_get_report.
     integer(c_int) function rmmGetReport(buffer, size, length) bind(c, name="rmmGetReport")
-      import
+      import :: c_int, c_ptr, c_size_t
       type(c_ptr), value :: buffer
       integer(c_size_t), value :: size
       type(c_ptr), value :: length
     end function rmmGetReport
 
-    ! --- Device buffers (rmmDeviceBuffer_t: type(c_ptr)) ---
-    ! A buffer of `size` uninitialized bytes from `resource` (c_null_ptr: the current
-    ! device's resource), ordered on `stream`. Destroy it with rmmDeviceBufferDestroy.
+    ! Creates a buffer of `size` bytes (uninitialized; 0 gives an empty buffer with a NULL data
+    ! pointer) from `resource` (NULL: the current device's resource), usable in the order of
+    ! `stream`. The buffer keeps its own reference to the resource; the caller destroys the buffer
+    ! with `rmmDeviceBufferDestroy`.
     integer(c_int) function rmmDeviceBufferCreate(buffer, size, stream, resource) &
         bind(c, name="rmmDeviceBufferCreate")
-      import
+      import :: c_int, c_ptr, c_size_t
       type(c_ptr), intent(inout) :: buffer
       integer(c_size_t), value :: size
       type(c_ptr), value :: stream
       type(c_ptr), value :: resource
     end function rmmDeviceBufferCreate
 
-    ! A buffer holding a copy of the `size` bytes at `host` (c_loc of a TARGET array;
-    ! c_null_ptr only with size 0), complete on return.
+    ! Creates a buffer holding a copy of the `size` bytes at `host` (NULL only when `size` is 0).
+    ! The copy is complete when this returns, so `host` may be reused at once.
     integer(c_int) function rmmDeviceBufferCreateFromHost(buffer, host, size, stream, resource) &
         bind(c, name="rmmDeviceBufferCreateFromHost")
-      import
+      import :: c_int, c_ptr, c_size_t
       type(c_ptr), intent(inout) :: buffer
       type(c_ptr), value :: host
       integer(c_size_t), value :: size
@@ -355,473 +390,563 @@ module rmm
       type(c_ptr), value :: resource
     end function rmmDeviceBufferCreateFromHost
 
-    ! Copies the buffer to `host` (c_loc of a TARGET array of `host_size` bytes, at least the
-    ! buffer's size) and waits for the copy.
+    ! Copies the buffer's contents to `host`, which holds `host_size` bytes (at least the buffer's
+    ! size), in the order of `stream`, and waits for the copy.
     integer(c_int) function rmmDeviceBufferCopyToHost(buffer, host, host_size, stream) &
         bind(c, name="rmmDeviceBufferCopyToHost")
-      import
+      import :: c_int, c_ptr, c_size_t
       type(c_ptr), value :: buffer
       type(c_ptr), value :: host
       integer(c_size_t), value :: host_size
       type(c_ptr), value :: stream
     end function rmmDeviceBufferCopyToHost
 
-    ! Sets the buffer's size (beyond its capacity the contents move to a new allocation).
+    ! Sets the buffer's size: within its capacity nothing moves; beyond it the contents move to
+    ! a new allocation of exactly `size` bytes, in the order of `stream` (new bytes are
+    ! uninitialized). On failure the buffer is unchanged.
     integer(c_int) function rmmDeviceBufferResize(buffer, size, stream) &
         bind(c, name="rmmDeviceBufferResize")
-      import
+      import :: c_int, c_ptr, c_size_t
       type(c_ptr), value :: buffer
       integer(c_size_t), value :: size
       type(c_ptr), value :: stream
     end function rmmDeviceBufferResize
 
-    ! Gives back the capacity beyond the size.
+    ! Gives back the capacity beyond the size (the contents move to an allocation of exactly
+    ! the size), in the order of `stream`.
     integer(c_int) function rmmDeviceBufferShrinkToFit(buffer, stream) &
         bind(c, name="rmmDeviceBufferShrinkToFit")
-      import
+      import :: c_int, c_ptr
       type(c_ptr), value :: buffer
       type(c_ptr), value :: stream
     end function rmmDeviceBufferShrinkToFit
 
-    ! A new buffer in `copy` with the contents of `source`, from `resource` (c_null_ptr: the
-    ! source's resource).
+    ! Creates in `*copy` a new buffer with the same contents, copied in the order of `stream`,
+    ! from `resource` (NULL: the source buffer's resource).
     integer(c_int) function rmmDeviceBufferCopy(copy, source, stream, resource) &
         bind(c, name="rmmDeviceBufferCopy")
-      import
+      import :: c_int, c_ptr
       type(c_ptr), intent(inout) :: copy
       type(c_ptr), value :: source
       type(c_ptr), value :: stream
       type(c_ptr), value :: resource
     end function rmmDeviceBufferCopy
 
-    ! The buffer's device address (c_null_ptr for an empty buffer).
+    ! Writes the buffer's device address to `*data` (NULL for an empty buffer). Valid until the
+    ! buffer is resized beyond its capacity, shrunk or destroyed.
     integer(c_int) function rmmDeviceBufferData(buffer, data) bind(c, name="rmmDeviceBufferData")
-      import
+      import :: c_int, c_ptr
       type(c_ptr), value :: buffer
       type(c_ptr), intent(inout) :: data
     end function rmmDeviceBufferData
 
-    ! The buffer's size in bytes; `capacity`: c_loc(an integer(c_size_t) target) or c_null_ptr.
+    ! Writes the buffer's size in bytes to `*size` and, unless `capacity` is NULL, the bytes its
+    ! allocation holds to `*capacity`.
     integer(c_int) function rmmDeviceBufferSize(buffer, size, capacity) &
         bind(c, name="rmmDeviceBufferSize")
-      import
+      import :: c_int, c_ptr, c_size_t
       type(c_ptr), value :: buffer
       integer(c_size_t), intent(inout) :: size
       type(c_ptr), value :: capacity
     end function rmmDeviceBufferSize
 
-    ! Makes `stream` the buffer's stream (later resizes and the free are ordered on it).
+    ! Makes `stream` the buffer's stream: later resizes default to it and the buffer is freed in
+    ! its order.
     integer(c_int) function rmmDeviceBufferSetStream(buffer, stream) &
         bind(c, name="rmmDeviceBufferSetStream")
-      import
+      import :: c_int, c_ptr
       type(c_ptr), value :: buffer
       type(c_ptr), value :: stream
     end function rmmDeviceBufferSetStream
 
-    ! Frees the buffer in the order of its stream and destroys the handle (c_null_ptr: no-op).
+    ! Frees the buffer's memory in the order of its stream (the last one used, or the one set
+    ! with `rmmDeviceBufferSetStream`) and destroys the handle. NULL is a no-op.
     integer(c_int) function rmmDeviceBufferDestroy(buffer) bind(c, name="rmmDeviceBufferDestroy")
-      import
+      import :: c_int, c_ptr
       type(c_ptr), value :: buffer
     end function rmmDeviceBufferDestroy
 
-    ! --- Devices and the per-device registry ---
-    ! Makes `resource` the resource of `device`; `previous`: c_loc(a type(c_ptr) target) to
-    ! receive the replaced resource's new handle, or c_null_ptr.
+    ! Makes `resource` the resource of `device` (the registry keeps its own reference, so the
+    ! caller may destroy its handle). If `previous` is not NULL it receives a new handle to the
+    ! resource replaced, owned by the caller. The resource must belong to `device`.
     integer(c_int) function rmmSetPerDeviceResource(device, resource, previous) &
         bind(c, name="rmmSetPerDeviceResource")
-      import
+      import :: c_int, c_ptr
       integer(c_int), value :: device
       type(c_ptr), value :: resource
       type(c_ptr), value :: previous
     end function rmmSetPerDeviceResource
 
-    ! A new handle to `device`'s resource.
+    ! Writes a new handle to `device`'s resource to `*resource` (a cuda resource unless one was
+    ! set). The caller owns the handle and destroys it with `rmmResourceDestroy`.
     integer(c_int) function rmmGetPerDeviceResource(device, resource) &
         bind(c, name="rmmGetPerDeviceResource")
-      import
+      import :: c_int, c_ptr
       integer(c_int), value :: device
       type(c_ptr), intent(inout) :: resource
     end function rmmGetPerDeviceResource
 
-    ! rmmSetPerDeviceResource for the current device.
+    ! `rmmSetPerDeviceResource` for the calling thread's current device.
     integer(c_int) function rmmSetCurrentDeviceResource(resource, previous) &
         bind(c, name="rmmSetCurrentDeviceResource")
-      import
+      import :: c_int, c_ptr
       type(c_ptr), value :: resource
       type(c_ptr), value :: previous
     end function rmmSetCurrentDeviceResource
 
-    ! rmmGetPerDeviceResource for the current device.
+    ! `rmmGetPerDeviceResource` for the calling thread's current device.
     integer(c_int) function rmmGetCurrentDeviceResource(resource) &
         bind(c, name="rmmGetCurrentDeviceResource")
-      import
+      import :: c_int, c_ptr
       type(c_ptr), intent(inout) :: resource
     end function rmmGetCurrentDeviceResource
 
-    ! The calling thread's current device.
+    ! Writes the calling thread's current device (as `cudaGetDevice`) to `*device`.
     integer(c_int) function rmmGetDevice(device) bind(c, name="rmmGetDevice")
-      import
+      import :: c_int
       integer(c_int), intent(inout) :: device
     end function rmmGetDevice
 
-    ! Makes `device` current on the calling thread.
+    ! Makes `device` current on the calling thread (as `cudaSetDevice`: its primary context).
     integer(c_int) function rmmSetDevice(device) bind(c, name="rmmSetDevice")
-      import
+      import :: c_int
       integer(c_int), value :: device
     end function rmmSetDevice
 
-    ! The number of devices.
+    ! Writes the number of devices to `*count`.
     integer(c_int) function rmmGetDeviceCount(count) bind(c, name="rmmGetDeviceCount")
-      import
+      import :: c_int
       integer(c_int), intent(inout) :: count
     end function rmmGetDeviceCount
 
-    ! .true. on simulated devices (RMM_SIM_DEVICES), .false. on the CUDA driver.
+    ! Writes true to `*simulated` when rmm runs on simulated devices (`RMM_SIM_DEVICES`), false
+    ! on the CUDA driver. Fails with RMM_ERROR_CUDA_ERROR when neither is available.
     integer(c_int) function rmmIsSimulated(simulated) bind(c, name="rmmIsSimulated")
-      import
+      import :: c_bool, c_int
       logical(c_bool), intent(inout) :: simulated
     end function rmmIsSimulated
 
-    ! The stream-ordering races the simulator found (RMM_SIM_ON_RACE=count).
+    ! Writes the number of stream-ordering races the simulator found (with
+    ! `RMM_SIM_ON_RACE=count`; by default the first race aborts the process). On real devices:
+    ! RMM_ERROR_NOT_SUPPORTED.
     integer(c_int) function rmmSimGetRaceCount(count) bind(c, name="rmmSimGetRaceCount")
-      import
+      import :: c_int, c_size_t
       integer(c_size_t), intent(inout) :: count
     end function rmmSimGetRaceCount
 
-    ! --- Framework entry points (PyTorch, CuPy): no status; failures leave the message ---
-    ! PyTorch's allocate: `size` bytes on `device` for `stream`; c_null_ptr on failure.
+    ! PyTorch's allocate function: `size` bytes on `device` for `stream`, from that device's current
+    ! resource. NULL on failure (PyTorch then reports out of memory).
+    ! `torch.cuda.memory.CUDAPluggableAllocator("librmm.so", "rmmTorchAllocate",
+    ! "rmmTorchDeallocate")`.
     type(c_ptr) function rmmTorchAllocate(size, device, stream) bind(c, name="rmmTorchAllocate")
-      import
-      integer(c_intptr_t), value :: size
+      import :: c_int32_t, c_intptr_t, c_ptr
+      integer(c_intptr_t), value :: size  ! ptrdiff_t in C
       integer(c_int32_t), value :: device
       type(c_ptr), value :: stream
     end function rmmTorchAllocate
 
-    ! PyTorch's free: returns `ptr` (from rmmTorchAllocate) in the order of `stream`.
+    ! PyTorch's free function: returns `ptr` (from `rmmTorchAllocate`) in the order of `stream`.
     subroutine rmmTorchDeallocate(ptr, size, device, stream) bind(c, name="rmmTorchDeallocate")
-      import
+      import :: c_int32_t, c_intptr_t, c_ptr
       type(c_ptr), value :: ptr
-      integer(c_intptr_t), value :: size
+      integer(c_intptr_t), value :: size  ! ptrdiff_t in C
       integer(c_int32_t), value :: device
       type(c_ptr), value :: stream
     end subroutine rmmTorchDeallocate
 
-    ! CuPy's malloc: `size` bytes on `device` from the resource `param` (c_null_ptr: the
-    ! device's current resource), on the legacy default stream; c_null_ptr on failure.
+    ! CuPy's malloc function: `size` bytes on `device`, from the resource `param` names (an
+    ! `rmmResource_t`) or, when `param` is NULL, the device's current resource. CuPy passes no
+    ! stream: the memory is ordered on the legacy default stream, which does not order
+    ! non-blocking streams (use the Python module's stream-aware allocator with those). NULL on
+    ! failure, which CuPy does not check: keep memory from running out, or use the Python
+    ! allocator, which raises out of memory.
+    ! `cupy.cuda.memory.CFunctionAllocator(param, malloc_address, free_address, owner)`.
     type(c_ptr) function rmmCupyAllocate(param, size, device) bind(c, name="rmmCupyAllocate")
-      import
+      import :: c_int32_t, c_ptr, c_size_t
       type(c_ptr), value :: param
       integer(c_size_t), value :: size
       integer(c_int32_t), value :: device
     end function rmmCupyAllocate
 
-    ! CuPy's free: returns `ptr` (from rmmCupyAllocate) on the legacy default stream.
+    ! CuPy's free function: returns `ptr` (from `rmmCupyAllocate`) on the legacy default stream.
     subroutine rmmCupyDeallocate(param, ptr, device) bind(c, name="rmmCupyDeallocate")
-      import
+      import :: c_int32_t, c_ptr
       type(c_ptr), value :: param
       type(c_ptr), value :: ptr
       integer(c_int32_t), value :: device
     end subroutine rmmCupyDeallocate
 
-    ! --- Legacy API ---
-    ! `options`: c_loc(an rmmOptions_t target), or c_null_ptr for the defaults.
+    ! Initializes rmm: installs, on each device of `options->devices` (or the current device),
+    ! the resource `options->allocation_mode` names, replacing that device's resource until
+    ! `rmmFinalize`. `options` may be NULL (defaults: device memory, current device) and is only
+    ! read. A second call without `rmmFinalize` returns RMM_ERROR_ALREADY_INITIALIZED.
     integer(c_int) function rmmInitialize(options) bind(c, name="rmmInitialize")
-      import
+      import :: c_int, c_ptr
       type(c_ptr), value :: options
     end function rmmInitialize
 
-    ! Ends what rmmInitialize set up.
+    ! Ends what `rmmInitialize` set up: each device gets back the resource it had before.
+    ! Live allocations stay valid and can still be freed with `rmmFree`; new allocations are
+    ! refused with RMM_ERROR_NOT_INITIALIZED until `rmmInitialize` is called again.
     integer(c_int) function rmmFinalize() bind(c, name="rmmFinalize")
-      import
+      import :: c_int
     end function rmmFinalize
 
-    ! .true. when initialized; copies the options in force to `options` (c_loc(an rmmOptions_t
-    ! target)) unless it is c_null_ptr.
+    ! True when rmm is initialized; then copies the options in force to `options` unless it is
+    ! NULL.
     logical(c_bool) function rmmIsInitialized(options) bind(c, name="rmmIsInitialized")
-      import
+      import :: c_bool, c_ptr
       type(c_ptr), value :: options
     end function rmmIsInitialized
 
-    ! `size` bytes from the current device's resource. `file`: c_loc of a NUL-terminated
-    ! character(kind=c_char) target naming the call site, or c_null_ptr with `line` 0.
+    ! Allocates `size` bytes for use on `stream` from the current device's resource and writes
+    ! the address to `*ptr` (NULL for 0 bytes). The caller owns the memory and returns it with
+    ! `rmmFree`. `file` and `line` name the call site (the macro `RMM_ALLOC` fills them in) and
+    ! may be NULL/0.
     integer(c_int) function rmmAlloc(ptr, size, stream, file, line) bind(c, name="rmmAlloc")
-      import
+      import :: c_int, c_ptr, c_size_t
       type(c_ptr), intent(inout) :: ptr
       integer(c_size_t), value :: size
       type(c_ptr), value :: stream
       type(c_ptr), value :: file
-      integer(c_int), value :: line
+      integer(c_int), value :: line  ! unsigned int in C
     end function rmmAlloc
 
-    ! Resizes the allocation at `ptr` (updated on success).
+    ! Resizes the allocation at `*ptr` to `new_size` bytes: a new allocation from the same
+    ! resource, the contents up to the smaller size copied in the order of `stream`, the old one
+    ! freed in that order, and `*ptr` updated. `*ptr` NULL allocates; `new_size` 0 frees and
+    ! writes NULL. On failure `*ptr` and its memory are unchanged.
     integer(c_int) function rmmRealloc(ptr, new_size, stream, file, line) &
         bind(c, name="rmmRealloc")
-      import
+      import :: c_int, c_ptr, c_size_t
       type(c_ptr), intent(inout) :: ptr
       integer(c_size_t), value :: new_size
       type(c_ptr), value :: stream
       type(c_ptr), value :: file
-      integer(c_int), value :: line
+      integer(c_int), value :: line  ! unsigned int in C
     end function rmmRealloc
 
-    ! Frees memory rmm allocated, in the order of `stream`.
+    ! Frees memory rmm allocated (through `rmmAlloc` or `rmmResourceAllocate`), in the order of
+    ! `stream`. NULL is a no-op. A pointer rmm did not hand out, or one already freed, is
+    ! RMM_ERROR_INVALID_ARGUMENT and nothing is freed.
     integer(c_int) function rmmFree(ptr, stream, file, line) bind(c, name="rmmFree")
-      import
+      import :: c_int, c_ptr
       type(c_ptr), value :: ptr
       type(c_ptr), value :: stream
       type(c_ptr), value :: file
-      integer(c_int), value :: line
+      integer(c_int), value :: line  ! unsigned int in C
     end function rmmFree
 
-    ! Writes the event log to `filename` ("name"//c_null_char). Easier: rmm_write_log.
+    ! Writes the event log (`enable_logging` in `rmmOptions_t`) to the file `filename` as legacy
+    ! RMM's CSV: `Event Type,Device ID,Address,Stream,Size (bytes),Free Memory,Total Memory,
+    ! Current Allocs,Start,End,Elapsed,Location`, one line per `rmmAlloc`, `rmmRealloc` and
+    ! `rmmFree`. RMM_ERROR_IO when the file cannot be written.
+    ! Easier from Fortran: rmm_write_log.
     integer(c_int) function rmmWriteLog(filename) bind(c, name="rmmWriteLog")
-      import
+      import :: c_char, c_int
       character(kind=c_char), dimension(*), intent(in) :: filename
     end function rmmWriteLog
 
-    ! The length in bytes of the event log's CSV text.
+    ! The length in bytes of the event log's CSV text (without a terminating NUL), as
+    ! `rmmGetLog` copies it.
     integer(c_size_t) function rmmLogSize() bind(c, name="rmmLogSize")
-      import
+      import :: c_size_t
     end function rmmLogSize
 
-    ! Copies the event log's CSV text into `buffer` (at most buffer_size characters, plus a
-    ! NUL when there is room). Easier: rmm_get_log.
+    ! Copies the event log's CSV text into `buffer`: at most `buffer_size` bytes, as legacy RMM
+    ! did, plus a terminating NUL when there is room for it (give `rmmLogSize() + 1` bytes for a
+    ! C string).
+    ! Easier from Fortran: rmm_get_log.
     integer(c_int) function rmmGetLog(buffer, buffer_size) bind(c, name="rmmGetLog")
-      import
+      import :: c_char, c_int, c_size_t
       character(kind=c_char), dimension(*), intent(inout) :: buffer
       integer(c_size_t), value :: buffer_size
     end function rmmGetLog
 
-    ! The free and total bytes of the current device.
+    ! Writes the free and total bytes of the current device. Neither pointer may be NULL.
     integer(c_int) function rmmGetInfo(free_size, total_size, stream) bind(c, name="rmmGetInfo")
-      import
+      import :: c_int, c_ptr, c_size_t
       integer(c_size_t), intent(inout) :: free_size
       integer(c_size_t), intent(inout) :: total_size
       type(c_ptr), value :: stream
     end function rmmGetInfo
 
-    ! How far `ptr` lies from the start of its device allocation.
+    ! Writes to `*offset` how far `ptr` lies from the start of the device allocation that holds
+    ! it. `offset` may not be NULL; `ptr` must be device memory.
     integer(c_int) function rmmGetAllocationOffset(offset, ptr, stream) &
         bind(c, name="rmmGetAllocationOffset")
-      import
-      integer(c_intptr_t), intent(inout) :: offset
+      import :: c_int, c_intptr_t, c_ptr
+      integer(c_intptr_t), intent(inout) :: offset  ! ptrdiff_t in C
       type(c_ptr), value :: ptr
       type(c_ptr), value :: stream
     end function rmmGetAllocationOffset
 
-    ! A static description of an error code (a C string). Easier: rmm_error_string.
+    ! A static description of an error code, its name first ("RMM_ERROR_OUT_OF_MEMORY: out of
+    ! memory"); never NULL, never to be freed.
+    ! Easier from Fortran: rmm_error_string.
     type(c_ptr) function rmmGetErrorString(errcode) bind(c, name="rmmGetErrorString")
-      import
+      import :: c_int32_t, c_ptr
       integer(c_int32_t), value :: errcode
     end function rmmGetErrorString
 
-    ! The name of an error code ("RMM_ERROR_OUT_OF_MEMORY"; a C string).
+    ! The name of an error code as the enumerator is spelled ("RMM_ERROR_OUT_OF_MEMORY"), or
+    ! "RMM_ERROR_UNRECOGNIZED" for a value that is none; never NULL, never to be freed.
     type(c_ptr) function rmmGetErrorName(errcode) bind(c, name="rmmGetErrorName")
-      import
+      import :: c_int32_t, c_ptr
       integer(c_int32_t), value :: errcode
     end function rmmGetErrorName
 
-    ! The message of the thread's last failed call (a C string). Easier:
-    ! rmm_last_error_message.
+    ! The detailed message of the most recent failed rmm call on the calling thread ("" if
+    ! none). Owned by rmm and valid until the thread's next failing call; never NULL.
+    ! Easier from Fortran: rmm_last_error_message.
     type(c_ptr) function rmmGetLastErrorMessage() bind(c, name="rmmGetLastErrorMessage")
-      import
+      import :: c_ptr
     end function rmmGetLastErrorMessage
 
-    ! --- Resources ---
-    ! A cuda (device memory) resource of the current device.
+    ! Creates a resource that allocates device memory of the current device with `cudaMalloc`
+    ! semantics (RMM's `cuda_memory_resource`) and writes its handle to `*resource`, which must
+    ! not be NULL. The caller owns the handle and releases it with `rmmResourceDestroy`.
     integer(c_int) function rmmCudaResourceCreate(resource) bind(c, name="rmmCudaResourceCreate")
-      import
+      import :: c_int, c_ptr
       type(c_ptr), intent(inout) :: resource
     end function rmmCudaResourceCreate
 
-    ! A managed-memory resource of the current device.
+    ! Creates a managed-memory resource (`cudaMallocManaged`) on the current device. Ownership as
+    ! `rmmCudaResourceCreate`.
     integer(c_int) function rmmManagedResourceCreate(resource) &
         bind(c, name="rmmManagedResourceCreate")
-      import
+      import :: c_int, c_ptr
       type(c_ptr), intent(inout) :: resource
     end function rmmManagedResourceCreate
 
-    ! A cudaMallocAsync resource with a driver pool of its own (-1_c_size_t: SIZE_MAX).
+    ! Creates a stream-ordered resource over a driver memory pool of its own on the current
+    ! device (`cudaMallocAsync`): the pool starts with `initial_pool_size` bytes and keeps up to
+    ! `release_threshold` bytes reserved across synchronizations (SIZE_MAX: keep everything).
+    ! RMM_ERROR_NOT_SUPPORTED where the driver or device has no memory pools. Ownership as
+    ! `rmmCudaResourceCreate`.
     integer(c_int) function rmmAsyncResourceCreate(resource, initial_pool_size, release_threshold) &
         bind(c, name="rmmAsyncResourceCreate")
-      import
+      import :: c_int, c_ptr, c_size_t
       type(c_ptr), intent(inout) :: resource
       integer(c_size_t), value :: initial_pool_size
       integer(c_size_t), value :: release_threshold
     end function rmmAsyncResourceCreate
 
-    ! A pinned host memory resource.
+    ! Creates a resource of page-locked host memory (`cudaMallocHost`), usable from every device.
+    ! Ownership as `rmmCudaResourceCreate`.
     integer(c_int) function rmmPinnedHostResourceCreate(resource) &
         bind(c, name="rmmPinnedHostResourceCreate")
-      import
+      import :: c_int, c_ptr
       type(c_ptr), intent(inout) :: resource
     end function rmmPinnedHostResourceCreate
 
-    ! Releases the caller's handle (c_null_ptr: no-op).
+    ! Releases the caller's handle. The resource itself lives on while anything still uses it:
+    ! other handles, adaptors, the per-device registry, or allocations not yet freed (they stay
+    ! valid and `rmmFree` returns them). NULL is a no-op; a destroyed handle is
+    ! RMM_ERROR_INVALID_HANDLE.
     integer(c_int) function rmmResourceDestroy(resource) bind(c, name="rmmResourceDestroy")
-      import
+      import :: c_int, c_ptr
       type(c_ptr), value :: resource
     end function rmmResourceDestroy
 
-    ! `bytes` from `resource`, for use on `stream`.
+    ! Allocates `bytes` for use on `stream` from `resource` and writes the address to `*ptr`
+    ! (NULL for 0 bytes). The caller owns the memory and returns it with `rmmResourceDeallocate`
+    ! on the same resource, or with `rmmFree`.
     integer(c_int) function rmmResourceAllocate(resource, ptr, bytes, stream) &
         bind(c, name="rmmResourceAllocate")
-      import
+      import :: c_int, c_ptr, c_size_t
       type(c_ptr), value :: resource
       type(c_ptr), intent(inout) :: ptr
       integer(c_size_t), value :: bytes
       type(c_ptr), value :: stream
     end function rmmResourceAllocate
 
-    ! Returns `ptr`, allocated from `resource` with size `bytes`.
+    ! Returns `ptr`, allocated from `resource` with size `bytes`, in the order of `stream`. NULL
+    ! is a no-op. A pointer from another resource, of another size, already freed or never
+    ! allocated is RMM_ERROR_INVALID_ARGUMENT, and nothing is freed.
     integer(c_int) function rmmResourceDeallocate(resource, ptr, bytes, stream) &
         bind(c, name="rmmResourceDeallocate")
-      import
+      import :: c_int, c_ptr, c_size_t
       type(c_ptr), value :: resource
       type(c_ptr), value :: ptr
       integer(c_size_t), value :: bytes
       type(c_ptr), value :: stream
     end function rmmResourceDeallocate
 
-    ! The device whose memory `resource` hands out.
+    ! Writes the device whose memory `resource` hands out to `*device`.
     integer(c_int) function rmmResourceGetDevice(resource, device) &
         bind(c, name="rmmResourceGetDevice")
-      import
+      import :: c_int, c_ptr
       type(c_ptr), value :: resource
       integer(c_int), intent(inout) :: device
     end function rmmResourceGetDevice
 
-    ! The kind of `resource` as a static C string. Easier: rmm_resource_get_name.
+    ! Writes the kind of `resource` ("cuda", "managed", "cuda_async", "pinned_host", "pool",
+    ! "arena", "binning", "fixed_size", or an adaptor's: "statistics", "logging", "limiting",
+    ! "tracking", "failure_callback", "aligned", "prefetch") to `*name`: a static string, never
+    ! to be freed.
+    ! Easier from Fortran: rmm_resource_get_name.
     integer(c_int) function rmmResourceGetName(resource, name) bind(c, name="rmmResourceGetName")
-      import
+      import :: c_int, c_ptr
       type(c_ptr), value :: resource
       type(c_ptr), intent(inout) :: name
     end function rmmResourceGetName
 
-    ! The JSON snapshot of `resource` into `buffer` (as rmmTrackingAdaptorGetReport).
-    ! Easier: rmm_resource_get_snapshot.
+    ! Describes `resource` and its upstream resources as JSON: one object per resource, its
+    ! upstream nested under "upstream". Pools, arenas and fixed-size resources list their
+    ! upstream chunks with owning stream and every free and used block, and give the figures for
+    ! out-of-memory diagnosis: "reserved_bytes", "used_bytes", "free_bytes",
+    ! "largest_free_block" and "fragmentation" (1 - largest free block / free bytes). Adaptors
+    ! add their own figures (statistics counts, limit, outstanding allocations). The text and a
+    ! NUL are copied into `buffer` of `size` bytes; its length goes to `*length` unless NULL. A
+    ! NULL `buffer` only asks for the length; a buffer too small is RMM_ERROR_INVALID_ARGUMENT.
+    ! Easier from Fortran: rmm_resource_get_snapshot.
     integer(c_int) function rmmResourceGetSnapshot(resource, buffer, size, length) &
         bind(c, name="rmmResourceGetSnapshot")
-      import
+      import :: c_int, c_ptr, c_size_t
       type(c_ptr), value :: resource
       type(c_ptr), value :: buffer
       integer(c_size_t), value :: size
       type(c_ptr), value :: length
     end function rmmResourceGetSnapshot
 
-    ! Writes the snapshot of `resource` to `path` ("name"//c_null_char). Easier:
-    ! rmm_resource_write_snapshot.
+    ! Writes the snapshot of `resource` (see `rmmResourceGetSnapshot`) to the file `path`.
+    ! RMM_ERROR_IO when it cannot be written.
+    ! Easier from Fortran: rmm_resource_write_snapshot.
     integer(c_int) function rmmResourceWriteSnapshot(resource, path) &
         bind(c, name="rmmResourceWriteSnapshot")
-      import
+      import :: c_char, c_int, c_ptr
       type(c_ptr), value :: resource
       character(kind=c_char), dimension(*), intent(in) :: path
     end function rmmResourceWriteSnapshot
 
-    ! --- Streams ---
-    ! A stream on the current device.
+    ! Creates a stream on the current device (as `cudaStreamCreate`: it synchronizes with the
+    ! legacy default stream) and writes it to `*stream`. The caller destroys it with
+    ! `rmmStreamDestroy`.
     integer(c_int) function rmmStreamCreate(stream) bind(c, name="rmmStreamCreate")
-      import
+      import :: c_int, c_ptr
       type(c_ptr), intent(inout) :: stream
     end function rmmStreamCreate
 
-    ! Destroys a stream made by rmmStreamCreate.
+    ! Destroys a stream made by `rmmStreamCreate` (or `cudaStreamCreate`). The default streams
+    ! cannot be destroyed.
     integer(c_int) function rmmStreamDestroy(stream) bind(c, name="rmmStreamDestroy")
-      import
+      import :: c_int, c_ptr
       type(c_ptr), value :: stream
     end function rmmStreamDestroy
 
     ! Waits until all work enqueued on `stream` has finished.
     integer(c_int) function rmmStreamSynchronize(stream) bind(c, name="rmmStreamSynchronize")
-      import
+      import :: c_int, c_ptr
       type(c_ptr), value :: stream
     end function rmmStreamSynchronize
 
-    ! Copies `bytes` from `src` to `dst` (device or host memory) in the order of `stream`;
-    ! rmmStreamSynchronize before the host uses `dst`.
+    ! Copies `bytes` from `src` to `dst` in the order of `stream`; either side may be device or
+    ! host memory (unified addressing, as `cudaMemcpyAsync` with `cudaMemcpyDefault`). Copies
+    ! from or to pageable host memory may return only when done; call `rmmStreamSynchronize`
+    ! before using the destination on the host. NULL pointers are RMM_ERROR_INVALID_ARGUMENT
+    ! unless `bytes` is 0.
     integer(c_int) function rmmMemcpyAsync(dst, src, bytes, stream) bind(c, name="rmmMemcpyAsync")
-      import
+      import :: c_int, c_ptr, c_size_t
       type(c_ptr), value :: dst
       type(c_ptr), value :: src
       integer(c_size_t), value :: bytes
       type(c_ptr), value :: stream
     end function rmmMemcpyAsync
 
-    ! --- Suballocators ---
-    ! A pool over `upstream` (maximum_size 0: no limit).
+    ! Creates a pool over `upstream` that reserves `initial_size` bytes up front and grows
+    ! (geometrically, backing off when upstream refuses) up to `maximum_size` bytes (0: no
+    ! limit). Allocations are stream-ordered: a block freed on one stream is reused on another
+    ! only after an event orders the two, without host synchronization. The pool keeps its own
+    ! reference to `upstream`; the caller owns the new handle (`rmmResourceDestroy`).
     integer(c_int) function rmmPoolResourceCreate(resource, upstream, initial_size, maximum_size) &
         bind(c, name="rmmPoolResourceCreate")
-      import
+      import :: c_int, c_ptr, c_size_t
       type(c_ptr), intent(inout) :: resource
       type(c_ptr), value :: upstream
       integer(c_size_t), value :: initial_size
       integer(c_size_t), value :: maximum_size
     end function rmmPoolResourceCreate
 
-    ! The bytes a pool, arena or fixed-size resource holds from its upstream.
+    ! Writes the bytes a pool-like resource (pool, arena, fixed-size) holds from its upstream to
+    ! `*size`. Other resources: RMM_ERROR_NOT_SUPPORTED.
     integer(c_int) function rmmPoolResourceGetSize(resource, size) &
         bind(c, name="rmmPoolResourceGetSize")
-      import
+      import :: c_int, c_ptr, c_size_t
       type(c_ptr), value :: resource
       integer(c_size_t), intent(inout) :: size
     end function rmmPoolResourceGetSize
 
-    ! The bytes a pool-like resource (or a stack over one) holds but has free.
+    ! Writes the bytes a pool-like resource (or a stack over one) holds from its upstream but has
+    ! free to `*size`: what it can hand out without asking the device. Other resources:
+    ! RMM_ERROR_NOT_SUPPORTED.
     integer(c_int) function rmmPoolResourceGetFree(resource, size) &
         bind(c, name="rmmPoolResourceGetFree")
-      import
+      import :: c_int, c_ptr, c_size_t
       type(c_ptr), value :: resource
       integer(c_size_t), intent(inout) :: size
     end function rmmPoolResourceGetFree
 
-    ! Gives unused memory back upstream; `released`: c_loc(an integer(c_size_t) target) or
-    ! c_null_ptr.
+    ! Gives memory that `resource` holds but does not use back to its upstream (a pool's wholly
+    ! free chunks, after synchronizing the device), and writes the bytes released to
+    ! `*released` unless it is NULL. Resources that hold nothing release 0 bytes.
     integer(c_int) function rmmResourceRelease(resource, released) &
         bind(c, name="rmmResourceRelease")
-      import
+      import :: c_int, c_ptr
       type(c_ptr), value :: resource
       type(c_ptr), value :: released
     end function rmmResourceRelease
 
-    ! An arena over `upstream` (arena_size 0: grows on demand).
+    ! Creates an arena over `upstream`: a global arena that starts with `arena_size` bytes (0:
+    ! grows on demand) and per-thread and per-stream arenas that take 4 MiB superblocks from it,
+    ! so threads allocating small blocks do not contend. Requests over 256 KiB use the global
+    ! arena. Ownership as `rmmPoolResourceCreate`.
     integer(c_int) function rmmArenaResourceCreate(resource, upstream, arena_size) &
         bind(c, name="rmmArenaResourceCreate")
-      import
+      import :: c_int, c_ptr, c_size_t
       type(c_ptr), intent(inout) :: resource
       type(c_ptr), value :: upstream
       integer(c_size_t), value :: arena_size
     end function rmmArenaResourceCreate
 
-    ! A binning resource with bins of 2**min_size_exponent .. 2**max_size_exponent bytes.
+    ! Creates a binning resource over `upstream` with fixed-size bins of 2^min_size_exponent ..
+    ! 2^max_size_exponent bytes (exponents 0 to 40; min > max makes no bins). A request goes to
+    ! the smallest bin that holds it, larger ones to `upstream`. Ownership as
+    ! `rmmPoolResourceCreate`.
     integer(c_int) function rmmBinningResourceCreate(resource, upstream, min_size_exponent, &
         max_size_exponent) bind(c, name="rmmBinningResourceCreate")
-      import
+      import :: c_int, c_int8_t, c_ptr
       type(c_ptr), intent(inout) :: resource
       type(c_ptr), value :: upstream
       integer(c_int8_t), value :: min_size_exponent
       integer(c_int8_t), value :: max_size_exponent
     end function rmmBinningResourceCreate
 
-    ! Adds the bin for requests up to `allocation_size` bytes (`bin` c_null_ptr: a new
-    ! fixed-size resource).
+    ! Adds (or replaces) the bin for requests up to `allocation_size` bytes in a binning
+    ! resource: `bin` (the binning resource keeps its own reference) or, when `bin` is NULL, a
+    ! new fixed-size resource of that size over the binning resource's upstream.
     integer(c_int) function rmmBinningResourceAddBin(resource, allocation_size, bin) &
         bind(c, name="rmmBinningResourceAddBin")
-      import
+      import :: c_int, c_ptr, c_size_t
       type(c_ptr), value :: resource
       integer(c_size_t), value :: allocation_size
       type(c_ptr), value :: bin
     end function rmmBinningResourceAddBin
 
-    ! A resource of fixed-size blocks over `upstream`.
+    ! Creates a resource of fixed-size blocks over `upstream`: every request up to `block_size`
+    ! bytes (rounded up to 256) takes one block; larger ones are RMM_ERROR_INVALID_ARGUMENT.
+    ! `blocks_to_preallocate` blocks are reserved up front and in each later chunk (0: none up
+    ! front, 128 per chunk). Ownership as `rmmPoolResourceCreate`.
     integer(c_int) function rmmFixedSizeResourceCreate(resource, upstream, block_size, &
         blocks_to_preallocate) bind(c, name="rmmFixedSizeResourceCreate")
-      import
+      import :: c_int, c_ptr, c_size_t
       type(c_ptr), intent(inout) :: resource
       type(c_ptr), value :: upstream
       integer(c_size_t), value :: block_size
       integer(c_size_t), value :: blocks_to_preallocate
     end function rmmFixedSizeResourceCreate
   end interface
+  ! END GENERATED BINDINGS
 
   ! The C library's strlen, to convert C strings.
   interface
@@ -847,7 +972,7 @@ module rmm
     module procedure rmm_c_string_from_ptr, rmm_c_string_from_chars
   end interface rmm_c_string
 
-  ! BEGIN GENERATED INTERFACES (f_tests/generate_helpers.py; do not edit by hand)
+  ! BEGIN GENERATED INTERFACES (scripts/generate_bindings.py; do not edit by hand)
   ! call rmm_allocate(array, n1 [, n2 [, n3]] [, stream] [, status] [, resource])
   !   Points `array`, a pointer array of real(c_float), real(c_double), integer(c_int32_t) or
   !   integer(c_int64_t) of rank 1 to 3, at new rmm memory of extents n1, n2, n3 (lower bounds
@@ -1186,7 +1311,7 @@ contains
     end if
   end subroutine rmm_helper_status
 
-  ! BEGIN GENERATED PROCEDURES (f_tests/generate_helpers.py; do not edit by hand)
+  ! BEGIN GENERATED PROCEDURES (scripts/generate_bindings.py; do not edit by hand)
   subroutine rmm_allocate_real32_1d_i32(array, n1, stream, status, resource)
     real(c_float), pointer, intent(out) :: array(:)
     integer(c_int32_t), intent(in) :: n1

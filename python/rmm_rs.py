@@ -68,6 +68,7 @@ __all__ = [
     "RMMNumbaManager",
 ]
 
+# BEGIN GENERATED BINDINGS (scripts/generate_bindings.py; do not edit by hand)
 # Error codes of rmm.h (rmmError_t).
 SUCCESS = 0
 ERROR_CUDA_ERROR = 1
@@ -80,28 +81,122 @@ ERROR_NOT_SUPPORTED = 7
 ERROR_INVALID_HANDLE = 8
 ERROR_ALREADY_INITIALIZED = 9
 
-_CODE_NAMES = {
-    0: "RMM_SUCCESS",
-    1: "RMM_ERROR_CUDA_ERROR",
-    2: "RMM_ERROR_INVALID_ARGUMENT",
-    3: "RMM_ERROR_NOT_INITIALIZED",
-    4: "RMM_ERROR_OUT_OF_MEMORY",
-    5: "RMM_ERROR_UNKNOWN",
-    6: "RMM_ERROR_IO",
-    7: "RMM_ERROR_NOT_SUPPORTED",
-    8: "RMM_ERROR_INVALID_HANDLE",
-    9: "RMM_ERROR_ALREADY_INITIALIZED",
+
+class _CStatistics(ctypes.Structure):
+    _fields_ = [
+        ("current_bytes", ctypes.c_int64),
+        ("peak_bytes", ctypes.c_int64),
+        ("total_bytes", ctypes.c_int64),
+        ("current_count", ctypes.c_int64),
+        ("peak_count", ctypes.c_int64),
+        ("total_count", ctypes.c_int64),
+    ]
+
+
+# name: (restype, argtypes) of each function of rmm.h this module names.
+_SIGNATURES = {
+    "rmmStatisticsAdaptorCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p),
+        ctypes.c_void_p]),
+    "rmmStatisticsAdaptorGetCounts": (ctypes.c_int, [ctypes.c_void_p,
+        ctypes.POINTER(_CStatistics)]),
+    "rmmStatisticsAdaptorPushCounters": (ctypes.c_int, [ctypes.c_void_p]),
+    "rmmStatisticsAdaptorPopCounters": (ctypes.c_int, [ctypes.c_void_p,
+        ctypes.POINTER(_CStatistics)]),
+    "rmmLoggingAdaptorCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p,
+        ctypes.c_char_p]),
+    "rmmLoggingAdaptorFlush": (ctypes.c_int, [ctypes.c_void_p]),
+    "rmmLimitingAdaptorCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p,
+        ctypes.c_size_t]),
+    "rmmLimitingAdaptorGetAllocatedBytes": (ctypes.c_int, [ctypes.c_void_p,
+        ctypes.POINTER(ctypes.c_size_t)]),
+    "rmmTrackingAdaptorCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p,
+        ctypes.c_bool]),
+    "rmmTrackingAdaptorGetReport": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char),
+        ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]),
+    "rmmAlignedAdaptorCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p,
+        ctypes.c_size_t, ctypes.c_size_t]),
+    "rmmPrefetchAdaptorCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p]),
+    "rmmConfigure": (ctypes.c_int, [ctypes.c_char_p]),
+    "rmmGetReport": (ctypes.c_int, [ctypes.POINTER(ctypes.c_char), ctypes.c_size_t,
+        ctypes.POINTER(ctypes.c_size_t)]),
+    "rmmSetPerDeviceResource": (ctypes.c_int, [ctypes.c_int, ctypes.c_void_p,
+        ctypes.POINTER(ctypes.c_void_p)]),
+    "rmmGetPerDeviceResource": (ctypes.c_int, [ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]),
+    "rmmGetCurrentDeviceResource": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
+    "rmmGetDevice": (ctypes.c_int, [ctypes.POINTER(ctypes.c_int)]),
+    "rmmSetDevice": (ctypes.c_int, [ctypes.c_int]),
+    "rmmGetDeviceCount": (ctypes.c_int, [ctypes.POINTER(ctypes.c_int)]),
+    "rmmIsSimulated": (ctypes.c_int, [ctypes.POINTER(ctypes.c_bool)]),
+    "rmmSimGetRaceCount": (ctypes.c_int, [ctypes.POINTER(ctypes.c_size_t)]),
+    "rmmTorchAllocate": (ctypes.c_void_p, [ctypes.c_ssize_t, ctypes.c_int32, ctypes.c_void_p]),
+    "rmmTorchDeallocate": (None, [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int32,
+        ctypes.c_void_p]),
+    "rmmCupyAllocate": (ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int32]),
+    "rmmCupyDeallocate": (None, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32]),
+    "rmmAlloc": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_void_p,
+        ctypes.c_char_p, ctypes.c_uint]),
+    "rmmFree": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint]),
+    "rmmGetInfo": (ctypes.c_int, [ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t),
+        ctypes.c_void_p]),
+    "rmmGetAllocationOffset": (ctypes.c_int, [ctypes.POINTER(ctypes.c_ssize_t), ctypes.c_void_p,
+        ctypes.c_void_p]),
+    "rmmGetErrorString": (ctypes.c_char_p, [ctypes.c_int32]),
+    "rmmGetErrorName": (ctypes.c_char_p, [ctypes.c_int32]),
+    "rmmGetLastErrorMessage": (ctypes.c_char_p, []),
+    "rmmCudaResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
+    "rmmManagedResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
+    "rmmAsyncResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t,
+        ctypes.c_size_t]),
+    "rmmPinnedHostResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
+    "rmmResourceDestroy": (ctypes.c_int, [ctypes.c_void_p]),
+    "rmmResourceAllocate": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
+        ctypes.c_size_t, ctypes.c_void_p]),
+    "rmmResourceDeallocate": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
+        ctypes.c_void_p]),
+    "rmmResourceGetDevice": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]),
+    "rmmResourceGetName": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p)]),
+    "rmmResourceGetSnapshot": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char),
+        ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]),
+    "rmmResourceWriteSnapshot": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p]),
+    "rmmStreamCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
+    "rmmStreamDestroy": (ctypes.c_int, [ctypes.c_void_p]),
+    "rmmStreamSynchronize": (ctypes.c_int, [ctypes.c_void_p]),
+    "rmmPoolResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p,
+        ctypes.c_size_t, ctypes.c_size_t]),
+    "rmmPoolResourceGetSize": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]),
+    "rmmPoolResourceGetFree": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]),
+    "rmmResourceRelease": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]),
+    "rmmArenaResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p,
+        ctypes.c_size_t]),
+    "rmmBinningResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p,
+        ctypes.c_int8, ctypes.c_int8]),
+    "rmmBinningResourceAddBin": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]),
+    "rmmFixedSizeResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p,
+        ctypes.c_size_t, ctypes.c_size_t]),
 }
+# END GENERATED BINDINGS
+
+
+def _error_name(code: int) -> str:
+    """The enumerator's name of an error code (``RMM_ERROR_OUT_OF_MEMORY``), as the library's
+    ``rmmGetErrorName`` spells it. Until the library is loaded (an error made or unpickled
+    before any call) the module's own constants answer: naming an error must not load it."""
+    if _lib is not None and -(1 << 31) <= code < (1 << 31):
+        return _lib.rmmGetErrorName(code).decode("ascii", "replace")
+    for name, value in globals().items():
+        if (name == "SUCCESS" or name.startswith("ERROR_")) and value == code:
+            return "RMM_" + name
+    return f"rmmError_t({code})"
 
 
 class RmmError(RuntimeError):
-    """A failed rmm-rs call: ``code`` (an ``rmmError_t``), ``name`` (e.g.
+    """A failed rmm-rs call: ``code`` (an ``rmmError_t``), ``name`` (``rmmGetErrorName``, e.g.
     ``RMM_ERROR_INVALID_ARGUMENT``), ``description`` (``rmmGetErrorString``), ``message``
     (``rmmGetLastErrorMessage``) and ``function`` (the C function that failed)."""
 
     def __init__(self, code: int, message: str = "", function: str = "", description: str = ""):
         self.code = int(code)
-        self.name = _CODE_NAMES.get(self.code, f"rmmError_t({self.code})")
+        self.name = _error_name(self.code)
         self.message = message
         self.function = function
         self.description = description
@@ -126,90 +221,6 @@ _here = os.path.dirname(os.path.abspath(__file__))
 _lock = threading.RLock()
 _lib: Optional[ctypes.CDLL] = None
 _lib_path: Optional[str] = None
-
-_vp = ctypes.c_void_p
-_pvp = ctypes.POINTER(ctypes.c_void_p)
-_sz = ctypes.c_size_t
-_psz = ctypes.POINTER(ctypes.c_size_t)
-_int = ctypes.c_int
-_pint = ctypes.POINTER(ctypes.c_int)
-_err = ctypes.c_int
-_pchar = ctypes.POINTER(ctypes.c_char)
-
-
-class _CStatistics(ctypes.Structure):
-    _fields_ = [
-        ("current_bytes", ctypes.c_int64),
-        ("peak_bytes", ctypes.c_int64),
-        ("total_bytes", ctypes.c_int64),
-        ("current_count", ctypes.c_int64),
-        ("peak_count", ctypes.c_int64),
-        ("total_count", ctypes.c_int64),
-    ]
-
-
-_pstats = ctypes.POINTER(_CStatistics)
-
-# name: (restype, argtypes); every function this module calls.
-_SIGNATURES = {
-    "rmmGetErrorString": (ctypes.c_char_p, [ctypes.c_int32]),
-    "rmmGetLastErrorMessage": (ctypes.c_char_p, []),
-    "rmmConfigure": (_err, [ctypes.c_char_p]),
-    "rmmGetReport": (_err, [_pchar, _sz, _psz]),
-    "rmmSetPerDeviceResource": (_err, [_int, _vp, _pvp]),
-    "rmmGetPerDeviceResource": (_err, [_int, _pvp]),
-    "rmmSetCurrentDeviceResource": (_err, [_vp, _pvp]),
-    "rmmGetCurrentDeviceResource": (_err, [_pvp]),
-    "rmmGetDevice": (_err, [_pint]),
-    "rmmSetDevice": (_err, [_int]),
-    "rmmGetDeviceCount": (_err, [_pint]),
-    "rmmIsSimulated": (_err, [ctypes.POINTER(ctypes.c_bool)]),
-    "rmmSimGetRaceCount": (_err, [_psz]),
-    "rmmAlloc": (_err, [_pvp, _sz, _vp, ctypes.c_char_p, ctypes.c_uint]),
-    "rmmFree": (_err, [_vp, _vp, ctypes.c_char_p, ctypes.c_uint]),
-    "rmmGetInfo": (_err, [_psz, _psz, _vp]),
-    "rmmGetAllocationOffset": (_err, [ctypes.POINTER(ctypes.c_ssize_t), _vp, _vp]),
-    "rmmCudaResourceCreate": (_err, [_pvp]),
-    "rmmManagedResourceCreate": (_err, [_pvp]),
-    "rmmAsyncResourceCreate": (_err, [_pvp, _sz, _sz]),
-    "rmmPinnedHostResourceCreate": (_err, [_pvp]),
-    "rmmResourceDestroy": (_err, [_vp]),
-    "rmmResourceAllocate": (_err, [_vp, _pvp, _sz, _vp]),
-    "rmmResourceDeallocate": (_err, [_vp, _vp, _sz, _vp]),
-    "rmmResourceGetDevice": (_err, [_vp, _pint]),
-    "rmmResourceGetName": (_err, [_vp, ctypes.POINTER(ctypes.c_char_p)]),
-    "rmmResourceGetSnapshot": (_err, [_vp, _pchar, _sz, _psz]),
-    "rmmResourceWriteSnapshot": (_err, [_vp, ctypes.c_char_p]),
-    "rmmResourceRelease": (_err, [_vp, _psz]),
-    "rmmStreamCreate": (_err, [_pvp]),
-    "rmmStreamDestroy": (_err, [_vp]),
-    "rmmStreamSynchronize": (_err, [_vp]),
-    "rmmPoolResourceCreate": (_err, [_pvp, _vp, _sz, _sz]),
-    "rmmPoolResourceGetSize": (_err, [_vp, _psz]),
-    "rmmPoolResourceGetFree": (_err, [_vp, _psz]),
-    "rmmArenaResourceCreate": (_err, [_pvp, _vp, _sz]),
-    "rmmBinningResourceCreate": (_err, [_pvp, _vp, ctypes.c_int8, ctypes.c_int8]),
-    "rmmBinningResourceAddBin": (_err, [_vp, _sz, _vp]),
-    "rmmFixedSizeResourceCreate": (_err, [_pvp, _vp, _sz, _sz]),
-    "rmmStatisticsAdaptorCreate": (_err, [_pvp, _vp]),
-    "rmmStatisticsAdaptorGetCounts": (_err, [_vp, _pstats]),
-    "rmmStatisticsAdaptorPushCounters": (_err, [_vp]),
-    "rmmStatisticsAdaptorPopCounters": (_err, [_vp, _pstats]),
-    "rmmLoggingAdaptorCreate": (_err, [_pvp, _vp, ctypes.c_char_p]),
-    "rmmLoggingAdaptorFlush": (_err, [_vp]),
-    "rmmLimitingAdaptorCreate": (_err, [_pvp, _vp, _sz]),
-    "rmmLimitingAdaptorGetAllocatedBytes": (_err, [_vp, _psz]),
-    "rmmTrackingAdaptorCreate": (_err, [_pvp, _vp, ctypes.c_bool]),
-    "rmmTrackingAdaptorGetReport": (_err, [_vp, _pchar, _sz, _psz]),
-    "rmmAlignedAdaptorCreate": (_err, [_pvp, _vp, _sz, _sz]),
-    "rmmPrefetchAdaptorCreate": (_err, [_pvp, _vp]),
-    # The frameworks' entry points (their own ABIs, no error codes).
-    "rmmTorchAllocate": (_vp, [ctypes.c_ssize_t, ctypes.c_int32, _vp]),
-    "rmmTorchDeallocate": (None, [_vp, ctypes.c_ssize_t, ctypes.c_int32, _vp]),
-    "rmmCupyAllocate": (_vp, [_vp, _sz, ctypes.c_int32]),
-    "rmmCupyDeallocate": (None, [_vp, _vp, ctypes.c_int32]),
-}
-
 
 def _candidates() -> List[str]:
     found = []

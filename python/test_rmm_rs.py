@@ -377,6 +377,20 @@ class ErrorTest(unittest.TestCase):
         self.assertIsInstance(again, rmm_rs.RmmOutOfMemoryError)
         self.assertEqual(str(again), str(error))
 
+    def test_error_names(self):
+        rmm_rs.library()
+        self.assertEqual(rmm_rs.RmmError(rmm_rs.ERROR_IO).name, "RMM_ERROR_IO")
+        self.assertEqual(rmm_rs.RmmError(rmm_rs.SUCCESS).name, "RMM_SUCCESS")
+        self.assertEqual(rmm_rs.RmmError(1000).name, "RMM_ERROR_UNRECOGNIZED")
+        # Without the library (not loaded, or not loadable) the module's constants name them.
+        out = run_child("""
+            import os
+            os.environ["RMM_RS_LIBRARY"] = "/nonexistent/librmm.so"
+            import rmm_rs
+            print(rmm_rs.RmmError(rmm_rs.ERROR_OUT_OF_MEMORY).name, rmm_rs.RmmError(1000).name)
+        """)
+        self.assertEqual(out.split(), ["RMM_ERROR_OUT_OF_MEMORY", "rmmError_t(1000)"])
+
     def test_bad_arguments(self):
         with self.assertRaises(ValueError):
             rmm_rs.configure("bogus")
