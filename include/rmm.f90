@@ -460,7 +460,9 @@ module rmm
     end function rmmDeviceBufferSetStream
 
     ! Frees the buffer's memory in the order of its stream (the last one used, or the one set
-    ! with `rmmDeviceBufferSetStream`) and destroys the handle. NULL is a no-op.
+    ! with `rmmDeviceBufferSetStream`) and destroys the handle. NULL is a no-op. If the memory
+    ! cannot be freed (its stream was destroyed, say), the buffer and its handle stay as they were:
+    ! set another stream and destroy it again.
     integer(c_int) function rmmDeviceBufferDestroy(buffer) bind(c, name="rmmDeviceBufferDestroy")
       import :: c_int, c_ptr
       type(c_ptr), value :: buffer
@@ -925,6 +927,8 @@ module rmm
     ! Adds (or replaces) the bin for requests up to `allocation_size` bytes in a binning
     ! resource: `bin` (the binning resource keeps its own reference) or, when `bin` is NULL, a
     ! new fixed-size resource of that size over the binning resource's upstream.
+    ! RMM_ERROR_INVALID_ARGUMENT when `bin` is of another device, or takes its memory from the
+    ! binning resource itself (directly or through other resources and bins).
     integer(c_int) function rmmBinningResourceAddBin(resource, allocation_size, bin) &
         bind(c, name="rmmBinningResourceAddBin")
       import :: c_int, c_ptr, c_size_t

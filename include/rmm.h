@@ -293,7 +293,9 @@ enum rmmError_t rmmDeviceBufferSize(rmmDeviceBuffer_t buffer, size_t *size, size
 enum rmmError_t rmmDeviceBufferSetStream(rmmDeviceBuffer_t buffer, cudaStream_t stream);
 
 // Frees the buffer's memory in the order of its stream (the last one used, or the one set
-// with `rmmDeviceBufferSetStream`) and destroys the handle. NULL is a no-op.
+// with `rmmDeviceBufferSetStream`) and destroys the handle. NULL is a no-op. If the memory
+// cannot be freed (its stream was destroyed, say), the buffer and its handle stay as they were:
+// set another stream and destroy it again.
 enum rmmError_t rmmDeviceBufferDestroy(rmmDeviceBuffer_t buffer);
 
 // Makes `resource` the resource of `device` (the registry keeps its own reference, so the
@@ -560,6 +562,8 @@ enum rmmError_t rmmBinningResourceCreate(rmmResource_t *resource,
 // Adds (or replaces) the bin for requests up to `allocation_size` bytes in a binning
 // resource: `bin` (the binning resource keeps its own reference) or, when `bin` is NULL, a
 // new fixed-size resource of that size over the binning resource's upstream.
+// RMM_ERROR_INVALID_ARGUMENT when `bin` is of another device, or takes its memory from the
+// binning resource itself (directly or through other resources and bins).
 enum rmmError_t rmmBinningResourceAddBin(rmmResource_t resource,
                                          size_t allocation_size,
                                          rmmResource_t bin);

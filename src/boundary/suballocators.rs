@@ -106,6 +106,8 @@ pub extern "C" fn rmmBinningResourceCreate(
 /// Adds (or replaces) the bin for requests up to `allocation_size` bytes in a binning
 /// resource: `bin` (the binning resource keeps its own reference) or, when `bin` is NULL, a
 /// new fixed-size resource of that size over the binning resource's upstream.
+/// RMM_ERROR_INVALID_ARGUMENT when `bin` is of another device, or takes its memory from the
+/// binning resource itself (directly or through other resources and bins).
 #[no_mangle]
 pub extern "C" fn rmmBinningResourceAddBin(resource: rmmResource_t, allocation_size: usize, bin: rmmResource_t) -> rmmError_t {
     boundary("rmmBinningResourceAddBin", || {

@@ -63,6 +63,10 @@ impl MemoryResource for ArenaResource {
         self.local.snapshot("arena")
     }
 
+    fn for_each_upstream(&self, visit: &mut dyn FnMut(&dyn MemoryResource)) {
+        visit(&*self.global)
+    }
+
     fn device(&self) -> i32 {
         self.global.device()
     }

@@ -7,7 +7,7 @@
 
 use super::fixed_size::FixedSizeResource;
 use super::stream_ordered::Core;
-use super::MemoryResource;
+use super::{reaches, MemoryResource};
 use crate::error::{Error, Result};
 use crate::platform::biased_lock::BiasedLock;
 use crate::platform::published::Published;
@@ -150,6 +150,12 @@ impl BinningResource {
                         self.upstream.device()
                     )));
                 }
+                if reaches(&*bin, self as *const Self as *const ()) {
+                    return Err(Error::invalid(format!(
+                        "a bin that takes its memory from this binning resource (a {} over it) would make the binning resource its own upstream",
+                        bin.name()
+                    )));
+                }
                 let target = self.targets.update(|targets| {
                     let mut updated = targets.clone();
                     updated.push(bin.clone());
@@ -252,6 +258,13 @@ impl MemoryResource for BinningResource {
         self.upstream.device()
     }
 
+    /// The upstream and every caller's bin ever added (replaced ones may still hold blocks).
+    fn for_each_upstream(&self, visit: &mut dyn FnMut(&dyn MemoryResource)) {
+        for target in self.targets.get().iter() {
+            visit(&**target)
+        }
+    }
+
     fn name(&self) -> &'static str {
         "binning"
     }
@@ -274,7 +287,7 @@ impl MemoryResource for BinningResource {
 
 #[cfg(test)]
 mod tests {
-    use super::{Bin, Bins};
+    use super::{Bin, BinningResource, Bins};
     use crate::platform::Stream;
     use crate::resources::MemoryResource;
     use std::sync::Arc;
@@ -329,5 +342,25 @@ mod tests {
                 assert_eq!(found, expected, "bin_for: bins {sizes:?}, request {bytes}");
             }
         }
+    }
+
+    /// A bin through which the binning resource would reach itself is refused: every request
+    /// routed to it would recurse until the thread's stack overflowed.
+    #[test]
+    fn a_bin_over_the_binning_resource_is_refused() {
+        let unused: Arc<dyn MemoryResource> = Arc::new(Unused);
+        let no_bins = || BinningResource::new(unused.clone(), 1, 0).unwrap();
+        let binning = Arc::new(no_bins());
+        let over: Arc<dyn MemoryResource> = Arc::new(BinningResource::new(binning.clone(), 1, 0).unwrap());
+        let beside = Arc::new(no_bins());
+        for (bin, what) in [(binning.clone() as Arc<dyn MemoryResource>, "itself"), (over, "a resource over it")] {
+            let refused = binning.add_bin(4096, Some(bin)).expect_err(what);
+            assert!(refused.to_string().contains("its own upstream"), "{what}: {refused}");
+        }
+        // Through a caller's bin: `beside` serves `binning`, so `binning` cannot serve `beside`.
+        binning.add_bin(4096, Some(beside.clone())).unwrap();
+        assert!(beside.add_bin(4096, Some(binning.clone())).is_err());
+        assert_eq!(binning.bin_sizes(), vec![4096]);
+        assert!(beside.bin_sizes().is_empty());
     }
 }

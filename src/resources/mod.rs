@@ -53,6 +53,21 @@ pub trait MemoryResource: std::any::Any + Send + Sync + 'static {
     fn snapshot(&self) -> serde_json::Value {
         serde_json::json!({ "resource": self.name(), "device": self.device() })
     }
+    /// Calls `visit` with each resource this one takes memory from: its upstream, and a
+    /// binning resource's bins.
+    fn for_each_upstream(&self, _visit: &mut dyn FnMut(&dyn MemoryResource)) {}
+}
+
+/// Whether a call into `from` can reach `target` (`from` itself included). A bin for which this holds would make
+/// a binning resource its own upstream, and every allocation routed to it would recurse until
+/// the thread's stack overflows.
+pub fn reaches(from: &dyn MemoryResource, target: *const ()) -> bool {
+    if std::ptr::addr_eq(from as *const dyn MemoryResource, target) {
+        return true;
+    }
+    let mut found = false;
+    from.for_each_upstream(&mut |upstream| found = found || reaches(upstream, target));
+    found
 }
 
 /// Rejects a zero-byte request that reached a resource directly.

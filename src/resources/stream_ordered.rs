@@ -237,6 +237,10 @@ macro_rules! stream_ordered_resource_methods {
         fn pool_free(&self) -> Option<usize> {
             Some(self.$core.usage().free)
         }
+
+        fn for_each_upstream(&self, visit: &mut dyn FnMut(&dyn $crate::resources::MemoryResource)) {
+            visit(self.$core.upstream())
+        }
     };
 }
 
@@ -334,6 +338,10 @@ impl<I: BlockIndex> Core<I> {
 
     pub fn device(&self) -> i32 {
         self.device
+    }
+
+    pub fn upstream(&self) -> &dyn MemoryResource {
+        &*self.upstream
     }
 
     #[inline]

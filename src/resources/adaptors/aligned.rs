@@ -81,6 +81,10 @@ impl MemoryResource for AlignedAdaptor {
         self.upstream.device()
     }
 
+    fn for_each_upstream(&self, visit: &mut dyn FnMut(&dyn MemoryResource)) {
+        visit(&*self.upstream)
+    }
+
     fn name(&self) -> &'static str {
         "aligned"
     }

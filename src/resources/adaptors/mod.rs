@@ -41,6 +41,10 @@ macro_rules! adaptor_forwarding_methods {
         fn pool_free(&self) -> Option<usize> {
             self.$upstream.pool_free()
         }
+
+        fn for_each_upstream(&self, visit: &mut dyn FnMut(&dyn $crate::resources::MemoryResource)) {
+            visit(&*self.$upstream)
+        }
     };
 }
 
