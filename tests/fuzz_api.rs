@@ -1,0 +1,842 @@
+//! The shadow-model fuzzer of the C API (see tests/fuzz/mod.rs), one thread, two simulated
+//! devices, the race checker counting: seeds one after another until the budget is spent.
+//!   RMM_FUZZ_CALLS=5000000 cargo test --release --test fuzz_api -- --nocapture
+
+mod fuzz;
+
+use fuzz::*;
+use rmm::boundary::handles::rmmResource_t;
+use rmm::boundary::types::*;
+use rmm::boundary::*;
+use rmm::error::rmmError_t::{self, *};
+use std::ffi::c_void;
+use std::ptr::null_mut;
+
+const DEVICES: i32 = 2;
+/// Live bytes the fuzzer keeps at most on each device (of 1 GiB).
+const LIVE_LIMIT: usize = 192 << 20;
+
+enum Legacy {
+    Implicit,
+    /// The nodes rmmInitialize replaced, to be restored by rmmFinalize.
+    Initialized(Vec<(i32, usize)>),
+    Finalized,
+}
+
+struct Buffer {
+    handle: rmmDeviceBuffer_t,
+    node: usize,
+    /// Data pointer (0 when empty), size and capacity.
+    ptr: usize,
+    size: usize,
+    /// The stream the buffer is freed on.
+    stream: cudaStream_t,
+}
+
+struct World {
+    rng: Rng,
+    model: Model,
+    /// Live handles: (handle, node); several may name one node.
+    handles: Vec<(rmmResource_t, usize)>,
+    dead_handles: Vec<rmmResource_t>,
+    buffers: Vec<Buffer>,
+    dead_buffers: Vec<rmmDeviceBuffer_t>,
+    /// Each device's current resource, as a node.
+    current: [usize; DEVICES as usize],
+    /// A handle to each device's original resource, to put it back at the end.
+    defaults: [rmmResource_t; DEVICES as usize],
+    legacy: Legacy,
+    streams: [Vec<cudaStream_t>; DEVICES as usize],
+    dead_streams: Vec<cudaStream_t>,
+    /// Recently freed addresses, for double frees.
+    freed: Vec<usize>,
+    host: Box<[u64; 8]>,
+    step: u64,
+    seed: u64,
+    refusals: u64,
+}
+
+impl World {
+    fn context(&self, what: &str) -> String {
+        format!("seed {} step {} ({what})", self.seed, self.step)
+    }
+
+    fn set_device(&mut self, device: i32) {
+        assert_eq!(call(rmmSetDevice(device)), RMM_SUCCESS);
+    }
+
+    /// NULL or a live stream of `device`.
+    fn stream_of(&mut self, device: i32) -> cudaStream_t {
+        let streams = &self.streams[device as usize];
+        if streams.is_empty() || self.rng.chance(50) {
+            return null_mut();
+        }
+        streams[self.rng.below(streams.len() as u64) as usize]
+    }
+
+    fn live_bytes(&self, device: i32) -> usize {
+        self.model.live.values().filter(|b| self.model.nodes[b.node].device == device).map(|b| b.size).sum()
+    }
+
+    fn size(&mut self) -> usize {
+        match self.rng.below(100) {
+            0..=2 => 0,
+            3..=84 => self.rng.size(16),
+            _ => self.rng.size(22),
+        }
+    }
+
+    fn add_node(&mut self, kind: Kind, device: i32, upstream: Option<usize>, handle: rmmResource_t) -> usize {
+        let exact = kind.transparent();
+        let bins = match kind {
+            Kind::Binning => (8..=14).map(|exponent| (1usize << exponent, None)).collect(),
+            _ => Default::default(),
+        };
+        self.model.nodes.push(Node {
+            kind,
+            device,
+            upstream,
+            exact,
+            bytes: 0,
+            count: 0,
+            total_count: 0,
+            handle,
+            bins,
+            callers_bins: Vec::new(),
+        });
+        self.model.nodes.len() - 1
+    }
+
+    /// Checks an allocation's answer: the refusal the model knows it must give, or else
+    /// success or out of memory (the device may be full). True on success.
+    fn expect(&self, status: rmmError_t, refusal: Option<rmmError_t>, what: &str) -> bool {
+        match refusal {
+            Some(refusal) => assert_eq!(status, refusal, "{}: {}", self.context(what), last_message()),
+            None => assert!(
+                matches!(status, RMM_SUCCESS | RMM_ERROR_OUT_OF_MEMORY),
+                "{}: {status:?} ({}); expected success or out of memory",
+                self.context(what),
+                last_message()
+            ),
+        }
+        status == RMM_SUCCESS
+    }
+
+    fn refused(&mut self, status: rmmError_t, expected: rmmError_t, what: &str) {
+        assert_eq!(status, expected, "{}: {}", self.context(what), last_message());
+        assert!(!last_message().is_empty(), "{}: a refusal without a message", self.context(what));
+        self.refusals += 1;
+    }
+
+    // --- resources ------------------------------------------------------------------------
+
+    fn create_resource(&mut self) {
+        if self.model.nodes.len() > 40 {
+            return;
+        }
+        let kinds = [
+            Kind::Cuda,
+            Kind::Managed,
+            Kind::Pool,
+            Kind::Arena,
+            Kind::Binning,
+            Kind::FixedSize { block: 4096 },
+            Kind::FixedSize { block: 1 << 16 },
+            Kind::Statistics,
+            Kind::Statistics,
+            Kind::Limiting { limit: 8 << 20 },
+            Kind::Limiting { limit: 64 << 20 },
+            Kind::Tracking,
+            Kind::Logging,
+            Kind::FailureCallback,
+            Kind::Aligned { alignment: 4096, threshold: 1000 },
+            Kind::Aligned { alignment: 1 << 16, threshold: 0 },
+            Kind::Prefetch,
+        ];
+        let kind = *self.rng.pick(&kinds);
+        let (upstream_handle, upstream, device) = match kind {
+            Kind::Cuda | Kind::Managed => (null_mut(), None, self.rng.below(DEVICES as u64) as i32),
+            _ => {
+                if self.handles.is_empty() {
+                    return;
+                }
+                let (handle, node) = *self.rng.pick(&self.handles);
+                (handle, Some(node), self.model.nodes[node].device)
+            }
+        };
+        self.set_device(device);
+        let (status, handle) = create(kind, upstream_handle);
+        // Only a fixed-size resource takes memory from its upstream when it is created.
+        let refusal = match (kind, upstream) {
+            (Kind::FixedSize { block }, Some(upstream)) => known_answer(&self.model, upstream, block * PREALLOCATED_BLOCKS),
+            _ => Some(RMM_SUCCESS),
+        };
+        if !self.expect(status, refusal, &format!("creating {kind:?}")) {
+            return;
+        }
+        let node = self.add_node(kind, device, upstream, handle);
+        self.handles.push((handle, node));
+        if let Some(upstream) = upstream {
+            if !kind.transparent() {
+                self.model.used_as_upstream(upstream);
+            }
+        }
+    }
+
+    fn destroy_handle(&mut self) {
+        if self.handles.is_empty() {
+            return;
+        }
+        let at = self.rng.below(self.handles.len() as u64) as usize;
+        let (handle, node) = self.handles.swap_remove(at);
+        assert_eq!(call(rmmResourceDestroy(handle)), RMM_SUCCESS, "{}", self.context("destroy"));
+        if self.model.nodes[node].handle == handle {
+            // Its figures can no longer be read; its memory stays valid.
+            self.model.nodes[node].handle = self.handles.iter().find(|(_, n)| *n == node).map_or(null_mut(), |(h, _)| *h);
+        }
+        self.dead_handles.push(handle);
+    }
+
+    fn add_bin(&mut self) {
+        let binnings: Vec<(rmmResource_t, usize)> =
+            self.handles.iter().copied().filter(|&(_, n)| self.model.nodes[n].kind == Kind::Binning).collect();
+        if binnings.is_empty() {
+            return;
+        }
+        let (binning, node) = *self.rng.pick(&binnings);
+        let size = *self.rng.pick(&[4096usize, 1 << 14, 1 << 16, 1 << 17]);
+        let bin = match self.rng.chance(50) || self.handles.is_empty() {
+            true => None,
+            false => Some(*self.rng.pick(&self.handles)),
+        };
+        let status = call(rmmBinningResourceAddBin(binning, size, bin.map_or(null_mut(), |(h, _)| h)));
+        match bin {
+            Some((_, bin_node)) if self.model.nodes[bin_node].device != self.model.nodes[node].device => {
+                self.refused(status, RMM_ERROR_INVALID_ARGUMENT, "a bin of another device")
+            }
+            Some((_, bin_node)) if self.model.reaches(bin_node, node) => {
+                self.refused(status, RMM_ERROR_INVALID_ARGUMENT, "a bin over the binning resource itself")
+            }
+            Some((_, bin_node)) => {
+                assert_eq!(status, RMM_SUCCESS, "{}: {}", self.context("add bin"), last_message());
+                self.model.used_as_upstream(bin_node);
+                self.model.nodes[node].bins.insert(size, Some(bin_node));
+                self.model.nodes[node].callers_bins.push(bin_node);
+            }
+            None => {
+                assert_eq!(status, RMM_SUCCESS, "{}: {}", self.context("add bin"), last_message());
+                self.model.nodes[node].bins.insert(size, None);
+            }
+        }
+    }
+
+    // --- allocation -----------------------------------------------------------------------
+
+    fn allocate_through_handle(&mut self) {
+        if self.handles.is_empty() {
+            return;
+        }
+        let (handle, node) = *self.rng.pick(&self.handles);
+        let size = self.size();
+        let device = self.model.nodes[node].device;
+        if self.live_bytes(device) + size > LIVE_LIMIT {
+            return;
+        }
+        let stream = self.stream_of(device);
+        let (status, ptr) = allocate(handle, size, stream);
+        if self.expect(status, known_answer(&self.model, node, size), "rmmResourceAllocate") && size > 0 {
+            let context = self.context("rmmResourceAllocate");
+            self.model.handed_out(ptr, node, size, Holder::Caller, &context);
+        } else if status == RMM_SUCCESS {
+            assert_eq!(ptr, 0, "{}: 0 bytes give NULL", self.context("rmmResourceAllocate"));
+        }
+    }
+
+    fn allocate_legacy(&mut self) {
+        let device = self.rng.below(DEVICES as u64) as i32;
+        self.set_device(device);
+        let node = self.current[device as usize];
+        let size = self.size();
+        if self.live_bytes(device) + size > LIVE_LIMIT {
+            return;
+        }
+        let stream = self.stream_of(device);
+        let mut ptr: *mut c_void = null_mut();
+        let status = call(rmmAlloc(&mut ptr, size, stream, c"fuzz.c".as_ptr(), 7));
+        if matches!(self.legacy, Legacy::Finalized) {
+            return self.refused(status, RMM_ERROR_NOT_INITIALIZED, "rmmAlloc after rmmFinalize");
+        }
+        if self.expect(status, known_answer(&self.model, node, size), "rmmAlloc") && size > 0 {
+            let context = self.context("rmmAlloc");
+            self.model.handed_out(ptr as usize, node, size, Holder::Caller, &context);
+        }
+    }
+
+    fn allocate_framework(&mut self) {
+        let device = self.rng.below(DEVICES as u64) as i32;
+        let size = self.size().max(1);
+        if self.live_bytes(device) + size > LIVE_LIMIT {
+            return;
+        }
+        let (ptr, node) = match self.rng.chance(50) {
+            true => {
+                let stream = self.stream_of(device);
+                (call(rmmTorchAllocate(size as isize, device, stream)) as usize, self.current[device as usize])
+            }
+            false => {
+                let named = (self.rng.chance(50) && !self.handles.is_empty()).then(|| *self.rng.pick(&self.handles));
+                match named {
+                    Some((handle, node)) => (call(rmmCupyAllocate(handle as *mut c_void, size, device)) as usize, node),
+                    None => (call(rmmCupyAllocate(null_mut(), size, device)) as usize, self.current[device as usize]),
+                }
+            }
+        };
+        if ptr == 0 {
+            // Refused: as rmmResourceAllocate would be (the message says why).
+            let expected = match known_answer(&self.model, node, size) {
+                Some(RMM_ERROR_OUT_OF_MEMORY) | None => "out of memory",
+                Some(_) => "",
+            };
+            assert!(last_message().contains(expected), "{}: {}", self.context("framework"), last_message());
+            return;
+        }
+        let context = self.context("framework allocation");
+        self.model.handed_out(ptr, node, size, Holder::Caller, &context);
+    }
+
+    // --- frees ----------------------------------------------------------------------------
+
+    fn pick_live(&mut self, holder: Holder) -> Option<(usize, Block)> {
+        let candidates: Vec<(usize, Block)> = self.model.live.iter().filter(|(_, b)| b.holder == holder).map(|(&p, &b)| (p, b)).collect();
+        (!candidates.is_empty()).then(|| *self.rng.pick(&candidates))
+    }
+
+    fn free_valid(&mut self) {
+        let Some((ptr, block)) = self.pick_live(Holder::Caller) else { return };
+        self.model.intact(ptr, &self.context("before a free"));
+        let device = self.model.nodes[block.node].device;
+        // Another device current now and then: the free must still be ordered on the block's.
+        let current = self.rng.below(DEVICES as u64) as i32;
+        self.set_device(current);
+        let stream = match self.rng.chance(70) {
+            true => null_mut(),
+            false => self.stream_of(device),
+        };
+        let handle = self.handles.iter().find(|(_, n)| *n == block.node).map(|(h, _)| *h);
+        let status = match (handle, self.rng.below(4)) {
+            (Some(handle), 0 | 1) => call(rmmResourceDeallocate(handle, ptr as *mut c_void, block.size, stream)),
+            (_, 2) => {
+                rmmTorchDeallocate(ptr as *mut c_void, block.size as isize, device, stream);
+                call(());
+                RMM_SUCCESS
+            }
+            _ => call(rmmFree(ptr as *mut c_void, stream, c"fuzz.c".as_ptr(), 9)),
+        };
+        assert_eq!(status, RMM_SUCCESS, "{}: freeing {ptr:#x} {block:?}: {}", self.context("free"), last_message());
+        self.model.freed(ptr, &self.context("free"));
+        self.freed.push(ptr);
+        if self.freed.len() > 32 {
+            self.freed.remove(0);
+        }
+    }
+
+    fn realloc(&mut self) {
+        let Some((ptr, block)) = self.pick_live(Holder::Caller) else { return };
+        let new_size = self.size();
+        let device = self.model.nodes[block.node].device;
+        if self.live_bytes(device) + new_size > LIVE_LIMIT {
+            return;
+        }
+        self.model.intact(ptr, &self.context("before realloc"));
+        let kept = block.size.min(new_size).min(256);
+        // SAFETY: the live simulated block holds at least `kept` bytes at `ptr`.
+        let prefix = unsafe { std::slice::from_raw_parts(ptr as *const u8, kept) }.to_vec();
+        let mut moved = ptr as *mut c_void;
+        let stream = self.stream_of(device);
+        let status = call(rmmRealloc(&mut moved, new_size, stream, c"fuzz.c".as_ptr(), 11));
+        if new_size == 0 {
+            assert_eq!((status, moved as usize), (RMM_SUCCESS, 0), "{}: {}", self.context("realloc to 0"), last_message());
+            self.model.freed(ptr, &self.context("realloc to 0"));
+            return;
+        }
+        if matches!(self.legacy, Legacy::Finalized) {
+            assert_eq!(moved as usize, ptr, "{}: a refused realloc keeps the pointer", self.context("realloc"));
+            return self.refused(status, RMM_ERROR_NOT_INITIALIZED, "rmmRealloc after rmmFinalize");
+        }
+        // While the old block is live, a limit counts it too.
+        if !self.expect(status, known_answer(&self.model, block.node, new_size), "rmmRealloc") {
+            assert_eq!(moved as usize, ptr, "{}: a refused realloc keeps the pointer", self.context("realloc"));
+            self.model.intact(ptr, &self.context("after a refused realloc"));
+            return;
+        }
+        self.model.freed(ptr, &self.context("realloc"));
+        let moved = moved as usize;
+        // SAFETY: the new simulated block holds at least `kept` bytes.
+        let copied = unsafe { std::slice::from_raw_parts(moved as *const u8, kept) };
+        assert_eq!(copied, &prefix[..], "{}: realloc did not keep the contents", self.context("realloc"));
+        let context = self.context("realloc");
+        self.model.handed_out(moved, block.node, new_size, Holder::Caller, &context);
+    }
+
+    /// A bad free of some kind, which must be refused with nothing changed.
+    fn free_bad(&mut self) {
+        let stream = null_mut();
+        match self.rng.below(9) {
+            0 | 1 => {
+                // Interior or one past the end of a live block, unless that starts another.
+                let Some((ptr, block)) = self.pick_live(Holder::Caller) else { return };
+                let offset = match self.rng.chance(50) {
+                    true => block.size,
+                    false => 256 * (1 + self.rng.below((block.size / 256).max(1) as u64) as usize),
+                };
+                let bad = ptr + offset;
+                if self.model.live.contains_key(&bad) {
+                    return;
+                }
+                let status = call(rmmFree(bad as *mut c_void, stream, c"fuzz.c".as_ptr(), 13));
+                self.refused(status, RMM_ERROR_INVALID_ARGUMENT, "an interior or past-the-end free");
+                self.model.intact(ptr, &self.context("after a bad free"));
+            }
+            2 => {
+                // A double free of an address not handed out again since.
+                let Some(&old) = self.freed.last() else { return };
+                if self.model.live.contains_key(&old) {
+                    return;
+                }
+                let status = call(rmmFree(old as *mut c_void, stream, c"fuzz.c".as_ptr(), 15));
+                self.refused(status, RMM_ERROR_INVALID_ARGUMENT, "a double free");
+            }
+            3 => {
+                let host = self.host.as_ptr() as *mut c_void;
+                let status = call(rmmFree(host, stream, c"fuzz.c".as_ptr(), 17));
+                self.refused(status, RMM_ERROR_INVALID_ARGUMENT, "a host pointer");
+                rmmCupyDeallocate(null_mut(), host, 0);
+                call(());
+            }
+            4 => {
+                // A wrong size through the right resource.
+                let Some((ptr, block)) = self.pick_live(Holder::Caller) else { return };
+                let Some(&(handle, _)) = self.handles.iter().find(|(_, n)| *n == block.node) else { return };
+                let wrong = *self.rng.pick(&[block.size + 1, block.size.saturating_sub(1), block.size + 256, block.size * 2]);
+                if wrong == block.size {
+                    return;
+                }
+                let status = call(rmmResourceDeallocate(handle, ptr as *mut c_void, wrong, stream));
+                self.refused(status, RMM_ERROR_INVALID_ARGUMENT, "a wrong size");
+                self.model.check_counts(&self.context("after a wrong size"));
+            }
+            5 => {
+                // Another resource's block.
+                let Some((ptr, block)) = self.pick_live(Holder::Caller) else { return };
+                let others: Vec<rmmResource_t> = self.handles.iter().filter(|(_, n)| *n != block.node).map(|(h, _)| *h).collect();
+                if others.is_empty() {
+                    return;
+                }
+                let other = *self.rng.pick(&others);
+                let status = call(rmmResourceDeallocate(other, ptr as *mut c_void, block.size, stream));
+                self.refused(status, RMM_ERROR_INVALID_ARGUMENT, "another resource's block");
+            }
+            6 => {
+                // A device buffer's memory.
+                let Some((ptr, block)) = self.pick_live(Holder::Buffer) else { return };
+                let status = call(rmmFree(ptr as *mut c_void, stream, c"fuzz.c".as_ptr(), 19));
+                self.refused(status, RMM_ERROR_INVALID_ARGUMENT, "a device buffer's memory through rmmFree");
+                if let Some(&(handle, _)) = self.handles.iter().find(|(_, n)| *n == block.node) {
+                    let status = call(rmmResourceDeallocate(handle, ptr as *mut c_void, block.size, stream));
+                    self.refused(status, RMM_ERROR_INVALID_ARGUMENT, "a device buffer's memory through its resource");
+                }
+            }
+            7 => {
+                // Destroyed handles, NULL out-pointers, huge sizes.
+                if let Some(&dead) = self.dead_handles.last() {
+                    let (status, _) = allocate(dead, 256, stream);
+                    self.refused(status, RMM_ERROR_INVALID_HANDLE, "a destroyed handle");
+                    let status = call(rmmResourceDestroy(dead));
+                    self.refused(status, RMM_ERROR_INVALID_HANDLE, "destroying a destroyed handle");
+                }
+                if let Some(&(handle, node)) = self.handles.first() {
+                    let status = call(rmmResourceAllocate(handle, null_mut(), 256, stream));
+                    self.refused(status, RMM_ERROR_INVALID_ARGUMENT, "a NULL out-pointer");
+                    let huge = *self.rng.pick(&[usize::MAX, 1 << 50, (1 << 40) + 1]);
+                    let (status, _) = allocate(handle, huge, stream);
+                    let expected = known_answer(&self.model, node, huge).unwrap_or(RMM_ERROR_OUT_OF_MEMORY);
+                    self.refused(status, expected, "a huge size");
+                }
+            }
+            _ => {
+                if let Some(&dead) = self.dead_buffers.last() {
+                    let status = call(rmmDeviceBufferDestroy(dead));
+                    self.refused(status, RMM_ERROR_INVALID_HANDLE, "a destroyed device buffer");
+                }
+            }
+        }
+    }
+
+    // --- device buffers -------------------------------------------------------------------
+
+    fn buffer_create(&mut self) {
+        let device = self.rng.below(DEVICES as u64) as i32;
+        self.set_device(device);
+        let named = (self.rng.chance(60) && !self.handles.is_empty()).then(|| *self.rng.pick(&self.handles));
+        let (resource, node) = named.unwrap_or((null_mut(), self.current[device as usize]));
+        let size = self.size();
+        if self.live_bytes(self.model.nodes[node].device) + size > LIVE_LIMIT {
+            return;
+        }
+        let stream = self.stream_of(self.model.nodes[node].device);
+        let mut handle: rmmDeviceBuffer_t = null_mut();
+        let status = call(rmmDeviceBufferCreate(&mut handle, size, stream, resource));
+        if !self.expect(status, known_answer(&self.model, node, size), "rmmDeviceBufferCreate") {
+            return;
+        }
+        let ptr = self.data_of(handle);
+        if size > 0 {
+            let context = self.context("rmmDeviceBufferCreate");
+            self.model.handed_out(ptr, node, size, Holder::Buffer, &context);
+        } else {
+            assert_eq!(ptr, 0);
+        }
+        self.buffers.push(Buffer { handle, node, ptr, size, stream });
+    }
+
+    fn data_of(&self, handle: rmmDeviceBuffer_t) -> usize {
+        let mut data: *mut c_void = null_mut();
+        assert_eq!(call(rmmDeviceBufferData(handle, &mut data)), RMM_SUCCESS, "{}", self.context("data"));
+        data as usize
+    }
+
+    fn buffer_change(&mut self) {
+        if self.buffers.is_empty() {
+            return;
+        }
+        let at = self.rng.below(self.buffers.len() as u64) as usize;
+        let Buffer { handle, node, ptr, size, stream: own_stream } = self.buffers[at];
+        let capacity = self.model.live.get(&ptr).map_or(0, |b| b.size);
+        if ptr != 0 {
+            self.model.intact(ptr, &self.context("buffer before a change"));
+        }
+        let device = self.model.nodes[node].device;
+        let stream = self.stream_of(device);
+        let kept_bytes = |ptr: usize, len: usize| -> Vec<u8> {
+            // SAFETY: `len` bytes of a live simulated block.
+            if len == 0 {
+                Vec::new()
+            } else {
+                unsafe { std::slice::from_raw_parts(ptr as *const u8, len) }.to_vec()
+            }
+        };
+        match self.rng.below(4) {
+            0 => {
+                let new_size = self.size();
+                if new_size > capacity && self.live_bytes(device) + new_size > LIVE_LIMIT {
+                    return;
+                }
+                let kept = size.min(new_size).min(256);
+                let prefix = kept_bytes(ptr, kept);
+                let status = call(rmmDeviceBufferResize(handle, new_size, stream));
+                if new_size <= capacity {
+                    assert_eq!(status, RMM_SUCCESS, "{}: {}", self.context("resize within capacity"), last_message());
+                    self.buffers[at].size = new_size;
+                    self.buffers[at].stream = stream;
+                    return;
+                }
+                if !self.expect(status, known_answer(&self.model, node, new_size), "rmmDeviceBufferResize") {
+                    return;
+                }
+                self.moved(at, ptr, new_size, &prefix, "resize");
+                self.buffers[at].size = new_size;
+                self.buffers[at].stream = stream;
+            }
+            1 => {
+                let kept = size.min(256);
+                let prefix = kept_bytes(ptr, kept);
+                let status = call(rmmDeviceBufferShrinkToFit(handle, stream));
+                if capacity == size {
+                    assert_eq!(status, RMM_SUCCESS, "{}: {}", self.context("shrink"), last_message());
+                } else if self.expect(status, known_answer(&self.model, node, size), "rmmDeviceBufferShrinkToFit") {
+                    self.moved(at, ptr, size, &prefix, "shrink");
+                } else {
+                    // The smaller block could not be had: the buffer keeps its memory and stream.
+                    self.model.intact(ptr, &self.context("a refused shrink"));
+                    return;
+                }
+                self.buffers[at].stream = stream;
+            }
+            2 => {
+                if self.live_bytes(device) + size > LIVE_LIMIT {
+                    return;
+                }
+                let prefix = kept_bytes(ptr, size.min(256));
+                let mut copy: rmmDeviceBuffer_t = null_mut();
+                let status = call(rmmDeviceBufferCopy(&mut copy, handle, stream, null_mut()));
+                if !self.expect(status, known_answer(&self.model, node, size), "rmmDeviceBufferCopy") {
+                    return;
+                }
+                let data = self.data_of(copy);
+                // SAFETY: the copy holds `size` bytes.
+                let copied = kept_bytes(data, prefix.len());
+                assert_eq!(copied, prefix, "{}: the copy differs", self.context("copy"));
+                if size > 0 {
+                    let context = self.context("copy");
+                    self.model.handed_out(data, node, size, Holder::Buffer, &context);
+                }
+                self.buffers.push(Buffer { handle: copy, node, ptr: data, size, stream });
+            }
+            _ => {
+                let status = call(rmmDeviceBufferDestroy(handle));
+                if self.dead_streams.contains(&own_stream) && ptr != 0 && status != RMM_SUCCESS {
+                    // A resource that frees in the order of a stream refuses one that is gone
+                    // (one that frees synchronously ignores it): the buffer stays intact until
+                    // it gets another stream.
+                    self.refused(status, RMM_ERROR_INVALID_ARGUMENT, "destroying a buffer whose stream was destroyed");
+                    self.model.intact(ptr, &self.context("a buffer whose destroy was refused"));
+                    assert_eq!(call(rmmDeviceBufferSetStream(handle, null_mut())), RMM_SUCCESS);
+                    self.buffers[at].stream = null_mut();
+                    return;
+                }
+                assert_eq!(status, RMM_SUCCESS, "{}: {}", self.context("destroy buffer"), last_message());
+                if ptr != 0 {
+                    self.model.freed(ptr, &self.context("destroy buffer"));
+                }
+                self.buffers.swap_remove(at);
+                self.dead_buffers.push(handle);
+            }
+        }
+    }
+
+    /// A buffer's memory moved to a new block of `capacity` bytes keeping `prefix`.
+    fn moved(&mut self, at: usize, old: usize, capacity: usize, prefix: &[u8], what: &str) {
+        let data = self.data_of(self.buffers[at].handle);
+        if old != 0 {
+            self.model.freed(old, &self.context(what));
+        }
+        self.buffers[at].ptr = data;
+        if capacity == 0 {
+            assert_eq!(data, 0);
+            return;
+        }
+        // SAFETY: the new block holds at least `prefix.len()` bytes.
+        let kept = unsafe { std::slice::from_raw_parts(data as *const u8, prefix.len()) };
+        assert_eq!(kept, prefix, "{}: the contents did not move", self.context(what));
+        let context = self.context(what);
+        let node = self.buffers[at].node;
+        self.model.handed_out(data, node, capacity, Holder::Buffer, &context);
+    }
+
+    // --- devices, lifecycle, streams -------------------------------------------------------
+
+    fn set_current_resource(&mut self) {
+        if self.handles.is_empty() {
+            return;
+        }
+        let (handle, node) = *self.rng.pick(&self.handles);
+        let device = self.rng.below(DEVICES as u64) as i32;
+        self.set_device(device);
+        let mut previous: rmmResource_t = null_mut();
+        let status = call(rmmSetCurrentDeviceResource(handle, &mut previous));
+        if self.model.nodes[node].device != device {
+            return self.refused(status, RMM_ERROR_INVALID_ARGUMENT, "a resource of another device");
+        }
+        assert_eq!(status, RMM_SUCCESS, "{}: {}", self.context("set current resource"), last_message());
+        let old = std::mem::replace(&mut self.current[device as usize], node);
+        self.handles.push((previous, old));
+        if self.model.nodes[old].handle.is_null() {
+            self.model.nodes[old].handle = previous;
+        }
+    }
+
+    fn lifecycle(&mut self) {
+        match &self.legacy {
+            Legacy::Initialized(_) if self.rng.chance(60) => {
+                assert_eq!(call(rmmFinalize()), RMM_SUCCESS, "{}: {}", self.context("rmmFinalize"), last_message());
+                let Legacy::Initialized(saved) = std::mem::replace(&mut self.legacy, Legacy::Finalized) else { unreachable!() };
+                for (device, node) in saved.into_iter().rev() {
+                    self.current[device as usize] = node;
+                }
+            }
+            Legacy::Initialized(_) => {
+                let status = call(rmmInitialize(std::ptr::null()));
+                self.refused(status, RMM_ERROR_ALREADY_INITIALIZED, "a second rmmInitialize");
+            }
+            _ => {
+                let mode = *self.rng.pick(&[CudaDefaultAllocation, PoolAllocation, CudaManagedMemory]);
+                let devices: Vec<i32> = match self.rng.below(3) {
+                    0 => vec![0],
+                    1 => vec![1],
+                    _ => vec![0, 1],
+                };
+                let mut options: rmmOptions_t = unsafe { std::mem::zeroed() };
+                options.allocation_mode = mode;
+                options.initial_pool_size = 4 << 20;
+                options.maximum_pool_size = 256 << 20;
+                options.num_devices = devices.len() as i32;
+                options.devices[..devices.len()].copy_from_slice(&devices);
+                assert_eq!(call(rmmInitialize(&options)), RMM_SUCCESS, "{}: {}", self.context("rmmInitialize"), last_message());
+                let kind = if mode == PoolAllocation { Kind::Pool } else { Kind::Installed };
+                let mut saved = Vec::new();
+                for device in devices {
+                    let node = self.add_node(kind, device, None, null_mut());
+                    saved.push((device, std::mem::replace(&mut self.current[device as usize], node)));
+                }
+                self.legacy = Legacy::Initialized(saved);
+            }
+        }
+    }
+
+    fn stream_op(&mut self) {
+        let device = self.rng.below(DEVICES as u64) as i32;
+        self.set_device(device);
+        let streams = &mut self.streams[device as usize];
+        if streams.len() < 3 || self.rng.chance(30) {
+            let mut stream: cudaStream_t = null_mut();
+            assert_eq!(call(rmmStreamCreate(&mut stream)), RMM_SUCCESS);
+            // A new stream may reuse a destroyed one's handle, which is then live again.
+            self.dead_streams.retain(|&dead| dead != stream);
+            self.streams[device as usize].push(stream);
+        } else if self.rng.chance(50) {
+            let stream = self.streams[device as usize][0];
+            assert_eq!(call(rmmStreamSynchronize(stream)), RMM_SUCCESS);
+        } else {
+            // A stream destroyed: rmm must never use it again (a later stream may reuse its handle).
+            let at = self.rng.below(self.streams[device as usize].len() as u64) as usize;
+            let stream = self.streams[device as usize].swap_remove(at);
+            assert_eq!(call(rmmStreamSynchronize(stream)), RMM_SUCCESS);
+            assert_eq!(call(rmmStreamDestroy(stream)), RMM_SUCCESS);
+            self.dead_streams.push(stream);
+        }
+    }
+
+    fn release(&mut self) {
+        if let Some(&(handle, _)) = self.handles.get(self.rng.below(self.handles.len().max(1) as u64) as usize) {
+            let mut released = 0;
+            assert_eq!(call(rmmResourceRelease(handle, &mut released)), RMM_SUCCESS, "{}: {}", self.context("release"), last_message());
+        }
+    }
+
+    fn check_everything(&self) {
+        let context = self.context("full check");
+        for &ptr in self.model.live.keys() {
+            self.model.intact(ptr, &context);
+        }
+        self.model.check_counts(&context);
+    }
+
+    fn step(&mut self) {
+        self.step += 1;
+        match self.rng.below(100) {
+            0..=2 => self.create_resource(),
+            3 => self.destroy_handle(),
+            4 => self.add_bin(),
+            5..=24 => self.allocate_through_handle(),
+            25..=34 => self.allocate_legacy(),
+            35..=39 => self.allocate_framework(),
+            40..=64 => self.free_valid(),
+            65..=68 => self.realloc(),
+            69..=78 => self.free_bad(),
+            79..=82 => self.buffer_create(),
+            83..=87 => self.buffer_change(),
+            88..=89 => self.set_current_resource(),
+            90 => self.lifecycle(),
+            91..=93 => self.stream_op(),
+            94 => self.release(),
+            _ => {}
+        }
+        assert_eq!(race_count(), 0, "{}: a stream-ordering race", self.context("race check"));
+        if self.step.is_multiple_of(64) {
+            self.check_everything();
+        }
+    }
+
+    /// Frees everything, destroys every handle, buffer and stream, puts each device's original
+    /// resource back: the devices' memory must then be all free again.
+    /// Returns whether legacy RMM ends finalized (the next seed starts there).
+    fn finish(mut self, baseline: &[usize]) -> bool {
+        self.check_everything();
+        for buffer in std::mem::take(&mut self.buffers) {
+            assert_eq!(call(rmmDeviceBufferSetStream(buffer.handle, null_mut())), RMM_SUCCESS);
+            assert_eq!(call(rmmDeviceBufferDestroy(buffer.handle)), RMM_SUCCESS, "{}", self.context("finish"));
+            if buffer.ptr != 0 {
+                self.model.freed(buffer.ptr, &self.context("finish"));
+            }
+        }
+        for (ptr, _) in std::mem::take(&mut self.model.live) {
+            let status = call(rmmFree(ptr as *mut c_void, null_mut(), std::ptr::null(), 0));
+            assert_eq!(status, RMM_SUCCESS, "{}: {}", self.context("finish"), last_message());
+        }
+        if matches!(self.legacy, Legacy::Initialized(_)) {
+            assert_eq!(call(rmmFinalize()), RMM_SUCCESS);
+            self.legacy = Legacy::Finalized;
+        }
+        for device in 0..DEVICES {
+            assert_eq!(call(rmmSetPerDeviceResource(device, self.defaults[device as usize], null_mut())), RMM_SUCCESS);
+            assert_eq!(call(rmmResourceDestroy(self.defaults[device as usize])), RMM_SUCCESS);
+        }
+        for (handle, _) in std::mem::take(&mut self.handles) {
+            assert_eq!(call(rmmResourceDestroy(handle)), RMM_SUCCESS);
+        }
+        for stream in self.streams.iter().flatten() {
+            assert_eq!(call(rmmStreamDestroy(*stream)), RMM_SUCCESS);
+        }
+        assert_eq!(race_count(), 0);
+        for device in 0..DEVICES {
+            assert_eq!(device_used(device), baseline[device as usize], "seed {}: device {device} memory left reserved", self.seed);
+        }
+        matches!(self.legacy, Legacy::Finalized)
+    }
+}
+
+/// Runs one seed from legacy RMM's state `finalized`; returns the state it leaves.
+fn run_seed(seed: u64, budget: &Budget, finalized: bool) -> bool {
+    let baseline: Vec<usize> = (0..DEVICES).map(device_used).collect();
+    let mut world = World {
+        rng: Rng::new(seed),
+        model: Model::default(),
+        handles: Vec::new(),
+        dead_handles: Vec::new(),
+        buffers: Vec::new(),
+        dead_buffers: Vec::new(),
+        current: [0, 1],
+        defaults: [null_mut(); DEVICES as usize],
+        legacy: if finalized { Legacy::Finalized } else { Legacy::Implicit },
+        streams: [Vec::new(), Vec::new()],
+        dead_streams: Vec::new(),
+        freed: Vec::new(),
+        host: Box::new([0; 8]),
+        step: 0,
+        seed,
+        refusals: 0,
+    };
+    for device in 0..DEVICES {
+        world.set_device(device);
+        let mut handle: rmmResource_t = null_mut();
+        assert_eq!(call(rmmGetCurrentDeviceResource(&mut handle)), RMM_SUCCESS);
+        world.defaults[device as usize] = handle;
+        world.add_node(Kind::Installed, device, None, null_mut());
+    }
+    while world.step < budget.steps && !budget.spent() {
+        world.step();
+    }
+    world.finish(&baseline)
+}
+
+#[test]
+fn random_call_sequences_keep_the_c_api_contract() {
+    std::env::set_var("RMM_SIM_DEVICES", "2:1GiB");
+    std::env::set_var("RMM_SIM_ON_RACE", "count");
+    let budget = Budget::from_env(if cfg!(debug_assertions) { 40_000 } else { 400_000 });
+    let started = std::time::Instant::now();
+    let mut seed = budget.seed;
+    let mut finalized = false;
+    while !budget.spent() {
+        finalized = run_seed(seed, &budget, finalized);
+        seed += 1;
+    }
+    let calls = CALLS.load(std::sync::atomic::Ordering::Relaxed);
+    println!(
+        "fuzz_api: {calls} C API calls clean over seeds {}..{} in {:.1} s ({:.0} calls/s)",
+        budget.seed,
+        seed,
+        started.elapsed().as_secs_f64(),
+        calls as f64 / started.elapsed().as_secs_f64()
+    );
+}
