@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs every check CI runs, on simulated devices: formatting, clippy and rustdoc with warnings
-# as errors; the cargo tests of every crate (with the header drift check); the C, C++ and
-# Fortran suites under ctest; the C tests again under AddressSanitizer and
-# UndefinedBehaviorSanitizer; and the Python module's tests. Installs what it needs (cmake,
-# ninja, a C/C++ compiler, gfortran) on a fresh Debian/Ubuntu machine.
+# as errors; the cargo tests of every crate (with the header drift check); a million calls of
+# each C API fuzzer; the C, C++ and Fortran suites under ctest; the C tests again under
+# AddressSanitizer and UndefinedBehaviorSanitizer; and the Python module's tests. Installs what
+# it needs (cmake, ninja, a C/C++ compiler, gfortran) on a fresh Debian/Ubuntu machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +27,10 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --quiet
 
 echo "== cargo test (every crate)"
 cargo test --workspace
+
+echo "== C API fuzzers, a slice (scripts/fuzz.sh runs them long)"
+RMM_FUZZ_CALLS=1000000 cargo test --release --test fuzz_api --test fuzz_api_threads --test fuzz_api_oom -- --nocapture 2>&1 \
+  | grep -E '^fuzz_api|^test result|panicked|assertion'
 
 echo "== C/C++ suite (ctest, simulated devices)"
 build=build/test

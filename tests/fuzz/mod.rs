@@ -113,6 +113,11 @@ fn pattern(tag: u64, at: usize) -> u8 {
     (tag.wrapping_mul(0x9E37_79B9).wrapping_add(at as u64 * 31) >> 7) as u8
 }
 
+/// The first `len` bytes of a stamp (the bytes at the start of a block of at least `len`).
+pub fn stamp_bytes(tag: u64, len: usize) -> Vec<u8> {
+    (0..len).map(|at| pattern(tag, at)).collect()
+}
+
 /// Writes a block's stamp (simulated device memory is host memory).
 pub fn stamp(ptr: usize, size: usize, tag: u64) {
     for (start, len) in stamp_ranges(ptr, size) {
@@ -428,6 +433,13 @@ pub fn create(kind: Kind, upstream: rmmResource_t) -> (rmmError_t, rmmResource_t
 
 extern "C" fn never_retry(_bytes: usize, _arg: *mut c_void) -> bool {
     false
+}
+
+/// Creates a resource that must be created.
+pub fn created(kind: Kind, upstream: rmmResource_t) -> rmmResource_t {
+    let (status, handle) = create(kind, upstream);
+    assert_eq!(status, RMM_SUCCESS, "creating {kind:?}: {}", last_message());
+    handle
 }
 
 /// Allocates through a handle; the status and the pointer.
