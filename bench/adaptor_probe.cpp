@@ -4,9 +4,13 @@
 //                           and through RMM_ALLOC/RMM_FREE with that pool as the current
 //                           device's resource (ns per pair);
 //   stats_pair, stats_random  what the statistics adaptor adds over the bare pool beneath it
-//                           (bench::added_per_allocation) on pairs and on random_allocations.
+//                           (bench::added_per_allocation) on pairs and on random_allocations;
+//   threads_8               the benchmark's 8-thread churn on the pool, each thread on its own
+//                           stream (ns per allocation, in aggregate).
 // SAMPLES=n timed samples after one warm-up (default 9); AA=1 compares the pool with itself
 // in the adaptor figures, which must give about 0. Prints "name median name median ...".
+#include <optional>
+
 #include "rmm_rs_resource.hpp"
 
 namespace {
@@ -29,8 +33,9 @@ int main() {
   bench::RmmRs bare{pool, nullptr}, adapted{std::getenv("AA") ? pool : stats, nullptr};
   bench::RmmRsLegacy legacy;
   int samples = std::getenv("SAMPLES") ? std::atoi(std::getenv("SAMPLES")) : 9;
-  std::vector<double> pool_pair, legacy_pair, stats_pair, stats_random;
-  bench::Pinned pinned;
+  std::vector<double> pool_pair, legacy_pair, stats_pair, stats_random, threads_8;
+  std::optional<bench::Pinned> pinned;
+  pinned.emplace();
   for (int i = 0; i <= samples; ++i) {
     bench::PairSteps<bench::RmmRs> resource_pairs{bare, 256, 200000};
     bench::PairSteps<bench::RmmRsLegacy> legacy_pairs{legacy, 256, 200000};
@@ -45,8 +50,13 @@ int main() {
     stats_pair.push_back(p);
     stats_random.push_back(r);
   }
-  std::printf("pool_pair %.2f legacy_pair %.2f stats_pair %.2f stats_random %.2f\n", median(pool_pair), median(legacy_pair),
-              median(stats_pair), median(stats_random));
+  pinned.reset();  // threads_8's threads spread over the processors
+  for (int i = 0; i <= samples; ++i) {
+    double t = bench::threaded(bare, 8, 20000, 0).ns_per_alloc;
+    if (i > 0) threads_8.push_back(t);
+  }
+  std::printf("pool_pair %.2f legacy_pair %.2f stats_pair %.2f stats_random %.2f threads_8 %.2f\n", median(pool_pair),
+              median(legacy_pair), median(stats_pair), median(stats_random), median(threads_8));
   ok(rmmSetCurrentDeviceResource(previous, nullptr), "rmmSetCurrentDeviceResource");
   return 0;
 }

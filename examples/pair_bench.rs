@@ -1,7 +1,8 @@
 //! Measures the library's own cost per allocate+free pair through the C API, on a simulated
 //! device with race tracking off (so no device time is involved):
 //!   RMM_SIM_DEVICES=1:8GiB RMM_SIM_ON_RACE=off cargo run --release --example pair_bench
-//! (the logging adaptor writes its log to the temporary directory; ONLY=<name> runs one)
+//! (the logging adaptor writes its log to the temporary directory; ONLY=<name> runs one;
+//! THREADS=n adds the benchmark's threaded churn on n threads, each on its own stream)
 
 use rmm::boundary::*;
 use rmm::error::rmmError_t::RMM_SUCCESS;
@@ -37,6 +38,9 @@ fn main() {
             println!("{name} {size} B: {ns:.1} ns per pair");
         }
         println!("{name} random_allocations: {:.1} ns per allocation", random_allocations(resource, 200_000));
+        if let Some(threads) = std::env::var("THREADS").ok().and_then(|t| t.parse().ok()) {
+            println!("{name} {threads} threads: {:.1} ns per allocation (aggregate)", threaded(resource, threads, 200_000));
+        }
     }
     if only.as_deref().is_none_or(|only| only == "legacy") {
         // RMM_ALLOC/RMM_FREE with the pool as the current device's resource.
@@ -90,4 +94,52 @@ fn random_allocations(resource: rmm::boundary::handles::rmmResource_t, count: us
         }
     }
     start.elapsed().as_nanos() as f64 / count as f64
+}
+
+/// As the benchmark's threaded workload: each thread keeps 64 blocks of log-uniform sizes
+/// (256 B to 1 MiB) on a stream of its own and replaces a random one `per_thread` times.
+/// Wall time over all the threads' allocations.
+fn threaded(resource: rmm::boundary::handles::rmmResource_t, threads: u64, per_thread: usize) -> f64 {
+    let resource = resource as usize;
+    let start = Instant::now();
+    let workers: Vec<_> = (0..threads)
+        .map(|t| {
+            std::thread::spawn(move || {
+                let resource = resource as rmm::boundary::handles::rmmResource_t;
+                let mut stream = std::ptr::null_mut();
+                assert_eq!(rmmStreamCreate(&mut stream), RMM_SUCCESS);
+                let mut state = (100 + t).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+                let mut size = move || {
+                    state ^= state >> 12;
+                    state ^= state << 25;
+                    state ^= state >> 27;
+                    let r = state.wrapping_mul(0x2545_F491_4F6C_DD1D);
+                    ((256.0f64 * 4096f64.powf((r >> 11) as f64 / (1u64 << 53) as f64)) as usize, r)
+                };
+                let mut live: Vec<(*mut std::ffi::c_void, usize)> = (0..64)
+                    .map(|_| {
+                        let (bytes, _) = size();
+                        let mut ptr = std::ptr::null_mut();
+                        assert_eq!(rmmResourceAllocate(resource, &mut ptr, bytes, stream), RMM_SUCCESS);
+                        (ptr, bytes)
+                    })
+                    .collect();
+                for _ in 0..per_thread {
+                    let (bytes, r) = size();
+                    let victim = (r % 64) as usize;
+                    rmmResourceDeallocate(resource, live[victim].0, live[victim].1, stream);
+                    assert_eq!(rmmResourceAllocate(resource, &mut live[victim].0, bytes, stream), RMM_SUCCESS);
+                    live[victim].1 = bytes;
+                }
+                for (ptr, bytes) in live {
+                    rmmResourceDeallocate(resource, ptr, bytes, stream);
+                }
+                assert_eq!(rmmStreamDestroy(stream), RMM_SUCCESS);
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join().unwrap();
+    }
+    start.elapsed().as_nanos() as f64 / (threads as usize * (per_thread + 64)) as f64
 }

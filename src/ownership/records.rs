@@ -215,9 +215,15 @@ struct PaddedShard(BiasedLock<Shard>);
 
 static RECORDS: [PaddedShard; SHARDS] = [const { PaddedShard(BiasedLock::new(Shard::new())) }; SHARDS];
 
+/// Addresses in one window share a shard. A stream's blocks come from chunks of its own (an
+/// arena's from a thread's own superblocks), so threads that allocate on their own streams
+/// mostly meet different shards, each biased to its thread; sharding by every address would
+/// have all threads take every shard, and no shard could stay biased.
+const SHARD_WINDOW_BITS: u32 = 22;
+
 #[inline(always)]
 fn shard_index(ptr: usize) -> usize {
-    shard_of(ptr, SHARDS)
+    shard_of(ptr >> SHARD_WINDOW_BITS << 8, SHARDS)
 }
 
 /// What a free names about the pointer it frees; each part given must match the record.

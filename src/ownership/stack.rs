@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Words of the bitmap of record shards a stack has entries in (64 shards a word).
-pub(super) const SHARD_WORDS: usize = 4;
+pub(super) const SHARD_WORDS: usize = 16;
 
 pub struct Stack {
     /// Reached on every allocation and free: the plain pointer beside its `Arc`.
