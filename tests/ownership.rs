@@ -269,7 +269,12 @@ fn blocks_survive_adding_and_replacing_bins() {
         // Replace the 4 KiB bin, then add one that now serves the upstream's block size.
         assert_eq!(rmmBinningResourceAddBin(binning, 4096, other_bin), RMM_SUCCESS);
         assert_eq!(rmmBinningResourceAddBin(binning, 1 << 17, null_mut()), RMM_SUCCESS);
-        let through_new_bins = [allocate(binning, 3000), allocate(binning, 100_000)];
+        let through_new_bins = [allocate(binning, 3000), allocate(binning, 100_000), allocate(binning, 300_000)];
+        // Replace the new 128 KiB bin (sizes its blocks have went upstream when the binning
+        // resource was made), and have a bin serve the size of the last block, which went
+        // upstream after the bins had changed.
+        assert_eq!(rmmBinningResourceAddBin(binning, 1 << 17, null_mut()), RMM_SUCCESS);
+        assert_eq!(rmmBinningResourceAddBin(binning, 1 << 19, null_mut()), RMM_SUCCESS);
         for (ptr, size) in [(from_bin[0], 3000), (from_upstream[0], 100_000)] {
             assert_eq!(
                 rmmResourceDeallocate(binning, ptr as *mut c_void, size, NULL_STREAM),

@@ -3,7 +3,9 @@
 //!
 //! A free goes back to whatever served the block, even after `add_bin` changed which bin
 //! serves its size: the binning resource's own fixed-size bins recognize their blocks by
-//! address, and the blocks it handed to the upstream or to a caller's bin are recorded.
+//! address. Blocks it handed to the upstream or to a caller's bin are routed by their size
+//! while the bins are those it was created with; once `add_bin` changes them, such blocks are
+//! recorded (what was not recorded was routed by the bins it was created with).
 
 use super::fixed_size::FixedSizeResource;
 use super::stream_ordered::Core;
@@ -15,6 +17,7 @@ use crate::platform::Stream;
 use rmm_suballoc::address_map::shard_of;
 use rmm_suballoc::fixed_blocks::FixedBlocks;
 use rmm_suballoc::tlsf::AddressMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// The bins, sorted by the largest size each serves, and where to start looking for a
@@ -111,17 +114,25 @@ pub struct BinningResource {
     /// Where blocks not served by an own bin went, by number: the upstream first, then every
     /// caller's bin ever added.
     targets: Published<Vec<Arc<dyn MemoryResource>>>,
-    /// Block address -> target, for blocks not served by an own bin; sharded by address.
+    /// The bins it was created with: they routed every block that `elsewhere` lacks.
+    created_with: Bins,
+    /// Set (before the new bins are published) by the first `add_bin` after creation: from
+    /// then on blocks not served by an own bin are recorded in `elsewhere`.
+    recording: AtomicBool,
+    /// Block address -> target, for blocks not served by an own bin since `recording` was
+    /// set; sharded by address.
     elsewhere: Box<[BiasedLock<AddressMap<u32>>]>,
 }
 
 impl BinningResource {
     /// Fixed-size bins of 2^min ..= 2^max bytes over `upstream` (min > max: no bins yet).
     pub fn new(upstream: Arc<dyn MemoryResource>, min_size_exponent: i8, max_size_exponent: i8) -> Result<Self> {
-        let resource = BinningResource {
+        let mut resource = BinningResource {
             targets: Published::new(vec![upstream.clone()]),
             upstream,
             bins: Published::new(Bins::new(Vec::new(), Vec::new())),
+            created_with: Bins::new(Vec::new(), Vec::new()),
+            recording: AtomicBool::new(false),
             elsewhere: (0..RECORD_SHARDS).map(|_| BiasedLock::new(AddressMap::default())).collect(),
         };
         if min_size_exponent <= max_size_exponent {
@@ -129,15 +140,21 @@ impl BinningResource {
                 return Err(Error::invalid(format!("bin exponents {min_size_exponent}..={max_size_exponent} must lie in 0..=40")));
             }
             for exponent in min_size_exponent..=max_size_exponent {
-                resource.add_bin(1usize << exponent, None)?;
+                resource.set_bin(1usize << exponent, None)?;
             }
         }
+        resource.created_with = resource.bins.get().clone();
         Ok(resource)
     }
 
     /// Serves requests up to `allocation_size` (that are not served by a smaller bin) from
     /// `bin`, or from a new fixed-size resource of that size over the upstream.
     pub fn add_bin(&self, allocation_size: usize, bin: Option<Arc<dyn MemoryResource>>) -> Result<()> {
+        self.recording.store(true, Ordering::SeqCst);
+        self.set_bin(allocation_size, bin)
+    }
+
+    fn set_bin(&self, allocation_size: usize, bin: Option<Arc<dyn MemoryResource>>) -> Result<()> {
         if allocation_size == 0 {
             return Err(Error::invalid("a bin of 0 bytes"));
         }
@@ -186,29 +203,43 @@ impl BinningResource {
     }
 
     /// Allocates from a target other than an own bin, recording where the block went.
+    /// Allocates from a target other than an own bin, recording where the block went once the
+    /// bins changed. `recording` is read after the bins were: bins that `add_bin` published
+    /// come with it set.
     fn allocate_elsewhere(&self, resource: &dyn MemoryResource, target: u32, bytes: usize, stream: Stream) -> Result<usize> {
         let ptr = resource.allocate(bytes, stream)?;
-        self.records(ptr).lock().insert(ptr, target);
+        if self.recording.load(Ordering::SeqCst) {
+            self.records(ptr).lock().insert(ptr, target);
+        }
         Ok(ptr)
     }
 
     /// Frees a block that the own bin serving its size now did not serve.
     #[inline(never)]
     fn deallocate_elsewhere(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
-        let recorded = self.records(ptr).lock().remove(&ptr);
-        if let Some(target) = recorded {
-            let resource = self.targets.get()[target as usize].clone();
-            return resource.deallocate(ptr, bytes, stream).inspect_err(|_| {
-                self.records(ptr).lock().insert(ptr, target);
-            });
-        }
-        // An own bin that served this size before the bins changed.
-        for core in self.bins.get().own_cores() {
-            if core.try_deallocate(ptr, Some(bytes), stream)?.is_ok() {
-                return Ok(());
+        if self.recording.load(Ordering::SeqCst) {
+            let recorded = self.records(ptr).lock().remove(&ptr);
+            if let Some(target) = recorded {
+                let resource = self.targets.get()[target as usize].clone();
+                return resource.deallocate(ptr, bytes, stream).inspect_err(|_| {
+                    self.records(ptr).lock().insert(ptr, target);
+                });
+            }
+            // An own bin that served this size before the bins changed (own bins know their
+            // blocks by address, so they are asked before anything routed by size).
+            for core in self.bins.get().own_cores() {
+                if core.try_deallocate(ptr, Some(bytes), stream)?.is_ok() {
+                    return Ok(());
+                }
             }
         }
-        Err(Error::invalid(format!("{ptr:#x} of {bytes} bytes was not handed out by this binning resource")))
+        // Neither recorded nor an own bin's: routed by the bins the resource was created with
+        // (whose own bin for this size, while they are the bins, `deallocate` asked already).
+        match self.created_with.bin_for(bytes) {
+            Some(Bin::Callers { resource, .. }) => resource.deallocate(ptr, bytes, stream),
+            None => self.upstream.deallocate(ptr, bytes, stream),
+            Some(Bin::Own { .. }) => Err(Error::invalid(format!("{ptr:#x} of {bytes} bytes was not handed out by this binning resource"))),
+        }
     }
 
     /// The bin that serves `bytes` (None: the upstream does).
@@ -290,6 +321,7 @@ mod tests {
     use super::{Bin, BinningResource, Bins};
     use crate::platform::Stream;
     use crate::resources::MemoryResource;
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
 
     struct Unused;
