@@ -321,7 +321,6 @@ mod tests {
     use super::{Bin, BinningResource, Bins};
     use crate::platform::Stream;
     use crate::resources::MemoryResource;
-    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
 
     struct Unused;
