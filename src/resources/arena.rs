@@ -27,8 +27,15 @@ impl ArenaResource {
     /// on demand).
     pub fn new(upstream: Arc<dyn MemoryResource>, arena_size: usize) -> Result<Self> {
         let global = Arc::new(PoolResource::new(upstream, arena_size, 0)?);
-        let local = StreamOrdered::new("arena", global.clone(), Growth::Fixed { chunk: SUPERBLOCK_SIZE }, 0, 0, Tlsf::new)?
-            .with_per_thread_default_stream();
+        let local = StreamOrdered::new(
+            "arena",
+            global.clone(),
+            Growth::Fixed { chunk: SUPERBLOCK_SIZE, smallest: SUPERBLOCK_SIZE },
+            0,
+            0,
+            Tlsf::new,
+        )?
+        .with_per_thread_default_stream();
         Ok(ArenaResource { global, local })
     }
 

@@ -34,10 +34,26 @@ impl DirectResource {
     }
 }
 
+impl DirectResource {
+    /// The device refused: every suballocator of the device gives back what it keeps free,
+    /// and the allocation is tried once more.
+    #[cold]
+    #[inline(never)]
+    fn allocate_after_releasing(&self, bytes: usize, refusal: crate::error::Error) -> Result<usize> {
+        if super::caches::release_all(self.device) == 0 {
+            return Err(refusal);
+        }
+        backend()?.allocate(self.device, self.kind, bytes)
+    }
+}
+
 impl MemoryResource for DirectResource {
     fn allocate(&self, bytes: usize, _stream: Stream) -> Result<usize> {
         require_nonzero(bytes, self.name())?;
-        backend()?.allocate(self.device, self.kind, bytes)
+        match backend()?.allocate(self.device, self.kind, bytes) {
+            Err(e) if e.is_out_of_memory() && self.kind != MemoryKind::PinnedHost => self.allocate_after_releasing(bytes, e),
+            allocated => allocated,
+        }
     }
 
     fn deallocate(&self, ptr: usize, _bytes: usize, _stream: Stream) -> Result<()> {

@@ -28,7 +28,9 @@ impl FixedSizeResource {
         let per_chunk = if blocks_to_preallocate == 0 { DEFAULT_BLOCKS_PER_CHUNK } else { blocks_to_preallocate };
         let chunk = block_size.checked_mul(per_chunk).ok_or_else(|| Error::invalid("block_size * blocks_to_preallocate overflows"))?;
         let initial = if blocks_to_preallocate == 0 { 0 } else { chunk };
-        let core = StreamOrdered::new("fixed_size", upstream, Growth::Fixed { chunk }, initial, 0, move || FixedBlocks::new(block_size))?;
+        let core = StreamOrdered::new("fixed_size", upstream, Growth::Fixed { chunk, smallest: block_size }, initial, 0, move || {
+            FixedBlocks::new(block_size)
+        })?;
         Ok(FixedSizeResource { block_size, core })
     }
 

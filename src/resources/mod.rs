@@ -4,6 +4,7 @@
 pub mod adaptors;
 mod arena;
 mod binning;
+pub mod caches;
 mod cuda_async;
 mod direct;
 mod fixed_size;

@@ -130,8 +130,10 @@ pub enum Growth {
     /// Each new chunk is at least the request and at least half of what the stream already
     /// holds (that half capped at `GROWTH_CAP`), rounded up to `granularity`.
     Geometric { granularity: usize },
-    /// Every chunk has this size (fixed-size blocks).
-    Fixed { chunk: usize },
+    /// Chunks of `chunk` bytes (fixed-size blocks, arena superblocks); when the upstream
+    /// refuses one, halves of it down to `smallest`, so that memory left in pieces smaller
+    /// than a whole chunk can still be used.
+    Fixed { chunk: usize, smallest: usize },
 }
 
 /// A stream's state, borrowed (the default stream's, which lives as long as the resource) or
@@ -311,7 +313,7 @@ impl<I: BlockIndex> Core<I> {
         new_index: impl Fn() -> I + Send + Sync + 'static,
     ) -> Arc<Self> {
         let maximum = if maximum == 0 { usize::MAX } else { maximum };
-        Arc::new(Core {
+        let core = Arc::new(Core {
             name,
             id: NEXT_CORE_ID.fetch_add(1, Ordering::Relaxed),
             device: upstream.device(),
@@ -328,7 +330,10 @@ impl<I: BlockIndex> Core<I> {
             new_index: Box::new(new_index),
             omit_ordering: AtomicBool::new(false),
             per_thread_default_stream: AtomicBool::new(false),
-        })
+        });
+        let cache: Arc<dyn super::caches::Cache> = core.clone();
+        super::caches::register(core.device, Arc::downgrade(&cache));
+        core
     }
 
     /// Blocks handed out and not yet freed.
@@ -652,12 +657,13 @@ impl<I: BlockIndex> Core<I> {
             if let Ok(addr) = self.grow(state, bytes, need, stream) {
                 return Ok(addr);
             }
-            // The release did not help (the request is larger than any upstream can give):
-            // take the initial reservation back, which the pool keeps for its whole life.
-            let reserved = self.reserved.load(Ordering::Relaxed);
-            if reserved < self.initial {
-                let _ = self.add_upstream_chunk(state, self.initial - reserved, stream);
-            }
+        }
+        // Releasing (here, or every resource of the device when the device refused) did not
+        // help: the request is larger than any upstream can give. Take the initial
+        // reservation back, which the pool keeps for its whole life.
+        let reserved = self.reserved.load(Ordering::Relaxed);
+        if reserved < self.initial {
+            let _ = self.add_upstream_chunk(state, self.initial - reserved, stream);
         }
         let usage = self.usage();
         Err(Error::out_of_memory(
@@ -679,7 +685,7 @@ impl<I: BlockIndex> Core<I> {
     fn chunk_size_for(&self, bytes: usize) -> Result<usize> {
         let too_big = || Error::out_of_memory(bytes, "larger than the address space");
         match self.growth {
-            Growth::Fixed { chunk } => Ok(chunk),
+            Growth::Fixed { smallest, .. } => Ok(smallest),
             Growth::Geometric { granularity } => {
                 let rounded = bytes.checked_add(granularity - 1).ok_or_else(too_big)? / granularity * granularity;
                 Ok(rounded.max(GRANULE))
@@ -749,7 +755,7 @@ impl<I: BlockIndex> Core<I> {
             return Err(Error::out_of_memory(bytes, format!("the {} resource's maximum size {} is reached", self.name, self.maximum)));
         }
         let mut size = match self.growth {
-            Growth::Fixed { chunk } => chunk,
+            Growth::Fixed { chunk, .. } => chunk,
             Growth::Geometric { granularity } => {
                 // Geometric in what this stream holds, not the whole pool: with many streams,
                 // growth compounded over the pool's total would reserve far more than is used.
@@ -764,7 +770,7 @@ impl<I: BlockIndex> Core<I> {
                 Err(e) if e.is_out_of_memory() && size > need => {
                     let half = match self.growth {
                         Growth::Geometric { granularity } => (size / 2).div_ceil(granularity) * granularity,
-                        Growth::Fixed { .. } => need,
+                        Growth::Fixed { smallest, .. } => (size / 2).div_ceil(smallest) * smallest,
                     };
                     size = half.max(need);
                 }
@@ -898,6 +904,12 @@ impl<I: BlockIndex> Core<I> {
             return Err(format!("indexes hold {chunk_bytes} bytes, owners {owned}, reserved {}", self.reserved()));
         }
         Ok(())
+    }
+}
+
+impl<I: BlockIndex> super::caches::Cache for Core<I> {
+    fn release_cached(&self) -> Result<usize> {
+        self.release_free_chunks()
     }
 }
 

@@ -1,0 +1,37 @@
+//! What the suballocators of each device hold without using it, so that an allocation the
+//! device refuses can have all of it released and retry once (as cudaMallocAsync trims its
+//! pools and PyTorch's caching allocator empties its cache before reporting out of memory).
+//! Without this, memory one resource keeps free (a binning resource's bins, a fixed-size
+//! resource's chunks, a pool's chunks) stays out of reach of every other resource of the
+//! device until someone calls `rmmResourceRelease` on the right handle.
+
+use crate::error::Result;
+use std::sync::{Mutex, Weak};
+
+/// A resource that keeps memory it does not use.
+pub trait Cache: Send + Sync {
+    /// Returns what it keeps free to its upstream; the bytes released.
+    fn release_cached(&self) -> Result<usize>;
+}
+
+/// (device, cache); entries whose resource is gone are dropped as new ones come.
+static CACHES: Mutex<Vec<(i32, Weak<dyn Cache>)>> = Mutex::new(Vec::new());
+
+pub fn register(device: i32, cache: Weak<dyn Cache>) {
+    let mut caches = CACHES.lock().unwrap_or_else(|e| e.into_inner());
+    caches.retain(|(_, cache)| cache.strong_count() > 0);
+    caches.push((device, cache));
+}
+
+/// Releases what every resource of `device` keeps free; the bytes released. Resources above
+/// others go first (they were made later), so what they hand back reaches the ones below
+/// before those release in turn. A resource that fails to release is passed over.
+pub fn release_all(device: i32) -> usize {
+    // Held outside the registry's lock: releasing frees into other resources, and the last
+    // reference to a resource destroyed meanwhile may be dropped here.
+    let live: Vec<_> = {
+        let caches = CACHES.lock().unwrap_or_else(|e| e.into_inner());
+        caches.iter().rev().filter(|(of, _)| *of == device).filter_map(|(_, cache)| cache.upgrade()).collect()
+    };
+    live.iter().map(|cache| cache.release_cached().unwrap_or(0)).sum()
+}

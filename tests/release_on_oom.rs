@@ -1,0 +1,108 @@
+//! An allocation the device refuses first has every suballocator of the device give back what
+//! it keeps free, then is tried once more: memory one resource cached (a binning resource's
+//! bins, a fixed-size resource's chunks, a pool's chunks) is not lost to the others.
+
+mod common;
+
+use common::setup_with;
+use rmm::boundary::handles::rmmResource_t;
+use rmm::boundary::*;
+use rmm::error::rmmError_t::{self, *};
+use std::ffi::c_void;
+use std::ptr::null_mut;
+
+const MIB: usize = 1 << 20;
+const DEVICE: usize = 256 * MIB;
+
+fn over(status_of: impl FnOnce(*mut rmmResource_t) -> rmmError_t) -> rmmResource_t {
+    let mut handle = null_mut();
+    assert_eq!(status_of(&mut handle), RMM_SUCCESS);
+    handle
+}
+
+fn try_allocate(resource: rmmResource_t, bytes: usize) -> Option<usize> {
+    let mut ptr: *mut c_void = null_mut();
+    match rmmResourceAllocate(resource, &mut ptr, bytes, null_mut()) {
+        RMM_SUCCESS => Some(ptr as usize),
+        RMM_ERROR_OUT_OF_MEMORY => {
+            if std::env::var("SHOW").is_ok() {
+                eprintln!("{bytes}: {:?}", unsafe { std::ffi::CStr::from_ptr(rmmGetLastErrorMessage()) });
+            }
+            None
+        }
+        other => panic!("allocating {bytes} bytes: {other:?}"),
+    }
+}
+
+fn free(resource: rmmResource_t, blocks: Vec<(usize, usize)>) {
+    for (ptr, bytes) in blocks {
+        assert_eq!(rmmResourceDeallocate(resource, ptr as *mut c_void, bytes, null_mut()), RMM_SUCCESS);
+    }
+}
+
+/// Allocates blocks of `sizes` in turn until the device refuses; answers them.
+fn fill(resource: rmmResource_t, sizes: &[usize]) -> Vec<(usize, usize)> {
+    let mut blocks = Vec::new();
+    for &bytes in sizes.iter().cycle() {
+        match try_allocate(resource, bytes) {
+            Some(ptr) => blocks.push((ptr, bytes)),
+            None => return blocks,
+        }
+    }
+    unreachable!()
+}
+
+fn total(blocks: &[(usize, usize)]) -> usize {
+    blocks.iter().map(|(_, bytes)| bytes).sum()
+}
+
+/// Small blocks of every bin fill the device and are all freed: the bins keep their chunks.
+/// A block almost the size of the device, then the device filled again with 1 MiB blocks,
+/// must still succeed through the same stack.
+fn cached_memory_is_released_for(name: &str, top: rmmResource_t) {
+    let small: Vec<usize> = (0..11).map(|k| 1000 << k).collect();
+    let filled = fill(top, &small);
+    assert!(total(&filled) > DEVICE / 4, "{name}: the small blocks filled only {} bytes", total(&filled));
+    free(top, filled);
+    let large = try_allocate(top, 224 * MIB).unwrap_or_else(|| panic!("{name}: 224 MiB refused after everything was freed"));
+    free(top, vec![(large, 224 * MIB)]);
+    let megabytes = fill(top, &[MIB]);
+    assert!(total(&megabytes) >= 240 * MIB, "{name}: only {} MiB in 1 MiB blocks after everything was freed", total(&megabytes) / MIB);
+    free(top, megabytes);
+}
+
+#[test]
+fn every_cache_of_the_device_is_released_before_out_of_memory() {
+    let _guard = setup_with("1:256MiB");
+    let cuda = over(|h| rmmCudaResourceCreate(h));
+
+    let pool = over(|h| rmmPoolResourceCreate(h, cuda, 0, 0));
+    let binning = over(|h| rmmBinningResourceCreate(h, pool, 10, 20));
+    cached_memory_is_released_for("binning over a pool", binning);
+    let stats = over(|h| rmmStatisticsAdaptorCreate(h, binning));
+    cached_memory_is_released_for("statistics over binning over a pool", stats);
+    for handle in [stats, binning, pool] {
+        assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
+    }
+
+    // Two fixed-size resources over one pool: what the first keeps, the second can use.
+    let pool = over(|h| rmmPoolResourceCreate(h, cuda, 0, 0));
+    let small = over(|h| rmmFixedSizeResourceCreate(h, pool, 64 << 10, 16));
+    let large = over(|h| rmmFixedSizeResourceCreate(h, pool, 4 * MIB, 4));
+    let filled = fill(small, &[64 << 10]);
+    assert!(total(&filled) > DEVICE / 2);
+    free(small, filled);
+    let blocks = fill(large, &[4 * MIB]);
+    assert!(total(&blocks) >= 240 * MIB, "only {} MiB in 4 MiB blocks", total(&blocks) / MIB);
+    free(large, blocks);
+    // And pools over the device directly: one pool's free chunks go to another.
+    let other_pool = over(|h| rmmPoolResourceCreate(h, cuda, 0, 0));
+    let filled = fill(pool, &[3 * MIB]);
+    free(pool, filled);
+    let big = try_allocate(other_pool, 224 * MIB).expect("224 MiB from a second pool while the first holds the device free");
+    free(other_pool, vec![(big, 224 * MIB)]);
+    for handle in [other_pool, large, small, pool, cuda] {
+        assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
+    }
+    assert!(common::races().is_empty(), "{:?}", common::races());
+}
