@@ -343,6 +343,31 @@ static void check_binning(rmmResource_t managed, rmmResource_t cuda) {
   CHECK_OK(rmmResourceDestroy(other));
 }
 
+/* What one pool keeps free another pool of the device can use: when the device refuses an
+ * allocation, every suballocator of the device gives its wholly free chunks back and the
+ * allocation is tried once more. The first pool takes three quarters of the device's free
+ * memory and frees it (keeping the chunk); the second then asks for half. */
+static void check_release_on_out_of_memory(rmmResource_t cuda) {
+  rmmResource_t first = NULL, second = NULL;
+  size_t free_bytes = 0, total = 0, kept = 0;
+  void *block = NULL;
+  CHECK_OK(rmmPoolResourceCreate(&first, cuda, 0, 0));
+  CHECK_OK(rmmPoolResourceCreate(&second, cuda, 0, 0));
+  CHECK_OK(rmmGetInfo(&free_bytes, &total, NULL));
+  size_t most = free_bytes / 4 * 3 / (1 << 21) * (1 << 21);
+  size_t half = free_bytes / 2 / (1 << 21) * (1 << 21);
+  CHECK_OK(rmmResourceAllocate(first, &block, most, NULL));
+  CHECK_OK(rmmResourceDeallocate(first, block, most, NULL));
+  CHECK_OK(rmmPoolResourceGetSize(first, &kept));
+  CHECK(kept >= most);
+  CHECK_OK(rmmResourceAllocate(second, &block, half, NULL));
+  CHECK_OK(rmmPoolResourceGetSize(first, &kept));
+  CHECK(kept == 0);
+  CHECK_OK(rmmResourceDeallocate(second, block, half, NULL));
+  CHECK_OK(rmmResourceDestroy(second));
+  CHECK_OK(rmmResourceDestroy(first));
+}
+
 int main(void) {
   rmmResource_t managed = NULL, cuda = NULL;
   simulated = rmm_test_simulated();
@@ -356,6 +381,7 @@ int main(void) {
   check_arena(managed, cuda);
   check_fixed_size(managed);
   check_binning(managed, cuda);
+  check_release_on_out_of_memory(cuda);
 
   CHECK_OK(rmmResourceDestroy(managed));
   CHECK_OK(rmmResourceDestroy(cuda));
