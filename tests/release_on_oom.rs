@@ -95,13 +95,21 @@ fn every_cache_of_the_device_is_released_before_out_of_memory() {
     let blocks = fill(large, &[4 * MIB]);
     assert!(total(&blocks) >= 240 * MIB, "only {} MiB in 4 MiB blocks", total(&blocks) / MIB);
     free(large, blocks);
-    // And pools over the device directly: one pool's free chunks go to another.
+    for handle in [large, small] {
+        assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
+    }
+    // And pools over the device directly: one pool's free chunks go to another, but what a
+    // pool keeps for its whole life (its initial size) stays.
+    let keeper = over(|h| rmmPoolResourceCreate(h, cuda, 16 * MIB, 0));
     let other_pool = over(|h| rmmPoolResourceCreate(h, cuda, 0, 0));
     let filled = fill(pool, &[3 * MIB]);
     free(pool, filled);
-    let big = try_allocate(other_pool, 224 * MIB).expect("224 MiB from a second pool while the first holds the device free");
-    free(other_pool, vec![(big, 224 * MIB)]);
-    for handle in [other_pool, large, small, pool, cuda] {
+    let big = try_allocate(other_pool, 200 * MIB).expect("200 MiB from a second pool while the first holds the device free");
+    free(other_pool, vec![(big, 200 * MIB)]);
+    let mut kept = 0;
+    assert_eq!(rmmPoolResourceGetSize(keeper, &mut kept), RMM_SUCCESS);
+    assert_eq!(kept, 16 * MIB, "a pool gave up its initial size");
+    for handle in [other_pool, keeper, pool, cuda] {
         assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
     }
     assert!(common::races().is_empty(), "{:?}", common::races());

@@ -821,10 +821,26 @@ impl<I: BlockIndex> Core<I> {
     /// Returns every wholly free chunk upstream, after a device synchronization so no
     /// enqueued work still uses them. Returns the bytes released.
     pub fn release_free_chunks(&self) -> Result<usize> {
+        self.release_free_chunks_keeping(0)
+    }
+
+    /// As `release_free_chunks`, but keeps free chunks while fewer than `keep` bytes would
+    /// stay reserved.
+    fn release_free_chunks_keeping(&self, keep: usize) -> Result<usize> {
         let states: Vec<_> = self.streams.read().values().cloned().collect();
         let mut chunks = Vec::new();
+        let mut staying = self.reserved.load(Ordering::Relaxed);
         for state in &states {
-            chunks.extend(state.shelf.lock().index.take_wholly_free_chunks());
+            let mut shelf = state.shelf.lock();
+            for chunk in shelf.index.take_wholly_free_chunks() {
+                match staying.checked_sub(chunk.size).filter(|&left| left >= keep) {
+                    Some(left) => {
+                        staying = left;
+                        chunks.push(chunk);
+                    }
+                    None => shelf.index.add_chunk(chunk.base, chunk.size),
+                }
+            }
         }
         if chunks.is_empty() {
             return Ok(0);
@@ -908,8 +924,10 @@ impl<I: BlockIndex> Core<I> {
 }
 
 impl<I: BlockIndex> super::caches::Cache for Core<I> {
+    /// What a pool keeps for its whole life (its initial size) stays: another resource's
+    /// refusal releases only what it grew beyond that.
     fn release_cached(&self) -> Result<usize> {
-        self.release_free_chunks()
+        self.release_free_chunks_keeping(self.initial)
     }
 }
 
