@@ -537,7 +537,8 @@ module rmm
     end function rmmSimGetRaceCount
 
     ! PyTorch's allocate function: `size` bytes on `device` for `stream`, from that device's current
-    ! resource. NULL on failure (PyTorch then reports out of memory).
+    ! resource. NULL on failure: PyTorch 2.11's pluggable allocator does not check for it, so a
+    ! refusal surfaces where the pointer is first used (an illegal memory access).
     ! `torch.cuda.memory.CUDAPluggableAllocator("librmm.so", "rmmTorchAllocate",
     ! "rmmTorchDeallocate")`.
     type(c_ptr) function rmmTorchAllocate(size, device, stream) bind(c, name="rmmTorchAllocate")

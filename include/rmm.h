@@ -334,7 +334,8 @@ enum rmmError_t rmmIsSimulated(bool *simulated);
 enum rmmError_t rmmSimGetRaceCount(size_t *count);
 
 // PyTorch's allocate function: `size` bytes on `device` for `stream`, from that device's
-// current resource. NULL on failure (PyTorch then reports out of memory).
+// current resource. NULL on failure: PyTorch 2.11's pluggable allocator does not check
+// for it, so a refusal surfaces where the pointer is first used (an illegal memory access).
 // `torch.cuda.memory.CUDAPluggableAllocator("librmm.so", "rmmTorchAllocate", "rmmTorchDeallocate")`.
 void *rmmTorchAllocate(ptrdiff_t size,
                        int32_t device,

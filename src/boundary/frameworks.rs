@@ -14,7 +14,8 @@ use crate::platform::Stream;
 use std::ffi::c_void;
 
 /// PyTorch's allocate function: `size` bytes on `device` for `stream`, from that device's
-/// current resource. NULL on failure (PyTorch then reports out of memory).
+/// current resource. NULL on failure: PyTorch 2.11's pluggable allocator does not check
+/// for it, so a refusal surfaces where the pointer is first used (an illegal memory access).
 /// `torch.cuda.memory.CUDAPluggableAllocator("librmm.so", "rmmTorchAllocate", "rmmTorchDeallocate")`.
 #[no_mangle]
 pub extern "C" fn rmmTorchAllocate(size: isize, device: i32, stream: cudaStream_t) -> *mut c_void {
