@@ -51,6 +51,18 @@ const REQUIRED_SYMBOLS: &[&str] = &[
 const MEMORY_POOL_SYMBOLS: &[&str] =
     &["cuMemPoolCreate", "cuMemPoolDestroy", "cuMemPoolSetAttribute", "cuMemPoolTrimTo", "cuMemAllocFromPoolAsync", "cuMemFreeAsync"];
 
+/// Needed only by the virtual-memory API; their absence makes it `NotSupported`.
+const VIRTUAL_MEMORY_SYMBOLS: &[&str] = &[
+    "cuMemGetAllocationGranularity",
+    "cuMemAddressReserve",
+    "cuMemAddressFree",
+    "cuMemCreate",
+    "cuMemRelease",
+    "cuMemMap",
+    "cuMemUnmap",
+    "cuMemSetAccess",
+];
+
 const CU_MEMHOSTALLOC_PORTABLE: u32 = 0x01;
 const CU_MEM_ATTACH_GLOBAL: u32 = 0x01;
 const CU_EVENT_DISABLE_TIMING: u32 = 0x02;
@@ -61,6 +73,7 @@ pub struct CudaDriver {
     /// so devices the program never touches get none).
     primary_contexts: Vec<OnceCell<usize>>,
     memory_pools_available: bool,
+    virtual_memory_available: bool,
 }
 
 thread_local! {
@@ -129,6 +142,7 @@ impl CudaDriver {
             device_count: count,
             primary_contexts: (0..count).map(|_| OnceCell::new()).collect(),
             memory_pools_available: MEMORY_POOL_SYMBOLS.iter().all(|s| driver_symbol_present(s)),
+            virtual_memory_available: VIRTUAL_MEMORY_SYMBOLS.iter().all(|s| driver_symbol_present(s)),
         })
     }
 
@@ -235,6 +249,93 @@ impl CudaDriver {
             // SAFETY: `ptr` came from cuMemHostAlloc (callers keep the records).
             MemoryKind::PinnedHost => check("cuMemFreeHost", unsafe { sys::cuMemFreeHost(ptr as *mut c_void) }),
         })
+    }
+
+    fn require_virtual_memory(&self) -> Result<()> {
+        match self.virtual_memory_available {
+            true => Ok(()),
+            false => Err(Error::NotSupported("this CUDA driver has no virtual memory management API".into())),
+        }
+    }
+
+    /// Pinned device memory of `device`, not exportable.
+    fn physical_properties(device: i32) -> sys::CUmemAllocationProp {
+        sys::CUmemAllocationProp {
+            type_: sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
+            requestedHandleTypes: sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
+            location: sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: device },
+            win32HandleMetaData: std::ptr::null_mut(),
+            allocFlags: sys::CUmemAllocationProp_st__bindgen_ty_1 {
+                compressionType: 0,
+                gpuDirectRDMACapable: 0,
+                usage: 0,
+                reserved: [0; 4],
+            },
+        }
+    }
+
+    pub fn vmm_granularity(&self, device: i32) -> Result<usize> {
+        self.require_virtual_memory()?;
+        let properties = Self::physical_properties(device);
+        let mut granularity = 0;
+        // SAFETY: out-pointer to a local; the properties live across the call.
+        check("cuMemGetAllocationGranularity", unsafe {
+            sys::cuMemGetAllocationGranularity(
+                &mut granularity,
+                &properties,
+                sys::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_RECOMMENDED,
+            )
+        })?;
+        Ok(granularity)
+    }
+
+    pub fn vmm_reserve(&self, size: usize) -> Result<usize> {
+        self.require_virtual_memory()?;
+        let mut at: sys::CUdeviceptr = 0;
+        // SAFETY: out-pointer to a local; alignment 0 (the granularity), no fixed address.
+        check("cuMemAddressReserve", unsafe { sys::cuMemAddressReserve(&mut at, size, 0, 0, 0) }).map_err(|e| with_requested(e, size))?;
+        Ok(at as usize)
+    }
+
+    pub fn vmm_free_reservation(&self, at: usize, size: usize) -> Result<()> {
+        // SAFETY: the range came from cuMemAddressReserve (callers keep it).
+        check("cuMemAddressFree", unsafe { sys::cuMemAddressFree(at as sys::CUdeviceptr, size) })
+    }
+
+    pub fn vmm_create(&self, device: i32, size: usize) -> Result<super::PhysicalMemory> {
+        self.require_virtual_memory()?;
+        let properties = Self::physical_properties(device);
+        let mut handle: sys::CUmemGenericAllocationHandle = 0;
+        // SAFETY: out-pointer to a local; the properties live across the call.
+        check("cuMemCreate", unsafe { sys::cuMemCreate(&mut handle, size, &properties, 0) }).map_err(|e| with_requested(e, size))?;
+        Ok(super::PhysicalMemory(handle))
+    }
+
+    pub fn vmm_release(&self, handle: super::PhysicalMemory) -> Result<()> {
+        // SAFETY: the handle came from cuMemCreate (callers keep it).
+        check("cuMemRelease", unsafe { sys::cuMemRelease(handle.0) })
+    }
+
+    pub fn vmm_map(&self, at: usize, size: usize, handle: super::PhysicalMemory) -> Result<()> {
+        // SAFETY: a reserved range and a live handle (callers keep both); offset 0, flags 0.
+        check("cuMemMap", unsafe { sys::cuMemMap(at as sys::CUdeviceptr, size, 0, handle.0, 0) })
+    }
+
+    pub fn vmm_unmap(&self, at: usize, size: usize) -> Result<()> {
+        // SAFETY: a mapped range (callers keep it).
+        check("cuMemUnmap", unsafe { sys::cuMemUnmap(at as sys::CUdeviceptr, size) })
+    }
+
+    pub fn vmm_set_access(&self, at: usize, size: usize, devices: &[i32]) -> Result<()> {
+        let access: Vec<sys::CUmemAccessDesc> = devices
+            .iter()
+            .map(|&device| sys::CUmemAccessDesc {
+                location: sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: device },
+                flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+            })
+            .collect();
+        // SAFETY: a mapped range (callers keep it); `access` holds `access.len()` descriptors.
+        check("cuMemSetAccess", unsafe { sys::cuMemSetAccess(at as sys::CUdeviceptr, size, access.as_ptr(), access.len()) })
     }
 
     fn require_memory_pools(&self, device: i32) -> Result<()> {

@@ -10,6 +10,7 @@ mod cuda;
 pub mod published;
 pub mod shared;
 pub mod sim;
+mod sim_vmm;
 mod vector_clock;
 
 use crate::error::{Error, Result};
@@ -34,6 +35,11 @@ pub struct Event(pub usize);
 /// A raw `CUmemoryPool` value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct MemPool(pub usize);
+
+/// Physical device memory of the virtual-memory API (`CUmemGenericAllocationHandle`), mapped
+/// into reserved address ranges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PhysicalMemory(pub u64);
 
 /// The kind of memory a platform allocation returns; frees must name the same kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -119,6 +125,39 @@ impl Backend {
     }
     pub fn allocate(&self, device: i32, kind: MemoryKind, bytes: usize) -> Result<usize> {
         dispatch!(self.allocate(device, kind, bytes))
+    }
+    /// The virtual-memory API (`cuMemCreate` and friends): the size and alignment unit of
+    /// reservations, physical memory and maps on `device`.
+    pub fn vmm_granularity(&self, device: i32) -> Result<usize> {
+        dispatch!(self.vmm_granularity(device))
+    }
+    /// Reserves `size` bytes of device address space, aligned to the granularity.
+    pub fn vmm_reserve(&self, size: usize) -> Result<usize> {
+        dispatch!(self.vmm_reserve(size))
+    }
+    /// Frees a reservation that has nothing mapped in it.
+    pub fn vmm_free_reservation(&self, at: usize, size: usize) -> Result<()> {
+        dispatch!(self.vmm_free_reservation(at, size))
+    }
+    /// Creates `size` bytes of physical memory on `device` (out of memory when it has no room).
+    pub fn vmm_create(&self, device: i32, size: usize) -> Result<PhysicalMemory> {
+        dispatch!(self.vmm_create(device, size))
+    }
+    /// Releases physical memory: it goes back to the device once no range maps it.
+    pub fn vmm_release(&self, handle: PhysicalMemory) -> Result<()> {
+        dispatch!(self.vmm_release(handle))
+    }
+    /// Maps all of `handle` at `at`, inside a reservation, over nothing else mapped.
+    pub fn vmm_map(&self, at: usize, size: usize, handle: PhysicalMemory) -> Result<()> {
+        dispatch!(self.vmm_map(at, size, handle))
+    }
+    /// Unmaps `[at, at + size)`, which must be made of whole maps.
+    pub fn vmm_unmap(&self, at: usize, size: usize) -> Result<()> {
+        dispatch!(self.vmm_unmap(at, size))
+    }
+    /// Lets `devices` read and write `[at, at + size)`, which must be wholly mapped.
+    pub fn vmm_set_access(&self, at: usize, size: usize, devices: &[i32]) -> Result<()> {
+        dispatch!(self.vmm_set_access(at, size, devices))
     }
     pub fn free(&self, device: i32, kind: MemoryKind, ptr: usize) -> Result<()> {
         dispatch!(self.free(device, kind, ptr))

@@ -81,6 +81,7 @@ pub struct SimDevices {
     used: Vec<Mutex<usize>>,
     state: Mutex<SimState>,
     race_action: AtomicU8,
+    virtual_memory: Mutex<super::sim_vmm::VirtualMemory>,
 }
 
 thread_local! {
@@ -141,6 +142,63 @@ impl SimDevices {
             used: (0..count).map(|_| Mutex::new(0)).collect(),
             state: Mutex::new(state),
             race_action: AtomicU8::new(race_action as u8),
+            virtual_memory: Mutex::new(Default::default()),
+        }
+    }
+
+    pub fn vmm_granularity(&self, device: i32) -> Result<usize> {
+        self.check_device(device)?;
+        Ok(super::sim_vmm::GRANULARITY)
+    }
+
+    pub fn vmm_reserve(&self, size: usize) -> Result<usize> {
+        self.virtual_memory.lock().reserve(size)
+    }
+
+    pub fn vmm_free_reservation(&self, at: usize, size: usize) -> Result<()> {
+        self.virtual_memory.lock().free_reservation(at, size)
+    }
+
+    /// Physical memory counts against the device from creation until it is released and
+    /// unmapped everywhere.
+    pub fn vmm_create(&self, device: i32, size: usize) -> Result<super::PhysicalMemory> {
+        self.check_device(device)?;
+        self.reserve_capacity(device, size)?;
+        self.virtual_memory.lock().create(device, size).inspect_err(|_| *self.used[device as usize].lock() -= size)
+    }
+
+    pub fn vmm_release(&self, handle: super::PhysicalMemory) -> Result<()> {
+        let freed = self.virtual_memory.lock().release(handle)?;
+        self.return_capacity(freed);
+        Ok(())
+    }
+
+    pub fn vmm_map(&self, at: usize, size: usize, handle: super::PhysicalMemory) -> Result<()> {
+        self.virtual_memory.lock().map(at, size, handle)
+    }
+
+    pub fn vmm_unmap(&self, at: usize, size: usize) -> Result<()> {
+        let freed = self.virtual_memory.lock().unmap(at, size)?;
+        for each in freed {
+            self.return_capacity(Some(each));
+        }
+        Ok(())
+    }
+
+    pub fn vmm_set_access(&self, at: usize, size: usize, devices: &[i32]) -> Result<()> {
+        for &device in devices {
+            self.check_device(device)?;
+        }
+        self.virtual_memory.lock().set_access(at, size)
+    }
+
+    pub fn vmm_is_accessible(&self, at: usize, size: usize) -> bool {
+        self.virtual_memory.lock().is_accessible(at, size)
+    }
+
+    fn return_capacity(&self, freed: Option<(i32, usize)>) {
+        if let Some((device, bytes)) = freed {
+            *self.used[device as usize].lock() -= bytes;
         }
     }
 

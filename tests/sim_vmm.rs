@@ -1,0 +1,96 @@
+//! The simulated devices' model of the CUDA virtual-memory API: what a resource built on
+//! cuMemAddressReserve/cuMemCreate/cuMemMap/cuMemSetAccess/cuMemUnmap/cuMemRelease can rely
+//! on, and the misuse the driver refuses.
+
+mod common;
+
+use common::{setup_with, stamp, stamped};
+use rmm::error::ErrorKind;
+use rmm::platform::{backend, simulator};
+
+const MIB: usize = 1 << 20;
+
+fn device_used() -> usize {
+    let (free, total) = backend().unwrap().mem_get_info(0).unwrap();
+    total - free
+}
+
+#[test]
+fn physical_memory_maps_into_reserved_ranges_and_goes_back_when_released_and_unmapped() {
+    let _guard = setup_with("1:64MiB");
+    let platform = backend().unwrap();
+    let granule = platform.vmm_granularity(0).unwrap();
+    assert_eq!(granule, 2 * MIB);
+    let used = device_used();
+
+    // A reservation costs the device nothing; physical memory does.
+    let range = platform.vmm_reserve(16 * granule).unwrap();
+    assert_eq!(range % granule, 0);
+    assert_eq!(device_used(), used);
+    let first = platform.vmm_create(0, 2 * granule).unwrap();
+    let second = platform.vmm_create(0, granule).unwrap();
+    assert_eq!(device_used(), used + 3 * granule);
+
+    // Mapped back to back and made accessible, the two are one contiguous range.
+    platform.vmm_map(range, 2 * granule, first).unwrap();
+    platform.vmm_map(range + 2 * granule, granule, second).unwrap();
+    assert!(!simulator().unwrap().vmm_is_accessible(range, 3 * granule), "maps start inaccessible");
+    platform.vmm_set_access(range, 3 * granule, &[0]).unwrap();
+    stamp(range, 3 * granule, 0x5A);
+
+    // Stitching: the same physical memory mapped at another address shows the same bytes.
+    let other = platform.vmm_reserve(4 * granule).unwrap();
+    platform.vmm_map(other + granule, granule, second).unwrap();
+    platform.vmm_set_access(other + granule, granule, &[0]).unwrap();
+    assert!(stamped(other + granule, granule, 0x5A));
+    stamp(other + granule, 64, 0x11);
+    assert!(stamped(range + 2 * granule, 64, 0x11));
+
+    // Released while mapped: the memory stays until its last map goes.
+    platform.vmm_release(second).unwrap();
+    assert_eq!(device_used(), used + 3 * granule);
+    platform.vmm_unmap(range + 2 * granule, granule).unwrap();
+    assert_eq!(device_used(), used + 3 * granule, "still mapped at the other address");
+    platform.vmm_unmap(other + granule, granule).unwrap();
+    assert_eq!(device_used(), used + 2 * granule);
+    assert!(stamped(range, 2 * granule, 0x5A), "the other map keeps its contents");
+
+    platform.vmm_unmap(range, 2 * granule).unwrap();
+    platform.vmm_release(first).unwrap();
+    assert_eq!(device_used(), used);
+    platform.vmm_free_reservation(range, 16 * granule).unwrap();
+    platform.vmm_free_reservation(other, 4 * granule).unwrap();
+}
+
+#[test]
+fn misuse_the_driver_refuses_is_refused_and_out_of_memory_is_reported() {
+    let _guard = setup_with("1:64MiB");
+    let platform = backend().unwrap();
+    let granule = platform.vmm_granularity(0).unwrap();
+    let invalid = |result: rmm::Result<()>, what: &str| {
+        let error = result.expect_err(what);
+        assert!(matches!(error.kind(), ErrorKind::InvalidArgument(_)), "{what}: {error}");
+    };
+    let range = platform.vmm_reserve(4 * granule).unwrap();
+    let handle = platform.vmm_create(0, granule).unwrap();
+    assert!(platform.vmm_reserve(granule + 1).is_err(), "a reservation that is not a multiple of the granularity");
+    assert!(platform.vmm_create(0, 100).is_err(), "physical memory that is not a multiple of the granularity");
+    invalid(platform.vmm_map(range + 4 * granule, granule, handle), "a map past the reservation");
+    invalid(platform.vmm_map(range, 2 * granule, handle), "a map larger than the physical memory");
+    platform.vmm_map(range, granule, handle).unwrap();
+    invalid(platform.vmm_map(range, granule, handle), "a map over another map");
+    invalid(platform.vmm_set_access(range, 2 * granule, &[0]), "access to a range not wholly mapped");
+    invalid(platform.vmm_unmap(range + granule, granule), "an unmap of nothing mapped");
+    invalid(platform.vmm_free_reservation(range, 4 * granule), "freeing a reservation with a map in it");
+    platform.vmm_release(handle).unwrap();
+    invalid(platform.vmm_release(handle), "a double release");
+    platform.vmm_unmap(range, granule).unwrap();
+    invalid(platform.vmm_map(range, granule, handle), "mapping released memory");
+    platform.vmm_free_reservation(range, 4 * granule).unwrap();
+
+    // Physical memory beyond the device's capacity is out of memory, and nothing is kept.
+    let used = device_used();
+    let refused = platform.vmm_create(0, 64 * MIB + granule).unwrap_err();
+    assert!(refused.is_out_of_memory(), "{refused}");
+    assert_eq!(device_used(), used);
+}
