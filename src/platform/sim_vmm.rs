@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 
 /// The allocation granularity of simulated devices, as on current NVIDIA GPUs.
-pub const GRANULARITY: usize = 2 << 20;
+pub(crate) const GRANULARITY: usize = 2 << 20;
 
 struct Physical {
     fd: i32,
