@@ -368,6 +368,29 @@ static void check_release_on_out_of_memory(rmmResource_t cuda) {
   CHECK_OK(rmmResourceDestroy(first));
 }
 
+/* The expandable resource maps physical memory into its reserved range as it grows and, when
+ * it gives a chunk back, unmaps it: afterwards it holds nothing, and grows again on demand. */
+static void check_expandable(void) {
+  rmmResource_t expandable = NULL;
+  void *blocks[3] = {NULL, NULL, NULL};
+  size_t sizes[3] = {1000, 3 << 20, 40 << 20}, held = 0, released = 0;
+  rmmError_t made = rmmExpandableResourceCreate(&expandable, 0);
+  if (made == RMM_ERROR_NOT_SUPPORTED) return; /* a driver without the virtual-memory API */
+  CHECK_OK(made);
+  for (int i = 0; i < 3; ++i) CHECK_OK(rmmResourceAllocate(expandable, &blocks[i], sizes[i], NULL));
+  CHECK_OK(rmmPoolResourceGetSize(expandable, &held));
+  CHECK(held >= sizes[2]);
+  for (int i = 0; i < 3; ++i) CHECK_OK(rmmResourceDeallocate(expandable, blocks[i], sizes[i], NULL));
+  CHECK_OK(rmmResourceRelease(expandable, &released));
+  CHECK(released == held);
+  CHECK_OK(rmmPoolResourceGetSize(expandable, &held));
+  CHECK(held == 0);
+  CHECK_OK(rmmResourceAllocate(expandable, &blocks[0], sizes[1], NULL));
+  CHECK_RMM(rmmResourceDeallocate(expandable, blocks[0], sizes[0], NULL), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_OK(rmmResourceDeallocate(expandable, blocks[0], sizes[1], NULL));
+  CHECK_OK(rmmResourceDestroy(expandable));
+}
+
 int main(void) {
   rmmResource_t managed = NULL, cuda = NULL;
   simulated = rmm_test_simulated();
@@ -382,6 +405,7 @@ int main(void) {
   check_fixed_size(managed);
   check_binning(managed, cuda);
   check_release_on_out_of_memory(cuda);
+  check_expandable();
 
   CHECK_OK(rmmResourceDestroy(managed));
   CHECK_OK(rmmResourceDestroy(cuda));

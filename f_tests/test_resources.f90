@@ -236,11 +236,23 @@ contains
     call expect_ok(rmmResourceDestroy(fixed), 'rmmResourceDestroy(fixed)')
   end subroutine suballocators
 
-  ! Managed, pinned host and cuda_async resources (the last where the driver supports it).
+  ! Managed, pinned host, expandable and cuda_async resources (the last two where the driver
+  ! supports them).
   subroutine device_resources()
-    type(c_ptr) :: managed, pinned, async
+    type(c_ptr) :: managed, pinned, async, expandable
     real(c_double), pointer :: m(:, :), h(:), d(:)
     integer(c_int) :: s
+    s = rmmExpandableResourceCreate(expandable, 0_c_size_t)
+    if (s == RMM_ERROR_NOT_SUPPORTED) then
+      write (*, '(a)') 'note: rmmExpandableResourceCreate: not supported here: ' // &
+        rmm_last_error_message()
+    else
+      call expect_ok(s, 'rmmExpandableResourceCreate(0)')
+      call expect_name(expandable, 'expandable')
+      call rmm_allocate(d, 1000, resource=expandable)
+      call rmm_free(d, resource=expandable)
+      call expect_ok(rmmResourceDestroy(expandable), 'rmmResourceDestroy(expandable)')
+    end if
     call expect_ok(rmmManagedResourceCreate(managed), 'rmmManagedResourceCreate')
     call expect_name(managed, 'managed')
     call rmm_allocate(m, 64, 64, resource=managed)

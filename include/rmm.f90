@@ -95,12 +95,13 @@ module rmm
     rmmCupyAllocate, rmmCupyDeallocate, rmmInitialize, rmmFinalize, rmmIsInitialized, rmmAlloc, &
     rmmRealloc, rmmFree, rmmWriteLog, rmmLogSize, rmmGetLog, rmmGetInfo, rmmGetAllocationOffset, &
     rmmGetErrorString, rmmGetErrorName, rmmGetLastErrorMessage, rmmCudaResourceCreate, &
-    rmmManagedResourceCreate, rmmAsyncResourceCreate, rmmPinnedHostResourceCreate, &
-    rmmResourceDestroy, rmmResourceAllocate, rmmResourceDeallocate, rmmResourceGetDevice, &
-    rmmResourceGetName, rmmResourceGetSnapshot, rmmResourceWriteSnapshot, rmmStreamCreate, &
-    rmmStreamDestroy, rmmStreamSynchronize, rmmMemcpyAsync, rmmPoolResourceCreate, &
-    rmmPoolResourceGetSize, rmmPoolResourceGetFree, rmmResourceRelease, rmmArenaResourceCreate, &
-    rmmBinningResourceCreate, rmmBinningResourceAddBin, rmmFixedSizeResourceCreate
+    rmmManagedResourceCreate, rmmAsyncResourceCreate, rmmExpandableResourceCreate, &
+    rmmPinnedHostResourceCreate, rmmResourceDestroy, rmmResourceAllocate, rmmResourceDeallocate, &
+    rmmResourceGetDevice, rmmResourceGetName, rmmResourceGetSnapshot, rmmResourceWriteSnapshot, &
+    rmmStreamCreate, rmmStreamDestroy, rmmStreamSynchronize, rmmMemcpyAsync, &
+    rmmPoolResourceCreate, rmmPoolResourceGetSize, rmmPoolResourceGetFree, rmmResourceRelease, &
+    rmmArenaResourceCreate, rmmBinningResourceCreate, rmmBinningResourceAddBin, &
+    rmmFixedSizeResourceCreate
 
   ! Most devices `rmmOptions_t.devices` can list.
   integer(c_int32_t), parameter :: RMM_MAX_DEVICES = 64
@@ -339,15 +340,15 @@ module rmm
     end function rmmPrefetchAdaptorCreate
 
     ! Sets up, from `conf` (NULL: the environment variable RMM_ALLOC_CONF; unset or empty: the
-    ! defaults), the resource stack each device gets on first use when the program has set
-    ! none: `resource:pool|arena|binning|cuda|cuda_async|managed` (default pool, over cuda),
-    ! `initial_pool_size:4GiB` (default 0: grow on demand), `maximum_pool_size:60GiB` (default 0:
-    ! no limit), `log:/path.csv` (a logging adaptor; device N > 0 logs to `/path.csv.N`),
-    ! `stats:1|0` (a statistics adaptor, default 1), `report:1|0` (statistics and unfreed
-    ! allocations printed to stderr at exit, default 0), separated by commas. Devices that
-    ! already have a resource keep it. A string it cannot parse is RMM_ERROR_INVALID_ARGUMENT
-    ! (the message says why) and changes nothing.
-    ! Easier from Fortran: rmm_configure.
+    ! defaults), the resource stack each device gets on first use when the program has set none:
+    ! `resource:pool|arena|binning|cuda|cuda_async|managed|expandable` (default pool, over cuda;
+    ! expandable: `maximum_pool_size` bounds its reserved address range), `initial_pool_size:4GiB`
+    ! (default 0: grow on demand), `maximum_pool_size:60GiB` (default 0: no limit), `log:/path.csv`
+    ! (a logging adaptor; device N > 0 logs to `/path.csv.N`), `stats:1|0` (a statistics adaptor,
+    ! default 1), `report:1|0` (statistics and unfreed allocations printed to stderr at exit,
+    ! default 0), separated by commas. Devices that already have a resource keep it. A string it
+    ! cannot parse is RMM_ERROR_INVALID_ARGUMENT (the message says why) and changes nothing. Easier
+    ! from Fortran: rmm_configure.
     integer(c_int) function rmmConfigure(conf) bind(c, name="rmmConfigure")
       import :: c_int, c_ptr
       type(c_ptr), value :: conf
@@ -734,6 +735,20 @@ module rmm
       integer(c_size_t), value :: initial_pool_size
       integer(c_size_t), value :: release_threshold
     end function rmmAsyncResourceCreate
+
+    ! Creates a stream-ordered resource on the current device over the CUDA virtual-memory API
+    ! (as PyTorch's expandable segments): it reserves address space for `maximum_size` bytes (0:
+    ! the device's memory) and maps physical memory into it as its pool grows; a chunk it gives
+    ! back (`rmmResourceRelease`, or when the device runs out of memory) is unmapped and its
+    ! memory returned to the device. Cross-stream reuse as `rmmPoolResourceCreate`.
+    ! RMM_ERROR_NOT_SUPPORTED where the driver has no virtual-memory API. Ownership as
+    ! `rmmCudaResourceCreate`.
+    integer(c_int) function rmmExpandableResourceCreate(resource, maximum_size) &
+        bind(c, name="rmmExpandableResourceCreate")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), intent(inout) :: resource
+      integer(c_size_t), value :: maximum_size
+    end function rmmExpandableResourceCreate
 
     ! Creates a resource of page-locked host memory (`cudaMallocHost`), usable from every device.
     ! Ownership as `rmmCudaResourceCreate`.

@@ -225,7 +225,8 @@ enum rmmError_t rmmPrefetchAdaptorCreate(rmmResource_t *resource, rmmResource_t 
 
 // Sets up, from `conf` (NULL: the environment variable RMM_ALLOC_CONF; unset or empty: the
 // defaults), the resource stack each device gets on first use when the program has set
-// none: `resource:pool|arena|binning|cuda|cuda_async|managed` (default pool, over cuda),
+// none: `resource:pool|arena|binning|cuda|cuda_async|managed|expandable` (default pool, over cuda;
+// expandable: `maximum_pool_size` bounds its reserved address range),
 // `initial_pool_size:4GiB` (default 0: grow on demand), `maximum_pool_size:60GiB` (default 0:
 // no limit), `log:/path.csv` (a logging adaptor; device N > 0 logs to `/path.csv.N`),
 // `stats:1|0` (a statistics adaptor, default 1), `report:1|0` (statistics and unfreed
@@ -447,6 +448,15 @@ enum rmmError_t rmmManagedResourceCreate(rmmResource_t *resource);
 enum rmmError_t rmmAsyncResourceCreate(rmmResource_t *resource,
                                        size_t initial_pool_size,
                                        size_t release_threshold);
+
+// Creates a stream-ordered resource on the current device over the CUDA virtual-memory API
+// (as PyTorch's expandable segments): it reserves address space for `maximum_size` bytes (0:
+// the device's memory) and maps physical memory into it as its pool grows; a chunk it gives
+// back (`rmmResourceRelease`, or when the device runs out of memory) is unmapped and its
+// memory returned to the device. Cross-stream reuse as `rmmPoolResourceCreate`.
+// RMM_ERROR_NOT_SUPPORTED where the driver has no virtual-memory API. Ownership as
+// `rmmCudaResourceCreate`.
+enum rmmError_t rmmExpandableResourceCreate(rmmResource_t *resource, size_t maximum_size);
 
 // Creates a resource of page-locked host memory (`cudaMallocHost`), usable from every device.
 // Ownership as `rmmCudaResourceCreate`.

@@ -147,6 +147,8 @@ _SIGNATURES = {
     "rmmManagedResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
     "rmmAsyncResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t,
         ctypes.c_size_t]),
+    "rmmExpandableResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p),
+        ctypes.c_size_t]),
     "rmmPinnedHostResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
     "rmmResourceDestroy": (ctypes.c_int, [ctypes.c_void_p]),
     "rmmResourceAllocate": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
@@ -527,6 +529,13 @@ class Resource:
         return cls._create("rmmAsyncResourceCreate", _size(initial_pool_size, "initial_pool_size"), threshold)
 
     @classmethod
+    def expandable(cls, maximum_size: Union[int, str, None] = None) -> "Resource":
+        """A pool over the CUDA virtual-memory API on the current device: physical memory is
+        mapped into one reserved range as it grows, and unmapped when given back
+        (None: room for the device's memory)."""
+        return cls._create("rmmExpandableResourceCreate", _size(maximum_size, "maximum_size"))
+
+    @classmethod
     def pinned_host(cls) -> "Resource":
         return cls._create("rmmPinnedHostResourceCreate")
 
@@ -705,7 +714,7 @@ class Resource:
 # Configuration of the devices' resources
 # --------------------------------------------------------------------------------------
 
-RESOURCES = ("pool", "arena", "binning", "cuda", "cuda_async", "managed", "managed_pool")
+RESOURCES = ("pool", "arena", "binning", "cuda", "cuda_async", "managed", "managed_pool", "expandable")
 
 
 @dataclasses.dataclass
@@ -750,6 +759,8 @@ def _build_stack(device: int, resource: str, initial: int, maximum: int, statist
             base = push(Resource.cuda())
         elif resource in ("managed", "managed_pool"):
             base = push(Resource.managed())
+        elif resource == "expandable":
+            base = push(Resource.expandable(maximum))
         else:  # cuda_async
             threshold = maximum if maximum else None
             base = push(Resource.cuda_async(initial, threshold))
@@ -787,7 +798,8 @@ def configure(resource: str = "pool", initial_pool_size: Union[int, str, None] =
     ``cuda_async``) -> the suballocator `resource` names (``pool``: a pool of
     `initial_pool_size` bytes growing up to `maximum_pool_size`; ``arena``: an arena starting
     with `initial_pool_size`; ``binning``: bins of 256 B..1 MiB over such a pool; ``cuda``,
-    ``managed``, ``cuda_async``: none; ``managed_pool``: a pool over managed memory) ->
+    ``managed``, ``cuda_async``: none; ``managed_pool``: a pool over managed memory;
+    ``expandable``: the virtual-memory resource, reserving `maximum_pool_size` (None: the device)) ->
     a statistics adaptor (``statistics=True``) -> a logging adaptor (``log``: a CSV path;
     device N > 0 logs to ``<log>.N``).
 

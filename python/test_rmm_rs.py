@@ -174,6 +174,7 @@ class ConfigureTest(unittest.TestCase):
             "cuda_async": ["statistics", "cuda_async"],
             "managed": ["statistics", "managed"],
             "managed_pool": ["statistics", "pool", "managed"],
+            "expandable": ["statistics", "expandable", "mapped ranges"],
         }
         self.assertEqual(set(expected), set(rmm_rs.RESOURCES))
         stream = rmm_rs.stream_create()

@@ -8,7 +8,7 @@
 Allocators: PyTorch's caching allocator (``native``), the same with
 ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`` (``expandable``), and rmm-rs through
 ``rmm_rs.use_for_torch()`` over each of its suballocators (``rmm-pool``, ``rmm-arena``,
-``rmm-binning``; statistics off, as a user measuring footprint would run it).
+``rmm-binning``, ``rmm-expandable``; statistics off, as a user measuring footprint would run it).
 
 Workloads (nothing downloaded):
 - ``gpt``: a GPT-style decoder (12 layers x 768, 12 heads, sequence 1024, vocabulary 50304),
@@ -36,7 +36,7 @@ import sys
 import threading
 import time
 
-ALLOCATORS = ["native", "expandable", "rmm-pool", "rmm-arena", "rmm-binning"]
+ALLOCATORS = ["native", "expandable", "rmm-pool", "rmm-arena", "rmm-binning", "rmm-expandable"]
 WORKLOADS = ["gpt", "resnet", "decode"]
 MIB = 1 << 20
 

@@ -1,8 +1,8 @@
 // Cross-stream reuse on a real GPU: a slow kernel on stream A writes a buffer, spins, then
 // copies it out; the buffer is freed on A while that kernel still runs, and stream B at once
 // allocates (getting the same memory, taken from A) and overwrites it. A's copy must still
-// hold A's values: the resource has to make B wait for A. Run for pool, fixed-size, binning
-// and arena, many iterations each.
+// hold A's values: the resource has to make B wait for A. Run for pool, fixed-size, binning,
+// arena and expandable, many iterations each.
 #include "cuda_test.cuh"
 
 namespace {
@@ -91,5 +91,14 @@ int main() {
   CHECK_OK(rmmArenaResourceCreate(&arena, cuda, 0));
   run("arena", arena);
   for (rmmResource_t r : {pool, fixed, binning, binning_pool, arena, cuda}) CHECK_OK(rmmResourceDestroy(r));
+  rmmResource_t expandable = nullptr;
+  rmmError_t made = rmmExpandableResourceCreate(&expandable, 0);
+  if (made == RMM_ERROR_NOT_SUPPORTED) {
+    std::printf("expandable: this driver has no virtual-memory API\n");
+  } else {
+    CHECK_OK(made);
+    run("expandable", expandable);
+    CHECK_OK(rmmResourceDestroy(expandable));
+  }
   return rmm_test_finish("cuda_stream_reuse");
 }

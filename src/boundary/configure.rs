@@ -7,7 +7,8 @@ use std::ffi::c_char;
 
 /// Sets up, from `conf` (NULL: the environment variable RMM_ALLOC_CONF; unset or empty: the
 /// defaults), the resource stack each device gets on first use when the program has set
-/// none: `resource:pool|arena|binning|cuda|cuda_async|managed` (default pool, over cuda),
+/// none: `resource:pool|arena|binning|cuda|cuda_async|managed|expandable` (default pool, over cuda;
+/// expandable: `maximum_pool_size` bounds its reserved address range),
 /// `initial_pool_size:4GiB` (default 0: grow on demand), `maximum_pool_size:60GiB` (default 0:
 /// no limit), `log:/path.csv` (a logging adaptor; device N > 0 logs to `/path.csv.N`),
 /// `stats:1|0` (a statistics adaptor, default 1), `report:1|0` (statistics and unfreed

@@ -6,7 +6,7 @@ use super::{boundary, non_null, write_out};
 use crate::error::{rmmError_t, Result};
 use crate::ownership::{records, Expected, Holder};
 use crate::platform::backend;
-use crate::resources::{AsyncResource, DirectResource, MemoryResource};
+use crate::resources::{expandable_resource, AsyncResource, DirectResource, MemoryResource};
 use parking_lot::Mutex;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::Arc;
@@ -55,6 +55,18 @@ pub extern "C" fn rmmManagedResourceCreate(resource: *mut rmmResource_t) -> rmmE
 #[no_mangle]
 pub extern "C" fn rmmAsyncResourceCreate(resource: *mut rmmResource_t, initial_pool_size: usize, release_threshold: usize) -> rmmError_t {
     create("rmmAsyncResourceCreate", resource, |device| Ok(Arc::new(AsyncResource::new(device, initial_pool_size, release_threshold)?)))
+}
+
+/// Creates a stream-ordered resource on the current device over the CUDA virtual-memory API
+/// (as PyTorch's expandable segments): it reserves address space for `maximum_size` bytes (0:
+/// the device's memory) and maps physical memory into it as its pool grows; a chunk it gives
+/// back (`rmmResourceRelease`, or when the device runs out of memory) is unmapped and its
+/// memory returned to the device. Cross-stream reuse as `rmmPoolResourceCreate`.
+/// RMM_ERROR_NOT_SUPPORTED where the driver has no virtual-memory API. Ownership as
+/// `rmmCudaResourceCreate`.
+#[no_mangle]
+pub extern "C" fn rmmExpandableResourceCreate(resource: *mut rmmResource_t, maximum_size: usize) -> rmmError_t {
+    create("rmmExpandableResourceCreate", resource, |device| Ok(Arc::new(expandable_resource(device, maximum_size, &[])?)))
 }
 
 /// Creates a resource of page-locked host memory (`cudaMallocHost`), usable from every device.

@@ -10,7 +10,7 @@
 use crate::error::{Error, Result};
 use crate::platform::sim::parse_size;
 use crate::resources::adaptors::{LoggingAdaptor, StatisticsAdaptor, TrackingAdaptor};
-use crate::resources::{ArenaResource, AsyncResource, BinningResource, DirectResource, MemoryResource, PoolResource};
+use crate::resources::{expandable_resource, ArenaResource, AsyncResource, BinningResource, DirectResource, MemoryResource, PoolResource};
 use parking_lot::Mutex;
 use std::sync::Arc;
 
@@ -23,6 +23,7 @@ pub enum Base {
     Cuda,
     CudaAsync,
     Managed,
+    Expandable,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,9 +75,10 @@ impl AllocConf {
                         "cuda" => Base::Cuda,
                         "cuda_async" | "async" => Base::CudaAsync,
                         "managed" => Base::Managed,
+                        "expandable" => Base::Expandable,
                         other => {
                             return Err(Error::invalid(format!(
-                                "resource:{other}: expected pool, arena, binning, cuda, cuda_async or managed"
+                                "resource:{other}: expected pool, arena, binning, cuda, cuda_async, managed or expandable"
                             )))
                         }
                     }
@@ -118,6 +120,7 @@ impl AllocConf {
                 Arc::new(AsyncResource::new(device, self.initial_pool_size, threshold)?)
             }
             Base::Managed => Arc::new(DirectResource::managed(device)?),
+            Base::Expandable => Arc::new(expandable_resource(device, self.maximum_pool_size, &[])?),
         };
         let base = top.clone();
         let tracking = self.report.then(|| TrackingAdaptor::new_unreported(top.clone(), false));
@@ -243,6 +246,7 @@ mod tests {
         );
         assert_eq!(AllocConf::parse("").unwrap(), AllocConf::default());
         assert_eq!(AllocConf::parse("resource:cuda_async,stats:0").unwrap().base, Base::CudaAsync);
+        assert_eq!(AllocConf::parse("resource:expandable").unwrap().base, Base::Expandable);
         for bad in [
             "resource:bogus",
             "initial_pool_size:lots",

@@ -7,6 +7,7 @@ mod binning;
 pub mod caches;
 mod cuda_async;
 mod direct;
+mod expandable;
 mod fixed_size;
 mod pool;
 pub mod snapshot;
@@ -16,6 +17,7 @@ pub use arena::ArenaResource;
 pub use binning::BinningResource;
 pub use cuda_async::AsyncResource;
 pub use direct::DirectResource;
+pub use expandable::expandable_resource;
 pub use fixed_size::FixedSizeResource;
 pub use pool::PoolResource;
 

@@ -20,8 +20,20 @@ impl PoolResource {
     /// A pool over `upstream` that starts with `initial_size` bytes and grows up to
     /// `maximum_size` (0: no limit).
     pub fn new(upstream: Arc<dyn MemoryResource>, initial_size: usize, maximum_size: usize) -> Result<Self> {
-        let growth = Growth::Geometric { granularity: CHUNK_GRANULARITY };
-        Ok(PoolResource { core: StreamOrdered::new("pool", upstream, growth, initial_size, maximum_size, Tlsf::new)? })
+        Self::named("pool", upstream, CHUNK_GRANULARITY, initial_size, maximum_size)
+    }
+
+    /// A pool that goes by another name (the expandable resource), its chunks multiples of
+    /// `granularity`.
+    pub(crate) fn named(
+        name: &'static str,
+        upstream: Arc<dyn MemoryResource>,
+        granularity: usize,
+        initial_size: usize,
+        maximum_size: usize,
+    ) -> Result<Self> {
+        let growth = Growth::Geometric { granularity };
+        Ok(PoolResource { core: StreamOrdered::new(name, upstream, growth, initial_size, maximum_size, Tlsf::new)? })
     }
 
     pub fn usage(&self) -> Usage {
@@ -55,7 +67,7 @@ impl MemoryResource for PoolResource {
     }
 
     fn name(&self) -> &'static str {
-        "pool"
+        self.core.name()
     }
 
     fn snapshot(&self) -> serde_json::Value {

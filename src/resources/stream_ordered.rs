@@ -336,6 +336,11 @@ impl<I: BlockIndex> Core<I> {
         core
     }
 
+    /// The name of the resource it serves ("pool", "arena", ...).
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
     /// Blocks handed out and not yet freed.
     pub fn used_blocks(&self) -> usize {
         self.streams.read().values().map(|state| state.shelf.lock().index.used_blocks()).sum()
