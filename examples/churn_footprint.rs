@@ -3,7 +3,7 @@
 //!   RMM_SIM_DEVICES=1:64GiB RMM_SIM_ON_RACE=off cargo run --release --example churn_footprint
 
 use rmm::platform::Stream;
-use rmm::resources::{ArenaResource, BinningResource, DirectResource, MemoryResource, PoolResource};
+use rmm::resources::{expandable_resource, ArenaResource, BinningResource, DirectResource, MemoryResource, PoolResource};
 use std::sync::Arc;
 
 struct Rng(u64);
@@ -56,4 +56,6 @@ fn main() {
     println!("binning footprint: {:.3}", churn(&binning, &|| binning_pool.pool_size().unwrap()));
     let arena = ArenaResource::new(cuda, 0).unwrap();
     println!("arena footprint: {:.3}", churn(&arena, &|| arena.pool_size().unwrap()));
+    let expandable = expandable_resource(0, 0, &[]).unwrap();
+    println!("expandable footprint: {:.3}", churn(&expandable, &|| expandable.pool_size().unwrap()));
 }
