@@ -61,6 +61,8 @@ int main() {
     rmmResource_t pool, binning_pool, binning, arena;
     ok(rmmPoolResourceCreate(&pool, cuda, 0, 0), "pool");
     run("rmm-rs pool", pool, pool);
+    rmmResource_t expandable;
+    if (rmmExpandableResourceCreate(&expandable, 0) == RMM_SUCCESS) run("rmm-rs expandable", expandable, expandable);
     // RMM_ALLOC/RMM_FREE against rmmResourceAllocate/Deallocate on the same pool (the current
     // device's resource), timed interleaved: what the legacy entry points add.
     {
