@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{setup, Rng};
+use common::{last_message, setup, Rng};
 use rmm::boundary::handles::rmmResource_t;
 use rmm::boundary::types::cudaStream_t;
 use rmm::boundary::*;
@@ -141,9 +141,4 @@ fn random_misuse_never_crashes_or_loses_memory() {
     }
     assert_eq!(rmm::ownership::records::totals(), (0, 0), "no pointer record left behind");
     assert!(common::races().is_empty(), "{:?}", common::races());
-}
-
-fn last_message() -> String {
-    // SAFETY: rmmGetLastErrorMessage returns a NUL-terminated thread-local string.
-    unsafe { std::ffi::CStr::from_ptr(rmmGetLastErrorMessage()) }.to_string_lossy().into_owned()
 }

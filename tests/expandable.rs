@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{races, setup_with, stamp, stamped};
+use common::{device_used, over, races, setup_with, stamp, stamped};
 use rmm::boundary::handles::rmmResource_t;
 use rmm::boundary::types::cudaStream_t;
 use rmm::boundary::*;
@@ -13,12 +13,6 @@ use std::ffi::c_void;
 use std::ptr::null_mut;
 
 const MIB: usize = 1 << 20;
-
-fn over(status_of: impl FnOnce(*mut rmmResource_t) -> rmmError_t) -> rmmResource_t {
-    let mut handle = null_mut();
-    assert_eq!(status_of(&mut handle), RMM_SUCCESS);
-    handle
-}
 
 fn allocate(resource: rmmResource_t, bytes: usize, stream: cudaStream_t) -> Result<usize, rmmError_t> {
     let mut ptr: *mut c_void = null_mut();
@@ -30,12 +24,6 @@ fn allocate(resource: rmmResource_t, bytes: usize, stream: cudaStream_t) -> Resu
 
 fn free(resource: rmmResource_t, ptr: usize, bytes: usize, stream: cudaStream_t) {
     assert_eq!(rmmResourceDeallocate(resource, ptr as *mut c_void, bytes, stream), RMM_SUCCESS);
-}
-
-fn device_used() -> usize {
-    let (mut free, mut total) = (0, 0);
-    assert_eq!(rmmGetInfo(&mut free, &mut total, null_mut()), RMM_SUCCESS);
-    total - free
 }
 
 #[test]

@@ -81,8 +81,8 @@ impl World {
     fn size(&mut self) -> usize {
         match self.rng.below(100) {
             0..=2 => 0,
-            3..=84 => self.rng.size(16),
-            _ => self.rng.size(22),
+            3..=84 => self.rng.log_uniform(16),
+            _ => self.rng.log_uniform(22),
         }
     }
 

@@ -159,7 +159,7 @@ impl Round<'_> {
         let size = match self.rng.below(10) {
             0 => 1 + self.rng.below(12 << 20) as usize,
             1..=3 => 1 + self.rng.below(1 << 20) as usize,
-            _ => self.rng.size(16),
+            _ => self.rng.log_uniform(16),
         };
         size.min(self.largest)
     }

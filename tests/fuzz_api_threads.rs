@@ -156,7 +156,7 @@ impl Worker<'_> {
 
     fn size(&mut self, stack: Option<usize>) -> usize {
         let max_log2 = if self.rng.chance(5) { 22 } else { 15 };
-        let size = self.rng.size(max_log2).max(1);
+        let size = self.rng.log_uniform(max_log2).max(1);
         match stack {
             Some(FIXED) => size.min(FIXED_BLOCK),
             _ => size,

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{races, setup, stamp, stamped};
+use common::{device_used, last_message, over, races, setup, stamp, stamped};
 use rmm::boundary::handles::rmmResource_t;
 use rmm::boundary::types::cudaStream_t;
 use rmm::boundary::*;
@@ -18,18 +18,6 @@ fn cuda() -> rmmResource_t {
     let mut handle = null_mut();
     assert_eq!(rmmCudaResourceCreate(&mut handle), RMM_SUCCESS);
     handle
-}
-
-fn over(status_of: impl FnOnce(*mut rmmResource_t) -> rmmError_t) -> rmmResource_t {
-    let mut handle = null_mut();
-    let status = status_of(&mut handle);
-    assert_eq!(status, RMM_SUCCESS, "{}", last_message());
-    handle
-}
-
-fn last_message() -> String {
-    // SAFETY: rmmGetLastErrorMessage returns a NUL-terminated string owned by the library.
-    unsafe { std::ffi::CStr::from_ptr(rmmGetLastErrorMessage()) }.to_string_lossy().into_owned()
 }
 
 fn allocate(resource: rmmResource_t, bytes: usize) -> usize {
@@ -46,13 +34,6 @@ fn destroy(handles: &[rmmResource_t]) {
     for &handle in handles.iter().rev() {
         assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
     }
-}
-
-/// Bytes device 0 has in use (simulated devices count every platform allocation).
-fn device_used() -> usize {
-    let (mut free, mut total) = (0, 0);
-    assert_eq!(rmmGetInfo(&mut free, &mut total, NULL_STREAM), RMM_SUCCESS);
-    total - free
 }
 
 /// Allocates `count` blocks of `bytes` from `resource`, stamps each, and checks that none

@@ -4,21 +4,15 @@
 
 mod common;
 
-use common::setup_with;
+use common::{over, setup_with};
 use rmm::boundary::handles::rmmResource_t;
 use rmm::boundary::*;
-use rmm::error::rmmError_t::{self, *};
+use rmm::error::rmmError_t::*;
 use std::ffi::c_void;
 use std::ptr::null_mut;
 
 const MIB: usize = 1 << 20;
 const DEVICE: usize = 256 * MIB;
-
-fn over(status_of: impl FnOnce(*mut rmmResource_t) -> rmmError_t) -> rmmResource_t {
-    let mut handle = null_mut();
-    assert_eq!(status_of(&mut handle), RMM_SUCCESS);
-    handle
-}
 
 fn try_allocate(resource: rmmResource_t, bytes: usize) -> Option<usize> {
     let mut ptr: *mut c_void = null_mut();

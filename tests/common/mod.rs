@@ -31,20 +31,53 @@ pub fn races() -> Vec<String> {
 /// xorshift64*: deterministic, dependency-free randomness.
 pub struct Rng(pub u64);
 impl Rng {
+    /// A generator for `seed` (any value, 0 included).
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
     pub fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
+    /// Below `n` (0 for 0 and 1).
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+        self.next() % n.max(1)
+    }
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
     }
     /// Log-uniform in [1, 2^max_log2].
     pub fn log_uniform(&mut self, max_log2: u32) -> usize {
         let bits = self.below(max_log2 as u64 + 1) as u32;
         1 + (self.next() as usize & ((1usize << bits) - 1))
     }
+}
+
+/// The message of the calling thread's last failed C API call.
+pub fn last_message() -> String {
+    // SAFETY: rmmGetLastErrorMessage returns a NUL-terminated string the library owns.
+    unsafe { std::ffi::CStr::from_ptr(rmm::boundary::rmmGetLastErrorMessage()) }.to_string_lossy().into_owned()
+}
+
+/// The handle a C API create call makes, which must succeed.
+pub fn over(
+    create: impl FnOnce(*mut rmm::boundary::handles::rmmResource_t) -> rmm::error::rmmError_t,
+) -> rmm::boundary::handles::rmmResource_t {
+    let mut handle = std::ptr::null_mut();
+    assert_eq!(create(&mut handle), rmm::error::rmmError_t::RMM_SUCCESS, "{}", last_message());
+    handle
+}
+
+/// Bytes the current device has in use (simulated devices count every platform allocation).
+pub fn device_used() -> usize {
+    let (mut free, mut total) = (0, 0);
+    assert_eq!(rmm::boundary::rmmGetInfo(&mut free, &mut total, std::ptr::null_mut()), rmm::error::rmmError_t::RMM_SUCCESS);
+    total - free
 }
 
 /// Fills `[ptr, ptr+len)` of simulated device memory (host memory) with a tag.

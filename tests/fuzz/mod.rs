@@ -20,6 +20,10 @@
 
 #![allow(dead_code)]
 
+#[path = "../common/mod.rs"]
+mod common;
+pub use common::{last_message, Rng};
+
 use rmm::boundary::handles::rmmResource_t;
 use rmm::boundary::types::cudaStream_t;
 use rmm::boundary::*;
@@ -61,40 +65,6 @@ impl Budget {
     pub fn spent(&self) -> bool {
         CALLS.load(Ordering::Relaxed) >= self.calls || Instant::now() >= self.deadline
     }
-}
-
-/// xorshift64*.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    pub fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len() as u64) as usize]
-    }
-    /// Log-uniform in [1, 2^max_log2].
-    pub fn size(&mut self, max_log2: u32) -> usize {
-        let bits = self.below(max_log2 as u64 + 1) as u32;
-        1 + (self.next() as usize & ((1usize << bits) - 1))
-    }
-}
-
-pub fn last_message() -> String {
-    // SAFETY: rmmGetLastErrorMessage returns a NUL-terminated string the library owns.
-    unsafe { std::ffi::CStr::from_ptr(rmmGetLastErrorMessage()) }.to_string_lossy().into_owned()
 }
 
 pub fn race_count() -> usize {
