@@ -23,6 +23,15 @@ pub fn register(device: i32, cache: Weak<dyn Cache>) {
     caches.push((device, cache));
 }
 
+/// `attempt`, and when the device refuses it for want of memory, `attempt` once more after
+/// every resource of `device` released what it keeps free (if any released anything).
+pub fn retry_after_releasing<T>(device: i32, attempt: impl Fn() -> Result<T>) -> Result<T> {
+    match attempt() {
+        Err(e) if e.is_out_of_memory() && release_all(device) > 0 => attempt(),
+        done => done,
+    }
+}
+
 /// Releases what every resource of `device` keeps free; the bytes released. Resources above
 /// others go first (they were made later), so what they hand back reaches the ones below
 /// before those release in turn. A resource that fails to release is passed over.

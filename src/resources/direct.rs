@@ -34,25 +34,14 @@ impl DirectResource {
     }
 }
 
-impl DirectResource {
-    /// The device refused: every suballocator of the device gives back what it keeps free,
-    /// and the allocation is tried once more.
-    #[cold]
-    #[inline(never)]
-    fn allocate_after_releasing(&self, bytes: usize, refusal: crate::error::Error) -> Result<usize> {
-        if super::caches::release_all(self.device) == 0 {
-            return Err(refusal);
-        }
-        backend()?.allocate(self.device, self.kind, bytes)
-    }
-}
-
 impl MemoryResource for DirectResource {
     fn allocate(&self, bytes: usize, _stream: Stream) -> Result<usize> {
         require_nonzero(bytes, self.name())?;
-        match backend()?.allocate(self.device, self.kind, bytes) {
-            Err(e) if e.is_out_of_memory() && self.kind != MemoryKind::PinnedHost => self.allocate_after_releasing(bytes, e),
-            allocated => allocated,
+        let allocate = || backend()?.allocate(self.device, self.kind, bytes);
+        match self.kind {
+            // Host memory: what the device's resources keep free would not help.
+            MemoryKind::PinnedHost => allocate(),
+            MemoryKind::Device | MemoryKind::Managed => super::caches::retry_after_releasing(self.device, allocate),
         }
     }
 

@@ -85,19 +85,9 @@ impl MappedRanges {
         Ok(MappedRanges { device, granularity, access, reservation: (start, size), state: Mutex::new(state) })
     }
 
-    /// Physical memory for `size` bytes, after every suballocator of the device gave back what
-    /// it keeps free if the device had no room.
-    fn create_physical(&self, size: usize) -> Result<PhysicalMemory> {
-        let platform = backend()?;
-        match platform.vmm_create(self.device, size) {
-            Err(e) if e.is_out_of_memory() && super::caches::release_all(self.device) > 0 => platform.vmm_create(self.device, size),
-            created => created,
-        }
-    }
-
     fn map(&self, start: usize, size: usize) -> Result<PhysicalMemory> {
         let platform = backend()?;
-        let physical = self.create_physical(size)?;
+        let physical = super::caches::retry_after_releasing(self.device, || platform.vmm_create(self.device, size))?;
         let mapped = platform.vmm_map(start, size, physical).and_then(|()| {
             platform.vmm_set_access(start, size, &self.access).inspect_err(|_| {
                 let _ = platform.vmm_unmap(start, size);
