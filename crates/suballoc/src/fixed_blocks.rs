@@ -38,6 +38,8 @@ pub struct FixedBlocks {
     /// The slot the last free found, tried first by the next one.
     recent: u32,
     used: usize,
+    /// The most blocks in use at once.
+    peak_used: usize,
     chunk_bytes: usize,
 }
 
@@ -51,6 +53,7 @@ impl FixedBlocks {
             by_base: Vec::new(),
             recent: 0,
             used: 0,
+            peak_used: 0,
             chunk_bytes: 0,
         }
     }
@@ -85,6 +88,7 @@ impl FixedBlocks {
         chunk.blocks_in_use += 1;
         chunk.requested[index as usize] = bytes;
         self.used += 1;
+        self.peak_used = self.peak_used.max(self.used);
         Some((addr, self.block_size))
     }
 
@@ -152,6 +156,11 @@ impl FixedBlocks {
 
     pub fn used_blocks(&self) -> usize {
         self.used
+    }
+
+    /// The most bytes in use at once (whole blocks).
+    pub fn peak_used_bytes(&self) -> usize {
+        self.peak_used * self.block_size
     }
 
     pub fn free(&mut self, addr: usize) -> Option<usize> {

@@ -120,16 +120,41 @@ pub fn check_tlsf(choices: &mut impl Choices, steps: usize) {
                 assert_eq!(tlsf.free(addr), None, "step {step}: a double free is refused");
                 live.remove(&addr);
             }
-            _ => {
+            98 => {
                 for chunk in tlsf.take_wholly_free_chunks() {
                     assert!(live.range(chunk.base..chunk.base + chunk.size).next().is_none(), "step {step}: released a chunk in use");
                     assert_eq!(chunks.remove(&chunk.base), Some(chunk.size), "step {step}");
+                }
+            }
+            _ => {
+                // Growing the highest chunk in place, or cutting the free end of any chunk
+                // back to whole units (what mapped memory does).
+                let unit = 4 * GRANULE;
+                if choices.below(2) == 0 {
+                    let Some((&base, &size)) = chunks.iter().next_back() else { continue };
+                    let extra = (1 + choices.below(16) as usize) * unit;
+                    assert!(tlsf.extend_chunk(base, extra), "step {step}: extending a live chunk");
+                    chunks.insert(base, size + extra);
+                    next_base = next_base.max(base + size + extra);
+                } else {
+                    if chunks.is_empty() {
+                        continue;
+                    }
+                    let nth = choices.below(chunks.len() as u64) as usize;
+                    let (&base, &size) = chunks.iter().nth(nth).expect("nth < len");
+                    if let Some((start, cut)) = tlsf.trim_free_tail(base, unit) {
+                        assert_eq!(start + cut, base + size, "step {step}: a cut ends where the chunk did");
+                        assert!(start > base && start % unit == 0 && cut % unit == 0, "step {step}: cut {start:#x} +{cut}");
+                        assert!(live.range(start..start + cut).next().is_none(), "step {step}: cut a block in use");
+                        chunks.insert(base, size - cut);
+                    }
                 }
             }
         }
         tlsf.check_invariants().unwrap_or_else(|e| panic!("step {step}: {e}"));
         let live_bytes: usize = live.values().map(|(size, _)| size).sum();
         assert_eq!(tlsf.free_bytes() + live_bytes, tlsf.chunk_bytes(), "step {step}");
+        assert!(tlsf.peak_used_bytes() >= live_bytes, "step {step}: the peak is below what is in use");
         assert!(tlsf.largest_free_block() <= largest_free_run(&chunks, &live), "step {step}");
         if step % 16 == 0 {
             tlsf.flush_quick();

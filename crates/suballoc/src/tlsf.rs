@@ -95,6 +95,8 @@ pub struct Tlsf {
     chunk_first_block: Vec<u32>,
     free_bytes: usize,
     chunk_bytes: usize,
+    /// The most bytes in use (handed out, not parked) at once.
+    peak_used: usize,
     /// Recently freed blocks (size, index), reused as they are when the same size is asked
     /// for again: an allocate/free pair of one size then neither splits nor coalesces.
     /// Bounded, and flushed into the index whenever it cannot serve.
@@ -142,6 +144,7 @@ impl Tlsf {
             chunk_first_block: Vec::new(),
             free_bytes: 0,
             chunk_bytes: 0,
+            peak_used: 0,
             parked: Vec::with_capacity(QUICK_DEPTH),
             quick_bytes: 0,
             parking: false,
@@ -162,6 +165,24 @@ impl Tlsf {
 
     pub fn used_blocks(&self) -> usize {
         self.used.len() - self.parked.len()
+    }
+
+    /// Bytes in blocks handed out and not freed.
+    pub fn used_bytes(&self) -> usize {
+        self.chunk_bytes - self.free_bytes - self.quick_bytes
+    }
+
+    /// The most bytes in use at once since the index was made.
+    pub fn peak_used_bytes(&self) -> usize {
+        self.peak_used
+    }
+
+    #[inline(always)]
+    fn note_peak(&mut self) {
+        let used = self.used_bytes();
+        if used > self.peak_used {
+            self.peak_used = used;
+        }
     }
 
     /// Freed blocks parked on the quick list.
@@ -338,6 +359,7 @@ impl Tlsf {
                 self.requested[index as usize] = bytes;
                 self.quick_bytes -= need;
                 self.credit = self.credit.saturating_add(1).min(QUICK_CREDIT);
+                self.note_peak();
                 return Some((self.blocks[index as usize].addr, need));
             }
             // A miss means sizes vary: parked blocks would only fragment, so coalesce them now.
@@ -376,6 +398,7 @@ impl Tlsf {
         }
         self.requested[index as usize] = bytes;
         self.used.insert(addr, index);
+        self.note_peak();
         Some((addr, need))
     }
 
@@ -425,7 +448,7 @@ impl Tlsf {
     /// Every block of the chunk based at `base`, in address order (parked blocks count as
     /// free).
     pub fn chunk_blocks(&self, base: usize) -> Vec<BlockView> {
-        let Some(chunk) = self.chunks.iter().position(|c| c.is_some_and(|c| c.base == base)) else {
+        let Some(chunk) = self.chunk_slot(base) else {
             return Vec::new();
         };
         let mut views = Vec::new();
@@ -488,6 +511,98 @@ impl Tlsf {
             self.blocks[next_phys as usize].prev_phys = index;
         }
         self.spare_blocks.push(next);
+    }
+
+    /// The slot of the chunk based at `base`.
+    fn chunk_slot(&self, base: usize) -> Option<usize> {
+        self.chunks.iter().position(|c| c.is_some_and(|c| c.base == base))
+    }
+
+    /// The last block of chunk `slot`, in address order.
+    fn last_block(&self, slot: usize) -> u32 {
+        let mut at = self.chunk_first_block[slot];
+        while self.blocks[at as usize].next_phys != NONE {
+            at = self.blocks[at as usize].next_phys;
+        }
+        at
+    }
+
+    /// The chunk based at `base`, and the size of the free block at its end (0 when its last
+    /// block is in use).
+    pub fn free_tail(&self, base: usize) -> Option<(Chunk, usize)> {
+        let slot = self.chunk_slot(base)?;
+        let last = &self.blocks[self.last_block(slot) as usize];
+        Some((self.chunks[slot]?, if last.state == State::Free { last.size } else { 0 }))
+    }
+
+    /// Grows the chunk based at `base` by `extra` bytes (GRANULE-aligned) at its end, which
+    /// joins its free last block if it has one: memory mapped right after a chunk extends it,
+    /// so that a request can span the old end. Returns false when no chunk starts at `base`.
+    pub fn extend_chunk(&mut self, base: usize, extra: usize) -> bool {
+        debug_assert!(extra.is_multiple_of(GRANULE) && extra > 0);
+        let Some(slot) = self.chunk_slot(base) else { return false };
+        self.flush_quick();
+        let last = self.last_block(slot);
+        let info = self.chunks[slot].as_mut().expect("found above");
+        let end = info.base + info.size;
+        info.size += extra;
+        self.chunk_bytes += extra;
+        if self.blocks[last as usize].state == State::Free {
+            self.unlink_free(last);
+            self.blocks[last as usize].size += extra;
+            self.link_free(last);
+        } else {
+            let tail = self.new_block(Block {
+                addr: end,
+                size: extra,
+                prev_phys: last,
+                next_phys: NONE,
+                prev_free: NONE,
+                next_free: NONE,
+                chunk: slot as u32,
+                state: State::Used,
+            });
+            self.blocks[last as usize].next_phys = tail;
+            self.link_free(tail);
+        }
+        true
+    }
+
+    /// Cuts the free end of the chunk based at `base` back to a multiple of `unit` bytes past
+    /// the last block in use (never the whole chunk: a wholly free chunk goes back whole).
+    /// Returns the range cut off, `(start, size)`, for release upstream.
+    pub fn trim_free_tail(&mut self, base: usize, unit: usize) -> Option<(usize, usize)> {
+        debug_assert!(unit.is_multiple_of(GRANULE) && unit > 0);
+        let slot = self.chunk_slot(base)?;
+        self.flush_quick();
+        let last = self.last_block(slot);
+        let Block { addr, size, prev_phys, state, .. } = self.blocks[last as usize];
+        if state != State::Free || prev_phys == NONE {
+            return None;
+        }
+        let info = self.chunks[slot].expect("found above");
+        let end = info.base + info.size;
+        let keep_to = addr.next_multiple_of(unit).max(addr);
+        if keep_to >= end || !(end - keep_to).is_multiple_of(unit) {
+            return None;
+        }
+        let cut = end - keep_to;
+        self.unlink_free(last);
+        if cut == size {
+            self.blocks[prev_phys as usize].next_phys = NONE;
+            self.spare_blocks.push(last);
+        } else {
+            self.blocks[last as usize].size -= cut;
+            self.link_free(last);
+        }
+        self.chunks[slot].as_mut().expect("found above").size -= cut;
+        self.chunk_bytes -= cut;
+        Some((keep_to, cut))
+    }
+
+    /// Bases of every chunk held.
+    pub fn chunk_bases(&self) -> Vec<usize> {
+        self.chunks.iter().flatten().map(|c| c.base).collect()
     }
 
     /// Removes every chunk that is wholly free and returns them, for release upstream.

@@ -70,3 +70,30 @@ fn parking_follows_the_workload() {
     }
     assert_eq!(tlsf.parked_blocks(), 1, "a run of one size parks again");
 }
+
+/// Mapped memory grows a chunk at its end and gives back whole pages from its free end.
+#[test]
+fn a_chunk_grows_at_its_end_and_its_free_end_is_cut_back_to_whole_units() {
+    let unit = 8 * GRANULE;
+    let mut tlsf = Tlsf::new();
+    tlsf.add_chunk(0x100_0000, unit);
+    let (a, _) = tlsf.allocate(5 * GRANULE).unwrap();
+    // 3 granules free at the end: a request for 7 needs only one unit more, and spans the old end.
+    assert!(tlsf.allocate(7 * GRANULE).is_none());
+    assert!(!tlsf.extend_chunk(0x200_0000, unit), "no chunk starts there");
+    assert_eq!(tlsf.free_tail(0x100_0000).map(|(chunk, tail)| (chunk.size, tail)), Some((unit, 3 * GRANULE)));
+    assert!(tlsf.extend_chunk(0x100_0000, unit));
+    let (b, _) = tlsf.allocate(7 * GRANULE).unwrap();
+    assert_eq!(b, a + 5 * GRANULE, "the new block starts in the old free end");
+    tlsf.check_invariants().unwrap();
+    assert_eq!(tlsf.trim_free_tail(0x100_0000, unit), None, "4 granules free at the end: less than a unit");
+    tlsf.free(b).unwrap();
+    tlsf.flush_quick();
+    assert_eq!(tlsf.trim_free_tail(0x100_0000, unit), Some((0x100_0000 + unit, unit)), "the page past the block in use");
+    assert_eq!((tlsf.chunk_bytes(), tlsf.free_bytes()), (unit, 3 * GRANULE));
+    assert_eq!(tlsf.peak_used_bytes(), 12 * GRANULE);
+    tlsf.check_invariants().unwrap();
+    tlsf.free(a).unwrap();
+    assert_eq!(tlsf.trim_free_tail(0x100_0000, unit), None, "a wholly free chunk goes back whole");
+    assert_eq!(tlsf.take_wholly_free_chunks().len(), 1);
+}
