@@ -41,6 +41,7 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuEventDestroy_v2",
     "cuEventRecord",
     "cuEventSynchronize",
+    "cuEventQuery",
     "cuGetErrorString",
     "cuCtxSynchronize",
     "cuStreamGetId",
@@ -528,6 +529,15 @@ impl CudaDriver {
             // SAFETY: the caller owns `event` and passes a live stream.
             check("cuEventRecord", unsafe { sys::cuEventRecord(event.0 as sys::CUevent, stream.0 as sys::CUstream) })
         })
+    }
+
+    /// Whether the work before `event`'s last record is done, without waiting for it.
+    pub fn event_query(&self, event: Event) -> Result<bool> {
+        // SAFETY: the caller owns `event`.
+        match unsafe { sys::cuEventQuery(event.0 as sys::CUevent) } {
+            CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+            code => check("cuEventQuery", code).map(|()| true),
+        }
     }
 
     pub fn event_synchronize(&self, event: Event) -> Result<()> {

@@ -280,6 +280,10 @@ impl Backend {
     pub fn event_synchronize(&self, event: Event) -> Result<()> {
         dispatch!(self.event_synchronize(event))
     }
+    /// Whether `event`'s last record has completed, without waiting.
+    pub fn event_query(&self, event: Event) -> Result<bool> {
+        dispatch!(self.event_query(event))
+    }
     /// Makes later work on `stream` (of `device`) wait for `event`'s last record.
     pub fn stream_wait_event(&self, device: i32, stream: Stream, event: Event) -> Result<()> {
         dispatch!(self.stream_wait_event(device, stream, event))

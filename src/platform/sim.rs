@@ -69,6 +69,9 @@ struct SimState {
     events: HashMap<usize, (i32, VectorClock)>,
     pools: HashMap<usize, i32>,
     host_clock: VectorClock,
+    /// Per device, the clocks of its destroyed streams: their work still runs, and a device
+    /// synchronization waits for it (as cuCtxSynchronize does).
+    retired_clocks: HashMap<i32, VectorClock>,
     releases: BTreeMap<usize, Release>,
     races: Vec<String>,
     next_handle: usize,
@@ -421,7 +424,9 @@ impl SimDevices {
             .stream_handles
             .remove(&stream.0)
             .ok_or_else(|| Error::invalid(format!("stream {:#x} is not a live created stream", stream.0)))?;
-        state.streams[id] = None;
+        if let Some(destroyed) = state.streams[id].take() {
+            state.retired_clocks.entry(destroyed.device).or_default().join(&destroyed.clock);
+        }
         Ok(())
     }
 
@@ -440,6 +445,9 @@ impl SimDevices {
         let mut clock = state.host_clock.clone();
         for stream in state.streams.iter().flatten().filter(|s| s.device == device) {
             clock.join(&stream.clock);
+        }
+        if let Some(retired) = state.retired_clocks.get(&device) {
+            clock.join(retired);
         }
         state.host_clock = clock;
         Ok(())
@@ -470,6 +478,12 @@ impl SimDevices {
         let clock = state.stream(id).clock.clone();
         state.events.get_mut(&event.0).expect("checked above").1 = clock;
         Ok(())
+    }
+
+    /// Simulated work is done as soon as it is enqueued: a query orders the host after the
+    /// event, as a synchronization does.
+    pub fn event_query(&self, event: Event) -> Result<bool> {
+        self.event_synchronize(event).map(|()| true)
     }
 
     pub fn event_synchronize(&self, event: Event) -> Result<()> {
