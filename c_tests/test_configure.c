@@ -52,7 +52,8 @@ int main(void) {
   CHECK_RMM(rmmPoolResourceGetFree(current, NULL), RMM_ERROR_INVALID_ARGUMENT);
 
   text = report_text();
-  CHECK(strstr(text, "device 0: pool resource, 8.0 MiB reserved from the device") != NULL);
+  CHECK(strstr(text, "device 0: pool resource, 8.0 MiB reserved from the device (peak 8.0 MiB), 3.0 MiB in use (peak 3.0 MiB)") != NULL);
+  CHECK(strstr(text, "largest free block 5.0 MiB, fragmentation 62.5% (1 - in use / reserved)") != NULL);
   CHECK(strstr(text, "2 allocations") != NULL);
   CHECK(strstr(text, "2 allocation(s), 3146728 bytes, outstanding") != NULL);
   free(text);

@@ -1,6 +1,7 @@
 /* Suballocating resources over an upstream handle: pool, arena, binning (and its bins),
  * fixed-size; rmmPoolResourceGetSize and rmmResourceRelease. Contents are checked through
  * managed upstreams (host-accessible everywhere) and, on simulated devices, device memory. */
+#include <string.h>
 #include "rmm_test.h"
 
 #define KIB ((size_t)1 << 10)
@@ -370,6 +371,45 @@ static void check_release_on_out_of_memory(rmmResource_t cuda) {
 
 /* The expandable resource maps physical memory into its reserved range as it grows and, when
  * it gives a chunk back, unmaps it: afterwards it holds nothing, and grows again on demand. */
+/* A chunk grows in place across its free end; with a release threshold, free pages go back
+ * once the stream has passed the frees (here: after a synchronization the test makes). */
+static void check_expandable_footprint(void) {
+  rmmExpandableOptions_t options;
+  rmmFootprint_t figures;
+  rmmResource_t expandable = NULL;
+  cudaStream_t stream = NULL;
+  void *small = NULL, *large = NULL, *blocks[4] = {NULL, NULL, NULL, NULL};
+  size_t mib = (size_t)1 << 20;
+  memset(&options, 0, sizeof options);
+  options.release_free_pages = 1;
+  options.release_threshold = 4 * mib;
+  CHECK_OK(rmmExpandableResourceCreateWithOptions(&expandable, &options));
+  CHECK_OK(rmmStreamCreate(&stream));
+  CHECK_OK(rmmResourceAllocate(expandable, &small, mib, stream));
+  CHECK_OK(rmmResourceAllocate(expandable, &large, 3 * mib, stream));
+  CHECK((char *)large == (char *)small + mib);
+  CHECK_OK(rmmResourceGetFootprint(expandable, &figures));
+  CHECK(figures.reserved_bytes == 4 * mib && figures.live_bytes == 4 * mib && figures.fragmentation == 0.0);
+  CHECK_OK(rmmResourceDeallocate(expandable, large, 3 * mib, stream));
+  for (int i = 0; i < 4; ++i) CHECK_OK(rmmResourceAllocate(expandable, &blocks[i], 5 * mib, stream));
+  CHECK_OK(rmmMemcpyAsync(blocks[3], small, mib, stream));
+  for (int i = 3; i >= 0; --i) CHECK_OK(rmmResourceDeallocate(expandable, blocks[i], 5 * mib, stream));
+  CHECK_OK(rmmStreamSynchronize(stream));
+  /* The next free finds the stream past the earlier ones and gives their pages back. */
+  CHECK_OK(rmmResourceAllocate(expandable, &large, 256, stream));
+  CHECK_OK(rmmResourceDeallocate(expandable, large, 256, stream));
+  CHECK_OK(rmmResourceGetFootprint(expandable, &figures));
+  CHECK(figures.reserved_bytes <= 4 * mib);
+  CHECK(figures.peak_reserved_bytes >= 22 * mib && figures.peak_live_bytes >= 21 * mib);
+  CHECK_OK(rmmResourceDeallocate(expandable, small, mib, stream));
+  CHECK_OK(rmmStreamDestroy(stream));
+  CHECK_OK(rmmResourceDestroy(expandable));
+  options.page_size = 3 * mib;
+  CHECK_RMM(rmmExpandableResourceCreateWithOptions(&expandable, &options), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmExpandableResourceCreateWithOptions(&expandable, NULL), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmResourceGetFootprint(NULL, &figures), RMM_ERROR_INVALID_HANDLE);
+}
+
 static void check_expandable(void) {
   rmmResource_t expandable = NULL;
   void *blocks[3] = {NULL, NULL, NULL};
@@ -389,6 +429,7 @@ static void check_expandable(void) {
   CHECK_RMM(rmmResourceDeallocate(expandable, blocks[0], sizes[0], NULL), RMM_ERROR_INVALID_ARGUMENT);
   CHECK_OK(rmmResourceDeallocate(expandable, blocks[0], sizes[1], NULL));
   CHECK_OK(rmmResourceDestroy(expandable));
+  check_expandable_footprint();
 }
 
 int main(void) {

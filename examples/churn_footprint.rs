@@ -56,6 +56,6 @@ fn main() {
     println!("binning footprint: {:.3}", churn(&binning, &|| binning_pool.pool_size().unwrap()));
     let arena = ArenaResource::new(cuda, 0).unwrap();
     println!("arena footprint: {:.3}", churn(&arena, &|| arena.pool_size().unwrap()));
-    let expandable = expandable_resource(0, 0, &[]).unwrap();
+    let expandable = expandable_resource(0, &Default::default()).unwrap();
     println!("expandable footprint: {:.3}", churn(&expandable, &|| expandable.pool_size().unwrap()));
 }

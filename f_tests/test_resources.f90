@@ -240,6 +240,8 @@ contains
   ! supports them).
   subroutine device_resources()
     type(c_ptr) :: managed, pinned, async, expandable
+    type(rmmExpandableOptions_t), target :: options
+    type(rmmFootprint_t) :: footprint
     real(c_double), pointer :: m(:, :), h(:), d(:)
     integer(c_int) :: s
     s = rmmExpandableResourceCreate(expandable, 0_c_size_t)
@@ -252,6 +254,17 @@ contains
       call rmm_allocate(d, 1000, resource=expandable)
       call rmm_free(d, resource=expandable)
       call expect_ok(rmmResourceDestroy(expandable), 'rmmResourceDestroy(expandable)')
+      ! Every option: pages go back above a 4 MiB threshold; the footprint shows the peak.
+      options%release_free_pages = 1
+      options%release_threshold = 4 * 2_c_size_t**20
+      call expect_ok(rmmExpandableResourceCreateWithOptions(expandable, c_loc(options)), &
+        'rmmExpandableResourceCreateWithOptions')
+      call rmm_allocate(d, 2**20, resource=expandable)
+      call rmm_free(d, resource=expandable)
+      call expect_ok(rmmResourceGetFootprint(expandable, footprint), 'rmmResourceGetFootprint')
+      call expect(footprint%peak_live_bytes >= 8 * 2_c_size_t**20, 'footprint: the peak of 8 MiB in use')
+      call expect(footprint%reserved_bytes <= 4 * 2_c_size_t**20, 'footprint: released above the threshold')
+      call expect_ok(rmmResourceDestroy(expandable), 'rmmResourceDestroy(expandable with options)')
     end if
     call expect_ok(rmmManagedResourceCreate(managed), 'rmmManagedResourceCreate')
     call expect_name(managed, 'managed')

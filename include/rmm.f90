@@ -62,6 +62,7 @@ module rmm
   !   bool                  logical(c_bool)
   !   char                  character(kind=c_char)
   !   cudaStream_t          type(c_ptr)
+  !   double                real(c_double)
   !   int                   integer(c_int)
   !   int32_t               integer(c_int32_t)
   !   int64_t               integer(c_int64_t)
@@ -80,7 +81,8 @@ module rmm
     RMM_ERROR_NOT_INITIALIZED, RMM_ERROR_OUT_OF_MEMORY, RMM_ERROR_UNKNOWN, RMM_ERROR_IO, &
     RMM_ERROR_NOT_SUPPORTED, RMM_ERROR_INVALID_HANDLE, RMM_ERROR_ALREADY_INITIALIZED, &
     CudaDefaultAllocation, PoolAllocation, CudaManagedMemory, CudaAsyncAllocation
-  public :: rmmStatistics_t, rmmAllocationRecord_t, rmmOptions_t, rmmFailureCallback_t
+  public :: rmmStatistics_t, rmmAllocationRecord_t, rmmOptions_t, rmmExpandableOptions_t, &
+    rmmFootprint_t, rmmFailureCallback_t
   public :: rmmStatisticsAdaptorCreate, rmmStatisticsAdaptorGetCounts, &
     rmmStatisticsAdaptorPushCounters, rmmStatisticsAdaptorPopCounters, rmmLoggingAdaptorCreate, &
     rmmLoggingAdaptorFlush, rmmLimitingAdaptorCreate, rmmLimitingAdaptorGetAllocatedBytes, &
@@ -96,12 +98,12 @@ module rmm
     rmmRealloc, rmmFree, rmmWriteLog, rmmLogSize, rmmGetLog, rmmGetInfo, rmmGetAllocationOffset, &
     rmmGetErrorString, rmmGetErrorName, rmmGetLastErrorMessage, rmmCudaResourceCreate, &
     rmmManagedResourceCreate, rmmAsyncResourceCreate, rmmExpandableResourceCreate, &
-    rmmPinnedHostResourceCreate, rmmResourceDestroy, rmmResourceAllocate, rmmResourceDeallocate, &
-    rmmResourceGetDevice, rmmResourceGetName, rmmResourceGetSnapshot, rmmResourceWriteSnapshot, &
-    rmmStreamCreate, rmmStreamDestroy, rmmStreamSynchronize, rmmMemcpyAsync, &
-    rmmPoolResourceCreate, rmmPoolResourceGetSize, rmmPoolResourceGetFree, rmmResourceRelease, &
-    rmmArenaResourceCreate, rmmBinningResourceCreate, rmmBinningResourceAddBin, &
-    rmmFixedSizeResourceCreate
+    rmmExpandableResourceCreateWithOptions, rmmPinnedHostResourceCreate, rmmResourceDestroy, &
+    rmmResourceAllocate, rmmResourceDeallocate, rmmResourceGetDevice, rmmResourceGetName, &
+    rmmResourceGetSnapshot, rmmResourceWriteSnapshot, rmmResourceGetFootprint, rmmStreamCreate, &
+    rmmStreamDestroy, rmmStreamSynchronize, rmmMemcpyAsync, rmmPoolResourceCreate, &
+    rmmPoolResourceGetSize, rmmPoolResourceGetFree, rmmResourceRelease, rmmArenaResourceCreate, &
+    rmmBinningResourceCreate, rmmBinningResourceAddBin, rmmFixedSizeResourceCreate
 
   ! Most devices `rmmOptions_t.devices` can list.
   integer(c_int32_t), parameter :: RMM_MAX_DEVICES = 64
@@ -180,6 +182,41 @@ module rmm
     ! Device ordinals to set up.
     integer(c_int32_t) :: devices(RMM_MAX_DEVICES) = 0
   end type rmmOptions_t
+
+  ! Options of `rmmExpandableResourceCreateWithOptions`. Zero-initialize it, then set what you
+  ! need: all zero is what `rmmExpandableResourceCreate(&r, 0)` makes.
+  type, bind(c) :: rmmExpandableOptions_t
+    ! Bytes mapped at creation and kept for the resource's life (0: none).
+    integer(c_size_t) :: initial_size = 0
+    ! The most bytes mapped at once (0: the device's memory).
+    integer(c_size_t) :: maximum_size = 0
+    ! Nonzero: free pages at the ends of the resource's chunks go back to the device while
+    ! more than `release_threshold` bytes are mapped, once the stream that freed them has
+    ! passed that point (never waiting for it). 0: free pages stay mapped until
+    ! `rmmResourceRelease` or until the device runs out of memory.
+    integer(c_int) :: release_free_pages = 0
+    ! See `release_free_pages` (0 with it: give back every free page).
+    integer(c_size_t) :: release_threshold = 0
+    ! The unit of mapping and release: a multiple of the device's allocation granularity
+    ! (0: the granularity, 2 MiB on current GPUs).
+    integer(c_size_t) :: page_size = 0
+    ! Other devices given read and write access to the memory (NULL when `num_peers` is 0).
+    type(c_ptr) :: peers = c_null_ptr
+    integer(c_size_t) :: num_peers = 0
+  end type rmmExpandableOptions_t
+
+  ! What a resource holds and uses (`rmmResourceGetFootprint`).
+  type, bind(c) :: rmmFootprint_t
+    ! Bytes held from the device (a pool's chunks, mapped pages), now and at most.
+    integer(c_size_t) :: reserved_bytes = 0
+    integer(c_size_t) :: peak_reserved_bytes = 0
+    ! Bytes in blocks handed out, now and at most (block sizes, rounded up as handed out).
+    integer(c_size_t) :: live_bytes = 0
+    integer(c_size_t) :: peak_live_bytes = 0
+    integer(c_size_t) :: largest_free_block = 0
+    ! 1 - live / reserved: the share of what is held that is not in use (0 when nothing is held).
+    real(c_double) :: fragmentation = 0.0_c_double
+  end type rmmFootprint_t
 
   ! Called when an allocation fails for lack of memory, with the bytes asked for and the `arg`
   ! given at creation; returning true retries the allocation.
@@ -738,17 +775,28 @@ module rmm
 
     ! Creates a stream-ordered resource on the current device over the CUDA virtual-memory API
     ! (as PyTorch's expandable segments): it reserves address space for `maximum_size` bytes (0:
-    ! the device's memory) and maps physical memory into it as its pool grows; a chunk it gives
-    ! back (`rmmResourceRelease`, or when the device runs out of memory) is unmapped and its
-    ! memory returned to the device. Cross-stream reuse as `rmmPoolResourceCreate`.
-    ! RMM_ERROR_NOT_SUPPORTED where the driver has no virtual-memory API. Ownership as
-    ! `rmmCudaResourceCreate`.
+    ! the device's memory) and maps physical memory into it in pages of the device's
+    ! granularity as it needs them. A chunk grows in place at its end, by just what a request
+    ! needs beyond the chunk's free end; free pages go back to the device on
+    ! `rmmResourceRelease`, or when the device runs out of memory. Cross-stream reuse as
+    ! `rmmPoolResourceCreate`. RMM_ERROR_NOT_SUPPORTED where the driver has no virtual-memory
+    ! API. Ownership as `rmmCudaResourceCreate`.
     integer(c_int) function rmmExpandableResourceCreate(resource, maximum_size) &
         bind(c, name="rmmExpandableResourceCreate")
       import :: c_int, c_ptr, c_size_t
       type(c_ptr), intent(inout) :: resource
       integer(c_size_t), value :: maximum_size
     end function rmmExpandableResourceCreate
+
+    ! `rmmExpandableResourceCreate` with every option (see `rmmExpandableOptions_t`): an initial
+    ! size, a release threshold, the page size and peer devices. NULL `options` or a page size
+    ! that is not a multiple of the device's granularity: RMM_ERROR_INVALID_ARGUMENT.
+    integer(c_int) function rmmExpandableResourceCreateWithOptions(resource, options) &
+        bind(c, name="rmmExpandableResourceCreateWithOptions")
+      import :: c_int, c_ptr
+      type(c_ptr), intent(inout) :: resource
+      type(c_ptr), value :: options
+    end function rmmExpandableResourceCreateWithOptions
 
     ! Creates a resource of page-locked host memory (`cudaMallocHost`), usable from every device.
     ! Ownership as `rmmCudaResourceCreate`.
@@ -810,15 +858,17 @@ module rmm
       type(c_ptr), intent(inout) :: name
     end function rmmResourceGetName
 
-    ! Describes `resource` and its upstream resources as JSON: one object per resource, its
-    ! upstream nested under "upstream". Pools, arenas and fixed-size resources list their
-    ! upstream chunks with owning stream and every free and used block, and give the figures for
-    ! out-of-memory diagnosis: "reserved_bytes", "used_bytes", "free_bytes",
-    ! "largest_free_block" and "fragmentation" (1 - largest free block / free bytes). Adaptors
-    ! add their own figures (statistics counts, limit, outstanding allocations). The text and a
-    ! NUL are copied into `buffer` of `size` bytes; its length goes to `*length` unless NULL. A
-    ! NULL `buffer` only asks for the length; a buffer too small is RMM_ERROR_INVALID_ARGUMENT.
-    ! Easier from Fortran: rmm_resource_get_snapshot.
+    ! Describes `resource` and its upstream resources as JSON: one object per resource, its upstream
+    ! nested under "upstream". Pools, arenas and fixed-size resources list their upstream chunks
+    ! with owning stream and every free and used block, and give the figures for out-of-memory
+    ! diagnosis: "reserved_bytes" and "used_bytes" with their peaks ("peak_reserved_bytes",
+    ! "peak_used_bytes"), "free_bytes", "largest_free_block", "fragmentation" (1 - used / reserved)
+    ! and "free_space_fragmentation" (1 - largest free block / free bytes); the expandable resource
+    ! also shows its reservation and mapped ranges. Adaptors add their own figures (statistics
+    ! counts, limit, outstanding allocations). The text and a NUL are copied into `buffer` of `size`
+    ! bytes; its length goes to `*length` unless NULL. A NULL `buffer` only asks for the length; a
+    ! buffer too small is RMM_ERROR_INVALID_ARGUMENT. Easier from Fortran:
+    ! rmm_resource_get_snapshot.
     integer(c_int) function rmmResourceGetSnapshot(resource, buffer, size, length) &
         bind(c, name="rmmResourceGetSnapshot")
       import :: c_int, c_ptr, c_size_t
@@ -837,6 +887,18 @@ module rmm
       type(c_ptr), value :: resource
       character(kind=c_char), dimension(*), intent(in) :: path
     end function rmmResourceWriteSnapshot
+
+    ! Writes what `resource` (or the resource beneath an adaptor stack) holds from the device and
+    ! hands out, with their peaks since it was made, its largest free block and its
+    ! fragmentation, to `*footprint`. Peaks of bytes in use are exact for a resource used on one
+    ! stream; with several streams they are the sum of each stream's peak (an upper bound).
+    ! RMM_ERROR_NOT_SUPPORTED for resources that do not know (cuda_async: the driver's pool).
+    integer(c_int) function rmmResourceGetFootprint(resource, footprint) &
+        bind(c, name="rmmResourceGetFootprint")
+      import :: c_int, c_ptr, rmmFootprint_t
+      type(c_ptr), value :: resource
+      type(rmmFootprint_t), intent(inout) :: footprint
+    end function rmmResourceGetFootprint
 
     ! Creates a stream on the current device (as `cudaStreamCreate`: it synchronizes with the
     ! legacy default stream) and writes it to `*stream`. The caller destroys it with

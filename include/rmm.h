@@ -114,6 +114,41 @@ typedef struct rmmOptions_t {
   int32_t devices[RMM_MAX_DEVICES];
 } rmmOptions_t;
 
+// Options of `rmmExpandableResourceCreateWithOptions`. Zero-initialize it, then set what you
+// need: all zero is what `rmmExpandableResourceCreate(&r, 0)` makes.
+typedef struct rmmExpandableOptions_t {
+  // Bytes mapped at creation and kept for the resource's life (0: none).
+  size_t initial_size;
+  // The most bytes mapped at once (0: the device's memory).
+  size_t maximum_size;
+  // Nonzero: free pages at the ends of the resource's chunks go back to the device while
+  // more than `release_threshold` bytes are mapped, once the stream that freed them has
+  // passed that point (never waiting for it). 0: free pages stay mapped until
+  // `rmmResourceRelease` or until the device runs out of memory.
+  int release_free_pages;
+  // See `release_free_pages` (0 with it: give back every free page).
+  size_t release_threshold;
+  // The unit of mapping and release: a multiple of the device's allocation granularity
+  // (0: the granularity, 2 MiB on current GPUs).
+  size_t page_size;
+  // Other devices given read and write access to the memory (NULL when `num_peers` is 0).
+  const int *peers;
+  size_t num_peers;
+} rmmExpandableOptions_t;
+
+// What a resource holds and uses (`rmmResourceGetFootprint`).
+typedef struct rmmFootprint_t {
+  // Bytes held from the device (a pool's chunks, mapped pages), now and at most.
+  size_t reserved_bytes;
+  size_t peak_reserved_bytes;
+  // Bytes in blocks handed out, now and at most (block sizes, rounded up as handed out).
+  size_t live_bytes;
+  size_t peak_live_bytes;
+  size_t largest_free_block;
+  // 1 - live / reserved: the share of what is held that is not in use (0 when nothing is held).
+  double fragmentation;
+} rmmFootprint_t;
+
 // Device memory from `cudaMalloc` (the driver's `cuMemAlloc`), no pool.
 #define CudaDefaultAllocation 0
 
@@ -451,12 +486,19 @@ enum rmmError_t rmmAsyncResourceCreate(rmmResource_t *resource,
 
 // Creates a stream-ordered resource on the current device over the CUDA virtual-memory API
 // (as PyTorch's expandable segments): it reserves address space for `maximum_size` bytes (0:
-// the device's memory) and maps physical memory into it as its pool grows; a chunk it gives
-// back (`rmmResourceRelease`, or when the device runs out of memory) is unmapped and its
-// memory returned to the device. Cross-stream reuse as `rmmPoolResourceCreate`.
-// RMM_ERROR_NOT_SUPPORTED where the driver has no virtual-memory API. Ownership as
-// `rmmCudaResourceCreate`.
+// the device's memory) and maps physical memory into it in pages of the device's
+// granularity as it needs them. A chunk grows in place at its end, by just what a request
+// needs beyond the chunk's free end; free pages go back to the device on
+// `rmmResourceRelease`, or when the device runs out of memory. Cross-stream reuse as
+// `rmmPoolResourceCreate`. RMM_ERROR_NOT_SUPPORTED where the driver has no virtual-memory
+// API. Ownership as `rmmCudaResourceCreate`.
 enum rmmError_t rmmExpandableResourceCreate(rmmResource_t *resource, size_t maximum_size);
+
+// `rmmExpandableResourceCreate` with every option (see `rmmExpandableOptions_t`): an initial
+// size, a release threshold, the page size and peer devices. NULL `options` or a page size
+// that is not a multiple of the device's granularity: RMM_ERROR_INVALID_ARGUMENT.
+enum rmmError_t rmmExpandableResourceCreateWithOptions(rmmResource_t *resource,
+                                                       const struct rmmExpandableOptions_t *options);
 
 // Creates a resource of page-locked host memory (`cudaMallocHost`), usable from every device.
 // Ownership as `rmmCudaResourceCreate`.
@@ -496,8 +538,10 @@ enum rmmError_t rmmResourceGetName(rmmResource_t resource, const char **name);
 // Describes `resource` and its upstream resources as JSON: one object per resource, its
 // upstream nested under "upstream". Pools, arenas and fixed-size resources list their
 // upstream chunks with owning stream and every free and used block, and give the figures for
-// out-of-memory diagnosis: "reserved_bytes", "used_bytes", "free_bytes",
-// "largest_free_block" and "fragmentation" (1 - largest free block / free bytes). Adaptors
+// out-of-memory diagnosis: "reserved_bytes" and "used_bytes" with their peaks
+// ("peak_reserved_bytes", "peak_used_bytes"), "free_bytes", "largest_free_block",
+// "fragmentation" (1 - used / reserved) and "free_space_fragmentation" (1 - largest free
+// block / free bytes); the expandable resource also shows its reservation and mapped ranges. Adaptors
 // add their own figures (statistics counts, limit, outstanding allocations). The text and a
 // NUL are copied into `buffer` of `size` bytes; its length goes to `*length` unless NULL. A
 // NULL `buffer` only asks for the length; a buffer too small is RMM_ERROR_INVALID_ARGUMENT.
@@ -509,6 +553,13 @@ enum rmmError_t rmmResourceGetSnapshot(rmmResource_t resource,
 // Writes the snapshot of `resource` (see `rmmResourceGetSnapshot`) to the file `path`.
 // RMM_ERROR_IO when it cannot be written.
 enum rmmError_t rmmResourceWriteSnapshot(rmmResource_t resource, const char *path);
+
+// Writes what `resource` (or the resource beneath an adaptor stack) holds from the device and
+// hands out, with their peaks since it was made, its largest free block and its
+// fragmentation, to `*footprint`. Peaks of bytes in use are exact for a resource used on one
+// stream; with several streams they are the sum of each stream's peak (an upper bound).
+// RMM_ERROR_NOT_SUPPORTED for resources that do not know (cuda_async: the driver's pool).
+enum rmmError_t rmmResourceGetFootprint(rmmResource_t resource, struct rmmFootprint_t *footprint);
 
 // Creates a stream on the current device (as `cudaStreamCreate`: it synchronizes with the
 // legacy default stream) and writes it to `*stream`. The caller destroys it with

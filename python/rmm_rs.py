@@ -93,6 +93,29 @@ class _CStatistics(ctypes.Structure):
     ]
 
 
+class _CExpandableOptions(ctypes.Structure):
+    _fields_ = [
+        ("initial_size", ctypes.c_size_t),
+        ("maximum_size", ctypes.c_size_t),
+        ("release_free_pages", ctypes.c_int),
+        ("release_threshold", ctypes.c_size_t),
+        ("page_size", ctypes.c_size_t),
+        ("peers", ctypes.POINTER(ctypes.c_int)),
+        ("num_peers", ctypes.c_size_t),
+    ]
+
+
+class _CFootprint(ctypes.Structure):
+    _fields_ = [
+        ("reserved_bytes", ctypes.c_size_t),
+        ("peak_reserved_bytes", ctypes.c_size_t),
+        ("live_bytes", ctypes.c_size_t),
+        ("peak_live_bytes", ctypes.c_size_t),
+        ("largest_free_block", ctypes.c_size_t),
+        ("fragmentation", ctypes.c_double),
+    ]
+
+
 # name: (restype, argtypes) of each function of rmm.h this module names.
 _SIGNATURES = {
     "rmmStatisticsAdaptorCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p),
@@ -147,8 +170,8 @@ _SIGNATURES = {
     "rmmManagedResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
     "rmmAsyncResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t,
         ctypes.c_size_t]),
-    "rmmExpandableResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p),
-        ctypes.c_size_t]),
+    "rmmExpandableResourceCreateWithOptions": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p),
+        ctypes.POINTER(_CExpandableOptions)]),
     "rmmPinnedHostResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
     "rmmResourceDestroy": (ctypes.c_int, [ctypes.c_void_p]),
     "rmmResourceAllocate": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
@@ -160,6 +183,7 @@ _SIGNATURES = {
     "rmmResourceGetSnapshot": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char),
         ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]),
     "rmmResourceWriteSnapshot": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p]),
+    "rmmResourceGetFootprint": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(_CFootprint)]),
     "rmmStreamCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
     "rmmStreamDestroy": (ctypes.c_int, [ctypes.c_void_p]),
     "rmmStreamSynchronize": (ctypes.c_int, [ctypes.c_void_p]),
@@ -529,11 +553,28 @@ class Resource:
         return cls._create("rmmAsyncResourceCreate", _size(initial_pool_size, "initial_pool_size"), threshold)
 
     @classmethod
-    def expandable(cls, maximum_size: Union[int, str, None] = None) -> "Resource":
+    def expandable(cls, maximum_size: Union[int, str, None] = None, initial_size: Union[int, str, None] = None,
+                   release_threshold: Union[int, str, None] = None, page_size: Union[int, str, None] = None,
+                   peers: Iterable[int] = ()) -> "Resource":
         """A pool over the CUDA virtual-memory API on the current device: physical memory is
-        mapped into one reserved range as it grows, and unmapped when given back
-        (None: room for the device's memory)."""
-        return cls._create("rmmExpandableResourceCreate", _size(maximum_size, "maximum_size"))
+        mapped in pages into one reserved range as it grows (`maximum_size`, None: room for
+        the device's memory; `initial_size` mapped at once), each chunk growing in place by
+        what a request needs beyond its free end. With `release_threshold` (bytes), free pages
+        go back to the device while more than that is mapped (None: kept until ``release()``).
+        `page_size`: a multiple of the device's granularity (None: the granularity). `peers`:
+        other devices given access."""
+        peer_list = [int(peer) for peer in peers]
+        peer_array = (ctypes.c_int * max(1, len(peer_list)))(*peer_list)
+        options = _CExpandableOptions(
+            initial_size=_size(initial_size, "initial_size"),
+            maximum_size=_size(maximum_size, "maximum_size"),
+            release_free_pages=0 if release_threshold is None else 1,
+            release_threshold=_size(release_threshold, "release_threshold"),
+            page_size=_size(page_size, "page_size"),
+            peers=ctypes.cast(peer_array, ctypes.POINTER(ctypes.c_int)),
+            num_peers=len(peer_list),
+        )
+        return cls._create("rmmExpandableResourceCreateWithOptions", ctypes.byref(options))
 
     @classmethod
     def pinned_host(cls) -> "Resource":
@@ -673,6 +714,14 @@ class Resource:
         _call("rmmResourceRelease", self._h(), ctypes.byref(released))
         return released.value
 
+    def footprint(self) -> Dict[str, Any]:
+        """What the resource (or the one beneath this adaptor) holds from the device and hands
+        out, now and at the peak, its largest free block, and fragmentation = 1 - live /
+        reserved (``rmmResourceGetFootprint``)."""
+        f = _CFootprint()
+        _call("rmmResourceGetFootprint", self._h(), ctypes.byref(f))
+        return {name: getattr(f, name) for name, _ in _CFootprint._fields_}
+
     def pool_size(self) -> int:
         size = ctypes.c_size_t()
         _call("rmmPoolResourceGetSize", self._h(), ctypes.byref(size))
@@ -747,7 +796,7 @@ def _resolve_devices(devices: Union[None, int, str, Iterable[int]]) -> List[int]
 
 
 def _build_stack(device: int, resource: str, initial: int, maximum: int, statistics: bool,
-                 log: Optional[str]) -> _Stack:
+                 log: Optional[str], release_threshold: Optional[int] = None) -> _Stack:
     layers: List[Resource] = []
 
     def push(layer: Resource) -> Resource:
@@ -760,7 +809,7 @@ def _build_stack(device: int, resource: str, initial: int, maximum: int, statist
         elif resource in ("managed", "managed_pool"):
             base = push(Resource.managed())
         elif resource == "expandable":
-            base = push(Resource.expandable(maximum))
+            base = push(Resource.expandable(maximum, initial, release_threshold))
         else:  # cuda_async
             threshold = maximum if maximum else None
             base = push(Resource.cuda_async(initial, threshold))
@@ -789,7 +838,8 @@ def _build_stack(device: int, resource: str, initial: int, maximum: int, statist
 def configure(resource: str = "pool", initial_pool_size: Union[int, str, None] = None,
               maximum_pool_size: Union[int, str, None] = None, statistics: bool = True,
               log: Optional[str] = None,
-              devices: Union[None, int, str, Iterable[int]] = None) -> Dict[int, Resource]:
+              devices: Union[None, int, str, Iterable[int]] = None,
+              release_threshold: Union[int, str, None] = None) -> Dict[int, Resource]:
     """Builds a resource stack on each device and makes it the device's current resource
     (``rmmSetPerDeviceResource``), replacing what the device had (memory allocated before
     stays valid: ``rmmFree`` returns it to the resource that made it).
@@ -799,7 +849,9 @@ def configure(resource: str = "pool", initial_pool_size: Union[int, str, None] =
     `initial_pool_size` bytes growing up to `maximum_pool_size`; ``arena``: an arena starting
     with `initial_pool_size`; ``binning``: bins of 256 B..1 MiB over such a pool; ``cuda``,
     ``managed``, ``cuda_async``: none; ``managed_pool``: a pool over managed memory;
-    ``expandable``: the virtual-memory resource, reserving `maximum_pool_size` (None: the device)) ->
+    ``expandable``: the virtual-memory resource, reserving `maximum_pool_size` (None: the device),
+    mapping `initial_pool_size` at once and, with `release_threshold`, giving free pages back
+    while more than that is mapped) ->
     a statistics adaptor (``statistics=True``) -> a logging adaptor (``log``: a CSV path;
     device N > 0 logs to ``<log>.N``).
 
@@ -824,7 +876,8 @@ def configure(resource: str = "pool", initial_pool_size: Union[int, str, None] =
         try:
             for device in targets:
                 set_device(device)  # resources bind to the device current at creation
-                built.append(_build_stack(device, resource, initial, maximum, statistics, log))
+                threshold = None if release_threshold is None else _size(release_threshold, "release_threshold")
+                built.append(_build_stack(device, resource, initial, maximum, statistics, log, threshold))
             while built:
                 stack = built[0]
                 previous = ctypes.c_void_p()

@@ -195,6 +195,32 @@ class ConfigureTest(unittest.TestCase):
         finally:
             rmm_rs.stream_destroy(stream)
 
+    def test_expandable_footprint_and_release_threshold(self):
+        grows = rmm_rs.Resource.expandable()
+        releasing = rmm_rs.Resource.expandable(release_threshold="4MiB", page_size=0)
+        try:
+            small = grows.allocate(MiB)
+            large = grows.allocate(3 * MiB)
+            self.assertEqual(large, small + MiB)  # in place, across the chunk's old end
+            f = grows.footprint()
+            self.assertEqual((f["reserved_bytes"], f["live_bytes"], f["fragmentation"]), (4 * MiB, 4 * MiB, 0.0))
+            grows.deallocate(small, MiB)
+            f = grows.footprint()
+            self.assertEqual((f["live_bytes"], f["peak_live_bytes"]), (3 * MiB, 4 * MiB))
+            self.assertAlmostEqual(f["fragmentation"], 0.25)
+            grows.deallocate(large, 3 * MiB)
+            blocks = [releasing.allocate(5 * MiB) for _ in range(4)]
+            for block in blocks:
+                releasing.deallocate(block, 5 * MiB)
+            self.assertLessEqual(releasing.footprint()["reserved_bytes"], 4 * MiB)
+            self.assertEqual(releasing.footprint()["peak_reserved_bytes"], 20 * MiB)
+            with self.assertRaises(rmm_rs.RmmError) as refused:
+                rmm_rs.Resource.expandable(page_size=3 * MiB)
+            self.assertEqual(refused.exception.code, rmm_rs.ERROR_INVALID_ARGUMENT)
+        finally:
+            grows.close()
+            releasing.close()
+
     def test_without_statistics(self):
         rmm_rs.configure("cuda", statistics=False)
         self.assertIsNone(rmm_rs.statistics())

@@ -412,8 +412,12 @@ fn snapshot_describes_the_stack_and_every_block() {
     assert_eq!(used, expected);
     let free = pooled["free_bytes"].as_u64().unwrap();
     let largest = pooled["largest_free_block"].as_u64().unwrap();
-    let fragmentation = pooled["fragmentation"].as_f64().unwrap();
-    assert!((fragmentation - (1.0 - largest as f64 / free as f64)).abs() < 1e-9);
+    let free_space_fragmentation = pooled["free_space_fragmentation"].as_f64().unwrap();
+    assert!((free_space_fragmentation - (1.0 - largest as f64 / free as f64)).abs() < 1e-9);
+    let (reserved, used) = (pooled["reserved_bytes"].as_u64().unwrap(), pooled["used_bytes"].as_u64().unwrap());
+    assert_eq!(used, (1000u64.div_ceil(256) * 256) + (3 << 20), "two blocks in use, rounded to 256 bytes");
+    assert!((pooled["fragmentation"].as_f64().unwrap() - (1.0 - used as f64 / reserved as f64)).abs() < 1e-9);
+    assert!(pooled["peak_used_bytes"].as_u64().unwrap() >= used && pooled["peak_reserved_bytes"].as_u64().unwrap() >= reserved);
     assert!(chunks.iter().any(|c| c["stream"] == "default") && chunks.iter().any(|c| c["stream"].is_u64()));
     stats.deallocate(a, 1000, S).unwrap();
     stats.deallocate(b, 3 << 20, stream).unwrap();

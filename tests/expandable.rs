@@ -6,7 +6,7 @@ mod common;
 
 use common::{device_used, over, races, setup_with, stamp, stamped};
 use rmm::boundary::handles::rmmResource_t;
-use rmm::boundary::types::cudaStream_t;
+use rmm::boundary::types::{cudaStream_t, rmmExpandableOptions_t, rmmFootprint_t};
 use rmm::boundary::*;
 use rmm::error::rmmError_t::{self, *};
 use std::ffi::c_void;
@@ -28,7 +28,7 @@ fn free(resource: rmmResource_t, ptr: usize, bytes: usize, stream: cudaStream_t)
 
 #[test]
 fn blocks_move_between_streams_in_order_and_memory_goes_back_when_released() {
-    let _guard = setup_with("1:256MiB");
+    let _guard = setup_with("2:256MiB");
     let before = device_used();
     let expandable = over(|h| rmmExpandableResourceCreate(h, 0));
     let stats = over(|h| rmmStatisticsAdaptorCreate(h, expandable));
@@ -73,7 +73,7 @@ fn blocks_move_between_streams_in_order_and_memory_goes_back_when_released() {
 
 #[test]
 fn out_of_memory_releases_what_the_device_keeps_free_then_is_reported() {
-    let _guard = setup_with("1:256MiB");
+    let _guard = setup_with("2:256MiB");
     let before = device_used();
     // A pool that keeps 192 MiB free: the expandable resource gets it back from it.
     let cuda = over(|h| rmmCudaResourceCreate(h));
@@ -100,4 +100,142 @@ fn out_of_memory_releases_what_the_device_keeps_free_then_is_reported() {
     let fits = allocate(bounded, 8 * MIB, null_mut()).unwrap();
     free(bounded, fits, 8 * MIB, null_mut());
     assert_eq!(rmmResourceDestroy(bounded), RMM_SUCCESS);
+}
+
+fn footprint(resource: rmmResource_t) -> rmmFootprint_t {
+    let mut figures = rmmFootprint_t::default();
+    assert_eq!(rmmResourceGetFootprint(resource, &mut figures), RMM_SUCCESS);
+    figures
+}
+
+fn with_options(options: &rmmExpandableOptions_t) -> rmmResource_t {
+    over(|h| rmmExpandableResourceCreateWithOptions(h, options))
+}
+
+fn options() -> rmmExpandableOptions_t {
+    rmmExpandableOptions_t {
+        initial_size: 0,
+        maximum_size: 0,
+        release_free_pages: 0,
+        release_threshold: 0,
+        page_size: 0,
+        peers: std::ptr::null(),
+        num_peers: 0,
+    }
+}
+
+#[test]
+fn a_chunk_grows_in_place_by_what_the_request_needs_beyond_its_free_end() {
+    let _guard = setup_with("2:256MiB");
+    let before = device_used();
+    let expandable = over(|h| rmmExpandableResourceCreate(h, 0));
+    let stats = over(|h| rmmStatisticsAdaptorCreate(h, expandable));
+    let small = allocate(stats, MIB, null_mut()).unwrap();
+    assert_eq!(footprint(stats).reserved_bytes, 2 * MIB, "one page");
+    // 1 MiB is free at the chunk's end: 3 MiB more need one page more, not a new chunk.
+    let large = allocate(stats, 3 * MIB, null_mut()).unwrap();
+    assert_eq!(large, small + MIB, "the block spans the chunk's old end");
+    let figures = footprint(stats);
+    assert_eq!((figures.reserved_bytes, figures.live_bytes, figures.largest_free_block), (4 * MIB, 4 * MIB, 0));
+    assert_eq!(figures.fragmentation, 0.0);
+    assert_eq!(device_used(), before + 4 * MIB, "only what is mapped is the device's memory in use");
+    let mut length = 0;
+    assert_eq!(rmmResourceGetSnapshot(stats, null_mut(), 0, &mut length), RMM_SUCCESS);
+    let mut text = vec![0u8; length + 1];
+    assert_eq!(rmmResourceGetSnapshot(stats, text.as_mut_ptr().cast(), text.len(), null_mut()), RMM_SUCCESS);
+    let snapshot: serde_json::Value = serde_json::from_slice(&text[..length]).unwrap();
+    let pool = &snapshot["upstream"];
+    assert_eq!(pool["chunks"].as_array().unwrap().len(), 1, "{snapshot}");
+    assert_eq!(pool["upstream"]["mapped"].as_array().unwrap().len(), 1, "one mapped range: {snapshot}");
+    assert_eq!(pool["upstream"]["mapped_bytes"], 4 * MIB);
+    free(stats, small, MIB, null_mut());
+    let figures = footprint(stats);
+    assert_eq!((figures.live_bytes, figures.peak_live_bytes, figures.peak_reserved_bytes), (3 * MIB, 4 * MIB, 4 * MIB));
+    assert!((figures.fragmentation - 0.25).abs() < 1e-12, "1 MiB of 4 not in use: {}", figures.fragmentation);
+    free(stats, large, 3 * MIB, null_mut());
+    for handle in [stats, expandable] {
+        assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
+    }
+    assert_eq!(device_used(), before);
+    assert!(races().is_empty(), "{:?}", races());
+}
+
+#[test]
+fn free_pages_above_the_release_threshold_go_back_once_their_stream_has_passed() {
+    let _guard = setup_with("2:256MiB");
+    let before = device_used();
+    let mut stream = null_mut();
+    assert_eq!(rmmStreamCreate(&mut stream), RMM_SUCCESS);
+    let expandable = with_options(&rmmExpandableOptions_t { release_free_pages: 1, release_threshold: 4 * MIB, ..options() });
+    let first = allocate(expandable, MIB, stream).unwrap();
+    let blocks: Vec<usize> = (0..4).map(|_| allocate(expandable, 5 * MIB, stream).unwrap()).collect();
+    assert_eq!(footprint(expandable).reserved_bytes, 22 * MIB);
+    stamp(first, 4096, 0x3c);
+    for &block in blocks.iter().rev() {
+        free(expandable, block, 5 * MIB, stream);
+    }
+    // Free pages at the chunk's end went back while more than 4 MiB was mapped: the page
+    // under the block still in use stays.
+    assert_eq!(footprint(expandable).reserved_bytes, 2 * MIB);
+    assert_eq!(device_used(), before + 2 * MIB);
+    assert!(stamped(first, 4096, 0x3c), "the block in use keeps its memory");
+    // It grows again, in place.
+    let again = allocate(expandable, 9 * MIB, stream).unwrap();
+    assert_eq!(again, first + MIB);
+    free(expandable, again, 9 * MIB, stream);
+    free(expandable, first, MIB, stream);
+    assert!(footprint(expandable).reserved_bytes <= 4 * MIB);
+    assert_eq!(rmmResourceDestroy(expandable), RMM_SUCCESS);
+    assert_eq!(rmmStreamDestroy(stream), RMM_SUCCESS);
+    assert_eq!(device_used(), before);
+    assert!(races().is_empty(), "{:?}", races());
+
+    // Without release_free_pages everything stays mapped until released.
+    let keeping = with_options(&options());
+    let block = allocate(keeping, 20 * MIB, null_mut()).unwrap();
+    free(keeping, block, 20 * MIB, null_mut());
+    assert_eq!(footprint(keeping).reserved_bytes, 20 * MIB);
+    assert_eq!(rmmResourceDestroy(keeping), RMM_SUCCESS);
+}
+
+#[test]
+fn options_are_checked_and_peers_get_access() {
+    let _guard = setup_with("2:256MiB");
+    let peers = [1];
+    let shared = with_options(&rmmExpandableOptions_t { peers: peers.as_ptr(), num_peers: 1, initial_size: 4 * MIB, ..options() });
+    assert_eq!(footprint(shared).reserved_bytes, 4 * MIB, "the initial size is mapped at creation");
+    let block = allocate(shared, 3 * MIB, null_mut()).unwrap();
+    stamp(block, 4096, 0x11);
+    assert!(stamped(block, 4096, 0x11));
+    free(shared, block, 3 * MIB, null_mut());
+    assert_eq!(rmmResourceDestroy(shared), RMM_SUCCESS);
+    let larger_pages = with_options(&rmmExpandableOptions_t { page_size: 4 * MIB, ..options() });
+    let block = allocate(larger_pages, MIB, null_mut()).unwrap();
+    assert_eq!(footprint(larger_pages).reserved_bytes, 4 * MIB, "one page of 4 MiB");
+    free(larger_pages, block, MIB, null_mut());
+    assert_eq!(rmmResourceDestroy(larger_pages), RMM_SUCCESS);
+
+    let mut handle: rmmResource_t = null_mut();
+    let bad_page = rmmExpandableOptions_t { page_size: 3 * MIB, ..options() };
+    assert_eq!(rmmExpandableResourceCreateWithOptions(&mut handle, &bad_page), RMM_ERROR_INVALID_ARGUMENT);
+    assert!(common::last_message().contains("granularity"), "{}", common::last_message());
+    let missing_peers = rmmExpandableOptions_t { num_peers: 1, ..options() };
+    assert_eq!(rmmExpandableResourceCreateWithOptions(&mut handle, &missing_peers), RMM_ERROR_INVALID_ARGUMENT);
+    let no_such_peer = [7];
+    let bad_peer = rmmExpandableOptions_t { peers: no_such_peer.as_ptr(), num_peers: 1, ..options() };
+    assert_ne!(rmmExpandableResourceCreateWithOptions(&mut handle, &bad_peer), RMM_SUCCESS);
+    assert_eq!(rmmExpandableResourceCreateWithOptions(&mut handle, std::ptr::null()), RMM_ERROR_INVALID_ARGUMENT);
+    assert_eq!(rmmExpandableResourceCreateWithOptions(null_mut(), &options()), RMM_ERROR_INVALID_ARGUMENT);
+    assert!(handle.is_null(), "no handle on failure");
+    let mut figures = rmmFootprint_t::default();
+    let mut cuda: rmmResource_t = null_mut();
+    assert_eq!(rmmCudaResourceCreate(&mut cuda), RMM_SUCCESS);
+    assert_eq!(rmmResourceGetFootprint(cuda, null_mut()), RMM_ERROR_INVALID_ARGUMENT);
+    assert_eq!(rmmResourceGetFootprint(null_mut(), &mut figures), RMM_ERROR_INVALID_HANDLE);
+    let direct = allocate(cuda, 3 * MIB, null_mut()).unwrap();
+    assert_eq!(footprint(cuda).reserved_bytes, 3 * MIB, "a direct resource holds what it hands out");
+    free(cuda, direct, 3 * MIB, null_mut());
+    let figures = footprint(cuda);
+    assert_eq!((figures.live_bytes, figures.peak_live_bytes), (0, 3 * MIB));
+    assert_eq!(rmmResourceDestroy(cuda), RMM_SUCCESS);
 }

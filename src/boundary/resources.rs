@@ -1,12 +1,12 @@
 //! Creating, using and destroying resource handles.
 
 use super::handles::{self, rmmResource_t};
-use super::types::{cudaStream_t, stream_of};
+use super::types::{cudaStream_t, rmmExpandableOptions_t, stream_of};
 use super::{boundary, non_null, write_out};
 use crate::error::{rmmError_t, Result};
 use crate::ownership::{records, Expected, Holder};
 use crate::platform::backend;
-use crate::resources::{expandable_resource, AsyncResource, DirectResource, MemoryResource};
+use crate::resources::{expandable_resource, AsyncResource, DirectResource, ExpandableOptions, MemoryResource};
 use parking_lot::Mutex;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::Arc;
@@ -59,14 +59,45 @@ pub extern "C" fn rmmAsyncResourceCreate(resource: *mut rmmResource_t, initial_p
 
 /// Creates a stream-ordered resource on the current device over the CUDA virtual-memory API
 /// (as PyTorch's expandable segments): it reserves address space for `maximum_size` bytes (0:
-/// the device's memory) and maps physical memory into it as its pool grows; a chunk it gives
-/// back (`rmmResourceRelease`, or when the device runs out of memory) is unmapped and its
-/// memory returned to the device. Cross-stream reuse as `rmmPoolResourceCreate`.
-/// RMM_ERROR_NOT_SUPPORTED where the driver has no virtual-memory API. Ownership as
-/// `rmmCudaResourceCreate`.
+/// the device's memory) and maps physical memory into it in pages of the device's
+/// granularity as it needs them. A chunk grows in place at its end, by just what a request
+/// needs beyond the chunk's free end; free pages go back to the device on
+/// `rmmResourceRelease`, or when the device runs out of memory. Cross-stream reuse as
+/// `rmmPoolResourceCreate`. RMM_ERROR_NOT_SUPPORTED where the driver has no virtual-memory
+/// API. Ownership as `rmmCudaResourceCreate`.
 #[no_mangle]
 pub extern "C" fn rmmExpandableResourceCreate(resource: *mut rmmResource_t, maximum_size: usize) -> rmmError_t {
-    create("rmmExpandableResourceCreate", resource, |device| Ok(Arc::new(expandable_resource(device, maximum_size, &[])?)))
+    let options = ExpandableOptions { maximum_size, ..Default::default() };
+    create("rmmExpandableResourceCreate", resource, |device| Ok(Arc::new(expandable_resource(device, &options)?)))
+}
+
+/// `rmmExpandableResourceCreate` with every option (see `rmmExpandableOptions_t`): an initial
+/// size, a release threshold, the page size and peer devices. NULL `options` or a page size
+/// that is not a multiple of the device's granularity: RMM_ERROR_INVALID_ARGUMENT.
+#[no_mangle]
+pub extern "C" fn rmmExpandableResourceCreateWithOptions(
+    resource: *mut rmmResource_t,
+    options: *const rmmExpandableOptions_t,
+) -> rmmError_t {
+    create("rmmExpandableResourceCreateWithOptions", resource, |device| {
+        non_null(options.cast_mut(), "options")?;
+        // SAFETY: non-NULL, and the caller promises a readable rmmExpandableOptions_t.
+        let options = unsafe { *options };
+        let peers = match (options.peers.is_null(), options.num_peers) {
+            (_, 0) => Vec::new(),
+            (true, _) => return Err(crate::error::Error::invalid("options.peers is NULL but options.num_peers is not 0")),
+            // SAFETY: the caller promises `num_peers` readable ints at `peers`.
+            (false, count) => unsafe { std::slice::from_raw_parts(options.peers, count) }.to_vec(),
+        };
+        let options = ExpandableOptions {
+            initial_size: options.initial_size,
+            maximum_size: options.maximum_size,
+            release_threshold: if options.release_free_pages != 0 { options.release_threshold } else { usize::MAX },
+            page_size: options.page_size,
+            peers,
+        };
+        Ok(Arc::new(expandable_resource(device, &options)?))
+    })
 }
 
 /// Creates a resource of page-locked host memory (`cudaMallocHost`), usable from every device.

@@ -1,6 +1,8 @@
 //! Types shared by the exported functions. `cudaStream_t` and `rmmResource_t` are written
 //! into the header by cbindgen.toml so that they match CUDA's own typedef exactly.
 
+use std::ffi::c_int;
+
 /// CUDA's stream type; `cudaStream_t` in C.
 #[repr(C)]
 pub struct CUstream_st {
@@ -29,6 +31,60 @@ pub const CudaManagedMemory: rmmAllocationMode_t = 2;
 /// The driver's stream-ordered allocator (`cudaMallocAsync`) with a pool of its own.
 #[allow(non_upper_case_globals)]
 pub const CudaAsyncAllocation: rmmAllocationMode_t = 4;
+
+/// Options of `rmmExpandableResourceCreateWithOptions`. Zero-initialize it, then set what you
+/// need: all zero is what `rmmExpandableResourceCreate(&r, 0)` makes.
+#[repr(C)]
+#[derive(Clone, Copy)]
+#[allow(non_camel_case_types)]
+pub struct rmmExpandableOptions_t {
+    /// Bytes mapped at creation and kept for the resource's life (0: none).
+    pub initial_size: usize,
+    /// The most bytes mapped at once (0: the device's memory).
+    pub maximum_size: usize,
+    /// Nonzero: free pages at the ends of the resource's chunks go back to the device while
+    /// more than `release_threshold` bytes are mapped, once the stream that freed them has
+    /// passed that point (never waiting for it). 0: free pages stay mapped until
+    /// `rmmResourceRelease` or until the device runs out of memory.
+    pub release_free_pages: c_int,
+    /// See `release_free_pages` (0 with it: give back every free page).
+    pub release_threshold: usize,
+    /// The unit of mapping and release: a multiple of the device's allocation granularity
+    /// (0: the granularity, 2 MiB on current GPUs).
+    pub page_size: usize,
+    /// Other devices given read and write access to the memory (NULL when `num_peers` is 0).
+    pub peers: *const c_int,
+    pub num_peers: usize,
+}
+
+/// What a resource holds and uses (`rmmResourceGetFootprint`).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+#[allow(non_camel_case_types)]
+pub struct rmmFootprint_t {
+    /// Bytes held from the device (a pool's chunks, mapped pages), now and at most.
+    pub reserved_bytes: usize,
+    pub peak_reserved_bytes: usize,
+    /// Bytes in blocks handed out, now and at most (block sizes, rounded up as handed out).
+    pub live_bytes: usize,
+    pub peak_live_bytes: usize,
+    pub largest_free_block: usize,
+    /// 1 - live / reserved: the share of what is held that is not in use (0 when nothing is held).
+    pub fragmentation: f64,
+}
+
+impl From<crate::resources::Footprint> for rmmFootprint_t {
+    fn from(f: crate::resources::Footprint) -> Self {
+        rmmFootprint_t {
+            reserved_bytes: f.reserved,
+            peak_reserved_bytes: f.peak_reserved,
+            live_bytes: f.live,
+            peak_live_bytes: f.peak_live,
+            largest_free_block: f.largest_free_block,
+            fragmentation: f.fragmentation(),
+        }
+    }
+}
 
 /// Most devices `rmmOptions_t.devices` can list.
 pub const RMM_MAX_DEVICES: usize = 64;

@@ -10,7 +10,9 @@
 use crate::error::{Error, Result};
 use crate::platform::sim::parse_size;
 use crate::resources::adaptors::{LoggingAdaptor, StatisticsAdaptor, TrackingAdaptor};
-use crate::resources::{expandable_resource, ArenaResource, AsyncResource, BinningResource, DirectResource, MemoryResource, PoolResource};
+use crate::resources::{
+    expandable_resource, ArenaResource, AsyncResource, BinningResource, DirectResource, ExpandableOptions, MemoryResource, PoolResource,
+};
 use parking_lot::Mutex;
 use std::sync::Arc;
 
@@ -36,12 +38,25 @@ pub struct AllocConf {
     pub log: Option<String>,
     pub stats: bool,
     pub report: bool,
+    /// The expandable resource's: free pages go back above this (usize::MAX: never).
+    pub release_threshold: usize,
+    /// The expandable resource's unit of mapping (0: the device's granularity).
+    pub page_size: usize,
 }
 
 impl Default for AllocConf {
     /// What the preload uses with nothing set: a pool that grows on demand, with statistics.
     fn default() -> Self {
-        AllocConf { base: Base::Pool, initial_pool_size: 0, maximum_pool_size: 0, log: None, stats: true, report: false }
+        AllocConf {
+            base: Base::Pool,
+            initial_pool_size: 0,
+            maximum_pool_size: 0,
+            log: None,
+            stats: true,
+            report: false,
+            release_threshold: usize::MAX,
+            page_size: 0,
+        }
     }
 }
 
@@ -88,9 +103,11 @@ impl AllocConf {
                 "log" => conf.log = (!value.is_empty()).then(|| value.to_string()),
                 "stats" => conf.stats = flag(key, value)?,
                 "report" => conf.report = flag(key, value)?,
+                "release_threshold" => conf.release_threshold = size(key, value)?,
+                "page_size" => conf.page_size = size(key, value)?,
                 other => {
                     return Err(Error::invalid(format!(
-                        "unknown key `{other}` (known: resource, initial_pool_size, maximum_pool_size, log, stats, report)"
+                        "unknown key `{other}` (known: resource, initial_pool_size, maximum_pool_size, release_threshold, page_size, log, stats, report)"
                     )))
                 }
             }
@@ -120,7 +137,16 @@ impl AllocConf {
                 Arc::new(AsyncResource::new(device, self.initial_pool_size, threshold)?)
             }
             Base::Managed => Arc::new(DirectResource::managed(device)?),
-            Base::Expandable => Arc::new(expandable_resource(device, self.maximum_pool_size, &[])?),
+            Base::Expandable => Arc::new(expandable_resource(
+                device,
+                &ExpandableOptions {
+                    initial_size: self.initial_pool_size,
+                    maximum_size: self.maximum_pool_size,
+                    release_threshold: self.release_threshold,
+                    page_size: self.page_size,
+                    peers: Vec::new(),
+                },
+            )?),
         };
         let base = top.clone();
         let tracking = self.report.then(|| TrackingAdaptor::new_unreported(top.clone(), false));
@@ -195,8 +221,16 @@ pub fn report() -> String {
     for stack in &state.stacks {
         let name = stack.base.name();
         text += &format!("  device {}: {name} resource", stack.device);
-        if let Some(reserved) = stack.base.pool_size() {
-            text += &format!(", {} reserved from the device", human(reserved as i64));
+        if let Some(f) = stack.base.footprint() {
+            text += &format!(
+                ", {} reserved from the device (peak {}), {} in use (peak {}), largest free block {}, fragmentation {:.1}% (1 - in use / reserved)",
+                human(f.reserved as i64),
+                human(f.peak_reserved as i64),
+                human(f.live as i64),
+                human(f.peak_live as i64),
+                human(f.largest_free_block as i64),
+                f.fragmentation() * 100.0
+            );
         }
         text += "\n";
         if let Some(statistics) = &stack.statistics {
@@ -241,9 +275,12 @@ mod tests {
                 maximum_pool_size: 60 << 30,
                 log: Some("/tmp/rmm.csv".into()),
                 stats: true,
-                report: true
+                report: true,
+                ..AllocConf::default()
             }
         );
+        let expandable = AllocConf::parse("resource:expandable,release_threshold:1GiB,page_size:20MiB").unwrap();
+        assert_eq!((expandable.release_threshold, expandable.page_size), (1 << 30, 20 << 20));
         assert_eq!(AllocConf::parse("").unwrap(), AllocConf::default());
         assert_eq!(AllocConf::parse("resource:cuda_async,stats:0").unwrap().base, Base::CudaAsync);
         assert_eq!(AllocConf::parse("resource:expandable").unwrap().base, Base::Expandable);

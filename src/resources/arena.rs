@@ -95,4 +95,15 @@ impl MemoryResource for ArenaResource {
         // The global arena's free bytes, and what the per-thread arenas hold unused.
         Some(self.global.usage().free + self.local.usage().free)
     }
+
+    /// The global arena's figures, less what the per-thread arenas hold unused; their peak
+    /// in use bounds the true one from above.
+    fn footprint(&self) -> Option<super::Footprint> {
+        let (global, local) = (self.global.usage(), self.local.usage());
+        Some(super::Footprint {
+            live: global.live.saturating_sub(local.free),
+            largest_free_block: global.largest_free_block.max(local.largest_free_block),
+            ..global.footprint()
+        })
+    }
 }

@@ -309,6 +309,17 @@ impl MemoryResource for BinningResource {
         free.iter().any(Option::is_some).then(|| free.iter().flatten().sum())
     }
 
+    /// The bins' figures and the upstream's, summed.
+    fn footprint(&self) -> Option<super::Footprint> {
+        let bins = self.bins.get();
+        let parts: Vec<_> = (bins.bins.iter().map(|(_, bin)| bin.resource().footprint()))
+            .chain(bins.replaced.iter().map(|core| Some(core.usage().footprint())))
+            .chain([self.upstream.footprint()])
+            .flatten()
+            .collect();
+        super::Footprint::sum(parts)
+    }
+
     fn release(&self) -> Result<usize> {
         let bins = self.bins.get();
         let from_bins = bins.bins.iter().try_fold(0, |total, (_, bin)| Ok::<_, Error>(total + bin.resource().release()?))?;

@@ -2,13 +2,14 @@
 //! here `cuMemAlloc`), managed memory (`cuMemAllocManaged`) and page-locked host memory
 //! (`cuMemHostAlloc`). Frees are immediate, not stream-ordered, as with `cudaFree`.
 
-use super::{require_nonzero, MemoryResource};
+use super::{require_nonzero, Footprint, LiveBytes, MemoryResource};
 use crate::error::Result;
 use crate::platform::{backend, MemoryKind, Stream};
 
 pub struct DirectResource {
     device: i32,
     kind: MemoryKind,
+    live: LiveBytes,
 }
 
 impl DirectResource {
@@ -30,7 +31,7 @@ impl DirectResource {
 
     fn new(device: i32, kind: MemoryKind) -> Result<Self> {
         backend()?.check_device(device)?;
-        Ok(DirectResource { device, kind })
+        Ok(DirectResource { device, kind, live: LiveBytes::default() })
     }
 }
 
@@ -38,15 +39,23 @@ impl MemoryResource for DirectResource {
     fn allocate(&self, bytes: usize, _stream: Stream) -> Result<usize> {
         require_nonzero(bytes, self.name())?;
         let allocate = || backend()?.allocate(self.device, self.kind, bytes);
-        match self.kind {
+        let ptr = match self.kind {
             // Host memory: what the device's resources keep free would not help.
             MemoryKind::PinnedHost => allocate(),
             MemoryKind::Device | MemoryKind::Managed => super::caches::retry_after_releasing(self.device, allocate),
-        }
+        }?;
+        self.live.add(bytes);
+        Ok(ptr)
     }
 
-    fn deallocate(&self, ptr: usize, _bytes: usize, _stream: Stream) -> Result<()> {
-        backend()?.free(self.device, self.kind, ptr)
+    fn deallocate(&self, ptr: usize, bytes: usize, _stream: Stream) -> Result<()> {
+        backend()?.free(self.device, self.kind, ptr)?;
+        self.live.remove(bytes);
+        Ok(())
+    }
+
+    fn footprint(&self) -> Option<Footprint> {
+        Some(self.live.footprint())
     }
 
     fn device(&self) -> i32 {

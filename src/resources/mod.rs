@@ -17,7 +17,7 @@ pub use arena::ArenaResource;
 pub use binning::BinningResource;
 pub use cuda_async::AsyncResource;
 pub use direct::DirectResource;
-pub use expandable::expandable_resource;
+pub use expandable::{expandable_resource, ExpandableOptions};
 pub use fixed_size::FixedSizeResource;
 pub use pool::PoolResource;
 
@@ -52,6 +52,15 @@ pub trait MemoryResource: std::any::Any + Send + Sync + 'static {
     fn pool_free(&self) -> Option<usize> {
         None
     }
+    /// What the resource holds from the device and what of it is in use, with their peaks.
+    fn footprint(&self) -> Option<Footprint> {
+        None
+    }
+    /// Maps `bytes` more right after `end`, the end of memory this resource handed out, when
+    /// that memory is free to take (virtual-memory resources); false otherwise.
+    fn extend(&self, _end: usize, _bytes: usize, _stream: Stream) -> Result<bool> {
+        Ok(false)
+    }
     /// A JSON description of the resource and, nested, its upstream resources.
     fn snapshot(&self) -> serde_json::Value {
         serde_json::json!({ "resource": self.name(), "device": self.device() })
@@ -59,6 +68,70 @@ pub trait MemoryResource: std::any::Any + Send + Sync + 'static {
     /// Calls `visit` with each resource this one takes memory from: its upstream, and a
     /// binning resource's bins.
     fn for_each_upstream(&self, _visit: &mut dyn FnMut(&dyn MemoryResource)) {}
+}
+
+/// Bytes a resource holds from the device (reserved) and hands out (live), each with its peak
+/// since the resource was made, and its largest free block.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Footprint {
+    pub reserved: usize,
+    pub peak_reserved: usize,
+    pub live: usize,
+    /// Exact for a resource used on one stream; with several streams, the sum of each
+    /// stream's peak, which bounds the true peak from above.
+    pub peak_live: usize,
+    pub largest_free_block: usize,
+}
+
+impl Footprint {
+    /// The share of reserved memory not in use: 1 - live / reserved (0 when nothing is reserved).
+    pub fn fragmentation(&self) -> f64 {
+        if self.reserved == 0 {
+            0.0
+        } else {
+            1.0 - self.live as f64 / self.reserved as f64
+        }
+    }
+
+    /// The figures of several resources that hold memory side by side (binning's bins).
+    pub fn sum(parts: impl IntoIterator<Item = Footprint>) -> Option<Footprint> {
+        parts.into_iter().fold(None, |total: Option<Footprint>, part| {
+            let total = total.unwrap_or_default();
+            Some(Footprint {
+                reserved: total.reserved + part.reserved,
+                peak_reserved: total.peak_reserved + part.peak_reserved,
+                live: total.live + part.live,
+                peak_live: total.peak_live + part.peak_live,
+                largest_free_block: total.largest_free_block.max(part.largest_free_block),
+            })
+        })
+    }
+}
+
+/// Bytes in use and their peak, for resources that hand out device memory one call at a time.
+#[derive(Default)]
+pub struct LiveBytes {
+    current: std::sync::atomic::AtomicUsize,
+    peak: std::sync::atomic::AtomicUsize,
+}
+
+impl LiveBytes {
+    pub fn add(&self, bytes: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let now = self.current.fetch_add(bytes, Relaxed) + bytes;
+        self.peak.fetch_max(now, Relaxed);
+    }
+
+    pub fn remove(&self, bytes: usize) {
+        self.current.fetch_sub(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Every byte handed out is reserved from the device for it.
+    pub fn footprint(&self) -> Footprint {
+        use std::sync::atomic::Ordering::Relaxed;
+        let (live, peak) = (self.current.load(Relaxed), self.peak.load(Relaxed));
+        Footprint { reserved: live, peak_reserved: peak, live, peak_live: peak, largest_free_block: 0 }
+    }
 }
 
 /// Whether a call into `from` can reach `target` (`from` itself included). A bin for which this holds would make

@@ -20,19 +20,18 @@ impl PoolResource {
     /// A pool over `upstream` that starts with `initial_size` bytes and grows up to
     /// `maximum_size` (0: no limit).
     pub fn new(upstream: Arc<dyn MemoryResource>, initial_size: usize, maximum_size: usize) -> Result<Self> {
-        Self::named("pool", upstream, CHUNK_GRANULARITY, initial_size, maximum_size)
+        let growth = Growth::Geometric { granularity: CHUNK_GRANULARITY };
+        Self::with_growth("pool", upstream, growth, initial_size, maximum_size)
     }
 
-    /// A pool that goes by another name (the expandable resource), its chunks multiples of
-    /// `granularity`.
-    pub(crate) fn named(
+    /// A pool that goes by another name and grows another way (the expandable resource).
+    pub(crate) fn with_growth(
         name: &'static str,
         upstream: Arc<dyn MemoryResource>,
-        granularity: usize,
+        growth: Growth,
         initial_size: usize,
         maximum_size: usize,
     ) -> Result<Self> {
-        let growth = Growth::Geometric { granularity };
         Ok(PoolResource { core: StreamOrdered::new(name, upstream, growth, initial_size, maximum_size, Tlsf::new)? })
     }
 

@@ -1,6 +1,7 @@
 //! JSON snapshots of resource stacks (`rmmResourceGetSnapshot`): what users look at when an
 //! allocation fails. Each resource describes itself and nests its upstream's description.
 
+use crate::resources::Footprint;
 use rmm_suballoc::tlsf::BlockView;
 use serde_json::{json, Value};
 
@@ -24,15 +25,20 @@ pub fn block(view: &BlockView) -> Value {
     }
 }
 
-/// The figures of a pool-like resource. Fragmentation is the share of free bytes outside the
-/// largest free block: 0 when all free memory is one block, near 1 when it is in crumbs.
-pub fn figures(reserved: usize, free: usize, largest_free_block: usize) -> Value {
-    let fragmentation = if free == 0 { 0.0 } else { 1.0 - largest_free_block as f64 / free as f64 };
+/// The figures of a resource that holds memory. Fragmentation is the share of reserved bytes
+/// not in use (1 - used / reserved); free-space fragmentation, the share of free bytes outside
+/// the largest free block (0 when all free memory is one block, near 1 when it is in crumbs).
+pub fn figures(footprint: &Footprint) -> Value {
+    let free = footprint.reserved.saturating_sub(footprint.live);
+    let free_space_fragmentation = if free == 0 { 0.0 } else { 1.0 - footprint.largest_free_block as f64 / free as f64 };
     json!({
-        "reserved_bytes": reserved,
-        "used_bytes": reserved.saturating_sub(free),
+        "reserved_bytes": footprint.reserved,
+        "peak_reserved_bytes": footprint.peak_reserved,
+        "used_bytes": footprint.live,
+        "peak_used_bytes": footprint.peak_live,
         "free_bytes": free,
-        "largest_free_block": largest_free_block,
-        "fragmentation": fragmentation,
+        "largest_free_block": footprint.largest_free_block,
+        "fragmentation": footprint.fragmentation(),
+        "free_space_fragmentation": free_space_fragmentation,
     })
 }

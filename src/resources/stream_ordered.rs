@@ -47,14 +47,37 @@ pub trait BlockIndex: Send + 'static {
     fn free_bytes(&self) -> usize;
     fn chunk_bytes(&self) -> usize;
     fn largest_free_block(&self) -> usize;
+    /// The most bytes in use at once.
+    fn peak_used_bytes(&self) -> usize;
     fn check_invariants(&self) -> std::result::Result<(), String>;
+    /// The chunk at `base` and the free bytes at its end (indexes whose chunks can grow).
+    fn free_tail(&self, _base: usize) -> Option<(Chunk, usize)> {
+        None
+    }
+    /// Grows the chunk at `base` at its end; false when the index cannot.
+    fn extend_chunk(&mut self, _base: usize, _extra: usize) -> bool {
+        false
+    }
+    /// Cuts the free end of the chunk at `base` back to whole `unit`s; the range cut off.
+    fn trim_free_tail(&mut self, _base: usize, _unit: usize) -> Option<(usize, usize)> {
+        None
+    }
 }
 
 macro_rules! forward_block_index {
-    ($ty:ty, parking) => {
+    ($ty:ty, growable) => {
         forward_block_index!($ty, {
             fn enable_parking(&mut self) {
                 <$ty>::enable_parking(self)
+            }
+            fn free_tail(&self, base: usize) -> Option<(Chunk, usize)> {
+                <$ty>::free_tail(self, base)
+            }
+            fn extend_chunk(&mut self, base: usize, extra: usize) -> bool {
+                <$ty>::extend_chunk(self, base, extra)
+            }
+            fn trim_free_tail(&mut self, base: usize, unit: usize) -> Option<(usize, usize)> {
+                <$ty>::trim_free_tail(self, base, unit)
             }
         });
     };
@@ -99,13 +122,16 @@ macro_rules! forward_block_index {
             fn largest_free_block(&self) -> usize {
                 <$ty>::largest_free_block(self)
             }
+            fn peak_used_bytes(&self) -> usize {
+                <$ty>::peak_used_bytes(self)
+            }
             fn check_invariants(&self) -> std::result::Result<(), String> {
                 <$ty>::check_invariants(self)
             }
         }
     };
 }
-forward_block_index!(Tlsf, parking);
+forward_block_index!(Tlsf, growable);
 forward_block_index!(FixedBlocks);
 
 /// Distinguishes cores in the per-thread cache (an address could be reused).
@@ -134,6 +160,28 @@ pub enum Growth {
     /// refuses one, halves of it down to `smallest`, so that memory left in pieces smaller
     /// than a whole chunk can still be used.
     Fixed { chunk: usize, smallest: usize },
+    /// Over mapped memory (the expandable resource): a chunk grows in place, at its end, by
+    /// whole pages, just what a request needs beyond the chunk's free end; free pages at the
+    /// ends of chunks go back upstream while more than `release_threshold` bytes are held.
+    Expandable { page: usize, release_threshold: usize },
+}
+
+impl Growth {
+    /// The unit chunks are sized in.
+    fn unit(&self) -> usize {
+        match *self {
+            Growth::Geometric { granularity } => granularity,
+            Growth::Fixed { smallest, .. } => smallest,
+            Growth::Expandable { page, .. } => page,
+        }
+    }
+}
+
+/// Ranges cut from chunks, given back upstream once `event` (recorded on the stream that
+/// freed them, after those frees) has completed.
+struct PendingRelease {
+    event: Event,
+    ranges: Vec<(usize, usize)>,
 }
 
 /// A stream's state, borrowed (the default stream's, which lives as long as the resource) or
@@ -200,6 +248,11 @@ pub struct Core<I: BlockIndex> {
     initial: usize,
     maximum: usize,
     reserved: AtomicUsize,
+    peak_reserved: AtomicUsize,
+    /// Released by the expandable growth, not yet given upstream.
+    releasing: Mutex<Vec<PendingRelease>>,
+    /// `releasing` is not empty: frees look whether its streams have passed.
+    releases_pending: AtomicBool,
     streams: RwLock<HashMap<u64, Arc<StreamState<I>>>>,
     /// The legacy default stream's state (also in `streams`), reached without a lock.
     default_state: once_cell::sync::OnceCell<Arc<StreamState<I>>>,
@@ -234,6 +287,10 @@ macro_rules! stream_ordered_resource_methods {
 
         fn pool_size(&self) -> Option<usize> {
             Some(self.$core.reserved())
+        }
+
+        fn footprint(&self) -> Option<$crate::resources::Footprint> {
+            Some(self.$core.usage().footprint())
         }
 
         fn pool_free(&self) -> Option<usize> {
@@ -297,10 +354,26 @@ impl<I: BlockIndex> std::ops::Deref for StreamOrdered<I> {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
     pub reserved: usize,
+    pub peak_reserved: usize,
     pub free: usize,
+    pub live: usize,
+    /// The sum of each stream's peak in use.
+    pub peak_live: usize,
     pub largest_free_block: usize,
     pub chunks: usize,
     pub streams: usize,
+}
+
+impl Usage {
+    pub fn footprint(&self) -> crate::resources::Footprint {
+        crate::resources::Footprint {
+            reserved: self.reserved,
+            peak_reserved: self.peak_reserved,
+            live: self.live,
+            peak_live: self.peak_live,
+            largest_free_block: self.largest_free_block,
+        }
+    }
 }
 
 impl<I: BlockIndex> Core<I> {
@@ -322,6 +395,9 @@ impl<I: BlockIndex> Core<I> {
             initial,
             maximum,
             reserved: AtomicUsize::new(0),
+            peak_reserved: AtomicUsize::new(0),
+            releasing: Mutex::new(Vec::new()),
+            releases_pending: AtomicBool::new(false),
             streams: RwLock::new(HashMap::new()),
             default_state: once_cell::sync::OnceCell::new(),
             thread_states: thread_local::ThreadLocal::new(),
@@ -580,6 +656,12 @@ impl<I: BlockIndex> Core<I> {
             }
             shelf.unrecorded_frees = !chunk_now_free;
         }
+        drop(shelf);
+        if let Growth::Expandable { page, release_threshold } = self.growth {
+            if self.reserved.load(Ordering::Relaxed) > release_threshold || self.releases_pending.load(Ordering::Relaxed) {
+                self.release_free_ends(state, stream, page, release_threshold)?;
+            }
+        }
         Ok(Ok(()))
     }
 
@@ -643,6 +725,7 @@ impl<I: BlockIndex> Core<I> {
 
     fn allocate_slow(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<usize> {
         let _guard = self.growing.lock();
+        self.finish_releases(false)?;
         if let Some(addr) = self.allocate_from_own(state, bytes, stream)? {
             return Ok(addr);
         }
@@ -691,8 +774,8 @@ impl<I: BlockIndex> Core<I> {
         let too_big = || Error::out_of_memory(bytes, "larger than the address space");
         match self.growth {
             Growth::Fixed { smallest, .. } => Ok(smallest),
-            Growth::Geometric { granularity } => {
-                let rounded = bytes.checked_add(granularity - 1).ok_or_else(too_big)? / granularity * granularity;
+            Growth::Geometric { granularity: unit } | Growth::Expandable { page: unit, .. } => {
+                let rounded = bytes.checked_add(unit - 1).ok_or_else(too_big)? / unit * unit;
                 Ok(rounded.max(GRANULE))
             }
         }
@@ -761,6 +844,12 @@ impl<I: BlockIndex> Core<I> {
         }
         let mut size = match self.growth {
             Growth::Fixed { chunk, .. } => chunk,
+            Growth::Expandable { page, .. } => {
+                if let Some(addr) = self.grow_in_place(state, bytes, page, room, stream)? {
+                    return Ok(addr);
+                }
+                need
+            }
             Growth::Geometric { granularity } => {
                 // Geometric in what this stream holds, not the whole pool: with many streams,
                 // growth compounded over the pool's total would reserve far more than is used.
@@ -773,16 +862,147 @@ impl<I: BlockIndex> Core<I> {
             match self.add_upstream_chunk(state, size, stream) {
                 Ok(()) => break,
                 Err(e) if e.is_out_of_memory() && size > need => {
-                    let half = match self.growth {
-                        Growth::Geometric { granularity } => (size / 2).div_ceil(granularity) * granularity,
-                        Growth::Fixed { smallest, .. } => (size / 2).div_ceil(smallest) * smallest,
-                    };
-                    size = half.max(need);
+                    let unit = self.growth.unit();
+                    size = ((size / 2).div_ceil(unit) * unit).max(need);
                 }
                 Err(e) => return Err(e),
             }
         }
         self.allocate_from_own(state, bytes, stream)?.ok_or_else(|| Error::Internal("a new chunk could not serve its request".into()))
+    }
+
+    /// Expandable growth: maps what `bytes` needs beyond the free end of one of the stream's
+    /// chunks right after that chunk (the one with the largest free end first).
+    fn grow_in_place(&self, state: &Arc<StreamState<I>>, bytes: usize, page: usize, room: usize, stream: Stream) -> Result<Option<usize>> {
+        let block = bytes.div_ceil(GRANULE) * GRANULE;
+        let mut tails: Vec<(Chunk, usize)> = {
+            let bases = self.chunks_of(state);
+            let shelf = state.shelf.lock();
+            bases.into_iter().filter_map(|base| shelf.index.free_tail(base)).collect()
+        };
+        tails.sort_by_key(|&(_, tail)| std::cmp::Reverse(tail));
+        for (chunk, tail) in tails {
+            let extra = block.saturating_sub(tail).div_ceil(page).max(1) * page;
+            if extra > room || !self.upstream.extend(chunk.base + chunk.size, extra, stream)? {
+                continue;
+            }
+            self.note_reserved(extra);
+            if let Some((size, _)) = self.owners.write().get_mut(&chunk.base) {
+                *size += extra;
+            }
+            let mut shelf = state.shelf.lock();
+            if !shelf.index.extend_chunk(chunk.base, extra) {
+                return Err(Error::Internal(format!("chunk {:#x} could not grow", chunk.base)));
+            }
+            return self.take_from_shelf(state, &mut shelf, bytes, stream);
+        }
+        Ok(None)
+    }
+
+    /// Bases of the chunks `state`'s index holds.
+    fn chunks_of(&self, state: &StreamState<I>) -> Vec<usize> {
+        self.owners.read().iter().filter(|(_, (_, owner))| std::ptr::eq(Arc::as_ptr(owner), state)).map(|(&base, _)| base).collect()
+    }
+
+    fn note_reserved(&self, bytes: usize) {
+        let now = self.reserved.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.peak_reserved.fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// Expandable growth, after a free on `stream` into `state`'s index while more than the
+    /// release threshold is reserved: cuts the free pages off the ends of the stream's chunks
+    /// (and takes its wholly free chunks) until no more than the threshold stays, and gives
+    /// them upstream once the stream has passed this point, without waiting for it here.
+    #[cold]
+    #[inline(never)]
+    fn release_free_ends(&self, state: &StreamState<I>, stream: Stream, page: usize, threshold: usize) -> Result<()> {
+        let Some(_growing) = self.growing.try_lock() else { return Ok(()) };
+        self.finish_releases(false)?;
+        let mut reserved = self.reserved();
+        if reserved <= threshold {
+            return Ok(());
+        }
+        let bases = self.chunks_of(state);
+        let (mut cut, mut whole) = (Vec::new(), Vec::new());
+        {
+            let mut shelf = state.shelf.lock();
+            // Frees other streams made here are ordered by their events, not by this stream.
+            if !shelf.pending.is_empty() {
+                return Ok(());
+            }
+            for chunk in shelf.index.take_wholly_free_chunks() {
+                if reserved > threshold {
+                    reserved -= chunk.size;
+                    whole.push((chunk.base, chunk.size));
+                } else {
+                    shelf.index.add_chunk(chunk.base, chunk.size);
+                }
+            }
+            for base in bases {
+                if reserved <= threshold {
+                    break;
+                }
+                if let Some((start, size)) = shelf.index.trim_free_tail(base, page) {
+                    reserved -= size;
+                    cut.push((base, start, size));
+                }
+            }
+        }
+        if cut.is_empty() && whole.is_empty() {
+            return Ok(());
+        }
+        {
+            let mut owners = self.owners.write();
+            for &(base, _) in &whole {
+                owners.remove(&base);
+            }
+            for &(base, _, size) in &cut {
+                if let Some((held, _)) = owners.get_mut(&base) {
+                    *held -= size;
+                }
+            }
+        }
+        let ranges: Vec<(usize, usize)> = whole.into_iter().chain(cut.into_iter().map(|(_, start, size)| (start, size))).collect();
+        self.reserved.fetch_sub(ranges.iter().map(|&(_, size)| size).sum(), Ordering::Relaxed);
+        let platform = backend()?;
+        let event = platform.event_create(self.device)?;
+        platform.event_record(self.device, event, stream)?;
+        self.releasing.lock().push(PendingRelease { event, ranges });
+        self.releases_pending.store(true, Ordering::Relaxed);
+        self.finish_releases(false)
+    }
+
+    /// Gives upstream the released ranges whose streams have passed their frees; with `wait`,
+    /// all of them, waiting for those streams.
+    fn finish_releases(&self, wait: bool) -> Result<()> {
+        let mut releasing = self.releasing.lock();
+        if releasing.is_empty() {
+            return Ok(());
+        }
+        let platform = backend()?;
+        let mut result = Ok(());
+        let mut kept = Vec::new();
+        for pending in releasing.drain(..) {
+            let passed = if wait { platform.event_synchronize(pending.event).map(|()| true) } else { platform.event_query(pending.event) };
+            match passed {
+                Ok(true) => {
+                    for &(start, size) in &pending.ranges {
+                        if let Err(e) = self.upstream.deallocate(start, size, Stream::DEFAULT) {
+                            result = Err(e);
+                        }
+                    }
+                    let _ = platform.event_destroy(pending.event);
+                }
+                Ok(false) => kept.push(pending),
+                Err(e) => {
+                    result = Err(e);
+                    kept.push(pending);
+                }
+            }
+        }
+        self.releases_pending.store(!kept.is_empty(), Ordering::Relaxed);
+        *releasing = kept;
+        result
     }
 
     fn allocate_from_own(&self, state: &StreamState<I>, bytes: usize, stream: Stream) -> Result<Option<usize>> {
@@ -807,7 +1027,7 @@ impl<I: BlockIndex> Core<I> {
             let _ = self.upstream.deallocate(base, size, stream);
             return Err(Error::Internal(format!("upstream {} returned {base:#x}, not {GRANULE}-byte aligned", self.upstream.name())));
         }
-        self.reserved.fetch_add(size, Ordering::Relaxed);
+        self.note_reserved(size);
         self.owners.write().insert(base, (size, state.clone()));
         state.shelf.lock().index.add_chunk(base, size);
         Ok(())
@@ -847,6 +1067,9 @@ impl<I: BlockIndex> Core<I> {
                 }
             }
         }
+        if !self.releasing.lock().is_empty() {
+            self.finish_releases(true)?;
+        }
         if chunks.is_empty() {
             return Ok(0);
         }
@@ -873,11 +1096,19 @@ impl<I: BlockIndex> Core<I> {
 
     pub fn usage(&self) -> Usage {
         let streams = self.streams.read();
-        let mut usage = Usage { reserved: self.reserved(), streams: streams.len(), chunks: self.owners.read().len(), ..Default::default() };
+        let mut usage = Usage {
+            reserved: self.reserved(),
+            peak_reserved: self.peak_reserved.load(Ordering::Relaxed),
+            streams: streams.len(),
+            chunks: self.owners.read().len(),
+            ..Default::default()
+        };
         for state in streams.values() {
             let shelf = state.shelf.lock();
             let index = &shelf.index;
             usage.free += index.free_bytes();
+            usage.live += index.chunk_bytes() - index.free_bytes();
+            usage.peak_live += index.peak_used_bytes();
             usage.largest_free_block = usage.largest_free_block.max(index.largest_free_block());
         }
         usage
@@ -900,7 +1131,7 @@ impl<I: BlockIndex> Core<I> {
                 })
             })
             .collect();
-        let mut figures = crate::resources::snapshot::figures(usage.reserved, usage.free, usage.largest_free_block);
+        let mut figures = crate::resources::snapshot::figures(&usage.footprint());
         figures["resource"] = name.into();
         figures["device"] = self.device.into();
         figures["maximum_size"] = if self.maximum == usize::MAX { serde_json::Value::Null } else { self.maximum.into() };
@@ -948,6 +1179,9 @@ impl<I: BlockIndex> Drop for Core<I> {
         let Ok(platform) = backend() else { return };
         if let Err(e) = platform.device_synchronize(self.device) {
             log::warn!("{} resource: synchronizing before release: {e}", self.name);
+        }
+        if let Err(e) = self.finish_releases(true) {
+            log::warn!("{} resource: giving back released pages: {e}", self.name);
         }
         let mut free_chunks = Vec::new();
         for state in self.streams.get_mut().values() {

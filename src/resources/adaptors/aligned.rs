@@ -101,6 +101,10 @@ impl MemoryResource for AlignedAdaptor {
         self.upstream.pool_free()
     }
 
+    fn footprint(&self) -> Option<crate::resources::Footprint> {
+        self.upstream.footprint()
+    }
+
     fn snapshot(&self) -> serde_json::Value {
         serde_json::json!({
             "resource": self.name(), "device": self.device(), "alignment": self.alignment,

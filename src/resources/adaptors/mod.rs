@@ -42,6 +42,10 @@ macro_rules! adaptor_forwarding_methods {
             self.$upstream.pool_free()
         }
 
+        fn footprint(&self) -> Option<$crate::resources::Footprint> {
+            self.$upstream.footprint()
+        }
+
         fn for_each_upstream(&self, visit: &mut dyn FnMut(&dyn $crate::resources::MemoryResource)) {
             visit(&*self.$upstream)
         }
