@@ -190,6 +190,15 @@ fn free_pages_above_the_release_threshold_go_back_once_their_stream_has_passed()
     assert_eq!(device_used(), before);
     assert!(races().is_empty(), "{:?}", races());
 
+    // The initial size stays mapped whatever the threshold.
+    let keeps_initial = with_options(&rmmExpandableOptions_t { release_free_pages: 1, initial_size: 4 * MIB, ..options() });
+    let first = allocate(keeps_initial, MIB, null_mut()).unwrap();
+    let block = allocate(keeps_initial, 12 * MIB, null_mut()).unwrap();
+    free(keeps_initial, block, 12 * MIB, null_mut());
+    free(keeps_initial, first, MIB, null_mut());
+    assert_eq!(footprint(keeps_initial).reserved_bytes, 4 * MIB, "freed pages beyond the initial size went back");
+    assert_eq!(rmmResourceDestroy(keeps_initial), RMM_SUCCESS);
+
     // Without release_free_pages everything stays mapped until released.
     let keeping = with_options(&options());
     let block = allocate(keeping, 20 * MIB, null_mut()).unwrap();

@@ -918,8 +918,10 @@ impl<I: BlockIndex> Core<I> {
     fn release_free_ends(&self, state: &StreamState<I>, stream: Stream, page: usize, threshold: usize) -> Result<()> {
         let Some(_growing) = self.growing.try_lock() else { return Ok(()) };
         self.finish_releases(false)?;
+        // The initial size stays mapped for the resource's life.
+        let floor = threshold.max(self.initial);
         let mut reserved = self.reserved();
-        if reserved <= threshold {
+        if reserved <= floor {
             return Ok(());
         }
         let bases = self.chunks_of(state);
@@ -931,7 +933,7 @@ impl<I: BlockIndex> Core<I> {
                 return Ok(());
             }
             for chunk in shelf.index.take_wholly_free_chunks() {
-                if reserved > threshold {
+                if reserved > floor && reserved - chunk.size >= self.initial {
                     reserved -= chunk.size;
                     whole.push((chunk.base, chunk.size));
                 } else {
@@ -939,12 +941,19 @@ impl<I: BlockIndex> Core<I> {
                 }
             }
             for base in bases {
-                if reserved <= threshold {
+                if reserved <= floor {
                     break;
                 }
                 if let Some((start, size)) = shelf.index.trim_free_tail(base, page) {
-                    reserved -= size;
-                    cut.push((base, start, size));
+                    // Pages the initial size needs go back into the chunk (still mapped).
+                    let kept = self.initial.saturating_sub(reserved - size).next_multiple_of(page).min(size);
+                    if kept > 0 {
+                        shelf.index.extend_chunk(base, kept);
+                    }
+                    if kept < size {
+                        reserved -= size - kept;
+                        cut.push((base, start + kept, size - kept));
+                    }
                 }
             }
         }
