@@ -8,12 +8,12 @@ int main(void) {
   rmmError_t (*alloc)(void **, size_t, cudaStream_t, const char *, unsigned int) = rmmAlloc;
   const char *text = rmmGetErrorString(RMM_SUCCESS);
   options.allocation_mode = CudaDefaultAllocation | PoolAllocation | CudaManagedMemory;
-  options.num_devices = RMM_MAX_DEVICES;
-  options.devices[RMM_MAX_DEVICES - 1] = 0;
+  options.devices.count = RMM_MAX_DEVICES;
+  options.devices.ids[RMM_MAX_DEVICES - 1] = 0;
   (void)stream;
   (void)handle;
   if (alloc == 0 || text == 0 || text[0] == '\0') return 1;
-  if (sizeof options.devices / sizeof options.devices[0] != RMM_MAX_DEVICES) return 1;
+  if (sizeof options.devices.ids / sizeof options.devices.ids[0] != RMM_MAX_DEVICES) return 1;
   if (options.allocation_mode != 3u) return 1;
   return rmmResourceDestroy(handle) == RMM_SUCCESS ? 0 : 1;
 }

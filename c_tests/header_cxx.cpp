@@ -34,9 +34,11 @@ int main() {
     return 1;
   }
   void *ptr = nullptr;
+  if (rmmInitialize(nullptr) != RMM_SUCCESS) return 1;
   status = RMM_ALLOC(&ptr, 256, nullptr);
   if (status != RMM_SUCCESS || ptr == nullptr) return 1;
   if (RMM_FREE(ptr, nullptr) != RMM_SUCCESS) return 1;
+  if (rmmFinalize() != RMM_SUCCESS) return 1;
   std::printf("PASS: header from C++17\n");
   return 0;
 }

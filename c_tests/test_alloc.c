@@ -15,10 +15,13 @@ static void check_zero_and_null(void) {
   /* Freeing NULL is a no-op. */
   CHECK_OK(rmmFree(NULL, 0, __FILE__, __LINE__));
   CHECK_OK(RMM_FREE(NULL, 0));
-  /* NULL out-pointers. */
+  /* NULL out-pointers: invalid, except with size 0, which legacy RMM let succeed. */
   CHECK_RMM(rmmAlloc(NULL, 16, 0, __FILE__, __LINE__), RMM_ERROR_INVALID_ARGUMENT);
-  CHECK_RMM(rmmAlloc(NULL, 0, 0, __FILE__, __LINE__), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(RMM_ALLOC((char **)NULL, 4, 0), RMM_ERROR_INVALID_ARGUMENT);
   CHECK_RMM(rmmRealloc(NULL, 16, 0, __FILE__, __LINE__), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_OK(rmmAlloc(NULL, 0, 0, __FILE__, __LINE__));
+  CHECK_OK(RMM_ALLOC((char **)NULL, 0, 0));
+  CHECK_OK(rmmRealloc(NULL, 0, 0, __FILE__, __LINE__));
 }
 
 static void check_huge(size_t total) {

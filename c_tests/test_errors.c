@@ -91,11 +91,14 @@ static void check_last_error_messages(void) {
   CHECK_STR(message, "");
 
   /* Each kind of failure leaves a message (CHECK_RMM checks it is non-empty too). */
-  CHECK_RMM(rmmAlloc(NULL, 16, 0, __FILE__, __LINE__), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmAlloc(NULL, 16, 0, __FILE__, __LINE__), RMM_ERROR_NOT_INITIALIZED);
   CHECK(strlen(rmmGetLastErrorMessage()) > 0);
   CHECK_RMM(rmmResourceDestroy((rmmResource_t)(uintptr_t)0x1234), RMM_ERROR_INVALID_HANDLE);
   CHECK(strlen(rmmGetLastErrorMessage()) > 0);
   CHECK_RMM(rmmFinalize(), RMM_ERROR_NOT_INITIALIZED);
+  CHECK(strlen(rmmGetLastErrorMessage()) > 0);
+  CHECK_OK(rmmInitialize(NULL)); /* the legacy calls below need it */
+  CHECK_RMM(rmmAlloc(NULL, 16, 0, __FILE__, __LINE__), RMM_ERROR_INVALID_ARGUMENT);
   CHECK(strlen(rmmGetLastErrorMessage()) > 0);
   {
     void *ptr = NULL;

@@ -197,7 +197,7 @@ int main(void) {
   memset(&options, 0, sizeof options);
   options.allocation_mode = CudaDefaultAllocation;
   options.enable_logging = true;
-  options.num_devices = 0;
+  options.devices.count = 0;
   CHECK_OK(rmmInitialize(&options));
   memset(&in_force, 0, sizeof in_force);
   CHECK(rmmIsInitialized(&in_force));

@@ -7,8 +7,8 @@ static void check_default_options(const rmmOptions_t *options, int device) {
   CHECK(options->initial_pool_size == 0);
   CHECK(options->maximum_pool_size == 0);
   CHECK(options->enable_logging == false);
-  CHECK(options->num_devices == 1);
-  CHECK(options->devices[0] == device);
+  CHECK(options->devices.count == 1);
+  CHECK(options->devices.ids[0] == device);
 }
 
 static void check_resource_name(int device, const char *expected) {
@@ -41,10 +41,33 @@ int main(void) {
   CHECK(!rmmIsInitialized(&options));
   CHECK_RMM(rmmFinalize(), RMM_ERROR_NOT_INITIALIZED);
 
-  /* Allocation before rmmInitialize uses the current device's resource (modern RMM). */
-  CHECK_OK(rmmAlloc(&ptr, 512, 0, __FILE__, __LINE__));
-  CHECK(ptr != NULL);
-  CHECK_OK(rmmFree(ptr, 0, __FILE__, __LINE__));
+  /* Before rmmInitialize the legacy calls are refused, as in RMM 0.14 (this program has no
+   * RMM_ALLOC_CONF and set no resource): allocation, rmmGetInfo, freeing NULL, size 0. */
+  ptr = (void *)&options;
+  CHECK_RMM(rmmAlloc(&ptr, 512, 0, __FILE__, __LINE__), RMM_ERROR_NOT_INITIALIZED);
+  CHECK(ptr == (void *)&options);
+  CHECK_RMM(RMM_ALLOC(&ptr, 0, 0), RMM_ERROR_NOT_INITIALIZED);
+  CHECK_RMM(rmmAlloc(NULL, 0, 0, __FILE__, __LINE__), RMM_ERROR_NOT_INITIALIZED);
+  CHECK_RMM(RMM_FREE(NULL, 0), RMM_ERROR_NOT_INITIALIZED);
+  ptr = NULL;
+  CHECK_RMM(RMM_REALLOC(&ptr, 64, 0), RMM_ERROR_NOT_INITIALIZED);
+  CHECK(ptr == NULL);
+  {
+    size_t free_bytes = 1, total_bytes = 1;
+    CHECK_RMM(rmmGetInfo(&free_bytes, &total_bytes, 0), RMM_ERROR_NOT_INITIALIZED);
+    CHECK(free_bytes == 1 && total_bytes == 1);
+  }
+  CHECK(!rmmIsInitialized(NULL));
+  /* Memory from a resource is not the legacy API's: rmmFree takes it back at any time. */
+  {
+    rmmResource_t current = NULL;
+    CHECK_OK(rmmGetCurrentDeviceResource(&current));
+    CHECK_OK(rmmResourceAllocate(current, &ptr, 512, 0));
+    CHECK_OK(rmmFree(ptr, 0, __FILE__, __LINE__));
+    CHECK_RMM(rmmFree(ptr, 0, __FILE__, __LINE__), RMM_ERROR_INVALID_ARGUMENT);
+    CHECK_OK(rmmResourceDestroy(current));
+  }
+  CHECK(!rmmIsInitialized(NULL));
 
   /* rmmInitialize(NULL): the defaults on the current device, copied out by rmmIsInitialized. */
   CHECK_OK(rmmGetDevice(&device));
@@ -95,16 +118,16 @@ int main(void) {
    * be dereferenced from the host on real GPUs too. */
   memset(&options, 0, sizeof options);
   options.allocation_mode = CudaManagedMemory;
-  options.num_devices = 1;
-  options.devices[0] = 0;
+  options.devices.count = 1;
+  options.devices.ids[0] = 0;
   CHECK_OK(rmmInitialize(&options));
   {
     rmmOptions_t out;
     memset(&out, 0x5A, sizeof out);
     CHECK(rmmIsInitialized(&out));
     CHECK(out.allocation_mode == CudaManagedMemory);
-    CHECK(out.num_devices == 1);
-    CHECK(out.devices[0] == 0);
+    CHECK(out.devices.count == 1);
+    CHECK(out.devices.ids[0] == 0);
     CHECK(out.initial_pool_size == 0 && out.maximum_pool_size == 0 && !out.enable_logging);
   }
   check_resource_name(0, "managed");
@@ -129,7 +152,7 @@ int main(void) {
       CHECK(rmmIsInitialized(&out));
       CHECK(out.allocation_mode == CudaAsyncAllocation);
       CHECK(out.initial_pool_size == (size_t)1 << 20);
-      CHECK(out.num_devices == 1 && out.devices[0] == device);
+      CHECK(out.devices.count == 1 && out.devices.ids[0] == device);
       check_resource_name(0, "cuda_async");
       CHECK_OK(RMM_ALLOC(&ptr, 4096, 0));
       CHECK(ptr != NULL);
@@ -169,18 +192,18 @@ int main(void) {
 
   /* Invalid options: each refused, nothing installed. */
   memset(&options, 0, sizeof options);
-  options.num_devices = -1;
+  options.devices.count = -1;
   check_refused(&options, RMM_ERROR_INVALID_ARGUMENT);
-  options.num_devices = RMM_MAX_DEVICES + 1;
+  options.devices.count = RMM_MAX_DEVICES + 1;
   check_refused(&options, RMM_ERROR_INVALID_ARGUMENT);
-  options.num_devices = 1;
-  options.devices[0] = -1;
+  options.devices.count = 1;
+  options.devices.ids[0] = -1;
   check_refused(&options, RMM_ERROR_INVALID_ARGUMENT);
-  options.devices[0] = count;
+  options.devices.ids[0] = count;
   check_refused(&options, RMM_ERROR_INVALID_ARGUMENT);
-  options.num_devices = 2; /* a device listed twice */
-  options.devices[0] = 0;
-  options.devices[1] = 0;
+  options.devices.count = 2; /* a device listed twice */
+  options.devices.ids[0] = 0;
+  options.devices.ids[1] = 0;
   check_refused(&options, RMM_ERROR_INVALID_ARGUMENT);
   memset(&options, 0, sizeof options);
   options.allocation_mode = 0x100; /* unknown flag */

@@ -162,15 +162,15 @@ int main(void) {
     rmmOptions_t options, out;
     memset(&options, 0, sizeof options);
     options.allocation_mode = CudaManagedMemory;
-    options.num_devices = 2;
-    options.devices[0] = 1;
-    options.devices[1] = 0;
+    options.devices.count = 2;
+    options.devices.ids[0] = 1;
+    options.devices.ids[1] = 0;
     CHECK_OK(rmmInitialize(&options));
     memset(&out, 0x5A, sizeof out);
     CHECK(rmmIsInitialized(&out));
     CHECK(out.allocation_mode == CudaManagedMemory);
-    CHECK(out.num_devices == 2);
-    CHECK(out.devices[0] == 1 && out.devices[1] == 0);
+    CHECK(out.devices.count == 2);
+    CHECK(out.devices.ids[0] == 1 && out.devices.ids[1] == 0);
     check_resource_of(0, "managed");
     check_resource_of(1, "managed");
     CHECK_OK(rmmSetDevice(1));
@@ -187,8 +187,8 @@ int main(void) {
     /* Only device 1 listed: device 0 keeps its resource. */
     CHECK_OK(rmmSetPerDeviceResource(0, managed0, NULL));
     memset(&options, 0, sizeof options);
-    options.num_devices = 1;
-    options.devices[0] = 1;
+    options.devices.count = 1;
+    options.devices.ids[0] = 1;
     CHECK_OK(rmmInitialize(&options));
     check_resource_of(0, "managed");
     check_resource_of(1, "cuda");

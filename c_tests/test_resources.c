@@ -212,6 +212,7 @@ static void check_shared_handles(void) {
 int main(void) {
   int kind;
   simulated = rmm_test_simulated();
+  CHECK_OK(rmmInitialize(NULL)); /* the legacy calls need it */
 
   check_create_null_out();
   for (kind = 0; kind < KIND_COUNT; ++kind) check_kind((enum kind)kind);

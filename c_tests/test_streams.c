@@ -13,6 +13,7 @@ int main(void) {
   rmmResource_t managed = NULL, async = NULL;
   rmmError_t status;
 
+  CHECK_OK(rmmInitialize(NULL)); /* the legacy calls need it */
   CHECK_RMM(rmmStreamCreate(NULL), RMM_ERROR_INVALID_ARGUMENT);
   CHECK_OK(rmmStreamCreate(&a));
   CHECK_OK(rmmStreamCreate(&b));

@@ -35,8 +35,8 @@ size_t ftest_c_offsetof(int which, int field) {
       offsetof(rmmAllocationRecord_t, line),   offsetof(rmmAllocationRecord_t, file)};
   static const size_t options[] = {
       offsetof(rmmOptions_t, allocation_mode),   offsetof(rmmOptions_t, initial_pool_size),
-      offsetof(rmmOptions_t, maximum_pool_size), offsetof(rmmOptions_t, enable_logging),
-      offsetof(rmmOptions_t, num_devices),       offsetof(rmmOptions_t, devices)};
+      offsetof(rmmOptions_t, enable_logging),    offsetof(rmmOptions_t, devices.count),
+      offsetof(rmmOptions_t, devices.ids),       offsetof(rmmOptions_t, maximum_pool_size)};
   const size_t *table = which == 1 ? statistics : which == 2 ? record : options;
   if (which < 1 || which > 3 || field < 1 || field > 6) return SIZE_MAX;
   return table[field - 1];
@@ -61,12 +61,12 @@ int ftest_c_check_options(const rmmOptions_t *options) {
   int i;
   if (options->allocation_mode != (PoolAllocation | CudaManagedMemory)) return 1;
   if (options->initial_pool_size != ((size_t)3 << 33)) return 2;
-  if (options->maximum_pool_size != SIZE_MAX) return 3;
-  if (options->enable_logging != true) return 4;
-  if (options->num_devices != RMM_MAX_DEVICES) return 5;
+  if (options->enable_logging != true) return 3;
+  if (options->devices.count != RMM_MAX_DEVICES) return 4;
   for (i = 0; i < RMM_MAX_DEVICES; ++i) {
-    if (options->devices[i] != 1000 + i) return 6;
+    if (options->devices.ids[i] != 1000 + i) return 5;
   }
+  if (options->maximum_pool_size != SIZE_MAX) return 6;
   return 0;
 }
 

@@ -13,6 +13,7 @@ program test_check_stops
   real(c_double), pointer :: a(:), copy(:)
 
   call get_command_argument(1, what)
+  call rmm_check(rmmInitialize(c_null_ptr), 'rmmInitialize')
   select case (trim(what))
   case ('check')
     call rmm_check(rmmResourceDestroy(transfer(int(z'1234', c_intptr_t), c_null_ptr)), &

@@ -19,6 +19,7 @@ program test_errors
   count = ftest_device_count()
   call error_texts()
   call null_and_dead_handles()
+  call expect_ok(rmmInitialize(c_null_ptr), 'rmmInitialize (the legacy calls need it)')
   call sizes()
   call bad_frees()
   call bad_devices_and_calls()
@@ -177,7 +178,9 @@ contains
       'rmmGetPerDeviceResource(-1)')
     call expect_status(rmmGetPerDeviceResource(count, out), RMM_ERROR_INVALID_ARGUMENT, &
       'rmmGetPerDeviceResource(count)')
+    call expect_ok(rmmFinalize(), 'rmmFinalize')
     call expect_status(rmmFinalize(), RMM_ERROR_NOT_INITIALIZED, 'rmmFinalize uninitialized')
+    call expect_ok(rmmInitialize(c_null_ptr), 'rmmInitialize again')
     call expect_ok(rmmCudaResourceCreate(cuda), 'rmmCudaResourceCreate')
     call expect_status(rmmPoolResourceGetSize(cuda, bytes), RMM_ERROR_NOT_SUPPORTED, &
       'rmmPoolResourceGetSize of a cuda resource')

@@ -19,8 +19,9 @@ program test_helpers
     'rmmPoolResourceCreate')
   call expect_ok(rmmStreamCreate(stream), 'rmmStreamCreate')
 
-  ! Through the current device's resource (rmmAlloc), then through a pool made current, then
-  ! with the pool as an explicit resource.
+  ! Through the current device's resource (rmmAlloc, which needs rmmInitialize), then through
+  ! a pool made current, then with the pool as an explicit resource.
+  call expect_ok(rmmInitialize(c_null_ptr), 'rmmInitialize')
   call all_types(c_null_ptr, .false.)
   call all_types(stream, .false.)
   call expect_ok(rmmSetCurrentDeviceResource(pool, c_loc(pool_previous)), &

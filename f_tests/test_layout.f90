@@ -48,10 +48,10 @@ program test_layout
     c_loc(record%stream), c_loc(record%thread), c_loc(record%line), c_loc(record%file)], &
     'rmmAllocationRecord_t')
   call expect_offsets(3, c_loc(options), [c_loc(options%allocation_mode), &
-    c_loc(options%initial_pool_size), c_loc(options%maximum_pool_size), &
-    c_loc(options%enable_logging), c_loc(options%num_devices), c_loc(options%devices)], &
-    'rmmOptions_t')
-  call expect(size(record%file) == 256 .and. size(options%devices) == RMM_MAX_DEVICES, &
+    c_loc(options%initial_pool_size), c_loc(options%enable_logging), &
+    c_loc(options%devices%count), c_loc(options%devices%ids), &
+    c_loc(options%maximum_pool_size)], 'rmmOptions_t')
+  call expect(size(record%file) == 256 .and. size(options%devices%ids) == RMM_MAX_DEVICES, &
     'array fields')
 
   ! Constants, and the sizes of rmmError_t, rmmAllocationMode_t and bool.
@@ -74,8 +74,8 @@ program test_layout
   options%initial_pool_size = 3_c_size_t * 2_c_size_t**33
   options%maximum_pool_size = -1_c_size_t
   options%enable_logging = .true.
-  options%num_devices = RMM_MAX_DEVICES
-  options%devices = [(1000 + i - 1, i = 1, RMM_MAX_DEVICES)]
+  options%devices%count = RMM_MAX_DEVICES
+  options%devices%ids = [(1000 + i - 1, i = 1, RMM_MAX_DEVICES)]
   call expect_equal(ftest_c_check_options(options), 0, &
     'rmmOptions_t filled in Fortran, read in C: the first field that differs')
 
@@ -96,7 +96,7 @@ program test_layout
   options = rmmOptions_t()
   call expect(options%allocation_mode == 0 .and. options%initial_pool_size == 0 .and. &
     options%maximum_pool_size == 0 .and. .not. logical(options%enable_logging) .and. &
-    options%num_devices == 0 .and. all(options%devices == 0), 'the default rmmOptions_t')
+    options%devices%count == 0 .and. all(options%devices%ids == 0), 'the default rmmOptions_t')
 
   call ftest_finish('fortran layout')
 

@@ -32,8 +32,8 @@ program test_lifecycle
   options%initial_pool_size = 64_c_size_t * 2**20
   options%maximum_pool_size = 256_c_size_t * 2**20
   options%enable_logging = .true.
-  options%num_devices = min(count, 2)
-  options%devices(1:2) = [0, min(count, 2) - 1]
+  options%devices%count = min(count, 2)
+  options%devices%ids(1:2) = [0, min(count, 2) - 1]
   call expect_ok(rmmInitialize(c_loc(options)), 'rmmInitialize(pool, 2 devices)')
   call expect_status(rmmInitialize(c_loc(options)), RMM_ERROR_ALREADY_INITIALIZED, &
     'rmmInitialize twice')
@@ -43,8 +43,8 @@ program test_lifecycle
   call expect(in_force%initial_pool_size == 64_c_size_t * 2**20, 'options in force: initial')
   call expect(in_force%maximum_pool_size == 256_c_size_t * 2**20, 'options in force: maximum')
   call expect(logical(in_force%enable_logging), 'options in force: logging')
-  call expect(in_force%num_devices == min(count, 2), 'options in force: num_devices')
-  call expect(all(in_force%devices(1:2) == [0, min(count, 2) - 1]), 'options in force: devices')
+  call expect(in_force%devices%count == min(count, 2), 'options in force: devices%count')
+  call expect(all(in_force%devices%ids(1:2) == [0, min(count, 2) - 1]), 'options in force: devices')
 
   ! Each device set up has a pool as its resource.
   do device = 0, min(count, 2) - 1

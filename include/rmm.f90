@@ -81,8 +81,8 @@ module rmm
     RMM_ERROR_NOT_INITIALIZED, RMM_ERROR_OUT_OF_MEMORY, RMM_ERROR_UNKNOWN, RMM_ERROR_IO, &
     RMM_ERROR_NOT_SUPPORTED, RMM_ERROR_INVALID_HANDLE, RMM_ERROR_ALREADY_INITIALIZED, &
     CudaDefaultAllocation, PoolAllocation, CudaManagedMemory, CudaAsyncAllocation
-  public :: rmmStatistics_t, rmmAllocationRecord_t, rmmOptions_t, rmmExpandableOptions_t, &
-    rmmFootprint_t, rmmFailureCallback_t
+  public :: rmmStatistics_t, rmmAllocationRecord_t, rmmDeviceList_t, rmmOptions_t, &
+    rmmExpandableOptions_t, rmmFootprint_t, rmmFailureCallback_t
   public :: rmmStatisticsAdaptorCreate, rmmStatisticsAdaptorGetCounts, &
     rmmStatisticsAdaptorPushCounters, rmmStatisticsAdaptorPopCounters, rmmLoggingAdaptorCreate, &
     rmmLoggingAdaptorFlush, rmmLimitingAdaptorCreate, rmmLimitingAdaptorGetAllocatedBytes, &
@@ -117,7 +117,7 @@ module rmm
   ! An argument was invalid: NULL where a value is needed, a pointer rmm-rs did not hand out,
   ! a double free, a size that does not match the allocation.
   integer(c_int), parameter :: RMM_ERROR_INVALID_ARGUMENT = 2
-  ! The call needs `rmmInitialize` (it came after `rmmFinalize`).
+  ! The call needs `rmmInitialize` (it came before it, or after `rmmFinalize`).
   integer(c_int), parameter :: RMM_ERROR_NOT_INITIALIZED = 3
   ! The resource could not satisfy the allocation.
   integer(c_int), parameter :: RMM_ERROR_OUT_OF_MEMORY = 4
@@ -166,21 +166,32 @@ module rmm
     character(kind=c_char) :: file(256) = c_null_char
   end type rmmAllocationRecord_t
 
-  ! Options of `rmmInitialize`, as legacy RMM's, plus the devices to set up.
+  ! The devices `rmmInitialize` sets up. In C++ it also takes what legacy RMM's
+  ! `std::vector<int> devices` took: `options.devices = std::vector<int>{0, 1};`,
+  ! `options.devices = {0, 1};`, `push_back`, `size`, `empty`, `clear`, indexing and iteration.
+  type, bind(c) :: rmmDeviceList_t
+    ! How many entries of `ids` to set up; 0 sets up the calling thread's current device.
+    ! More than `RMM_MAX_DEVICES` is refused by `rmmInitialize`.
+    integer(c_int32_t) :: count = 0
+    ! Device ordinals to set up.
+    integer(c_int32_t) :: ids(RMM_MAX_DEVICES) = 0
+  end type rmmDeviceList_t
+
+  ! Options of `rmmInitialize`: legacy RMM's fields in legacy RMM's order, so legacy code's
+  ! positional initializer (`rmmOptions_t o = {PoolAllocation, 1 << 30, true};`) means what it
+  ! meant; fields rmm-rs added come after them, and zero means "as legacy RMM".
   type, bind(c) :: rmmOptions_t
     ! `CudaDefaultAllocation`, `PoolAllocation`, `CudaManagedMemory`, `CudaAsyncAllocation`,
     ! or `PoolAllocation | CudaManagedMemory`.
     integer(c_int32_t) :: allocation_mode = 0  ! rmmAllocationMode_t in C
     ! Bytes the pool starts with (0: half of the free device memory, as legacy RMM did).
     integer(c_size_t) :: initial_pool_size = 0
-    ! Bytes the pool may grow to (0: no limit).
-    integer(c_size_t) :: maximum_pool_size = 0
     ! Record allocation events for `rmmWriteLog`.
     logical(c_bool) :: enable_logging = .false.
-    ! How many entries of `devices` to set up; 0 sets up the calling thread's current device.
-    integer(c_int32_t) :: num_devices = 0
-    ! Device ordinals to set up.
-    integer(c_int32_t) :: devices(RMM_MAX_DEVICES) = 0
+    ! Devices to set up (none: the calling thread's current device).
+    type(rmmDeviceList_t) :: devices
+    ! Bytes the pool may grow to (0: no limit, as legacy RMM's pool).
+    integer(c_size_t) :: maximum_pool_size = 0
   end type rmmOptions_t
 
   ! Options of `rmmExpandableResourceCreateWithOptions`. Zero-initialize it, then set what you
@@ -642,8 +653,11 @@ module rmm
 
     ! Allocates `size` bytes for use on `stream` from the current device's resource and writes
     ! the address to `*ptr` (NULL for 0 bytes). The caller owns the memory and returns it with
-    ! `rmmFree`. `file` and `line` name the call site (the macro `RMM_ALLOC` fills them in) and
-    ! may be NULL/0.
+    ! `rmmFree`. With size 0 a NULL out-pointer is accepted too and nothing happens, as in
+    ! legacy RMM. `file` and `line` name the call site (the macro `RMM_ALLOC` fills them in);
+    ! `file` may be NULL.
+    ! As RMM 0.14: RMM_ERROR_NOT_INITIALIZED before `rmmInitialize` and after `rmmFinalize`,
+    ! unless the program configured rmm (`RMM_ALLOC_CONF`, `rmmConfigure`, a per-device resource).
     integer(c_int) function rmmAlloc(ptr, size, stream, file, line) bind(c, name="rmmAlloc")
       import :: c_int, c_ptr, c_size_t
       type(c_ptr), intent(inout) :: ptr
@@ -656,7 +670,8 @@ module rmm
     ! Resizes the allocation at `*ptr` to `new_size` bytes: a new allocation from the same
     ! resource, the contents up to the smaller size copied in the order of `stream`, the old one
     ! freed in that order, and `*ptr` updated. `*ptr` NULL allocates; `new_size` 0 frees and
-    ! writes NULL. On failure `*ptr` and its memory are unchanged.
+    ! writes NULL. With `new_size` 0 a NULL out-pointer is accepted too and nothing happens;
+    ! `file` may be NULL. On failure `*ptr` and its memory are unchanged.
     integer(c_int) function rmmRealloc(ptr, new_size, stream, file, line) &
         bind(c, name="rmmRealloc")
       import :: c_int, c_ptr, c_size_t
@@ -668,8 +683,10 @@ module rmm
     end function rmmRealloc
 
     ! Frees memory rmm allocated (through `rmmAlloc` or `rmmResourceAllocate`), in the order of
-    ! `stream`. NULL is a no-op. A pointer rmm did not hand out, or one already freed, is
-    ! RMM_ERROR_INVALID_ARGUMENT and nothing is freed.
+    ! `stream`; `file` may be NULL. NULL is a no-op. A pointer rmm did not hand out, or one
+    ! already freed, is RMM_ERROR_INVALID_ARGUMENT and nothing is freed. Live pointers can be
+    ! freed at any time, but NULL before `rmmInitialize` or after `rmmFinalize` is
+    ! RMM_ERROR_NOT_INITIALIZED, as in RMM 0.14 (see `rmmAlloc`).
     integer(c_int) function rmmFree(ptr, stream, file, line) bind(c, name="rmmFree")
       import :: c_int, c_ptr
       type(c_ptr), value :: ptr
@@ -705,6 +722,7 @@ module rmm
     end function rmmGetLog
 
     ! Writes the free and total bytes of the current device. Neither pointer may be NULL.
+    ! RMM_ERROR_NOT_INITIALIZED when `rmmAlloc` would be.
     integer(c_int) function rmmGetInfo(free_size, total_size, stream) bind(c, name="rmmGetInfo")
       import :: c_int, c_ptr, c_size_t
       integer(c_size_t), intent(inout) :: free_size
@@ -1060,8 +1078,9 @@ module rmm
   !   integer(c_int64_t) of rank 1 to 3, at new rmm memory of extents n1, n2, n3 (lower bounds
   !   1; all of kind c_int32_t or all of kind c_int64_t). The memory comes from `resource`
   !   (rmmResourceAllocate) when it is given, otherwise from the current device's resource
-  !   (rmmAlloc), for use on `stream` (default: the default stream, c_null_ptr). Zero or
-  !   negative extents give a zero-size array, as ALLOCATE does, without device memory.
+  !   (rmmAlloc: after rmmInitialize, as legacy RMM), for use on `stream` (default: the default
+  !   stream, c_null_ptr). Zero or negative extents give a zero-size array, as ALLOCATE does,
+  !   without device memory.
   !   On failure `array` is nullified and `status` receives the error; without `status` a
   !   failure stops the program (rmm_check).
   interface rmm_allocate

@@ -13,6 +13,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+/* Legacy rmm.h included the CUDA runtime's header and legacy code relies on it (cudaStream_t,
+   cudaStreamCreate, cudaMemcpy); define RMM_NO_CUDA_RUNTIME_INCLUDE to leave it out. */
+#if !defined(RMM_NO_CUDA_RUNTIME_INCLUDE) && defined(__has_include)
+#if __has_include(<cuda_runtime_api.h>)
+#include <cuda_runtime_api.h>
+#endif
+#endif
+#ifdef __cplusplus
+#include <initializer_list>
+#endif
+
 /* CUDA's own stream type; an identical typedef next to cuda_runtime.h's is legal. */
 typedef struct CUstream_st* cudaStream_t;
 
@@ -49,7 +60,7 @@ typedef enum rmmError_t {
   // An argument was invalid: NULL where a value is needed, a pointer rmm-rs did not hand out,
   // a double free, a size that does not match the allocation.
   RMM_ERROR_INVALID_ARGUMENT = 2,
-  // The call needs `rmmInitialize` (it came after `rmmFinalize`).
+  // The call needs `rmmInitialize` (it came before it, or after `rmmFinalize`).
   RMM_ERROR_NOT_INITIALIZED = 3,
   // The resource could not satisfy the allocation.
   RMM_ERROR_OUT_OF_MEMORY = 4,
@@ -97,21 +108,58 @@ typedef bool (*rmmFailureCallback_t)(size_t bytes, void *arg);
 // Legacy allocation-mode flags; combine with `|`.
 typedef uint32_t rmmAllocationMode_t;
 
-// Options of `rmmInitialize`, as legacy RMM's, plus the devices to set up.
+// The devices `rmmInitialize` sets up. In C++ it also takes what legacy RMM's
+// `std::vector<int> devices` took: `options.devices = std::vector<int>{0, 1};`,
+// `options.devices = {0, 1};`, `push_back`, `size`, `empty`, `clear`, indexing and iteration.
+typedef struct rmmDeviceList_t {
+  // How many entries of `ids` to set up; 0 sets up the calling thread's current device.
+  // More than `RMM_MAX_DEVICES` is refused by `rmmInitialize`.
+  int32_t count;
+  // Device ordinals to set up.
+  int32_t ids[RMM_MAX_DEVICES];
+#ifdef __cplusplus
+  /* Legacy RMM held a std::vector<int> here: code written for it keeps compiling. A list
+     longer than RMM_MAX_DEVICES keeps its true count, and rmmInitialize refuses it. */
+  template <typename Devices>
+  rmmDeviceList_t &operator=(const Devices &devices) {
+    clear();
+    for (int device : devices) push_back(device);
+    return *this;
+  }
+  rmmDeviceList_t &operator=(std::initializer_list<int> devices) {
+    clear();
+    for (int device : devices) push_back(device);
+    return *this;
+  }
+  void push_back(int device) {
+    if (count >= 0 && count < RMM_MAX_DEVICES) ids[count] = device;
+    ++count;
+  }
+  void clear() { count = 0; }
+  size_t size() const { return count < 0 ? 0 : (size_t)count; }
+  bool empty() const { return count <= 0; }
+  int &operator[](size_t i) { return ids[i]; }
+  const int &operator[](size_t i) const { return ids[i]; }
+  const int *begin() const { return ids; }
+  const int *end() const { return ids + (count < 0 ? 0 : count > RMM_MAX_DEVICES ? RMM_MAX_DEVICES : count); }
+#endif
+} rmmDeviceList_t;
+
+// Options of `rmmInitialize`: legacy RMM's fields in legacy RMM's order, so legacy code's
+// positional initializer (`rmmOptions_t o = {PoolAllocation, 1 << 30, true};`) means what it
+// meant; fields rmm-rs added come after them, and zero means "as legacy RMM".
 typedef struct rmmOptions_t {
   // `CudaDefaultAllocation`, `PoolAllocation`, `CudaManagedMemory`, `CudaAsyncAllocation`,
   // or `PoolAllocation | CudaManagedMemory`.
   rmmAllocationMode_t allocation_mode;
   // Bytes the pool starts with (0: half of the free device memory, as legacy RMM did).
   size_t initial_pool_size;
-  // Bytes the pool may grow to (0: no limit).
-  size_t maximum_pool_size;
   // Record allocation events for `rmmWriteLog`.
   bool enable_logging;
-  // How many entries of `devices` to set up; 0 sets up the calling thread's current device.
-  int32_t num_devices;
-  // Device ordinals to set up.
-  int32_t devices[RMM_MAX_DEVICES];
+  // Devices to set up (none: the calling thread's current device).
+  struct rmmDeviceList_t devices;
+  // Bytes the pool may grow to (0: no limit, as legacy RMM's pool).
+  size_t maximum_pool_size;
 } rmmOptions_t;
 
 // Options of `rmmExpandableResourceCreateWithOptions`. Zero-initialize it, then set what you
@@ -409,8 +457,11 @@ bool rmmIsInitialized(struct rmmOptions_t *options);
 
 // Allocates `size` bytes for use on `stream` from the current device's resource and writes
 // the address to `*ptr` (NULL for 0 bytes). The caller owns the memory and returns it with
-// `rmmFree`. `file` and `line` name the call site (the macro `RMM_ALLOC` fills them in) and
-// may be NULL/0.
+// `rmmFree`. With size 0 a NULL out-pointer is accepted too and nothing happens, as in
+// legacy RMM. `file` and `line` name the call site (the macro `RMM_ALLOC` fills them in);
+// `file` may be NULL.
+// As RMM 0.14: RMM_ERROR_NOT_INITIALIZED before `rmmInitialize` and after `rmmFinalize`,
+// unless the program configured rmm (`RMM_ALLOC_CONF`, `rmmConfigure`, a per-device resource).
 enum rmmError_t rmmAlloc(void **ptr,
                          size_t size,
                          cudaStream_t stream,
@@ -420,7 +471,8 @@ enum rmmError_t rmmAlloc(void **ptr,
 // Resizes the allocation at `*ptr` to `new_size` bytes: a new allocation from the same
 // resource, the contents up to the smaller size copied in the order of `stream`, the old one
 // freed in that order, and `*ptr` updated. `*ptr` NULL allocates; `new_size` 0 frees and
-// writes NULL. On failure `*ptr` and its memory are unchanged.
+// writes NULL. With `new_size` 0 a NULL out-pointer is accepted too and nothing happens;
+// `file` may be NULL. On failure `*ptr` and its memory are unchanged.
 enum rmmError_t rmmRealloc(void **ptr,
                            size_t new_size,
                            cudaStream_t stream,
@@ -428,8 +480,10 @@ enum rmmError_t rmmRealloc(void **ptr,
                            unsigned int line);
 
 // Frees memory rmm allocated (through `rmmAlloc` or `rmmResourceAllocate`), in the order of
-// `stream`. NULL is a no-op. A pointer rmm did not hand out, or one already freed, is
-// RMM_ERROR_INVALID_ARGUMENT and nothing is freed.
+// `stream`; `file` may be NULL. NULL is a no-op. A pointer rmm did not hand out, or one
+// already freed, is RMM_ERROR_INVALID_ARGUMENT and nothing is freed. Live pointers can be
+// freed at any time, but NULL before `rmmInitialize` or after `rmmFinalize` is
+// RMM_ERROR_NOT_INITIALIZED, as in RMM 0.14 (see `rmmAlloc`).
 enum rmmError_t rmmFree(void *ptr, cudaStream_t stream, const char *file, unsigned int line);
 
 // Writes the event log (`enable_logging` in `rmmOptions_t`) to the file `filename` as legacy
@@ -448,6 +502,7 @@ size_t rmmLogSize(void);
 enum rmmError_t rmmGetLog(char *buffer, size_t buffer_size);
 
 // Writes the free and total bytes of the current device. Neither pointer may be NULL.
+// RMM_ERROR_NOT_INITIALIZED when `rmmAlloc` would be.
 enum rmmError_t rmmGetInfo(size_t *free_size, size_t *total_size, cudaStream_t stream);
 
 // Writes to `*offset` how far `ptr` lies from the start of the device allocation that holds

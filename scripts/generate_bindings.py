@@ -86,9 +86,9 @@ NULLABLE_SUBJECT = r"`{p}`(?: and `\w+`)*[^`.;]*?\bmay be NULL"
 # calling thread's current device.") takes NULL where that one does, for the same argument.
 NULLABLE_AS = r"^`(\w+)`"
 
-# Pointer arguments that take NULL although their comment in rmm.h does not say so.
-# The legacy calls take their call site alike, but rmm.h documents a NULL `file` only at rmmAlloc.
-NULLABLE_UNDOCUMENTED = {"rmmRealloc": {"file"}, "rmmFree": {"file"}}
+# Pointer arguments that take NULL although their comment in rmm.h does not say so (none now:
+# the check below fails when rmm.h documents one listed here).
+NULLABLE_UNDOCUMENTED = {}
 
 # The enum whose values python/rmm_rs.py exports (RMM_SUCCESS -> SUCCESS, ...).
 ERROR_ENUM = "rmmError_t"
@@ -762,8 +762,9 @@ def helper_interfaces():
   !   integer(c_int64_t) of rank 1 to 3, at new rmm memory of extents n1, n2, n3 (lower bounds
   !   1; all of kind c_int32_t or all of kind c_int64_t). The memory comes from `resource`
   !   (rmmResourceAllocate) when it is given, otherwise from the current device's resource
-  !   (rmmAlloc), for use on `stream` (default: the default stream, c_null_ptr). Zero or
-  !   negative extents give a zero-size array, as ALLOCATE does, without device memory.
+  !   (rmmAlloc: after rmmInitialize, as legacy RMM), for use on `stream` (default: the default
+  !   stream, c_null_ptr). Zero or negative extents give a zero-size array, as ALLOCATE does,
+  !   without device memory.
   !   On failure `array` is nullified and `status` receives the error; without `status` a
   !   failure stops the program (rmm_check).
   interface rmm_allocate

@@ -29,6 +29,7 @@ rm -rf "$stage"
 mkdir -p "$stage/lib" "$stage/include" "$stage/bin"
 cp "$release/librmm.so" "$release/librmm.a" "$release/librmm_preload.so" "$stage/lib/"
 cp "$root/include/rmm.h" "$root/include/rmm.hpp" "$root/include/rmm.f90" "$stage/include/"
+rm -rf "$stage/include/rmm" && cp -r "$root/include/rmm" "$stage/include/rmm"
 cp "$release/rmm-replay" "$stage/bin/"
 if [ "${STAGE_KEEP_DEBUG:-0}" != 1 ] && command -v strip >/dev/null; then
   strip --strip-debug "$stage/lib/librmm.so" "$stage/lib/librmm.a" "$stage/lib/librmm_preload.so" "$stage/bin/rmm-replay"

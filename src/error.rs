@@ -15,7 +15,7 @@ pub enum rmmError_t {
     /// An argument was invalid: NULL where a value is needed, a pointer rmm-rs did not hand out,
     /// a double free, a size that does not match the allocation.
     RMM_ERROR_INVALID_ARGUMENT = 2,
-    /// The call needs `rmmInitialize` (it came after `rmmFinalize`).
+    /// The call needs `rmmInitialize` (it came before it, or after `rmmFinalize`).
     RMM_ERROR_NOT_INITIALIZED = 3,
     /// The resource could not satisfy the allocation.
     RMM_ERROR_OUT_OF_MEMORY = 4,

@@ -669,8 +669,8 @@ impl World {
                 options.allocation_mode = mode;
                 options.initial_pool_size = 4 << 20;
                 options.maximum_pool_size = 256 << 20;
-                options.num_devices = devices.len() as i32;
-                options.devices[..devices.len()].copy_from_slice(&devices);
+                options.devices.count = devices.len() as i32;
+                options.devices.ids[..devices.len()].copy_from_slice(&devices);
                 assert_eq!(call(rmmInitialize(&options)), RMM_SUCCESS, "{}: {}", self.context("rmmInitialize"), last_message());
                 let kind = if mode == PoolAllocation { Kind::Pool } else { Kind::Installed };
                 let mut saved = Vec::new();
@@ -823,6 +823,7 @@ fn run_seed(seed: u64, budget: &Budget, finalized: bool) -> bool {
 fn random_call_sequences_keep_the_c_api_contract() {
     std::env::set_var("RMM_SIM_DEVICES", "2:1GiB");
     std::env::set_var("RMM_SIM_ON_RACE", "count");
+    configure_legacy_api();
     let budget = Budget::from_env(if cfg!(debug_assertions) { 40_000 } else { 400_000 });
     let started = std::time::Instant::now();
     let mut seed = budget.seed;

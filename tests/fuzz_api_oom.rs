@@ -232,6 +232,7 @@ fn whole_device_usable(device: i32) {
 fn stacks_driven_out_of_memory_lose_nothing() {
     std::env::set_var("RMM_SIM_DEVICES", "2:64MiB");
     std::env::set_var("RMM_SIM_ON_RACE", "count");
+    configure_legacy_api();
     let budget = Budget::from_env(if cfg!(debug_assertions) { 30_000 } else { 300_000 });
     let baseline: Vec<usize> = (0..DEVICES).map(device_used).collect();
     let started = std::time::Instant::now();

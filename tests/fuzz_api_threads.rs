@@ -407,6 +407,7 @@ fn sample(shared: &Shared) -> u64 {
 fn threads_sharing_stacks_keep_the_c_api_contract() {
     std::env::set_var("RMM_SIM_DEVICES", "2:1GiB");
     std::env::set_var("RMM_SIM_ON_RACE", "count");
+    configure_legacy_api();
     let budget = Budget::from_env(if cfg!(debug_assertions) { 100_000 } else { 1_000_000 });
     let baseline: Vec<usize> = (0..DEVICES).map(device_used).collect();
     let shared = Arc::new(Shared {

@@ -87,7 +87,7 @@ int main() {
   CHECK_OK(rmmInitialize(nullptr));
   rmmOptions_t options;
   CHECK(rmmIsInitialized(&options));
-  CHECK(options.num_devices == 1 && options.devices[0] == 0);
+  CHECK(options.devices.count == 1 && options.devices.ids[0] == 0);
 
   check_alloc_and_realloc();
   check_info();

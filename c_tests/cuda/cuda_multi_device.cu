@@ -133,9 +133,9 @@ int main() {
   CHECK_OK(rmmSetPerDeviceResource(1, previous1, nullptr));
   rmmOptions_t options;
   std::memset(&options, 0, sizeof options);
-  options.num_devices = 2;
-  options.devices[0] = 0;
-  options.devices[1] = 1;
+  options.devices.count = 2;
+  options.devices.ids[0] = 0;
+  options.devices.ids[1] = 1;
   CHECK_OK(rmmInitialize(&options));
   for (int d = 0; d < 2; ++d) {
     CUDA_CHECK(cudaSetDevice(d));

@@ -14,6 +14,7 @@ int header_order_rmm_first() {
   cudaStream_t stream = nullptr;
   if (cudaStreamCreate(&stream) != cudaSuccess) return 1;
   int *data = nullptr;
+  if (rmmInitialize(nullptr) != RMM_SUCCESS) return 9;  // the legacy calls need it
   if (RMM_ALLOC(&data, 32 * sizeof(int), stream) != RMM_SUCCESS) return 2;
   touch<<<1, 32, 0, stream>>>(data);
   int host[32] = {0};
@@ -24,5 +25,6 @@ int header_order_rmm_first() {
   }
   if (RMM_FREE(data, stream) != RMM_SUCCESS) return 6;
   if (rmmStreamSynchronize(stream) != RMM_SUCCESS) return 7;
+  if (rmmFinalize() != RMM_SUCCESS) return 10;
   return cudaStreamDestroy(stream) == cudaSuccess ? 0 : 8;
 }

@@ -89,14 +89,29 @@ pub extern "C" fn rmmIsInitialized(options: *mut rmmOptions_t) -> bool {
     })
 }
 
+/// As legacy RMM: `ptr` NULL with size 0 succeeds (once rmm is initialized) and does nothing;
+/// NULL with any other size is RMM_ERROR_INVALID_ARGUMENT.
+fn null_out_pointer(size: usize) -> crate::error::Result<()> {
+    legacy::require_ready()?;
+    match size {
+        0 => Ok(()),
+        _ => Err(Error::invalid("ptr is NULL")),
+    }
+}
+
 /// Allocates `size` bytes for use on `stream` from the current device's resource and writes
 /// the address to `*ptr` (NULL for 0 bytes). The caller owns the memory and returns it with
-/// `rmmFree`. `file` and `line` name the call site (the macro `RMM_ALLOC` fills them in) and
-/// may be NULL/0.
+/// `rmmFree`. With size 0 a NULL out-pointer is accepted too and nothing happens, as in
+/// legacy RMM. `file` and `line` name the call site (the macro `RMM_ALLOC` fills them in);
+/// `file` may be NULL.
+/// As RMM 0.14: RMM_ERROR_NOT_INITIALIZED before `rmmInitialize` and after `rmmFinalize`,
+/// unless the program configured rmm (`RMM_ALLOC_CONF`, `rmmConfigure`, a per-device resource).
 #[no_mangle]
 pub extern "C" fn rmmAlloc(ptr: *mut *mut c_void, size: usize, stream: cudaStream_t, file: *const c_char, line: c_uint) -> rmmError_t {
     boundary("rmmAlloc", || {
-        non_null(ptr, "ptr")?;
+        if ptr.is_null() {
+            return null_out_pointer(size);
+        }
         let started = started();
         let address = call_site::with(file, line, || legacy::alloc(size, stream_of(stream)))?;
         write_out(ptr, "ptr", address as *mut c_void)?;
@@ -108,7 +123,8 @@ pub extern "C" fn rmmAlloc(ptr: *mut *mut c_void, size: usize, stream: cudaStrea
 /// Resizes the allocation at `*ptr` to `new_size` bytes: a new allocation from the same
 /// resource, the contents up to the smaller size copied in the order of `stream`, the old one
 /// freed in that order, and `*ptr` updated. `*ptr` NULL allocates; `new_size` 0 frees and
-/// writes NULL. On failure `*ptr` and its memory are unchanged.
+/// writes NULL. With `new_size` 0 a NULL out-pointer is accepted too and nothing happens;
+/// `file` may be NULL. On failure `*ptr` and its memory are unchanged.
 #[no_mangle]
 pub extern "C" fn rmmRealloc(
     ptr: *mut *mut c_void,
@@ -118,7 +134,9 @@ pub extern "C" fn rmmRealloc(
     line: c_uint,
 ) -> rmmError_t {
     boundary("rmmRealloc", || {
-        let ptr = non_null(ptr, "ptr")?;
+        if ptr.is_null() {
+            return null_out_pointer(new_size);
+        }
         // SAFETY: non-NULL, and the caller promises a readable `void*`.
         let old = unsafe { *ptr } as usize;
         let started = started();
@@ -130,8 +148,10 @@ pub extern "C" fn rmmRealloc(
 }
 
 /// Frees memory rmm allocated (through `rmmAlloc` or `rmmResourceAllocate`), in the order of
-/// `stream`. NULL is a no-op. A pointer rmm did not hand out, or one already freed, is
-/// RMM_ERROR_INVALID_ARGUMENT and nothing is freed.
+/// `stream`; `file` may be NULL. NULL is a no-op. A pointer rmm did not hand out, or one
+/// already freed, is RMM_ERROR_INVALID_ARGUMENT and nothing is freed. Live pointers can be
+/// freed at any time, but NULL before `rmmInitialize` or after `rmmFinalize` is
+/// RMM_ERROR_NOT_INITIALIZED, as in RMM 0.14 (see `rmmAlloc`).
 #[no_mangle]
 pub extern "C" fn rmmFree(ptr: *mut c_void, stream: cudaStream_t, file: *const c_char, line: c_uint) -> rmmError_t {
     boundary("rmmFree", || {
@@ -175,6 +195,7 @@ pub extern "C" fn rmmGetLog(buffer: *mut c_char, buffer_size: usize) -> rmmError
 }
 
 /// Writes the free and total bytes of the current device. Neither pointer may be NULL.
+/// RMM_ERROR_NOT_INITIALIZED when `rmmAlloc` would be.
 #[no_mangle]
 pub extern "C" fn rmmGetInfo(free_size: *mut usize, total_size: *mut usize, stream: cudaStream_t) -> rmmError_t {
     let _ = stream;

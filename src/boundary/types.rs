@@ -89,7 +89,23 @@ impl From<crate::resources::Footprint> for rmmFootprint_t {
 /// Most devices `rmmOptions_t.devices` can list.
 pub const RMM_MAX_DEVICES: usize = 64;
 
-/// Options of `rmmInitialize`, as legacy RMM's, plus the devices to set up.
+/// The devices `rmmInitialize` sets up. In C++ it also takes what legacy RMM's
+/// `std::vector<int> devices` took: `options.devices = std::vector<int>{0, 1};`,
+/// `options.devices = {0, 1};`, `push_back`, `size`, `empty`, `clear`, indexing and iteration.
+#[repr(C)]
+#[derive(Clone, Copy)]
+#[allow(non_camel_case_types)]
+pub struct rmmDeviceList_t {
+    /// How many entries of `ids` to set up; 0 sets up the calling thread's current device.
+    /// More than `RMM_MAX_DEVICES` is refused by `rmmInitialize`.
+    pub count: i32,
+    /// Device ordinals to set up.
+    pub ids: [i32; RMM_MAX_DEVICES],
+}
+
+/// Options of `rmmInitialize`: legacy RMM's fields in legacy RMM's order, so legacy code's
+/// positional initializer (`rmmOptions_t o = {PoolAllocation, 1 << 30, true};`) means what it
+/// meant; fields rmm-rs added come after them, and zero means "as legacy RMM".
 #[repr(C)]
 #[derive(Clone, Copy)]
 #[allow(non_camel_case_types)]
@@ -99,42 +115,40 @@ pub struct rmmOptions_t {
     pub allocation_mode: rmmAllocationMode_t,
     /// Bytes the pool starts with (0: half of the free device memory, as legacy RMM did).
     pub initial_pool_size: usize,
-    /// Bytes the pool may grow to (0: no limit).
-    pub maximum_pool_size: usize,
     /// Record allocation events for `rmmWriteLog`.
     pub enable_logging: bool,
-    /// How many entries of `devices` to set up; 0 sets up the calling thread's current device.
-    pub num_devices: i32,
-    /// Device ordinals to set up.
-    pub devices: [i32; RMM_MAX_DEVICES],
+    /// Devices to set up (none: the calling thread's current device).
+    pub devices: rmmDeviceList_t,
+    /// Bytes the pool may grow to (0: no limit, as legacy RMM's pool).
+    pub maximum_pool_size: usize,
 }
 
 impl rmmOptions_t {
     pub fn from_options(options: &crate::ownership::legacy::Options) -> Self {
-        let mut devices = [0; RMM_MAX_DEVICES];
-        for (slot, device) in devices.iter_mut().zip(&options.devices) {
+        let mut ids = [0; RMM_MAX_DEVICES];
+        for (slot, device) in ids.iter_mut().zip(&options.devices) {
             *slot = *device;
         }
         rmmOptions_t {
             allocation_mode: options.allocation_mode,
             initial_pool_size: options.initial_pool_size,
-            maximum_pool_size: options.maximum_pool_size,
             enable_logging: options.enable_logging,
-            num_devices: options.devices.len() as i32,
-            devices,
+            devices: rmmDeviceList_t { count: options.devices.len() as i32, ids },
+            maximum_pool_size: options.maximum_pool_size,
         }
     }
 
     pub fn to_options(&self) -> crate::error::Result<crate::ownership::legacy::Options> {
-        if self.num_devices < 0 || self.num_devices as usize > RMM_MAX_DEVICES {
-            return Err(crate::error::Error::invalid(format!("num_devices is {}; it must be 0 to {RMM_MAX_DEVICES}", self.num_devices)));
+        let count = self.devices.count;
+        if count < 0 || count as usize > RMM_MAX_DEVICES {
+            return Err(crate::error::Error::invalid(format!("devices.count is {count}; it must be 0 to {RMM_MAX_DEVICES}")));
         }
         Ok(crate::ownership::legacy::Options {
             allocation_mode: self.allocation_mode,
             initial_pool_size: self.initial_pool_size,
             maximum_pool_size: self.maximum_pool_size,
             enable_logging: self.enable_logging,
-            devices: self.devices[..self.num_devices as usize].to_vec(),
+            devices: self.devices.ids[..count as usize].to_vec(),
         })
     }
 }

@@ -186,6 +186,11 @@ pub fn configure(conf: AllocConf) {
     *STATE.lock() = Some(State { conf, stacks: Vec::new() });
 }
 
+/// Whether `configure` was called.
+pub fn configured() -> bool {
+    STATE.lock().is_some()
+}
+
 /// The configured default resource of `device`, if `configure` was called.
 pub fn default_resource(device: i32) -> Option<Result<Arc<dyn MemoryResource>>> {
     let mut state = STATE.lock();

@@ -1,16 +1,18 @@
 //! Legacy RMM semantics (`rmmInitialize`, `rmmAlloc`, `rmmFree`, ...): a process-wide
 //! initialized state that installs one resource per listed device, and pointer-based frees.
 //!
-//! States: before any `rmmInitialize`, allocations use the current device's resource (as
-//! modern RMM does); after `rmmFinalize`, new allocations are refused until `rmmInitialize` is
-//! called again, while frees of live pointers keep working so nothing allocated is lost.
+//! States, as RMM 0.14's contract: before `rmmInitialize` and after `rmmFinalize` the legacy
+//! calls are refused with RMM_ERROR_NOT_INITIALIZED, except frees of live pointers, so that
+//! nothing allocated is lost. A program that chose rmm's resources another way before calling
+//! `rmmInitialize` (`RMM_ALLOC_CONF` in its environment, `rmmConfigure`, or a per-device
+//! resource it set) gets that: the legacy calls then use the current device's resource.
 
 use crate::error::{Error, Result};
-use crate::ownership::{per_device, records, Expected, Holder, StackRef};
+use crate::ownership::{config, per_device, records, Expected, Holder, StackRef};
 use crate::platform::{backend, Stream};
 use crate::resources::{AsyncResource, DirectResource, MemoryResource, PoolResource};
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 /// Allocation-mode flags, as legacy RMM's `rmmAllocationMode_t`.
@@ -43,8 +45,14 @@ enum State {
 }
 
 static STATE: Mutex<State> = Mutex::new(State::Implicit);
-/// Mirrors `State::Finalized`, for the check every allocation makes without taking the lock.
-static FINALIZED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the legacy calls may allocate, for the check every allocation makes without taking
+/// the lock: `READY` once initialized (or configured, while no `rmmInitialize` came), `REFUSED`
+/// after `rmmFinalize`, `UNDECIDED` before either (the slow path looks again).
+static READINESS: AtomicU8 = AtomicU8::new(UNDECIDED);
+const UNDECIDED: u8 = 0;
+const READY: u8 = 1;
+const REFUSED: u8 = 2;
 
 fn resource_for(options: &Options, device: i32) -> Result<Arc<dyn MemoryResource>> {
     let mode_flags = options.allocation_mode;
@@ -109,7 +117,7 @@ pub fn initialize(options: Option<Options>) -> Result<()> {
     }
     crate::ownership::legacy_log::enable(options.enable_logging);
     *state = State::Initialized { options, replaced };
-    FINALIZED.store(false, Ordering::Release);
+    READINESS.store(READY, Ordering::Release);
     Ok(())
 }
 
@@ -127,7 +135,7 @@ pub fn finalize() -> Result<()> {
         return Err(Error::NotInitialized("rmmFinalize without a matching rmmInitialize".into()));
     }
     let State::Initialized { replaced, .. } = std::mem::replace(&mut *state, State::Finalized) else { unreachable!("checked above") };
-    FINALIZED.store(true, Ordering::Release);
+    READINESS.store(REFUSED, Ordering::Release);
     restore(replaced);
     crate::ownership::legacy_log::enable(false);
     crate::resources::adaptors::report_all_leaks("at rmmFinalize");
@@ -146,33 +154,58 @@ pub fn initialized_options() -> Option<Options> {
     }
 }
 
+/// Ok when the legacy calls may allocate: see the module's states.
 #[inline]
-fn require_not_finalized() -> Result<()> {
-    if FINALIZED.load(Ordering::Acquire) {
-        return Err(finalized());
+pub fn require_ready() -> Result<()> {
+    match READINESS.load(Ordering::Acquire) {
+        READY => Ok(()),
+        _ => decide_readiness(),
     }
-    Ok(())
 }
 
 #[cold]
 #[inline(never)]
-fn finalized() -> Error {
-    Error::NotInitialized("rmmFinalize was called; call rmmInitialize before allocating again".into())
+fn decide_readiness() -> Result<()> {
+    let state = STATE.lock();
+    match *state {
+        State::Initialized { .. } => return Ok(()),
+        State::Finalized => return Err(Error::NotInitialized("rmmFinalize was called; call rmmInitialize before allocating again".into())),
+        State::Implicit => {}
+    }
+    let from_environment = std::env::var("RMM_ALLOC_CONF").ok().filter(|text| !text.trim().is_empty());
+    if !config::configured() {
+        if let Some(text) = &from_environment {
+            let conf = config::AllocConf::parse(text).map_err(|e| Error::invalid(format!("RMM_ALLOC_CONF: {e}")))?;
+            config::configure(conf);
+        }
+    }
+    if config::configured() || per_device::resource_chosen() {
+        READINESS.store(READY, Ordering::Release);
+        return Ok(());
+    }
+    Err(Error::NotInitialized(
+        "rmm is not initialized: call rmmInitialize first (or configure rmm with RMM_ALLOC_CONF, rmmConfigure or a per-device resource)"
+            .into(),
+    ))
 }
 
 /// `rmmAlloc`: `bytes` from the current device's resource; 0 bytes give NULL.
 #[inline]
 pub fn alloc(bytes: usize, stream: Stream) -> Result<usize> {
-    require_not_finalized()?;
+    require_ready()?;
     if bytes == 0 {
         return Ok(0);
     }
     per_device::with_current(|stack| records::allocate(stack, bytes, stream, Holder::Caller))
 }
 
-/// `rmmFree`: returns any live pointer rmm handed to a caller to the stack it came from.
+/// `rmmFree`: returns any live pointer rmm handed to a caller to the stack it came from, in
+/// any state. Freeing NULL is a no-op that, as in RMM 0.14, needs the legacy API ready.
 #[inline]
 pub fn free(ptr: usize, stream: Stream) -> Result<()> {
+    if ptr == 0 {
+        return require_ready();
+    }
     records::free(ptr, stream, Expected::ANY_OF_CALLERS)
 }
 
@@ -191,7 +224,7 @@ pub fn realloc(ptr: usize, new_bytes: usize, stream: Stream) -> Result<usize> {
         records::free(ptr, stream, expected)?;
         return Ok(0);
     }
-    require_not_finalized()?;
+    require_ready()?;
     let new_ptr = records::allocate(&old.stack, new_bytes, stream, Holder::Caller)?;
     let moved = backend()
         .and_then(|platform| platform.copy_async(old.stack.device(), new_ptr, ptr, old.size.min(new_bytes), stream))
@@ -208,7 +241,7 @@ pub fn realloc(ptr: usize, new_bytes: usize, stream: Stream) -> Result<usize> {
 
 /// `rmmGetInfo`: (free, total) bytes of the current device.
 pub fn memory_info() -> Result<(usize, usize)> {
-    require_not_finalized()?;
+    require_ready()?;
     let platform = backend()?;
     platform.mem_get_info(platform.current_device()?)
 }

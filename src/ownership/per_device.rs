@@ -11,7 +11,7 @@ use crate::platform::backend;
 use crate::resources::DirectResource;
 use parking_lot::Mutex;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Devices the registry can hold (device ordinals 0..MAX_DEVICES).
@@ -98,6 +98,14 @@ fn with_stack_refreshed<T>(slot: &Slot, device: i32, f: impl FnOnce(&Arc<Stack>)
     f(&stack)
 }
 
+/// Set once the program has chosen a resource for some device (`set`).
+static RESOURCE_CHOSEN: AtomicBool = AtomicBool::new(false);
+
+/// Whether the program has ever chosen a device's resource itself.
+pub fn resource_chosen() -> bool {
+    RESOURCE_CHOSEN.load(Ordering::Acquire)
+}
+
 /// The stack of `device`, as a new reference.
 pub fn get(device: i32) -> Result<StackRef> {
     let slot = slot(device)?;
@@ -123,6 +131,7 @@ pub fn set(device: i32, stack: StackRef) -> Result<StackRef> {
         replaced
     };
     forget_cached(device);
+    RESOURCE_CHOSEN.store(true, Ordering::Release);
     Ok(replaced.unwrap_or(previous))
 }
 

@@ -18,10 +18,18 @@ pub fn setup() -> MutexGuard<'static, ()> {
 pub fn setup_with(spec: &str) -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     std::env::set_var("RMM_SIM_DEVICES", spec);
+    configure_legacy_api();
     std::env::set_var("RMM_SIM_ON_RACE", "count");
     let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     backend().expect("simulated devices").set_device(0).unwrap();
     guard
+}
+
+/// These programs use the legacy calls (`rmmAlloc`, `rmmGetInfo`) without `rmmInitialize`,
+/// which legacy RMM refuses unless the program configured rmm: `RMM_ALLOC_CONF` does, with
+/// the stack an unconfigured device gets anyway (cuda, no adaptors).
+pub fn configure_legacy_api() {
+    std::env::set_var("RMM_ALLOC_CONF", "resource:cuda,stats:0");
 }
 
 pub fn races() -> Vec<String> {
@@ -75,8 +83,8 @@ pub fn over(
 
 /// Bytes the current device has in use (simulated devices count every platform allocation).
 pub fn device_used() -> usize {
-    let (mut free, mut total) = (0, 0);
-    assert_eq!(rmm::boundary::rmmGetInfo(&mut free, &mut total, std::ptr::null_mut()), rmm::error::rmmError_t::RMM_SUCCESS);
+    let platform = backend().expect("simulated devices");
+    let (free, total) = platform.mem_get_info(platform.current_device().unwrap()).unwrap();
     total - free
 }
 

@@ -22,7 +22,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
-pub use common::{last_message, Rng};
+pub use common::{configure_legacy_api, last_message, Rng};
 
 use rmm::boundary::handles::rmmResource_t;
 use rmm::boundary::types::cudaStream_t;
