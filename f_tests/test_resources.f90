@@ -59,6 +59,7 @@ program test_resources
   call suballocators()
   call device_resources()
   call snapshots()
+  call callback_resource()
 
   ! Release: the pool's wholly free chunks go back upstream.
   released = 12345
@@ -72,6 +73,49 @@ program test_resources
   call ftest_finish('fortran resources')
 
 contains
+
+  ! An allocator that never has memory, as a Fortran program would hand one to rmm. It notes
+  ! in user_data (an integer(c_size_t) array) its calls, the bytes asked for and whether a
+  ! stream came with them.
+  type(c_ptr) function no_memory(bytes, stream, user_data) bind(c)
+    integer(c_size_t), value :: bytes
+    type(c_ptr), value :: stream, user_data
+    integer(c_size_t), pointer :: seen(:)
+    call c_f_pointer(user_data, seen, [3])
+    seen(1) = seen(1) + 1
+    seen(2) = bytes
+    seen(3) = merge(1_c_size_t, 0_c_size_t, c_associated(stream))
+    no_memory = c_null_ptr
+  end function no_memory
+
+  ! Counts its calls in user_data(1) by thousands: nothing was handed out, so none may come.
+  subroutine give_back(ptr, bytes, stream, user_data) bind(c)
+    type(c_ptr), value :: ptr, stream, user_data
+    integer(c_size_t), value :: bytes
+    integer(c_size_t), pointer :: seen(:)
+    call c_f_pointer(user_data, seen, [3])
+    seen(1) = seen(1) + 1000
+    seen(2) = bytes
+    seen(3) = merge(1_c_size_t, 0_c_size_t, c_associated(ptr) .or. c_associated(stream))
+  end subroutine give_back
+
+  ! rmmCallbackResourceCreate with Fortran callbacks: NULL from the allocator is out of memory.
+  subroutine callback_resource()
+    type(c_ptr) :: resource, ptr
+    integer(c_size_t), target :: seen(3)
+    seen = 0
+    call expect_ok(rmmCallbackResourceCreate(c_funloc(no_memory), c_funloc(give_back), &
+      c_loc(seen), 0_c_int, resource), 'rmmCallbackResourceCreate')
+    call expect_name(resource, 'callback')
+    call expect_status(rmmResourceAllocate(resource, ptr, 4096_c_size_t, c_null_ptr), &
+      RMM_ERROR_OUT_OF_MEMORY, 'a callback that returns NULL')
+    call expect(seen(1) >= 1 .and. seen(1) < 1000 .and. seen(2) == 4096 .and. seen(3) == 0, &
+      'the allocate callback, and only it, was called with the bytes and no stream')
+    call expect_status(rmmCallbackResourceCreate(c_null_funptr, c_funloc(give_back), &
+      c_null_ptr, 0_c_int, resource), RMM_ERROR_INVALID_ARGUMENT, 'a NULL allocate callback')
+    call expect_ok(rmmResourceDestroy(resource), 'rmmResourceDestroy(callback)')
+    call expect(seen(1) < 1000, 'the deallocate callback was never called')
+  end subroutine callback_resource
 
   subroutine expect_name(resource, expected)
     type(c_ptr), intent(in) :: resource

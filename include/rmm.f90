@@ -59,30 +59,33 @@ module rmm
 
   ! BEGIN GENERATED BINDINGS (scripts/generate_bindings.py; do not edit by hand)
   ! The C types of rmm.h in Fortran (by value, or what a pointer points to):
-  !   bool                  logical(c_bool)
-  !   char                  character(kind=c_char)
-  !   cudaStream_t          type(c_ptr)
-  !   double                real(c_double)
-  !   int                   integer(c_int)
-  !   int32_t               integer(c_int32_t)
-  !   int64_t               integer(c_int64_t)
-  !   int8_t                integer(c_int8_t)
-  !   ptrdiff_t             integer(c_intptr_t)
-  !   rmmAllocationMode_t   integer(c_int32_t)
-  !   rmmDeviceBuffer_t     type(c_ptr)
-  !   rmmError_t            integer(c_int)
-  !   rmmFailureCallback_t  type(c_funptr)
-  !   rmmResource_t         type(c_ptr)
-  !   size_t                integer(c_size_t)
-  !   uint32_t              integer(c_int32_t)
-  !   uint64_t              integer(c_int64_t)
-  !   unsigned int          integer(c_int)
+  !   bool                     logical(c_bool)
+  !   char                     character(kind=c_char)
+  !   cudaStream_t             type(c_ptr)
+  !   double                   real(c_double)
+  !   int                      integer(c_int)
+  !   int32_t                  integer(c_int32_t)
+  !   int64_t                  integer(c_int64_t)
+  !   int8_t                   integer(c_int8_t)
+  !   ptrdiff_t                integer(c_intptr_t)
+  !   rmmAllocateCallback_t    type(c_funptr)
+  !   rmmAllocationMode_t      integer(c_int32_t)
+  !   rmmDeallocateCallback_t  type(c_funptr)
+  !   rmmDeviceBuffer_t        type(c_ptr)
+  !   rmmError_t               integer(c_int)
+  !   rmmFailureCallback_t     type(c_funptr)
+  !   rmmResource_t            type(c_ptr)
+  !   size_t                   integer(c_size_t)
+  !   uint32_t                 integer(c_int32_t)
+  !   uint64_t                 integer(c_int64_t)
+  !   unsigned int             integer(c_int)
   public :: RMM_MAX_DEVICES, RMM_SUCCESS, RMM_ERROR_CUDA_ERROR, RMM_ERROR_INVALID_ARGUMENT, &
     RMM_ERROR_NOT_INITIALIZED, RMM_ERROR_OUT_OF_MEMORY, RMM_ERROR_UNKNOWN, RMM_ERROR_IO, &
     RMM_ERROR_NOT_SUPPORTED, RMM_ERROR_INVALID_HANDLE, RMM_ERROR_ALREADY_INITIALIZED, &
     CudaDefaultAllocation, PoolAllocation, CudaManagedMemory, CudaAsyncAllocation
   public :: rmmStatistics_t, rmmAllocationRecord_t, rmmDeviceList_t, rmmOptions_t, &
-    rmmExpandableOptions_t, rmmFootprint_t, rmmFailureCallback_t
+    rmmExpandableOptions_t, rmmFootprint_t, rmmFailureCallback_t, rmmAllocateCallback_t, &
+    rmmDeallocateCallback_t
   public :: rmmStatisticsAdaptorCreate, rmmStatisticsAdaptorGetCounts, &
     rmmStatisticsAdaptorPushCounters, rmmStatisticsAdaptorPopCounters, rmmLoggingAdaptorCreate, &
     rmmLoggingAdaptorFlush, rmmLimitingAdaptorCreate, rmmLimitingAdaptorGetAllocatedBytes, &
@@ -97,13 +100,14 @@ module rmm
     rmmCupyAllocate, rmmCupyDeallocate, rmmInitialize, rmmFinalize, rmmIsInitialized, rmmAlloc, &
     rmmRealloc, rmmFree, rmmWriteLog, rmmLogSize, rmmGetLog, rmmGetInfo, rmmGetAllocationOffset, &
     rmmGetErrorString, rmmGetErrorName, rmmGetLastErrorMessage, rmmCudaResourceCreate, &
-    rmmManagedResourceCreate, rmmAsyncResourceCreate, rmmExpandableResourceCreate, &
-    rmmExpandableResourceCreateWithOptions, rmmPinnedHostResourceCreate, rmmResourceDestroy, &
-    rmmResourceAllocate, rmmResourceDeallocate, rmmResourceGetDevice, rmmResourceGetName, &
-    rmmResourceGetSnapshot, rmmResourceWriteSnapshot, rmmResourceGetFootprint, rmmStreamCreate, &
-    rmmStreamDestroy, rmmStreamSynchronize, rmmMemcpyAsync, rmmPoolResourceCreate, &
-    rmmPoolResourceGetSize, rmmPoolResourceGetFree, rmmResourceRelease, rmmArenaResourceCreate, &
-    rmmBinningResourceCreate, rmmBinningResourceAddBin, rmmFixedSizeResourceCreate
+    rmmManagedResourceCreate, rmmCallbackResourceCreate, rmmAsyncResourceCreate, &
+    rmmExpandableResourceCreate, rmmExpandableResourceCreateWithOptions, &
+    rmmPinnedHostResourceCreate, rmmResourceDestroy, rmmResourceAllocate, rmmResourceDeallocate, &
+    rmmResourceGetDevice, rmmResourceGetName, rmmResourceGetSnapshot, rmmResourceWriteSnapshot, &
+    rmmResourceGetFootprint, rmmStreamCreate, rmmStreamDestroy, rmmStreamSynchronize, &
+    rmmMemcpyAsync, rmmPoolResourceCreate, rmmPoolResourceGetSize, rmmPoolResourceGetFree, &
+    rmmResourceRelease, rmmArenaResourceCreate, rmmBinningResourceCreate, &
+    rmmBinningResourceAddBin, rmmFixedSizeResourceCreate
 
   ! Most devices `rmmOptions_t.devices` can list.
   integer(c_int32_t), parameter :: RMM_MAX_DEVICES = 64
@@ -238,6 +242,30 @@ module rmm
       integer(c_size_t), value :: bytes
       type(c_ptr), value :: arg
     end function rmmFailureCallback_t
+  end interface
+
+  ! Allocates `bytes` for use on `stream` and returns the address, or NULL when it cannot (out
+  ! of memory); `user_data` is what `rmmCallbackResourceCreate` was given.
+  ! In Fortran: a bind(c) function of this interface, passed as c_funloc(f).
+  abstract interface
+    type(c_ptr) function rmmAllocateCallback_t(bytes, stream, user_data) bind(c)
+      import :: c_ptr, c_size_t
+      integer(c_size_t), value :: bytes
+      type(c_ptr), value :: stream
+      type(c_ptr), value :: user_data
+    end function rmmAllocateCallback_t
+  end interface
+
+  ! Gives back `ptr`, which the allocate callback returned for `bytes`, in the order of `stream`.
+  ! In Fortran: a bind(c) function of this interface, passed as c_funloc(f).
+  abstract interface
+    subroutine rmmDeallocateCallback_t(ptr, bytes, stream, user_data) bind(c)
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: ptr
+      integer(c_size_t), value :: bytes
+      type(c_ptr), value :: stream
+      type(c_ptr), value :: user_data
+    end subroutine rmmDeallocateCallback_t
   end interface
 
   interface
@@ -777,6 +805,27 @@ module rmm
       import :: c_int, c_ptr
       type(c_ptr), intent(inout) :: resource
     end function rmmManagedResourceCreate
+
+    ! Creates a resource of `device` whose memory comes from the caller's functions (RAPIDS'
+    ! `callback_memory_resource`): `allocate_fn(bytes, stream, user_data)` returns memory of at
+    ! least `bytes`, aligned to 256 bytes, or NULL when out of memory (RMM_ERROR_OUT_OF_MEMORY,
+    ! after the device's suballocators have released what they keep free, and a retry);
+    ! `deallocate_fn(ptr, bytes, stream, user_data)` gives it back. It serves as the upstream of
+    ! any suballocator and under any adaptor. Neither function may be NULL. They run on the thread
+    ! that allocates or frees, possibly on several threads at once, and must not call rmm-rs's
+    ! allocation functions for memory rmm-rs hands out (they may call CUDA or any other allocator).
+    ! A callback that unwinds (a C++ exception, a Rust panic) or longjmps out is undefined
+    ! behaviour. `user_data` may be NULL and must stay valid while the resource lives. The handle
+    ! goes to `*resource`; ownership as `rmmCudaResourceCreate`.
+    integer(c_int) function rmmCallbackResourceCreate(allocate_fn, deallocate_fn, user_data, &
+        device, resource) bind(c, name="rmmCallbackResourceCreate")
+      import :: c_funptr, c_int, c_ptr
+      type(c_funptr), value :: allocate_fn
+      type(c_funptr), value :: deallocate_fn
+      type(c_ptr), value :: user_data
+      integer(c_int), value :: device
+      type(c_ptr), intent(inout) :: resource
+    end function rmmCallbackResourceCreate
 
     ! Creates a stream-ordered resource over a driver memory pool of its own on the current
     ! device (`cudaMallocAsync`): the pool starts with `initial_pool_size` bytes and keeps up to

@@ -162,6 +162,16 @@ typedef struct rmmOptions_t {
   size_t maximum_pool_size;
 } rmmOptions_t;
 
+// Allocates `bytes` for use on `stream` and returns the address, or NULL when it cannot (out
+// of memory); `user_data` is what `rmmCallbackResourceCreate` was given.
+typedef void *(*rmmAllocateCallback_t)(size_t bytes, cudaStream_t stream, void *user_data);
+
+// Gives back `ptr`, which the allocate callback returned for `bytes`, in the order of `stream`.
+typedef void (*rmmDeallocateCallback_t)(void *ptr,
+                                        size_t bytes,
+                                        cudaStream_t stream,
+                                        void *user_data);
+
 // Options of `rmmExpandableResourceCreateWithOptions`. Zero-initialize it, then set what you
 // need: all zero is what `rmmExpandableResourceCreate(&r, 0)` makes.
 typedef struct rmmExpandableOptions_t {
@@ -529,6 +539,23 @@ enum rmmError_t rmmCudaResourceCreate(rmmResource_t *resource);
 // Creates a managed-memory resource (`cudaMallocManaged`) on the current device. Ownership as
 // `rmmCudaResourceCreate`.
 enum rmmError_t rmmManagedResourceCreate(rmmResource_t *resource);
+
+// Creates a resource of `device` whose memory comes from the caller's functions (RAPIDS'
+// `callback_memory_resource`): `allocate_fn(bytes, stream, user_data)` returns memory of at
+// least `bytes`, aligned to 256 bytes, or NULL when out of memory (RMM_ERROR_OUT_OF_MEMORY,
+// after the device's suballocators have released what they keep free, and a retry);
+// `deallocate_fn(ptr, bytes, stream, user_data)` gives it back. It serves as the upstream of
+// any suballocator and under any adaptor. Neither function may be NULL. They run on the thread
+// that allocates or frees, possibly on several threads at once, and must not call rmm-rs's
+// allocation functions for memory rmm-rs hands out (they may call CUDA or any other allocator).
+// A callback that unwinds (a C++ exception, a Rust panic) or longjmps out is undefined
+// behaviour. `user_data` may be NULL and must stay valid while the resource lives. The handle
+// goes to `*resource`; ownership as `rmmCudaResourceCreate`.
+enum rmmError_t rmmCallbackResourceCreate(rmmAllocateCallback_t allocate_fn,
+                                          rmmDeallocateCallback_t deallocate_fn,
+                                          void *user_data,
+                                          int device,
+                                          rmmResource_t *resource);
 
 // Creates a stream-ordered resource over a driver memory pool of its own on the current
 // device (`cudaMallocAsync`): the pool starts with `initial_pool_size` bytes and keeps up to

@@ -3,10 +3,10 @@
 use super::handles::{self, rmmResource_t};
 use super::types::{cudaStream_t, rmmExpandableOptions_t, stream_of};
 use super::{boundary, non_null, write_out};
-use crate::error::{rmmError_t, Result};
+use crate::error::{rmmError_t, Error, Result};
 use crate::ownership::{records, Expected, Holder};
-use crate::platform::backend;
-use crate::resources::{expandable_resource, AsyncResource, DirectResource, ExpandableOptions, MemoryResource};
+use crate::platform::{backend, Stream};
+use crate::resources::{expandable_resource, AsyncResource, CallbackResource, DirectResource, ExpandableOptions, MemoryResource};
 use parking_lot::Mutex;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::Arc;
@@ -45,6 +45,66 @@ pub extern "C" fn rmmCudaResourceCreate(resource: *mut rmmResource_t) -> rmmErro
 #[no_mangle]
 pub extern "C" fn rmmManagedResourceCreate(resource: *mut rmmResource_t) -> rmmError_t {
     create("rmmManagedResourceCreate", resource, |device| Ok(Arc::new(DirectResource::managed(device)?)))
+}
+
+/// Allocates `bytes` for use on `stream` and returns the address, or NULL when it cannot (out
+/// of memory); `user_data` is what `rmmCallbackResourceCreate` was given.
+#[allow(non_camel_case_types)]
+pub type rmmAllocateCallback_t = Option<extern "C" fn(bytes: usize, stream: cudaStream_t, user_data: *mut c_void) -> *mut c_void>;
+
+/// Gives back `ptr`, which the allocate callback returned for `bytes`, in the order of `stream`.
+#[allow(non_camel_case_types)]
+pub type rmmDeallocateCallback_t = Option<extern "C" fn(ptr: *mut c_void, bytes: usize, stream: cudaStream_t, user_data: *mut c_void)>;
+
+/// The caller's `user_data`, handed back to the caller's callbacks untouched.
+#[derive(Clone, Copy)]
+struct UserData(*mut c_void);
+// SAFETY: rmm never dereferences the pointer; the caller promises that its callbacks may run on
+// any thread that allocates or frees.
+unsafe impl Send for UserData {}
+// SAFETY: as above.
+unsafe impl Sync for UserData {}
+
+impl UserData {
+    fn get(self) -> *mut c_void {
+        self.0
+    }
+}
+
+/// Creates a resource of `device` whose memory comes from the caller's functions (RAPIDS'
+/// `callback_memory_resource`): `allocate_fn(bytes, stream, user_data)` returns memory of at
+/// least `bytes`, aligned to 256 bytes, or NULL when out of memory (RMM_ERROR_OUT_OF_MEMORY,
+/// after the device's suballocators have released what they keep free, and a retry);
+/// `deallocate_fn(ptr, bytes, stream, user_data)` gives it back. It serves as the upstream of
+/// any suballocator and under any adaptor. Neither function may be NULL. They run on the thread
+/// that allocates or frees, possibly on several threads at once, and must not call rmm-rs's
+/// allocation functions for memory rmm-rs hands out (they may call CUDA or any other allocator).
+/// A callback that unwinds (a C++ exception, a Rust panic) or longjmps out is undefined
+/// behaviour. `user_data` may be NULL and must stay valid while the resource lives. The handle
+/// goes to `*resource`; ownership as `rmmCudaResourceCreate`.
+#[no_mangle]
+pub extern "C" fn rmmCallbackResourceCreate(
+    allocate_fn: rmmAllocateCallback_t,
+    deallocate_fn: rmmDeallocateCallback_t,
+    user_data: *mut c_void,
+    device: c_int,
+    resource: *mut rmmResource_t,
+) -> rmmError_t {
+    boundary("rmmCallbackResourceCreate", || {
+        non_null(resource, "resource")?;
+        let allocate = allocate_fn.ok_or_else(|| Error::invalid("allocate_fn is NULL"))?;
+        let deallocate = deallocate_fn.ok_or_else(|| Error::invalid("deallocate_fn is NULL"))?;
+        let user_data = UserData(user_data);
+        let made = CallbackResource::new(
+            device,
+            Box::new(move |bytes, stream: Stream| {
+                let ptr = allocate(bytes, stream.0 as cudaStream_t, user_data.get());
+                (!ptr.is_null()).then_some(ptr as usize)
+            }),
+            Box::new(move |ptr, bytes, stream: Stream| deallocate(ptr as *mut c_void, bytes, stream.0 as cudaStream_t, user_data.get())),
+        )?;
+        write_out(resource, "resource", handles::create(Arc::new(made))?)
+    })
 }
 
 /// Creates a stream-ordered resource over a driver memory pool of its own on the current

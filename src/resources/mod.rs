@@ -5,6 +5,7 @@ pub mod adaptors;
 mod arena;
 mod binning;
 pub mod caches;
+mod callback;
 mod cuda_async;
 mod direct;
 mod expandable;
@@ -15,6 +16,7 @@ pub mod stream_ordered;
 
 pub use arena::ArenaResource;
 pub use binning::BinningResource;
+pub use callback::{AllocateFn, CallbackResource, DeallocateFn};
 pub use cuda_async::AsyncResource;
 pub use direct::DirectResource;
 pub use expandable::{expandable_resource, ExpandableOptions};

@@ -1,0 +1,204 @@
+/* rmmCallbackResourceCreate: the caller's allocator as a resource, alone, as a pool's and a
+ * binning resource's upstream, under adaptors, from several threads; NULL from the callback
+ * is out of memory; misaligned memory and NULL functions are refused; everything handed to
+ * rmm goes back to the callbacks once the resources are destroyed. The callbacks allocate
+ * host memory, which rmm's bookkeeping never touches, so this runs on simulated and real
+ * devices alike. */
+#define _POSIX_C_SOURCE 200112L
+#include "rmm_test.h"
+
+#include <pthread.h>
+#include <string.h>
+
+struct allocator {
+  pthread_mutex_t lock;
+  size_t live_bytes, live_count, calls, frees;
+  size_t refuse_above;  /* requests above this many bytes get NULL */
+  size_t misalign;      /* added to the address handed out (0: none) */
+  cudaStream_t last_stream;
+};
+
+static void *allocate(size_t bytes, cudaStream_t stream, void *user_data) {
+  struct allocator *a = (struct allocator *)user_data;
+  void *ptr = NULL;
+  if (bytes > a->refuse_above || posix_memalign(&ptr, 256, bytes + 256) != 0) return NULL;
+  pthread_mutex_lock(&a->lock);
+  a->live_bytes += bytes;
+  a->live_count += 1;
+  a->calls += 1;
+  a->last_stream = stream;
+  pthread_mutex_unlock(&a->lock);
+  return (char *)ptr + a->misalign;
+}
+
+static void deallocate(void *ptr, size_t bytes, cudaStream_t stream, void *user_data) {
+  struct allocator *a = (struct allocator *)user_data;
+  pthread_mutex_lock(&a->lock);
+  a->live_bytes -= bytes;
+  a->live_count -= 1;
+  a->frees += 1;
+  a->last_stream = stream;
+  pthread_mutex_unlock(&a->lock);
+  free((char *)ptr - a->misalign);
+}
+
+static void init_allocator(struct allocator *a) {
+  memset(a, 0, sizeof *a);
+  pthread_mutex_init(&a->lock, NULL);
+  a->refuse_above = (size_t)1 << 40;
+}
+
+static rmmResource_t callback_resource(struct allocator *a) {
+  rmmResource_t resource = NULL;
+  CHECK_OK(rmmCallbackResourceCreate(allocate, deallocate, a, 0, &resource));
+  return resource;
+}
+
+static void check_alone(void) {
+  struct allocator a;
+  rmmResource_t resource;
+  void *ptr = NULL;
+  const char *name = NULL;
+  int device = -1;
+  cudaStream_t stream = NULL;
+  init_allocator(&a);
+  resource = callback_resource(&a);
+  CHECK_OK(rmmResourceGetName(resource, &name));
+  CHECK_STR(name, "callback");
+  CHECK_OK(rmmResourceGetDevice(resource, &device));
+  CHECK(device == 0);
+  CHECK_OK(rmmStreamCreate(&stream));
+  CHECK_OK(rmmResourceAllocate(resource, &ptr, 1000, stream));
+  CHECK(ptr != NULL && rmm_test_aligned(ptr, 256));
+  CHECK(a.live_bytes == 1000 && a.calls == 1 && a.last_stream == stream);
+  rmm_test_fill(ptr, 1000, 3);
+  CHECK(rmm_test_verify(ptr, 1000, 3));
+  /* Ownership is checked before the callback hears of a free. */
+  CHECK_RMM(rmmResourceDeallocate(resource, ptr, 999, stream), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK(a.frees == 0);
+  CHECK_OK(rmmResourceDeallocate(resource, ptr, 1000, stream));
+  CHECK(a.live_bytes == 0 && a.frees == 1);
+  CHECK_RMM(rmmResourceDeallocate(resource, ptr, 1000, stream), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK(a.frees == 1);
+  /* rmmFree finds the resource by the pointer. */
+  CHECK_OK(rmmResourceAllocate(resource, &ptr, 4096, NULL));
+  CHECK_OK(rmmFree(ptr, NULL, NULL, 0));
+  CHECK(a.live_count == 0);
+  /* NULL from the callback is out of memory, and nothing is written. */
+  a.refuse_above = 1 << 20;
+  ptr = (void *)&a;
+  CHECK_RMM(rmmResourceAllocate(resource, &ptr, 2 << 20, NULL), RMM_ERROR_OUT_OF_MEMORY);
+  CHECK(ptr == (void *)&a);
+  CHECK(strstr(rmmGetLastErrorMessage(), "callback") != NULL);
+  /* Memory that is not 256-byte aligned goes back to the callback and is refused. */
+  a.refuse_above = (size_t)1 << 40;
+  a.misalign = 16;
+  CHECK_RMM(rmmResourceAllocate(resource, &ptr, 512, NULL), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK(ptr == (void *)&a && a.live_count == 0);
+  CHECK_OK(rmmStreamDestroy(stream));
+  CHECK_OK(rmmResourceDestroy(resource));
+  CHECK(a.live_bytes == 0 && a.calls == a.frees);
+}
+
+static void check_refused(void) {
+  struct allocator a;
+  rmmResource_t resource = NULL;
+  init_allocator(&a);
+  CHECK_RMM(rmmCallbackResourceCreate(NULL, deallocate, &a, 0, &resource), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmCallbackResourceCreate(allocate, NULL, &a, 0, &resource), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmCallbackResourceCreate(allocate, deallocate, &a, 0, NULL), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmCallbackResourceCreate(allocate, deallocate, &a, -1, &resource), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmCallbackResourceCreate(allocate, deallocate, &a, 4096, &resource), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK(resource == NULL && a.calls == 0);
+}
+
+static bool note_failure(size_t bytes, void *arg) {
+  (void)bytes;
+  *(int *)arg += 1;
+  return false;
+}
+
+struct worker {
+  rmmResource_t resource;
+  unsigned seed;
+  bool ok;
+};
+
+static void *churn(void *arg) {
+  struct worker *w = (struct worker *)arg;
+  void *ptrs[16] = {0};
+  int round, i;
+  w->ok = true;
+  for (round = 0; round < 200; ++round) {
+    for (i = 0; i < 16; ++i) {
+      size_t bytes = 256 + (size_t)((w->seed * 131u + (unsigned)round * 17u + (unsigned)i * 7u) % 50000u);
+      if (rmmResourceAllocate(w->resource, &ptrs[i], bytes, NULL) != RMM_SUCCESS) w->ok = false;
+      else if (rmmResourceDeallocate(w->resource, ptrs[i], bytes, NULL) != RMM_SUCCESS) w->ok = false;
+    }
+  }
+  return NULL;
+}
+
+static void check_as_upstream(void) {
+  struct allocator a;
+  rmmResource_t upstream, pool, statistics, limiting, binning, failure;
+  rmmStatistics_t counts;
+  void *ptr = NULL, *big = NULL;
+  int failures = 0, t;
+  pthread_t threads[4];
+  struct worker workers[4];
+  init_allocator(&a);
+  upstream = callback_resource(&a);
+  CHECK_OK(rmmPoolResourceCreate(&pool, upstream, 4 << 20, 64 << 20));
+  CHECK(a.calls == 1 && a.live_bytes == (4 << 20)); /* the pool's first chunk */
+  CHECK_OK(rmmStatisticsAdaptorCreate(&statistics, pool));
+  CHECK_OK(rmmLimitingAdaptorCreate(&limiting, statistics, 32 << 20));
+  CHECK_OK(rmmBinningResourceCreate(&binning, limiting, 8, 16));
+  CHECK_OK(rmmResourceAllocate(binning, &ptr, 3000, NULL));
+  CHECK_OK(rmmResourceAllocate(binning, &big, 8 << 20, NULL)); /* past the first chunk: the pool grows */
+  CHECK(a.calls >= 2);
+  rmm_test_fill(big, 8 << 20, 9);
+  CHECK(rmm_test_verify(big, 8 << 20, 9));
+  CHECK_OK(rmmStatisticsAdaptorGetCounts(statistics, &counts));
+  CHECK(counts.current_count >= 1 && counts.current_bytes >= (8 << 20));
+  CHECK_RMM(rmmResourceAllocate(binning, &ptr, 40 << 20, NULL), RMM_ERROR_OUT_OF_MEMORY); /* the limit */
+  CHECK_OK(rmmResourceDeallocate(binning, big, 8 << 20, NULL));
+  CHECK_OK(rmmFree(ptr, NULL, NULL, 0));
+
+  /* Out of memory from the callback reaches a failure-callback adaptor above the pool. */
+  a.refuse_above = 1 << 20;
+  CHECK_OK(rmmFailureCallbackAdaptorCreate(&failure, pool, note_failure, &failures));
+  CHECK_RMM(rmmResourceAllocate(failure, &ptr, 48 << 20, NULL), RMM_ERROR_OUT_OF_MEMORY);
+  CHECK(failures == 1);
+  a.refuse_above = (size_t)1 << 40;
+
+  for (t = 0; t < 4; ++t) {
+    workers[t].resource = t % 2 ? binning : statistics;
+    workers[t].seed = (unsigned)t + 1;
+    CHECK(pthread_create(&threads[t], NULL, churn, &workers[t]) == 0);
+  }
+  for (t = 0; t < 4; ++t) {
+    CHECK(pthread_join(threads[t], NULL) == 0);
+    CHECK(workers[t].ok);
+  }
+
+  CHECK_OK(rmmResourceDestroy(failure));
+  CHECK_OK(rmmResourceDestroy(binning));
+  /* The bins' chunks went back through the adaptors with the binning resource. */
+  CHECK_OK(rmmStatisticsAdaptorGetCounts(statistics, &counts));
+  CHECK(counts.current_count == 0 && counts.current_bytes == 0);
+  CHECK_OK(rmmResourceDestroy(limiting));
+  CHECK_OK(rmmResourceDestroy(statistics));
+  CHECK_OK(rmmResourceDestroy(pool));
+  CHECK(a.live_count == 0 && a.live_bytes == 0); /* the pool gave its chunks back */
+  CHECK_OK(rmmResourceDestroy(upstream));
+  CHECK(a.calls == a.frees);
+}
+
+int main(void) {
+  rmm_test_simulated();
+  check_refused();
+  check_alone();
+  check_as_upstream();
+  return rmm_test_finish("callback resource");
+}
