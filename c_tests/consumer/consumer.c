@@ -1,5 +1,6 @@
 /* A minimal downstream program: legacy API plus a resource handle. */
 #include <rmm.h>
+#include <rmm/rmm.h> /* legacy RMM's include path, installed beside rmm.h */
 #include <stdio.h>
 
 static rmmError_t run(void) {
