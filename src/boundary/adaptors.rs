@@ -4,7 +4,7 @@
 
 use super::handles::{self, rmmResource_t};
 use super::suballocators::create_over;
-use super::types::cudaStream_t;
+use super::types::{cudaStream_t, CallbackArgument};
 use super::{boundary, copy_text, non_null, optional_str, write_out};
 use crate::error::{rmmError_t, Error, Result};
 use crate::resources::adaptors::{
@@ -210,19 +210,6 @@ pub extern "C" fn rmmTrackingAdaptorGetReport(resource: rmmResource_t, buffer: *
 /// given at creation; returning true retries the allocation.
 #[allow(non_camel_case_types)]
 pub type rmmFailureCallback_t = Option<extern "C" fn(bytes: usize, arg: *mut c_void) -> bool>;
-
-struct CallbackArgument(*mut c_void);
-// SAFETY: the pointer is the caller's, handed back to the caller's callback untouched; the
-// caller promises the callback may run on any thread that allocates.
-unsafe impl Send for CallbackArgument {}
-// SAFETY: as above; rmm never dereferences it.
-unsafe impl Sync for CallbackArgument {}
-
-impl CallbackArgument {
-    fn get(&self) -> *mut c_void {
-        self.0
-    }
-}
 
 /// Creates a failure-callback adaptor over `upstream`: when an allocation fails with
 /// RMM_ERROR_OUT_OF_MEMORY, it calls `callback(bytes, arg)` and tries again for as long as the

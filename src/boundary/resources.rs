@@ -1,7 +1,7 @@
 //! Creating, using and destroying resource handles.
 
 use super::handles::{self, rmmResource_t};
-use super::types::{cudaStream_t, rmmExpandableOptions_t, stream_of};
+use super::types::{cudaStream_t, rmmExpandableOptions_t, stream_of, CallbackArgument};
 use super::{boundary, non_null, write_out};
 use crate::error::{rmmError_t, Error, Result};
 use crate::ownership::{records, Expected, Holder};
@@ -56,21 +56,6 @@ pub type rmmAllocateCallback_t = Option<extern "C" fn(bytes: usize, stream: cuda
 #[allow(non_camel_case_types)]
 pub type rmmDeallocateCallback_t = Option<extern "C" fn(ptr: *mut c_void, bytes: usize, stream: cudaStream_t, user_data: *mut c_void)>;
 
-/// The caller's `user_data`, handed back to the caller's callbacks untouched.
-#[derive(Clone, Copy)]
-struct UserData(*mut c_void);
-// SAFETY: rmm never dereferences the pointer; the caller promises that its callbacks may run on
-// any thread that allocates or frees.
-unsafe impl Send for UserData {}
-// SAFETY: as above.
-unsafe impl Sync for UserData {}
-
-impl UserData {
-    fn get(self) -> *mut c_void {
-        self.0
-    }
-}
-
 /// Creates a resource of `device` whose memory comes from the caller's functions (RAPIDS'
 /// `callback_memory_resource`): `allocate_fn(bytes, stream, user_data)` returns memory of at
 /// least `bytes`, aligned to 256 bytes, or NULL when out of memory (RMM_ERROR_OUT_OF_MEMORY,
@@ -94,7 +79,7 @@ pub extern "C" fn rmmCallbackResourceCreate(
         non_null(resource, "resource")?;
         let allocate = allocate_fn.ok_or_else(|| Error::invalid("allocate_fn is NULL"))?;
         let deallocate = deallocate_fn.ok_or_else(|| Error::invalid("deallocate_fn is NULL"))?;
-        let user_data = UserData(user_data);
+        let user_data = CallbackArgument(user_data);
         let made = CallbackResource::new(
             device,
             Box::new(move |bytes, stream: Stream| {

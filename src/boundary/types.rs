@@ -1,7 +1,7 @@
 //! Types shared by the exported functions. `cudaStream_t` and `rmmResource_t` are written
 //! into the header by cbindgen.toml so that they match CUDA's own typedef exactly.
 
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void};
 
 /// CUDA's stream type; `cudaStream_t` in C.
 #[repr(C)]
@@ -14,6 +14,22 @@ pub type cudaStream_t = *mut CUstream_st;
 
 pub fn stream_of(stream: cudaStream_t) -> crate::platform::Stream {
     crate::platform::Stream(stream as usize)
+}
+
+/// The `void *` a caller gives with its callbacks (`arg`, `user_data`), handed back to them
+/// untouched.
+#[derive(Clone, Copy)]
+pub struct CallbackArgument(pub *mut c_void);
+// SAFETY: rmm never dereferences the pointer; the caller promises that its callbacks may run
+// on any thread that allocates or frees.
+unsafe impl Send for CallbackArgument {}
+// SAFETY: as above.
+unsafe impl Sync for CallbackArgument {}
+
+impl CallbackArgument {
+    pub fn get(self) -> *mut c_void {
+        self.0
+    }
 }
 
 /// Legacy allocation-mode flags; combine with `|`.
