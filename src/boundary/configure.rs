@@ -20,7 +20,7 @@ pub extern "C" fn rmmConfigure(conf: *const c_char) -> rmmError_t {
     boundary("rmmConfigure", || {
         let text = match optional_str(conf, "conf")? {
             Some(text) => text.to_string(),
-            None => std::env::var("RMM_ALLOC_CONF").unwrap_or_default(),
+            None => config::environment().unwrap_or_default(),
         };
         config::configure(AllocConf::parse(&text)?);
         Ok(())

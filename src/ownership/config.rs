@@ -186,6 +186,14 @@ pub fn configure(conf: AllocConf) {
     *STATE.lock() = Some(State { conf, stacks: Vec::new() });
 }
 
+/// The environment variable that configures rmm.
+pub const ENVIRONMENT: &str = "RMM_ALLOC_CONF";
+
+/// What `RMM_ALLOC_CONF` says, when it is set to something.
+pub fn environment() -> Option<String> {
+    std::env::var(ENVIRONMENT).ok().filter(|text| !text.trim().is_empty())
+}
+
 /// Whether `configure` was called.
 pub fn configured() -> bool {
     STATE.lock().is_some()

@@ -7,12 +7,12 @@
 //! `rmmInitialize` (`RMM_ALLOC_CONF` in its environment, `rmmConfigure`, or a per-device
 //! resource it set) gets that: the legacy calls then use the current device's resource.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::ownership::{config, per_device, records, Expected, Holder, StackRef};
 use crate::platform::{backend, Stream};
 use crate::resources::{AsyncResource, DirectResource, MemoryResource, PoolResource};
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Allocation-mode flags, as legacy RMM's `rmmAllocationMode_t`.
@@ -46,13 +46,10 @@ enum State {
 
 static STATE: Mutex<State> = Mutex::new(State::Implicit);
 
-/// Whether the legacy calls may allocate, for the check every allocation makes without taking
-/// the lock: `READY` once initialized (or configured, while no `rmmInitialize` came), `REFUSED`
-/// after `rmmFinalize`, `UNDECIDED` before either (the slow path looks again).
-static READINESS: AtomicU8 = AtomicU8::new(UNDECIDED);
-const UNDECIDED: u8 = 0;
-const READY: u8 = 1;
-const REFUSED: u8 = 2;
+/// Set while the legacy calls may allocate (initialized, or configured while no `rmmInitialize`
+/// came), for the check every allocation makes without taking the lock; when clear, the slow
+/// path decides from `STATE`.
+static READY: AtomicBool = AtomicBool::new(false);
 
 fn resource_for(options: &Options, device: i32) -> Result<Arc<dyn MemoryResource>> {
     let mode_flags = options.allocation_mode;
@@ -117,7 +114,7 @@ pub fn initialize(options: Option<Options>) -> Result<()> {
     }
     crate::ownership::legacy_log::enable(options.enable_logging);
     *state = State::Initialized { options, replaced };
-    READINESS.store(READY, Ordering::Release);
+    READY.store(true, Ordering::Release);
     Ok(())
 }
 
@@ -135,7 +132,7 @@ pub fn finalize() -> Result<()> {
         return Err(Error::NotInitialized("rmmFinalize without a matching rmmInitialize".into()));
     }
     let State::Initialized { replaced, .. } = std::mem::replace(&mut *state, State::Finalized) else { unreachable!("checked above") };
-    READINESS.store(REFUSED, Ordering::Release);
+    READY.store(false, Ordering::Release);
     restore(replaced);
     crate::ownership::legacy_log::enable(false);
     crate::resources::adaptors::report_all_leaks("at rmmFinalize");
@@ -157,9 +154,9 @@ pub fn initialized_options() -> Option<Options> {
 /// Ok when the legacy calls may allocate: see the module's states.
 #[inline]
 pub fn require_ready() -> Result<()> {
-    match READINESS.load(Ordering::Acquire) {
-        READY => Ok(()),
-        _ => decide_readiness(),
+    match READY.load(Ordering::Acquire) {
+        true => Ok(()),
+        false => decide_readiness(),
     }
 }
 
@@ -172,15 +169,17 @@ fn decide_readiness() -> Result<()> {
         State::Finalized => return Err(Error::NotInitialized("rmmFinalize was called; call rmmInitialize before allocating again".into())),
         State::Implicit => {}
     }
-    let from_environment = std::env::var("RMM_ALLOC_CONF").ok().filter(|text| !text.trim().is_empty());
     if !config::configured() {
-        if let Some(text) = &from_environment {
-            let conf = config::AllocConf::parse(text).map_err(|e| Error::invalid(format!("RMM_ALLOC_CONF: {e}")))?;
+        if let Some(text) = config::environment() {
+            let conf = config::AllocConf::parse(&text).map_err(|e| match e.into_kind() {
+                ErrorKind::InvalidArgument(why) => Error::invalid(format!("{}: {why}", config::ENVIRONMENT)),
+                other => other.into(),
+            })?;
             config::configure(conf);
         }
     }
     if config::configured() || per_device::resource_chosen() {
-        READINESS.store(READY, Ordering::Release);
+        READY.store(true, Ordering::Release);
         return Ok(());
     }
     Err(Error::NotInitialized(
