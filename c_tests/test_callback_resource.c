@@ -195,10 +195,69 @@ static void check_as_upstream(void) {
   CHECK(a.calls == a.frees);
 }
 
+/* Callbacks that take their memory from another rmm-rs resource (as a C++ resource over an
+ * rmm-rs resource does): a pool over them hands out a block at the very address its chunk
+ * came from, and both are live at once without either being refused. */
+struct from_rmm {
+  rmmResource_t below;
+  size_t live;
+};
+
+static void *allocate_from_rmm(size_t bytes, cudaStream_t stream, void *user_data) {
+  struct from_rmm *f = (struct from_rmm *)user_data;
+  void *ptr = NULL;
+  if (rmmResourceAllocate(f->below, &ptr, bytes, stream) != RMM_SUCCESS) return NULL;
+  f->live += bytes;
+  return ptr;
+}
+
+static void deallocate_to_rmm(void *ptr, size_t bytes, cudaStream_t stream, void *user_data) {
+  struct from_rmm *f = (struct from_rmm *)user_data;
+  CHECK_OK(rmmResourceDeallocate(f->below, ptr, bytes, stream));
+  f->live -= bytes;
+}
+
+static void *free_without_resource(size_t bytes, cudaStream_t stream, void *user_data) {
+  void *ptr = allocate_from_rmm(bytes, stream, user_data);
+  /* Inside a callback, rmmFree cannot tell the callback's memory from a caller's. */
+  CHECK_RMM(rmmFree(ptr, stream, NULL, 0), RMM_ERROR_INVALID_ARGUMENT);
+  return ptr;
+}
+
+static void check_over_rmm(void) {
+  struct from_rmm f = {NULL, 0};
+  rmmResource_t callbacks = NULL, pool = NULL, stats = NULL;
+  void *first = NULL, *second = NULL;
+  CHECK_OK(rmmCudaResourceCreate(&f.below));
+  CHECK_OK(rmmCallbackResourceCreate(allocate_from_rmm, deallocate_to_rmm, &f, 0, &callbacks));
+  CHECK_OK(rmmPoolResourceCreate(&pool, callbacks, 1 << 20, 0));
+  CHECK_OK(rmmStatisticsAdaptorCreate(&stats, pool));
+  CHECK(f.live == 1 << 20);
+  CHECK_OK(rmmResourceAllocate(stats, &first, 4096, NULL));
+  CHECK_OK(rmmResourceAllocate(stats, &second, 2 << 20, NULL)); /* a second chunk */
+  CHECK(f.live > 1 << 20);
+  /* The caller's blocks are recorded; the chunks below them are not the caller's. */
+  CHECK_RMM(rmmResourceDeallocate(f.below, first, 4096, NULL), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_OK(rmmFree(first, NULL, NULL, 0));
+  CHECK_OK(rmmResourceDeallocate(stats, second, 2 << 20, NULL));
+  CHECK_OK(rmmResourceDestroy(stats));
+  CHECK_OK(rmmResourceDestroy(pool));
+  CHECK(f.live == 0); /* the pool gave its chunks back through the callbacks */
+  CHECK_OK(rmmResourceDestroy(callbacks));
+
+  CHECK_OK(rmmCallbackResourceCreate(free_without_resource, deallocate_to_rmm, &f, 0, &callbacks));
+  CHECK_OK(rmmResourceAllocate(callbacks, &first, 512, NULL));
+  CHECK_OK(rmmResourceDeallocate(callbacks, first, 512, NULL));
+  CHECK(f.live == 0);
+  CHECK_OK(rmmResourceDestroy(callbacks));
+  CHECK_OK(rmmResourceDestroy(f.below));
+}
+
 int main(void) {
   rmm_test_simulated();
   check_refused();
   check_alone();
   check_as_upstream();
+  check_over_rmm();
   return rmm_test_finish("callback resource");
 }

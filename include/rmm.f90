@@ -810,13 +810,16 @@ module rmm
     ! `callback_memory_resource`): `allocate_fn(bytes, stream, user_data)` returns memory of at
     ! least `bytes`, aligned to 256 bytes, or NULL when out of memory (RMM_ERROR_OUT_OF_MEMORY,
     ! after the device's suballocators have released what they keep free, and a retry);
-    ! `deallocate_fn(ptr, bytes, stream, user_data)` gives it back. It serves as the upstream of
-    ! any suballocator and under any adaptor. Neither function may be NULL. They run on the thread
-    ! that allocates or frees, possibly on several threads at once, and must not call rmm-rs's
-    ! allocation functions for memory rmm-rs hands out (they may call CUDA or any other allocator).
-    ! A callback that unwinds (a C++ exception, a Rust panic) or longjmps out is undefined
-    ! behaviour. `user_data` may be NULL and must stay valid while the resource lives. The handle
-    ! goes to `*resource`; ownership as `rmmCudaResourceCreate`.
+    ! `deallocate_fn(ptr, bytes, stream, user_data)` gives it back. It serves as the upstream of any
+    ! suballocator and under any adaptor. Neither function may be NULL. They run on the thread that
+    ! allocates or frees, possibly on several threads at once. They may call CUDA or any other
+    ! allocator, or take memory from another rmm-rs resource below this one with
+    ! `rmmResourceAllocate` and give it back with `rmmResourceDeallocate` (same resource and size,
+    ! also from the deallocate function): memory taken inside a callback is this resource's, not
+    ! handed to a caller, so `rmmFree` does not know it. They must not allocate from a resource
+    ! stacked over this one. A callback that unwinds (a C++ exception, a Rust panic) or longjmps out
+    ! is undefined behaviour. `user_data` may be NULL and must stay valid while the resource lives.
+    ! The handle goes to `*resource`; ownership as `rmmCudaResourceCreate`.
     integer(c_int) function rmmCallbackResourceCreate(allocate_fn, deallocate_fn, user_data, &
         device, resource) bind(c, name="rmmCallbackResourceCreate")
       import :: c_funptr, c_int, c_ptr

@@ -32,6 +32,10 @@
 #ifndef RMM_HPP
 #define RMM_HPP
 
+#if defined(RMM_DEVICE_BUFFER_HPP) || defined(RMM_MR_THRUST_ALLOCATOR_ADAPTOR_HPP)
+#error "rmm.hpp and the RAPIDS-shaped <rmm/device_buffer.hpp>, <rmm/exec_policy.hpp> ... both define rmm::device_buffer and friends: include one of them"
+#endif
+
 #if defined(_MSVC_LANG)
 #if _MSVC_LANG < 201703L
 #error "rmm.hpp needs C++17 or later"
@@ -63,179 +67,10 @@
 #endif
 #endif
 
-namespace rmm {
-
-// =================================================================================== errors
-
-/// A failed rmm call: the rmmError_t code, and as what() the call, the code's description and
-/// rmmGetLastErrorMessage() at the time of the failure.
-class error : public std::runtime_error {
- public:
-  error(rmmError_t code, const std::string &what) : std::runtime_error(what), code_(code) {}
-  error(rmmError_t code, const char *what) : std::runtime_error(what), code_(code) {}
-  /// The rmmError_t the call returned.
-  rmmError_t code() const noexcept { return code_; }
-
- private:
-  rmmError_t code_;
-};
-
-/// An allocation that failed (catchable as std::bad_alloc), with the rmmError_t code. Not an
-/// rmm::error: a class with both as bases would have std::exception twice, and a
-/// `catch (const std::exception &)` would then miss it. Both carry code().
-class bad_alloc : public std::bad_alloc {
- public:
-  bad_alloc(rmmError_t code, const std::string &what) : message_(what), code_(code) {}
-  bad_alloc(rmmError_t code, const char *what) : message_(what), code_(code) {}
-  const char *what() const noexcept override { return message_.what(); }
-  rmmError_t code() const noexcept { return code_; }
-
- private:
-  std::runtime_error message_;  // its copies never throw, as an exception's must not
-  rmmError_t code_;
-};
-
-/// RMM_ERROR_OUT_OF_MEMORY: the resource could not satisfy the allocation.
-class out_of_memory : public bad_alloc {
- public:
-  using bad_alloc::bad_alloc;
-  explicit out_of_memory(const std::string &what) : bad_alloc(RMM_ERROR_OUT_OF_MEMORY, what) {}
-};
-
-/// An element index past the end of a device_uvector.
-class out_of_range : public std::out_of_range {
- public:
-  using std::out_of_range::out_of_range;
-};
-
-namespace detail {
-
-// "<call>: <code>: <rmmGetLastErrorMessage()>", or rmmGetErrorString's text without a message.
-inline std::string describe(rmmError_t code, const char *call) {
-  std::string text;
-  if (call != nullptr && call[0] != '\0') {
-    text += call;
-    text += ": ";
-  }
-  const char *message = rmmGetLastErrorMessage();
-  const char *name = rmmGetErrorName(static_cast<std::int32_t>(code));
-  if (message != nullptr && message[0] != '\0') {
-    text += name;
-    text += ": ";
-    text += message;
-  } else {
-    const char *description = rmmGetErrorString(static_cast<std::int32_t>(code));
-    text += description != nullptr ? description : "unknown rmmError_t";
-  }
-  return text;
-}
-
-}  // namespace detail
-
-/// Throws the exception for `code` (not RMM_SUCCESS): rmm::out_of_memory for
-/// RMM_ERROR_OUT_OF_MEMORY, rmm::error otherwise. `call` names what failed in the message.
-[[noreturn]] inline void throw_error(rmmError_t code, const char *call = nullptr) {
-  if (code == RMM_ERROR_OUT_OF_MEMORY) throw out_of_memory(code, detail::describe(code, call));
-  throw error(code, detail::describe(code, call));
-}
-
-/// As throw_error, for an allocation: a CUDA error is rmm::bad_alloc too, as in RMM.
-[[noreturn]] inline void throw_alloc_error(rmmError_t code, const char *call = nullptr) {
-  if (code == RMM_ERROR_OUT_OF_MEMORY) throw out_of_memory(code, detail::describe(code, call));
-  if (code == RMM_ERROR_CUDA_ERROR) throw bad_alloc(code, detail::describe(code, call));
-  throw error(code, detail::describe(code, call));
-}
-
-/// Turns an rmmError_t into an exception (see throw_error); RMM_SUCCESS does nothing.
-inline void check(rmmError_t status, const char *call = nullptr) {
-  if (status != RMM_SUCCESS) throw_error(status, call);
-}
-
-/// check() for allocating calls (see throw_alloc_error).
-inline void check_alloc(rmmError_t status, const char *call = nullptr) {
-  if (status != RMM_SUCCESS) throw_alloc_error(status, call);
-}
-
-}  // namespace rmm
-
-/// Evaluates an rmm C call and throws on failure, with the call's text in the message.
-#ifndef RMM_CHECK
-#define RMM_CHECK(call) ::rmm::check((call), #call)
-#endif
+#include "rmm/error.hpp"
+#include "rmm/cuda_stream.hpp"
 
 namespace rmm {
-
-// ================================================================================== streams
-
-/// A non-owning view of a CUDA stream. The default is stream 0, the legacy default stream.
-class cuda_stream_view {
- public:
-  constexpr cuda_stream_view() noexcept = default;
-  constexpr cuda_stream_view(cudaStream_t stream) noexcept : stream_(stream) {}  // NOLINT
-  // As in RMM: a literal 0 or nullptr is ambiguous in intent; use cuda_stream_default.
-  cuda_stream_view(int) = delete;
-  cuda_stream_view(std::nullptr_t) = delete;
-
-  constexpr cudaStream_t value() const noexcept { return stream_; }
-  constexpr operator cudaStream_t() const noexcept { return stream_; }  // NOLINT
-  /// The legacy default stream (0 or cudaStreamLegacy).
-  bool is_default() const noexcept {
-    return stream_ == nullptr || stream_ == reinterpret_cast<cudaStream_t>(std::uintptr_t{1});
-  }
-  /// cudaStreamPerThread.
-  bool is_per_thread_default() const noexcept {
-    return stream_ == reinterpret_cast<cudaStream_t>(std::uintptr_t{2});
-  }
-  /// Waits until the work on the stream has finished (rmmStreamSynchronize).
-  void synchronize() const { check(rmmStreamSynchronize(stream_), "rmmStreamSynchronize"); }
-
- private:
-  cudaStream_t stream_{nullptr};
-};
-
-inline bool operator==(cuda_stream_view a, cuda_stream_view b) noexcept {
-  return a.value() == b.value();
-}
-inline bool operator!=(cuda_stream_view a, cuda_stream_view b) noexcept { return !(a == b); }
-
-/// Stream 0, the legacy default stream.
-inline const cuda_stream_view cuda_stream_default{};
-/// cudaStreamLegacy.
-inline const cuda_stream_view cuda_stream_legacy{reinterpret_cast<cudaStream_t>(std::uintptr_t{1})};
-/// cudaStreamPerThread.
-inline const cuda_stream_view cuda_stream_per_thread{
-    reinterpret_cast<cudaStream_t>(std::uintptr_t{2})};
-
-/// An owning stream of the current device (rmmStreamCreate / rmmStreamDestroy). Move-only.
-class cuda_stream {
- public:
-  cuda_stream() { check(rmmStreamCreate(&stream_), "rmmStreamCreate"); }
-  cuda_stream(cuda_stream &&other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
-  cuda_stream &operator=(cuda_stream &&other) noexcept {
-    if (this != &other) {
-      destroy();
-      stream_ = std::exchange(other.stream_, nullptr);
-    }
-    return *this;
-  }
-  cuda_stream(const cuda_stream &) = delete;
-  cuda_stream &operator=(const cuda_stream &) = delete;
-  ~cuda_stream() { destroy(); }
-
-  /// False once moved from.
-  bool is_valid() const noexcept { return stream_ != nullptr; }
-  cudaStream_t value() const noexcept { return stream_; }
-  cuda_stream_view view() const noexcept { return cuda_stream_view{stream_}; }
-  operator cuda_stream_view() const noexcept { return view(); }  // NOLINT
-  void synchronize() const { view().synchronize(); }
-
- private:
-  void destroy() noexcept {
-    if (stream_ != nullptr) (void)rmmStreamDestroy(stream_);
-    stream_ = nullptr;
-  }
-  cudaStream_t stream_{nullptr};
-};
 
 /// Copies `bytes` from `src` to `dst` (host or device memory) in the order of `stream`
 /// (rmmMemcpyAsync). Synchronize the stream before reading a host destination.

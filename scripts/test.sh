@@ -3,7 +3,8 @@
 # as errors; the cargo tests of every crate (with the header drift check); a million calls of
 # each C API fuzzer; the C, C++ and Fortran suites under ctest; the C tests again under
 # AddressSanitizer and UndefinedBehaviorSanitizer; and the Python module's tests. Installs what
-# it needs (cmake, ninja, a C/C++ compiler, gfortran) on a fresh Debian/Ubuntu machine.
+# it needs (cmake, ninja, a C/C++ compiler, gfortran; CCCL's headers from PyPI) on a fresh
+# Debian/Ubuntu machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,8 +34,10 @@ RMM_FUZZ_CALLS=1000000 cargo test --release --test fuzz_api --test fuzz_api_thre
   | grep -E '^fuzz_api|^test result|panicked|assertion'
 
 echo "== C/C++ suite (ctest, simulated devices)"
+# CCCL's and the CUDA runtime's headers from PyPI, for the RAPIDS-shaped C++ test.
+scripts/fetch-cccl.sh build/cccl
 build=build/test
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRMM_CCCL_DIR="$PWD/build/cccl" >/dev/null
 cmake --build "$build"
 ctest --test-dir "$build" --output-on-failure -j2
 

@@ -15,7 +15,7 @@ use super::stack::{Stack, SHARD_WORDS};
 use crate::error::{Error, Result};
 use crate::platform::biased_lock::BiasedLock;
 use crate::platform::{backend, Stream};
-use crate::resources::MemoryResource;
+use crate::resources::{callback, MemoryResource};
 use rmm_suballoc::address_map::{address_hash, shard_of};
 use std::sync::Arc;
 
@@ -249,6 +249,9 @@ pub fn allocate(stack: &Arc<Stack>, bytes: usize, stream: Stream, holder: Holder
         return Ok(0);
     }
     let ptr = stack.resource().allocate(bytes, stream)?;
+    if callback::running_on_this_thread() {
+        return Ok(ptr);
+    }
     let index = shard_index(ptr);
     let mut shard = RECORDS[index].0.lock();
     let entry = shard.entry_for(stack, index);
@@ -268,6 +271,9 @@ pub fn allocate(stack: &Arc<Stack>, bytes: usize, stream: Stream, holder: Holder
 pub fn free(ptr: usize, stream: Stream, expected: Expected) -> Result<()> {
     if ptr == 0 {
         return Ok(());
+    }
+    if callback::running_on_this_thread() {
+        return free_in_callback(ptr, stream, expected);
     }
     let index = shard_index(ptr);
     let mut shard = RECORDS[index].0.lock();
@@ -289,6 +295,23 @@ pub fn free(ptr: usize, stream: Stream, expected: Expected) -> Result<()> {
     drop(shard);
     drop(unused);
     Ok(())
+}
+
+/// A free inside a callback resource's function (see `callback::running_on_this_thread`): of
+/// memory the function took from rmm-rs, which was not recorded. It goes back through the stack
+/// it names with the size it names, without a record lookup: the free that called the function
+/// may hold the record shard of this very address.
+#[cold]
+fn free_in_callback(ptr: usize, stream: Stream, expected: Expected) -> Result<()> {
+    match (expected.stack, expected.size) {
+        (Some(stack), Some(size)) => {
+            let stream = backend()?.stream_on_device(stack.device(), stream)?;
+            stack.resource().deallocate(ptr, size, stream)
+        }
+        _ => Err(Error::invalid(format!(
+            "{ptr:#x}: inside a callback resource's function, give memory back with rmmResourceDeallocate (its resource and size)"
+        ))),
+    }
 }
 
 /// What a live record says: its stack, size and holder.

@@ -5,11 +5,39 @@
 use super::{caches, Footprint, LiveBytes, MemoryResource, ALIGNMENT};
 use crate::error::{Error, Result};
 use crate::platform::{backend, Stream};
+use std::cell::Cell;
 
 /// `bytes, stream -> address` (None: the allocator had no memory for it).
 pub type AllocateFn = Box<dyn Fn(usize, Stream) -> Option<usize> + Send + Sync>;
 /// `address, bytes, stream`: gives back what `AllocateFn` handed out.
 pub type DeallocateFn = Box<dyn Fn(usize, usize, Stream) + Send + Sync>;
+
+thread_local! {
+    /// How deep this thread is in allocate and deallocate callbacks.
+    static IN_CALLBACK: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Whether this thread is running a callback resource's allocate or deallocate function. What
+/// such a function takes from rmm-rs (`rmmResourceAllocate` on another resource, as a C++
+/// resource over an rmm-rs resource does) becomes the callback resource's upstream memory,
+/// which a suballocator above then hands out again block by block: it is not recorded as
+/// handed to a caller, and the function gives it back through the same resource with its size.
+pub fn running_on_this_thread() -> bool {
+    IN_CALLBACK.with(Cell::get) > 0
+}
+
+/// Runs a user function with `running_on_this_thread()` true.
+fn calling_user<T>(function: impl FnOnce() -> T) -> T {
+    struct Leave;
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            IN_CALLBACK.with(|depth| depth.set(depth.get() - 1));
+        }
+    }
+    IN_CALLBACK.with(|depth| depth.set(depth.get() + 1));
+    let _leave = Leave;
+    function()
+}
 
 pub struct CallbackResource {
     device: i32,
@@ -30,11 +58,12 @@ impl MemoryResource for CallbackResource {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
         super::require_nonzero(bytes, self.name())?;
         let ptr = caches::retry_after_releasing(self.device, || {
-            (self.allocate)(bytes, stream).ok_or_else(|| Error::out_of_memory(bytes, "the allocate callback returned NULL"))
+            calling_user(|| (self.allocate)(bytes, stream))
+                .ok_or_else(|| Error::out_of_memory(bytes, "the allocate callback returned NULL"))
         })?;
         if ptr % ALIGNMENT != 0 {
             // Suballocators carve blocks of this alignment out of what upstream hands them.
-            (self.deallocate)(ptr, bytes, stream);
+            calling_user(|| (self.deallocate)(ptr, bytes, stream));
             return Err(Error::invalid(format!(
                 "the allocate callback returned {ptr:#x}, which is not {ALIGNMENT}-byte aligned (given back to the deallocate callback)"
             )));
@@ -44,7 +73,7 @@ impl MemoryResource for CallbackResource {
     }
 
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
-        (self.deallocate)(ptr, bytes, stream);
+        calling_user(|| (self.deallocate)(ptr, bytes, stream));
         self.live.remove(bytes);
         Ok(())
     }

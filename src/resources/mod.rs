@@ -5,7 +5,7 @@ pub mod adaptors;
 mod arena;
 mod binning;
 pub mod caches;
-mod callback;
+pub mod callback;
 mod cuda_async;
 mod direct;
 mod expandable;

@@ -1,0 +1,232 @@
+/*
+ * rmm/mr/detail/rmm_rs_resource.hpp: what every RAPIDS-shaped rmm::mr resource of rmm-rs is
+ * underneath: a shared, counted reference to an rmm-rs resource handle (rmmResource_t), with the
+ * member functions and properties of CCCL's cuda::mr::resource concept. Copies share the
+ * resource, as RAPIDS RMM 26.x's cuda::mr::shared_resource does.
+ *
+ * An upstream given to a suballocator or adaptor is used as it is when it is an rmm-rs resource
+ * object (rmm::mr::rmm_rs_resource or a class derived from it). Any other resource satisfying
+ * cuda::mr::resource_with<R, cuda::mr::device_accessible> (a user's resource, a
+ * cuda::mr::any_resource, a device_async_resource_ref) is copied into a
+ * cuda::mr::any_resource and reached through an rmm-rs callback resource
+ * (rmmCallbackResourceCreate) that calls its allocate and deallocate.
+ */
+#ifndef RMM_MR_DETAIL_RMM_RS_RESOURCE_HPP
+#define RMM_MR_DETAIL_RMM_RS_RESOURCE_HPP
+
+#include "../../aligned.hpp"
+#include "../../cuda_device.hpp"
+#include "../../cuda_stream_view.hpp"
+#include "../../resource_ref.hpp"
+
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace rmm {
+namespace mr {
+
+class rmm_rs_resource;
+
+namespace detail {
+
+using any_device_resource = cuda::mr::any_resource<cuda::mr::device_accessible>;
+
+// A resource that the C API reaches: an rmm-rs handle, and the C++ objects it calls into.
+struct handle_state {
+  handle_state(rmmResource_t owned, std::vector<std::shared_ptr<const void>> keeps) noexcept
+      : handle(owned), kept(std::move(keeps)) {}
+  handle_state(handle_state const &) = delete;
+  handle_state &operator=(handle_state const &) = delete;
+  // The handle goes first: a suballocator gives its memory back upstream when it goes, and
+  // its upstream (a callback resource calling a C++ object in `kept`) must still be there.
+  ~handle_state() { (void)rmmResourceDestroy(handle); }
+
+  rmmResource_t handle;
+  std::vector<std::shared_ptr<const void>> kept;
+};
+
+// An upstream as the C API sees it: `handle` (borrowed from the upstream's own rmm-rs object,
+// or a callback resource owned here), and the upstream object itself, which
+// get_upstream_resource() refers to and a callback resource calls.
+class upstream_binding {
+ public:
+  upstream_binding(upstream_binding const &) = delete;
+  upstream_binding &operator=(upstream_binding const &) = delete;
+  ~upstream_binding() {
+    if (callback_ != nullptr) (void)rmmResourceDestroy(callback_);
+  }
+
+  template <class Resource>
+  static std::shared_ptr<upstream_binding> of(Resource const &upstream, int device);
+
+  rmmResource_t handle() const noexcept { return callback_ != nullptr ? callback_ : borrowed_; }
+  device_async_resource_ref ref() const noexcept { return device_async_resource_ref{resource_}; }
+
+ private:
+  explicit upstream_binding(any_device_resource resource) : resource_(std::move(resource)) {}
+
+  // The C callbacks of a foreign upstream. They must not unwind into rmm-rs: an exception
+  // from the upstream's allocate is out of memory to rmm-rs (NULL), which then releases what
+  // the device's suballocators keep free and retries before it reports
+  // RMM_ERROR_OUT_OF_MEMORY.
+  static void *allocate_callback(std::size_t bytes, cudaStream_t stream, void *self) noexcept {
+    try {
+      return static_cast<upstream_binding *>(self)->resource_.allocate(cuda::stream_ref{stream}, bytes,
+                                                                        CUDA_ALLOCATION_ALIGNMENT);
+    } catch (...) {
+      return nullptr;
+    }
+  }
+  static void deallocate_callback(void *ptr, std::size_t bytes, cudaStream_t stream, void *self) noexcept {
+    static_cast<upstream_binding *>(self)->resource_.deallocate(cuda::stream_ref{stream}, ptr, bytes,
+                                                                 CUDA_ALLOCATION_ALIGNMENT);
+  }
+
+  mutable any_device_resource resource_;
+  rmmResource_t borrowed_{nullptr};
+  rmmResource_t callback_{nullptr};
+};
+
+template <class Resource>
+inline constexpr bool is_rmm_rs_resource = std::is_base_of<rmm_rs_resource, std::decay_t<Resource>>::value;
+
+// Resources a suballocator or adaptor takes as its upstream.
+template <class Resource>
+using if_device_resource =
+    std::enable_if_t<cuda::mr::resource_with<std::decay_t<Resource>, cuda::mr::device_accessible>, int>;
+
+}  // namespace detail
+
+/// An rmm-rs resource as a RAPIDS RMM 26.x resource: copyable with shared ownership, and a
+/// cuda::mr::resource with cuda::mr::device_accessible. Every rmm::mr resource class derives
+/// from it; `rmm_rs_resource(handle)` adopts a handle that the C API made (the object then owns
+/// that reference), so resources built in C can be used from this layer too.
+///
+/// Alignment: every allocation is aligned to 256 bytes; a larger alignment asked of
+/// allocate() is rmm::bad_alloc (use aligned_resource_adaptor). Equality: two objects are
+/// equal when they share one rmm-rs resource, and only then may one free the other's memory.
+class rmm_rs_resource {
+ public:
+  explicit rmm_rs_resource(rmmResource_t owned)
+      : state_(std::make_shared<detail::handle_state>(owned, std::vector<std::shared_ptr<const void>>{})) {
+    if (owned == nullptr) throw logic_error("rmm_rs_resource: a null rmmResource_t");
+  }
+
+  void *allocate(cuda::stream_ref stream, std::size_t bytes,
+                 std::size_t alignment = CUDA_ALLOCATION_ALIGNMENT) const {
+    check_alignment(alignment);
+    void *ptr = nullptr;
+    check_alloc(rmmResourceAllocate(handle(), &ptr, bytes, stream.get()), "rmmResourceAllocate");
+    return ptr;
+  }
+  /// A pointer this resource did not hand out, or the wrong size, is refused with nothing freed
+  /// (rmmGetLastErrorMessage() says why): a deallocation cannot throw.
+  void deallocate(cuda::stream_ref stream, void *ptr, std::size_t bytes,
+                  std::size_t alignment = CUDA_ALLOCATION_ALIGNMENT) const noexcept {
+    (void)alignment;
+    (void)rmmResourceDeallocate(handle(), ptr, bytes, stream.get());
+  }
+  /// Memory usable at once from any stream: allocated in the order of the legacy default
+  /// stream, which is then synchronized.
+  void *allocate_sync(std::size_t bytes, std::size_t alignment = CUDA_ALLOCATION_ALIGNMENT) const {
+    void *ptr = allocate(cuda::stream_ref{cudaStream_t{}}, bytes, alignment);
+    check(rmmStreamSynchronize(cudaStream_t{}), "rmmStreamSynchronize");
+    return ptr;
+  }
+  /// For memory no stream still uses.
+  void deallocate_sync(void *ptr, std::size_t bytes, std::size_t alignment = CUDA_ALLOCATION_ALIGNMENT) const noexcept {
+    deallocate(cuda::stream_ref{cudaStream_t{}}, ptr, bytes, alignment);
+  }
+
+  friend bool operator==(rmm_rs_resource const &a, rmm_rs_resource const &b) noexcept {
+    return a.handle() == b.handle();
+  }
+  friend bool operator!=(rmm_rs_resource const &a, rmm_rs_resource const &b) noexcept { return !(a == b); }
+  friend void get_property(rmm_rs_resource const &, cuda::mr::device_accessible) noexcept {}
+
+  /// The rmm-rs handle, still owned by this object (and its copies): for the C API.
+  rmmResource_t handle() const noexcept { return state_->handle; }
+  /// The kind ("pool", "statistics", ...; see rmmResourceGetName).
+  std::string name() const {
+    const char *kind = nullptr;
+    check(rmmResourceGetName(handle(), &kind), "rmmResourceGetName");
+    return kind;
+  }
+
+ protected:
+  struct made {
+    rmmResource_t handle;
+    std::shared_ptr<detail::upstream_binding> upstream;
+  };
+
+  explicit rmm_rs_resource(made resource, std::vector<std::shared_ptr<const void>> keeps = {})
+      : state_(std::make_shared<detail::handle_state>(resource.handle, with(std::move(keeps), resource.upstream))),
+        upstream_(std::move(resource.upstream)) {}
+
+  /// Makes a resource over `upstream` with `create(upstream_handle, &out)` (an rmm-rs creator).
+  template <class Upstream, class Create>
+  static made over(Upstream const &upstream, Create &&create, const char *what) {
+    auto binding = detail::upstream_binding::of(upstream, get_current_cuda_device().value());
+    rmmResource_t handle = nullptr;
+    check(create(binding->handle(), &handle), what);
+    return made{handle, std::move(binding)};
+  }
+
+  /// Makes a resource with `create(&out)`.
+  template <class Create>
+  static made create(Create &&create_call, const char *what) {
+    rmmResource_t handle = nullptr;
+    check(create_call(&handle), what);
+    return made{handle, nullptr};
+  }
+
+  device_async_resource_ref upstream_ref() const noexcept { return upstream_->ref(); }
+
+  /// More state the C resource points into (a callback's), kept as long as the resource.
+  void keep(std::shared_ptr<const void> state) { state_->kept.push_back(std::move(state)); }
+
+ private:
+  static std::vector<std::shared_ptr<const void>> with(std::vector<std::shared_ptr<const void>> keeps,
+                                                       std::shared_ptr<const void> more) {
+    if (more != nullptr) keeps.push_back(std::move(more));
+    return keeps;
+  }
+
+  static void check_alignment(std::size_t alignment) {
+    if (!is_supported_alignment(alignment) || alignment > CUDA_ALLOCATION_ALIGNMENT) {
+      throw bad_alloc("rmm-rs resources align to 256 bytes; alignment " + std::to_string(alignment) +
+                      " needs an aligned_resource_adaptor");
+    }
+  }
+
+  std::shared_ptr<detail::handle_state> state_;
+  std::shared_ptr<detail::upstream_binding> upstream_;
+};
+
+namespace detail {
+
+template <class Resource>
+std::shared_ptr<upstream_binding> upstream_binding::of(Resource const &upstream, int device) {
+  std::shared_ptr<upstream_binding> binding(new upstream_binding(any_device_resource{upstream}));
+  if constexpr (is_rmm_rs_resource<Resource>) {
+    binding->borrowed_ = upstream.handle();
+  } else {
+    check(rmmCallbackResourceCreate(&upstream_binding::allocate_callback, &upstream_binding::deallocate_callback,
+                                    binding.get(), device, &binding->callback_),
+          "rmmCallbackResourceCreate");
+  }
+  return binding;
+}
+
+}  // namespace detail
+
+static_assert(cuda::mr::resource_with<rmm_rs_resource, cuda::mr::device_accessible>,
+              "rmm_rs_resource must satisfy cuda::mr::resource");
+
+}  // namespace mr
+}  // namespace rmm
+
+#endif  // RMM_MR_DETAIL_RMM_RS_RESOURCE_HPP

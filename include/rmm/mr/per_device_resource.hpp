@@ -1,0 +1,111 @@
+/*
+ * rmm/mr/per_device_resource.hpp: RAPIDS RMM's per-device resources, kept in step with rmm-rs's
+ * own per-device registry, so that code written for RAPIDS, RMM_ALLOC, rmmAlloc and the
+ * framework entry points in one process allocate from the same resource.
+ *
+ * A device whose resource was never set here gets the rmm-rs registry's resource of the device
+ * (a cuda resource unless RMM_ALLOC_CONF, rmmConfigure or the C API chose another). Setting a
+ * resource here sets it in the registry too: an rmm-rs resource object as it is, any other
+ * cuda::mr resource through a callback resource that calls it. A resource set later through the
+ * C API alone is not seen by get_*_resource_ref(): set resources through one layer at a time.
+ */
+#ifndef RMM_MR_PER_DEVICE_RESOURCE_HPP
+#define RMM_MR_PER_DEVICE_RESOURCE_HPP
+
+#include "cuda_memory_resource.hpp"
+
+#include <map>
+#include <mutex>
+#include <utility>
+
+namespace rmm {
+namespace mr {
+
+namespace detail {
+
+struct per_device_resources {
+  std::mutex lock;
+  std::map<int, any_device_resource> by_device;
+};
+
+// Lives as long as the process: resources may be used from static destructors.
+inline per_device_resources &registry() {
+  static auto *resources = new per_device_resources();
+  return *resources;
+}
+
+// The rmm-rs registry's resource of `device`. The registry lock is held.
+inline any_device_resource &entry_of(per_device_resources &resources, int device) {
+  auto found = resources.by_device.find(device);
+  if (found == resources.by_device.end()) {
+    rmmResource_t handle = nullptr;
+    check(rmmGetPerDeviceResource(device, &handle), "rmmGetPerDeviceResource");
+    found = resources.by_device.emplace(device, any_device_resource{rmm_rs_resource{handle}}).first;
+  }
+  return found->second;
+}
+
+// A resource that is not rmm-rs's, set in the rmm-rs registry through a callback resource.
+class registered_resource : public rmm_rs_resource {
+ public:
+  template <class Resource>
+  registered_resource(Resource const &resource, int device) : rmm_rs_resource(bind(resource, device)) {}
+
+ private:
+  template <class Resource>
+  static made bind(Resource const &resource, int device) {
+    auto binding = upstream_binding::of(resource, device);
+    rmmResource_t handle = nullptr;
+    // The object made here holds a handle of its own to what the binding reaches.
+    check(rmmSetPerDeviceResource(device, binding->handle(), nullptr), "rmmSetPerDeviceResource");
+    check(rmmGetPerDeviceResource(device, &handle), "rmmGetPerDeviceResource");
+    return made{handle, std::move(binding)};
+  }
+};
+
+}  // namespace detail
+
+inline device_async_resource_ref get_per_device_resource_ref(cuda_device_id device) {
+  auto &resources = detail::registry();
+  std::lock_guard<std::mutex> guard(resources.lock);
+  return device_async_resource_ref{detail::entry_of(resources, device.value())};
+}
+
+/// Makes `new_resource` the resource of `device` and returns the one it replaces.
+template <class Resource, detail::if_device_resource<Resource> = 0>
+cuda::mr::any_resource<cuda::mr::device_accessible> set_per_device_resource(cuda_device_id device,
+                                                                           Resource const &new_resource) {
+  auto &resources = detail::registry();
+  std::lock_guard<std::mutex> guard(resources.lock);
+  auto &entry = detail::entry_of(resources, device.value());
+  if constexpr (detail::is_rmm_rs_resource<Resource>) {
+    check(rmmSetPerDeviceResource(device.value(), new_resource.handle(), nullptr), "rmmSetPerDeviceResource");
+    return std::exchange(entry, detail::any_device_resource{new_resource});
+  } else {
+    return std::exchange(entry, detail::any_device_resource{detail::registered_resource{new_resource, device.value()}});
+  }
+}
+
+inline device_async_resource_ref get_current_device_resource_ref() {
+  return get_per_device_resource_ref(get_current_cuda_device());
+}
+
+template <class Resource, detail::if_device_resource<Resource> = 0>
+cuda::mr::any_resource<cuda::mr::device_accessible> set_current_device_resource(Resource const &new_resource) {
+  return set_per_device_resource(get_current_cuda_device(), new_resource);
+}
+
+/// Back to the device's initial resource: a cuda_memory_resource of the device.
+inline cuda::mr::any_resource<cuda::mr::device_accessible> reset_per_device_resource(cuda_device_id device) {
+  cuda_set_device_raii on_device{device};
+  return set_per_device_resource(device, cuda_memory_resource{});
+}
+
+inline cuda::mr::any_resource<cuda::mr::device_accessible> reset_current_device_resource() {
+  return reset_per_device_resource(get_current_cuda_device());
+}
+
+}  // namespace mr
+}  // namespace rmm
+
+#endif  // RMM_MR_PER_DEVICE_RESOURCE_HPP
