@@ -42,6 +42,20 @@ cmake --version | head -n 1
 if [ -f "$stage/STAGED.txt" ]; then cat "$stage/STAGED.txt"; fi
 unset RMM_SIM_DEVICES
 
+# CCCL's headers as CI uses them (scripts/fetch-cccl.sh makes build/cccl/cccl.tar.gz; carry it
+# here), with the toolkit's CUDA runtime headers: cxx.rapids_style and cuda.rapids_style.
+cccl_args=()
+if [ -f "$root/build/cccl/cccl.tar.gz" ] && command -v "${CUDACXX:-nvcc}" >/dev/null; then
+  toolkit=$(dirname "$(dirname "$(readlink -f "$(command -v "${CUDACXX:-nvcc}")")")")
+  mkdir -p "$build/cccl"
+  tar -xzf "$root/build/cccl/cccl.tar.gz" -C "$build/cccl"
+  ln -sfn "$toolkit/include" "$build/cccl/include"
+  cccl_args=(-DRMM_CCCL_DIR="$build/cccl")
+  echo "CCCL headers: $(grep -m1 'define CCCL_VERSION ' "$build/cccl/cccl/cuda/std/__cccl/version.h"); toolkit's: $(grep -m1 'define CCCL_VERSION ' "$toolkit/include/cccl/cuda/std/__cccl/version.h" 2>/dev/null || grep -m1 'define CCCL_VERSION ' "$toolkit/include/cuda/std/__cccl/version.h" 2>/dev/null || echo unknown)"
+else
+  echo "build/cccl/cccl.tar.gz not carried (scripts/fetch-cccl.sh): the RAPIDS-shaped tests use the toolkit's CCCL"
+fi
+
 section "configure ($build)"
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
@@ -49,7 +63,7 @@ cmake -S "$root" -B "$build" ${generator[@]+"${generator[@]}"} \
   -DCMAKE_BUILD_TYPE=Release \
   -DRMM_PREBUILT_DIR="$stage" \
   -DRMM_TESTS_ON_GPU=ON \
-  -DCMAKE_CUDA_ARCHITECTURES="$archs"
+  -DCMAKE_CUDA_ARCHITECTURES="$archs" ${cccl_args[@]+"${cccl_args[@]}"}
 
 section "build"
 cmake --build "$build" --parallel
