@@ -1,9 +1,9 @@
 /*
  * rmm/resource_ref.hpp: RAPIDS RMM 26.x's names for references to memory resources, which are
  * CCCL's (cuda::mr::resource_ref and cuda::mr::synchronous_resource_ref). The RAPIDS-shaped
- * <rmm/...> headers of rmm-rs need CCCL's <cuda/memory_resource> (CCCL 3.1 or later: the CUDA
- * 13 toolkit, or the nvidia-cuda-cccl package for a host compiler) and the CUDA runtime's
- * headers; their resources are rmm-rs resources underneath (see rmm/mr/detail/rmm_rs_resource.hpp).
+ * <rmm/...> headers of rmm-rs need CCCL 3.2 or later (<cuda/memory_resource>; the CUDA 13.0
+ * toolkit's CCCL 3.0 is too old: the nvidia-cuda-cccl package or CCCL from GitHub) and the CUDA
+ * runtime's headers; their resources are rmm-rs resources underneath (see rmm/mr/detail/rmm_rs_resource.hpp).
  */
 #ifndef RMM_RESOURCE_REF_HPP
 #define RMM_RESOURCE_REF_HPP
@@ -18,6 +18,10 @@
 
 #include <cuda/memory_resource>
 #include <cuda/stream_ref>
+
+#if !defined(CCCL_VERSION) || CCCL_VERSION < 3002000
+#error "the RAPIDS-shaped <rmm/...> headers need CCCL 3.2 or later (the CUDA 13.0 toolkit ships CCCL 3.0): put a newer CCCL first on the include path, e.g. the nvidia-cuda-cccl package's (scripts/fetch-cccl.sh)"
+#endif
 
 #include <cstddef>
 
