@@ -4,7 +4,9 @@
 # own gtest suites (tests/memory_tests.cpp of v0.9.0, of v0.14.0 and of the 2019 development
 # commit 5fd6d91a that tests RMM_REALLOC's data preservation, each with its test_fixtures.h),
 # v0.14.0's random_allocate program, and GoogleTest's sources (the GPU machine has no network).
-# scripts/gpu-legacy-suites.sh builds and runs them unchanged against stage/.
+# scripts/gpu-legacy-suites.sh builds and runs them unchanged against stage/. Also RAPIDS RMM
+# v26.06.00's C++ test suite (cpp/tests), the yardstick of the RAPIDS-shaped <rmm/...> headers,
+# which scripts/gpu-rapids-suites.sh builds and runs unchanged.
 #
 #   scripts/fetch-legacy-suites.sh [RMM_GIT_DIR]   (default: clone github.com/rapidsai/rmm)
 #
@@ -32,5 +34,7 @@ extract() { # <name> <commit> <path>...
 extract v0.9 v0.9.0 tests/memory_tests.cpp tests/test_fixtures.h
 extract v0.14 v0.14.0 tests/memory_tests.cpp tests/test_fixtures.h tests/performance/random_allocate.cpp
 extract dev-5fd6d91a 5fd6d91a tests/memory_tests.cpp tests/test_fixtures.h
+# shellcheck disable=SC2046
+extract rapids-26.06 v26.06.00 $(git --git-dir="$repo" ls-tree -r --name-only v26.06.00 cpp/tests)
 cp -r "$gtest" "$out/googletest"
 find "$out" -type f | sort

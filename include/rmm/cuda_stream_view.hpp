@@ -11,7 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <ostream>
+#include <iostream>
 
 #if !defined(RMM_HAS_CCCL_STREAM_REF)
 #if defined(__has_include)

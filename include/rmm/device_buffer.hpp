@@ -12,6 +12,7 @@
 #error "rmm.hpp and the RAPIDS-shaped <rmm/device_buffer.hpp> both define rmm::device_buffer: include one of them"
 #endif
 
+#include "cuda_device.hpp"
 #include "cuda_stream_view.hpp"
 #include "mr/per_device_resource.hpp"
 #include "resource_ref.hpp"
@@ -23,36 +24,52 @@
 
 namespace rmm {
 
+/// Holds its resource as RAPIDS RMM 26.x does: a cuda::mr::any_resource (an rmm-rs resource or a
+/// reference is copied cheaply; the buffer shares ownership of it).
 class device_buffer {
+  using any_device_resource = cuda::mr::any_resource<cuda::mr::device_accessible>;
+
  public:
   device_buffer() : mr_(mr::get_current_device_resource_ref()) {}
 
   /// `size` bytes, uninitialized, allocated in the order of `stream`.
   explicit device_buffer(std::size_t size, cuda_stream_view stream,
-                         device_async_resource_ref mr = mr::get_current_device_resource_ref())
-      : stream_(stream), mr_(mr) {
+                         any_device_resource mr = mr::get_current_device_resource_ref())
+      : device_buffer(size, CUDA_ALLOCATION_ALIGNMENT, stream, std::move(mr)) {}
+
+  /// As above, aligned to `alignment` (a power of two; rmm-rs resources give up to 256 bytes,
+  /// more is rmm::bad_alloc unless the resource is an aligned_resource_adaptor).
+  explicit device_buffer(std::size_t size, std::size_t alignment, cuda_stream_view stream,
+                         any_device_resource mr = mr::get_current_device_resource_ref())
+      : stream_(stream), alignment_(alignment), mr_(std::move(mr)) {
     allocate(size);
   }
 
   /// A copy of `size` bytes at `source_data` (host or device memory), in the order of `stream`.
   device_buffer(void const *source_data, std::size_t size, cuda_stream_view stream,
-                device_async_resource_ref mr = mr::get_current_device_resource_ref())
-      : stream_(stream), mr_(mr) {
+                any_device_resource mr = mr::get_current_device_resource_ref())
+      : device_buffer(source_data, size, CUDA_ALLOCATION_ALIGNMENT, stream, std::move(mr)) {}
+
+  explicit device_buffer(void const *source_data, std::size_t size, std::size_t alignment, cuda_stream_view stream,
+                         any_device_resource mr = mr::get_current_device_resource_ref())
+      : stream_(stream), alignment_(alignment), mr_(std::move(mr)) {
     allocate(size);
     copy_in(source_data, size);
   }
 
   /// A copy of `other`'s bytes (not its capacity), in the order of `stream`.
   device_buffer(device_buffer const &other, cuda_stream_view stream,
-                device_async_resource_ref mr = mr::get_current_device_resource_ref())
-      : device_buffer(other.data(), other.size(), stream, mr) {}
+                any_device_resource mr = mr::get_current_device_resource_ref())
+      : device_buffer(other.data(), other.size(), other.alignment(), stream, std::move(mr)) {}
 
   device_buffer(device_buffer &&other) noexcept
       : data_(std::exchange(other.data_, nullptr)),
         size_(std::exchange(other.size_, 0)),
         capacity_(std::exchange(other.capacity_, 0)),
         stream_(other.stream_),
-        mr_(other.mr_) {}
+        alignment_(other.alignment_),
+        mr_(other.mr_),
+        device_(other.device_) {}
 
   device_buffer &operator=(device_buffer &&other) noexcept {
     if (this != &other) {
@@ -61,7 +78,9 @@ class device_buffer {
       size_ = std::exchange(other.size_, 0);
       capacity_ = std::exchange(other.capacity_, 0);
       stream_ = other.stream_;
+      alignment_ = other.alignment_;
       mr_ = other.mr_;
+      device_ = other.device_;
     }
     return *this;
   }
@@ -96,19 +115,27 @@ class device_buffer {
   std::int64_t ssize() const noexcept { return static_cast<std::int64_t>(size_); }
   bool is_empty() const noexcept { return size_ == 0; }
   std::size_t capacity() const noexcept { return capacity_; }
+  std::size_t alignment() const noexcept { return alignment_; }
   cuda_stream_view stream() const noexcept { return stream_; }
   /// The stream later frees and reallocations are ordered on.
   void set_stream(cuda_stream_view stream) noexcept { stream_ = stream; }
-  device_async_resource_ref memory_resource() const noexcept { return mr_; }
+  device_async_resource_ref memory_resource() const noexcept { return device_async_resource_ref{mr_}; }
 
  private:
   void allocate(std::size_t bytes) {
-    data_ = bytes == 0 ? nullptr : mr_.allocate(stream_, bytes, CUDA_ALLOCATION_ALIGNMENT);
+    cuda_set_device_raii on_device{device_};
+    data_ = bytes == 0 ? nullptr : mr_.allocate(stream_, bytes, alignment_);
     size_ = capacity_ = bytes;
   }
 
   void deallocate() noexcept {
-    if (data_ != nullptr) mr_.deallocate(stream_, data_, capacity_, CUDA_ALLOCATION_ALIGNMENT);
+    if (data_ != nullptr) {
+      int current = device_.value();
+      (void)rmmGetDevice(&current);
+      if (current != device_.value()) (void)rmmSetDevice(device_.value());
+      mr_.deallocate(stream_, data_, capacity_, alignment_);
+      if (current != device_.value()) (void)rmmSetDevice(current);
+    }
     data_ = nullptr;
     size_ = capacity_ = 0;
   }
@@ -120,12 +147,13 @@ class device_buffer {
   }
 
   void reallocate(std::size_t new_capacity) {
-    void *fresh = new_capacity == 0 ? nullptr : mr_.allocate(stream_, new_capacity, CUDA_ALLOCATION_ALIGNMENT);
+    cuda_set_device_raii on_device{device_};
+    void *fresh = new_capacity == 0 ? nullptr : mr_.allocate(stream_, new_capacity, alignment_);
     std::size_t const kept = size_ < new_capacity ? size_ : new_capacity;
     if (kept != 0) {
       rmmError_t const copied = rmmMemcpyAsync(fresh, data_, kept, stream_.value());
       if (copied != RMM_SUCCESS) {
-        mr_.deallocate(stream_, fresh, new_capacity, CUDA_ALLOCATION_ALIGNMENT);
+        mr_.deallocate(stream_, fresh, new_capacity, alignment_);
         check(copied, "rmmMemcpyAsync");
       }
     }
@@ -139,7 +167,9 @@ class device_buffer {
   std::size_t size_{0};
   std::size_t capacity_{0};
   cuda_stream_view stream_{};
-  device_async_resource_ref mr_;
+  std::size_t alignment_{CUDA_ALLOCATION_ALIGNMENT};
+  mutable any_device_resource mr_;
+  cuda_device_id device_{get_current_cuda_device()};
 };
 
 }  // namespace rmm

@@ -24,17 +24,17 @@ class device_scalar {
   device_scalar() = delete;
 
   /// Uninitialized.
-  explicit device_scalar(cuda_stream_view stream, device_async_resource_ref mr = mr::get_current_device_resource_ref())
-      : data_(1, stream, mr) {}
+  explicit device_scalar(cuda_stream_view stream, cuda::mr::any_resource<cuda::mr::device_accessible> mr = mr::get_current_device_resource_ref())
+      : data_(1, stream, std::move(mr)) {}
   /// Set to `initial_value` in the order of `stream`.
   explicit device_scalar(value_type const &initial_value, cuda_stream_view stream,
-                         device_async_resource_ref mr = mr::get_current_device_resource_ref())
-      : data_(1, stream, mr) {
+                         cuda::mr::any_resource<cuda::mr::device_accessible> mr = mr::get_current_device_resource_ref())
+      : data_(1, stream, std::move(mr)) {
     set_value_async(initial_value, stream);
   }
   device_scalar(device_scalar const &other, cuda_stream_view stream,
-                device_async_resource_ref mr = mr::get_current_device_resource_ref())
-      : data_(other.data_, stream, mr) {}
+                cuda::mr::any_resource<cuda::mr::device_accessible> mr = mr::get_current_device_resource_ref())
+      : data_(other.data_, stream, std::move(mr)) {}
 
   /// The value, after the work on `stream` before it.
   value_type value(cuda_stream_view stream) const { return data_.front_element(stream); }

@@ -8,6 +8,7 @@
 #include "device_buffer.hpp"
 
 #include <cstring>
+#include <iterator>
 #include <type_traits>
 
 namespace rmm {
@@ -26,6 +27,8 @@ class device_uvector {
   using const_pointer = value_type const *;
   using iterator = pointer;
   using const_iterator = const_pointer;
+  using reverse_iterator = std::reverse_iterator<iterator>;
+  using const_reverse_iterator = std::reverse_iterator<const_iterator>;
 
   device_uvector(device_uvector &&) noexcept = default;
   device_uvector &operator=(device_uvector &&) noexcept = default;
@@ -35,13 +38,13 @@ class device_uvector {
 
   /// `size` elements, uninitialized, in the order of `stream`.
   explicit device_uvector(std::size_t size, cuda_stream_view stream,
-                          device_async_resource_ref mr = mr::get_current_device_resource_ref())
-      : storage_(bytes_of(size), stream, mr) {}
+                          cuda::mr::any_resource<cuda::mr::device_accessible> mr = mr::get_current_device_resource_ref())
+      : storage_(bytes_of(size), stream, std::move(mr)) {}
 
   /// A copy of `other`'s elements.
   explicit device_uvector(device_uvector const &other, cuda_stream_view stream,
-                          device_async_resource_ref mr = mr::get_current_device_resource_ref())
-      : storage_(other.storage_, stream, mr) {}
+                          cuda::mr::any_resource<cuda::mr::device_accessible> mr = mr::get_current_device_resource_ref())
+      : storage_(other.storage_, stream, std::move(mr)) {}
 
   pointer element_ptr(std::size_t index) noexcept { return data() + index; }
   const_pointer element_ptr(std::size_t index) const noexcept { return data() + index; }
@@ -94,6 +97,12 @@ class device_uvector {
   iterator end() noexcept { return data() + size(); }
   const_iterator cend() const noexcept { return data() + size(); }
   const_iterator end() const noexcept { return cend(); }
+  reverse_iterator rbegin() noexcept { return reverse_iterator(end()); }
+  const_reverse_iterator crbegin() const noexcept { return const_reverse_iterator(cend()); }
+  const_reverse_iterator rbegin() const noexcept { return crbegin(); }
+  reverse_iterator rend() noexcept { return reverse_iterator(begin()); }
+  const_reverse_iterator crend() const noexcept { return const_reverse_iterator(cbegin()); }
+  const_reverse_iterator rend() const noexcept { return crend(); }
   std::size_t size() const noexcept { return storage_.size() / sizeof(T); }
   std::int64_t ssize() const noexcept { return static_cast<std::int64_t>(size()); }
   bool is_empty() const noexcept { return size() == 0; }

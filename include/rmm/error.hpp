@@ -11,7 +11,9 @@
 
 #include "../rmm.h"
 
+#include <cassert>
 #include <cstdint>
+#include <cstdio>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -180,7 +182,61 @@ inline void check_alloc(rmmError_t status, const char *call = nullptr) {
   } while (0)
 #define RMM_CUDA_TRY_1(call) RMM_CUDA_TRY_2(call, ::rmm::cuda_error)
 #define RMM_CUDA_TRY_3(call, exception_type, unused) RMM_CUDA_TRY_2(call, exception_type)
-#define RMM_CUDA_TRY_ALLOC(call) RMM_CUDA_TRY_2(call, ::rmm::bad_alloc)
+
+/// RMM_CUDA_TRY_ALLOC(call[, bytes]): for an allocating CUDA call: rmm::out_of_memory when CUDA
+/// ran out of memory, rmm::bad_alloc for any other error.
+#define RMM_CUDA_TRY_ALLOC(...) \
+  RMM_GET_MACRO_FOR_ARGUMENTS(__VA_ARGS__, RMM_CUDA_TRY_ALLOC_3, RMM_CUDA_TRY_ALLOC_2, RMM_CUDA_TRY_ALLOC_1)(__VA_ARGS__)
+#define RMM_CUDA_TRY_ALLOC_3(call, bytes, unused) RMM_CUDA_TRY_ALLOC_2(call, bytes)
+#define RMM_CUDA_TRY_ALLOC_2(call, bytes) \
+  RMM_CUDA_TRY_ALLOC_DETAIL(call, std::string{"CUDA error (failed to allocate "} + std::to_string(bytes) + " bytes) at: ")
+#define RMM_CUDA_TRY_ALLOC_1(call) RMM_CUDA_TRY_ALLOC_DETAIL(call, std::string{"CUDA error at: "})
+#define RMM_CUDA_TRY_ALLOC_DETAIL(call, prefix)                                                          \
+  do {                                                                                                   \
+    cudaError_t const rmm_cuda_status = (call);                                                          \
+    if (rmm_cuda_status != cudaSuccess) {                                                                \
+      (void)cudaGetLastError();                                                                          \
+      std::string const rmm_message = prefix + __FILE__ + ":" + RMM_STRINGIFY(__LINE__) + ": " +         \
+                                      cudaGetErrorName(rmm_cuda_status) + " " +                         \
+                                      cudaGetErrorString(rmm_cuda_status);                               \
+      if (rmm_cuda_status == cudaErrorMemoryAllocation) throw ::rmm::out_of_memory{rmm_message};         \
+      throw ::rmm::bad_alloc{rmm_message};                                                               \
+    }                                                                                                    \
+  } while (0)
+
+/// RMM_ASSERT_CUDA_SUCCESS(call): asserts (in debug builds, with CUDA's message on stderr) that
+/// `call` returned cudaSuccess; release builds only evaluate it.
+#ifdef NDEBUG
+#define RMM_ASSERT_CUDA_SUCCESS(call) \
+  do {                                \
+    (void)(call);                     \
+  } while (0)
+#else
+#define RMM_ASSERT_CUDA_SUCCESS(call)                                                                  \
+  do {                                                                                                 \
+    cudaError_t const rmm_cuda_status = (call);                                                        \
+    if (rmm_cuda_status != cudaSuccess) {                                                              \
+      std::fprintf(stderr, "CUDA error: %s %s\n", cudaGetErrorName(rmm_cuda_status),                  \
+                   cudaGetErrorString(rmm_cuda_status));                                               \
+    }                                                                                                  \
+    assert(rmm_cuda_status == cudaSuccess);                                                            \
+  } while (0)
+#endif
+
+/// As RMM_ASSERT_CUDA_SUCCESS, where the CUDA runtime unloading (at process exit) is no error.
+#ifdef NDEBUG
+#define RMM_ASSERT_CUDA_SUCCESS_SAFE_SHUTDOWN(call) RMM_ASSERT_CUDA_SUCCESS(call)
+#else
+#define RMM_ASSERT_CUDA_SUCCESS_SAFE_SHUTDOWN(call)                                                    \
+  do {                                                                                                 \
+    cudaError_t const rmm_cuda_status = (call);                                                        \
+    if (rmm_cuda_status != cudaSuccess && rmm_cuda_status != cudaErrorCudartUnloading) {               \
+      std::fprintf(stderr, "CUDA error: %s %s\n", cudaGetErrorName(rmm_cuda_status),                  \
+                   cudaGetErrorString(rmm_cuda_status));                                               \
+      assert(rmm_cuda_status == cudaSuccess);                                                          \
+    }                                                                                                  \
+  } while (0)
+#endif
 #endif
 
 #endif  // RMM_ERROR_HPP

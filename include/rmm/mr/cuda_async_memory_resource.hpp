@@ -5,6 +5,7 @@
 #ifndef RMM_MR_CUDA_ASYNC_MEMORY_RESOURCE_HPP
 #define RMM_MR_CUDA_ASYNC_MEMORY_RESOURCE_HPP
 
+#include "../detail/runtime_capabilities.hpp"
 #include "detail/rmm_rs_resource.hpp"
 
 #include <cstdint>

@@ -28,6 +28,12 @@ struct per_device_resources {
   std::map<int, any_device_resource> by_device;
 };
 
+/// The resource a device starts with, as RAPIDS RMM names it: a cuda_memory_resource.
+inline cuda_memory_resource &initial_resource() {
+  static auto *initial = new cuda_memory_resource();
+  return *initial;
+}
+
 // Lives as long as the process: resources may be used from static destructors.
 inline per_device_resources &registry() {
   static auto *resources = new per_device_resources();
@@ -45,22 +51,11 @@ inline any_device_resource &entry_of(per_device_resources &resources, int device
   return found->second;
 }
 
-// A resource that is not rmm-rs's, set in the rmm-rs registry through a callback resource.
+// A resource that is not rmm-rs's, as the rmm-rs registry holds it: a callback resource over it.
 class registered_resource : public rmm_rs_resource {
  public:
   template <class Resource>
-  registered_resource(Resource const &resource, int device) : rmm_rs_resource(bind(resource, device)) {}
-
- private:
-  template <class Resource>
-  static made bind(Resource const &resource, int device) {
-    auto binding = upstream_binding::of(resource, device);
-    rmmResource_t handle = nullptr;
-    // The object made here holds a handle of its own to what the binding reaches.
-    check(rmmSetPerDeviceResource(device, binding->handle(), nullptr), "rmmSetPerDeviceResource");
-    check(rmmGetPerDeviceResource(device, &handle), "rmmGetPerDeviceResource");
-    return made{handle, std::move(binding)};
-  }
+  explicit registered_resource(Resource const &resource) : rmm_rs_resource(calling(resource)) {}
 };
 
 }  // namespace detail
@@ -82,7 +77,10 @@ cuda::mr::any_resource<cuda::mr::device_accessible> set_per_device_resource(cuda
     check(rmmSetPerDeviceResource(device.value(), new_resource.handle(), nullptr), "rmmSetPerDeviceResource");
     return std::exchange(entry, detail::any_device_resource{new_resource});
   } else {
-    return std::exchange(entry, detail::any_device_resource{detail::registered_resource{new_resource, device.value()}});
+    cuda_set_device_raii on_device{device};
+    detail::registered_resource registered{new_resource};
+    check(rmmSetPerDeviceResource(device.value(), registered.handle(), nullptr), "rmmSetPerDeviceResource");
+    return std::exchange(entry, detail::any_device_resource{registered});
   }
 }
 

@@ -63,6 +63,14 @@ class upstream_binding {
   static std::shared_ptr<upstream_binding> of(Resource const &upstream, int device);
 
   rmmResource_t handle() const noexcept { return callback_ != nullptr ? callback_ : borrowed_; }
+
+  /// Hands the callback resource's handle to the caller, who destroys it before the binding
+  /// (the callbacks call into the binding).
+  rmmResource_t give_up_callback() noexcept {
+    borrowed_ = callback_;
+    callback_ = nullptr;
+    return borrowed_;
+  }
   device_async_resource_ref ref() const noexcept { return device_async_resource_ref{resource_}; }
 
  private:
@@ -172,6 +180,15 @@ class rmm_rs_resource {
     auto binding = detail::upstream_binding::of(upstream, get_current_cuda_device().value());
     rmmResource_t handle = nullptr;
     check(create(binding->handle(), &handle), what);
+    return made{handle, std::move(binding)};
+  }
+
+  /// A callback resource that calls `resource` (not an rmm-rs resource: share one by copying).
+  template <class Resource>
+  static made calling(Resource const &resource) {
+    static_assert(!detail::is_rmm_rs_resource<Resource>, "an rmm-rs resource is shared by copying it");
+    auto binding = detail::upstream_binding::of(resource, get_current_cuda_device().value());
+    rmmResource_t handle = binding->give_up_callback();
     return made{handle, std::move(binding)};
   }
 
