@@ -8,7 +8,7 @@
 # build/cccl/cccl.tar.gz to the GPU machine.
 #
 # Environment: JOBS (parallel compiles, default the CPU count), ONLY (a regular expression of
-# test files to build).
+# test files to build), LOGS (a folder to write every build and run log to, as one .tar.gz).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -62,12 +62,13 @@ for exe in $(find "$build/bin" -type f -executable | sort); do
   timeout 300 "$exe" --gtest_brief=1 >"$exe.run.log" 2>&1
   status=$?
   passed=$(grep -oE '\[  PASSED  \] [0-9]+' "$exe.run.log" | grep -oE '[0-9]+$' || echo 0)
-  failed=$(grep -oE '\[  FAILED  \] [0-9]+ test' "$exe.run.log" | grep -oE '[0-9]+' || echo 0)
+  failed=$(grep -E '^\[  FAILED  \] [A-Za-z]' "$exe.run.log" | sort -u | wc -l)
   skipped=$(grep -oE '\[  SKIPPED \] [0-9]+' "$exe.run.log" | grep -oE '[0-9]+$' || echo 0)
   total_pass=$((total_pass + ${passed:-0})); total_fail=$((total_fail + ${failed:-0}))
   echo "$name: passed ${passed:-0}, failed ${failed:-0}, skipped ${skipped:-0} (exit $status)"
   grep -E '^\[  FAILED  \] [A-Za-z]' "$exe.run.log" | head -n 8 | sed 's/^/    /'
   [ "$status" -gt 1 ] && tail -n 3 "$exe.run.log" | sed 's/^/    | /'
 done
+if [ -n "${LOGS:-}" ]; then mkdir -p "$LOGS" && tar -C "$build/bin" -czf "$LOGS/rapids-suite-logs.tar.gz" $(cd "$build/bin" && ls ./*.log); fi
 printf '\nRESULT rapids-26.06 suite: %s tests passed, %s failed, in %s programs built of %s\n' "$total_pass" "$total_fail" \
   "$(grep -c '^built' "$build/compiled.txt")" "$(wc -l < "$build/compiled.txt")"

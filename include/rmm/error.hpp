@@ -54,11 +54,13 @@ class bad_alloc : public std::bad_alloc {
 };
 
 /// RMM_ERROR_OUT_OF_MEMORY: the resource could not satisfy the allocation.
+/// Its what() starts with "out_of_memory: ", as RAPIDS RMM's does.
 class out_of_memory : public bad_alloc {
  public:
-  using bad_alloc::bad_alloc;
-  explicit out_of_memory(const std::string &what) : bad_alloc(RMM_ERROR_OUT_OF_MEMORY, what) {}
-  explicit out_of_memory(const char *what) : bad_alloc(RMM_ERROR_OUT_OF_MEMORY, what) {}
+  out_of_memory(rmmError_t code, const std::string &what) : bad_alloc(code, "out_of_memory: " + what) {}
+  out_of_memory(rmmError_t code, const char *what) : out_of_memory(code, std::string(what)) {}
+  explicit out_of_memory(const std::string &what) : out_of_memory(RMM_ERROR_OUT_OF_MEMORY, what) {}
+  explicit out_of_memory(const char *what) : out_of_memory(RMM_ERROR_OUT_OF_MEMORY, std::string(what)) {}
 };
 
 /// An element index past the end of a device_uvector.

@@ -28,10 +28,16 @@ struct per_device_resources {
   std::map<int, any_device_resource> by_device;
 };
 
-/// The resource a device starts with, as RAPIDS RMM names it: a cuda_memory_resource.
+/// The resource the current device starts with, as RAPIDS RMM names it: a cuda_memory_resource
+/// of the device (one object per device, living as long as the process).
 inline cuda_memory_resource &initial_resource() {
-  static auto *initial = new cuda_memory_resource();
-  return *initial;
+  static std::mutex lock;
+  static auto *by_device = new std::map<int, cuda_memory_resource>();
+  int const device = get_current_cuda_device().value();
+  std::lock_guard<std::mutex> guard(lock);
+  auto found = by_device->find(device);
+  if (found == by_device->end()) found = by_device->emplace(device, cuda_memory_resource{}).first;
+  return found->second;
 }
 
 // Lives as long as the process: resources may be used from static destructors.
@@ -40,13 +46,23 @@ inline per_device_resources &registry() {
   return *resources;
 }
 
-// The rmm-rs registry's resource of `device`. The registry lock is held.
+// The rmm-rs registry's resource of `device`; where that is a cuda resource (the registry's
+// default), the device's initial_resource(), which the registry then holds too. The registry
+// lock is held.
 inline any_device_resource &entry_of(per_device_resources &resources, int device) {
   auto found = resources.by_device.find(device);
   if (found == resources.by_device.end()) {
     rmmResource_t handle = nullptr;
     check(rmmGetPerDeviceResource(device, &handle), "rmmGetPerDeviceResource");
-    found = resources.by_device.emplace(device, any_device_resource{rmm_rs_resource{handle}}).first;
+    rmm_rs_resource registered{handle};
+    if (registered.name() == "cuda") {
+      cuda_set_device_raii on_device{cuda_device_id{device}};
+      auto &initial = initial_resource();
+      check(rmmSetPerDeviceResource(device, initial.handle(), nullptr), "rmmSetPerDeviceResource");
+      found = resources.by_device.emplace(device, any_device_resource{initial}).first;
+    } else {
+      found = resources.by_device.emplace(device, any_device_resource{registered}).first;
+    }
   }
   return found->second;
 }
@@ -96,7 +112,7 @@ cuda::mr::any_resource<cuda::mr::device_accessible> set_current_device_resource(
 /// Back to the device's initial resource: a cuda_memory_resource of the device.
 inline cuda::mr::any_resource<cuda::mr::device_accessible> reset_per_device_resource(cuda_device_id device) {
   cuda_set_device_raii on_device{device};
-  return set_per_device_resource(device, cuda_memory_resource{});
+  return set_per_device_resource(device, detail::initial_resource());
 }
 
 inline cuda::mr::any_resource<cuda::mr::device_accessible> reset_current_device_resource() {

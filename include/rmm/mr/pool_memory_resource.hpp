@@ -22,6 +22,7 @@ class pool_memory_resource : public rmm_rs_resource {
       : rmm_rs_resource(over(
             upstream,
             [&](rmmResource_t up, rmmResource_t *out) {
+              check_sizes(initial_pool_size, maximum_pool_size);
               return rmmPoolResourceCreate(out, up, initial_pool_size, maximum_pool_size.value_or(0));
             },
             "rmmPoolResourceCreate")) {}
@@ -33,6 +34,20 @@ class pool_memory_resource : public rmm_rs_resource {
     std::size_t size = 0;
     (void)rmmPoolResourceGetSize(handle(), &size);
     return size;
+  }
+
+ private:
+  // RAPIDS RMM's preconditions: sizes in 256-byte units, the maximum not below the initial size.
+  static void check_sizes(std::size_t initial, std::optional<std::size_t> maximum) {
+    if (!is_aligned(initial, CUDA_ALLOCATION_ALIGNMENT)) {
+      throw logic_error("pool_memory_resource: the initial pool size must be a multiple of 256 bytes");
+    }
+    if (maximum && !is_aligned(*maximum, CUDA_ALLOCATION_ALIGNMENT)) {
+      throw logic_error("pool_memory_resource: the maximum pool size must be a multiple of 256 bytes");
+    }
+    if (maximum && *maximum < initial) {
+      throw logic_error("pool_memory_resource: the maximum pool size is below the initial pool size");
+    }
   }
 };
 

@@ -1,7 +1,7 @@
 /*
  * rmm/mr/thread_safe_resource_adaptor.hpp: RAPIDS RMM's thread_safe_resource_adaptor. Every
- * rmm-rs resource is thread-safe already: over one, the adaptor is that resource (equal to it);
- * over any other resource, it calls it under a mutex.
+ * rmm-rs resource is thread-safe already, so over one the adaptor only forwards; over any other
+ * resource it calls it under a mutex.
  */
 #ifndef RMM_MR_THREAD_SAFE_RESOURCE_ADAPTOR_HPP
 #define RMM_MR_THREAD_SAFE_RESOURCE_ADAPTOR_HPP
@@ -10,7 +10,6 @@
 
 #include <memory>
 #include <mutex>
-#include <type_traits>
 
 namespace rmm {
 namespace mr {
@@ -55,17 +54,21 @@ class thread_safe_resource_adaptor : public rmm_rs_resource {
  public:
   template <class Upstream, detail::if_device_resource<Upstream> = 0>
   explicit thread_safe_resource_adaptor(Upstream const &upstream)
-      : thread_safe_resource_adaptor(upstream, std::bool_constant<detail::is_rmm_rs_resource<Upstream>>{}) {}
+      : rmm_rs_resource(calling(serialized(upstream))), upstream_(upstream) {}
 
   device_async_resource_ref get_upstream_resource() const noexcept { return device_async_resource_ref{upstream_}; }
 
  private:
+  // A resource of its own (two adaptors are never equal, as in RAPIDS RMM), calling an rmm-rs
+  // upstream as it is and any other under a mutex.
   template <class Upstream>
-  thread_safe_resource_adaptor(Upstream const &upstream, std::true_type)
-      : rmm_rs_resource(upstream), upstream_(upstream) {}
-  template <class Upstream>
-  thread_safe_resource_adaptor(Upstream const &upstream, std::false_type)
-      : rmm_rs_resource(calling(detail::serialized_resource<Upstream>{upstream})), upstream_(upstream) {}
+  static auto serialized(Upstream const &upstream) {
+    if constexpr (detail::is_rmm_rs_resource<Upstream>) {
+      return detail::any_device_resource{upstream};
+    } else {
+      return detail::serialized_resource<Upstream>{upstream};
+    }
+  }
 
   mutable detail::any_device_resource upstream_;
 };

@@ -179,7 +179,7 @@ class rmm_rs_resource {
   static made over(Upstream const &upstream, Create &&create, const char *what) {
     auto binding = detail::upstream_binding::of(upstream, get_current_cuda_device().value());
     rmmResource_t handle = nullptr;
-    check(create(binding->handle(), &handle), what);
+    check_arguments(create(binding->handle(), &handle), what);
     return made{handle, std::move(binding)};
   }
 
@@ -196,7 +196,7 @@ class rmm_rs_resource {
   template <class Create>
   static made create(Create &&create_call, const char *what) {
     rmmResource_t handle = nullptr;
-    check(create_call(&handle), what);
+    check_arguments(create_call(&handle), what);
     return made{handle, nullptr};
   }
 
@@ -210,6 +210,12 @@ class rmm_rs_resource {
                                                        std::shared_ptr<const void> more) {
     if (more != nullptr) keeps.push_back(std::move(more));
     return keeps;
+  }
+
+  // A creator's refused arguments are a broken precondition, rmm::logic_error as in RAPIDS RMM.
+  static void check_arguments(rmmError_t status, const char *what) {
+    if (status == RMM_ERROR_INVALID_ARGUMENT) throw logic_error(rmm::detail::describe(status, what));
+    check(status, what);
   }
 
   static void check_alignment(std::size_t alignment) {
