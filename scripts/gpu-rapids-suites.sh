@@ -34,7 +34,7 @@ compile() { # <test source>: builds $build/bin/<name>, its log beside it
   name=$(echo "${source#"$tests"/}" | tr '/' '_' | sed 's/\.[^.]*$//')
   mkdir -p "$build/bin"
   if "$nvcc" -std=c++20 -O1 -arch=sm_90 --expt-extended-lambda --expt-relaxed-constexpr -x cu "$source" \
-      -isystem "$build/cccl/cccl" -I"$stage/include" -I"$tests" -I"$tests/mr" \
+      -I"$build/cccl/cccl" -I"$stage/include" -I"$tests" -I"$tests/mr" \
       -I"$gtest/googletest/include" -I"$gtest/googlemock/include" \
       -L"$stage/lib" -lrmm -Xlinker -rpath -Xlinker "$stage/lib" \
       -L"$build/gtest/lib" -lgmock -lgtest_main -lgtest -lpthread \

@@ -108,3 +108,31 @@ fn every_cache_of_the_device_is_released_before_out_of_memory() {
     }
     assert!(common::races().is_empty(), "{:?}", common::races());
 }
+
+/// A pool whose upstream or maximum is smaller than its chunk granularity (2 MiB) still serves
+/// requests up to the last granule: after the geometric chunk is refused, it asks for the
+/// request alone.
+#[test]
+fn a_pool_grows_below_its_chunk_granularity_when_that_is_all_there_is() {
+    let _guard = setup_with("1:256MiB");
+    let cuda = over(|h| rmmCudaResourceCreate(h));
+
+    let limited = over(|h| rmmLimitingAdaptorCreate(h, cuda, 6000));
+    let pool = over(|h| rmmPoolResourceCreate(h, limited, 0, 0));
+    let blocks: Vec<(usize, usize)> = [1000, 4000, 500]
+        .iter()
+        .map(|&bytes| (try_allocate(pool, bytes).unwrap_or_else(|| panic!("{bytes} bytes within a 6000-byte upstream")), bytes))
+        .collect();
+    assert_eq!(try_allocate(pool, 2000), None, "2000 more bytes exceed the upstream's 6000");
+    free(pool, blocks);
+
+    let capped = over(|h| rmmPoolResourceCreate(h, cuda, 0, 1024));
+    let first = try_allocate(capped, 1024).expect("1024 bytes from a pool of at most 1024");
+    assert_eq!(try_allocate(capped, 1024), None, "a second 1024 bytes exceed the maximum");
+    free(capped, vec![(first, 1024)]);
+
+    for handle in [capped, pool, limited, cuda] {
+        assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
+    }
+    assert!(common::races().is_empty(), "{:?}", common::races());
+}

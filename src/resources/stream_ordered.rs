@@ -835,13 +835,19 @@ impl<I: BlockIndex> Core<I> {
     }
 
     /// Grows by a new upstream chunk: geometric, backing off towards `need` when upstream
-    /// refuses.
+    /// refuses. A geometric pool then tries the request alone (in granules, below its chunk
+    /// granularity), so a small upstream or maximum can still be used to the last granule.
     fn grow(&self, state: &Arc<StreamState<I>>, bytes: usize, need: usize, stream: Stream) -> Result<usize> {
         let reserved = self.reserved.load(Ordering::Relaxed);
         let room = self.maximum.saturating_sub(reserved);
-        if need > room {
+        let floor = match self.growth {
+            Growth::Geometric { .. } => bytes.div_ceil(GRANULE) * GRANULE,
+            Growth::Fixed { .. } | Growth::Expandable { .. } => need,
+        };
+        if floor > room {
             return Err(Error::out_of_memory(bytes, format!("the {} resource's maximum size {} is reached", self.name, self.maximum)));
         }
+        let need = need.min(room);
         let mut size = match self.growth {
             Growth::Fixed { chunk, .. } => chunk,
             Growth::Expandable { page, .. } => {
@@ -861,9 +867,10 @@ impl<I: BlockIndex> Core<I> {
         loop {
             match self.add_upstream_chunk(state, size, stream) {
                 Ok(()) => break,
-                Err(e) if e.is_out_of_memory() && size > need => {
+                Err(e) if e.is_out_of_memory() && size > floor => {
                     let unit = self.growth.unit();
-                    size = ((size / 2).div_ceil(unit) * unit).max(need);
+                    let halved = ((size / 2).div_ceil(unit) * unit).max(need);
+                    size = if halved < size { halved } else { floor };
                 }
                 Err(e) => return Err(e),
             }
