@@ -143,6 +143,15 @@ void containers_on_the_current_resource(rmm::mr::statistics_resource_adaptor &st
   stream.synchronize();
   CHECK(rmm_test_verify(back.data(), back.size(), 7));
 
+  // Alignment: a power of two, kept by moves; the moved-from buffer is empty on the default
+  // stream with alignment 1.
+  CHECK(throws<rmm::invalid_argument>([&] { rmm::device_buffer odd(100, 3, stream); }));
+  rmm::device_buffer aligned(100, 64, stream);
+  CHECK(aligned.alignment() == 64 && rmm::is_pointer_aligned(aligned.data(), 64));
+  rmm::device_buffer moved(std::move(aligned));
+  CHECK(moved.alignment() == 64 && moved.stream() == stream && moved.size() == 100);
+  CHECK(aligned.alignment() == 1 && aligned.stream() == rmm::cuda_stream_default && aligned.data() == nullptr);
+
   rmm::device_scalar<double> scalar(2.5, stream);
   CHECK(scalar.value(stream) == 2.5);
   scalar.set_value_to_zero_async(stream);

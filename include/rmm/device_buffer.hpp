@@ -41,7 +41,7 @@ class device_buffer {
   /// more is rmm::bad_alloc unless the resource is an aligned_resource_adaptor).
   explicit device_buffer(std::size_t size, std::size_t alignment, cuda_stream_view stream,
                          any_device_resource mr = mr::get_current_device_resource_ref())
-      : stream_(stream), alignment_(alignment), mr_(std::move(mr)) {
+      : stream_(stream), alignment_(valid(alignment)), mr_(std::move(mr)) {
     allocate(size);
   }
 
@@ -52,7 +52,7 @@ class device_buffer {
 
   explicit device_buffer(void const *source_data, std::size_t size, std::size_t alignment, cuda_stream_view stream,
                          any_device_resource mr = mr::get_current_device_resource_ref())
-      : stream_(stream), alignment_(alignment), mr_(std::move(mr)) {
+      : stream_(stream), alignment_(valid(alignment)), mr_(std::move(mr)) {
     allocate(size);
     copy_in(source_data, size);
   }
@@ -62,12 +62,13 @@ class device_buffer {
                 any_device_resource mr = mr::get_current_device_resource_ref())
       : device_buffer(other.data(), other.size(), other.alignment(), stream, std::move(mr)) {}
 
+  /// Leaves `other` empty, on the default stream, with alignment 1.
   device_buffer(device_buffer &&other) noexcept
       : data_(std::exchange(other.data_, nullptr)),
         size_(std::exchange(other.size_, 0)),
         capacity_(std::exchange(other.capacity_, 0)),
-        stream_(other.stream_),
-        alignment_(other.alignment_),
+        stream_(std::exchange(other.stream_, cuda_stream_view{})),
+        alignment_(std::exchange(other.alignment_, 1)),
         mr_(other.mr_),
         device_(other.device_) {}
 
@@ -77,8 +78,8 @@ class device_buffer {
       data_ = std::exchange(other.data_, nullptr);
       size_ = std::exchange(other.size_, 0);
       capacity_ = std::exchange(other.capacity_, 0);
-      stream_ = other.stream_;
-      alignment_ = other.alignment_;
+      stream_ = std::exchange(other.stream_, cuda_stream_view{});
+      alignment_ = std::exchange(other.alignment_, 1);
       mr_ = other.mr_;
       device_ = other.device_;
     }
@@ -122,6 +123,13 @@ class device_buffer {
   device_async_resource_ref memory_resource() const noexcept { return device_async_resource_ref{mr_}; }
 
  private:
+  static std::size_t valid(std::size_t alignment) {
+    if (!is_pow2(alignment)) {
+      throw invalid_argument("device_buffer: alignment " + std::to_string(alignment) + " is not a power of two");
+    }
+    return alignment;
+  }
+
   void allocate(std::size_t bytes) {
     cuda_set_device_raii on_device{device_};
     data_ = bytes == 0 ? nullptr : mr_.allocate(stream_, bytes, alignment_);
