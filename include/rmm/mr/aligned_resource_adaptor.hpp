@@ -35,9 +35,7 @@ class aligned_resource_adaptor : public rmm_rs_resource {
     return rmm_rs_resource::allocate(stream, bytes, aligned_here ? CUDA_ALLOCATION_ALIGNMENT : alignment);
   }
   void *allocate_sync(std::size_t bytes, std::size_t alignment = CUDA_ALLOCATION_ALIGNMENT) const {
-    void *ptr = allocate(cuda::stream_ref{cudaStream_t{}}, bytes, alignment);
-    check(rmmStreamSynchronize(cudaStream_t{}), "rmmStreamSynchronize");
-    return ptr;
+    return allocate_sync_through(*this, bytes, alignment);
   }
 
  private:

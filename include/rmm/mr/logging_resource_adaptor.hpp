@@ -42,9 +42,7 @@ class logging_resource_adaptor : public rmm_rs_resource {
     if (auto_flush_) (void)rmmLoggingAdaptorFlush(handle());
   }
   void *allocate_sync(std::size_t bytes, std::size_t alignment = CUDA_ALLOCATION_ALIGNMENT) const {
-    void *ptr = allocate(cuda::stream_ref{cudaStream_t{}}, bytes, alignment);
-    check(rmmStreamSynchronize(cudaStream_t{}), "rmmStreamSynchronize");
-    return ptr;
+    return allocate_sync_through(*this, bytes, alignment);
   }
   void deallocate_sync(void *ptr, std::size_t bytes, std::size_t alignment = CUDA_ALLOCATION_ALIGNMENT) const noexcept {
     deallocate(cuda::stream_ref{cudaStream_t{}}, ptr, bytes, alignment);

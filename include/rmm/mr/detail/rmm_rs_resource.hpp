@@ -140,9 +140,7 @@ class rmm_rs_resource {
   /// Memory usable at once from any stream: allocated in the order of the legacy default
   /// stream, which is then synchronized.
   void *allocate_sync(std::size_t bytes, std::size_t alignment = CUDA_ALLOCATION_ALIGNMENT) const {
-    void *ptr = allocate(cuda::stream_ref{cudaStream_t{}}, bytes, alignment);
-    check(rmmStreamSynchronize(cudaStream_t{}), "rmmStreamSynchronize");
-    return ptr;
+    return allocate_sync_through(*this, bytes, alignment);
   }
   /// For memory no stream still uses.
   void deallocate_sync(void *ptr, std::size_t bytes, std::size_t alignment = CUDA_ALLOCATION_ALIGNMENT) const noexcept {
@@ -201,6 +199,15 @@ class rmm_rs_resource {
   }
 
   device_async_resource_ref upstream_ref() const noexcept { return upstream_->ref(); }
+
+  /// allocate_sync of a class that has an allocate of its own: its allocate on the legacy
+  /// default stream, which is then synchronized.
+  template <class Self>
+  static void *allocate_sync_through(Self const &self, std::size_t bytes, std::size_t alignment) {
+    void *ptr = self.allocate(cuda::stream_ref{cudaStream_t{}}, bytes, alignment);
+    check(rmmStreamSynchronize(cudaStream_t{}), "rmmStreamSynchronize");
+    return ptr;
+  }
 
   /// More state the C resource points into (a callback's), kept as long as the resource.
   void keep(std::shared_ptr<const void> state) { state_->kept.push_back(std::move(state)); }
