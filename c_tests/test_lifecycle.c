@@ -27,7 +27,18 @@ static void check_refused(const rmmOptions_t *options, rmmError_t expected) {
   check_resource_name(0, "cuda");
 }
 
+/* The version needs no initialization and matches the header's. */
+static void check_version(void) {
+  int major = -1, minor = -1, patch = -1;
+  CHECK_OK(rmmGetVersion(&major, &minor, &patch));
+  CHECK(major == RMM_VERSION_MAJOR && minor == RMM_VERSION_MINOR && patch == RMM_VERSION_PATCH);
+  CHECK(RMM_VERSION == RMM_VERSION_MAJOR * 10000 + RMM_VERSION_MINOR * 100 + RMM_VERSION_PATCH);
+  CHECK_RMM(rmmGetVersion(NULL, &minor, &patch), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmGetVersion(&major, &minor, NULL), RMM_ERROR_INVALID_ARGUMENT);
+}
+
 int main(void) {
+  check_version();
   const bool simulated = rmm_test_simulated();
   const int count = rmm_test_device_count();
   rmmOptions_t options;

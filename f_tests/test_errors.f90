@@ -17,6 +17,7 @@ program test_errors
   call expect(rmm_last_error_message() == '', 'no message before any failure')
   call expect(c_associated(rmmGetLastErrorMessage()), 'rmmGetLastErrorMessage is never NULL')
   count = ftest_device_count()
+  call version()
   call error_texts()
   call null_and_dead_handles()
   call expect_ok(rmmInitialize(c_null_ptr), 'rmmInitialize (the legacy calls need it)')
@@ -26,6 +27,16 @@ program test_errors
   call ftest_finish('fortran errors')
 
 contains
+
+  ! The loaded library's version is the module's, and needs no initialization.
+  subroutine version()
+    integer(c_int) :: major, minor, patch
+    call expect_ok(rmmGetVersion(major, minor, patch), 'rmmGetVersion')
+    call expect(major == RMM_VERSION_MAJOR .and. minor == RMM_VERSION_MINOR .and. &
+      patch == RMM_VERSION_PATCH, 'the library version is the module version')
+    call expect(RMM_VERSION == RMM_VERSION_MAJOR * 10000 + RMM_VERSION_MINOR * 100 + RMM_VERSION_PATCH, &
+      'RMM_VERSION')
+  end subroutine version
 
   ! The legacy values and the appended ones; a distinct, non-empty text for each.
   subroutine error_texts()

@@ -79,10 +79,11 @@ module rmm
   !   uint32_t                 integer(c_int32_t)
   !   uint64_t                 integer(c_int64_t)
   !   unsigned int             integer(c_int)
-  public :: RMM_MAX_DEVICES, RMM_SUCCESS, RMM_ERROR_CUDA_ERROR, RMM_ERROR_INVALID_ARGUMENT, &
-    RMM_ERROR_NOT_INITIALIZED, RMM_ERROR_OUT_OF_MEMORY, RMM_ERROR_UNKNOWN, RMM_ERROR_IO, &
-    RMM_ERROR_NOT_SUPPORTED, RMM_ERROR_INVALID_HANDLE, RMM_ERROR_ALREADY_INITIALIZED, &
-    CudaDefaultAllocation, PoolAllocation, CudaManagedMemory, CudaAsyncAllocation
+  public :: RMM_MAX_DEVICES, RMM_VERSION_MAJOR, RMM_VERSION_MINOR, RMM_VERSION_PATCH, RMM_VERSION, &
+    RMM_SUCCESS, RMM_ERROR_CUDA_ERROR, RMM_ERROR_INVALID_ARGUMENT, RMM_ERROR_NOT_INITIALIZED, &
+    RMM_ERROR_OUT_OF_MEMORY, RMM_ERROR_UNKNOWN, RMM_ERROR_IO, RMM_ERROR_NOT_SUPPORTED, &
+    RMM_ERROR_INVALID_HANDLE, RMM_ERROR_ALREADY_INITIALIZED, CudaDefaultAllocation, &
+    PoolAllocation, CudaManagedMemory, CudaAsyncAllocation
   public :: rmmStatistics_t, rmmAllocationRecord_t, rmmDeviceList_t, rmmOptions_t, &
     rmmExpandableOptions_t, rmmFootprint_t, rmmFailureCallback_t, rmmAllocateCallback_t, &
     rmmDeallocateCallback_t
@@ -107,10 +108,19 @@ module rmm
     rmmResourceGetFootprint, rmmStreamCreate, rmmStreamDestroy, rmmStreamSynchronize, &
     rmmMemcpyAsync, rmmPoolResourceCreate, rmmPoolResourceGetSize, rmmPoolResourceGetFree, &
     rmmResourceRelease, rmmArenaResourceCreate, rmmBinningResourceCreate, &
-    rmmBinningResourceAddBin, rmmFixedSizeResourceCreate
+    rmmBinningResourceAddBin, rmmFixedSizeResourceCreate, rmmGetVersion
 
   ! Most devices `rmmOptions_t.devices` can list.
   integer(c_int32_t), parameter :: RMM_MAX_DEVICES = 64
+  ! The major version of rmm-rs that rmm.h belongs to.
+  integer(c_int32_t), parameter :: RMM_VERSION_MAJOR = 0
+  ! The minor version of rmm-rs that rmm.h belongs to.
+  integer(c_int32_t), parameter :: RMM_VERSION_MINOR = 1
+  ! The patch version of rmm-rs that rmm.h belongs to.
+  integer(c_int32_t), parameter :: RMM_VERSION_PATCH = 0
+  ! The version as one number, major * 10000 + minor * 100 + patch, for `#if RMM_VERSION >= ...`
+  ! (a literal, so that every binding generator reads it).
+  integer(c_int32_t), parameter :: RMM_VERSION = 100
 
   ! Error codes of the C API. The first seven keep legacy RMM's values; new ones are appended.
   ! (enum rmmError_t)
@@ -1097,6 +1107,16 @@ module rmm
       integer(c_size_t), value :: block_size
       integer(c_size_t), value :: blocks_to_preallocate
     end function rmmFixedSizeResourceCreate
+
+    ! Writes the version of the loaded library to `*major`, `*minor` and `*patch` (compare with
+    ! `RMM_VERSION_MAJOR` ... to find a header and library that do not match). None may be NULL.
+    ! Needs no initialization and is safe from any thread.
+    integer(c_int) function rmmGetVersion(major, minor, patch) bind(c, name="rmmGetVersion")
+      import :: c_int
+      integer(c_int), intent(inout) :: major
+      integer(c_int), intent(inout) :: minor
+      integer(c_int), intent(inout) :: patch
+    end function rmmGetVersion
   end interface
   ! END GENERATED BINDINGS
 

@@ -51,6 +51,19 @@ typedef struct rmmDeviceBuffer_st* rmmDeviceBuffer_t;
 // Most devices `rmmOptions_t.devices` can list.
 #define RMM_MAX_DEVICES 64
 
+// The major version of rmm-rs that rmm.h belongs to.
+#define RMM_VERSION_MAJOR 0
+
+// The minor version of rmm-rs that rmm.h belongs to.
+#define RMM_VERSION_MINOR 1
+
+// The patch version of rmm-rs that rmm.h belongs to.
+#define RMM_VERSION_PATCH 0
+
+// The version as one number, major * 10000 + minor * 100 + patch, for `#if RMM_VERSION >= ...`
+// (a literal, so that every binding generator reads it).
+#define RMM_VERSION 100
+
 // Error codes of the C API. The first seven keep legacy RMM's values; new ones are appended.
 typedef enum rmmError_t {
   // The call succeeded.
@@ -723,6 +736,11 @@ enum rmmError_t rmmFixedSizeResourceCreate(rmmResource_t *resource,
                                            rmmResource_t upstream,
                                            size_t block_size,
                                            size_t blocks_to_preallocate);
+
+// Writes the version of the loaded library to `*major`, `*minor` and `*patch` (compare with
+// `RMM_VERSION_MAJOR` ... to find a header and library that do not match). None may be NULL.
+// Needs no initialization and is safe from any thread.
+enum rmmError_t rmmGetVersion(int *major, int *minor, int *patch);
 
 #ifdef __cplusplus
 }  // extern "C"

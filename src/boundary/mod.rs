@@ -19,6 +19,7 @@ mod snapshot;
 mod streams;
 mod suballocators;
 pub mod types;
+mod version;
 
 pub use adaptors::*;
 pub use configure::*;
@@ -30,6 +31,7 @@ pub use resources::*;
 pub use snapshot::*;
 pub use streams::*;
 pub use suballocators::*;
+pub use version::*;
 
 use crate::error::{rmmError_t, Error, ErrorKind, Result};
 use std::cell::RefCell;
