@@ -38,7 +38,11 @@ mod tests {
     fn the_header_version_is_the_crate_version() {
         let crate_version = [env!("CARGO_PKG_VERSION_MAJOR"), env!("CARGO_PKG_VERSION_MINOR"), env!("CARGO_PKG_VERSION_PATCH")]
             .map(|part| part.parse::<u32>().expect("a numeric version"));
-        assert_eq!([RMM_VERSION_MAJOR, RMM_VERSION_MINOR, RMM_VERSION_PATCH], crate_version, "update src/boundary/version.rs with Cargo.toml");
+        assert_eq!(
+            [RMM_VERSION_MAJOR, RMM_VERSION_MINOR, RMM_VERSION_PATCH],
+            crate_version,
+            "update src/boundary/version.rs with Cargo.toml"
+        );
         assert_eq!(RMM_VERSION, crate_version[0] * 10000 + crate_version[1] * 100 + crate_version[2]);
     }
 }
