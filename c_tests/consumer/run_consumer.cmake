@@ -35,7 +35,8 @@ if(MODE STREQUAL "package")
       "${RMM_LIBDIR}/librmm.a"
       "${RMM_LIBDIR}/cmake/rmm/rmmConfig.cmake"
       "${RMM_LIBDIR}/cmake/rmm/rmmConfigVersion.cmake"
-      "${RMM_LIBDIR}/pkgconfig/rmm.pc")
+      "${RMM_LIBDIR}/pkgconfig/rmm.pc"
+      "${RMM_LIBDIR}/pkgconfig/rmm-static.pc")
     if(NOT EXISTS "${prefix}/${file}")
       message(FATAL_ERROR "consumer test: the install lacks ${file}")
     endif()
@@ -80,16 +81,30 @@ if(MODE STREQUAL "package")
     if(NOT status EQUAL 0 OR NOT pc_version STREQUAL RMM_VERSION)
       message(FATAL_ERROR "consumer test: pkg-config --modversion rmm gave '${pc_version}' (${status}), expected ${RMM_VERSION}")
     endif()
-    execute_process(COMMAND ${pc_env} "${PKG_CONFIG_EXECUTABLE}" --cflags --libs rmm
-                    OUTPUT_VARIABLE pc_flags OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE status)
-    if(NOT status EQUAL 0)
-      message(FATAL_ERROR "consumer test: pkg-config --cflags --libs rmm failed")
+    # Each route builds the same program with nothing but what pkg-config says, and runs it
+    # without LD_LIBRARY_PATH: rmm.pc (shared, its rpath), rmm.pc --static, rmm-static.pc.
+    foreach(route IN ITEMS "rmm" "--static;rmm" "rmm-static")
+      execute_process(COMMAND ${pc_env} "${PKG_CONFIG_EXECUTABLE}" --cflags --libs ${route}
+                      OUTPUT_VARIABLE pc_flags OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE status)
+      if(NOT status EQUAL 0)
+        message(FATAL_ERROR "consumer test: pkg-config --cflags --libs ${route} failed")
+      endif()
+      message(STATUS "consumer test: pkg-config --cflags --libs ${route}: ${pc_flags}")
+      separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
+      string(REPLACE ";" "" exe_suffix "${route}")
+      string(REPLACE "-" "_" exe_suffix "${exe_suffix}")
+      set(exe "${WORK_DIR}/consumer_pkgconfig_${exe_suffix}")
+      run("${C_COMPILER}" -std=c11 -Wall -Wextra -Werror "${consumer_source}/consumer.c" -o "${exe}" ${pc_flags})
+      run("${CMAKE_COMMAND}" -E env --unset=LD_LIBRARY_PATH "${exe}")
+    endforeach()
+    # rmm-static.pc links no librmm.so.
+    find_program(READELF readelf)
+    if(READELF)
+      execute_process(COMMAND "${READELF}" -d "${WORK_DIR}/consumer_pkgconfig_rmm_static" OUTPUT_VARIABLE dynamic)
+      if(dynamic MATCHES "librmm\\.so")
+        message(FATAL_ERROR "consumer test: the program built with rmm-static.pc needs librmm.so")
+      endif()
     endif()
-    message(STATUS "consumer test: pkg-config --cflags --libs rmm: ${pc_flags}")
-    separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
-    run("${C_COMPILER}" -std=c11 -Wall -Wextra -Werror "${consumer_source}/consumer.c"
-        -o "${WORK_DIR}/consumer_pkgconfig" ${pc_flags} "-Wl,-rpath,${prefix}/${RMM_LIBDIR}")
-    run("${WORK_DIR}/consumer_pkgconfig")
   else()
     message(STATUS "consumer test: pkg-config not found; rmm.pc not exercised")
   endif()
