@@ -517,7 +517,7 @@ class Resource:
     The handle is released by :meth:`close` (or when the object is collected); the
     resource itself lives on while adaptors, the per-device registry or live allocations
     use it. Create resources with the class methods (:meth:`cuda`, :meth:`pool`,
-    :meth:`statistics`, ...); each binds to the device current when it is made.
+    :meth:`statistics_adaptor`, ...); each binds to the device current when it is made.
     """
 
     __slots__ = ("_handle", "_keep", "__weakref__")

@@ -3,7 +3,9 @@
 # on a simulated device (and says so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --quiet --lib
+# cargo's own progress, so that the first build (about 25 s) is not silence.
+echo "Building librmm (cargo build --release)..."
+cargo build --release --lib
 mkdir -p target/demo
 cc -std=c11 -Wall -Wextra -Werror -Iinclude examples/demo.c -Ltarget/release -lrmm \
    -Wl,-rpath,"$PWD/target/release" -o target/demo/demo
