@@ -168,7 +168,7 @@ impl fmt::Display for Error {
             ErrorKind::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
             ErrorKind::NotInitialized(m) => write!(f, "not initialized: {m}"),
             ErrorKind::OutOfMemory { requested, detail } => {
-                write!(f, "out of memory: could not allocate {requested} bytes ({detail})")
+                write!(f, "out of memory: could not allocate {} ({detail})", crate::units::exact(*requested))
             }
             ErrorKind::NotSupported(m) => write!(f, "not supported: {m}"),
             ErrorKind::InvalidHandle(m) => write!(f, "invalid handle: {m}"),

@@ -22,5 +22,6 @@ pub mod ownership;
 pub mod platform;
 pub mod replay;
 pub mod resources;
+pub mod units;
 
 pub use error::{Error, ErrorKind, Result};

@@ -2,6 +2,7 @@
 //! operation, peak footprint and fragmentation (see `--help`, and `rmm::replay`).
 
 use rmm::replay::{self, Action, Event, FootprintSource, Options, Report, Spec};
+use rmm::units;
 use serde_json::json;
 use std::io::Read;
 use std::process::ExitCode;
@@ -235,7 +236,7 @@ fn device() -> Result<Device, String> {
 impl Device {
     fn describe(&self) -> String {
         let kind = if self.simulated { "simulated device" } else { "CUDA device" };
-        format!("{kind} {} ({})", self.id, bytes(self.total))
+        format!("{kind} {} ({})", self.id, units::approximate(self.total as i64))
     }
 }
 
@@ -272,21 +273,6 @@ fn print_json(args: &Args, events: &[Event], device: &Device, results: &[(String
         "results": results,
     });
     println!("{}", serde_json::to_string_pretty(&out).expect("JSON values print"));
-}
-
-/// `1.5 MiB`, `512 B`.
-fn bytes(n: usize) -> String {
-    let mut value = n as f64;
-    for unit in ["B", "KiB", "MiB", "GiB"] {
-        if value < 1024.0 {
-            return match unit {
-                "B" => format!("{n} B"),
-                _ => format!("{value:.1} {unit}"),
-            };
-        }
-        value /= 1024.0;
-    }
-    format!("{value:.1} TiB")
 }
 
 fn ns(value: f64, count: usize) -> String {
@@ -343,8 +329,8 @@ fn print_table(args: &Args, events: &[Event], device: &Device, results: &[(Strin
             Ok(r) => {
                 let t = &r.timing;
                 let reserved = match r.footprint_source {
-                    FootprintSource::PoolSize => bytes(r.peak_footprint_bytes),
-                    FootprintSource::DeviceMemory => format!("{}*", bytes(r.peak_footprint_bytes)),
+                    FootprintSource::PoolSize => units::approximate(r.peak_footprint_bytes as i64),
+                    FootprintSource::DeviceMemory => format!("{}*", units::approximate(r.peak_footprint_bytes as i64)),
                 };
                 rows.push(vec![
                     spec.clone(),
@@ -352,7 +338,7 @@ fn print_table(args: &Args, events: &[Event], device: &Device, results: &[(Strin
                     ns(t.alloc_ns.median, r.allocations),
                     ns(t.free_ns.median, r.frees),
                     ns(t.op_ns.median, r.allocations + r.frees),
-                    bytes(r.peak_live_bytes),
+                    units::approximate(r.peak_live_bytes as i64),
                     reserved,
                     fraction(r.footprint_ratio()),
                     fraction(r.fragmentation_at_peak.map(|f| f.fragmentation)),

@@ -13,6 +13,7 @@ use crate::resources::adaptors::{LoggingAdaptor, StatisticsAdaptor, TrackingAdap
 use crate::resources::{
     expandable_resource, ArenaResource, AsyncResource, BinningResource, DirectResource, ExpandableOptions, MemoryResource, PoolResource,
 };
+use crate::units;
 use parking_lot::Mutex;
 use std::sync::Arc;
 
@@ -210,21 +211,6 @@ pub fn default_resource(device: i32) -> Option<Result<Arc<dyn MemoryResource>>> 
     }))
 }
 
-fn human(bytes: i64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value.abs() >= 1024.0 && unit + 1 < units.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", units[unit])
-    }
-}
-
 /// The `report:1` text: per configured device, what went through its stack and what is
 /// still allocated ("" when reporting is off).
 pub fn report() -> String {
@@ -237,11 +223,11 @@ pub fn report() -> String {
         if let Some(f) = stack.base.footprint() {
             text += &format!(
                 ", {} reserved from the device (peak {}), {} in use (peak {}), largest free block {}, fragmentation {:.1}% (1 - in use / reserved)",
-                human(f.reserved as i64),
-                human(f.peak_reserved as i64),
-                human(f.live as i64),
-                human(f.peak_live as i64),
-                human(f.largest_free_block as i64),
+                units::approximate(f.reserved as i64),
+                units::approximate(f.peak_reserved as i64),
+                units::approximate(f.live as i64),
+                units::approximate(f.peak_live as i64),
+                units::approximate(f.largest_free_block as i64),
                 f.fragmentation() * 100.0
             );
         }
@@ -251,10 +237,10 @@ pub fn report() -> String {
             text += &format!(
                 "    {} allocations, {} in all; peak {} in {} allocations; {} in {} allocations live now\n",
                 c.total_count,
-                human(c.total_bytes),
-                human(c.peak_bytes),
+                units::approximate(c.total_bytes),
+                units::approximate(c.peak_bytes),
                 c.peak_count,
-                human(c.current_bytes),
+                units::approximate(c.current_bytes),
                 c.current_count
             );
         }

@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::platform::biased_lock::BiasedLock;
 use crate::platform::{backend, note_acquired, note_released, Event, Stream};
 use crate::resources::MemoryResource;
+use crate::units;
 use parking_lot::{Mutex, RwLock};
 use rmm_suballoc::fixed_blocks::FixedBlocks;
 use rmm_suballoc::tlsf::{BlockView, Chunk, Freed, Refused, Tlsf, GRANULE};
@@ -757,14 +758,15 @@ impl<I: BlockIndex> Core<I> {
         Err(Error::out_of_memory(
             bytes,
             format!(
-                "{} resource on device {}: {} bytes reserved (maximum {}), {} free, largest free block {}; upstream: {}",
+                "{} resource on device {}: {} reserved (maximum {}), {} free, largest free block {}; upstream: {}",
                 self.name,
                 self.device,
-                usage.reserved,
-                if self.maximum == usize::MAX { "none".to_string() } else { self.maximum.to_string() },
-                usage.free,
-                usage.largest_free_block,
-                grown.err().map(|e| e.to_string()).unwrap_or_default()
+                units::exact(usage.reserved),
+                if self.maximum == usize::MAX { "none".to_string() } else { units::exact(self.maximum) },
+                units::exact(usage.free),
+                units::exact(usage.largest_free_block),
+                // The outer message says "out of memory" already.
+                grown.err().map(|e| e.to_string().trim_start_matches("out of memory: ").to_string()).unwrap_or_default()
             ),
         ))
     }
@@ -845,7 +847,10 @@ impl<I: BlockIndex> Core<I> {
             Growth::Fixed { .. } | Growth::Expandable { .. } => need,
         };
         if floor > room {
-            return Err(Error::out_of_memory(bytes, format!("the {} resource's maximum size {} is reached", self.name, self.maximum)));
+            return Err(Error::out_of_memory(
+                bytes,
+                format!("the {} resource's maximum size {} is reached", self.name, units::exact(self.maximum)),
+            ));
         }
         let need = need.min(room);
         let mut size = match self.growth {

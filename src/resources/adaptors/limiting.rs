@@ -7,6 +7,7 @@ use super::Upstream;
 use crate::error::{Error, Result};
 use crate::platform::Stream;
 use crate::resources::{MemoryResource, ALIGNMENT};
+use crate::units;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -44,7 +45,11 @@ impl MemoryResource for LimitingAdaptor {
         if let Err(before) = self.allocated.fetch_update(Ordering::Relaxed, Ordering::Relaxed, within) {
             return Err(Error::out_of_memory(
                 bytes,
-                format!("the limiting adaptor's limit of {} bytes would be exceeded ({before} bytes allocated)", self.limit),
+                format!(
+                    "the limiting adaptor's limit of {} would be exceeded ({} allocated)",
+                    units::exact(self.limit),
+                    units::exact(before)
+                ),
             ));
         }
         self.upstream.allocate(bytes, stream).inspect_err(|_| {

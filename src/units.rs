@@ -1,0 +1,46 @@
+//! Sizes as people read them, in one place for every message, report and table.
+
+const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+
+/// The largest binary unit below `bytes` and the value in it (`(1.5, "GiB")`).
+fn scaled(bytes: f64) -> (f64, &'static str) {
+    let mut value = bytes;
+    let mut unit = 0;
+    while value.abs() >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    (value, UNITS[unit])
+}
+
+/// A size for tables and reports: `512 B`, `5.0 MiB` (negative within a statistics scope).
+pub fn approximate(bytes: i64) -> String {
+    match scaled(bytes as f64) {
+        (_, "B") => format!("{bytes} B"),
+        (value, unit) => format!("{value:.1} {unit}"),
+    }
+}
+
+/// A size for messages, readable and exact: `1.50 GiB (1610612736 bytes)`, `512 bytes`.
+pub fn exact(bytes: usize) -> String {
+    match scaled(bytes as f64) {
+        (_, "B") => format!("{bytes} bytes"),
+        (value, unit) => format!("{value:.2} {unit} ({bytes} bytes)"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(exact(1_610_612_736), "1.50 GiB (1610612736 bytes)");
+        assert_eq!(exact(512), "512 bytes");
+        assert_eq!(exact(1024), "1.00 KiB (1024 bytes)");
+        assert_eq!(approximate(5 << 20), "5.0 MiB");
+        assert_eq!(approximate(-2048), "-2.0 KiB");
+        assert_eq!(approximate(100), "100 B");
+        assert_eq!(approximate(3 << 40), "3.0 TiB");
+    }
+}
