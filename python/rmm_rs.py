@@ -14,7 +14,8 @@ statistics, and installs rmm-rs as the device allocator of PyTorch, CuPy and Num
 
 The library is found, in this order, at ``$RMM_RS_LIBRARY``; as ``librmm.so`` next to this
 file; at ``../stage/lib/librmm.so``, ``../target/release/librmm.so`` or
-``../target/debug/librmm.so`` relative to this file (the repository's layout); and last by
+``../target/debug/librmm.so`` relative to this file (the repository's layout); in the Python
+environment's ``lib/`` (``cmake --install build --prefix "$VIRTUAL_ENV"``); and last by
 the dynamic loader's search (``ctypes.util.find_library("rmm")``, then ``librmm.so``). It
 is loaded on first use, so environment variables the library reads when it loads
 (``RMM_SIM_DEVICES``, ``RMM_ALLOC_CONF``, ...) may be set after ``import rmm_rs``.
@@ -32,6 +33,7 @@ import ctypes.util
 import dataclasses
 import json
 import os
+import sys
 import threading
 from typing import Any, Dict, Iterable, List, Optional, Union
 
@@ -259,6 +261,7 @@ def _candidates() -> List[str]:
         os.path.join(repo, "stage", "lib", "librmm.so"),
         os.path.join(repo, "target", "release", "librmm.so"),
         os.path.join(repo, "target", "debug", "librmm.so"),
+        os.path.join(sys.prefix, "lib", "librmm.so"),
     ):
         if os.path.isfile(path):
             found.append(path)
@@ -443,11 +446,25 @@ def stream_synchronize(stream: Any = None) -> None:
     _call("rmmStreamSynchronize", _stream(stream))
 
 
+def _legacy_call(function: str, *args) -> None:
+    """A legacy call (``rmmAlloc``, ``rmmGetInfo``), which the library refuses before rmm is
+    set up: the first one sets up the stacks ``RMM_ALLOC_CONF`` names (unset: the defaults of
+    :func:`configure_from_string`), as the preload library does, then is made again."""
+    try:
+        _call(function, *args)
+    except RmmError as error:
+        if error.code != ERROR_NOT_INITIALIZED:
+            raise
+        configure_from_string(None)
+        _call(function, *args)
+
+
 def alloc(size: int, stream: Any = None) -> int:
     """``rmmAlloc``: `size` bytes from the current device's resource, for use on `stream`.
-    Returns the address (0 for 0 bytes); give it back with :func:`free`."""
+    Returns the address (0 for 0 bytes); give it back with :func:`free`. Before any
+    :func:`configure`, the first call sets rmm up from ``$RMM_ALLOC_CONF``."""
     ptr = ctypes.c_void_p()
-    _call("rmmAlloc", ctypes.byref(ptr), _size(size, "size"), _stream(stream), None, 0)
+    _legacy_call("rmmAlloc", ctypes.byref(ptr), _size(size, "size"), _stream(stream), None, 0)
     return ptr.value or 0
 
 
@@ -468,7 +485,7 @@ def allocation_offset(ptr: int) -> int:
 def memory_info() -> "tuple[int, int]":
     """``rmmGetInfo``: (free, total) bytes of the current device."""
     free_bytes, total = ctypes.c_size_t(), ctypes.c_size_t()
-    _call("rmmGetInfo", ctypes.byref(free_bytes), ctypes.byref(total), None)
+    _legacy_call("rmmGetInfo", ctypes.byref(free_bytes), ctypes.byref(total), None)
     return free_bytes.value, total.value
 
 

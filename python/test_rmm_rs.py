@@ -257,6 +257,19 @@ class ConfigureTest(unittest.TestCase):
             self.assertEqual(rmm_rs.statistics().total_bytes, 4096)  # statistics below the log
             rmm_rs.configure("pool")  # closes the log's handle before the folder goes
 
+    def test_alloc_before_configure_sets_up_from_the_environment(self):
+        out = run_child("""
+            import os
+            os.environ["RMM_ALLOC_CONF"] = "resource:arena,stats:1"
+            import rmm_rs
+            ptr = rmm_rs.alloc(4096)
+            print("allocated", ptr != 0, rmm_rs.statistics().current_bytes)
+            rmm_rs.free(ptr)
+            print("free memory", rmm_rs.memory_info()[0] > 0)
+        """)
+        self.assertIn("allocated True 4096", out)
+        self.assertIn("free memory True", out)
+
     def test_reconfigure_keeps_old_memory_valid(self):
         rmm_rs.configure("pool")
         old = rmm_rs.alloc(1000)
