@@ -36,7 +36,8 @@ if(MODE STREQUAL "package")
       "${RMM_LIBDIR}/cmake/rmm/rmmConfig.cmake"
       "${RMM_LIBDIR}/cmake/rmm/rmmConfigVersion.cmake"
       "${RMM_LIBDIR}/pkgconfig/rmm.pc"
-      "${RMM_LIBDIR}/pkgconfig/rmm-static.pc")
+      "${RMM_LIBDIR}/pkgconfig/rmm-static.pc"
+      "bin/rmm-replay")
     if(NOT EXISTS "${prefix}/${file}")
       message(FATAL_ERROR "consumer test: the install lacks ${file}")
     endif()
@@ -53,6 +54,7 @@ if(MODE STREQUAL "package")
       message(FATAL_ERROR "consumer test: .debug/librmm.so.debug holds no debug info")
     endif()
   endif()
+  run("${prefix}/bin/rmm-replay" --help)
   run(${configure} -DRMM_CONSUMER_MODE=package "-DCMAKE_PREFIX_PATH=${prefix}"
       "-DRMM_EXPECTED_VERSION=${RMM_VERSION}")
 elseif(MODE STREQUAL "subdirectory")
