@@ -27,15 +27,18 @@
 #include <rmm/mr/logging_resource_adaptor.hpp>
 #include <rmm/mr/managed_memory_resource.hpp>
 #include <rmm/mr/per_device_resource.hpp>
+#include <rmm/mr/polymorphic_allocator.hpp>
 #include <rmm/mr/pool_memory_resource.hpp>
 #include <rmm/mr/prefetch_resource_adaptor.hpp>
 #include <rmm/mr/statistics_resource_adaptor.hpp>
 #include <rmm/mr/tracking_resource_adaptor.hpp>
+#include <rmm/process_is_exiting.hpp>
 #include <rmm/resource_ref.hpp>
 
 #if defined(__CUDACC__)
 #include <rmm/device_vector.hpp>
 #include <rmm/exec_policy.hpp>
+#include <rmm/prefetch.hpp>
 #include <thrust/functional.h>
 #include <thrust/reduce.h>
 #include <thrust/sequence.h>
@@ -151,6 +154,19 @@ void containers_on_the_current_resource(rmm::mr::statistics_resource_adaptor &st
   rmm::device_buffer moved(std::move(aligned));
   CHECK(moved.alignment() == 64 && moved.stream() == stream && moved.size() == 100);
   CHECK(aligned.alignment() == 1 && aligned.stream() == rmm::cuda_stream_default && aligned.data() == nullptr);
+
+  // Stream-ordered allocators over the current device resource.
+  rmm::mr::polymorphic_allocator<int> ints;
+  int *four = ints.allocate(4, stream);
+  CHECK(four != nullptr && ints.get_upstream_resource() == rmm::mr::get_current_device_resource_ref());
+  ints.deallocate(four, 4, stream);
+  auto on_stream = rmm::mr::stream_allocator_adaptor_factory(ints, stream);
+  {
+    std::vector<int, decltype(on_stream)> empty(on_stream);
+    CHECK(empty.get_allocator().stream() == stream);
+  }
+  CHECK(rmm::mr::polymorphic_allocator<double>{ints} == ints);
+  CHECK(!rmm::process_is_exiting());
 
   rmm::device_scalar<double> scalar(2.5, stream);
   CHECK(scalar.value(stream) == 2.5);
@@ -286,6 +302,12 @@ void adaptors(rmm::mr::pool_memory_resource &pool, rmm::cuda_stream_view stream)
 #if defined(__CUDACC__)
 void thrust_on_rmm(rmm::cuda_stream_view stream) {
   rmm::device_uvector<int> values(1 << 20, stream);
+  // Managed memory migrates; device memory is left as it is.
+  rmm::mr::managed_memory_resource managed;
+  void *migrating = managed.allocate(stream, 1 << 20);
+  rmm::prefetch(migrating, 1 << 20, rmm::get_current_cuda_device(), stream);
+  rmm::prefetch(values.data(), values.size() * sizeof(int), rmm::get_current_cuda_device(), stream);
+  managed.deallocate(stream, migrating, 1 << 20);
   thrust::sequence(rmm::exec_policy(stream), values.begin(), values.end(), 0);
   thrust::sort(rmm::exec_policy(stream), values.begin(), values.end(), thrust::greater<int>());
   CHECK(values.front_element(stream) == (1 << 20) - 1);

@@ -42,6 +42,8 @@ class device_scalar {
   void set_value_async(value_type &&, cuda_stream_view) = delete;
   void set_value_to_zero_async(cuda_stream_view stream) { data_.set_element_to_zero_async(0, stream); }
 
+  /// One element, as a span over data() counts it.
+  static constexpr std::size_t size() noexcept { return 1; }
   pointer data() noexcept { return data_.data(); }
   const_pointer data() const noexcept { return data_.data(); }
   cuda_stream_view stream() const noexcept { return data_.stream(); }

@@ -12,6 +12,7 @@
 #ifndef RMM_MR_PER_DEVICE_RESOURCE_HPP
 #define RMM_MR_PER_DEVICE_RESOURCE_HPP
 
+#include "../process_is_exiting.hpp"
 #include "cuda_memory_resource.hpp"
 
 #include <map>
@@ -43,8 +44,13 @@ inline cuda_memory_resource &initial_resource() {
 // Lives as long as the process: resources may be used from static destructors.
 inline per_device_resources &registry() {
   static auto *resources = new per_device_resources();
+  rmm::detail::register_process_exit_hook();
   return *resources;
 }
+
+/// The per-device resources by device, as RAPIDS RMM names the map (lock
+/// registry().lock to touch it).
+inline std::map<int, any_device_resource> &get_ref_map() { return registry().by_device; }
 
 // The rmm-rs registry's resource of `device`; where that is a cuda resource (the registry's
 // default), the device's initial_resource(), which the registry then holds too. The registry
