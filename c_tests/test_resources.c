@@ -222,10 +222,21 @@ int main(void) {
     rmmError_t status = rmmAsyncResourceCreate(&resource, 0, 0);
     CHECK(status == RMM_SUCCESS || status == RMM_ERROR_NOT_SUPPORTED);
     if (status == RMM_SUCCESS) {
-      void *ptr = NULL;
+      void *ptr = NULL, *pool = NULL, *again = NULL;
+      rmmResource_t stats = NULL;
       CHECK_OK(rmmResourceAllocate(resource, &ptr, 300, 0));
       CHECK_OK(rmmResourceDeallocate(resource, ptr, 300, 0));
       CHECK_OK(rmmStreamSynchronize(0));
+      /* Its driver pool: the same each time; none for another kind or through an adaptor. */
+      CHECK_OK(rmmAsyncResourceGetPool(resource, &pool));
+      CHECK(pool != NULL);
+      CHECK_OK(rmmAsyncResourceGetPool(resource, &again));
+      CHECK(again == pool);
+      CHECK_OK(rmmStatisticsAdaptorCreate(&stats, resource));
+      CHECK_RMM(rmmAsyncResourceGetPool(stats, &again), RMM_ERROR_NOT_SUPPORTED);
+      CHECK_RMM(rmmAsyncResourceGetPool(resource, NULL), RMM_ERROR_INVALID_ARGUMENT);
+      CHECK_RMM(rmmAsyncResourceGetPool(NULL, &again), RMM_ERROR_INVALID_HANDLE);
+      CHECK_OK(rmmResourceDestroy(stats));
       CHECK_OK(rmmResourceDestroy(resource));
     }
   }

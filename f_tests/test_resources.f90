@@ -283,7 +283,7 @@ contains
   ! Managed, pinned host, expandable and cuda_async resources (the last two where the driver
   ! supports them).
   subroutine device_resources()
-    type(c_ptr) :: managed, pinned, async, expandable
+    type(c_ptr) :: managed, pinned, async, expandable, driver_pool
     type(rmmExpandableOptions_t), target :: options
     type(rmmFootprint_t) :: footprint
     real(c_double), pointer :: m(:, :), h(:), d(:)
@@ -334,6 +334,8 @@ contains
     end if
     call expect_ok(s, 'rmmAsyncResourceCreate(1 MiB, SIZE_MAX)')
     call expect_name(async, 'cuda_async')
+    call expect_ok(rmmAsyncResourceGetPool(async, driver_pool), 'rmmAsyncResourceGetPool')
+    call expect(c_associated(driver_pool), 'a cuda_async resource has a driver pool')
     call rmm_allocate(d, 1000, resource=async)
     if (simulated) then
       d = 3

@@ -102,7 +102,7 @@ module rmm
     rmmRealloc, rmmFree, rmmWriteLog, rmmLogSize, rmmGetLog, rmmGetInfo, rmmGetAllocationOffset, &
     rmmGetErrorString, rmmGetErrorName, rmmGetLastErrorMessage, rmmCudaResourceCreate, &
     rmmManagedResourceCreate, rmmCallbackResourceCreate, rmmAsyncResourceCreate, &
-    rmmExpandableResourceCreate, rmmExpandableResourceCreateWithOptions, &
+    rmmAsyncResourceGetPool, rmmExpandableResourceCreate, rmmExpandableResourceCreateWithOptions, &
     rmmPinnedHostResourceCreate, rmmResourceDestroy, rmmResourceAllocate, rmmResourceDeallocate, &
     rmmResourceGetDevice, rmmResourceGetName, rmmResourceGetSnapshot, rmmResourceWriteSnapshot, &
     rmmResourceGetFootprint, rmmStreamCreate, rmmStreamDestroy, rmmStreamSynchronize, &
@@ -852,6 +852,17 @@ module rmm
       integer(c_size_t), value :: initial_pool_size
       integer(c_size_t), value :: release_threshold
     end function rmmAsyncResourceCreate
+
+    ! Writes the driver memory pool of a cuda_async resource (a `cudaMemPool_t`) to `*pool`, for
+    ! `cudaMemPoolSetAttribute` and the like (RAPIDS' `pool_handle()`). The resource keeps owning
+    ! it: do not destroy it. Other resources (adaptors over one included):
+    ! RMM_ERROR_NOT_SUPPORTED. On simulated devices the value is opaque.
+    integer(c_int) function rmmAsyncResourceGetPool(resource, pool) &
+        bind(c, name="rmmAsyncResourceGetPool")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: resource
+      type(c_ptr), intent(inout) :: pool
+    end function rmmAsyncResourceGetPool
 
     ! Creates a stream-ordered resource on the current device over the CUDA virtual-memory API
     ! (as PyTorch's expandable segments): it reserves address space for `maximum_size` bytes (0:

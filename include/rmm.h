@@ -582,6 +582,12 @@ enum rmmError_t rmmAsyncResourceCreate(rmmResource_t *resource,
                                        size_t initial_pool_size,
                                        size_t release_threshold);
 
+// Writes the driver memory pool of a cuda_async resource (a `cudaMemPool_t`) to `*pool`, for
+// `cudaMemPoolSetAttribute` and the like (RAPIDS' `pool_handle()`). The resource keeps owning
+// it: do not destroy it. Other resources (adaptors over one included):
+// RMM_ERROR_NOT_SUPPORTED. On simulated devices the value is opaque.
+enum rmmError_t rmmAsyncResourceGetPool(rmmResource_t resource, void **pool);
+
 // Creates a stream-ordered resource on the current device over the CUDA virtual-memory API
 // (as PyTorch's expandable segments): it reserves address space for `maximum_size` bytes (0:
 // the device's memory) and maps physical memory into it in pages of the device's

@@ -351,6 +351,7 @@ int main() {
     // Out of memory is rmm::out_of_memory (a std::bad_alloc).
     CHECK(throws<rmm::out_of_memory>([&] { (void)pool.allocate(stream, std::size_t{1} << 50); }));
     rmm::mr::cuda_async_memory_resource async_mr;
+    CHECK(async_mr.pool_handle() != nullptr);
     void *async_ptr = async_mr.allocate(stream, 1 << 20);
     async_mr.deallocate(stream, async_ptr, 1 << 20);
     void *sync_ptr = pool.allocate_sync(4096);

@@ -105,6 +105,23 @@ pub extern "C" fn rmmAsyncResourceCreate(resource: *mut rmmResource_t, initial_p
     create("rmmAsyncResourceCreate", resource, |device| Ok(Arc::new(AsyncResource::new(device, initial_pool_size, release_threshold)?)))
 }
 
+/// Writes the driver memory pool of a cuda_async resource (a `cudaMemPool_t`) to `*pool`, for
+/// `cudaMemPoolSetAttribute` and the like (RAPIDS' `pool_handle()`). The resource keeps owning
+/// it: do not destroy it. Other resources (adaptors over one included):
+/// RMM_ERROR_NOT_SUPPORTED. On simulated devices the value is opaque.
+#[no_mangle]
+pub extern "C" fn rmmAsyncResourceGetPool(resource: rmmResource_t, pool: *mut *mut c_void) -> rmmError_t {
+    boundary("rmmAsyncResourceGetPool", || {
+        non_null(pool, "pool")?;
+        let resource = handles::get(resource)?;
+        let any: &dyn std::any::Any = &*resource;
+        let asynchronous = any
+            .downcast_ref::<AsyncResource>()
+            .ok_or_else(|| Error::NotSupported(format!("a {} resource has no driver memory pool", resource.name())))?;
+        write_out(pool, "pool", asynchronous.pool_handle() as *mut c_void)
+    })
+}
+
 /// Creates a stream-ordered resource on the current device over the CUDA virtual-memory API
 /// (as PyTorch's expandable segments): it reserves address space for `maximum_size` bytes (0:
 /// the device's memory) and maps physical memory into it in pages of the device's

@@ -28,6 +28,11 @@ impl AsyncResource {
         Ok(resource)
     }
 
+    /// The driver's handle of the pool (`CUmemoryPool`; an opaque value on simulated devices).
+    pub fn pool_handle(&self) -> usize {
+        self.pool.0
+    }
+
     /// Releases reserved memory the pool does not use, down to `keep` bytes.
     pub fn trim(&self, keep: usize) -> Result<()> {
         backend()?.mem_pool_trim(self.device, self.pool, keep)

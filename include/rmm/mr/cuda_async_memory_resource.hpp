@@ -33,6 +33,13 @@ class cuda_async_memory_resource : public rmm_rs_resource {
               return rmmAsyncResourceCreate(out, initial_pool_size.value_or(0), release_threshold.value_or(0));
             },
             "rmmAsyncResourceCreate")) {}
+
+  /// The driver memory pool the resource allocates from; it keeps owning it.
+  cudaMemPool_t pool_handle() const noexcept {
+    void *pool = nullptr;
+    (void)rmmAsyncResourceGetPool(handle(), &pool);
+    return static_cast<cudaMemPool_t>(pool);
+  }
 };
 
 }  // namespace mr
