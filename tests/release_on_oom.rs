@@ -131,6 +131,16 @@ fn a_pool_grows_below_its_chunk_granularity_when_that_is_all_there_is() {
     assert_eq!(try_allocate(capped, 1024), None, "a second 1024 bytes exceed the maximum");
     free(capped, vec![(first, 1024)]);
 
+    // A maximum that is not a multiple of 256 bytes is never passed: 768 bytes fit in 1000.
+    let odd = over(|h| rmmPoolResourceCreate(h, cuda, 0, 1000));
+    let block = try_allocate(odd, 700).expect("700 bytes from a pool of at most 1000");
+    assert_eq!(try_allocate(odd, 256), None, "256 more bytes would take the pool to 1024");
+    let mut reserved = 0;
+    assert_eq!(rmmPoolResourceGetSize(odd, &mut reserved), RMM_SUCCESS);
+    assert!(reserved <= 1000, "the pool reserved {reserved} bytes, past its maximum of 1000");
+    free(odd, vec![(block, 700)]);
+    assert_eq!(rmmResourceDestroy(odd), RMM_SUCCESS);
+
     for handle in [capped, pool, limited, cuda] {
         assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
     }

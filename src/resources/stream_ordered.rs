@@ -841,7 +841,8 @@ impl<I: BlockIndex> Core<I> {
     /// granularity), so a small upstream or maximum can still be used to the last granule.
     fn grow(&self, state: &Arc<StreamState<I>>, bytes: usize, need: usize, stream: Stream) -> Result<usize> {
         let reserved = self.reserved.load(Ordering::Relaxed);
-        let room = self.maximum.saturating_sub(reserved);
+        // Chunks come in granules: a maximum that is not a multiple of one is never passed.
+        let room = self.maximum.saturating_sub(reserved) / GRANULE * GRANULE;
         let floor = match self.growth {
             Growth::Geometric { .. } => bytes.div_ceil(GRANULE) * GRANULE,
             Growth::Fixed { .. } | Growth::Expandable { .. } => need,
