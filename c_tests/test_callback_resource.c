@@ -253,11 +253,44 @@ static void check_over_rmm(void) {
   CHECK_OK(rmmResourceDestroy(f.below));
 }
 
+/* rmmCallbackResourceCreateWithRelease: the release function runs once, when the resource
+ * itself goes: not while a pool over it, or memory from it, is still alive; never when creation
+ * fails. */
+static void note_release(void *user_data) { ++((struct allocator *)user_data)->frees; }
+
+static void check_release(void) {
+  struct allocator a;
+  rmmResource_t resource = NULL, pool = NULL;
+  void *block = NULL;
+  size_t releases_before;
+  init_allocator(&a);
+  CHECK_OK(rmmCallbackResourceCreateWithRelease(allocate, deallocate, note_release, &a, 0, &resource));
+  CHECK_OK(rmmPoolResourceCreate(&pool, resource, 1 << 20, 0));
+  CHECK_OK(rmmResourceAllocate(pool, &block, 4096, NULL));
+  CHECK_OK(rmmResourceDestroy(resource));
+  CHECK_OK(rmmResourceDestroy(pool));
+  releases_before = a.frees;  /* the pool's chunk is still out: nothing released yet */
+  CHECK(a.live_count == 1);
+  CHECK_RMM(rmmResourceDeallocate(pool, block, 4096, NULL), RMM_ERROR_INVALID_HANDLE); /* handle gone */
+  CHECK_OK(rmmFree(block, NULL, NULL, 0)); /* the last use: pool, then resource go */
+  CHECK(a.live_count == 0);
+  CHECK(a.frees == releases_before + 2); /* the chunk's deallocate, then the release */
+
+  init_allocator(&a);
+  CHECK_RMM(rmmCallbackResourceCreateWithRelease(allocate, deallocate, note_release, &a, 12345, &resource),
+            RMM_ERROR_INVALID_ARGUMENT);
+  CHECK(a.frees == 0); /* creation failed: user_data stays the caller's */
+  CHECK_RMM(rmmCallbackResourceCreateWithRelease(NULL, deallocate, note_release, &a, 0, &resource),
+            RMM_ERROR_INVALID_ARGUMENT);
+  CHECK(a.frees == 0);
+}
+
 int main(void) {
   rmm_test_simulated();
   check_refused();
   check_alone();
   check_as_upstream();
   check_over_rmm();
+  check_release();
   return rmm_test_finish("callback resource");
 }

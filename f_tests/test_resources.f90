@@ -99,6 +99,14 @@ contains
     seen(3) = merge(1_c_size_t, 0_c_size_t, c_associated(ptr) .or. c_associated(stream))
   end subroutine give_back
 
+  ! Counts in user_data(1) by millions that the resource went.
+  subroutine count_release(user_data) bind(c)
+    type(c_ptr), value :: user_data
+    integer(c_size_t), pointer :: seen(:)
+    call c_f_pointer(user_data, seen, [3])
+    seen(1) = seen(1) + 1000000
+  end subroutine count_release
+
   ! rmmCallbackResourceCreate with Fortran callbacks: NULL from the allocator is out of memory.
   subroutine callback_resource()
     type(c_ptr) :: resource, ptr
@@ -115,6 +123,13 @@ contains
       c_null_ptr, 0_c_int, resource), RMM_ERROR_INVALID_ARGUMENT, 'a NULL allocate callback')
     call expect_ok(rmmResourceDestroy(resource), 'rmmResourceDestroy(callback)')
     call expect(seen(1) < 1000, 'the deallocate callback was never called')
+    ! With a release function: called once, when the resource goes.
+    seen = 0
+    call expect_ok(rmmCallbackResourceCreateWithRelease(c_funloc(no_memory), c_funloc(give_back), &
+      c_funloc(count_release), c_loc(seen), 0_c_int, resource), 'rmmCallbackResourceCreateWithRelease')
+    call expect(seen(1) == 0, 'not released while the handle lives')
+    call expect_ok(rmmResourceDestroy(resource), 'rmmResourceDestroy(callback with release)')
+    call expect(seen(1) == 1000000, 'released once when the resource went')
   end subroutine callback_resource
 
   subroutine expect_name(resource, expected)

@@ -74,6 +74,7 @@ module rmm
   !   rmmDeviceBuffer_t        type(c_ptr)
   !   rmmError_t               integer(c_int)
   !   rmmFailureCallback_t     type(c_funptr)
+  !   rmmReleaseCallback_t     type(c_funptr)
   !   rmmResource_t            type(c_ptr)
   !   size_t                   integer(c_size_t)
   !   uint32_t                 integer(c_int32_t)
@@ -86,7 +87,7 @@ module rmm
     PoolAllocation, CudaManagedMemory, CudaAsyncAllocation
   public :: rmmStatistics_t, rmmAllocationRecord_t, rmmDeviceList_t, rmmOptions_t, &
     rmmExpandableOptions_t, rmmFootprint_t, rmmFailureCallback_t, rmmAllocateCallback_t, &
-    rmmDeallocateCallback_t
+    rmmDeallocateCallback_t, rmmReleaseCallback_t
   public :: rmmStatisticsAdaptorCreate, rmmStatisticsAdaptorGetCounts, &
     rmmStatisticsAdaptorPushCounters, rmmStatisticsAdaptorPopCounters, rmmLoggingAdaptorCreate, &
     rmmLoggingAdaptorFlush, rmmLimitingAdaptorCreate, rmmLimitingAdaptorGetAllocatedBytes, &
@@ -101,14 +102,14 @@ module rmm
     rmmCupyAllocate, rmmCupyDeallocate, rmmInitialize, rmmFinalize, rmmIsInitialized, rmmAlloc, &
     rmmRealloc, rmmFree, rmmWriteLog, rmmLogSize, rmmGetLog, rmmGetInfo, rmmGetAllocationOffset, &
     rmmGetErrorString, rmmGetErrorName, rmmGetLastErrorMessage, rmmCudaResourceCreate, &
-    rmmManagedResourceCreate, rmmCallbackResourceCreate, rmmAsyncResourceCreate, &
-    rmmAsyncResourceGetPool, rmmExpandableResourceCreate, rmmExpandableResourceCreateWithOptions, &
-    rmmPinnedHostResourceCreate, rmmResourceDestroy, rmmResourceAllocate, rmmResourceDeallocate, &
-    rmmResourceGetDevice, rmmResourceGetName, rmmResourceGetSnapshot, rmmResourceWriteSnapshot, &
-    rmmResourceGetFootprint, rmmStreamCreate, rmmStreamDestroy, rmmStreamSynchronize, &
-    rmmMemcpyAsync, rmmPoolResourceCreate, rmmPoolResourceGetSize, rmmPoolResourceGetFree, &
-    rmmResourceRelease, rmmArenaResourceCreate, rmmBinningResourceCreate, &
-    rmmBinningResourceAddBin, rmmFixedSizeResourceCreate, rmmGetVersion
+    rmmManagedResourceCreate, rmmCallbackResourceCreate, rmmCallbackResourceCreateWithRelease, &
+    rmmAsyncResourceCreate, rmmAsyncResourceGetPool, rmmExpandableResourceCreate, &
+    rmmExpandableResourceCreateWithOptions, rmmPinnedHostResourceCreate, rmmResourceDestroy, &
+    rmmResourceAllocate, rmmResourceDeallocate, rmmResourceGetDevice, rmmResourceGetName, &
+    rmmResourceGetSnapshot, rmmResourceWriteSnapshot, rmmResourceGetFootprint, rmmStreamCreate, &
+    rmmStreamDestroy, rmmStreamSynchronize, rmmMemcpyAsync, rmmPoolResourceCreate, &
+    rmmPoolResourceGetSize, rmmPoolResourceGetFree, rmmResourceRelease, rmmArenaResourceCreate, &
+    rmmBinningResourceCreate, rmmBinningResourceAddBin, rmmFixedSizeResourceCreate, rmmGetVersion
 
   ! Most devices `rmmOptions_t.devices` can list.
   integer(c_int32_t), parameter :: RMM_MAX_DEVICES = 64
@@ -276,6 +277,16 @@ module rmm
       type(c_ptr), value :: stream
       type(c_ptr), value :: user_data
     end subroutine rmmDeallocateCallback_t
+  end interface
+
+  ! Called once with `user_data` when a callback resource goes
+  ! (`rmmCallbackResourceCreateWithRelease`). In Fortran: a bind(c) function of this interface,
+  ! passed as c_funloc(f).
+  abstract interface
+    subroutine rmmReleaseCallback_t(user_data) bind(c)
+      import :: c_ptr
+      type(c_ptr), value :: user_data
+    end subroutine rmmReleaseCallback_t
   end interface
 
   interface
@@ -839,6 +850,24 @@ module rmm
       integer(c_int), value :: device
       type(c_ptr), intent(inout) :: resource
     end function rmmCallbackResourceCreate
+
+    ! `rmmCallbackResourceCreate`, and `release_fn(user_data)` is called once when the resource
+    ! itself goes: after its last handle, the adaptors and suballocators over it, the per-device
+    ! registry's reference and its last allocation are gone (so `user_data` may be freed there).
+    ! It is not called when creation fails: `user_data` stays the caller's then. NULL
+    ! `release_fn` is `rmmCallbackResourceCreate`. At process exit resources are not torn down,
+    ! and `release_fn` may not run.
+    integer(c_int) function rmmCallbackResourceCreateWithRelease(allocate_fn, deallocate_fn, &
+        release_fn, user_data, device, resource) &
+        bind(c, name="rmmCallbackResourceCreateWithRelease")
+      import :: c_funptr, c_int, c_ptr
+      type(c_funptr), value :: allocate_fn
+      type(c_funptr), value :: deallocate_fn
+      type(c_funptr), value :: release_fn
+      type(c_ptr), value :: user_data
+      integer(c_int), value :: device
+      type(c_ptr), intent(inout) :: resource
+    end function rmmCallbackResourceCreateWithRelease
 
     ! Creates a stream-ordered resource over a driver memory pool of its own on the current
     ! device (`cudaMallocAsync`): the pool starts with `initial_pool_size` bytes and keeps up to

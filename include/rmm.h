@@ -185,6 +185,9 @@ typedef void (*rmmDeallocateCallback_t)(void *ptr,
                                         cudaStream_t stream,
                                         void *user_data);
 
+// Called once with `user_data` when a callback resource goes (`rmmCallbackResourceCreateWithRelease`).
+typedef void (*rmmReleaseCallback_t)(void *user_data);
+
 // Options of `rmmExpandableResourceCreateWithOptions`. Zero-initialize it, then set what you
 // need: all zero is what `rmmExpandableResourceCreate(&r, 0)` makes.
 typedef struct rmmExpandableOptions_t {
@@ -572,6 +575,19 @@ enum rmmError_t rmmCallbackResourceCreate(rmmAllocateCallback_t allocate_fn,
                                           void *user_data,
                                           int device,
                                           rmmResource_t *resource);
+
+// `rmmCallbackResourceCreate`, and `release_fn(user_data)` is called once when the resource
+// itself goes: after its last handle, the adaptors and suballocators over it, the per-device
+// registry's reference and its last allocation are gone (so `user_data` may be freed there).
+// It is not called when creation fails: `user_data` stays the caller's then. NULL
+// `release_fn` is `rmmCallbackResourceCreate`. At process exit resources are not torn down,
+// and `release_fn` may not run.
+enum rmmError_t rmmCallbackResourceCreateWithRelease(rmmAllocateCallback_t allocate_fn,
+                                                     rmmDeallocateCallback_t deallocate_fn,
+                                                     rmmReleaseCallback_t release_fn,
+                                                     void *user_data,
+                                                     int device,
+                                                     rmmResource_t *resource);
 
 // Creates a stream-ordered resource over a driver memory pool of its own on the current
 // device (`cudaMallocAsync`): the pool starts with `initial_pool_size` bytes and keeps up to

@@ -216,6 +216,17 @@ void users_resource_as_upstream(rmm::cuda_stream_view stream) {
   CHECK_OK(rmmResourceDestroy(current));
   rmm::mr::set_current_device_resource(previous);
   CHECK(counting.seen().live == 0);
+  // Saving and restoring, again and again, gives the C registry the pool back each time, not
+  // a callback resource over it.
+  for (int round = 0; round < 3; ++round) {
+    auto saved = rmm::mr::set_current_device_resource(counting);
+    rmm::mr::set_current_device_resource(saved);
+    CHECK_OK(rmmGetCurrentDeviceResource(&current));
+    const char *kind = nullptr;
+    CHECK_OK(rmmResourceGetName(current, &kind));
+    CHECK(std::string(kind) == "pool");
+    CHECK_OK(rmmResourceDestroy(current));
+  }
 
   // And as a C-style callback resource.
   std::atomic<int> calls{0};
@@ -228,6 +239,18 @@ void users_resource_as_upstream(rmm::cuda_stream_view stream) {
       },
       [&](void *p, std::size_t bytes, rmm::cuda_stream_view s, void *) { cuda_mr.deallocate(s, p, bytes); }, &calls,
       nullptr};
+  // Memory from a callback resource outlives the C++ object: the C resource keeps the
+  // callbacks until its last block is freed.
+  void *late = nullptr;
+  {
+    rmm::mr::cuda_memory_resource by_value;
+    rmm::mr::callback_memory_resource scoped{
+        [by_value](std::size_t bytes, rmm::cuda_stream_view s, void *) mutable { return by_value.allocate(s, bytes); },
+        [by_value](void *p, std::size_t bytes, rmm::cuda_stream_view s, void *) mutable { by_value.deallocate(s, p, bytes); }};
+    CHECK_OK(rmmResourceAllocate(scoped.handle(), &late, 1000, stream.value()));
+  }
+  CHECK_OK(rmmFree(late, stream.value(), nullptr, 0));
+
   rmm::mr::fixed_size_memory_resource blocks{callbacks, 1 << 16, 4};
   CHECK(blocks.get_block_size() == 1 << 16);
   void *block = blocks.allocate(stream, 1000);

@@ -53,8 +53,16 @@ class device_buffer {
   explicit device_buffer(void const *source_data, std::size_t size, std::size_t alignment, cuda_stream_view stream,
                          any_device_resource mr = mr::get_current_device_resource_ref())
       : stream_(stream), alignment_(valid(alignment)), mr_(std::move(mr)) {
+    if (source_data == nullptr && size != 0) {
+      throw logic_error("device_buffer: null source of " + std::to_string(size) + " bytes");
+    }
     allocate(size);
-    copy_in(source_data, size);
+    try {
+      copy_in(source_data, size);
+    } catch (...) {
+      deallocate();  // a constructor that throws runs no destructor
+      throw;
+    }
   }
 
   /// A copy of `other`'s bytes (not its capacity), in the order of `stream`.
@@ -62,14 +70,15 @@ class device_buffer {
                 any_device_resource mr = mr::get_current_device_resource_ref())
       : device_buffer(other.data(), other.size(), other.alignment(), stream, std::move(mr)) {}
 
-  /// Leaves `other` empty, on the default stream, with alignment 1.
+  /// Leaves `other` empty, on the default stream, with alignment 1 and no resource (as in
+  /// RAPIDS RMM: only destroying or assigning to it is allowed then).
   device_buffer(device_buffer &&other) noexcept
       : data_(std::exchange(other.data_, nullptr)),
         size_(std::exchange(other.size_, 0)),
         capacity_(std::exchange(other.capacity_, 0)),
         stream_(std::exchange(other.stream_, cuda_stream_view{})),
         alignment_(std::exchange(other.alignment_, 1)),
-        mr_(other.mr_),
+        mr_(std::move(other.mr_)),
         device_(other.device_) {}
 
   device_buffer &operator=(device_buffer &&other) noexcept {
@@ -80,7 +89,7 @@ class device_buffer {
       capacity_ = std::exchange(other.capacity_, 0);
       stream_ = std::exchange(other.stream_, cuda_stream_view{});
       alignment_ = std::exchange(other.alignment_, 1);
-      mr_ = other.mr_;
+      mr_ = std::move(other.mr_);
       device_ = other.device_;
     }
     return *this;
@@ -149,9 +158,7 @@ class device_buffer {
   }
 
   void copy_in(void const *source, std::size_t bytes) {
-    if (bytes == 0) return;
-    if (source == nullptr) throw logic_error("device_buffer: null source of " + std::to_string(bytes) + " bytes");
-    check(rmmMemcpyAsync(data_, source, bytes, stream_.value()), "rmmMemcpyAsync");
+    if (bytes != 0) check(rmmMemcpyAsync(data_, source, bytes, stream_.value()), "rmmMemcpyAsync");
   }
 
   void reallocate(std::size_t new_capacity) {

@@ -6,7 +6,9 @@ use super::{boundary, non_null, write_out};
 use crate::error::{rmmError_t, Error, Result};
 use crate::ownership::{records, Expected, Holder};
 use crate::platform::{backend, Stream};
-use crate::resources::{expandable_resource, AsyncResource, CallbackResource, DirectResource, ExpandableOptions, MemoryResource};
+use crate::resources::{
+    expandable_resource, AsyncResource, CallbackResource, DirectResource, ExpandableOptions, MemoryResource, ReleaseFn,
+};
 use parking_lot::Mutex;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::Arc;
@@ -56,6 +58,10 @@ pub type rmmAllocateCallback_t = Option<extern "C" fn(bytes: usize, stream: cuda
 #[allow(non_camel_case_types)]
 pub type rmmDeallocateCallback_t = Option<extern "C" fn(ptr: *mut c_void, bytes: usize, stream: cudaStream_t, user_data: *mut c_void)>;
 
+/// Called once with `user_data` when a callback resource goes (`rmmCallbackResourceCreateWithRelease`).
+#[allow(non_camel_case_types)]
+pub type rmmReleaseCallback_t = Option<extern "C" fn(user_data: *mut c_void)>;
+
 /// Creates a resource of `device` whose memory comes from the caller's functions (RAPIDS'
 /// `callback_memory_resource`): `allocate_fn(bytes, stream, user_data)` returns memory of at
 /// least `bytes`, aligned to 256 bytes, or NULL when out of memory (RMM_ERROR_OUT_OF_MEMORY,
@@ -78,21 +84,62 @@ pub extern "C" fn rmmCallbackResourceCreate(
     device: c_int,
     resource: *mut rmmResource_t,
 ) -> rmmError_t {
-    boundary("rmmCallbackResourceCreate", || {
-        non_null(resource, "resource")?;
-        let allocate = allocate_fn.ok_or_else(|| Error::invalid("allocate_fn is NULL"))?;
-        let deallocate = deallocate_fn.ok_or_else(|| Error::invalid("deallocate_fn is NULL"))?;
-        let user_data = CallbackArgument(user_data);
-        let made = CallbackResource::new(
-            device,
-            Box::new(move |bytes, stream: Stream| {
-                let ptr = allocate(bytes, stream.0 as cudaStream_t, user_data.get());
-                (!ptr.is_null()).then_some(ptr as usize)
-            }),
-            Box::new(move |ptr, bytes, stream: Stream| deallocate(ptr as *mut c_void, bytes, stream.0 as cudaStream_t, user_data.get())),
-        )?;
-        write_out(resource, "resource", handles::create(Arc::new(made))?)
+    boundary("rmmCallbackResourceCreate", || create_callback_resource(allocate_fn, deallocate_fn, None, user_data, device, resource))
+}
+
+/// `rmmCallbackResourceCreate`, and `release_fn(user_data)` is called once when the resource
+/// itself goes: after its last handle, the adaptors and suballocators over it, the per-device
+/// registry's reference and its last allocation are gone (so `user_data` may be freed there).
+/// It is not called when creation fails: `user_data` stays the caller's then. NULL
+/// `release_fn` is `rmmCallbackResourceCreate`. At process exit resources are not torn down,
+/// and `release_fn` may not run.
+#[no_mangle]
+pub extern "C" fn rmmCallbackResourceCreateWithRelease(
+    allocate_fn: rmmAllocateCallback_t,
+    deallocate_fn: rmmDeallocateCallback_t,
+    release_fn: rmmReleaseCallback_t,
+    user_data: *mut c_void,
+    device: c_int,
+    resource: *mut rmmResource_t,
+) -> rmmError_t {
+    boundary("rmmCallbackResourceCreateWithRelease", || {
+        create_callback_resource(allocate_fn, deallocate_fn, release_fn, user_data, device, resource)
     })
+}
+
+fn create_callback_resource(
+    allocate_fn: rmmAllocateCallback_t,
+    deallocate_fn: rmmDeallocateCallback_t,
+    release_fn: rmmReleaseCallback_t,
+    user_data: *mut c_void,
+    device: c_int,
+    resource: *mut rmmResource_t,
+) -> crate::error::Result<()> {
+    non_null(resource, "resource")?;
+    let allocate = allocate_fn.ok_or_else(|| Error::invalid("allocate_fn is NULL"))?;
+    let deallocate = deallocate_fn.ok_or_else(|| Error::invalid("deallocate_fn is NULL"))?;
+    let user_data = CallbackArgument(user_data);
+    let release = release_fn.map(|release| -> ReleaseFn { Box::new(move || release(user_data.get())) });
+    let made = CallbackResource::new(
+        device,
+        Box::new(move |bytes, stream: Stream| {
+            let ptr = allocate(bytes, stream.0 as cudaStream_t, user_data.get());
+            (!ptr.is_null()).then_some(ptr as usize)
+        }),
+        Box::new(move |ptr, bytes, stream: Stream| deallocate(ptr as *mut c_void, bytes, stream.0 as cudaStream_t, user_data.get())),
+        release,
+    )?;
+    let made = Arc::new(made);
+    match handles::create(made.clone()) {
+        Ok(handle) => write_out(resource, "resource", handle),
+        Err(error) => {
+            // Creation failed: the caller keeps `user_data`, so the release must not run.
+            if let Ok(mut made) = Arc::try_unwrap(made) {
+                made.forget_release();
+            }
+            Err(error)
+        }
+    }
 }
 
 /// Creates a stream-ordered resource over a driver memory pool of its own on the current

@@ -39,18 +39,38 @@ fn calling_user<T>(function: impl FnOnce() -> T) -> T {
     function()
 }
 
+/// Called once when the resource goes, after its last use: what the functions need may go then.
+pub type ReleaseFn = Box<dyn FnOnce() + Send + Sync>;
+
 pub struct CallbackResource {
     device: i32,
     allocate: AllocateFn,
     deallocate: DeallocateFn,
+    release: Option<ReleaseFn>,
     live: LiveBytes,
 }
 
 impl CallbackResource {
-    /// Memory of `device` from `allocate`, given back through `deallocate`.
-    pub fn new(device: i32, allocate: AllocateFn, deallocate: DeallocateFn) -> Result<Self> {
+    /// Memory of `device` from `allocate`, given back through `deallocate`; `release` runs when
+    /// the resource goes.
+    pub fn new(device: i32, allocate: AllocateFn, deallocate: DeallocateFn, release: Option<ReleaseFn>) -> Result<Self> {
         backend()?.check_device(device)?;
-        Ok(CallbackResource { device, allocate, deallocate, live: LiveBytes::default() })
+        Ok(CallbackResource { device, allocate, deallocate, release, live: LiveBytes::default() })
+    }
+}
+
+impl CallbackResource {
+    /// Drops the release function unrun (creation failed: what it would free is the caller's).
+    pub fn forget_release(&mut self) {
+        self.release = None;
+    }
+}
+
+impl Drop for CallbackResource {
+    fn drop(&mut self) {
+        if let Some(release) = self.release.take() {
+            calling_user(release);
+        }
     }
 }
 

@@ -16,7 +16,7 @@ pub mod stream_ordered;
 
 pub use arena::ArenaResource;
 pub use binning::BinningResource;
-pub use callback::{AllocateFn, CallbackResource, DeallocateFn};
+pub use callback::{AllocateFn, CallbackResource, DeallocateFn, ReleaseFn};
 pub use cuda_async::AsyncResource;
 pub use direct::DirectResource;
 pub use expandable::{expandable_resource, ExpandableOptions};

@@ -33,30 +33,36 @@ class callback_memory_resource : public rmm_rs_resource {
     void *deallocate_arg;
   };
 
+  // The resource holds the callbacks (user_data: a heap reference, deleted by its release),
+  // so they outlive every copy of this object for as long as memory from it is live.
   explicit callback_memory_resource(std::shared_ptr<state> callbacks)
       : rmm_rs_resource(create(
             [&](rmmResource_t *out) {
-              return rmmCallbackResourceCreate(&callback_memory_resource::allocate_callback,
-                                               &callback_memory_resource::deallocate_callback, callbacks.get(),
-                                               get_current_cuda_device().value(), out);
+              auto *user = new std::shared_ptr<state>(callbacks);
+              rmmError_t const status = rmmCallbackResourceCreateWithRelease(
+                  &callback_memory_resource::allocate_callback, &callback_memory_resource::deallocate_callback,
+                  &callback_memory_resource::release_callback, user, get_current_cuda_device().value(), out);
+              if (status != RMM_SUCCESS) delete user;
+              return status;
             },
-            "rmmCallbackResourceCreate")) {
-    keep(std::move(callbacks));
-  }
+            "rmmCallbackResourceCreateWithRelease")) {}
+
+  static state &of(void *user) noexcept { return **static_cast<std::shared_ptr<state> *>(user); }
+  static void release_callback(void *user) noexcept { delete static_cast<std::shared_ptr<state> *>(user); }
 
   // Exceptions stop here: rmm-rs takes NULL as out of memory.
-  static void *allocate_callback(std::size_t bytes, cudaStream_t stream, void *self) noexcept {
+  static void *allocate_callback(std::size_t bytes, cudaStream_t stream, void *user) noexcept {
     try {
-      auto *callbacks = static_cast<state *>(self);
-      return callbacks->allocate(bytes, cuda_stream_view{stream}, callbacks->allocate_arg);
+      state &callbacks = of(user);
+      return callbacks.allocate(bytes, cuda_stream_view{stream}, callbacks.allocate_arg);
     } catch (...) {
       return nullptr;
     }
   }
-  static void deallocate_callback(void *ptr, std::size_t bytes, cudaStream_t stream, void *self) noexcept {
+  static void deallocate_callback(void *ptr, std::size_t bytes, cudaStream_t stream, void *user) noexcept {
     try {
-      auto *callbacks = static_cast<state *>(self);
-      callbacks->deallocate(ptr, bytes, cuda_stream_view{stream}, callbacks->deallocate_arg);
+      state &callbacks = of(user);
+      callbacks.deallocate(ptr, bytes, cuda_stream_view{stream}, callbacks.deallocate_arg);
     } catch (...) {
     }
   }

@@ -24,9 +24,21 @@ namespace mr {
 
 namespace detail {
 
+// What the rmm-rs registry holds for a resource of the map: the resource itself, or a callback
+// resource over it.
+struct registration {
+  any_device_resource resource;
+  rmm_rs_resource registered;
+};
+
 struct per_device_resources {
   std::mutex lock;
   std::map<int, any_device_resource> by_device;
+  /// What the registry holds for each device's resource of by_device.
+  std::map<int, rmm_rs_resource> registered;
+  /// The resource each device had before, and what the registry held for it: setting it back
+  /// (RAPIDS' save and restore) reuses that instead of wrapping it once more.
+  std::map<int, registration> previous;
 };
 
 /// The resource the current device starts with, as RAPIDS RMM names it: a cuda_memory_resource
@@ -63,12 +75,13 @@ inline any_device_resource &entry_of(per_device_resources &resources, int device
     rmm_rs_resource registered{handle};
     if (registered.name() == "cuda") {
       cuda_set_device_raii on_device{cuda_device_id{device}};
-      auto &initial = initial_resource();
-      check(rmmSetPerDeviceResource(device, initial.handle(), nullptr), "rmmSetPerDeviceResource");
-      found = resources.by_device.emplace(device, any_device_resource{initial}).first;
+      registered = initial_resource();
+      check(rmmSetPerDeviceResource(device, registered.handle(), nullptr), "rmmSetPerDeviceResource");
+      found = resources.by_device.emplace(device, any_device_resource{initial_resource()}).first;
     } else {
       found = resources.by_device.emplace(device, any_device_resource{registered}).first;
     }
+    resources.registered.insert_or_assign(device, registered);
   }
   return found->second;
 }
@@ -94,16 +107,28 @@ cuda::mr::any_resource<cuda::mr::device_accessible> set_per_device_resource(cuda
                                                                            Resource const &new_resource) {
   auto &resources = detail::registry();
   std::lock_guard<std::mutex> guard(resources.lock);
-  auto &entry = detail::entry_of(resources, device.value());
-  if constexpr (detail::is_rmm_rs_resource<Resource>) {
-    check(rmmSetPerDeviceResource(device.value(), new_resource.handle(), nullptr), "rmmSetPerDeviceResource");
-    return std::exchange(entry, detail::any_device_resource{new_resource});
-  } else {
-    cuda_set_device_raii on_device{device};
-    detail::registered_resource registered{new_resource};
-    check(rmmSetPerDeviceResource(device.value(), registered.handle(), nullptr), "rmmSetPerDeviceResource");
-    return std::exchange(entry, detail::any_device_resource{registered});
-  }
+  int const id = device.value();
+  auto &entry = detail::entry_of(resources, id);
+  detail::any_device_resource replacement{new_resource};
+  // What the rmm-rs registry is to hold: an rmm-rs resource itself; the resource the device had
+  // before or has now, as it was registered; any other through a new callback resource.
+  auto registered = [&]() -> rmm_rs_resource {
+    if constexpr (detail::is_rmm_rs_resource<Resource>) {
+      return new_resource;
+    } else {
+      if (replacement == entry) return resources.registered.at(id);
+      auto before = resources.previous.find(id);
+      if (before != resources.previous.end() && replacement == before->second.resource) return before->second.registered;
+      cuda_set_device_raii on_device{device};
+      detail::registered_resource wrapped{new_resource};
+      replacement = detail::any_device_resource{wrapped};
+      return wrapped;
+    }
+  }();
+  check(rmmSetPerDeviceResource(id, registered.handle(), nullptr), "rmmSetPerDeviceResource");
+  resources.previous.insert_or_assign(id, detail::registration{entry, resources.registered.at(id)});
+  resources.registered.insert_or_assign(id, registered);
+  return std::exchange(entry, std::move(replacement));
 }
 
 inline device_async_resource_ref get_current_device_resource_ref() {

@@ -9,7 +9,7 @@
 
 #include <iostream>
 #include <map>
-#include <mutex>
+#include <vector>
 
 namespace rmm {
 namespace mr {
@@ -34,45 +34,46 @@ class tracking_resource_adaptor : public rmm_rs_resource {
       : rmm_rs_resource(over(
             upstream,
             [&](rmmResource_t up, rmmResource_t *out) { return rmmTrackingAdaptorCreate(out, up, capture_stacks); },
-            "rmmTrackingAdaptorCreate")),
-        outstanding_(std::make_shared<snapshot>()) {}
+            "rmmTrackingAdaptorCreate")) {}
 
   device_async_resource_ref get_upstream_resource() const noexcept { return upstream_ref(); }
 
   /// The outstanding allocations by address, as taken at this call: the map stays valid, and
-  /// unchanged, until the next call on this object or a copy of it.
+  /// unchanged, until this thread's next call (each thread has a map of its own).
   std::map<void *, allocation_info> const &get_outstanding_allocations() const noexcept {
-    std::lock_guard<std::mutex> guard(outstanding_->lock);
-    outstanding_->allocations.clear();
-    std::size_t count = 0;
-    if (rmmTrackingAdaptorGetOutstanding(handle(), nullptr, 0, &count) != RMM_SUCCESS) return outstanding_->allocations;
-    std::vector<rmmAllocationRecord_t> records(count + 16);
-    if (rmmTrackingAdaptorGetOutstanding(handle(), records.data(), records.size(), &count) != RMM_SUCCESS) {
-      return outstanding_->allocations;
+    thread_local std::map<void *, allocation_info> taken;
+    taken.clear();
+    try {
+      for (auto const &record : records()) {
+        taken.emplace(record.ptr, allocation_info{record.size, record.stream, record.thread, record.file, record.line});
+      }
+    } catch (...) {
+      taken.clear();  // out of host memory: an empty answer rather than an escaping exception
     }
-    records.resize(std::min(count, records.size()));
-    for (auto const &record : records) {
-      outstanding_->allocations.emplace(record.ptr,
-                                        allocation_info{record.size, record.stream, record.thread, record.file, record.line});
-    }
-    return outstanding_->allocations;
+    return taken;
   }
 
   /// The bytes outstanding.
-  std::size_t get_allocated_bytes() const noexcept {
+  std::size_t get_allocated_bytes() const {
     std::size_t bytes = 0;
-    for (auto const &entry : get_outstanding_allocations()) bytes += entry.second.allocation_size;
+    for (auto const &record : records()) bytes += record.size;
     return bytes;
   }
 
   /// The outstanding allocations as text ("" when there are none).
   std::string get_outstanding_allocations_str() const {
-    std::size_t length = 0;
-    check(rmmTrackingAdaptorGetReport(handle(), nullptr, 0, &length), "rmmTrackingAdaptorGetReport");
-    std::string text(length + 1, '\0');
-    check(rmmTrackingAdaptorGetReport(handle(), &text[0], text.size(), &length), "rmmTrackingAdaptorGetReport");
-    text.resize(length);
-    return text;
+    for (;;) {
+      std::size_t length = 0;
+      check(rmmTrackingAdaptorGetReport(handle(), nullptr, 0, &length), "rmmTrackingAdaptorGetReport");
+      std::string text(length + 1, '\0');
+      rmmError_t const status = rmmTrackingAdaptorGetReport(handle(), &text[0], text.size(), &length);
+      if (status == RMM_SUCCESS) {
+        text.resize(length);
+        return text;
+      }
+      // The report grew between the two calls: ask again.
+      if (status != RMM_ERROR_INVALID_ARGUMENT) check(status, "rmmTrackingAdaptorGetReport");
+    }
   }
 
   /// Writes get_outstanding_allocations_str() to stderr when anything is outstanding.
@@ -82,11 +83,20 @@ class tracking_resource_adaptor : public rmm_rs_resource {
   }
 
  private:
-  struct snapshot {
-    std::mutex lock;
-    std::map<void *, allocation_info> allocations;
-  };
-  std::shared_ptr<snapshot> outstanding_;
+  // The outstanding records, however many there are by the time they are copied.
+  std::vector<rmmAllocationRecord_t> records() const {
+    std::vector<rmmAllocationRecord_t> taken;
+    for (;;) {
+      std::size_t count = 0;
+      check(rmmTrackingAdaptorGetOutstanding(handle(), taken.data(), taken.size(), &count),
+            "rmmTrackingAdaptorGetOutstanding");
+      if (count <= taken.size()) {
+        taken.resize(count);
+        return taken;
+      }
+      taken.resize(count + count / 4 + 16);
+    }
+  }
 };
 
 }  // namespace mr

@@ -50,7 +50,9 @@ struct handle_state {
 
 // An upstream as the C API sees it: `handle` (borrowed from the upstream's own rmm-rs object,
 // or a callback resource owned here), and the upstream object itself, which
-// get_upstream_resource() refers to and a callback resource calls.
+// get_upstream_resource() refers to and a callback resource calls. The callback resource holds
+// its own reference to the object (released when the resource goes, which may be after this
+// binding: while memory from it is still live).
 class upstream_binding {
  public:
   upstream_binding(upstream_binding const &) = delete;
@@ -63,37 +65,39 @@ class upstream_binding {
   static std::shared_ptr<upstream_binding> of(Resource const &upstream, int device);
 
   rmmResource_t handle() const noexcept { return callback_ != nullptr ? callback_ : borrowed_; }
+  device_async_resource_ref ref() const noexcept { return device_async_resource_ref{*resource_}; }
 
-  /// Hands the callback resource's handle to the caller, who destroys it before the binding
-  /// (the callbacks call into the binding).
+  /// Hands the callback resource's handle to the caller, who destroys it.
   rmmResource_t give_up_callback() noexcept {
     borrowed_ = callback_;
     callback_ = nullptr;
     return borrowed_;
   }
-  device_async_resource_ref ref() const noexcept { return device_async_resource_ref{resource_}; }
 
  private:
-  explicit upstream_binding(any_device_resource resource) : resource_(std::move(resource)) {}
+  // What the callback resource's user_data points to: a reference of its own to the upstream.
+  using callee = std::shared_ptr<any_device_resource>;
+
+  explicit upstream_binding(any_device_resource resource)
+      : resource_(std::make_shared<any_device_resource>(std::move(resource))) {}
 
   // The C callbacks of a foreign upstream. They must not unwind into rmm-rs: an exception
   // from the upstream's allocate is out of memory to rmm-rs (NULL), which then releases what
   // the device's suballocators keep free and retries before it reports
   // RMM_ERROR_OUT_OF_MEMORY.
-  static void *allocate_callback(std::size_t bytes, cudaStream_t stream, void *self) noexcept {
+  static void *allocate_callback(std::size_t bytes, cudaStream_t stream, void *user) noexcept {
     try {
-      return static_cast<upstream_binding *>(self)->resource_.allocate(cuda::stream_ref{stream}, bytes,
-                                                                        CUDA_ALLOCATION_ALIGNMENT);
+      return (*static_cast<callee *>(user))->allocate(cuda::stream_ref{stream}, bytes, CUDA_ALLOCATION_ALIGNMENT);
     } catch (...) {
       return nullptr;
     }
   }
-  static void deallocate_callback(void *ptr, std::size_t bytes, cudaStream_t stream, void *self) noexcept {
-    static_cast<upstream_binding *>(self)->resource_.deallocate(cuda::stream_ref{stream}, ptr, bytes,
-                                                                 CUDA_ALLOCATION_ALIGNMENT);
+  static void deallocate_callback(void *ptr, std::size_t bytes, cudaStream_t stream, void *user) noexcept {
+    (*static_cast<callee *>(user))->deallocate(cuda::stream_ref{stream}, ptr, bytes, CUDA_ALLOCATION_ALIGNMENT);
   }
+  static void release_callback(void *user) noexcept { delete static_cast<callee *>(user); }
 
-  mutable any_device_resource resource_;
+  std::shared_ptr<any_device_resource> resource_;
   rmmResource_t borrowed_{nullptr};
   rmmResource_t callback_{nullptr};
 };
@@ -244,9 +248,14 @@ std::shared_ptr<upstream_binding> upstream_binding::of(Resource const &upstream,
   if constexpr (is_rmm_rs_resource<Resource>) {
     binding->borrowed_ = upstream.handle();
   } else {
-    check(rmmCallbackResourceCreate(&upstream_binding::allocate_callback, &upstream_binding::deallocate_callback,
-                                    binding.get(), device, &binding->callback_),
-          "rmmCallbackResourceCreate");
+    auto *user = new callee(binding->resource_);
+    rmmError_t const status =
+        rmmCallbackResourceCreateWithRelease(&upstream_binding::allocate_callback, &upstream_binding::deallocate_callback,
+                                             &upstream_binding::release_callback, user, device, &binding->callback_);
+    if (status != RMM_SUCCESS) {
+      delete user;  // not released by a resource that was never made
+      check(status, "rmmCallbackResourceCreateWithRelease");
+    }
   }
   return binding;
 }
