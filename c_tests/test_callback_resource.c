@@ -201,6 +201,7 @@ static void check_as_upstream(void) {
 struct from_rmm {
   rmmResource_t below;
   size_t live;
+  void *cached; /* a block taken outside any callback, for the allocate callback to give back */
 };
 
 static void *allocate_from_rmm(size_t bytes, cudaStream_t stream, void *user_data) {
@@ -224,8 +225,39 @@ static void *free_without_resource(size_t bytes, cudaStream_t stream, void *user
   return ptr;
 }
 
+/* An allocate callback that first gives back a block it took outside any callback: that free
+ * is checked against the records like any other, so the block's record goes with it. */
+static void *allocate_after_freeing_cached(size_t bytes, cudaStream_t stream, void *user_data) {
+  struct from_rmm *f = (struct from_rmm *)user_data;
+  if (f->cached != NULL) {
+    CHECK_RMM(rmmResourceDeallocate(f->below, f->cached, 4096, stream), RMM_SUCCESS);
+    f->cached = NULL;
+  }
+  return allocate_from_rmm(bytes, stream, user_data);
+}
+
+static void check_freeing_recorded_memory_in_a_callback(void) {
+  struct from_rmm f = {NULL, 0, NULL};
+  rmmResource_t callbacks = NULL;
+  void *cached = NULL, *block = NULL;
+  CHECK_OK(rmmCudaResourceCreate(&f.below));
+  CHECK_OK(rmmResourceAllocate(f.below, &cached, 4096, NULL));
+  f.cached = cached;
+  CHECK_OK(rmmCallbackResourceCreate(allocate_after_freeing_cached, deallocate_to_rmm, &f, 0, &callbacks));
+  CHECK_OK(rmmResourceAllocate(callbacks, &block, 4096, NULL));
+  CHECK(f.cached == NULL);
+  /* The cached block was freed once: a second free is refused, whatever now lies there. */
+  CHECK_RMM(rmmResourceDeallocate(f.below, cached, 4096, NULL), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK(strstr(rmmGetLastErrorMessage(), "not a live rmm allocation") != NULL ||
+        strstr(rmmGetLastErrorMessage(), "another resource") != NULL); /* refused by the records */
+  CHECK_OK(rmmResourceDeallocate(callbacks, block, 4096, NULL));
+  CHECK(f.live == 0);
+  CHECK_OK(rmmResourceDestroy(callbacks));
+  CHECK_OK(rmmResourceDestroy(f.below));
+}
+
 static void check_over_rmm(void) {
-  struct from_rmm f = {NULL, 0};
+  struct from_rmm f = {NULL, 0, NULL};
   rmmResource_t callbacks = NULL, pool = NULL, stats = NULL;
   void *first = NULL, *second = NULL;
   CHECK_OK(rmmCudaResourceCreate(&f.below));
@@ -291,6 +323,7 @@ int main(void) {
   check_alone();
   check_as_upstream();
   check_over_rmm();
+  check_freeing_recorded_memory_in_a_callback();
   check_release();
   return rmm_test_finish("callback resource");
 }

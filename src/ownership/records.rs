@@ -272,13 +272,18 @@ pub fn free(ptr: usize, stream: Stream, expected: Expected) -> Result<()> {
     if ptr == 0 {
         return Ok(());
     }
-    if callback::running_on_this_thread() {
+    if callback::running_on_this_thread() && callback::freeing_on_this_thread() {
         return free_in_callback(ptr, stream, expected);
     }
     let index = shard_index(ptr);
     let mut shard = RECORDS[index].0.lock();
     let Some(slot) = shard.records.find(ptr) else {
-        return Err(not_handed_out(ptr));
+        drop(shard);
+        return match callback::running_on_this_thread() {
+            // An allocate callback giving back what it (or another) took from rmm-rs.
+            true => free_in_callback(ptr, stream, expected),
+            false => Err(not_handed_out(ptr)),
+        };
     };
     let record = shard.records.slots[slot].1;
     let stack = &shard.entry(record.entry).stack;
@@ -297,10 +302,11 @@ pub fn free(ptr: usize, stream: Stream, expected: Expected) -> Result<()> {
     Ok(())
 }
 
-/// A free inside a callback resource's function (see `callback::running_on_this_thread`): of
-/// memory the function took from rmm-rs, which was not recorded. It goes back through the stack
-/// it names with the size it names, without a record lookup: the free that called the function
-/// may hold the record shard of this very address.
+/// A free inside a callback resource's function (see `callback::running_on_this_thread`) of
+/// memory that has no record: what such a function took from rmm-rs. It goes back through the
+/// stack it names with the size it names. Inside a deallocate function this is every free,
+/// without a record lookup: the free that called the function may hold the record shard of
+/// this very address (an allocate function's frees are looked up first).
 #[cold]
 fn free_in_callback(ptr: usize, stream: Stream, expected: Expected) -> Result<()> {
     match (expected.stack, expected.size) {

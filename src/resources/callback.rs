@@ -15,6 +15,9 @@ pub type DeallocateFn = Box<dyn Fn(usize, usize, Stream) + Send + Sync>;
 thread_local! {
     /// How deep this thread is in allocate and deallocate callbacks.
     static IN_CALLBACK: Cell<u32> = const { Cell::new(0) };
+    /// How deep in deallocate (and release) callbacks alone: a free that called one may hold
+    /// the record shard of the very address the callback gives back.
+    static IN_FREEING_CALLBACK: Cell<u32> = const { Cell::new(0) };
 }
 
 /// Whether this thread is running a callback resource's allocate or deallocate function. What
@@ -26,16 +29,29 @@ pub fn running_on_this_thread() -> bool {
     IN_CALLBACK.with(Cell::get) > 0
 }
 
-/// Runs a user function with `running_on_this_thread()` true.
-fn calling_user<T>(function: impl FnOnce() -> T) -> T {
-    struct Leave;
+/// Whether this thread is running a deallocate or release function (see
+/// `running_on_this_thread`).
+pub fn freeing_on_this_thread() -> bool {
+    IN_FREEING_CALLBACK.with(Cell::get) > 0
+}
+
+/// Runs a user function with `running_on_this_thread()` true, and `freeing_on_this_thread()`
+/// too when `freeing`.
+fn calling_user<T>(freeing: bool, function: impl FnOnce() -> T) -> T {
+    struct Leave(bool);
     impl Drop for Leave {
         fn drop(&mut self) {
             IN_CALLBACK.with(|depth| depth.set(depth.get() - 1));
+            if self.0 {
+                IN_FREEING_CALLBACK.with(|depth| depth.set(depth.get() - 1));
+            }
         }
     }
     IN_CALLBACK.with(|depth| depth.set(depth.get() + 1));
-    let _leave = Leave;
+    if freeing {
+        IN_FREEING_CALLBACK.with(|depth| depth.set(depth.get() + 1));
+    }
+    let _leave = Leave(freeing);
     function()
 }
 
@@ -69,7 +85,7 @@ impl CallbackResource {
 impl Drop for CallbackResource {
     fn drop(&mut self) {
         if let Some(release) = self.release.take() {
-            calling_user(release);
+            calling_user(true, release);
         }
     }
 }
@@ -78,12 +94,12 @@ impl MemoryResource for CallbackResource {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
         super::require_nonzero(bytes, self.name())?;
         let ptr = caches::retry_after_releasing(self.device, || {
-            calling_user(|| (self.allocate)(bytes, stream))
+            calling_user(false, || (self.allocate)(bytes, stream))
                 .ok_or_else(|| Error::out_of_memory(bytes, "the allocate callback returned NULL"))
         })?;
         if ptr % ALIGNMENT != 0 {
             // Suballocators carve blocks of this alignment out of what upstream hands them.
-            calling_user(|| (self.deallocate)(ptr, bytes, stream));
+            calling_user(true, || (self.deallocate)(ptr, bytes, stream));
             return Err(Error::invalid(format!(
                 "the allocate callback returned {ptr:#x}, which is not {ALIGNMENT}-byte aligned (given back to the deallocate callback)"
             )));
@@ -93,7 +109,7 @@ impl MemoryResource for CallbackResource {
     }
 
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
-        calling_user(|| (self.deallocate)(ptr, bytes, stream));
+        calling_user(true, || (self.deallocate)(ptr, bytes, stream));
         self.live.remove(bytes);
         Ok(())
     }
