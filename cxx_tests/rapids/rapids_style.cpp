@@ -216,10 +216,15 @@ void users_resource_as_upstream(rmm::cuda_stream_view stream) {
   CHECK_OK(rmmResourceDestroy(current));
   rmm::mr::set_current_device_resource(previous);
   CHECK(counting.seen().live == 0);
-  // Saving and restoring, again and again, gives the C registry the pool back each time, not
-  // a callback resource over it.
+  // Saving and restoring, again and again and nested, gives the C registry the pool back each
+  // time, not a callback resource over it.
   for (int round = 0; round < 3; ++round) {
     auto saved = rmm::mr::set_current_device_resource(counting);
+    {
+      rmm::mr::cuda_memory_resource inner_mr;
+      auto inner = rmm::mr::set_current_device_resource(inner_mr);
+      rmm::mr::set_current_device_resource(inner);
+    }
     rmm::mr::set_current_device_resource(saved);
     CHECK_OK(rmmGetCurrentDeviceResource(&current));
     const char *kind = nullptr;

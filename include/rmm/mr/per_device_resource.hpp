@@ -13,10 +13,26 @@
 #define RMM_MR_PER_DEVICE_RESOURCE_HPP
 
 #include "../process_is_exiting.hpp"
+#include "aligned_resource_adaptor.hpp"
+#include "arena_memory_resource.hpp"
+#include "binning_memory_resource.hpp"
+#include "callback_memory_resource.hpp"
+#include "cuda_async_memory_resource.hpp"
 #include "cuda_memory_resource.hpp"
+#include "failure_callback_resource_adaptor.hpp"
+#include "fixed_size_memory_resource.hpp"
+#include "limiting_resource_adaptor.hpp"
+#include "logging_resource_adaptor.hpp"
+#include "managed_memory_resource.hpp"
+#include "pinned_host_memory_resource.hpp"
+#include "pool_memory_resource.hpp"
+#include "prefetch_resource_adaptor.hpp"
+#include "statistics_resource_adaptor.hpp"
+#include "tracking_resource_adaptor.hpp"
 
 #include <map>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 
 namespace rmm {
@@ -93,6 +109,41 @@ class registered_resource : public rmm_rs_resource {
   explicit registered_resource(Resource const &resource) : rmm_rs_resource(calling(resource)) {}
 };
 
+// The rmm-rs resource an any_resource holds, if it holds one of this layer's classes (what
+// set_*_device_resource returned, given back): CCCL 3.4's resource_cast tells; older CCCLs
+// cannot, and such a resource is then reached through a callback resource.
+inline rmm_rs_resource const *rmm_rs_resource_in([[maybe_unused]] any_device_resource const &resource) {
+#if CCCL_VERSION >= 3004000
+  rmm_rs_resource const *found = nullptr;
+  auto as = [&](auto *kind) {
+    using Kind = std::remove_pointer_t<decltype(kind)>;
+    if (found == nullptr) found = cuda::mr::resource_cast<Kind>(&resource);
+  };
+  as(static_cast<rmm_rs_resource *>(nullptr));
+  as(static_cast<registered_resource *>(nullptr));
+  as(static_cast<cuda_memory_resource *>(nullptr));
+  as(static_cast<managed_memory_resource *>(nullptr));
+  as(static_cast<pinned_host_memory_resource *>(nullptr));
+  as(static_cast<cuda_async_memory_resource *>(nullptr));
+  as(static_cast<pool_memory_resource *>(nullptr));
+  as(static_cast<arena_memory_resource *>(nullptr));
+  as(static_cast<binning_memory_resource *>(nullptr));
+  as(static_cast<fixed_size_memory_resource *>(nullptr));
+  as(static_cast<callback_memory_resource *>(nullptr));
+  as(static_cast<statistics_resource_adaptor *>(nullptr));
+  as(static_cast<tracking_resource_adaptor *>(nullptr));
+  as(static_cast<logging_resource_adaptor *>(nullptr));
+  as(static_cast<limiting_resource_adaptor *>(nullptr));
+  as(static_cast<aligned_resource_adaptor *>(nullptr));
+  as(static_cast<prefetch_resource_adaptor *>(nullptr));
+  as(static_cast<failure_callback_resource_adaptor<> *>(nullptr));
+  as(static_cast<failure_callback_resource_adaptor<rmm::bad_alloc> *>(nullptr));
+  return found;
+#else
+  return nullptr;
+#endif
+}
+
 }  // namespace detail
 
 inline device_async_resource_ref get_per_device_resource_ref(cuda_device_id device) {
@@ -116,6 +167,7 @@ cuda::mr::any_resource<cuda::mr::device_accessible> set_per_device_resource(cuda
     if constexpr (detail::is_rmm_rs_resource<Resource>) {
       return new_resource;
     } else {
+      if (auto const *inside = detail::rmm_rs_resource_in(replacement)) return *inside;
       if (replacement == entry) return resources.registered.at(id);
       auto before = resources.previous.find(id);
       if (before != resources.previous.end() && replacement == before->second.resource) return before->second.registered;
