@@ -133,6 +133,15 @@ impl Error {
         matches!(self.kind(), ErrorKind::OutOfMemory { .. })
     }
 
+    /// The text without the kind it starts with, for a message that names the kind already
+    /// ("could not allocate 2.00 KiB (2048 bytes) (why)" for out of memory); other kinds whole.
+    pub fn reason(&self) -> String {
+        match self.kind() {
+            ErrorKind::OutOfMemory { requested, detail } => format!("could not allocate {} ({detail})", crate::units::exact(*requested)),
+            _ => self.to_string(),
+        }
+    }
+
     #[cold]
     pub fn invalid(msg: impl Into<String>) -> Self {
         Error::InvalidArgument(msg.into())
@@ -167,9 +176,7 @@ impl fmt::Display for Error {
             ErrorKind::DriverUnavailable(m) => write!(f, "CUDA driver unavailable: {m}"),
             ErrorKind::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
             ErrorKind::NotInitialized(m) => write!(f, "not initialized: {m}"),
-            ErrorKind::OutOfMemory { requested, detail } => {
-                write!(f, "out of memory: could not allocate {} ({detail})", crate::units::exact(*requested))
-            }
+            ErrorKind::OutOfMemory { .. } => write!(f, "out of memory: {}", self.reason()),
             ErrorKind::NotSupported(m) => write!(f, "not supported: {m}"),
             ErrorKind::InvalidHandle(m) => write!(f, "invalid handle: {m}"),
             ErrorKind::AlreadyInitialized => {

@@ -272,7 +272,7 @@ pub fn free(ptr: usize, stream: Stream, expected: Expected) -> Result<()> {
     if ptr == 0 {
         return Ok(());
     }
-    if callback::running_on_this_thread() && callback::freeing_on_this_thread() {
+    if callback::freeing_on_this_thread() {
         return free_in_callback(ptr, stream, expected);
     }
     let index = shard_index(ptr);

@@ -30,7 +30,7 @@ pub fn running_on_this_thread() -> bool {
 }
 
 /// Whether this thread is running a deallocate or release function (see
-/// `running_on_this_thread`).
+/// `running_on_this_thread`, which is then true too).
 pub fn freeing_on_this_thread() -> bool {
     IN_FREEING_CALLBACK.with(Cell::get) > 0
 }
@@ -73,9 +73,7 @@ impl CallbackResource {
         backend()?.check_device(device)?;
         Ok(CallbackResource { device, allocate, deallocate, release, live: LiveBytes::default() })
     }
-}
 
-impl CallbackResource {
     /// Drops the release function unrun (creation failed: what it would free is the caller's).
     pub fn forget_release(&mut self) {
         self.release = None;

@@ -765,8 +765,7 @@ impl<I: BlockIndex> Core<I> {
                 if self.maximum == usize::MAX { "none".to_string() } else { units::exact(self.maximum) },
                 units::exact(usage.free),
                 units::exact(usage.largest_free_block),
-                // The outer message says "out of memory" already.
-                grown.err().map(|e| e.to_string().trim_start_matches("out of memory: ").to_string()).unwrap_or_default()
+                grown.err().map(|e| e.reason()).unwrap_or_default()
             ),
         ))
     }
