@@ -13,8 +13,8 @@ namespace mr {
 class managed_memory_resource : public rmm_rs_resource {
  public:
   managed_memory_resource()
-      : rmm_rs_resource(detail::instance_of_current_device(
-            [](rmmResource_t *out) { return rmmManagedResourceCreate(out); }, "rmmManagedResourceCreate")) {}
+      : managed_memory_resource(detail::instance_of_current_device<managed_memory_resource>(&rmmManagedResourceCreate, "rmmManagedResourceCreate")) {}
+  managed_memory_resource(detail::shared_instance_tag, rmm_rs_resource shared) : rmm_rs_resource(std::move(shared)) {}
   friend void get_property(managed_memory_resource const &, cuda::mr::host_accessible) noexcept {}
 };
 

@@ -57,17 +57,9 @@ struct per_device_resources {
   std::map<int, registration> previous;
 };
 
-/// The resource the current device starts with, as RAPIDS RMM names it: a cuda_memory_resource
-/// of the device (one object per device, living as long as the process).
-inline cuda_memory_resource &initial_resource() {
-  static std::mutex lock;
-  static auto *by_device = new std::map<int, cuda_memory_resource>();
-  int const device = get_current_cuda_device().value();
-  std::lock_guard<std::mutex> guard(lock);
-  auto found = by_device->find(device);
-  if (found == by_device->end()) found = by_device->emplace(device, cuda_memory_resource{}).first;
-  return found->second;
-}
+/// The resource the current device starts with, as RAPIDS RMM names it: the device's
+/// cuda_memory_resource.
+inline cuda_memory_resource &initial_resource() { return cuda_memory_resource::of_current_device(); }
 
 // Lives as long as the process: resources may be used from static destructors.
 inline per_device_resources &registry() {

@@ -15,8 +15,8 @@ namespace mr {
 class pinned_host_memory_resource : public rmm_rs_resource {
  public:
   pinned_host_memory_resource()
-      : rmm_rs_resource(detail::instance_of_current_device(
-            [](rmmResource_t *out) { return rmmPinnedHostResourceCreate(out); }, "rmmPinnedHostResourceCreate")) {}
+      : pinned_host_memory_resource(detail::instance_of_current_device<pinned_host_memory_resource>(&rmmPinnedHostResourceCreate, "rmmPinnedHostResourceCreate")) {}
+  pinned_host_memory_resource(detail::shared_instance_tag, rmm_rs_resource shared) : rmm_rs_resource(std::move(shared)) {}
   friend void get_property(pinned_host_memory_resource const &, cuda::mr::host_accessible) noexcept {}
 };
 

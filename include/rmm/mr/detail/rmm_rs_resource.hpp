@@ -34,17 +34,21 @@ namespace detail {
 
 using any_device_resource = cuda::mr::any_resource<cuda::mr::device_accessible>;
 
-// A resource that the C API reaches: an rmm-rs handle, and the C++ objects it calls into.
+class upstream_binding;
+
+// A resource that the C API reaches: an rmm-rs handle, its upstream, and C++ objects it calls
+// into.
 struct handle_state {
-  handle_state(rmmResource_t owned, std::vector<std::shared_ptr<const void>> keeps) noexcept
-      : handle(owned), kept(std::move(keeps)) {}
+  handle_state(rmmResource_t owned, std::shared_ptr<upstream_binding> from) noexcept
+      : handle(owned), upstream(std::move(from)) {}
   handle_state(handle_state const &) = delete;
   handle_state &operator=(handle_state const &) = delete;
   // The handle goes first: a suballocator gives its memory back upstream when it goes, and
-  // its upstream (a callback resource calling a C++ object in `kept`) must still be there.
+  // its upstream must still be there.
   ~handle_state() { (void)rmmResourceDestroy(handle); }
 
   rmmResource_t handle;
+  std::shared_ptr<upstream_binding> upstream;  // none for a device resource
   std::vector<std::shared_ptr<const void>> kept;
 };
 
@@ -122,8 +126,7 @@ using if_device_resource =
 /// equal when they share one rmm-rs resource, and only then may one free the other's memory.
 class rmm_rs_resource {
  public:
-  explicit rmm_rs_resource(rmmResource_t owned)
-      : state_(std::make_shared<detail::handle_state>(owned, std::vector<std::shared_ptr<const void>>{})) {
+  explicit rmm_rs_resource(rmmResource_t owned) : state_(std::make_shared<detail::handle_state>(owned, nullptr)) {
     if (owned == nullptr) throw logic_error("rmm_rs_resource: a null rmmResource_t");
   }
 
@@ -172,9 +175,8 @@ class rmm_rs_resource {
     std::shared_ptr<detail::upstream_binding> upstream;
   };
 
-  explicit rmm_rs_resource(made resource, std::vector<std::shared_ptr<const void>> keeps = {})
-      : state_(std::make_shared<detail::handle_state>(resource.handle, with(std::move(keeps), resource.upstream))),
-        upstream_(std::move(resource.upstream)) {}
+  explicit rmm_rs_resource(made resource)
+      : state_(std::make_shared<detail::handle_state>(resource.handle, std::move(resource.upstream))) {}
 
   /// Makes a resource over `upstream` with `create(upstream_handle, &out)` (an rmm-rs creator).
   template <class Upstream, class Create>
@@ -202,7 +204,7 @@ class rmm_rs_resource {
     return made{handle, nullptr};
   }
 
-  device_async_resource_ref upstream_ref() const noexcept { return upstream_->ref(); }
+  device_async_resource_ref upstream_ref() const noexcept { return state_->upstream->ref(); }
 
   /// allocate_sync of a class that has an allocate of its own: its allocate on the legacy
   /// default stream, which is then synchronized.
@@ -217,12 +219,6 @@ class rmm_rs_resource {
   void keep(std::shared_ptr<const void> state) { state_->kept.push_back(std::move(state)); }
 
  private:
-  static std::vector<std::shared_ptr<const void>> with(std::vector<std::shared_ptr<const void>> keeps,
-                                                       std::shared_ptr<const void> more) {
-    if (more != nullptr) keeps.push_back(std::move(more));
-    return keeps;
-  }
-
   // A creator's refused arguments are a broken precondition, rmm::logic_error as in RAPIDS RMM.
   static void check_arguments(rmmError_t status, const char *what) {
     if (status == RMM_ERROR_INVALID_ARGUMENT) throw logic_error(rmm::detail::describe(status, what));
@@ -237,7 +233,6 @@ class rmm_rs_resource {
   }
 
   std::shared_ptr<detail::handle_state> state_;
-  std::shared_ptr<detail::upstream_binding> upstream_;
 };
 
 namespace detail {
