@@ -171,6 +171,38 @@ static void check_kind(enum kind kind) {
 }
 
 /* A destroyed handle stays dead even when its slot is reused by a new handle. */
+/* A cuda_async resource whose pool memory can be exported: each kind the driver offers, and
+ * refusals for what it does not (simulated devices offer POSIX file descriptors only). */
+static void check_exportable_pools(void) {
+  const uint32_t kinds[] = {RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, RMM_HANDLE_TYPE_FABRIC, RMM_HANDLE_TYPE_WIN32,
+                            RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | RMM_HANDLE_TYPE_FABRIC};
+  rmmResource_t resource = NULL;
+  CHECK_RMM(rmmAsyncResourceCreateExportable(&resource, 0, 0, 0x10), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK(resource == NULL);
+  CHECK(strstr(rmmGetLastErrorMessage(), "0x10") != NULL);
+  CHECK_RMM(rmmAsyncResourceCreateExportable(NULL, 0, 0, 0), RMM_ERROR_INVALID_ARGUMENT);
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    rmmError_t status = rmmAsyncResourceCreateExportable(&resource, 1 << 20, SIZE_MAX, kinds[i]);
+    bool const posix_only = kinds[i] == RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    if (rmm_test_simulated()) CHECK(status == (posix_only ? RMM_SUCCESS : RMM_ERROR_NOT_SUPPORTED));
+    if (kinds[i] == RMM_HANDLE_TYPE_WIN32) CHECK(status == RMM_ERROR_NOT_SUPPORTED); /* Linux */
+    CHECK(status == RMM_SUCCESS || status == RMM_ERROR_NOT_SUPPORTED);
+    if (status != RMM_SUCCESS) {
+      CHECK(resource == NULL);
+      continue;
+    }
+    void *ptr = NULL, *pool = NULL;
+    static const char bytes[4096] = {7};
+    CHECK_OK(rmmAsyncResourceGetPool(resource, &pool));
+    CHECK_OK(rmmResourceAllocate(resource, &ptr, 4096, 0));
+    CHECK_OK(rmmMemcpyAsync(ptr, bytes, 4096, 0));
+    CHECK_OK(rmmResourceDeallocate(resource, ptr, 4096, 0));
+    CHECK_OK(rmmStreamSynchronize(0));
+    CHECK_OK(rmmResourceDestroy(resource));
+    resource = NULL;
+  }
+}
+
 static void check_handle_reuse(void) {
   rmmResource_t first = NULL, second = NULL, third = NULL;
   const char *name = NULL;
@@ -240,6 +272,7 @@ int main(void) {
       CHECK_OK(rmmResourceDestroy(resource));
     }
   }
+  check_exportable_pools();
   check_handle_reuse();
   check_shared_handles();
 

@@ -358,6 +358,16 @@ contains
     end if
     call rmm_free(d, resource=async)
     call expect_ok(rmmResourceDestroy(async), 'rmmResourceDestroy(async)')
+
+    ! Pool memory other processes can map: simulated devices export POSIX file descriptors.
+    s = rmmAsyncResourceCreateExportable(async, MiB, -1_c_size_t, &
+      int(RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, c_int32_t))
+    if (simulated .or. s /= RMM_ERROR_NOT_SUPPORTED) then
+      call expect_ok(s, 'rmmAsyncResourceCreateExportable(POSIX file descriptor)')
+      call rmm_allocate(d, 1000, resource=async)
+      call rmm_free(d, resource=async)
+      call expect_ok(rmmResourceDestroy(async), 'rmmResourceDestroy(exportable async)')
+    end if
   end subroutine device_resources
 
   ! The JSON snapshot of the pool: through the wrapper, by length then copy, to a file.

@@ -80,11 +80,13 @@ module rmm
   !   uint32_t                 integer(c_int32_t)
   !   uint64_t                 integer(c_int64_t)
   !   unsigned int             integer(c_int)
-  public :: RMM_MAX_DEVICES, RMM_VERSION_MAJOR, RMM_VERSION_MINOR, RMM_VERSION_PATCH, RMM_VERSION, &
-    RMM_SUCCESS, RMM_ERROR_CUDA_ERROR, RMM_ERROR_INVALID_ARGUMENT, RMM_ERROR_NOT_INITIALIZED, &
-    RMM_ERROR_OUT_OF_MEMORY, RMM_ERROR_UNKNOWN, RMM_ERROR_IO, RMM_ERROR_NOT_SUPPORTED, &
-    RMM_ERROR_INVALID_HANDLE, RMM_ERROR_ALREADY_INITIALIZED, CudaDefaultAllocation, &
-    PoolAllocation, CudaManagedMemory, CudaAsyncAllocation
+  public :: RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, RMM_HANDLE_TYPE_WIN32, &
+    RMM_HANDLE_TYPE_WIN32_KMT, RMM_HANDLE_TYPE_FABRIC, RMM_MAX_DEVICES, RMM_VERSION_MAJOR, &
+    RMM_VERSION_MINOR, RMM_VERSION_PATCH, RMM_VERSION, RMM_SUCCESS, RMM_ERROR_CUDA_ERROR, &
+    RMM_ERROR_INVALID_ARGUMENT, RMM_ERROR_NOT_INITIALIZED, RMM_ERROR_OUT_OF_MEMORY, &
+    RMM_ERROR_UNKNOWN, RMM_ERROR_IO, RMM_ERROR_NOT_SUPPORTED, RMM_ERROR_INVALID_HANDLE, &
+    RMM_ERROR_ALREADY_INITIALIZED, CudaDefaultAllocation, PoolAllocation, CudaManagedMemory, &
+    CudaAsyncAllocation
   public :: rmmStatistics_t, rmmAllocationRecord_t, rmmDeviceList_t, rmmOptions_t, &
     rmmExpandableOptions_t, rmmFootprint_t, rmmFailureCallback_t, rmmAllocateCallback_t, &
     rmmDeallocateCallback_t, rmmReleaseCallback_t
@@ -103,14 +105,21 @@ module rmm
     rmmRealloc, rmmFree, rmmWriteLog, rmmLogSize, rmmGetLog, rmmGetInfo, rmmGetAllocationOffset, &
     rmmGetErrorString, rmmGetErrorName, rmmGetLastErrorMessage, rmmCudaResourceCreate, &
     rmmManagedResourceCreate, rmmCallbackResourceCreate, rmmCallbackResourceCreateWithRelease, &
-    rmmAsyncResourceCreate, rmmAsyncResourceGetPool, rmmExpandableResourceCreate, &
-    rmmExpandableResourceCreateWithOptions, rmmPinnedHostResourceCreate, rmmResourceDestroy, &
-    rmmResourceAllocate, rmmResourceDeallocate, rmmResourceGetDevice, rmmResourceGetName, &
-    rmmResourceGetSnapshot, rmmResourceWriteSnapshot, rmmResourceGetFootprint, rmmStreamCreate, &
-    rmmStreamDestroy, rmmStreamSynchronize, rmmMemcpyAsync, rmmPoolResourceCreate, &
-    rmmPoolResourceGetSize, rmmPoolResourceGetFree, rmmResourceRelease, rmmArenaResourceCreate, &
-    rmmBinningResourceCreate, rmmBinningResourceAddBin, rmmFixedSizeResourceCreate, rmmGetVersion
+    rmmAsyncResourceCreate, rmmAsyncResourceCreateExportable, rmmAsyncResourceGetPool, &
+    rmmExpandableResourceCreate, rmmExpandableResourceCreateWithOptions, &
+    rmmPinnedHostResourceCreate, rmmResourceDestroy, rmmResourceAllocate, rmmResourceDeallocate, &
+    rmmResourceGetDevice, rmmResourceGetName, rmmResourceGetSnapshot, rmmResourceWriteSnapshot, &
+    rmmResourceGetFootprint, rmmStreamCreate, rmmStreamDestroy, rmmStreamSynchronize, &
+    rmmMemcpyAsync, rmmPoolResourceCreate, rmmPoolResourceGetSize, rmmPoolResourceGetFree, &
+    rmmResourceRelease, rmmArenaResourceCreate, rmmBinningResourceCreate, &
+    rmmBinningResourceAddBin, rmmFixedSizeResourceCreate, rmmGetVersion
 
+  ! The kinds of shareable handle `rmmAsyncResourceCreateExportable` can export pool memory as
+  ! (CUDA's `cudaMemAllocationHandleType` values).
+  integer(c_int32_t), parameter :: RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1
+  integer(c_int32_t), parameter :: RMM_HANDLE_TYPE_WIN32 = 2
+  integer(c_int32_t), parameter :: RMM_HANDLE_TYPE_WIN32_KMT = 4
+  integer(c_int32_t), parameter :: RMM_HANDLE_TYPE_FABRIC = 8
   ! Most devices `rmmOptions_t.devices` can list.
   integer(c_int32_t), parameter :: RMM_MAX_DEVICES = 64
   ! The major version of rmm-rs that rmm.h belongs to.
@@ -881,6 +890,21 @@ module rmm
       integer(c_size_t), value :: initial_pool_size
       integer(c_size_t), value :: release_threshold
     end function rmmAsyncResourceCreate
+
+    ! `rmmAsyncResourceCreate` for memory other processes can map: the driver pool's memory can be
+    ! exported as `handle_types` (an `RMM_HANDLE_TYPE_*` value, or several with `|`; 0 is
+    ! `rmmAsyncResourceCreate`), for `cudaMemPoolExportToShareableHandle` on the pool of
+    ! `rmmAsyncResourceGetPool` (RAPIDS' `export_handle_type`). Unknown bits:
+    ! RMM_ERROR_INVALID_ARGUMENT; a kind the driver or device cannot export (fabric handles
+    ! without a fabric manager, Windows handles on Linux): RMM_ERROR_NOT_SUPPORTED.
+    integer(c_int) function rmmAsyncResourceCreateExportable(resource, initial_pool_size, &
+        release_threshold, handle_types) bind(c, name="rmmAsyncResourceCreateExportable")
+      import :: c_int, c_int32_t, c_ptr, c_size_t
+      type(c_ptr), intent(inout) :: resource
+      integer(c_size_t), value :: initial_pool_size
+      integer(c_size_t), value :: release_threshold
+      integer(c_int32_t), value :: handle_types  ! uint32_t in C
+    end function rmmAsyncResourceCreateExportable
 
     ! Writes the driver memory pool of a cuda_async resource (a `cudaMemPool_t`) to `*pool`, for
     ! `cudaMemPoolSetAttribute` and the like (RAPIDS' `pool_handle()`). The resource keeps owning

@@ -48,6 +48,16 @@ typedef struct rmmDeviceBuffer_st* rmmDeviceBuffer_t;
   } while (0)
 
 
+// The kinds of shareable handle `rmmAsyncResourceCreateExportable` can export pool memory as
+// (CUDA's `cudaMemAllocationHandleType` values).
+#define RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR 1
+
+#define RMM_HANDLE_TYPE_WIN32 2
+
+#define RMM_HANDLE_TYPE_WIN32_KMT 4
+
+#define RMM_HANDLE_TYPE_FABRIC 8
+
 // Most devices `rmmOptions_t.devices` can list.
 #define RMM_MAX_DEVICES 64
 
@@ -597,6 +607,17 @@ enum rmmError_t rmmCallbackResourceCreateWithRelease(rmmAllocateCallback_t alloc
 enum rmmError_t rmmAsyncResourceCreate(rmmResource_t *resource,
                                        size_t initial_pool_size,
                                        size_t release_threshold);
+
+// `rmmAsyncResourceCreate` for memory other processes can map: the driver pool's memory can be
+// exported as `handle_types` (an `RMM_HANDLE_TYPE_*` value, or several with `|`; 0 is
+// `rmmAsyncResourceCreate`), for `cudaMemPoolExportToShareableHandle` on the pool of
+// `rmmAsyncResourceGetPool` (RAPIDS' `export_handle_type`). Unknown bits:
+// RMM_ERROR_INVALID_ARGUMENT; a kind the driver or device cannot export (fabric handles
+// without a fabric manager, Windows handles on Linux): RMM_ERROR_NOT_SUPPORTED.
+enum rmmError_t rmmAsyncResourceCreateExportable(rmmResource_t *resource,
+                                                 size_t initial_pool_size,
+                                                 size_t release_threshold,
+                                                 uint32_t handle_types);
 
 // Writes the driver memory pool of a cuda_async resource (a `cudaMemPool_t`) to `*pool`, for
 // `cudaMemPoolSetAttribute` and the like (RAPIDS' `pool_handle()`). The resource keeps owning

@@ -59,14 +59,15 @@ printf '\n== run\n'
 total_pass=0 total_fail=0
 for exe in $(find "$build/bin" -type f -executable | sort); do
   name=$(basename "$exe")
-  timeout 300 "$exe" --gtest_brief=1 >"$exe.run.log" 2>&1
+  # Line-buffered, so that a crash or a hang still shows which test was running.
+  timeout 120 stdbuf -oL -eL "$exe" >"$exe.run.log" 2>&1
   status=$?
   passed=$(grep -oE '\[  PASSED  \] [0-9]+' "$exe.run.log" | grep -oE '[0-9]+$' || echo 0)
-  failed=$(grep -E '^\[  FAILED  \] [A-Za-z]' "$exe.run.log" | sort -u | wc -l)
+  failed=$(grep -E '^\[  FAILED  \] [A-Za-z]' "$exe.run.log" | sed 's/ (.*//' | sort -u | wc -l)
   skipped=$(grep -oE '\[  SKIPPED \] [0-9]+' "$exe.run.log" | grep -oE '[0-9]+$' || echo 0)
   total_pass=$((total_pass + ${passed:-0})); total_fail=$((total_fail + ${failed:-0}))
   echo "$name: passed ${passed:-0}, failed ${failed:-0}, skipped ${skipped:-0} (exit $status)"
-  grep -E '^\[  FAILED  \] [A-Za-z]' "$exe.run.log" | head -n 8 | sed 's/^/    /'
+  grep -E '^\[  FAILED  \] [A-Za-z]' "$exe.run.log" | sed 's/ (.*//' | sort -u | head -n 8 | sed 's/^/    /'
   [ "$status" -gt 1 ] && tail -n 3 "$exe.run.log" | sed 's/^/    | /'
 done
 if [ -n "${LOGS:-}" ]; then mkdir -p "$LOGS" && tar -C "$build/bin" -czf "$LOGS/rapids-suite-logs.tar.gz" $(cd "$build/bin" && ls ./*.log); fi

@@ -355,7 +355,7 @@ impl Layer {
             Layer::Cuda => Arc::new(DirectResource::cuda(device)?),
             Layer::Managed => Arc::new(DirectResource::managed(device)?),
             Layer::PinnedHost => Arc::new(DirectResource::pinned_host(device)?),
-            Layer::CudaAsync { initial, release_threshold } => Arc::new(AsyncResource::new(device, *initial, *release_threshold)?),
+            Layer::CudaAsync { initial, release_threshold } => Arc::new(AsyncResource::new(device, *initial, *release_threshold, 0)?),
         })
     }
 }

@@ -187,7 +187,7 @@ fn legacy_lifecycle_initialize_finalize_and_reinitialize() {
 #[test]
 fn the_async_resource_orders_its_own_reuse() {
     let _guard = setup();
-    let resource = AsyncResource::new(0, 1 << 20, usize::MAX).unwrap();
+    let resource = AsyncResource::new(0, 1 << 20, usize::MAX, 0).unwrap();
     let platform = backend().unwrap();
     let (a, b) = (platform.stream_create(0).unwrap(), platform.stream_create(0).unwrap());
     let ptr = resource.allocate(1 << 16, a).unwrap();

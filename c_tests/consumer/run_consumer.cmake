@@ -43,7 +43,11 @@ if(MODE STREQUAL "package")
     endif()
   endforeach()
   # The installed libraries carry no debug info; it lies in <libdir>/.debug (RMM_INSTALL_SPLIT_DEBUG).
+  # Cargo builds with debug info, so only a stripped prebuilt folder has none to split.
   find_program(READELF readelf)
+  if(READELF AND NOT RMM_PREBUILT_DIR AND NOT EXISTS "${prefix}/${RMM_LIBDIR}/.debug/librmm.so.debug")
+    message(FATAL_ERROR "consumer test: the install split no debug info off librmm.so")
+  endif()
   if(READELF AND EXISTS "${prefix}/${RMM_LIBDIR}/.debug/librmm.so.debug")
     execute_process(COMMAND "${READELF}" -S "${prefix}/${RMM_LIBDIR}/librmm.so" OUTPUT_VARIABLE sections)
     if(sections MATCHES "\\.debug_info" OR NOT sections MATCHES "\\.gnu_debuglink")

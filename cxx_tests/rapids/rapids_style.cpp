@@ -31,6 +31,7 @@
 #include <rmm/mr/pool_memory_resource.hpp>
 #include <rmm/mr/prefetch_resource_adaptor.hpp>
 #include <rmm/mr/statistics_resource_adaptor.hpp>
+#include <rmm/mr/thread_safe_resource_adaptor.hpp>
 #include <rmm/mr/tracking_resource_adaptor.hpp>
 #include <rmm/process_is_exiting.hpp>
 #include <rmm/resource_ref.hpp>
@@ -347,12 +348,40 @@ void thrust_on_rmm(rmm::cuda_stream_view stream) {
 }
 #endif
 
+// resource_refs taken as RAPIDS code takes them stay valid when what they refer into moves: a
+// buffer's resource after the buffer is moved, and the initial resource after an adaptor over
+// it becomes the current device resource (RAPIDS' own test fixtures do both).
+void refs_outlive_moves(rmm::cuda_stream_view stream) {
+  rmm::mr::reset_current_device_resource();
+  {
+    rmm::mr::pool_memory_resource pool{rmm::mr::cuda_memory_resource{}, 1 << 20};
+    rmm::device_buffer buffer{100, stream, pool};
+    auto ref = buffer.memory_resource();
+    rmm::device_buffer moved{std::move(buffer)};
+    CHECK(ref == moved.memory_resource());
+    void *ptr = ref.allocate(stream, 64, rmm::CUDA_ALLOCATION_ALIGNMENT);
+    ref.deallocate(stream, ptr, 64, rmm::CUDA_ALLOCATION_ALIGNMENT);
+  }
+  rmm::mr::thread_safe_resource_adaptor serialized{rmm::mr::get_current_device_resource_ref()};
+  auto before = rmm::mr::set_current_device_resource(rmm::device_async_resource_ref{serialized});
+  // The adaptor's upstream is still the initial resource, not the adaptor itself (which would
+  // wait on its own lock).
+  void *ptr = serialized.allocate(stream, 256);
+  serialized.deallocate(stream, ptr, 256);
+  auto current = rmm::mr::get_current_device_resource_ref();
+  CHECK(current != rmm::device_async_resource_ref{before});
+  ptr = current.allocate(stream, 256, rmm::CUDA_ALLOCATION_ALIGNMENT);
+  current.deallocate(stream, ptr, 256, rmm::CUDA_ALLOCATION_ALIGNMENT);
+  rmm::mr::reset_current_device_resource();
+}
+
 }  // namespace
 
 int main() {
   try {
     rmm::cuda_stream stream;
     CHECK(stream.is_valid());
+    refs_outlive_moves(stream);
 
     // A pool over cuda as the current device resource, and statistics over the pool.
     rmm::mr::cuda_memory_resource cuda_mr;
@@ -380,6 +409,12 @@ int main() {
     CHECK(throws<rmm::out_of_memory>([&] { (void)pool.allocate(stream, std::size_t{1} << 50); }));
     rmm::mr::cuda_async_memory_resource async_mr;
     CHECK(async_mr.pool_handle() != nullptr);
+#if defined(__CUDACC__)
+    // As RAPIDS RMM's: the pool keeps all it holds unless told a release threshold.
+    std::uint64_t threshold = 0;
+    CHECK(cudaMemPoolGetAttribute(async_mr.pool_handle(), cudaMemPoolAttrReleaseThreshold, &threshold) == cudaSuccess);
+    CHECK(threshold == UINT64_MAX);
+#endif
     void *async_ptr = async_mr.allocate(stream, 1 << 20);
     async_mr.deallocate(stream, async_ptr, 1 << 20);
     void *sync_ptr = pool.allocate_sync(4096);

@@ -1,7 +1,7 @@
 //! Creating, using and destroying resource handles.
 
 use super::handles::{self, rmmResource_t};
-use super::types::{cudaStream_t, rmmExpandableOptions_t, stream_of, CallbackArgument};
+use super::types::{cudaStream_t, rmmExpandableOptions_t, stream_of, CallbackArgument, RMM_HANDLE_TYPES_ALL};
 use super::{boundary, non_null, write_out};
 use crate::error::{rmmError_t, Error, Result};
 use crate::ownership::{records, Expected, Holder};
@@ -149,7 +149,30 @@ fn create_callback_resource(
 /// `rmmCudaResourceCreate`.
 #[no_mangle]
 pub extern "C" fn rmmAsyncResourceCreate(resource: *mut rmmResource_t, initial_pool_size: usize, release_threshold: usize) -> rmmError_t {
-    create("rmmAsyncResourceCreate", resource, |device| Ok(Arc::new(AsyncResource::new(device, initial_pool_size, release_threshold)?)))
+    create("rmmAsyncResourceCreate", resource, |device| Ok(Arc::new(AsyncResource::new(device, initial_pool_size, release_threshold, 0)?)))
+}
+
+/// `rmmAsyncResourceCreate` for memory other processes can map: the driver pool's memory can be
+/// exported as `handle_types` (an `RMM_HANDLE_TYPE_*` value, or several with `|`; 0 is
+/// `rmmAsyncResourceCreate`), for `cudaMemPoolExportToShareableHandle` on the pool of
+/// `rmmAsyncResourceGetPool` (RAPIDS' `export_handle_type`). Unknown bits:
+/// RMM_ERROR_INVALID_ARGUMENT; a kind the driver or device cannot export (fabric handles
+/// without a fabric manager, Windows handles on Linux): RMM_ERROR_NOT_SUPPORTED.
+#[no_mangle]
+pub extern "C" fn rmmAsyncResourceCreateExportable(
+    resource: *mut rmmResource_t,
+    initial_pool_size: usize,
+    release_threshold: usize,
+    handle_types: u32,
+) -> rmmError_t {
+    create("rmmAsyncResourceCreateExportable", resource, |device| {
+        if handle_types & !RMM_HANDLE_TYPES_ALL != 0 {
+            return Err(Error::invalid(format!(
+                "handle types {handle_types:#x}: only RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR (1), _WIN32 (2), _WIN32_KMT (4) and _FABRIC (8) exist"
+            )));
+        }
+        Ok(Arc::new(AsyncResource::new(device, initial_pool_size, release_threshold, handle_types)?))
+    })
 }
 
 /// Writes the driver memory pool of a cuda_async resource (a `cudaMemPool_t`) to `*pool`, for

@@ -102,6 +102,15 @@ impl From<crate::resources::Footprint> for rmmFootprint_t {
     }
 }
 
+/// The kinds of shareable handle `rmmAsyncResourceCreateExportable` can export pool memory as
+/// (CUDA's `cudaMemAllocationHandleType` values).
+pub const RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR: u32 = 1;
+pub const RMM_HANDLE_TYPE_WIN32: u32 = 2;
+pub const RMM_HANDLE_TYPE_WIN32_KMT: u32 = 4;
+pub const RMM_HANDLE_TYPE_FABRIC: u32 = 8;
+pub(crate) const RMM_HANDLE_TYPES_ALL: u32 =
+    RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | RMM_HANDLE_TYPE_WIN32 | RMM_HANDLE_TYPE_WIN32_KMT | RMM_HANDLE_TYPE_FABRIC;
+
 /// Most devices `rmmOptions_t.devices` can list.
 pub const RMM_MAX_DEVICES: usize = 64;
 

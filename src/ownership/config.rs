@@ -135,7 +135,7 @@ impl AllocConf {
             Base::Cuda => cuda()?,
             Base::CudaAsync => {
                 let threshold = if self.maximum_pool_size == 0 { usize::MAX } else { self.maximum_pool_size };
-                Arc::new(AsyncResource::new(device, self.initial_pool_size, threshold)?)
+                Arc::new(AsyncResource::new(device, self.initial_pool_size, threshold, 0)?)
             }
             Base::Managed => Arc::new(DirectResource::managed(device)?),
             Base::Expandable => Arc::new(expandable_resource(

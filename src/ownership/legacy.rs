@@ -76,7 +76,7 @@ fn resource_for(options: &Options, device: i32) -> Result<Arc<dyn MemoryResource
             0 => usize::MAX,
             limit => limit,
         };
-        return Ok(Arc::new(AsyncResource::new(device, options.initial_pool_size, release_threshold)?));
+        return Ok(Arc::new(AsyncResource::new(device, options.initial_pool_size, release_threshold, 0)?));
     }
     if mode_flags & mode::CUDA_MANAGED != 0 {
         return Ok(Arc::new(DirectResource::managed(device)?));

@@ -354,12 +354,12 @@ impl CudaDriver {
         Ok(())
     }
 
-    pub fn mem_pool_create(&self, device: i32, release_threshold: usize) -> Result<MemPool> {
+    pub fn mem_pool_create(&self, device: i32, release_threshold: usize, handle_types: u32) -> Result<MemPool> {
         self.require_memory_pools(device)?;
         // SAFETY: CUmemPoolProps is plain data; all-zero is its documented default.
         let mut props: sys::CUmemPoolProps = unsafe { std::mem::zeroed() };
         props.allocType = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
-        props.handleTypes = sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE;
+        props.handleTypes = sys::CUmemAllocationHandleType(handle_types);
         props.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
         props.location.id = device;
         let mut pool: sys::CUmemoryPool = std::ptr::null_mut();

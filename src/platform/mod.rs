@@ -163,9 +163,10 @@ impl Backend {
         dispatch!(self.free(device, kind, ptr))
     }
     /// Creates a driver memory pool on `device` that keeps up to `release_threshold` bytes
-    /// reserved across synchronizations.
-    pub fn mem_pool_create(&self, device: i32, release_threshold: usize) -> Result<MemPool> {
-        dispatch!(self.mem_pool_create(device, release_threshold))
+    /// reserved across synchronizations, and whose memory can be exported as `handle_types`
+    /// (CUmemAllocationHandleType bits; 0: not exportable).
+    pub fn mem_pool_create(&self, device: i32, release_threshold: usize, handle_types: u32) -> Result<MemPool> {
+        dispatch!(self.mem_pool_create(device, release_threshold, handle_types))
     }
     pub fn mem_pool_destroy(&self, device: i32, pool: MemPool) -> Result<()> {
         dispatch!(self.mem_pool_destroy(device, pool))

@@ -300,8 +300,15 @@ impl SimDevices {
         Ok(())
     }
 
-    pub fn mem_pool_create(&self, device: i32, _release_threshold: usize) -> Result<MemPool> {
+    pub fn mem_pool_create(&self, device: i32, _release_threshold: usize, handle_types: u32) -> Result<MemPool> {
         self.check_device(device)?;
+        // A simulated device exports as a Linux driver without a fabric manager does: POSIX
+        // file descriptors (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 1) only.
+        if handle_types & !1 != 0 {
+            return Err(Error::NotSupported(format!(
+                "simulated device {device} exports pool memory as POSIX file descriptors only (handle types {handle_types:#x} asked)"
+            )));
+        }
         let mut state = self.state.lock();
         let handle = state.new_handle();
         state.pools.insert(handle, device);

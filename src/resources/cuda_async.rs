@@ -14,11 +14,12 @@ pub struct AsyncResource {
 impl AsyncResource {
     /// A pool on `device` that keeps up to `release_threshold` bytes reserved across
     /// synchronizations, primed with `initial_pool_size` bytes (allocated and freed once, so
-    /// the first allocations do not pay for growth).
-    pub fn new(device: i32, initial_pool_size: usize, release_threshold: usize) -> Result<Self> {
+    /// the first allocations do not pay for growth), whose memory can be exported as
+    /// `handle_types` (CUmemAllocationHandleType bits, 0 for none).
+    pub fn new(device: i32, initial_pool_size: usize, release_threshold: usize, handle_types: u32) -> Result<Self> {
         let platform = backend()?;
         platform.check_device(device)?;
-        let pool = platform.mem_pool_create(device, release_threshold)?;
+        let pool = platform.mem_pool_create(device, release_threshold, handle_types)?;
         let resource = AsyncResource { device, pool };
         if initial_pool_size > 0 {
             let ptr = platform.allocate_from_pool(device, pool, initial_pool_size, Stream::DEFAULT)?;

@@ -16,23 +16,29 @@ namespace mr {
 
 class cuda_async_memory_resource : public rmm_rs_resource {
  public:
-  /// RAPIDS RMM's export handle kinds; rmm-rs's pools are not exportable, so any other than
-  /// `none` is rmm::logic_error.
-  enum class allocation_handle_type : std::int32_t { none = 0, posix_file_descriptor = 1, win32 = 2, win32_kmt = 4, fabric = 8 };
+  /// The kinds of shareable handle the pool's memory can be exported as (RMM_HANDLE_TYPE_*).
+  enum class allocation_handle_type : std::int32_t {
+    none = 0,
+    posix_file_descriptor = RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+    win32 = RMM_HANDLE_TYPE_WIN32,
+    win32_kmt = RMM_HANDLE_TYPE_WIN32_KMT,
+    fabric = RMM_HANDLE_TYPE_FABRIC
+  };
 
   /// A pool starting with `initial_pool_size` bytes (default 0) that keeps up to
-  /// `release_threshold` bytes (default 0) across synchronizations.
+  /// `release_threshold` bytes (default: all it holds) across synchronizations, and whose
+  /// memory can be exported as `export_handle_type` (default none; one the device cannot export
+  /// is an rmm::logic_error).
   explicit cuda_async_memory_resource(std::optional<std::size_t> initial_pool_size = {},
                                       std::optional<std::size_t> release_threshold = {},
                                       std::optional<allocation_handle_type> export_handle_type = {})
       : rmm_rs_resource(create(
             [&](rmmResource_t *out) {
-              if (export_handle_type.value_or(allocation_handle_type::none) != allocation_handle_type::none) {
-                throw logic_error("cuda_async_memory_resource: rmm-rs does not export its pools");
-              }
-              return rmmAsyncResourceCreate(out, initial_pool_size.value_or(0), release_threshold.value_or(0));
+              auto const handle_types = static_cast<std::uint32_t>(export_handle_type.value_or(allocation_handle_type::none));
+              return rmmAsyncResourceCreateExportable(out, initial_pool_size.value_or(0),
+                                                      release_threshold.value_or(SIZE_MAX), handle_types);
             },
-            "rmmAsyncResourceCreate")) {}
+            "rmmAsyncResourceCreateExportable")) {}
 
   /// The driver memory pool the resource allocates from; it keeps owning it.
   cudaMemPool_t pool_handle() const noexcept {

@@ -55,6 +55,8 @@ struct per_device_resources {
   /// The resource each device had before, and what the registry held for it: setting it back
   /// (RAPIDS' save and restore) reuses that instead of wrapping it once more.
   std::map<int, registration> previous;
+  /// Each device's initial_resource(), the object that outlives every setting.
+  std::map<int, cuda_memory_resource *> initial;
 };
 
 /// The resource the current device starts with, as RAPIDS RMM names it: the device's
@@ -72,6 +74,16 @@ inline per_device_resources &registry() {
 /// registry().lock to touch it).
 inline std::map<int, any_device_resource> &get_ref_map() { return registry().by_device; }
 
+// The registry lock is held.
+inline cuda_memory_resource &initial_of(per_device_resources &resources, int device) {
+  auto found = resources.initial.find(device);
+  if (found == resources.initial.end()) {
+    cuda_set_device_raii on_device{cuda_device_id{device}};
+    found = resources.initial.emplace(device, &initial_resource()).first;
+  }
+  return *found->second;
+}
+
 // The rmm-rs registry's resource of `device`; where that is a cuda resource (the registry's
 // default), the device's initial_resource(), which the registry then holds too. The registry
 // lock is held.
@@ -82,10 +94,9 @@ inline any_device_resource &entry_of(per_device_resources &resources, int device
     check(rmmGetPerDeviceResource(device, &handle), "rmmGetPerDeviceResource");
     rmm_rs_resource registered{handle};
     if (registered.name() == "cuda") {
-      cuda_set_device_raii on_device{cuda_device_id{device}};
-      registered = initial_resource();
+      registered = initial_of(resources, device);
       check(rmmSetPerDeviceResource(device, registered.handle(), nullptr), "rmmSetPerDeviceResource");
-      found = resources.by_device.emplace(device, any_device_resource{initial_resource()}).first;
+      found = resources.by_device.emplace(device, any_device_resource{initial_of(resources, device)}).first;
     } else {
       found = resources.by_device.emplace(device, any_device_resource{registered}).first;
     }
@@ -138,10 +149,17 @@ inline rmm_rs_resource const *rmm_rs_resource_in([[maybe_unused]] any_device_res
 
 }  // namespace detail
 
+/// A reference to the resource of `device`. While that is the initial resource, the reference
+/// is to the initial resource itself, which outlives later settings (as RAPIDS RMM's refers to
+/// its stateless initial resource): an adaptor made over it keeps working after it is set as
+/// the device's resource.
 inline device_async_resource_ref get_per_device_resource_ref(cuda_device_id device) {
   auto &resources = detail::registry();
   std::lock_guard<std::mutex> guard(resources.lock);
-  return device_async_resource_ref{detail::entry_of(resources, device.value())};
+  auto &entry = detail::entry_of(resources, device.value());
+  auto &initial = detail::initial_of(resources, device.value());
+  if (resources.registered.at(device.value()) == initial) return device_async_resource_ref{initial};
+  return device_async_resource_ref{entry};
 }
 
 /// Makes `new_resource` the resource of `device` and returns the one it replaces.

@@ -130,6 +130,14 @@ class rmm_rs_resource {
     if (owned == nullptr) throw logic_error("rmm_rs_resource: a null rmmResource_t");
   }
 
+  // Moving is copying, and it does not promise noexcept on purpose. A moved-from object still
+  // shares the resource. A cuda::mr::any_resource then keeps the object on the heap, not in
+  // its own buffer, so a resource_ref taken to what an any_resource holds stays valid when the
+  // any_resource is moved: RAPIDS' device_buffer and the per-device map move theirs, and code
+  // written for RAPIDS RMM keeps such refs.
+  rmm_rs_resource(rmm_rs_resource const &other) noexcept(false) : state_(other.state_) {}
+  rmm_rs_resource &operator=(rmm_rs_resource const &other) = default;
+
   void *allocate(cuda::stream_ref stream, std::size_t bytes,
                  std::size_t alignment = CUDA_ALLOCATION_ALIGNMENT) const {
     check_alignment(alignment);
@@ -219,9 +227,12 @@ class rmm_rs_resource {
   void keep(std::shared_ptr<const void> state) { state_->kept.push_back(std::move(state)); }
 
  private:
-  // A creator's refused arguments are a broken precondition, rmm::logic_error as in RAPIDS RMM.
+  // A creator's refused arguments, or a feature the device lacks, are a broken precondition:
+  // rmm::logic_error as in RAPIDS RMM.
   static void check_arguments(rmmError_t status, const char *what) {
-    if (status == RMM_ERROR_INVALID_ARGUMENT) throw logic_error(rmm::detail::describe(status, what));
+    if (status == RMM_ERROR_INVALID_ARGUMENT || status == RMM_ERROR_NOT_SUPPORTED) {
+      throw logic_error(rmm::detail::describe(status, what));
+    }
     check(status, what);
   }
 
@@ -257,6 +268,8 @@ std::shared_ptr<upstream_binding> upstream_binding::of(Resource const &upstream,
 
 }  // namespace detail
 
+static_assert(!std::is_nothrow_move_constructible<rmm_rs_resource>::value,
+              "any_resource must keep rmm-rs resources on the heap (see the copy constructor)");
 static_assert(cuda::mr::resource_with<rmm_rs_resource, cuda::mr::device_accessible>,
               "rmm_rs_resource must satisfy cuda::mr::resource");
 

@@ -1,0 +1,130 @@
+"""The PEP 517 build backend of the rmm_rs package (pyproject.toml names it).
+
+The package is one pure-Python module, so the backend writes the wheel itself: pip then needs
+no build dependency, and installs it with no network (GPU machines often have none).
+
+With the config setting ``bundle-library=PATH`` (``pip install -C bundle-library=PATH``), or
+``$RMM_RS_BUNDLE_LIBRARY``, the wheel also ships that ``librmm.so`` beside the module, where
+``rmm_rs`` looks first after ``$RMM_RS_LIBRARY``; the wheel is then tagged for this platform.
+"""
+
+import base64
+import hashlib
+import io
+import os
+import re
+import sysconfig
+import tarfile
+import zipfile
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_MODULE = "rmm_rs.py"
+
+
+def _project():
+    with open(os.path.join(_HERE, "pyproject.toml"), encoding="utf-8") as f:
+        text = f.read()
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11: the [project] table's plain string fields
+        table = text.split("[project]", 1)[1].split("\n[", 1)[0]
+        fields = dict(re.findall(r'^([\w-]+)\s*=\s*"([^"]*)"', table, re.M))
+        licence = re.search(r'^license\s*=\s*\{\s*text\s*=\s*"([^"]*)"', table, re.M)
+        fields["license"] = {"text": licence.group(1)} if licence else {}
+        return fields
+    return tomllib.loads(text)["project"]
+
+
+def _names():
+    project = _project()
+    distribution = re.sub(r"[-_.]+", "_", project["name"]).lower()
+    return project, distribution, "%s-%s" % (distribution, project["version"])
+
+
+def _metadata(project):
+    lines = [
+        "Metadata-Version: 2.1",
+        "Name: " + project["name"],
+        "Version: " + project["version"],
+        "Summary: " + project.get("description", ""),
+        "License: " + project.get("license", {}).get("text", ""),
+        "Requires-Python: " + project.get("requires-python", ">=3"),
+    ]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _bundled_library(config_settings):
+    path = (config_settings or {}).get("bundle-library") or os.environ.get("RMM_RS_BUNDLE_LIBRARY")
+    if not path:
+        return None
+    if not os.path.isfile(path):
+        raise FileNotFoundError("bundle-library: no file at %r" % path)
+    return path
+
+
+def _record_line(name, data):
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return "%s,sha256=%s,%d" % (name, digest, len(data))
+
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+
+def get_requires_for_build_sdist(config_settings=None):
+    return []
+
+
+def get_requires_for_build_editable(config_settings=None):
+    return []
+
+
+def _write_wheel(wheel_directory, config_settings, editable):
+    project, distribution, stem = _names()
+    library = None if editable else _bundled_library(config_settings)
+    tag = "py3-none-" + re.sub(r"[-.]", "_", sysconfig.get_platform()) if library else "py3-none-any"
+    files = []
+    if editable:  # a .pth that puts this folder on sys.path
+        files.append(("%s.pth" % distribution, (_HERE + "\n").encode()))
+    else:
+        with open(os.path.join(_HERE, _MODULE), "rb") as f:
+            files.append((_MODULE, f.read()))
+    if library:
+        with open(library, "rb") as f:
+            files.append(("librmm.so", f.read()))
+    info = "%s.dist-info" % stem
+    files.append((info + "/METADATA", _metadata(project)))
+    wheel = "Wheel-Version: 1.0\nGenerator: build_rmm_rs\nRoot-Is-Purelib: %s\nTag: %s\n"
+    files.append((info + "/WHEEL", (wheel % ("false" if library else "true", tag)).encode()))
+    record = [_record_line(name, data) for name, data in files] + [info + "/RECORD,,"]
+    files.append((info + "/RECORD", ("\n".join(record) + "\n").encode()))
+
+    name = "%s-%s.whl" % (stem, tag)
+    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w", zipfile.ZIP_DEFLATED) as wheel_file:
+        for path, data in files:
+            entry = zipfile.ZipInfo(path, date_time=(1980, 1, 1, 0, 0, 0))
+            # The bundled library must stay executable once unpacked.
+            entry.external_attr = (0o755 if path.endswith(".so") else 0o644) << 16
+            wheel_file.writestr(entry, data, zipfile.ZIP_DEFLATED)
+    return name
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    return _write_wheel(wheel_directory, config_settings, editable=False)
+
+
+def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
+    return _write_wheel(wheel_directory, config_settings, editable=True)
+
+
+def build_sdist(sdist_directory, config_settings=None):
+    project, _, stem = _names()
+    name = stem + ".tar.gz"
+    with tarfile.open(os.path.join(sdist_directory, name), "w:gz") as sdist:
+        for file in ("pyproject.toml", os.path.basename(__file__), _MODULE):
+            sdist.add(os.path.join(_HERE, file), arcname="%s/%s" % (stem, file))
+        info = tarfile.TarInfo("%s/PKG-INFO" % stem)
+        data = _metadata(project)
+        info.size = len(data)
+        sdist.addfile(info, io.BytesIO(data))
+    return name
