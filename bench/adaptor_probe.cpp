@@ -6,7 +6,9 @@
 //   stats_pair, stats_random  what the statistics adaptor adds over the bare pool beneath it
 //                           (bench::added_per_allocation) on pairs and on random_allocations;
 //   threads_8               the benchmark's 8-thread churn on the pool, each thread on its own
-//                           stream (ns per allocation, in aggregate).
+//                           stream (ns per allocation, in aggregate);
+//   stats_threads_8         what the statistics adaptor adds to that churn when all eight
+//                           threads go through it (the same churn on the bare pool, in turn).
 // SAMPLES=n timed samples after one warm-up (default 9); AA=1 compares the pool with itself
 // in the adaptor figures, which must give about 0. Prints "name median name median ...".
 #include <optional>
@@ -33,7 +35,7 @@ int main() {
   bench::RmmRs bare{pool, nullptr}, adapted{std::getenv("AA") ? pool : stats, nullptr};
   bench::RmmRsLegacy legacy;
   int samples = std::getenv("SAMPLES") ? std::atoi(std::getenv("SAMPLES")) : 9;
-  std::vector<double> pool_pair, legacy_pair, stats_pair, stats_random, threads_8;
+  std::vector<double> pool_pair, legacy_pair, stats_pair, stats_random, threads_8, stats_threads_8;
   std::optional<bench::Pinned> pinned;
   pinned.emplace();
   for (int i = 0; i <= samples; ++i) {
@@ -53,10 +55,13 @@ int main() {
   pinned.reset();  // threads_8's threads spread over the processors
   for (int i = 0; i <= samples; ++i) {
     double t = bench::threaded(bare, 8, 20000, 0).ns_per_alloc;
+    double s = bench::threaded(adapted, 8, 20000, 0).ns_per_alloc;
     if (i > 0) threads_8.push_back(t);
+    if (i > 0) stats_threads_8.push_back(s - t);
   }
-  std::printf("pool_pair %.2f legacy_pair %.2f stats_pair %.2f stats_random %.2f threads_8 %.2f\n", median(pool_pair),
-              median(legacy_pair), median(stats_pair), median(stats_random), median(threads_8));
+  std::printf("pool_pair %.2f legacy_pair %.2f stats_pair %.2f stats_random %.2f threads_8 %.2f stats_threads_8 %.2f\n",
+              median(pool_pair), median(legacy_pair), median(stats_pair), median(stats_random), median(threads_8),
+              median(stats_threads_8));
   ok(rmmSetCurrentDeviceResource(previous, nullptr), "rmmSetCurrentDeviceResource");
   return 0;
 }

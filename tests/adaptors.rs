@@ -163,6 +163,49 @@ fn statistics_and_limiting_under_eight_threads() {
     assert!(refused.load(Ordering::Relaxed) > 0, "the 4 MiB limit was reached");
 }
 
+/// Eight threads hold their blocks at once: the peak the shards estimate is never above the
+/// true peak and falls short of it by less than the publishing bound per other thread, and
+/// current and total figures are exact once the threads are done.
+#[test]
+fn statistics_peak_under_eight_threads_is_within_the_stated_bound() {
+    let _guard = setup();
+    let stats = StatisticsAdaptor::new(pool());
+    // A second thread first, so that all eight count in shards.
+    std::thread::scope(|scope| {
+        scope.spawn(|| stats.deallocate(stats.allocate(256, S).unwrap(), 256, S).unwrap());
+    });
+    let (threads, blocks, size) = (8usize, 150usize, 64usize << 10);
+    let all_holding = std::sync::Barrier::new(threads);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                let held: Vec<usize> = (0..blocks).map(|_| stats.allocate(size, S).unwrap()).collect();
+                all_holding.wait();
+                for ptr in held {
+                    stats.deallocate(ptr, size, S).unwrap();
+                }
+            });
+        }
+    });
+    let c = stats.counts();
+    let (publish_bytes, publish_count) = StatisticsAdaptor::peak_shortfall_per_thread();
+    let (true_bytes, true_count) = ((threads * blocks * size) as i64, (threads * blocks) as i64);
+    assert_eq!((c.current_bytes, c.current_count), (0, 0));
+    assert_eq!((c.total_bytes, c.total_count), (true_bytes + 256, true_count + 1));
+    let others = (threads - 1) as i64;
+    assert!(c.peak_bytes <= true_bytes && c.peak_bytes > true_bytes - others * publish_bytes, "{c:?}");
+    assert!(c.peak_count <= true_count && c.peak_count > true_count - others * publish_count, "{c:?}");
+}
+
+/// rmm.h states the peak's bound in words; they must name the constants.
+#[test]
+fn the_header_states_the_statistics_peak_bound() {
+    let (publish_bytes, publish_count) = StatisticsAdaptor::peak_shortfall_per_thread();
+    let header = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/rmm.h")).unwrap();
+    let stated = format!("less than {} MiB and {} allocations per other thread", publish_bytes >> 20, publish_count);
+    assert!(header.replace("\n// ", " ").contains(&stated), "rmm.h should say: {stated}");
+}
+
 /// The statistics adaptor counts with plain stores while one thread allocates and goes over to
 /// atomics when a second one does: figures stay exact across the change, including blocks
 /// allocated before it and freed after it by the other thread.

@@ -339,23 +339,35 @@ impl CudaDriver {
         check("cuMemSetAccess", unsafe { sys::cuMemSetAccess(at as sys::CUdeviceptr, size, access.as_ptr(), access.len()) })
     }
 
-    fn require_memory_pools(&self, device: i32) -> Result<()> {
+    fn device_attribute(device: i32, attribute: sys::CUdevice_attribute) -> Result<i32> {
+        let mut value = 0;
+        // SAFETY: out-pointer to a local; attribute query on an existing device.
+        check("cuDeviceGetAttribute", unsafe { sys::cuDeviceGetAttribute(&mut value, attribute, device) })?;
+        Ok(value)
+    }
+
+    /// Memory pools on `device` whose memory can be exported as `handle_types`.
+    fn require_memory_pools(&self, device: i32, handle_types: u32) -> Result<()> {
         if !self.memory_pools_available {
             return Err(Error::NotSupported("this CUDA driver has no stream-ordered memory pools".into()));
         }
-        let mut supported = 0;
-        // SAFETY: out-pointer to a local; attribute query on an existing device.
-        check("cuDeviceGetAttribute", unsafe {
-            sys::cuDeviceGetAttribute(&mut supported, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, device)
-        })?;
-        if supported == 0 {
+        if Self::device_attribute(device, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)? == 0 {
             return Err(Error::NotSupported(format!("device {device} does not support memory pools")));
+        }
+        if handle_types != 0 {
+            let exportable =
+                Self::device_attribute(device, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES)? as u32;
+            if handle_types & !exportable != 0 {
+                return Err(Error::NotSupported(format!(
+                    "device {device} exports pool memory as handle types {exportable:#x}, not {handle_types:#x}"
+                )));
+            }
         }
         Ok(())
     }
 
     pub fn mem_pool_create(&self, device: i32, release_threshold: usize, handle_types: u32) -> Result<MemPool> {
-        self.require_memory_pools(device)?;
+        self.require_memory_pools(device, handle_types)?;
         // SAFETY: CUmemPoolProps is plain data; all-zero is its documented default.
         let mut props: sys::CUmemPoolProps = unsafe { std::mem::zeroed() };
         props.allocType = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;

@@ -3,13 +3,23 @@
 //!
 //! While one thread does all the allocating (the common case), it holds the adaptor's bias
 //! (`platform::bias`) and counts with plain loads and stores. Once another thread allocates
-//! or frees through the adaptor, the bias is revoked, the owner's figures are folded into the
-//! shared ones, and every thread counts atomically from then on: the current bytes and count
-//! share one 128-bit atomic, so each allocation and each free costs one atomic add, and peaks
-//! stay exact (an allocation sees the exact current values it produced). Totals are current
-//! plus what was freed, and what was freed is counted per thread, in cells only their own
-//! thread writes: no atomic read-modify-write there. Any thread may read the figures at any
-//! time without disturbing the owner.
+//! or frees through the adaptor, the bias is revoked, the owner's live figures are folded into
+//! shared ones, and from then on each thread counts in a shard of its own, which only it
+//! writes: no atomic read-modify-write and no shared cache line on the allocation path, so
+//! eight threads cost what one does. Readers add the shards up, so current and total figures
+//! are exact whenever the threads have returned.
+//!
+//! The peak needs the sum at each allocation, which no thread has at hand. Each shard
+//! publishes its current figures into a shared sum, but only now and then, and always at most
+//! what it has: what it holds back stays between 0 and PUBLISH_BYTES (and 0 and
+//! PUBLISH_COUNT allocations). When a change would take it out of that range, the shard
+//! publishes (one atomic add) so as to hold back half of it. The shared sum is thus never
+//! above the true one, and short of it by less than the ranges' width per thread. An
+//! allocation estimates the sum as "shared sum + what its own shard holds back" and raises the
+//! peak to that. So the peak is never above the true peak, is exact while one thread
+//! allocates, and otherwise falls short by less than PUBLISH_BYTES and PUBLISH_COUNT for each
+//! other thread using the adaptor at the time. Threads touch shared lines only to publish and
+//! at new peaks, so a steady workload, however many threads run it, shares almost nothing.
 //!
 //! Nested scopes (push/pop, as RMM's `push_counters`/`pop_counters`) cost the allocation path
 //! nothing: the counters are cumulative, and a scope is the counters' values when it was
@@ -22,7 +32,6 @@ use crate::platform::bias::Bias;
 use crate::platform::Stream;
 use crate::resources::MemoryResource;
 use parking_lot::Mutex;
-use portable_atomic::AtomicU128;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -39,40 +48,104 @@ pub struct Counts {
     pub total_count: i64,
 }
 
-/// (bytes, count) packed as bytes << 64 | count. Both halves stay non-negative (a free always
-/// follows its allocation), so adding and subtracting never carries between them.
-fn packed(bytes: usize, count: u64) -> u128 {
-    (bytes as u128) << 64 | count as u128
+fn add(cell: &AtomicI64, value: i64) -> i64 {
+    let now = cell.load(Ordering::Relaxed) + value;
+    cell.store(now, Ordering::Relaxed);
+    now
 }
 
-fn unpacked(value: u128) -> (i64, i64) {
-    ((value >> 64) as i64, value as u64 as i64)
-}
-
-/// What one thread freed through one adaptor; written only by that thread.
+/// Current and total figures. In a shard, or the bias owner's, a single writer updates them
+/// with plain loads and stores (`add`); in `Statistics::folded`, any thread with atomic adds.
 #[derive(Default)]
-struct FreedCell {
-    bytes: AtomicU64,
-    count: AtomicU64,
+struct Figures {
+    current_bytes: AtomicI64,
+    current_count: AtomicI64,
+    total_bytes: AtomicI64,
+    total_count: AtomicI64,
 }
 
-impl FreedCell {
-    fn add(&self, bytes: usize) {
-        // Single writer: a plain load and store, not a locked add.
-        self.bytes.store(self.bytes.load(Ordering::Relaxed) + bytes as u64, Ordering::Relaxed);
-        self.count.store(self.count.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+impl Figures {
+    fn current(&self) -> (i64, i64) {
+        (self.current_bytes.load(Ordering::Relaxed), self.current_count.load(Ordering::Relaxed))
+    }
+    fn total(&self) -> (i64, i64) {
+        (self.total_bytes.load(Ordering::Relaxed), self.total_count.load(Ordering::Relaxed))
     }
 }
 
-/// How many adaptors' cells a thread keeps at hand; a thread that comes back to an adaptor
-/// it dropped from here gets a new cell (the old one still counts).
-const CELLS_PER_THREAD: usize = 8;
+/// The sum of what the shards have published of their current figures.
+#[derive(Default)]
+struct Published {
+    bytes: AtomicI64,
+    count: AtomicI64,
+}
+
+/// One thread's figures for one adaptor, and how much of its current figures it holds back from
+/// `Published`; written only by that thread.
+#[derive(Default)]
+struct Shard {
+    figures: Figures,
+    unpublished_bytes: AtomicI64,
+    unpublished_count: AtomicI64,
+}
+
+impl Shard {
+    /// Adds a change to what the shard holds back, publishing when it leaves its range.
+    /// Returns what the shard holds back after it.
+    fn hold_back(&self, published: &Published, bytes: i64, count: i64) -> (i64, i64) {
+        (
+            hold_back(&self.unpublished_bytes, &published.bytes, bytes, PUBLISH_BYTES),
+            hold_back(&self.unpublished_count, &published.count, count, PUBLISH_COUNT),
+        )
+    }
+
+    fn publish_all(&self, published: &Published) {
+        published.bytes.fetch_add(self.unpublished_bytes.swap(0, Ordering::Relaxed), Ordering::Relaxed);
+        published.count.fetch_add(self.unpublished_count.swap(0, Ordering::Relaxed), Ordering::Relaxed);
+    }
+}
+
+/// Adds `change` to what `held` holds back from `published`; outside 0..=`range`, publishes so
+/// as to hold back half the range.
+fn hold_back(held: &AtomicI64, published: &AtomicI64, change: i64, range: i64) -> i64 {
+    let now = add(held, change);
+    if (0..=range).contains(&now) {
+        return now;
+    }
+    // The shared sum first: after a free it goes down before anything else changes.
+    published.fetch_add(now - range / 2, Ordering::Relaxed);
+    held.store(range / 2, Ordering::Relaxed);
+    range / 2
+}
+
+/// A thread's hold on its shard of one adaptor. When the thread ends, or drops the shard from
+/// its short list, the shard's unpublished change is published, so that the peak's shortfall
+/// stays bounded by the threads at work.
+struct Held {
+    adaptor: u64,
+    shard: Arc<Shard>,
+    published: Arc<Published>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.shard.publish_all(&self.published);
+    }
+}
+
+/// How many adaptors' shards a thread keeps at hand; a thread that comes back to an adaptor
+/// it dropped from here gets a new shard (the old one still counts).
+const SHARDS_PER_THREAD: usize = 8;
 
 thread_local! {
-    static CELLS: RefCell<Vec<(u64, Arc<FreedCell>)>> = const { RefCell::new(Vec::new()) };
+    static SHARDS: RefCell<Vec<Held>> = const { RefCell::new(Vec::new()) };
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// How far a thread's unpublished growth may go before it publishes it.
+const PUBLISH_BYTES: i64 = 1 << 20;
+const PUBLISH_COUNT: i64 = 64;
 
 /// Where a scope began: the current and total (bytes, count) then, and the enclosing scope's
 /// highest current (bytes, count) at that moment.
@@ -83,21 +156,6 @@ struct ScopeStart {
     enclosing_high: (i64, i64),
 }
 
-/// What the owner of the bias counts: single writer, plain loads and stores.
-#[derive(Default)]
-struct Owned {
-    current_bytes: AtomicI64,
-    current_count: AtomicI64,
-    total_bytes: AtomicI64,
-    total_count: AtomicI64,
-}
-
-fn add(cell: &AtomicI64, value: i64) -> i64 {
-    let now = cell.load(Ordering::Relaxed) + value;
-    cell.store(now, Ordering::Relaxed);
-    now
-}
-
 /// The fields every allocation and free touches come first, within one 128-byte block (two
 /// cache lines the processor fetches together), so that the lines the pool's own work evicts
 /// between calls cost the adaptor as few misses as possible.
@@ -105,14 +163,18 @@ fn add(cell: &AtomicI64, value: i64) -> i64 {
 pub struct StatisticsAdaptor {
     upstream: Upstream,
     bias: Bias,
-    owned: Owned,
-    /// The highest current bytes and count since the innermost scope began.
+    /// The bias owner's figures.
+    owned: Figures,
+    /// The highest current bytes and count since the innermost scope began (exact under the
+    /// bias; see the module's note otherwise).
     high_bytes: AtomicI64,
     high_count: AtomicI64,
-    /// Counted atomically once the bias is revoked (the owner's live figures are folded in).
-    current: AtomicU128,
     id: u64,
-    freed: Mutex<Vec<Arc<FreedCell>>>,
+    published: Arc<Published>,
+    /// What the bias owner had live when the bias went, and what threads count without a
+    /// shard (from thread-local destructors).
+    folded: Figures,
+    shards: Mutex<Vec<Arc<Shard>>>,
     /// Starts of the pushed scopes, innermost last; the whole life of the adaptor is the
     /// scope below them all.
     scopes: Mutex<Vec<ScopeStart>>,
@@ -121,16 +183,23 @@ pub struct StatisticsAdaptor {
 const _: () = assert!(std::mem::offset_of!(StatisticsAdaptor, high_count) + 8 <= 128);
 
 impl StatisticsAdaptor {
+    /// The most by which the peak can fall short per other thread, (bytes, allocations):
+    /// PUBLISH_BYTES and PUBLISH_COUNT, which rmm.h states and the threaded tests check.
+    pub fn peak_shortfall_per_thread() -> (i64, i64) {
+        (PUBLISH_BYTES, PUBLISH_COUNT)
+    }
+
     pub fn new(upstream: Arc<dyn MemoryResource>) -> Arc<Self> {
         Arc::new(StatisticsAdaptor {
             upstream: Upstream::new(upstream),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             bias: Bias::new(),
-            owned: Owned::default(),
-            current: AtomicU128::new(0),
+            owned: Figures::default(),
             high_bytes: AtomicI64::new(0),
             high_count: AtomicI64::new(0),
-            freed: Mutex::new(Vec::new()),
+            published: Arc::new(Published::default()),
+            folded: Figures::default(),
+            shards: Mutex::new(Vec::new()),
             scopes: Mutex::new(Vec::new()),
         })
     }
@@ -142,53 +211,95 @@ impl StatisticsAdaptor {
         }
     }
 
-    fn note_freed(&self, bytes: usize) {
-        let counted = CELLS.try_with(|cells| {
-            let Ok(mut cells) = cells.try_borrow_mut() else { return false };
-            if let Some((_, cell)) = cells.iter().find(|(id, _)| *id == self.id) {
-                cell.add(bytes);
-                return true;
-            }
-            let cell = Arc::new(FreedCell::default());
-            cell.add(bytes);
-            self.freed.lock().push(cell.clone());
-            if cells.len() == CELLS_PER_THREAD {
-                cells.remove(0);
-            }
-            cells.push((self.id, cell));
+    /// Runs `f` on this thread's shard; a thread whose thread-locals are gone (a free from a
+    /// thread-local destructor) counts in `folded` instead, with atomic adds.
+    fn on_shard(&self, f: impl FnOnce(&Shard), bytes: i64, count: i64) {
+        let mut f = Some(f);
+        let counted = SHARDS.try_with(|held| {
+            let Ok(mut held) = held.try_borrow_mut() else { return false };
+            let position = match held.iter().position(|h| h.adaptor == self.id) {
+                Some(position) => position,
+                None => {
+                    let shard = Arc::new(Shard::default());
+                    self.shards.lock().push(shard.clone());
+                    if held.len() == SHARDS_PER_THREAD {
+                        held.remove(0);
+                    }
+                    held.push(Held { adaptor: self.id, shard, published: self.published.clone() });
+                    held.len() - 1
+                }
+            };
+            (f.take().expect("called once"))(&held[position].shard);
             true
         });
         if counted != Ok(true) {
-            // A thread whose thread-locals are gone (a free from a thread-local destructor):
-            // a cell of its own for this one free.
-            let cell = Arc::new(FreedCell::default());
-            cell.add(bytes);
-            self.freed.lock().push(cell);
+            let folded = &self.folded;
+            folded.current_bytes.fetch_add(bytes, Ordering::Relaxed);
+            folded.current_count.fetch_add(count, Ordering::Relaxed);
+            if bytes > 0 {
+                folded.total_bytes.fetch_add(bytes, Ordering::Relaxed);
+                folded.total_count.fetch_add(count, Ordering::Relaxed);
+            }
+            let now = (
+                self.published.bytes.fetch_add(bytes, Ordering::Relaxed) + bytes,
+                self.published.count.fetch_add(count, Ordering::Relaxed) + count,
+            );
+            if bytes > 0 {
+                Self::raise_high(&self.high_bytes, now.0);
+                Self::raise_high(&self.high_count, now.1);
+            }
         }
+    }
+
+    /// Counts an allocation (`count` 1) or a free (`count` -1 and `bytes` negative) in this
+    /// thread's shard: the path once the bias is gone, out of line so that the biased path
+    /// stays small enough for the upstream's fast path to be inlined into it.
+    #[inline(never)]
+    fn count_in_shard(&self, bytes: i64, count: i64) {
+        self.unbias();
+        self.on_shard(
+            |shard| {
+                add(&shard.figures.current_bytes, bytes);
+                add(&shard.figures.current_count, count);
+                let published = &self.published;
+                let held = shard.hold_back(published, bytes, count);
+                if count > 0 {
+                    add(&shard.figures.total_bytes, bytes);
+                    add(&shard.figures.total_count, count);
+                    // Never above the true sum: the other shards hold back nothing negative.
+                    let sum = (published.bytes.load(Ordering::Relaxed) + held.0, published.count.load(Ordering::Relaxed) + held.1);
+                    Self::raise_high(&self.high_bytes, sum.0);
+                    Self::raise_high(&self.high_count, sum.1);
+                }
+            },
+            bytes,
+            count,
+        );
     }
 
     /// Lifetime (current, total) as ((bytes, count), (bytes, count)).
     fn lifetime(&self) -> ((i64, i64), (i64, i64)) {
-        let shared = unpacked(self.current.load(Ordering::Relaxed));
-        let owned = &self.owned;
-        let owned_current = (owned.current_bytes.load(Ordering::Relaxed), owned.current_count.load(Ordering::Relaxed));
-        let owned_total = (owned.total_bytes.load(Ordering::Relaxed), owned.total_count.load(Ordering::Relaxed));
-        let freed = self.freed.lock().iter().fold((0i64, 0i64), |(b, c), cell| {
-            (b + cell.bytes.load(Ordering::Relaxed) as i64, c + cell.count.load(Ordering::Relaxed) as i64)
-        });
-        let current = (shared.0 + owned_current.0, shared.1 + owned_current.1);
-        (current, (shared.0 + freed.0 + owned_total.0, shared.1 + freed.1 + owned_total.1))
+        let mut current = (0, 0);
+        let mut total = (0, 0);
+        let shards = self.shards.lock();
+        for figures in [&self.owned, &self.folded].into_iter().chain(shards.iter().map(|shard| &shard.figures)) {
+            let (c, t) = (figures.current(), figures.total());
+            current = (current.0 + c.0, current.1 + c.1);
+            total = (total.0 + t.0, total.1 + t.1);
+        }
+        (current, total)
     }
 
     /// Ends the bias (if another thread holds it), moving the owner's live figures into the
-    /// shared counter: blocks it allocated are freed on the shared path from now on.
+    /// shared ones: blocks it allocated are freed through shards from now on.
     fn unbias(&self) {
         self.bias.revoke(|| {
             let owned = &self.owned;
             let (bytes, count) = (owned.current_bytes.swap(0, Ordering::Relaxed), owned.current_count.swap(0, Ordering::Relaxed));
-            owned.total_bytes.fetch_sub(bytes, Ordering::Relaxed);
-            owned.total_count.fetch_sub(count, Ordering::Relaxed);
-            self.current.fetch_add(packed(bytes as usize, count as u64), Ordering::Relaxed);
+            self.folded.current_bytes.fetch_add(bytes, Ordering::Relaxed);
+            self.folded.current_count.fetch_add(count, Ordering::Relaxed);
+            self.published.bytes.fetch_add(bytes, Ordering::Relaxed);
+            self.published.count.fetch_add(count, Ordering::Relaxed);
         });
     }
 
@@ -271,10 +382,7 @@ impl MemoryResource for StatisticsAdaptor {
             }
             return Ok(ptr);
         }
-        self.unbias();
-        let (now_bytes, now_count) = unpacked(self.current.fetch_add(packed(bytes, 1), Ordering::Relaxed).wrapping_add(packed(bytes, 1)));
-        Self::raise_high(&self.high_bytes, now_bytes);
-        Self::raise_high(&self.high_count, now_count);
+        self.count_in_shard(bytes as i64, 1);
         Ok(ptr)
     }
 
@@ -285,9 +393,7 @@ impl MemoryResource for StatisticsAdaptor {
             add(&self.owned.current_count, -1);
             return Ok(());
         }
-        self.unbias();
-        self.current.fetch_sub(packed(bytes, 1), Ordering::Relaxed);
-        self.note_freed(bytes);
+        self.count_in_shard(-(bytes as i64), -1);
         Ok(())
     }
 
