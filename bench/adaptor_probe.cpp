@@ -7,8 +7,9 @@
 //                           (bench::added_per_allocation) on pairs and on random_allocations;
 //   threads_8               the benchmark's 8-thread churn on the pool, each thread on its own
 //                           stream (ns per allocation, in aggregate);
-//   stats_threads_8         what the statistics adaptor adds to that churn when all eight
-//                           threads go through it (the same churn on the bare pool, in turn).
+//   stats_threads_8, limiting_threads_8  what the statistics or a limiting adaptor (limit
+//                           far above the churn's) adds to that churn when all eight threads go
+//                           through it (the same churn on the bare pool, in turn).
 // SAMPLES=n timed samples after one warm-up (default 9); AA=1 compares the pool with itself
 // in the adaptor figures, which must give about 0. Prints "name median name median ...".
 #include <optional>
@@ -27,15 +28,16 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main() {
-  rmmResource_t cuda, pool, stats, previous;
+  rmmResource_t cuda, pool, stats, limiting, previous;
   ok(rmmCudaResourceCreate(&cuda), "rmmCudaResourceCreate");
   ok(rmmPoolResourceCreate(&pool, cuda, 0, 0), "rmmPoolResourceCreate");
   ok(rmmStatisticsAdaptorCreate(&stats, pool), "rmmStatisticsAdaptorCreate");
+  ok(rmmLimitingAdaptorCreate(&limiting, pool, std::size_t{64} << 30), "rmmLimitingAdaptorCreate");
   ok(rmmSetCurrentDeviceResource(pool, &previous), "rmmSetCurrentDeviceResource");
-  bench::RmmRs bare{pool, nullptr}, adapted{std::getenv("AA") ? pool : stats, nullptr};
+  bench::RmmRs bare{pool, nullptr}, adapted{std::getenv("AA") ? pool : stats, nullptr}, limited{limiting, nullptr};
   bench::RmmRsLegacy legacy;
   int samples = std::getenv("SAMPLES") ? std::atoi(std::getenv("SAMPLES")) : 9;
-  std::vector<double> pool_pair, legacy_pair, stats_pair, stats_random, threads_8, stats_threads_8;
+  std::vector<double> pool_pair, legacy_pair, stats_pair, stats_random, threads_8, stats_threads_8, limiting_threads_8;
   std::optional<bench::Pinned> pinned;
   pinned.emplace();
   for (int i = 0; i <= samples; ++i) {
@@ -56,12 +58,16 @@ int main() {
   for (int i = 0; i <= samples; ++i) {
     double t = bench::threaded(bare, 8, 20000, 0).ns_per_alloc;
     double s = bench::threaded(adapted, 8, 20000, 0).ns_per_alloc;
+    double l = bench::threaded(limited, 8, 20000, 0).ns_per_alloc;
     if (i > 0) threads_8.push_back(t);
     if (i > 0) stats_threads_8.push_back(s - t);
+    if (i > 0) limiting_threads_8.push_back(l - t);
   }
-  std::printf("pool_pair %.2f legacy_pair %.2f stats_pair %.2f stats_random %.2f threads_8 %.2f stats_threads_8 %.2f\n",
-              median(pool_pair), median(legacy_pair), median(stats_pair), median(stats_random), median(threads_8),
-              median(stats_threads_8));
+  std::printf(
+      "pool_pair %.2f legacy_pair %.2f stats_pair %.2f stats_random %.2f threads_8 %.2f stats_threads_8 %.2f "
+      "limiting_threads_8 %.2f\n",
+      median(pool_pair), median(legacy_pair), median(stats_pair), median(stats_random), median(threads_8),
+      median(stats_threads_8), median(limiting_threads_8));
   ok(rmmSetCurrentDeviceResource(previous, nullptr), "rmmSetCurrentDeviceResource");
   return 0;
 }

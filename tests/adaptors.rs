@@ -121,11 +121,15 @@ fn statistics_and_limiting_under_eight_threads() {
     let outer = StackRef::new(limiting.clone());
     let refused = AtomicUsize::new(0);
     let made = AtomicUsize::new(0);
+    // What the threads hold, counted after an allocation returns and before a free starts:
+    // never more than the adaptor has handed out, so never more than the limit.
+    let live = AtomicUsize::new(0);
     let (sender, receiver) = std::sync::mpsc::channel::<(usize, usize)>();
     let receiver = std::sync::Mutex::new(receiver);
     std::thread::scope(|scope| {
         for t in 0..8u64 {
-            let (outer, sender, receiver, refused, made, limiting) = (&outer, sender.clone(), &receiver, &refused, &made, &limiting);
+            let (outer, sender, receiver, refused, made, limiting, live) =
+                (&outer, sender.clone(), &receiver, &refused, &made, &limiting, &live);
             scope.spawn(move || {
                 let mut rng = Rng(t + 1);
                 for _ in 0..400 {
@@ -133,6 +137,7 @@ fn statistics_and_limiting_under_eight_threads() {
                     match records::allocate(outer.stack(), size, S, Holder::Caller) {
                         Ok(ptr) => {
                             made.fetch_add(1, Ordering::Relaxed);
+                            assert!(live.fetch_add(size, Ordering::SeqCst) + size <= limit, "more than the limit live");
                             assert!(limiting.allocated_bytes() <= limit);
                             sender.send((ptr, size)).unwrap();
                         }
@@ -143,7 +148,8 @@ fn statistics_and_limiting_under_eight_threads() {
                     }
                     // Free something another thread allocated, now and then.
                     if rng.below(2) == 0 {
-                        if let Ok((ptr, _)) = receiver.lock().unwrap().try_recv() {
+                        if let Ok((ptr, size)) = receiver.lock().unwrap().try_recv() {
+                            live.fetch_sub(size, Ordering::SeqCst);
                             records::free(ptr, S, Expected::ANY_OF_CALLERS).unwrap();
                         }
                     }
@@ -239,6 +245,39 @@ fn statistics_stay_exact_when_a_second_thread_arrives() {
     assert_eq!((c.current_bytes, c.current_count), (0, 0));
     assert_eq!((c.total_bytes, c.total_count), (10 * 1000 + 8 * 2000, 18));
     assert_eq!((c.peak_bytes, c.peak_count), (21_000, 13));
+}
+
+/// Budget another thread holds as credit is taken back before an allocation is refused: the
+/// whole limit stays usable from any thread.
+#[test]
+fn limiting_takes_back_other_threads_credit_before_it_refuses() {
+    let _guard = setup();
+    let limit = 1 << 20;
+    let limiting = LimitingAdaptor::new(cuda(), limit).unwrap();
+    let (holding, done) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            // Leaves this thread with credit: what it freed, up to two slices.
+            let blocks: Vec<usize> = (0..64).map(|_| limiting.allocate(4096, S).unwrap()).collect();
+            for ptr in blocks {
+                limiting.deallocate(ptr, 4096, S).unwrap();
+            }
+            holding.wait();
+            done.wait();
+        });
+        holding.wait();
+        let allocated_before = limiting.allocated_bytes();
+        let all = limiting.allocate(limit, S);
+        let over = all.as_ref().ok().map(|_| limiting.allocate(256, S));
+        if let Ok(ptr) = all {
+            limiting.deallocate(ptr, limit, S).unwrap();
+        }
+        done.wait();
+        assert_eq!(allocated_before, 0);
+        assert!(all.is_ok(), "the whole limit, with the other thread's credit taken back: {all:?}");
+        assert!(over.unwrap().unwrap_err().is_out_of_memory());
+    });
+    assert_eq!(limiting.allocated_bytes(), 0);
 }
 
 #[test]

@@ -7,6 +7,7 @@ mod failure_callback;
 mod limiting;
 mod logging;
 mod prefetch;
+mod shards;
 mod statistics;
 mod tracking;
 mod upstream;

@@ -26,14 +26,14 @@
 //! pushed plus the highest current value seen since. The innermost scope's figures are the
 //! differences; popping merges a scope's peak into its parent's, as RMM does.
 
+use super::shards::{self, Shard, Shards};
 use super::Upstream;
 use crate::error::{Error, Result};
 use crate::platform::bias::Bias;
 use crate::platform::Stream;
 use crate::resources::MemoryResource;
 use parking_lot::Mutex;
-use std::cell::RefCell;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 /// Figures of one scope, as `rmmStatistics_t`. Current values can go below zero within a
@@ -83,13 +83,13 @@ struct Published {
 /// One thread's figures for one adaptor, and how much of its current figures it holds back from
 /// `Published`; written only by that thread.
 #[derive(Default)]
-struct Shard {
+struct StatisticsShard {
     figures: Figures,
     unpublished_bytes: AtomicI64,
     unpublished_count: AtomicI64,
 }
 
-impl Shard {
+impl StatisticsShard {
     /// Adds a change to what the shard holds back, publishing when it leaves its range.
     /// Returns what the shard holds back after it.
     fn hold_back(&self, published: &Published, bytes: i64, count: i64) -> (i64, i64) {
@@ -97,11 +97,6 @@ impl Shard {
             hold_back(&self.unpublished_bytes, &published.bytes, bytes, PUBLISH_BYTES),
             hold_back(&self.unpublished_count, &published.count, count, PUBLISH_COUNT),
         )
-    }
-
-    fn publish_all(&self, published: &Published) {
-        published.bytes.fetch_add(self.unpublished_bytes.swap(0, Ordering::Relaxed), Ordering::Relaxed);
-        published.count.fetch_add(self.unpublished_count.swap(0, Ordering::Relaxed), Ordering::Relaxed);
     }
 }
 
@@ -118,30 +113,19 @@ fn hold_back(held: &AtomicI64, published: &AtomicI64, change: i64, range: i64) -
     range / 2
 }
 
-/// A thread's hold on its shard of one adaptor. When the thread ends, or drops the shard from
-/// its short list, the shard's unpublished change is published, so that the peak's shortfall
-/// stays bounded by the threads at work.
-struct Held {
-    adaptor: u64,
-    shard: Arc<Shard>,
-    published: Arc<Published>,
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        self.shard.publish_all(&self.published);
+impl Shard for StatisticsShard {
+    type Shared = Published;
+    /// A shard whose thread has gone publishes all it held back, so that the peak's shortfall
+    /// stays bounded by the threads at work.
+    fn retire(&self, published: &Published) {
+        published.bytes.fetch_add(self.unpublished_bytes.swap(0, Ordering::Relaxed), Ordering::Relaxed);
+        published.count.fetch_add(self.unpublished_count.swap(0, Ordering::Relaxed), Ordering::Relaxed);
     }
 }
 
-/// How many adaptors' shards a thread keeps at hand; a thread that comes back to an adaptor
-/// it dropped from here gets a new shard (the old one still counts).
-const SHARDS_PER_THREAD: usize = 8;
-
 thread_local! {
-    static SHARDS: RefCell<Vec<Held>> = const { RefCell::new(Vec::new()) };
+    static SHARDS: shards::Local<StatisticsShard> = const { std::cell::RefCell::new(Vec::new()) };
 }
-
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// How far a thread's unpublished growth may go before it publishes it.
 const PUBLISH_BYTES: i64 = 1 << 20;
@@ -169,12 +153,11 @@ pub struct StatisticsAdaptor {
     /// bias; see the module's note otherwise).
     high_bytes: AtomicI64,
     high_count: AtomicI64,
-    id: u64,
-    published: Arc<Published>,
+    /// Each thread's figures once the bias is gone, and the sum they have published.
+    shards: Shards<StatisticsShard>,
     /// What the bias owner had live when the bias went, and what threads count without a
     /// shard (from thread-local destructors).
     folded: Figures,
-    shards: Mutex<Vec<Arc<Shard>>>,
     /// Starts of the pushed scopes, innermost last; the whole life of the adaptor is the
     /// scope below them all.
     scopes: Mutex<Vec<ScopeStart>>,
@@ -192,14 +175,12 @@ impl StatisticsAdaptor {
     pub fn new(upstream: Arc<dyn MemoryResource>) -> Arc<Self> {
         Arc::new(StatisticsAdaptor {
             upstream: Upstream::new(upstream),
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             bias: Bias::new(),
             owned: Figures::default(),
             high_bytes: AtomicI64::new(0),
             high_count: AtomicI64::new(0),
-            published: Arc::new(Published::default()),
+            shards: Shards::new(Published::default(), &SHARDS),
             folded: Figures::default(),
-            shards: Mutex::new(Vec::new()),
             scopes: Mutex::new(Vec::new()),
         })
     }
@@ -211,82 +192,53 @@ impl StatisticsAdaptor {
         }
     }
 
-    /// Runs `f` on this thread's shard; a thread whose thread-locals are gone (a free from a
-    /// thread-local destructor) counts in `folded` instead, with atomic adds.
-    fn on_shard(&self, f: impl FnOnce(&Shard), bytes: i64, count: i64) {
-        let mut f = Some(f);
-        let counted = SHARDS.try_with(|held| {
-            let Ok(mut held) = held.try_borrow_mut() else { return false };
-            let position = match held.iter().position(|h| h.adaptor == self.id) {
-                Some(position) => position,
-                None => {
-                    let shard = Arc::new(Shard::default());
-                    self.shards.lock().push(shard.clone());
-                    if held.len() == SHARDS_PER_THREAD {
-                        held.remove(0);
-                    }
-                    held.push(Held { adaptor: self.id, shard, published: self.published.clone() });
-                    held.len() - 1
-                }
-            };
-            (f.take().expect("called once"))(&held[position].shard);
-            true
-        });
-        if counted != Ok(true) {
-            let folded = &self.folded;
-            folded.current_bytes.fetch_add(bytes, Ordering::Relaxed);
-            folded.current_count.fetch_add(count, Ordering::Relaxed);
-            if bytes > 0 {
-                folded.total_bytes.fetch_add(bytes, Ordering::Relaxed);
-                folded.total_count.fetch_add(count, Ordering::Relaxed);
-            }
-            let now = (
-                self.published.bytes.fetch_add(bytes, Ordering::Relaxed) + bytes,
-                self.published.count.fetch_add(count, Ordering::Relaxed) + count,
-            );
-            if bytes > 0 {
-                Self::raise_high(&self.high_bytes, now.0);
-                Self::raise_high(&self.high_count, now.1);
-            }
-        }
-    }
-
     /// Counts an allocation (`count` 1) or a free (`count` -1 and `bytes` negative) in this
     /// thread's shard: the path once the bias is gone, out of line so that the biased path
     /// stays small enough for the upstream's fast path to be inlined into it.
     #[inline(never)]
     fn count_in_shard(&self, bytes: i64, count: i64) {
         self.unbias();
-        self.on_shard(
-            |shard| {
-                add(&shard.figures.current_bytes, bytes);
-                add(&shard.figures.current_count, count);
-                let published = &self.published;
-                let held = shard.hold_back(published, bytes, count);
-                if count > 0 {
-                    add(&shard.figures.total_bytes, bytes);
-                    add(&shard.figures.total_count, count);
-                    // Never above the true sum: the other shards hold back nothing negative.
-                    let sum = (published.bytes.load(Ordering::Relaxed) + held.0, published.count.load(Ordering::Relaxed) + held.1);
-                    Self::raise_high(&self.high_bytes, sum.0);
-                    Self::raise_high(&self.high_count, sum.1);
-                }
-            },
-            bytes,
-            count,
-        );
+        let published = &*self.shards.shared;
+        let sum = self.shards.with(|shard| {
+            add(&shard.figures.current_bytes, bytes);
+            add(&shard.figures.current_count, count);
+            if count > 0 {
+                add(&shard.figures.total_bytes, bytes);
+                add(&shard.figures.total_count, count);
+            }
+            let held = shard.hold_back(published, bytes, count);
+            // Never above the true sum: the other shards hold back nothing negative.
+            (published.bytes.load(Ordering::Relaxed) + held.0, published.count.load(Ordering::Relaxed) + held.1)
+        });
+        let sum = sum.unwrap_or_else(|| {
+            // No shard on this thread (its thread-locals are gone): count in `folded`.
+            let folded = &self.folded;
+            folded.current_bytes.fetch_add(bytes, Ordering::Relaxed);
+            folded.current_count.fetch_add(count, Ordering::Relaxed);
+            if count > 0 {
+                folded.total_bytes.fetch_add(bytes, Ordering::Relaxed);
+                folded.total_count.fetch_add(count, Ordering::Relaxed);
+            }
+            (published.bytes.fetch_add(bytes, Ordering::Relaxed) + bytes, published.count.fetch_add(count, Ordering::Relaxed) + count)
+        });
+        if count > 0 {
+            Self::raise_high(&self.high_bytes, sum.0);
+            Self::raise_high(&self.high_count, sum.1);
+        }
     }
 
     /// Lifetime (current, total) as ((bytes, count), (bytes, count)).
     fn lifetime(&self) -> ((i64, i64), (i64, i64)) {
         let mut current = (0, 0);
         let mut total = (0, 0);
-        let shards = self.shards.lock();
-        for figures in [&self.owned, &self.folded].into_iter().chain(shards.iter().map(|shard| &shard.figures)) {
+        let mut count_in = |figures: &Figures| {
             let (c, t) = (figures.current(), figures.total());
             current = (current.0 + c.0, current.1 + c.1);
             total = (total.0 + t.0, total.1 + t.1);
-        }
+        };
+        count_in(&self.owned);
+        count_in(&self.folded);
+        self.shards.for_each(|shard| count_in(&shard.figures));
         (current, total)
     }
 
@@ -298,8 +250,8 @@ impl StatisticsAdaptor {
             let (bytes, count) = (owned.current_bytes.swap(0, Ordering::Relaxed), owned.current_count.swap(0, Ordering::Relaxed));
             self.folded.current_bytes.fetch_add(bytes, Ordering::Relaxed);
             self.folded.current_count.fetch_add(count, Ordering::Relaxed);
-            self.published.bytes.fetch_add(bytes, Ordering::Relaxed);
-            self.published.count.fetch_add(count, Ordering::Relaxed);
+            self.shards.shared.bytes.fetch_add(bytes, Ordering::Relaxed);
+            self.shards.shared.count.fetch_add(count, Ordering::Relaxed);
         });
     }
 
