@@ -303,7 +303,7 @@ module rmm
     ! allocation counts of what goes through it. Threads never wait here: each counts in a shard
     ! of its own. Current and total figures are exact once the threads using it have returned.
     ! The peak is never above the true peak and is exact while one thread uses the adaptor; with
-    ! several at once it can fall short by less than 1 MiB and 64 allocations per other thread.
+    ! several at once it can fall short by less than 4 MiB and 64 allocations per other thread.
     integer(c_int) function rmmStatisticsAdaptorCreate(resource, upstream) &
         bind(c, name="rmmStatisticsAdaptorCreate")
       import :: c_int, c_ptr

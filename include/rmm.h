@@ -261,7 +261,7 @@ extern "C" {
 // allocation counts of what goes through it. Threads never wait here: each counts in a shard
 // of its own. Current and total figures are exact once the threads using it have returned.
 // The peak is never above the true peak and is exact while one thread uses the adaptor; with
-// several at once it can fall short by less than 1 MiB and 64 allocations per other thread.
+// several at once it can fall short by less than 4 MiB and 64 allocations per other thread.
 enum rmmError_t rmmStatisticsAdaptorCreate(rmmResource_t *resource, rmmResource_t upstream);
 
 // Writes the figures of the innermost scope of a statistics adaptor to `*counts`.

@@ -57,7 +57,7 @@ impl From<Counts> for rmmStatistics_t {
 /// allocation counts of what goes through it. Threads never wait here: each counts in a shard
 /// of its own. Current and total figures are exact once the threads using it have returned.
 /// The peak is never above the true peak and is exact while one thread uses the adaptor; with
-/// several at once it can fall short by less than 1 MiB and 64 allocations per other thread.
+/// several at once it can fall short by less than 4 MiB and 64 allocations per other thread.
 #[no_mangle]
 pub extern "C" fn rmmStatisticsAdaptorCreate(resource: *mut rmmResource_t, upstream: rmmResource_t) -> rmmError_t {
     create_over("rmmStatisticsAdaptorCreate", resource, upstream, |upstream| Ok(StatisticsAdaptor::new(upstream)))

@@ -128,7 +128,7 @@ thread_local! {
 }
 
 /// How far a thread's unpublished growth may go before it publishes it.
-const PUBLISH_BYTES: i64 = 1 << 20;
+const PUBLISH_BYTES: i64 = 4 << 20;
 const PUBLISH_COUNT: i64 = 64;
 
 /// Where a scope began: the current and total (bytes, count) then, and the enclosing scope's
