@@ -334,7 +334,7 @@ fn tracking_lists_outstanding_allocations_with_call_sites() {
     let outstanding = tracking.outstanding();
     assert_eq!(outstanding.len(), 2);
     let record = outstanding.iter().find(|a| a.ptr == ptr).unwrap();
-    assert_eq!((record.size, record.line, record.file.as_deref()), (5000, 42, Some("kernel.cu")));
+    assert_eq!((record.size, record.line, record.file), (5000, 42, Some("kernel.cu")));
     assert!(record.backtrace.as_deref().is_some_and(|b| !b.is_empty()), "capture_stacks records a backtrace");
     assert_eq!(tracking.outstanding_bytes(), 5100);
     let report = tracking.report("now");
@@ -368,7 +368,7 @@ fn tracking_records_each_call_sites_own_file() {
     let outstanding = tracking.outstanding();
     for (ptr, file, line) in &expected {
         let record = outstanding.iter().find(|a| a.ptr == *ptr).unwrap();
-        assert_eq!((record.file.as_deref().unwrap_or(""), record.line), (*file, *line));
+        assert_eq!((record.file.unwrap_or(""), record.line), (*file, *line));
     }
     for (ptr, ..) in expected {
         records::free(ptr, S, Expected::ANY_OF_CALLERS).unwrap();

@@ -177,7 +177,7 @@ pub extern "C" fn rmmTrackingAdaptorGetOutstanding(
         let outstanding = adaptor(resource, "tracking adaptor", |tracking: &TrackingAdaptor| Ok(tracking.outstanding()))?;
         for (at, allocation) in outstanding.iter().take(capacity).enumerate() {
             let mut file = [0 as c_char; 256];
-            let name = allocation.file.as_deref().unwrap_or("").as_bytes();
+            let name = allocation.file.unwrap_or("").as_bytes();
             let kept = &name[name.len().saturating_sub(file.len() - 1)..];
             for (slot, byte) in file.iter_mut().zip(kept) {
                 *slot = *byte as c_char;

@@ -13,7 +13,11 @@ use std::collections::HashSet;
 use std::fmt::Write;
 use std::sync::{Arc, Weak};
 
-const SHARDS: usize = 16;
+/// Enough shards that eight threads seldom meet in one, each on cache lines of its own.
+const SHARDS: usize = 64;
+
+#[repr(align(128))]
+struct Shard(Mutex<AddressMap<OutstandingAllocation>>);
 
 /// One live allocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,7 +27,7 @@ pub struct OutstandingAllocation {
     pub stream: usize,
     pub thread: u64,
     /// The call site `RMM_ALLOC` passed, when there was one.
-    pub file: Option<Arc<str>>,
+    pub file: Option<&'static str>,
     pub line: u32,
     pub backtrace: Option<String>,
 }
@@ -31,45 +35,43 @@ pub struct OutstandingAllocation {
 pub struct TrackingAdaptor {
     upstream: Upstream,
     capture_stacks: bool,
-    live: Box<[Mutex<AddressMap<OutstandingAllocation>>]>,
+    live: Box<[Shard]>,
 }
 
 static TRACKERS: Mutex<Vec<Weak<TrackingAdaptor>>> = Mutex::new(Vec::new());
-static FILES: Mutex<Option<HashSet<Arc<str>>>> = Mutex::new(None);
+static FILES: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
 
-/// One shared copy of each file name.
-fn intern(file: &str) -> Arc<str> {
+/// One copy of each file name for the life of the process (a program has a bounded number of
+/// source files), so records refer to it without counting references across threads.
+fn intern(file: &str) -> &'static str {
     let mut files = FILES.lock();
     let files = files.get_or_insert_with(HashSet::new);
     if let Some(known) = files.get(file) {
-        return known.clone();
+        return known;
     }
-    let name: Arc<str> = file.into();
-    files.insert(name.clone());
+    let name: &'static str = Box::leak(file.into());
+    files.insert(name);
     name
 }
 
 /// The file and line of the `RMM_ALLOC` in progress, the file's name shared. A thread mostly
 /// allocates from the same few files, so it keeps the last name it saw: comparing the bytes
 /// costs less than the global table's lock.
-fn call_site() -> (Option<Arc<str>>, u32) {
+fn call_site() -> (Option<&'static str>, u32) {
     thread_local! {
-        static LAST: std::cell::RefCell<Option<Arc<str>>> = const { std::cell::RefCell::new(None) };
+        static LAST: std::cell::Cell<Option<&'static str>> = const { std::cell::Cell::new(None) };
     }
     let site = crate::platform::call_site::with_current(|file, line| {
-        let cached = LAST.try_with(|last| {
-            let mut last = last.try_borrow_mut().ok()?;
-            match last.as_ref() {
-                Some(name) if name.as_bytes() == file.to_bytes() => Some(name.clone()),
-                _ => {
-                    let name = intern(&file.to_string_lossy());
-                    *last = Some(name.clone());
-                    Some(name)
-                }
+        let cached = LAST.try_with(|last| match last.get() {
+            Some(name) if name.as_bytes() == file.to_bytes() => name,
+            _ => {
+                let name = intern(&file.to_string_lossy());
+                last.set(Some(name));
+                name
             }
         });
         // A call from a thread-local destructor: no cache left on this thread.
-        let file = cached.ok().flatten().unwrap_or_else(|| intern(&file.to_string_lossy()));
+        let file = cached.unwrap_or_else(|_| intern(&file.to_string_lossy()));
         (Some(file), line)
     });
     site.unwrap_or((None, 0))
@@ -89,23 +91,23 @@ impl TrackingAdaptor {
         Arc::new(TrackingAdaptor {
             upstream: Upstream::new(upstream),
             capture_stacks,
-            live: (0..SHARDS).map(|_| Mutex::new(AddressMap::default())).collect(),
+            live: (0..SHARDS).map(|_| Shard(Mutex::new(AddressMap::default()))).collect(),
         })
     }
 
     fn shard(&self, ptr: usize) -> &Mutex<AddressMap<OutstandingAllocation>> {
-        &self.live[shard_of(ptr, SHARDS)]
+        &self.live[shard_of(ptr, SHARDS)].0
     }
 
     /// Every outstanding allocation, by address.
     pub fn outstanding(&self) -> Vec<OutstandingAllocation> {
-        let mut all: Vec<_> = self.live.iter().flat_map(|shard| shard.lock().values().cloned().collect::<Vec<_>>()).collect();
+        let mut all: Vec<_> = self.live.iter().flat_map(|shard| shard.0.lock().values().cloned().collect::<Vec<_>>()).collect();
         all.sort_by_key(|a| a.ptr);
         all
     }
 
     pub fn outstanding_bytes(&self) -> usize {
-        self.live.iter().map(|shard| shard.lock().values().map(|a| a.size).sum::<usize>()).sum()
+        self.live.iter().map(|shard| shard.0.lock().values().map(|a| a.size).sum::<usize>()).sum()
     }
 
     /// A human-readable list of the outstanding allocations ("" when there are none).
@@ -186,7 +188,7 @@ impl MemoryResource for TrackingAdaptor {
                 serde_json::json!({
                     "address": crate::resources::snapshot::address(a.ptr), "size": a.size,
                     "stream": crate::resources::snapshot::address(a.stream), "thread": a.thread,
-                    "file": a.file.as_deref(), "line": a.line,
+                    "file": a.file, "line": a.line,
                 })
             })
             .collect();
