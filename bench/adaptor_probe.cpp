@@ -7,14 +7,17 @@
 //                           (bench::added_per_allocation) on pairs and on random_allocations;
 //   threads_8               the benchmark's 8-thread churn on the pool, each thread on its own
 //                           stream (ns per allocation, in aggregate);
-//   tracking_pair           what the tracking adaptor (no call site, no stacks) adds to pairs;
-//   stats_threads_8, limiting_threads_8, tracking_threads_8  what the statistics, a limiting
-//                           (limit far above the churn's) or the tracking adaptor adds to that
-//                           churn when all eight threads go through it (the same churn on the
-//                           bare pool, in turn).
+//   tracking_pair, logging_pair  what the tracking adaptor (no call site, no stacks) or the
+//                           logging adaptor (to a file in $TMPDIR) adds to pairs;
+//   stats_threads_8, limiting_threads_8, tracking_threads_8, logging_threads_8  what the
+//                           statistics, a limiting (limit far above the churn's), the tracking
+//                           or the logging adaptor adds to that churn when all eight threads
+//                           go through it (the same churn on the bare pool, in turn).
 // SAMPLES=n timed samples after one warm-up (default 9); AA=1 compares the pool with itself
 // in the adaptor figures, which must give about 0. Prints "name median name median ...".
+#include <cstdio>
 #include <optional>
+#include <string>
 
 #include "rmm_rs_resource.hpp"
 
@@ -30,19 +33,21 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main() {
-  rmmResource_t cuda, pool, stats, limiting, tracking, previous;
+  rmmResource_t cuda, pool, stats, limiting, tracking, logging, previous;
   ok(rmmCudaResourceCreate(&cuda), "rmmCudaResourceCreate");
   ok(rmmPoolResourceCreate(&pool, cuda, 0, 0), "rmmPoolResourceCreate");
   ok(rmmStatisticsAdaptorCreate(&stats, pool), "rmmStatisticsAdaptorCreate");
   ok(rmmLimitingAdaptorCreate(&limiting, pool, std::size_t{64} << 30), "rmmLimitingAdaptorCreate");
   ok(rmmTrackingAdaptorCreate(&tracking, pool, false), "rmmTrackingAdaptorCreate");
+  std::string log_path = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/adaptor_probe.csv";
+  ok(rmmLoggingAdaptorCreate(&logging, pool, log_path.c_str()), "rmmLoggingAdaptorCreate");
   ok(rmmSetCurrentDeviceResource(pool, &previous), "rmmSetCurrentDeviceResource");
   bench::RmmRs bare{pool, nullptr}, adapted{std::getenv("AA") ? pool : stats, nullptr}, limited{limiting, nullptr},
-      tracked{tracking, nullptr};
+      tracked{tracking, nullptr}, logged{logging, nullptr};
   bench::RmmRsLegacy legacy;
   int samples = std::getenv("SAMPLES") ? std::atoi(std::getenv("SAMPLES")) : 9;
   std::vector<double> pool_pair, legacy_pair, stats_pair, stats_random, threads_8, stats_threads_8, limiting_threads_8;
-  std::vector<double> tracking_pair, tracking_threads_8;
+  std::vector<double> tracking_pair, tracking_threads_8, logging_pair, logging_threads_8;
   std::optional<bench::Pinned> pinned;
   pinned.emplace();
   for (int i = 0; i <= samples; ++i) {
@@ -55,12 +60,15 @@ int main() {
     double r = bench::added_per_allocation(bare_random, adapted_random, 20000);
     bench::PairSteps<bench::RmmRs> bare_again{bare, 256, 200000}, tracked_pairs{tracked, 256, 200000};
     double tp = bench::added_per_allocation(bare_again, tracked_pairs, 200000);
+    bench::PairSteps<bench::RmmRs> bare_once_more{bare, 256, 200000}, logged_pairs{logged, 256, 200000};
+    double lp = bench::added_per_allocation(bare_once_more, logged_pairs, 200000);
     if (i == 0) continue;  // warm-up
     pool_pair.push_back(resource_ns);
     legacy_pair.push_back(legacy_ns);
     stats_pair.push_back(p);
     stats_random.push_back(r);
     tracking_pair.push_back(tp);
+    logging_pair.push_back(lp);
   }
   pinned.reset();  // threads_8's threads spread over the processors
   for (int i = 0; i <= samples; ++i) {
@@ -68,16 +76,21 @@ int main() {
     double s = bench::threaded(adapted, 8, 20000, 0).ns_per_alloc;
     double l = bench::threaded(limited, 8, 20000, 0).ns_per_alloc;
     double k = bench::threaded(tracked, 8, 20000, 0).ns_per_alloc;
+    double g = bench::threaded(logged, 8, 20000, 0).ns_per_alloc;
     if (i > 0) threads_8.push_back(t);
     if (i > 0) stats_threads_8.push_back(s - t);
     if (i > 0) limiting_threads_8.push_back(l - t);
     if (i > 0) tracking_threads_8.push_back(k - t);
+    if (i > 0) logging_threads_8.push_back(g - t);
   }
   std::printf(
       "pool_pair %.2f legacy_pair %.2f stats_pair %.2f stats_random %.2f threads_8 %.2f stats_threads_8 %.2f "
-      "limiting_threads_8 %.2f tracking_pair %.2f tracking_threads_8 %.2f\n",
+      "limiting_threads_8 %.2f tracking_pair %.2f tracking_threads_8 %.2f logging_pair %.2f logging_threads_8 %.2f\n",
       median(pool_pair), median(legacy_pair), median(stats_pair), median(stats_random), median(threads_8),
-      median(stats_threads_8), median(limiting_threads_8), median(tracking_pair), median(tracking_threads_8));
+      median(stats_threads_8), median(limiting_threads_8), median(tracking_pair), median(tracking_threads_8),
+      median(logging_pair), median(logging_threads_8));
   ok(rmmSetCurrentDeviceResource(previous, nullptr), "rmmSetCurrentDeviceResource");
+  ok(rmmResourceDestroy(logging), "rmmResourceDestroy");
+  std::remove(log_path.c_str());
   return 0;
 }

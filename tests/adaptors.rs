@@ -425,6 +425,54 @@ fn logging_writes_rmm_csv_from_many_threads() {
     assert!(matches!(LoggingAdaptor::new(cuda(), None).map_err(Error::into_kind), Err(ErrorKind::InvalidArgument(_))));
 }
 
+/// Threads free what other threads allocated, while every thread logs into a buffer of its
+/// own: in the file, each block's free still comes after its allocation, and a reused address
+/// is allocated again only after it was freed.
+#[test]
+fn logging_keeps_each_block_s_free_after_its_allocation_across_threads() {
+    let _guard = setup();
+    let path = std::env::temp_dir().join(format!("rmm-log-cross-{}.csv", std::process::id()));
+    let logging = LoggingAdaptor::new(pool(), Some(path.to_str().unwrap())).unwrap();
+    let threads = 4;
+    let (senders, receivers): (Vec<_>, Vec<_>) = (0..threads).map(|_| std::sync::mpsc::channel::<(usize, usize)>()).unzip();
+    std::thread::scope(|scope| {
+        for (t, receiver) in receivers.into_iter().enumerate() {
+            let (logging, next) = (&logging, senders[(t + 1) % threads].clone());
+            scope.spawn(move || {
+                for i in 0..700 {
+                    let size = 256 * (1 + i % 7);
+                    next.send((logging.allocate(size, S).unwrap(), size)).unwrap();
+                    while let Ok((ptr, size)) = receiver.try_recv() {
+                        logging.deallocate(ptr, size, S).unwrap();
+                    }
+                }
+                drop(next);
+                // What the previous thread still sends.
+                for (ptr, size) in receiver.iter() {
+                    logging.deallocate(ptr, size, S).unwrap();
+                }
+            });
+        }
+        drop(senders);
+    });
+    logging.flush().unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut live = std::collections::HashSet::new();
+    let mut rows = 0;
+    for line in text.lines().skip(1) {
+        let row: Vec<&str> = line.split(',').collect();
+        match row[2] {
+            "allocate" => assert!(live.insert(row[3].to_string()), "{row:?} allocated while live"),
+            "free" => assert!(live.remove(row[3]), "{row:?} freed before it was allocated"),
+            other => panic!("{other}"),
+        }
+        rows += 1;
+    }
+    assert_eq!((rows, live.len()), (2 * threads * 700, 0));
+    drop(logging);
+    std::fs::remove_file(&path).unwrap();
+}
+
 #[test]
 fn aligned_adaptor_aligns_large_allocations() {
     let _guard = setup();

@@ -9,24 +9,29 @@
 //! stream is the handle in hex (`0` for the default stream).
 //!
 //! An allocating thread only records its event (time, thread, action, pointer, size,
-//! stream: six words) in a shared buffer, under a lock biased to the thread that logs the
-//! most; full buffers go to a writer thread, which formats the lines and writes them, so no
-//! allocating thread formats text or waits for the disk.
+//! stream: six words) in a buffer of its own (a shard, under a lock no other thread takes
+//! but to collect). When one thread's buffer fills up, or on flush, every thread's buffer is
+//! collected at once and handed to a writer thread, which merges them in time order, formats
+//! the lines and writes them: no allocating thread formats text, waits for the disk, or shares
+//! a cache line with another to log. Each thread's events keep their order; an allocation's
+//! event is recorded before its pointer is returned, so its free, on whatever thread, comes
+//! after it in the file.
 
+use super::shards::{self, Shard, Shards};
 use super::Upstream;
 use crate::error::{Error, Result};
-use crate::platform::biased_lock::BiasedLock;
 use crate::platform::Stream;
 use crate::resources::MemoryResource;
 use parking_lot::Mutex;
 use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Weak};
 
 pub const HEADER: &str = "Thread,Time,Action,Pointer,Size,Stream\n";
 
-/// Events buffered before they go to the writer thread (about 768 KiB).
-const BUFFER_EVENTS: usize = 16 << 10;
+/// Events a thread buffers before every buffer goes to the writer thread (12 KiB a thread).
+const BUFFER_EVENTS: usize = 256;
 
 #[derive(Debug, Clone, Copy)]
 enum Action {
@@ -38,6 +43,8 @@ enum Action {
 /// One line of the log, before formatting.
 #[derive(Debug, Clone, Copy)]
 struct Event {
+    /// The event's place in the adaptor's order of events (see `LoggingAdaptor::logged`).
+    order: u64,
     /// Wall-clock time, ns since the Unix epoch.
     time: u64,
     thread: u64,
@@ -47,25 +54,45 @@ struct Event {
     stream: usize,
 }
 
-struct Buffered {
+/// One thread's events not yet handed to the writer, in the order it recorded them.
+#[derive(Default)]
+struct Buffer {
+    events: Mutex<Vec<Event>>,
+}
+
+impl Shard for Buffer {
+    type Shared = ();
+    /// A buffer whose thread has gone stays with the adaptor, which collects it with the rest.
+    fn retire(&self, _: &()) {}
+}
+
+thread_local! {
+    static BUFFERS: shards::Local<Buffer> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Every thread's buffered events, and the place in the order below which all events are in
+/// this batch or an earlier one.
+struct Batch {
     events: Vec<Event>,
+    complete_below: u64,
 }
 
 enum Job {
-    Write(Vec<Event>),
+    Write(Batch),
     /// Write, flush the file, and answer with the first write error since the last flush.
-    Flush(Vec<Event>, Sender<std::result::Result<(), String>>),
+    Flush(Batch, Sender<std::result::Result<(), String>>),
 }
 
-/// Aligned to two cache lines: its buffer lock is written on every allocation and free.
-#[repr(align(128))]
 pub struct LoggingAdaptor {
     upstream: Upstream,
     path: String,
-    /// Lines not yet handed to the writer.
-    buffer: BiasedLock<Buffered>,
-    /// Buffers the writer thread has written out, for reuse: fresh ones would cost page faults.
-    spare: Arc<Mutex<Vec<Vec<Event>>>>,
+    buffers: Shards<Buffer>,
+    /// The next event's place in the order of events. Clocks read on different processors do
+    /// not order events that close, so each event takes a number (one atomic add).
+    next_order: AtomicU64,
+    /// Events of threads whose thread-locals are gone (logging from a thread-local destructor).
+    stray: Buffer,
+    /// Held while a batch is collected and sent, so that batches reach the file in order.
     writer: Mutex<Option<(Sender<Job>, std::thread::JoinHandle<()>)>>,
 }
 
@@ -87,19 +114,18 @@ impl LoggingAdaptor {
         let mut file = std::fs::File::create(&path).map_err(|e| Error::Io(format!("cannot create log file {path}: {e}")))?;
         file.write_all(HEADER.as_bytes()).map_err(|e| Error::Io(format!("cannot write log file {path}: {e}")))?;
         let (sender, jobs) = channel::<Job>();
-        let spare = Arc::new(Mutex::new(Vec::new()));
-        let returned = spare.clone();
         // Seconds east of UTC, read once: the log shows local time as RMM's does.
         let utc_offset = crate::platform::local_utc_offset_seconds();
         let writer = std::thread::Builder::new()
             .name("rmm-log-writer".into())
-            .spawn(move || write_jobs(file, jobs, &returned, utc_offset))
+            .spawn(move || write_jobs(file, jobs, utc_offset))
             .map_err(|e| Error::Io(format!("cannot start the log writer thread: {e}")))?;
         let adaptor = Arc::new(LoggingAdaptor {
             upstream: Upstream::new(upstream),
             path,
-            buffer: BiasedLock::new(Buffered { events: Vec::with_capacity(BUFFER_EVENTS) }),
-            spare,
+            buffers: Shards::new((), &BUFFERS),
+            next_order: AtomicU64::new(0),
+            stray: Buffer::default(),
             writer: Mutex::new(Some((sender, writer))),
         });
         let mut live = LIVE.lock();
@@ -117,11 +143,10 @@ impl LoggingAdaptor {
     pub fn flush(&self) -> Result<()> {
         let (answer, answered) = channel();
         {
-            let mut buffer = self.buffer.lock();
-            let events = std::mem::take(&mut buffer.events);
             let writer = self.writer.lock();
             let Some((sender, _)) = writer.as_ref() else { return Ok(()) };
-            sender.send(Job::Flush(events, answer)).map_err(|_| Error::Io(format!("the writer of {} stopped", self.path)))?;
+            let batch = self.collect();
+            sender.send(Job::Flush(batch, answer)).map_err(|_| Error::Io(format!("the writer of {} stopped", self.path)))?;
         }
         answered
             .recv()
@@ -129,32 +154,55 @@ impl LoggingAdaptor {
             .map_err(|e| Error::Io(format!("writing log file {}: {e}", self.path)))
     }
 
-    /// Records one event.
+    /// Runs `operation` and records its event (None: no event) in this thread's buffer, under
+    /// the buffer's lock: a collection sees the event if it sees the operation's effect. A free
+    /// takes its place in the order before it gives the block back, an allocation after it has
+    /// the block, so a block freed on one thread and allocated again on another is freed first
+    /// in the file, and allocated before it is freed.
     #[inline]
-    fn log(&self, action: Action, ptr: usize, size: usize, stream: Stream) {
-        let event = Event {
-            time: crate::platform::clock::wall_clock_ns(),
-            thread: crate::platform::os_thread_id(),
-            action,
-            ptr,
-            size,
-            stream: stream.0,
+    fn logged<T>(
+        &self,
+        frees: bool,
+        operation: impl Fn() -> (Result<T>, Option<(Action, usize)>),
+        size: usize,
+        stream: Stream,
+    ) -> Result<T> {
+        let place = || self.next_order.fetch_add(1, Ordering::SeqCst);
+        let run = |buffer: &Buffer| {
+            let mut events = buffer.events.lock();
+            let before = frees.then(place);
+            let (result, event) = operation();
+            if let Some((action, ptr)) = event {
+                let order = before.unwrap_or_else(place);
+                let time = crate::platform::clock::wall_clock_ns();
+                events.push(Event { order, time, thread: crate::platform::os_thread_id(), action, ptr, size, stream: stream.0 });
+            }
+            (result, events.len() >= BUFFER_EVENTS)
         };
-        let mut buffer = self.buffer.lock();
-        buffer.events.push(event);
-        if buffer.events.len() >= BUFFER_EVENTS {
-            self.hand_over(&mut buffer.events);
+        let (result, full) = self.buffers.with(run).unwrap_or_else(|| run(&self.stray));
+        if full {
+            self.hand_over();
         }
+        result
     }
 
-    /// Sends a full buffer to the writer. Called under the buffer lock, so events reach the
-    /// file in the order they were buffered; sending never blocks.
+    /// Takes every thread's buffered events. An event holds its thread's buffer lock from
+    /// before it takes its place in the order until it is in the buffer, so every event placed
+    /// before this collection began is in it or in an earlier one.
+    fn collect(&self) -> Batch {
+        let complete_below = self.next_order.load(Ordering::SeqCst);
+        let mut events = Vec::new();
+        let mut take = |buffer: &Buffer| events.append(&mut buffer.events.lock());
+        self.buffers.for_each(&mut take);
+        take(&self.stray);
+        Batch { events, complete_below }
+    }
+
+    /// Sends every thread's events to the writer; sending never blocks.
     #[cold]
-    fn hand_over(&self, events: &mut Vec<Event>) {
-        let empty = self.spare.lock().pop().unwrap_or_else(|| Vec::with_capacity(BUFFER_EVENTS));
-        let full = std::mem::replace(events, empty);
+    fn hand_over(&self) {
         if let Some((sender, _)) = self.writer.lock().as_ref() {
-            let _ = sender.send(Job::Write(full));
+            let _ = sender.send(Job::Write(self.collect()));
         }
     }
 
@@ -175,39 +223,41 @@ pub fn flush_all_logs() {
     }
 }
 
-/// How many written buffers wait for reuse at most.
-const SPARE_BUFFERS: usize = 4;
+/// Adds a batch to the events held back, and takes out, in order, those that no later batch
+/// can precede.
+fn ready(held: &mut Vec<Event>, batch: Batch) -> Vec<Event> {
+    held.extend(batch.events);
+    held.sort_unstable_by_key(|event| event.order);
+    let split = held.partition_point(|event| event.order < batch.complete_below);
+    let rest = held.split_off(split);
+    std::mem::replace(held, rest)
+}
 
-fn write_jobs(file: std::fs::File, jobs: std::sync::mpsc::Receiver<Job>, spare: &Mutex<Vec<Vec<Event>>>, utc_offset: i64) {
+fn write_jobs(file: std::fs::File, jobs: std::sync::mpsc::Receiver<Job>, utc_offset: i64) {
     let mut file = std::io::BufWriter::with_capacity(1 << 20, file);
     let mut failure: Option<String> = None;
     let mut clock = TimeOfDay::new(utc_offset);
+    let mut held = Vec::new();
     for job in jobs {
-        let (events, answer) = match job {
-            Job::Write(events) => (events, None),
-            Job::Flush(events, answer) => (events, Some(answer)),
+        let (batch, answer) = match job {
+            Job::Write(batch) => (batch, None),
+            Job::Flush(batch, answer) => (batch, Some(answer)),
         };
-        for event in &events {
-            if let Err(e) = file.write_all(format_line(event, &mut clock).bytes()) {
+        for event in ready(&mut held, batch) {
+            if let Err(e) = file.write_all(format_line(&event, &mut clock).bytes()) {
                 failure.get_or_insert(e.to_string());
             }
         }
-        match answer {
-            None => {
-                let mut spare = spare.lock();
-                if spare.len() < SPARE_BUFFERS {
-                    let mut events = events;
-                    events.clear();
-                    spare.push(events);
-                }
+        if let Some(answer) = answer {
+            if let Err(e) = file.flush() {
+                failure.get_or_insert(e.to_string());
             }
-            Some(answer) => {
-                if let Err(e) = file.flush() {
-                    failure.get_or_insert(e.to_string());
-                }
-                let _ = answer.send(failure.take().map_or(Ok(()), Err));
-            }
+            let _ = answer.send(failure.take().map_or(Ok(()), Err));
         }
+    }
+    // The adaptor is gone: nothing can come before what is still held.
+    for event in ready(&mut held, Batch { events: Vec::new(), complete_below: u64::MAX }) {
+        let _ = file.write_all(format_line(&event, &mut clock).bytes());
     }
     let _ = file.flush();
 }
@@ -271,22 +321,24 @@ impl Drop for LoggingAdaptor {
 
 impl MemoryResource for LoggingAdaptor {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
-        match self.upstream.allocate(bytes, stream) {
-            Ok(ptr) => {
-                self.log(Action::Allocate, ptr, bytes, stream);
-                Ok(ptr)
-            }
-            Err(e) => {
-                self.log(Action::AllocateFailure, 0, bytes, stream);
-                Err(e)
-            }
-        }
+        let allocate = || {
+            let result = self.upstream.allocate(bytes, stream);
+            let event = match result {
+                Ok(ptr) => (Action::Allocate, ptr),
+                Err(_) => (Action::AllocateFailure, 0),
+            };
+            (result, Some(event))
+        };
+        self.logged(false, allocate, bytes, stream)
     }
 
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
-        self.upstream.deallocate(ptr, bytes, stream)?;
-        self.log(Action::Free, ptr, bytes, stream);
-        Ok(())
+        let deallocate = || {
+            let result = self.upstream.deallocate(ptr, bytes, stream);
+            let event = result.is_ok().then_some((Action::Free, ptr));
+            (result, event)
+        };
+        self.logged(true, deallocate, bytes, stream)
     }
 
     fn name(&self) -> &'static str {
@@ -402,15 +454,23 @@ mod tests {
         let time = (86_400 + 13 * 3600 + 4 * 60 + 5) * 1_000_000_000 + 42_999;
         let cases = [
             (
-                Event { time, thread: 7, action: Action::Allocate, ptr: 0x7f3a_4000_0000, size: 1024, stream: 0 },
+                Event { order: 0, time, thread: 7, action: Action::Allocate, ptr: 0x7f3a_4000_0000, size: 1024, stream: 0 },
                 "7,14:04:05.000042,allocate,0x7f3a40000000,1024,0\n",
             ),
             (
-                Event { time, thread: 4031547, action: Action::AllocateFailure, ptr: 0, size: 123456789012, stream: 0x55d0_0a1b_2c30 },
+                Event {
+                    order: 0,
+                    time,
+                    thread: 4031547,
+                    action: Action::AllocateFailure,
+                    ptr: 0,
+                    size: 123456789012,
+                    stream: 0x55d0_0a1b_2c30,
+                },
                 "4031547,14:04:05.000042,allocate failure,(nil),123456789012,0x55d00a1b2c30\n",
             ),
             (
-                Event { time: 0, thread: u64::MAX, action: Action::Free, ptr: usize::MAX, size: 0, stream: 1 },
+                Event { order: 0, time: 0, thread: u64::MAX, action: Action::Free, ptr: usize::MAX, size: 0, stream: 1 },
                 "18446744073709551615,01:00:00.000000,free,0xffffffffffffffff,0,0x1\n",
             ),
         ];
