@@ -467,7 +467,21 @@ impl Line {
 
 #[cfg(test)]
 mod tests {
-    use super::{format_line, Action, Event, TimeOfDay};
+    use super::{format_line, ready, Action, Batch, Event, TimeOfDay};
+
+    /// The writer writes events in their places' order across batches: what a batch brings at
+    /// or above the place where its collection began may be preceded by the next batch.
+    #[test]
+    fn batches_are_written_in_order_up_to_where_their_collection_began() {
+        let event = |order| Event { order, time: 0, thread: 1, action: Action::Free, ptr: 0x100, size: 256, stream: 0 };
+        let batch = |orders: &[u64], complete_below| Batch { events: orders.iter().map(|&o| event(o)).collect(), complete_below };
+        let orders = |events: Vec<Event>| events.iter().map(|e| e.order).collect::<Vec<_>>();
+        let mut held = Vec::new();
+        assert_eq!(orders(ready(&mut held, batch(&[5, 0, 2], 3))), [0, 2]);
+        assert_eq!(orders(ready(&mut held, batch(&[7, 3, 4], 6))), [3, 4, 5]);
+        assert_eq!(orders(ready(&mut held, batch(&[6], u64::MAX))), [6, 7]);
+        assert!(held.is_empty());
+    }
 
     /// Lines come out exactly as RMM writes them, whatever the widths of the numbers.
     #[test]
