@@ -101,14 +101,21 @@ int main() {
       // it, interleaved in slices (see bench::added_per_allocation).
       RmmRs bare{adaptor_pool, nullptr}, adapted{adaptor, nullptr};
       for (int i = 0; i <= 20; ++i) {  // 20 samples a round; the first run is a warm-up
-        bench::Pinned pinned;
-        bench::PairSteps<RmmRs> bare_pairs{bare, 256, 200000}, adapted_pairs{adapted, 256, 200000};
-        double pair = bench::added_per_allocation(bare_pairs, adapted_pairs, 200000);
-        bench::RandomSteps<RmmRs> bare_random(bare, 20000, 1 << 20, 0), adapted_random(adapted, 20000, 1 << 20, 0);
-        double random = bench::added_per_allocation(bare_random, adapted_random, 20000);
+        double pair, random;
+        {
+          bench::Pinned pinned;
+          bench::PairSteps<RmmRs> bare_pairs{bare, 256, 200000}, adapted_pairs{adapted, 256, 200000};
+          pair = bench::added_per_allocation(bare_pairs, adapted_pairs, 200000);
+          bench::RandomSteps<RmmRs> bare_random(bare, 20000, 1 << 20, 0), adapted_random(adapted, 20000, 1 << 20, 0);
+          random = bench::added_per_allocation(bare_random, adapted_random, 20000);
+        }
+        // The threaded churn, all eight threads through the adaptor, against the bare pool
+        // just before (unpinned: the threads spread over the processors).
+        double threads_8 = bench::threaded(adapted, 8, 20000, 0).ns_per_alloc - bench::threaded(bare, 8, 20000, 0).ns_per_alloc;
         if (i == 0) continue;
         bench::timings_of("added_pair_256B", name).ns.push_back(pair);
         bench::timings_of("added_random_allocations", name).ns.push_back(random);
+        bench::timings_of("added_threads_8", name).ns.push_back(threads_8);
       }
       run(name, adaptor, adaptor_pool, true);
       ok(rmmResourceDestroy(adaptor_pool), "destroy");
