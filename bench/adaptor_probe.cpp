@@ -25,6 +25,12 @@ namespace {
 
 using bench::ok;
 
+// What `adapted` adds to 256-byte allocate+free pairs over `bare` (ns per allocation).
+double added_on_pairs(bench::RmmRs& bare, bench::RmmRs& adapted) {
+  bench::PairSteps<bench::RmmRs> bare_pairs{bare, 256, 200000}, adapted_pairs{adapted, 256, 200000};
+  return bench::added_per_allocation(bare_pairs, adapted_pairs, 200000);
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -54,14 +60,11 @@ int main() {
     bench::PairSteps<bench::RmmRs> resource_pairs{bare, 256, 200000};
     bench::PairSteps<bench::RmmRsLegacy> legacy_pairs{legacy, 256, 200000};
     auto [resource_ns, legacy_ns] = bench::interleaved(resource_pairs, legacy_pairs, 200000);
-    bench::PairSteps<bench::RmmRs> bare_pairs{bare, 256, 200000}, adapted_pairs{adapted, 256, 200000};
-    double p = bench::added_per_allocation(bare_pairs, adapted_pairs, 200000);
+    double p = added_on_pairs(bare, adapted);
     bench::RandomSteps<bench::RmmRs> bare_random(bare, 20000, 1 << 20, 0), adapted_random(adapted, 20000, 1 << 20, 0);
     double r = bench::added_per_allocation(bare_random, adapted_random, 20000);
-    bench::PairSteps<bench::RmmRs> bare_again{bare, 256, 200000}, tracked_pairs{tracked, 256, 200000};
-    double tp = bench::added_per_allocation(bare_again, tracked_pairs, 200000);
-    bench::PairSteps<bench::RmmRs> bare_once_more{bare, 256, 200000}, logged_pairs{logged, 256, 200000};
-    double lp = bench::added_per_allocation(bare_once_more, logged_pairs, 200000);
+    double tp = added_on_pairs(bare, tracked);
+    double lp = added_on_pairs(bare, logged);
     if (i == 0) continue;  // warm-up
     pool_pair.push_back(resource_ns);
     legacy_pair.push_back(legacy_ns);

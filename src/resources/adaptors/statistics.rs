@@ -55,7 +55,8 @@ fn add(cell: &AtomicI64, value: i64) -> i64 {
 }
 
 /// Current and total figures. In a shard, or the bias owner's, a single writer updates them
-/// with plain loads and stores (`add`); in `Statistics::folded`, any thread with atomic adds.
+/// with plain loads and stores (`add`); in `StatisticsAdaptor::folded`, any thread with atomic
+/// adds.
 #[derive(Default)]
 struct Figures {
     current_bytes: AtomicI64,
@@ -78,6 +79,13 @@ impl Figures {
 struct Published {
     bytes: AtomicI64,
     count: AtomicI64,
+}
+
+impl Published {
+    /// Adds to the sum; returns the sum after it.
+    fn add(&self, bytes: i64, count: i64) -> (i64, i64) {
+        (self.bytes.fetch_add(bytes, Ordering::Relaxed) + bytes, self.count.fetch_add(count, Ordering::Relaxed) + count)
+    }
 }
 
 /// One thread's figures for one adaptor, and how much of its current figures it holds back from
@@ -118,8 +126,7 @@ impl Shard for StatisticsShard {
     /// A shard whose thread has gone publishes all it held back, so that the peak's shortfall
     /// stays bounded by the threads at work.
     fn retire(&self, published: &Published) {
-        published.bytes.fetch_add(self.unpublished_bytes.swap(0, Ordering::Relaxed), Ordering::Relaxed);
-        published.count.fetch_add(self.unpublished_count.swap(0, Ordering::Relaxed), Ordering::Relaxed);
+        published.add(self.unpublished_bytes.swap(0, Ordering::Relaxed), self.unpublished_count.swap(0, Ordering::Relaxed));
     }
 }
 
@@ -219,7 +226,7 @@ impl StatisticsAdaptor {
                 folded.total_bytes.fetch_add(bytes, Ordering::Relaxed);
                 folded.total_count.fetch_add(count, Ordering::Relaxed);
             }
-            (published.bytes.fetch_add(bytes, Ordering::Relaxed) + bytes, published.count.fetch_add(count, Ordering::Relaxed) + count)
+            published.add(bytes, count)
         });
         if count > 0 {
             Self::raise_high(&self.high_bytes, sum.0);
@@ -250,8 +257,7 @@ impl StatisticsAdaptor {
             let (bytes, count) = (owned.current_bytes.swap(0, Ordering::Relaxed), owned.current_count.swap(0, Ordering::Relaxed));
             self.folded.current_bytes.fetch_add(bytes, Ordering::Relaxed);
             self.folded.current_count.fetch_add(count, Ordering::Relaxed);
-            self.shards.shared.bytes.fetch_add(bytes, Ordering::Relaxed);
-            self.shards.shared.count.fetch_add(count, Ordering::Relaxed);
+            self.shards.shared.add(bytes, count);
         });
     }
 
