@@ -9,10 +9,13 @@
 //                           stream (ns per allocation, in aggregate);
 //   tracking_pair, logging_pair  what the tracking adaptor (no call site, no stacks) or the
 //                           logging adaptor (to a file in $TMPDIR) adds to pairs;
-//   stats_threads_8, limiting_threads_8, tracking_threads_8, logging_threads_8  what the
-//                           statistics, a limiting (limit far above the churn's), the tracking
-//                           or the logging adaptor adds to that churn when all eight threads
-//                           go through it (the same churn on the bare pool, in turn).
+//   aligned_pair            what an aligned adaptor (4 KiB, threshold 0: every block shifted
+//                           and recorded) adds to pairs;
+//   stats_threads_8, limiting_threads_8, tracking_threads_8, logging_threads_8,
+//   aligned_threads_8       what the statistics, a limiting (limit far above the churn's), the
+//                           tracking, the logging or that aligned adaptor adds to that churn
+//                           when all eight threads go through it (the same churn on the bare
+//                           pool, in turn).
 // SAMPLES=n timed samples after one warm-up (default 9); AA=1 compares the pool with itself
 // in the adaptor figures, which must give about 0. Prints "name median name median ...".
 #include <cstdio>
@@ -39,7 +42,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main() {
-  rmmResource_t cuda, pool, stats, limiting, tracking, logging, previous;
+  rmmResource_t cuda, pool, stats, limiting, tracking, logging, aligned, previous;
   ok(rmmCudaResourceCreate(&cuda), "rmmCudaResourceCreate");
   ok(rmmPoolResourceCreate(&pool, cuda, 0, 0), "rmmPoolResourceCreate");
   ok(rmmStatisticsAdaptorCreate(&stats, pool), "rmmStatisticsAdaptorCreate");
@@ -47,13 +50,14 @@ int main() {
   ok(rmmTrackingAdaptorCreate(&tracking, pool, false), "rmmTrackingAdaptorCreate");
   std::string log_path = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/adaptor_probe.csv";
   ok(rmmLoggingAdaptorCreate(&logging, pool, log_path.c_str()), "rmmLoggingAdaptorCreate");
+  ok(rmmAlignedAdaptorCreate(&aligned, pool, 4096, 0), "rmmAlignedAdaptorCreate");
   ok(rmmSetCurrentDeviceResource(pool, &previous), "rmmSetCurrentDeviceResource");
   bench::RmmRs bare{pool, nullptr}, adapted{std::getenv("AA") ? pool : stats, nullptr}, limited{limiting, nullptr},
-      tracked{tracking, nullptr}, logged{logging, nullptr};
+      tracked{tracking, nullptr}, logged{logging, nullptr}, shifted{aligned, nullptr};
   bench::RmmRsLegacy legacy;
   int samples = std::getenv("SAMPLES") ? std::atoi(std::getenv("SAMPLES")) : 9;
   std::vector<double> pool_pair, legacy_pair, stats_pair, stats_random, threads_8, stats_threads_8, limiting_threads_8;
-  std::vector<double> tracking_pair, tracking_threads_8, logging_pair, logging_threads_8;
+  std::vector<double> tracking_pair, tracking_threads_8, logging_pair, logging_threads_8, aligned_pair, aligned_threads_8;
   std::optional<bench::Pinned> pinned;
   pinned.emplace();
   for (int i = 0; i <= samples; ++i) {
@@ -65,6 +69,7 @@ int main() {
     double r = bench::added_per_allocation(bare_random, adapted_random, 20000);
     double tp = added_on_pairs(bare, tracked);
     double lp = added_on_pairs(bare, logged);
+    double ap = added_on_pairs(bare, shifted);
     if (i == 0) continue;  // warm-up
     pool_pair.push_back(resource_ns);
     legacy_pair.push_back(legacy_ns);
@@ -72,6 +77,7 @@ int main() {
     stats_random.push_back(r);
     tracking_pair.push_back(tp);
     logging_pair.push_back(lp);
+    aligned_pair.push_back(ap);
   }
   pinned.reset();  // threads_8's threads spread over the processors
   for (int i = 0; i <= samples; ++i) {
@@ -80,20 +86,24 @@ int main() {
     double l = bench::threaded(limited, 8, 20000, 0).ns_per_alloc;
     double k = bench::threaded(tracked, 8, 20000, 0).ns_per_alloc;
     double g = bench::threaded(logged, 8, 20000, 0).ns_per_alloc;
+    double a = bench::threaded(shifted, 8, 20000, 0).ns_per_alloc;
     if (i > 0) threads_8.push_back(t);
     if (i > 0) stats_threads_8.push_back(s - t);
     if (i > 0) limiting_threads_8.push_back(l - t);
     if (i > 0) tracking_threads_8.push_back(k - t);
     if (i > 0) logging_threads_8.push_back(g - t);
+    if (i > 0) aligned_threads_8.push_back(a - t);
   }
   std::printf(
       "pool_pair %.2f legacy_pair %.2f stats_pair %.2f stats_random %.2f threads_8 %.2f stats_threads_8 %.2f "
-      "limiting_threads_8 %.2f tracking_pair %.2f tracking_threads_8 %.2f logging_pair %.2f logging_threads_8 %.2f\n",
+      "limiting_threads_8 %.2f tracking_pair %.2f tracking_threads_8 %.2f logging_pair %.2f logging_threads_8 %.2f "
+      "aligned_pair %.2f aligned_threads_8 %.2f\n",
       median(pool_pair), median(legacy_pair), median(stats_pair), median(stats_random), median(threads_8),
       median(stats_threads_8), median(limiting_threads_8), median(tracking_pair), median(tracking_threads_8),
-      median(logging_pair), median(logging_threads_8));
+      median(logging_pair), median(logging_threads_8), median(aligned_pair), median(aligned_threads_8));
   ok(rmmSetCurrentDeviceResource(previous, nullptr), "rmmSetCurrentDeviceResource");
   ok(rmmResourceDestroy(logging), "rmmResourceDestroy");
+  ok(rmmResourceDestroy(aligned), "rmmResourceDestroy");
   std::remove(log_path.c_str());
   return 0;
 }

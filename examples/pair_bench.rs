@@ -56,6 +56,21 @@ fn main() {
             let ns = start.elapsed().as_nanos() as f64 / iterations as f64;
             println!("legacy (rmmAlloc/rmmFree, pool) {size} B: {ns:.1} ns per pair");
         }
+        // The framework entry points, called as CuPy's CFunctionAllocator and PyTorch's
+        // pluggable allocator call them: what rmm-rs adds under each framework.
+        let iterations: usize = std::env::var("PAIRS").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000_000);
+        let start = Instant::now();
+        for _ in 0..iterations {
+            let ptr = rmmCupyAllocate(std::ptr::null_mut(), 256, 0);
+            rmmCupyDeallocate(std::ptr::null_mut(), ptr, 0);
+        }
+        println!("CuPy entry points (pool) 256 B: {:.1} ns per pair", start.elapsed().as_nanos() as f64 / iterations as f64);
+        let start = Instant::now();
+        for _ in 0..iterations {
+            let ptr = rmmTorchAllocate(256, 0, std::ptr::null_mut());
+            rmmTorchDeallocate(ptr, 256, 0, std::ptr::null_mut());
+        }
+        println!("PyTorch entry points (pool) 256 B: {:.1} ns per pair", start.elapsed().as_nanos() as f64 / iterations as f64);
     }
 }
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Allocation benchmark on a GPU machine (no Rust needed): rmm-rs resources from stage/ (see
 # scripts/stage.sh) next to cudaMalloc and cudaMallocAsync, and next to RAPIDS RMM 26.10 when
-# its wheels (librmm-cu13, rapids-logger) lie in .whl/. Prints a Markdown table.
+# its wheels (librmm-cu13, rapids-logger) lie in .whl/. Prints a Markdown table, then the
+# framework entry points' table (bench/frameworks/entry_points.py: CuPy and PyTorch
+# allocate+free through their own pools and through rmm-rs; ENTRY_POINTS=0 skips it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${BENCH_OUT:-/tmp/rmm-bench}
@@ -35,3 +37,6 @@ else
   echo "RAPIDS RMM wheels not in .whl/: skipping the RAPIDS comparison"
 fi
 python3 bench/table.py "${csvs[@]}" | tee "$out/table.md"
+if [ "${ENTRY_POINTS:-1}" != 0 ]; then
+  RMM_RS_LIBRARY=$PWD/stage/lib/librmm.so python3 bench/frameworks/entry_points.py | tee "$out/entry_points.md"
+fi

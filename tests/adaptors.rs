@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{races, setup, Rng};
+use common::{races, setup, stamp, stamped, Rng};
 use rmm::error::{Error, ErrorKind};
 use rmm::ownership::{records, Expected, Holder, StackRef};
 use rmm::platform::{backend, simulator, Stream};
@@ -491,6 +491,51 @@ fn aligned_adaptor_aligns_large_allocations() {
         records::free(ptr, S, Expected::ANY_OF_CALLERS).unwrap();
     }
     assert!(aligned.deallocate(0x1000_0000, 1 << 20, S).is_err(), "a foreign pointer is refused");
+}
+
+/// Eight threads, each on a stream of its own, allocate through one aligned adaptor and free
+/// blocks other threads allocated: every block is aligned and holds what its owner wrote, and
+/// once all are freed the pool has every byte back.
+#[test]
+fn aligned_adaptor_keeps_its_records_exact_under_threads() {
+    let _guard = setup();
+    let pool = pool();
+    let aligned = AlignedAdaptor::new(pool.clone(), 1 << 12, 0).unwrap();
+    let outer = StackRef::new(aligned.clone());
+    let (sender, receiver) = std::sync::mpsc::channel::<(usize, usize, u8)>();
+    let receiver = std::sync::Mutex::new(receiver);
+    std::thread::scope(|scope| {
+        for t in 0..8u64 {
+            let (outer, sender, receiver) = (&outer, sender.clone(), &receiver);
+            scope.spawn(move || {
+                let stream = backend().unwrap().stream_create(0).unwrap();
+                let mut rng = Rng(t + 11);
+                for i in 0..300 {
+                    let size = 256 * (1 + rng.below(64) as usize);
+                    let ptr = records::allocate(outer.stack(), size, stream, Holder::Caller).unwrap();
+                    assert_eq!(ptr % (1 << 12), 0, "{ptr:#x} is not 4 KiB aligned");
+                    let tag = (t as u8) << 4 | (i % 16) as u8;
+                    stamp(ptr, size, tag);
+                    sender.send((ptr, size, tag)).unwrap();
+                    if rng.below(2) == 0 {
+                        let taken = receiver.lock().unwrap().try_recv();
+                        if let Ok((ptr, size, tag)) = taken {
+                            assert!(stamped(ptr, size, tag), "{ptr:#x} was overwritten while live");
+                            backend().unwrap().stream_synchronize(stream).unwrap();
+                            records::free(ptr, stream, Expected::ANY_OF_CALLERS).unwrap();
+                        }
+                    }
+                }
+                backend().unwrap().stream_synchronize(stream).unwrap();
+            });
+        }
+    });
+    drop(sender);
+    for (ptr, size, tag) in receiver.into_inner().unwrap().try_iter() {
+        assert!(stamped(ptr, size, tag), "{ptr:#x} was overwritten while live");
+        records::free(ptr, S, Expected::ANY_OF_CALLERS).unwrap();
+    }
+    assert_eq!(pool.usage().live, 0, "every block went back to the pool");
 }
 
 #[test]

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::platform::biased_lock::BiasedLock;
 use crate::platform::{backend, Stream};
 use crate::resources::{callback, MemoryResource};
-use rmm_suballoc::address_map::{address_hash, shard_of};
+use rmm_suballoc::address_map::{address_hash, window_shard_of};
 use std::sync::Arc;
 
 const SHARDS: usize = SHARD_WORDS * 64;
@@ -215,15 +215,12 @@ struct PaddedShard(BiasedLock<Shard>);
 
 static RECORDS: [PaddedShard; SHARDS] = [const { PaddedShard(BiasedLock::new(Shard::new())) }; SHARDS];
 
-/// Addresses in one window share a shard. A stream's blocks come from chunks of its own (an
-/// arena's from a thread's own superblocks), so threads that allocate on their own streams
-/// mostly meet different shards, each biased to its thread; sharding by every address would
-/// have all threads take every shard, and no shard could stay biased.
+/// Addresses in one window share a shard (`window_shard_of`).
 const SHARD_WINDOW_BITS: u32 = 22;
 
 #[inline(always)]
 fn shard_index(ptr: usize) -> usize {
-    shard_of(ptr >> SHARD_WINDOW_BITS << 8, SHARDS)
+    window_shard_of(ptr, SHARD_WINDOW_BITS, SHARDS)
 }
 
 /// What a free names about the pointer it frees; each part given must match the record.

@@ -202,7 +202,6 @@ impl BinningResource {
         &self.elsewhere[shard_of(ptr, RECORD_SHARDS)]
     }
 
-    /// Allocates from a target other than an own bin, recording where the block went.
     /// Allocates from a target other than an own bin, recording where the block went once the
     /// bins changed. `recording` is read after the bins were: bins that `add_bin` published
     /// come with it set.

@@ -22,6 +22,16 @@ pub fn shard_of(address: usize, shards: usize) -> usize {
     (address_hash(address) >> 8) as usize & (shards - 1)
 }
 
+/// Which of `shards` holds `address` when every address in one aligned window of
+/// `2^window_bits` bytes shares a shard. A stream's blocks come from chunks of its own (an
+/// arena's from a thread's own superblocks), so threads that allocate on their own streams
+/// mostly meet different shards, and a shard's lock can stay biased to one thread; sharding by
+/// every address would have all threads take every shard.
+#[inline]
+pub fn window_shard_of(address: usize, window_bits: u32, shards: usize) -> usize {
+    shard_of(address >> window_bits << 8, shards)
+}
+
 /// Where an entry lies, from `get_slot`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Slot(usize);

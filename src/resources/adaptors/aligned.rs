@@ -3,22 +3,30 @@
 //! aligned address inside; smaller ones pass through. The pointer handed out is not the
 //! upstream block's, so this adaptor keeps its own records and is never transparent to the
 //! pools beneath it: `rmmFree` finds its pointers through the per-pointer registry.
+//!
+//! Its records are sharded by address window, each shard on cache lines of its own behind a
+//! lock biased to the thread that uses it, as the ownership records are: one thread records
+//! with plain loads and stores, and threads allocating on their own streams meet different
+//! shards.
 
 use super::Upstream;
 use crate::error::{Error, Result};
+use crate::platform::biased_lock::BiasedLock;
 use crate::platform::Stream;
 use crate::resources::{MemoryResource, ALIGNMENT};
-use parking_lot::Mutex;
-use rmm_suballoc::address_map::{shard_of, AddressMap};
+use rmm_suballoc::address_map::{window_shard_of, AddressMap};
 use std::sync::Arc;
 
-const SHARDS: usize = 16;
+const SHARDS: usize = 64;
+/// As the ownership records' windows (4 MiB).
+const SHARD_WINDOW_BITS: u32 = 22;
 /// Every allocation over-allocates by the alignment, so a larger one would only make every
 /// allocation fail for lack of memory; no device maps memory at a coarser granularity.
 const MAX_ALIGNMENT: usize = 1 << 30;
 
 /// Aligned address -> (upstream address, upstream size).
-type Shifted = Mutex<AddressMap<(usize, usize)>>;
+#[repr(align(128))]
+struct Shifted(BiasedLock<AddressMap<(usize, usize)>>);
 
 pub struct AlignedAdaptor {
     upstream: Upstream,
@@ -39,12 +47,12 @@ impl AlignedAdaptor {
             upstream: Upstream::new(upstream),
             alignment,
             threshold,
-            shifted: (0..SHARDS).map(|_| Mutex::new(AddressMap::default())).collect(),
+            shifted: (0..SHARDS).map(|_| Shifted(BiasedLock::new(AddressMap::default()))).collect(),
         }))
     }
 
-    fn shard(&self, ptr: usize) -> &Shifted {
-        &self.shifted[shard_of(ptr, SHARDS)]
+    fn shard(&self, ptr: usize) -> &BiasedLock<AddressMap<(usize, usize)>> {
+        &self.shifted[window_shard_of(ptr, SHARD_WINDOW_BITS, SHARDS)].0
     }
 
     fn passes_through(&self, bytes: usize) -> bool {

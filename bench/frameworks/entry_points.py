@@ -1,0 +1,145 @@
+"""What an allocate+free costs a framework user, through each framework's own pool and through
+rmm-rs's entry points, measured in one run (each variant in a process of its own: PyTorch
+picks its allocator once per process).
+
+    python3 bench/frameworks/entry_points.py            every variant, then a Markdown table
+    python3 bench/frameworks/entry_points.py --child cupy-rmm   one variant (what the parent runs)
+
+Variants:
+- ``cupy-pool``: ``cupy.cuda.alloc(4096)`` and its release through CuPy's default MemoryPool;
+- ``cupy-rmm``: the same through ``CFunctionAllocator`` over ``rmmCupyAllocate`` /
+  ``rmmCupyDeallocate`` (``rmm_rs.use_for_cupy(c_function=True)``) on an rmm-rs pool;
+- ``cupy-noop``: ``CFunctionAllocator`` over C functions that do nothing but hand out one
+  fixed address (never touched): what CuPy's own path costs with no allocator at all;
+- ``torch-native``: ``torch.empty(4096, dtype=uint8, device="cuda")`` and its release with
+  PyTorch's caching allocator; ``torch-rmm``: the same through ``CUDAPluggableAllocator``
+  over ``rmmTorchAllocate``/``rmmTorchDeallocate`` (``rmm_rs.use_for_torch()``) on an rmm-rs
+  pool; ``torch-noop``: the pluggable allocator over do-nothing functions.
+
+rmm-rs minus noop is what rmm-rs adds; noop minus the framework's own pool is what the
+framework charges an external allocator whatever it does. Each variant reports the median
+of ROUNDS (default 15) rounds of PAIRS (default 20000) pairs.
+
+Environment: RMM_RS_LIBRARY (librmm.so; scripts/gpu-frameworks-bench.sh sets it), CC (the C
+compiler for the do-nothing allocator, default cc), ENTRY_VARIANTS (a comma list).
+"""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+VARIANTS = ["cupy-pool", "cupy-rmm", "cupy-noop", "torch-native", "torch-rmm", "torch-noop"]
+SIZE = 4096
+
+# Hands out one fixed, never-touched address: each pair frees before the next allocation.
+NOOP_SOURCE = r"""
+#include <stddef.h>
+#include <sys/types.h>
+static void *const fixed = (void *)0x7f0000000000;
+void *noop_cupy_malloc(void *param, size_t size, int device) { (void)param; (void)size; (void)device; return fixed; }
+void noop_cupy_free(void *param, void *ptr, int device) { (void)param; (void)ptr; (void)device; }
+void *noop_torch_malloc(ssize_t size, int device, void *stream) { (void)size; (void)device; (void)stream; return fixed; }
+void noop_torch_free(void *ptr, ssize_t size, int device, void *stream) { (void)ptr; (void)size; (void)device; (void)stream; }
+"""
+
+
+def build_noop(folder):
+    source = os.path.join(folder, "noop.c")
+    library = os.path.join(folder, "libnoop.so")
+    with open(source, "w") as f:
+        f.write(NOOP_SOURCE)
+    subprocess.run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC", source, "-o", library], check=True)
+    return library
+
+
+def rmm_rs():
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+    import rmm_rs as module
+
+    module.configure("pool", statistics=False)
+    return module
+
+
+def time_pairs(pair, pairs, rounds):
+    for _ in range(pairs // 10):
+        pair()
+    samples = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(pairs):
+            pair()
+        samples.append((time.perf_counter() - start) / pairs * 1e9)
+    return statistics.median(samples)
+
+
+def child(variant, noop_library):
+    pairs = int(os.environ.get("PAIRS", "20000"))
+    rounds = int(os.environ.get("ROUNDS", "15"))
+    framework, allocator = variant.split("-", 1)
+    if framework == "cupy":
+        import ctypes
+
+        import cupy
+
+        if allocator == "rmm":
+            rmm_rs().use_for_cupy(c_function=True)
+        elif allocator == "noop":
+            noop = ctypes.CDLL(noop_library)
+            address = lambda f: ctypes.cast(f, ctypes.c_void_p).value  # noqa: E731
+            chosen = cupy.cuda.memory.CFunctionAllocator(0, address(noop.noop_cupy_malloc), address(noop.noop_cupy_free), noop)
+            cupy.cuda.set_allocator(chosen.malloc)
+        alloc = cupy.cuda.alloc
+        ns = time_pairs(lambda: alloc(SIZE), pairs, rounds)
+        version = cupy.__version__
+    else:
+        import torch
+
+        if allocator == "rmm":
+            rmm_rs().use_for_torch()
+        elif allocator == "noop":
+            chosen = torch.cuda.memory.CUDAPluggableAllocator(noop_library, "noop_torch_malloc", "noop_torch_free")
+            torch.cuda.memory.change_current_allocator(chosen)
+        device = torch.device("cuda")
+        empty, uint8 = torch.empty, torch.uint8
+        ns = time_pairs(lambda: empty(SIZE, dtype=uint8, device=device), pairs, rounds)
+        version = torch.__version__
+    print(json.dumps({"variant": variant, "ns_per_pair": ns, "version": version}))
+
+
+def table(results):
+    by = {r["variant"]: r["ns_per_pair"] for r in results}
+    lines = ["| framework (4 KiB allocate+free, ns) | its own pool | rmm-rs | do-nothing allocator | rmm-rs adds | the framework charges an external allocator |",
+             "|---|---|---|---|---|---|"]
+    for framework, own in (("cupy", "pool"), ("torch", "native")):
+        own_ns, rmm_ns, noop_ns = (by.get(f"{framework}-{a}") for a in (own, "rmm", "noop"))
+        if None in (own_ns, rmm_ns, noop_ns):
+            continue
+        lines.append(f"| {framework} | {own_ns:.0f} | {rmm_ns:.0f} | {noop_ns:.0f} | {rmm_ns - noop_ns:+.0f} | {noop_ns - own_ns:+.0f} |")
+    return "\n".join(lines)
+
+
+def main(argv):
+    if argv[:1] == ["--child"]:
+        return child(argv[1], argv[2] if len(argv) > 2 else "")
+    variants = [v for v in os.environ.get("ENTRY_VARIANTS", ",".join(VARIANTS)).split(",") if v]
+    results = []
+    with tempfile.TemporaryDirectory() as folder:
+        noop_library = build_noop(folder)
+        for variant in variants:
+            done = subprocess.run([sys.executable, __file__, "--child", variant, noop_library], capture_output=True, text=True)
+            if done.returncode != 0:
+                print(f"{variant}: failed ({done.returncode})\n{done.stderr[-2000:]}", file=sys.stderr)
+                continue
+            result = json.loads(done.stdout.strip().splitlines()[-1])
+            print(json.dumps(result), flush=True)
+            results.append(result)
+    print(table(results))
+    return 0 if len(results) == len(variants) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
