@@ -18,8 +18,12 @@ Workloads (nothing downloaded):
 - ``decode``: a 12 x 768 decoder generating tokens for batches of changing size, its key and
   value cache of every layer grown by ``torch.cat`` at each token.
 
-Each run reports the median step time and the peak device memory held above the process's
-baseline: a sampler thread reads ``cudaMemGetInfo`` every 5 ms (and after each step), the
+Each run reports the median step time, the peak device memory held above the process's
+baseline and, under PyTorch's own allocators, the peaks of live tensor bytes and of
+reserved bytes (``torch.cuda.max_memory_allocated``/``max_memory_reserved``); held memory above
+the reserved peak is not the allocator's (kernels loaded lazily, library handles), so peak
+live plus it is the floor of held memory that no allocator can go below. Held memory is
+measured so: a sampler thread reads ``cudaMemGetInfo`` every 5 ms (and after each step), the
 same way for every allocator, so what an allocator caches counts. A run of its own
 (``gpt-batch``) finds the largest GPT batch that trains: doubling from 16, then bisecting,
 two steps per probe.
@@ -243,6 +247,14 @@ def run_child(workload, allocator):
         raise SystemExit(f"unknown workload {workload}")
     result["median_step_ms"] = statistics.median(times) * 1e3
     result["peak_held_mib"] = held.stop()
+    if not allocator.startswith("rmm-"):
+        # PyTorch's own counts (a pluggable allocator's process has none): the most the tensors
+        # held at once, and the most the allocator reserved. Held memory above the reserved
+        # peak is not the allocator's (kernels loaded lazily, library handles), so peak live
+        # plus that is the floor of held memory for any allocator.
+        result["peak_live_mib"] = torch.cuda.max_memory_allocated() / MIB
+        result["peak_reserved_mib"] = torch.cuda.max_memory_reserved() / MIB
+        result["floor_held_mib"] = result["peak_live_mib"] + max(0.0, result["peak_held_mib"] - result["peak_reserved_mib"])
     print("RESULT " + json.dumps(result), flush=True)
 
 
@@ -285,7 +297,10 @@ def table(results):
     allocators = [a for a in ALLOCATORS if any(r["allocator"] == a for r in results)]
     lines = ["| workload | figure | " + " | ".join(allocators) + " |", "|---" * (len(allocators) + 2) + "|"]
     for workload in WORKLOADS:
-        rows = [("peak held (MiB)", "peak_held_mib", "{:.0f}"), ("median step (ms)", "median_step_ms", "{:.1f}")]
+        rows = [("peak held (MiB)", "peak_held_mib", "{:.0f}"), ("peak live tensors (MiB)", "peak_live_mib", "{:.0f}"),
+                ("peak reserved (MiB)", "peak_reserved_mib", "{:.0f}"),
+                ("floor of held: live + memory not the allocator's (MiB)", "floor_held_mib", "{:.0f}"),
+                ("median step (ms)", "median_step_ms", "{:.1f}")]
         if workload == "gpt":
             rows.append(("largest batch", "largest_batch", "{}"))
         for label, key, form in rows:
