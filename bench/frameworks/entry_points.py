@@ -35,11 +35,13 @@ import time
 VARIANTS = ["cupy-pool", "cupy-rmm", "cupy-noop", "torch-native", "torch-rmm", "torch-noop"]
 SIZE = 4096
 
-# Hands out one fixed, never-touched address: each pair frees before the next allocation.
+# Hands out one address, never touched (each pair frees before the next allocation): a fixed
+# one, or a real device block the caller names (CuPy's variant takes one from its own pool).
 NOOP_SOURCE = r"""
 #include <stddef.h>
 #include <sys/types.h>
-static void *const fixed = (void *)0x7f0000000000;
+static void *fixed = (void *)0x7f0000000000;
+void noop_set_address(void *address) { fixed = address; }
 void *noop_cupy_malloc(void *param, size_t size, int device) { (void)param; (void)size; (void)device; return fixed; }
 void noop_cupy_free(void *param, void *ptr, int device) { (void)param; (void)ptr; (void)device; }
 void *noop_torch_malloc(ssize_t size, int device, void *stream) { (void)size; (void)device; (void)stream; return fixed; }
@@ -89,11 +91,14 @@ def child(variant, noop_library):
             rmm_rs().use_for_cupy(c_function=True)
         elif allocator == "noop":
             noop = ctypes.CDLL(noop_library)
+            held = cupy.empty(1 << 20, dtype=cupy.uint8)  # from CuPy's pool, before the switch
+            noop.noop_set_address(ctypes.c_void_p(held.data.ptr))
             address = lambda f: ctypes.cast(f, ctypes.c_void_p).value  # noqa: E731
             chosen = cupy.cuda.memory.CFunctionAllocator(0, address(noop.noop_cupy_malloc), address(noop.noop_cupy_free), noop)
             cupy.cuda.set_allocator(chosen.malloc)
-        alloc = cupy.cuda.alloc
+        alloc, empty, uint8 = cupy.cuda.alloc, cupy.empty, cupy.uint8
         ns = time_pairs(lambda: alloc(SIZE), pairs, rounds)
+        ns_empty = time_pairs(lambda: empty(SIZE, dtype=uint8), pairs, rounds)
         version = cupy.__version__
     else:
         import torch
@@ -105,20 +110,25 @@ def child(variant, noop_library):
             torch.cuda.memory.change_current_allocator(chosen)
         device = torch.device("cuda")
         empty, uint8 = torch.empty, torch.uint8
-        ns = time_pairs(lambda: empty(SIZE, dtype=uint8, device=device), pairs, rounds)
+        ns = ns_empty = time_pairs(lambda: empty(SIZE, dtype=uint8, device=device), pairs, rounds)
         version = torch.__version__
-    print(json.dumps({"variant": variant, "ns_per_pair": ns, "version": version}))
+    print(json.dumps({"variant": variant, "ns_per_pair": ns, "ns_per_empty": ns_empty, "version": version}))
+
+
+ROWS = [("cupy", "pool", "ns_per_pair", "CuPy: cupy.cuda.alloc(4096) and its release"),
+        ("cupy", "pool", "ns_per_empty", "CuPy: cupy.empty(4096, uint8) and its release"),
+        ("torch", "native", "ns_per_empty", "PyTorch: torch.empty(4096, uint8) and its release")]
 
 
 def table(results):
-    by = {r["variant"]: r["ns_per_pair"] for r in results}
-    lines = ["| framework (4 KiB allocate+free, ns) | its own pool | rmm-rs | do-nothing allocator | rmm-rs adds | the framework charges an external allocator |",
+    by = {r["variant"]: r for r in results}
+    lines = ["| ns per allocate+free | the framework's own pool | rmm-rs | do-nothing allocator | rmm-rs adds | the framework charges an external allocator |",
              "|---|---|---|---|---|---|"]
-    for framework, own in (("cupy", "pool"), ("torch", "native")):
-        own_ns, rmm_ns, noop_ns = (by.get(f"{framework}-{a}") for a in (own, "rmm", "noop"))
+    for framework, own, key, label in ROWS:
+        own_ns, rmm_ns, noop_ns = (by.get(f"{framework}-{a}", {}).get(key) for a in (own, "rmm", "noop"))
         if None in (own_ns, rmm_ns, noop_ns):
             continue
-        lines.append(f"| {framework} | {own_ns:.0f} | {rmm_ns:.0f} | {noop_ns:.0f} | {rmm_ns - noop_ns:+.0f} | {noop_ns - own_ns:+.0f} |")
+        lines.append(f"| {label} | {own_ns:.0f} | {rmm_ns:.0f} | {noop_ns:.0f} | {rmm_ns - noop_ns:+.0f} | {noop_ns - own_ns:+.0f} |")
     return "\n".join(lines)
 
 
