@@ -23,9 +23,13 @@ class Page(html.parser.HTMLParser):
         super().__init__(convert_charrefs=True)
         self.ids = set()
         self.links = []  # (line, url)
+        self.base = None  # <base href>: mdBook's 404 page has one (its site-url)
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
+        if tag == "base" and attrs.get("href") is not None:
+            self.base = attrs["href"]
+            return
         for name in ("id", "name") if tag == "a" else ("id",):
             if attrs.get(name):
                 self.ids.add(attrs[name])
@@ -55,7 +59,15 @@ def check_book(book):
                 continue
             count += 1
             parts = urllib.parse.urlsplit(url)
-            target = path if not parts.path else (path.parent / urllib.parse.unquote(parts.path))
+            folder = path.parent
+            if page.base is not None:  # a site-relative base: the book is the site's root
+                folder = book / page.base.lstrip("/")
+            if parts.path.startswith("/"):
+                target = book / urllib.parse.unquote(parts.path).lstrip("/")
+            elif parts.path:
+                target = folder / urllib.parse.unquote(parts.path)
+            else:
+                target = path
             target = target.resolve()
             where = f"{path.relative_to(book)}:{line}: {url}"
             if target.is_dir():
@@ -118,7 +130,7 @@ def main():
     readme_problems, readme_links = check_markdown(ROOT / "README.md")
     problems += readme_problems
     for problem in problems:
-        print(f"broken link: {problem}", file=sys.stderr)
+        print(f"broken link: {problem}")
     print(f"{book_links} relative links in the book, {readme_links} in README.md: "
           f"{len(problems)} broken")
     return 1 if problems else 0
