@@ -121,7 +121,7 @@ GENERAL_THREADS = (
     "The C API may be called from any number of threads at once "
     "(`tests/fuzz_api_threads.rs` states it and checks it with 16 threads sharing resource "
     "stacks, adaptors and their figures, `rmmAlloc`/`rmmFree`, streams and device buffers on two devices). The one rule "
-    "for callers (`src/boundary/handles.rs`, and the README's rules before these docs): do not "
+    "for callers (`src/boundary/handles.rs`, and the rules of the Resources guide): do not "
     "destroy a handle while another thread is inside a call on that handle, as with any C "
     "library object. What a function's own comment adds is quoted under it.")
 
