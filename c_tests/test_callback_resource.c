@@ -248,7 +248,7 @@ static void check_freeing_recorded_memory_in_a_callback(void) {
   CHECK(f.cached == NULL);
   /* The cached block was freed once: a second free is refused, whatever now lies there. */
   CHECK_RMM(rmmResourceDeallocate(f.below, cached, 4096, NULL), RMM_ERROR_INVALID_ARGUMENT);
-  CHECK(strstr(rmmGetLastErrorMessage(), "not a live rmm allocation") != NULL ||
+  CHECK(strstr(rmmGetLastErrorMessage(), "is not a live allocation of this") != NULL ||
         strstr(rmmGetLastErrorMessage(), "another resource") != NULL); /* refused by the records */
   CHECK_OK(rmmResourceDeallocate(callbacks, block, 4096, NULL));
   CHECK(f.live == 0);

@@ -142,3 +142,42 @@ fn random_misuse_never_crashes_or_loses_memory() {
     assert_eq!(rmm::ownership::records::totals(), (0, 0), "no pointer record left behind");
     assert!(common::races().is_empty(), "{:?}", common::races());
 }
+
+/// A refusal's message starts with the call, names the resource and its device, and gives
+/// sizes both readable and exact.
+#[test]
+fn messages_name_the_call_the_resource_and_the_device() {
+    let _guard = setup();
+    let (mut cuda, mut fixed, mut stats) = (std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut());
+    assert_eq!(rmmCudaResourceCreate(&mut cuda), RMM_SUCCESS);
+    assert_eq!(rmmFixedSizeResourceCreate(&mut fixed, cuda, 1 << 20, 2), RMM_SUCCESS);
+    assert_eq!(rmmStatisticsAdaptorCreate(&mut stats, fixed), RMM_SUCCESS);
+    let mut ptr: *mut c_void = std::ptr::null_mut();
+    assert_eq!(rmmResourceAllocate(fixed, &mut ptr, 3 << 20, NULL_STREAM), RMM_ERROR_INVALID_ARGUMENT);
+    assert_eq!(
+        last_message(),
+        "rmmResourceAllocate: invalid argument: 3.00 MiB (3145728 bytes) exceed the fixed_size resource's block size of \
+         1.00 MiB (1048576 bytes) (device 0)"
+    );
+    assert_eq!(rmmResourceAllocate(stats, &mut ptr, 1000, NULL_STREAM), RMM_SUCCESS);
+    assert_eq!(rmmResourceDeallocate(stats, ptr, 2048, NULL_STREAM), RMM_ERROR_INVALID_ARGUMENT);
+    assert_eq!(
+        last_message(),
+        format!(
+            "rmmResourceDeallocate: invalid argument: {ptr:p} was allocated from the statistics resource of device 0 with 1000 \
+             bytes, not 2.00 KiB (2048 bytes)"
+        )
+    );
+    let interior = (ptr as usize + 256) as *mut c_void;
+    assert_eq!(rmmResourceDeallocate(fixed, interior, 1000, NULL_STREAM), RMM_ERROR_INVALID_ARGUMENT);
+    let message = last_message();
+    assert!(message.starts_with("rmmResourceDeallocate: invalid argument: "), "{message}");
+    assert!(message.contains("not a live allocation of this fixed_size resource (device 0)"), "{message}");
+    assert_eq!(rmmResourceDeallocate(stats, ptr, 1000, NULL_STREAM), RMM_SUCCESS);
+    assert_eq!(rmmResourceDestroy(stats), RMM_SUCCESS);
+    assert_eq!(rmmResourceAllocate(stats, &mut ptr, 1000, NULL_STREAM), RMM_ERROR_INVALID_HANDLE);
+    assert!(last_message().starts_with("rmmResourceAllocate: invalid handle: "), "{}", last_message());
+    for handle in [fixed, cuda] {
+        assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
+    }
+}

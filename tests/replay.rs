@@ -407,7 +407,7 @@ fn counts_allocations_that_fail_where_the_log_succeeded() {
     let report = replay_spec(&events, &spec("fixed_size:block=1MiB"), 1, &Options::default()).unwrap();
     assert_eq!((report.allocations, report.failed_allocations, report.frees, report.skipped_frees_of_failed), (1, 1, 1, 1));
     let first = report.first_failure.unwrap();
-    assert!(first.starts_with("line 3: 2097152 bytes:") && first.contains("exceed the fixed block size"), "{first}");
+    assert!(first.starts_with("line 3: 2097152 bytes:") && first.contains("exceed the fixed_size resource's block size"), "{first}");
     let report = replay_spec(&events, &spec("limiting:limit=1MiB/pool"), 1, &Options::default()).unwrap();
     assert_eq!((report.allocations, report.failed_allocations, report.skipped_frees_of_failed), (1, 1, 1));
 }

@@ -33,7 +33,7 @@ pub use streams::*;
 pub use suballocators::*;
 pub use version::*;
 
-use crate::error::{rmmError_t, Error, ErrorKind, Result};
+use crate::error::{rmmError_t, Error, Result};
 use std::cell::RefCell;
 use std::ffi::CString;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -66,9 +66,10 @@ fn start_logger() {
 /// Keeps the message for `rmmGetLastErrorMessage`. A thread whose thread-locals are already
 /// destroyed (a call from a thread-local destructor) keeps none: `try_with`, because a panic
 /// here would cross into C.
-fn remember(error: &Error) {
-    log::debug!("{error}");
-    let text = CString::new(error.to_string().replace('\0', " ")).unwrap_or_default();
+fn remember(function: &str, error: &Error) {
+    let text = format!("{function}: {error}");
+    log::debug!("{text}");
+    let text = CString::new(text.replace('\0', " ")).unwrap_or_default();
     let _ = LAST_ERROR.try_with(|last| {
         if let Ok(mut last) = last.try_borrow_mut() {
             *last = text;
@@ -111,15 +112,12 @@ fn panicked(function: &'static str, payload: Box<dyn std::any::Any + Send>) -> r
     catch_unwind(AssertUnwindSafe(|| failed(function, error))).unwrap_or(rmmError_t::RMM_ERROR_UNKNOWN)
 }
 
-/// Keeps the message of a failed call and answers its code.
+/// Keeps the message of a failed call, which starts with the call's name, and answers its
+/// code.
 #[cold]
 #[inline(never)]
 fn failed(function: &'static str, error: Error) -> rmmError_t {
-    let error = match error.into_kind() {
-        ErrorKind::InvalidArgument(m) => Error::InvalidArgument(format!("{function}: {m}")),
-        other => other.into(),
-    };
-    remember(&error);
+    remember(function, &error);
     error.code()
 }
 

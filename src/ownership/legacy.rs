@@ -183,8 +183,7 @@ fn decide_readiness() -> Result<()> {
         return Ok(());
     }
     Err(Error::NotInitialized(
-        "rmm is not initialized: call rmmInitialize first (or configure rmm with RMM_ALLOC_CONF, rmmConfigure or a per-device resource)"
-            .into(),
+        "call rmmInitialize first (or configure rmm with RMM_ALLOC_CONF, rmmConfigure or a per-device resource)".into(),
     ))
 }
 

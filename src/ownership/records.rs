@@ -279,7 +279,7 @@ pub fn free(ptr: usize, stream: Stream, expected: Expected) -> Result<()> {
         return match callback::running_on_this_thread() {
             // An allocate callback giving back what it (or another) took from rmm-rs.
             true => free_in_callback(ptr, stream, expected),
-            false => Err(not_handed_out(ptr)),
+            false => Err(not_handed_out(ptr, &expected)),
         };
     };
     let record = shard.records.slots[slot].1;
@@ -354,8 +354,12 @@ fn forget_idle(stack: &Stack) {
 
 #[cold]
 #[inline(never)]
-fn not_handed_out(ptr: usize) -> Error {
-    Error::invalid(format!("{ptr:#x} is not a live rmm allocation (never allocated, already freed, or an address inside one)"))
+fn not_handed_out(ptr: usize, expected: &Expected) -> Error {
+    let whose = match expected.stack {
+        Some(named) => format!("allocation of this {} resource (device {})", named.resource().name(), named.device()),
+        None => "rmm allocation".to_string(),
+    };
+    Error::invalid(format!("{ptr:#x} is not a live {whose}: never allocated, already freed, or an address inside a block"))
 }
 
 #[cold]
@@ -370,14 +374,21 @@ fn mismatch(ptr: usize, size: usize, holder: Holder, stack: &Stack, expected: &E
     }
     if let Some(named) = expected.stack.filter(|named| !Stack::same(named, stack)) {
         return Error::invalid(format!(
-            "{ptr:#x} was allocated from another resource (a {} resource of device {}), not from this {} resource: free it \
-             through that resource, or with rmmFree",
+            "{ptr:#x} was allocated from another resource (a {} resource of device {}), not from this {} resource (device \
+             {}): free it through that resource, or with rmmFree",
             resource.name(),
             stack.device(),
-            named.resource().name()
+            named.resource().name(),
+            named.device()
         ));
     }
-    Error::invalid(format!("{ptr:#x} was allocated with {size} bytes, not {}", expected.size.unwrap_or(0)))
+    Error::invalid(format!(
+        "{ptr:#x} was allocated from the {} resource of device {} with {}, not {}",
+        resource.name(),
+        stack.device(),
+        crate::units::exact(size),
+        crate::units::exact(expected.size.unwrap_or(0))
+    ))
 }
 
 #[cold]

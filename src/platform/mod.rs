@@ -119,7 +119,12 @@ impl Backend {
     pub fn check_device(&self, device: i32) -> Result<()> {
         let count = self.device_count()?;
         if device < 0 || device >= count {
-            return Err(Error::invalid(format!("device {device} does not exist ({count} devices)")));
+            let present = match count {
+                0 => "there is no device".to_string(),
+                1 => "the one device is 0".to_string(),
+                _ => format!("devices are 0 to {}", count - 1),
+            };
+            return Err(Error::invalid(format!("device {device} does not exist ({present})")));
         }
         Ok(())
     }

@@ -237,7 +237,9 @@ impl BinningResource {
         match self.created_with.bin_for(bytes) {
             Some(Bin::Callers { resource, .. }) => resource.deallocate(ptr, bytes, stream),
             None => self.upstream.deallocate(ptr, bytes, stream),
-            Some(Bin::Own { .. }) => Err(Error::invalid(format!("{ptr:#x} of {bytes} bytes was not handed out by this binning resource"))),
+            Some(Bin::Own { .. }) => {
+                Err(Error::invalid(format!("{ptr:#x} ({}) was not handed out by this binning resource", crate::units::exact(bytes))))
+            }
         }
     }
 

@@ -47,7 +47,12 @@ impl FixedSizeResource {
     #[cold]
     #[inline(never)]
     fn too_large(&self, bytes: usize) -> Error {
-        Error::invalid(format!("{bytes} bytes exceed the fixed block size {}", self.block_size))
+        Error::invalid(format!(
+            "{} exceed the fixed_size resource's block size of {} (device {})",
+            crate::units::exact(bytes),
+            crate::units::exact(self.block_size),
+            self.device()
+        ))
     }
 
     pub fn usage(&self) -> Usage {

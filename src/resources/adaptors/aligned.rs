@@ -40,7 +40,8 @@ impl AlignedAdaptor {
     pub fn new(upstream: Arc<dyn MemoryResource>, alignment: usize, threshold: usize) -> Result<Arc<Self>> {
         if !alignment.is_power_of_two() || !(ALIGNMENT..=MAX_ALIGNMENT).contains(&alignment) {
             return Err(Error::invalid(format!(
-                "alignment {alignment} must be a power of two from {ALIGNMENT} to {MAX_ALIGNMENT} bytes (1 GiB)"
+                "alignment {alignment} must be a power of two from {ALIGNMENT} bytes to {}",
+                crate::units::exact(MAX_ALIGNMENT)
             )));
         }
         Ok(Arc::new(AlignedAdaptor {
