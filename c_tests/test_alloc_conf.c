@@ -6,16 +6,6 @@
 
 #define MIB ((size_t)1 << 20)
 
-static char *report_text(void) {
-  size_t length = 0;
-  char *text;
-  CHECK_OK(rmmGetReport(NULL, 0, &length));
-  text = (char *)malloc(length + 1);
-  CHECK(text != NULL);
-  CHECK_OK(rmmGetReport(text, length + 1, NULL));
-  return text;
-}
-
 int main(void) {
   const char *conf = getenv("RMM_ALLOC_CONF");
   rmmResource_t current = NULL;
@@ -48,7 +38,7 @@ int main(void) {
   CHECK_OK(rmmPoolResourceGetSize(current, &bytes));
   CHECK(bytes == 4 * MIB);
   CHECK_OK(RMM_ALLOC(&a, 3 * MIB, 0)); /* the environment configured rmm: no rmmInitialize */
-  text = report_text();
+  text = rmm_test_report();
   CHECK(strstr(text, "device 0: pool resource, 4.0 MiB reserved from the device") != NULL);
   CHECK(strstr(text, "1 allocations, 3.0 MiB in all") != NULL);
   CHECK(strstr(text, "1 allocation(s), 3145728 bytes, outstanding") != NULL);
@@ -64,7 +54,7 @@ int main(void) {
   CHECK_STR(name, "statistics");
   CHECK_OK(rmmResourceRelease(current, &bytes));
   CHECK_OK(rmmResourceDestroy(current));
-  text = report_text();
+  text = rmm_test_report();
   CHECK(strstr(text, "device 1: pool resource, ") != NULL);
   free(text);
   return rmm_test_finish("alloc_conf");
