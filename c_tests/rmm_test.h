@@ -122,6 +122,17 @@ static inline bool rmm_test_aligned(const void *ptr, size_t alignment) {
 
 /* The end of every test: on simulated devices the race checker must have found nothing
  * (RMM_SIM_ON_RACE=count); on real devices rmmSimGetRaceCount is not supported. */
+/* rmmGetReport's text, in memory the caller frees. */
+static inline char *rmm_test_report(void) {
+  size_t length = 0;
+  char *text;
+  CHECK_OK(rmmGetReport(NULL, 0, &length));
+  text = (char *)malloc(length + 1);
+  CHECK(text != NULL);
+  CHECK_OK(rmmGetReport(text, length + 1, NULL));
+  return text;
+}
+
 static inline int rmm_test_finish(const char *name) {
   size_t races = 12345;
   if (rmm_test_simulated()) {

@@ -8,13 +8,10 @@
 
 static char *report_text(void) {
   size_t length = 0;
-  char *text;
+  char *text = rmm_test_report();
   CHECK_OK(rmmGetReport(NULL, 0, &length));
-  text = (char *)malloc(length + 1);
-  CHECK(text != NULL);
-  CHECK_RMM(rmmGetReport(text, length, NULL), RMM_ERROR_INVALID_ARGUMENT); /* no room for the NUL */
-  CHECK_OK(rmmGetReport(text, length + 1, NULL));
   CHECK(strlen(text) == length);
+  CHECK_RMM(rmmGetReport(text, length, NULL), RMM_ERROR_INVALID_ARGUMENT); /* no room for the NUL */
   return text;
 }
 
@@ -28,14 +25,15 @@ int main(void) {
   /* Refused strings change nothing: device 0 still gets the plain cuda resource... later. */
   CHECK_RMM(rmmConfigure("resource:bogus"), RMM_ERROR_INVALID_ARGUMENT);
   CHECK(strstr(rmmGetLastErrorMessage(), "bogus") != NULL);
-  CHECK_RMM(rmmConfigure("pool"), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmConfigure("statistics/pool:initial=lots"), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK(strstr(rmmGetLastErrorMessage(), "at column 25 (\"lots\")") != NULL);
   CHECK_RMM(rmmConfigure("initial_pool_size:2GiB,maximum_pool_size:1GiB"), RMM_ERROR_INVALID_ARGUMENT);
   CHECK_RMM(rmmConfigure("stats:maybe"), RMM_ERROR_INVALID_ARGUMENT);
   text = report_text();
   CHECK_STR(text, ""); /* nothing configured: no report */
   free(text);
 
-  /* NULL reads RMM_ALLOC_CONF (unset here: the defaults, a pool with statistics). */
+  /* NULL reads RMM_ALLOC_CONF (unset here: the default stack, cuda). */
   CHECK(unsetenv("RMM_ALLOC_CONF") == 0);
   CHECK_OK(rmmConfigure(NULL));
   CHECK_OK(rmmConfigure("resource:pool, initial_pool_size:8MiB, stats:1, report:1"));

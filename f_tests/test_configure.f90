@@ -1,6 +1,7 @@
 ! rmmConfigure (the RMM_ALLOC_CONF string) from Fortran, rmmGetReport and
 ! rmmPoolResourceGetFree: a bad string changes nothing; a good one gives the device a stack
-! (statistics over a pool) on first use, whose figures the report shows.
+! (statistics over a pool) on first use, whose figures the report shows. And
+! rmmResourceCreateFromSpec, which reads the same language.
 program test_configure
   use, intrinsic :: iso_c_binding
   use rmm
@@ -13,7 +14,7 @@ program test_configure
   character(len=:), allocatable :: report, name
   integer(c_size_t), target :: length
   integer(c_size_t) :: reserved, free_bytes
-  type(c_ptr) :: current, cuda
+  type(c_ptr) :: current, cuda, from_spec
   real(c_float), pointer :: a(:), b(:)
 
   ! Refused strings change nothing.
@@ -21,7 +22,10 @@ program test_configure
     'rmmConfigure("resource:bogus")')
   call expect(contains_text(rmm_last_error_message(), 'bogus'), &
     'the message names what it cannot parse')
-  call expect_status(rmm_configure('pool'), RMM_ERROR_INVALID_ARGUMENT, 'rmm_configure("pool")')
+  call expect_status(rmm_configure('pool:initial=lots'), RMM_ERROR_INVALID_ARGUMENT, &
+    'rmm_configure("pool:initial=lots")')
+  call expect(contains_text(rmm_last_error_message(), 'at column 14 ("lots")'), &
+    'the message points at the bad size: ' // rmm_last_error_message())
   call expect_status(rmm_configure('stats:maybe'), RMM_ERROR_INVALID_ARGUMENT, &
     'rmm_configure("stats:maybe")')
   call expect_ok(rmm_get_report(report), 'rmm_get_report')
@@ -57,5 +61,18 @@ program test_configure
     'rmmPoolResourceGetFree of a cuda resource')
   call expect_ok(rmmResourceDestroy(cuda), 'rmmResourceDestroy(cuda)')
   call expect_ok(rmmResourceDestroy(current), 'rmmResourceDestroy(current)')
+
+  ! rmmResourceCreateFromSpec: the same language for one resource of a device.
+  call expect_status(rmmResourceCreateFromSpec('statistics/pool:inital=1GiB' // c_null_char, 0_c_int, &
+    from_spec), RMM_ERROR_INVALID_ARGUMENT, 'rmmResourceCreateFromSpec of a misspelt key')
+  call expect(contains_text(rmm_last_error_message(), 'at column 17 ("inital")'), &
+    'the message points at the misspelt key: ' // rmm_last_error_message())
+  call expect_ok(rmmResourceCreateFromSpec('statistics/pool:initial=4MiB/cuda' // c_null_char, 0_c_int, &
+    from_spec), 'rmmResourceCreateFromSpec')
+  call expect_ok(rmm_resource_get_name(from_spec, name), 'rmm_resource_get_name(from_spec)')
+  call expect(name == 'statistics', 'the outermost layer is statistics, not ' // name)
+  call expect_ok(rmmPoolResourceGetSize(from_spec, reserved), 'rmmPoolResourceGetSize(from_spec)')
+  call expect_equal(reserved, 4 * MiB, 'the spec''s pool reserved 4 MiB')
+  call expect_ok(rmmResourceDestroy(from_spec), 'rmmResourceDestroy(from_spec)')
   call ftest_finish('fortran configure')
 end program test_configure

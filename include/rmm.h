@@ -345,20 +345,23 @@ enum rmmError_t rmmAlignedAdaptorCreate(rmmResource_t *resource,
 // to the device in the order of its stream before it is handed out (other memory as is).
 enum rmmError_t rmmPrefetchAdaptorCreate(rmmResource_t *resource, rmmResource_t upstream);
 
-// Sets up, from `conf` (NULL: the environment variable RMM_ALLOC_CONF; unset or empty: the
-// defaults), the resource stack each device gets on first use when the program has set
-// none: `resource:pool|arena|binning|cuda|cuda_async|managed|expandable` (default pool, over cuda;
-// expandable: `maximum_pool_size` bounds its reserved address range),
-// `initial_pool_size:4GiB` (default 0: grow on demand), `maximum_pool_size:60GiB` (default 0:
-// no limit), `log:/path.csv` (a logging adaptor; device N > 0 logs to `/path.csv.N`),
-// `stats:1|0` (a statistics adaptor, default 1), `report:1|0` (statistics and unfreed
-// allocations printed to stderr at exit, default 0), separated by commas. Devices that
-// already have a resource keep it. A string it cannot parse is RMM_ERROR_INVALID_ARGUMENT
-// (the message says why) and changes nothing.
+// Sets up the resource stack each device gets on first use when the program has set none,
+// from the stack spec `conf` (NULL: the environment variable RMM_ALLOC_CONF; unset or empty:
+// the default stack, `cuda`, RMM's plain device memory). A spec names the layers from the
+// outermost to the device, e.g. `statistics/pool:initial=4GiB,maximum=60GiB/cuda`, and may
+// start with `report/` (each device's statistics and unfreed allocations printed to stderr
+// at exit); the older `key:value` form
+// (`resource:pool,initial_pool_size:4GiB,log:/tmp/rmm.csv,stats:1,report:1`) still works.
+// The grammar, every layer and its defaults: docs/src/configuration.md. A log path holding
+// `{device}` is per device; without it, device N > 0 logs to `<path>.N`. Devices that already
+// have a resource keep it. Without a call, the first use of a device reads RMM_ALLOC_CONF
+// itself. A spec it cannot parse is RMM_ERROR_INVALID_ARGUMENT, with a message that quotes
+// the offending text and gives its column, and changes nothing.
 enum rmmError_t rmmConfigure(const char *conf);
 
-// The report `report:1` prints at exit, now: for each device configured by `rmmConfigure`,
-// its resource, allocation statistics and unfreed allocations ("" unless `report:1`).
+// The report a `report` spec prints at exit, now: for each device configured by
+// `rmmConfigure` or RMM_ALLOC_CONF, its resource, allocation statistics and unfreed
+// allocations ("" unless the spec asked for a report).
 // Copied with a NUL into `buffer` of `size` bytes; its length goes to `*length` unless NULL.
 // A NULL `buffer` only asks for the length; a buffer too small is RMM_ERROR_INVALID_ARGUMENT.
 enum rmmError_t rmmGetReport(char *buffer, size_t size, size_t *length);
@@ -643,6 +646,19 @@ enum rmmError_t rmmExpandableResourceCreate(rmmResource_t *resource, size_t maxi
 // that is not a multiple of the device's granularity: RMM_ERROR_INVALID_ARGUMENT.
 enum rmmError_t rmmExpandableResourceCreateWithOptions(rmmResource_t *resource,
                                                        const struct rmmExpandableOptions_t *options);
+
+// Creates the resource stack the spec `spec` names on `device` and writes the handle of its
+// outermost layer to `*resource`, e.g. `statistics/pool:initial=1GiB/cuda`: layers from the
+// outermost to the device, each `name` or `name:key=value,...`; every resource and adaptor
+// of this header that needs no function pointer, with the defaults of its create function.
+// The grammar: docs/src/configuration.md (`report` applies to default stacks only). The
+// handle is like one from the create functions: the caller owns it and releases it with
+// `rmmResourceDestroy`, and the adaptor functions work on it when its outermost layer is
+// that adaptor. `spec` and `resource` must not be NULL. A NULL argument, a spec that does
+// not parse (the message quotes the offending text and gives its column) or a device that
+// does not exist is RMM_ERROR_INVALID_ARGUMENT; a layer that cannot be built answers as its
+// create function would.
+enum rmmError_t rmmResourceCreateFromSpec(const char *spec, int device, rmmResource_t *resource);
 
 // Creates a resource of page-locked host memory (`cudaMallocHost`), usable from every device.
 // Ownership as `rmmCudaResourceCreate`.

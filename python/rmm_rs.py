@@ -174,6 +174,8 @@ _SIGNATURES = {
         ctypes.c_size_t]),
     "rmmExpandableResourceCreateWithOptions": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p),
         ctypes.POINTER(_CExpandableOptions)]),
+    "rmmResourceCreateFromSpec": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int,
+        ctypes.POINTER(ctypes.c_void_p)]),
     "rmmPinnedHostResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
     "rmmResourceDestroy": (ctypes.c_int, [ctypes.c_void_p]),
     "rmmResourceAllocate": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
@@ -554,6 +556,19 @@ class Resource:
         return Resource(handle.value, keep)
 
     @classmethod
+    def from_spec(cls, spec: str, device: Optional[int] = None) -> "Resource":
+        """The stack a stack spec names, built on `device` (None: the current device); the
+        handle is its outermost layer (``rmmResourceCreateFromSpec``). The language of
+        ``RMM_ALLOC_CONF``: layers from the outermost to the device, e.g.
+        ``"statistics/pool:initial=1GiB,maximum=8GiB/cuda"`` (the grammar, every layer and
+        its defaults: docs/src/configuration.md). A spec that does not parse raises
+        :class:`RmmError` (``ERROR_INVALID_ARGUMENT``) whose message points at the bad text."""
+        handle = ctypes.c_void_p()
+        target = get_device() if device is None else int(device)
+        _call("rmmResourceCreateFromSpec", str(spec).encode(), target, ctypes.byref(handle))
+        return cls(handle.value)
+
+    @classmethod
     def cuda(cls) -> "Resource":
         """Device memory of the current device (``cuMemAlloc``)."""
         return cls._create("rmmCudaResourceCreate")
@@ -635,8 +650,11 @@ class Resource:
         return cls._create("rmmTrackingAdaptorCreate", upstream._h(), bool(capture_stacks))
 
     @classmethod
-    def aligned_adaptor(cls, upstream: "Resource", alignment: int, threshold: int = 0) -> "Resource":
-        return cls._create("rmmAlignedAdaptorCreate", upstream._h(), int(alignment), int(threshold))
+    def aligned_adaptor(cls, upstream: "Resource", alignment: Union[int, str],
+                        threshold: Union[int, str] = 64 << 10) -> "Resource":
+        """Aligns allocations of `threshold` bytes or more (default 64 KiB, as the spec's
+        ``aligned`` layer and RAPIDS) to `alignment`."""
+        return cls._create("rmmAlignedAdaptorCreate", upstream._h(), _size(alignment, "alignment"), _size(threshold, "threshold"))
 
     @classmethod
     def prefetch_adaptor(cls, upstream: "Resource") -> "Resource":
@@ -812,6 +830,22 @@ def _resolve_devices(devices: Union[None, int, str, Iterable[int]]) -> List[int]
     return list(dict.fromkeys(int(device) for device in devices))
 
 
+def _base_spec(resource: str, initial: int, maximum: int, release_threshold: Optional[int]) -> str:
+    """The stack spec of `resource` in :func:`configure`'s terms (below its adaptors)."""
+    pool = f"pool:initial={initial},maximum={maximum}"
+    kept = "unlimited" if release_threshold is None else release_threshold
+    return {
+        "pool": f"{pool}/cuda",
+        "managed_pool": f"{pool}/managed",
+        "arena": f"arena:size={initial}/cuda",
+        "binning": f"binning/{pool}/cuda",
+        "cuda": "cuda",
+        "managed": "managed",
+        "cuda_async": f"cuda_async:initial={initial},release_threshold={maximum or kept}",
+        "expandable": f"expandable:initial={initial},maximum={maximum},release_threshold={kept}",
+    }[resource]
+
+
 def _build_stack(device: int, resource: str, initial: int, maximum: int, statistics: bool,
                  log: Optional[str], release_threshold: Optional[int] = None) -> _Stack:
     layers: List[Resource] = []
@@ -821,23 +855,7 @@ def _build_stack(device: int, resource: str, initial: int, maximum: int, statist
         return layer
 
     try:
-        if resource in ("pool", "arena", "binning", "cuda"):
-            base = push(Resource.cuda())
-        elif resource in ("managed", "managed_pool"):
-            base = push(Resource.managed())
-        elif resource == "expandable":
-            base = push(Resource.expandable(maximum, initial, release_threshold))
-        else:  # cuda_async
-            threshold = maximum if maximum else None
-            base = push(Resource.cuda_async(initial, threshold))
-        top = base
-        if resource in ("pool", "managed_pool"):
-            top = push(Resource.pool(base, initial, maximum))
-        elif resource == "arena":
-            top = push(Resource.arena(base, initial))
-        elif resource == "binning":
-            pool = push(Resource.pool(base, initial, maximum))
-            top = push(Resource.binning(pool, 8, 20))
+        top = push(Resource.from_spec(_base_spec(resource, initial, maximum, release_threshold), device))
         stats = None
         if statistics:
             stats = top = push(Resource.statistics_adaptor(top))
@@ -915,8 +933,10 @@ def configure(resource: str = "pool", initial_pool_size: Union[int, str, None] =
 
 
 def configure_from_string(conf: Optional[str] = None) -> None:
-    """``rmmConfigure``: the stack every device gets on first use, from an
-    ``RMM_ALLOC_CONF``-style string (None: ``$RMM_ALLOC_CONF``), e.g.
+    """``rmmConfigure``: the stack every device gets on first use, from a stack spec, the
+    language of ``RMM_ALLOC_CONF`` and :meth:`Resource.from_spec` (None: ``$RMM_ALLOC_CONF``;
+    unset or "": RMM's plain ``cuda`` resource), e.g.
+    ``"report/statistics/pool:initial=4GiB,maximum=60GiB/cuda"`` or, in the older form,
     ``"resource:pool,initial_pool_size:4GiB,maximum_pool_size:60GiB,log:/tmp/rmm.csv,stats:1"``.
 
     Devices that already have a resource keep it: call this before anything allocates
@@ -938,8 +958,8 @@ def configure_from_string(conf: Optional[str] = None) -> None:
 
 def _ensure_configured() -> None:
     """For the use_for_*() functions: without an earlier configure() or
-    configure_from_string(), apply ``$RMM_ALLOC_CONF`` (default: a pool that grows on
-    demand, with statistics) to devices that have no resource yet."""
+    configure_from_string(), apply ``$RMM_ALLOC_CONF`` (unset: RMM's plain ``cuda``
+    resource; ``RMM_ALLOC_CONF=statistics/pool`` pools) to devices that have no resource yet."""
     if not _configured:
         configure_from_string(None)
 
@@ -1018,8 +1038,8 @@ def use_for_torch():
 
     Must run before PyTorch initializes CUDA (before the first tensor on the GPU, and
     before ``torch.cuda.init()``): afterwards PyTorch cannot swap its allocator and this
-    raises RuntimeError. Without :func:`configure` first, ``$RMM_ALLOC_CONF`` (default: a
-    pool with statistics) applies. ``torch.cuda.memory_allocated()`` and friends report
+    raises RuntimeError. Without :func:`configure` first, ``$RMM_ALLOC_CONF`` (unset: RMM's
+    plain ``cuda`` resource, which does not pool) applies. ``torch.cuda.memory_allocated()`` and friends report
     nothing under a pluggable allocator: use :func:`statistics`. Returns the allocator.
     """
     global _torch_allocator

@@ -377,6 +377,36 @@ class ResourceTest(unittest.TestCase):
                 ptr = binning.allocate(50000)
                 rmm_rs.free(ptr)  # rmmFree returns it to whichever resource made it
 
+    def test_from_spec(self):
+        with rmm_rs.Resource.from_spec("statistics/limiting:limit=8MiB/pool:initial=4MiB,maximum=64MiB/cuda") as stack:
+            self.assertEqual(chain(stack.snapshot()), ["statistics", "limiting", "pool", "cuda"])
+            self.assertEqual((stack.name, stack.device), ("statistics", rmm_rs.get_device()))
+            self.assertEqual(stack.pool_size(), 4 * MiB)
+            ptr = stack.allocate(3 * MiB)
+            self.assertEqual(stack.counts().current_bytes, 3 * MiB)
+            with self.assertRaises(rmm_rs.RmmOutOfMemoryError):
+                stack.allocate(6 * MiB)  # past the limit
+            stack.deallocate(ptr, 3 * MiB)
+            self.assertEqual(stack.counts().total_count, 1)
+        last = rmm_rs.device_count() - 1
+        with rmm_rs.Resource.from_spec("arena:size=2MiB/managed", device=last) as arena:
+            self.assertEqual((arena.name, arena.device), ("arena", last))
+            self.assertEqual(chain(arena.snapshot())[-1], "managed")
+        bad = {
+            "statistics/pool:inital=1GiB": 'at column 17 ("inital"): unknown key "inital" for pool',
+            "pool:initial=lots": 'at column 14 ("lots"): pool: initial=lots is not a size',
+            "cuda/pool": 'at column 6 ("pool"): cuda takes memory from the device itself',
+            "report/pool": "report applies to the devices' default stacks",
+        }
+        for spec, says in bad.items():
+            with self.subTest(spec=spec), self.assertRaises(rmm_rs.RmmError) as caught:
+                rmm_rs.Resource.from_spec(spec)
+            self.assertEqual(caught.exception.code, rmm_rs.ERROR_INVALID_ARGUMENT)
+            self.assertIn(says, caught.exception.message)
+        with self.assertRaises(rmm_rs.RmmError) as caught:
+            rmm_rs.Resource.from_spec("pool", device=rmm_rs.device_count())
+        self.assertIn("does not exist", caught.exception.message)
+
     def test_destroyed_handle(self):
         cuda = rmm_rs.Resource.cuda()
         handle = cuda.handle

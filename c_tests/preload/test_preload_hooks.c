@@ -21,16 +21,6 @@ int cuMemFreeAsync(unsigned long long ptr, void *stream);
 int cuMemAllocAsync_ptsz(unsigned long long *ptr, size_t size, void *stream);
 int cuMemFreeAsync_ptsz(unsigned long long ptr, void *stream);
 
-static char *report(void) {
-  size_t length = 0;
-  char *text;
-  CHECK_OK(rmmGetReport(NULL, 0, &length));
-  text = (char *)malloc(length + 1);
-  CHECK(text != NULL);
-  CHECK_OK(rmmGetReport(text, length + 1, NULL));
-  return text;
-}
-
 int main(void) {
   void *a = NULL, *b = NULL, *c = NULL;
   unsigned long long d = 0, e = 0, f = 0;
@@ -52,7 +42,7 @@ int main(void) {
   CHECK(cuMemAllocAsync(&e, 300, NULL) == 0 && e != 0);
   CHECK(cuMemAllocAsync_ptsz(&f, 300, NULL) == 0 && f != 0);
 
-  text = report();
+  text = rmm_test_report();
   if (reporting) {
     CHECK(strstr(text, "device 0: pool resource, ") != NULL); /* 16 MiB, and a chunk for the per-thread stream */
     CHECK(strstr(text, "6 allocations") != NULL);
@@ -87,7 +77,7 @@ int main(void) {
   CHECK(cudaFree(a) != 0);
   CHECK(cuMemFree_v2(0x1000) != 0);
 
-  text = report();
+  text = rmm_test_report();
   CHECK(reporting ? strstr(text, "0 B in 0 allocations live now") != NULL : strcmp(text, "") == 0);
   CHECK(strstr(text, "outstanding") == NULL);
   free(text);

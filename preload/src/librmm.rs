@@ -117,7 +117,7 @@ fn load() -> Result<Rmm, String> {
     // SAFETY: NULL asks rmmConfigure to read RMM_ALLOC_CONF itself.
     if unsafe { configure(std::ptr::null()) } != RMM_SUCCESS {
         eprintln!(
-            "rmm preload: RMM_ALLOC_CONF={:?} was not understood: {}; running with the defaults (resource:pool,stats:1)",
+            "rmm preload: RMM_ALLOC_CONF={:?} was not understood: {}; running with the defaults (cuda)",
             std::env::var("RMM_ALLOC_CONF").unwrap_or_default(),
             rmm.last_error()
         );

@@ -1,6 +1,7 @@
 //! `rmm-replay`: replays an RMM allocation log against resource stacks and reports time per
 //! operation, peak footprint and fragmentation (see `--help`, and `rmm::replay`).
 
+use rmm::error::ErrorKind;
 use rmm::replay::{self, Action, Event, FootprintSource, Options, Report, Spec};
 use rmm::units;
 use serde_json::json;
@@ -38,38 +39,20 @@ OPTIONS:
     -h, --help            Print this text.
 
 RESOURCE SPECS:
-    Layers from the outermost to the device, separated by '/', or by '+' when a value contains
-    a '/' (a log path):
+    The stack-spec language of RMM_ALLOC_CONF and rmmResourceCreateFromSpec (the grammar,
+    every layer and its defaults: docs/src/configuration.md). Layers from the outermost to
+    the device, separated by '/', or by '+' when a value holds a '/' (a log path):
         statistics/binning:min=8,max=20/pool:initial=1GiB,maximum=8GiB/cuda
         logging:path=/tmp/replayed.csv+pool
-    Each layer is NAME or NAME:KEY=VALUE,KEY=VALUE. A stack that does not end in a device
-    resource ends in cuda. Sizes: 4096, 64KiB, 512MiB, 8GiB (KB, MB, GB are read as KiB, MiB, GiB).
-
-    Device resources (only as the last layer):
-      cuda                               cudaMalloc
-      managed                            cudaMallocManaged
-      pinned_host                        cudaMallocHost
-      cuda_async[:initial=S,release_threshold=S]
-                                         a driver memory pool of its own (cudaMallocAsync),
-                                         primed with initial bytes (default 0), keeping up to
-                                         release_threshold bytes across syncs (default 0)
-    Suballocators (over the next layer):
-      pool[:initial=S,maximum=S]         coalescing pool: initial bytes up front (default 0:
-                                         grows on demand), at most maximum (default 0: no limit)
-      binning[:min=E,max=E]              fixed-size bins of 2^min .. 2^max bytes (default 8 and
-                                         20: 256 B .. 1 MiB), larger requests to the next layer
-      arena[:size=S]                     a global arena of S bytes (default 0: grows on demand)
-                                         and per-stream arenas; requests over 256 KiB go global
-      fixed_size[:block=S,prealloc=N]    blocks of S bytes (default 1MiB), N per chunk (default
-                                         128); larger requests fail
-    Adaptors (over the next layer):
-      statistics                         counts bytes and allocations
-      tracking[:stacks=BOOL]             records every live allocation (stacks: default false)
-      limiting:limit=S                   refuses allocations beyond S bytes in use
-      aligned:alignment=S[,threshold=S]  aligns requests of threshold bytes (default 64KiB) or
-                                         more to alignment
-      logging:path=FILE                  writes the log of the replay to FILE
-      prefetch                           prefetches each allocation to the device (managed)
+    Each layer is NAME or NAME:KEY=VALUE,KEY=VALUE; a stack that does not end in a device
+    resource ends in cuda. Sizes: 4096, 64KiB, 512MiB, 8GiB.
+      device resources  cuda, managed, pinned_host, cuda_async[:initial,release_threshold,
+                        handle_types], expandable[:initial,maximum,release_threshold,
+                        page_size,peers]
+      suballocators     pool[:initial,maximum], binning[:min,max,bins], arena[:size],
+                        fixed_size[:block,prealloc]
+      adaptors          statistics, tracking[:stacks], limiting:limit, aligned:alignment
+                        [,threshold], logging[:path], prefetch
 
 THE TABLE:
     ops            calls replayed: allocations and frees
@@ -139,7 +122,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Parsed, String> 
         };
         match flag.as_str() {
             "-h" | "--help" => return Ok(Parsed::Help),
-            "-r" | "--resource" => specs.push(Spec::parse(&value("--resource")?)?),
+            "-r" | "--resource" => specs.push(parse_spec(&value("--resource")?)?),
             "-n" | "--repeat" => {
                 let text = value("--repeat")?;
                 repeat = text
@@ -157,9 +140,17 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Parsed, String> 
     }
     let log = log.ok_or("no log file given")?;
     if specs.is_empty() {
-        specs = DEFAULT_RESOURCES.iter().map(|s| Spec::parse(s).expect("the default specs parse")).collect();
+        specs = DEFAULT_RESOURCES.iter().map(|s| parse_spec(s)).collect::<Result<_, _>>()?;
     }
     Ok(Parsed::Run(Args { specs, repeat, skip_failures, json, log }))
+}
+
+/// A `--resource` spec, or the parser's message (which points at the bad text).
+fn parse_spec(text: &str) -> Result<Spec, String> {
+    Spec::parse(text).map_err(|e| match e.into_kind() {
+        ErrorKind::InvalidArgument(message) => message,
+        other => rmm::Error::from(other).to_string(),
+    })
 }
 
 fn replace_log(previous: Option<String>, log: String) -> Result<Option<String>, String> {

@@ -2,19 +2,21 @@
 
 use super::{boundary, copy_text, optional_str};
 use crate::error::rmmError_t;
-use crate::ownership::config::{self, AllocConf};
+use crate::ownership::config;
 use std::ffi::c_char;
 
-/// Sets up, from `conf` (NULL: the environment variable RMM_ALLOC_CONF; unset or empty: the
-/// defaults), the resource stack each device gets on first use when the program has set
-/// none: `resource:pool|arena|binning|cuda|cuda_async|managed|expandable` (default pool, over cuda;
-/// expandable: `maximum_pool_size` bounds its reserved address range),
-/// `initial_pool_size:4GiB` (default 0: grow on demand), `maximum_pool_size:60GiB` (default 0:
-/// no limit), `log:/path.csv` (a logging adaptor; device N > 0 logs to `/path.csv.N`),
-/// `stats:1|0` (a statistics adaptor, default 1), `report:1|0` (statistics and unfreed
-/// allocations printed to stderr at exit, default 0), separated by commas. Devices that
-/// already have a resource keep it. A string it cannot parse is RMM_ERROR_INVALID_ARGUMENT
-/// (the message says why) and changes nothing.
+/// Sets up the resource stack each device gets on first use when the program has set none,
+/// from the stack spec `conf` (NULL: the environment variable RMM_ALLOC_CONF; unset or empty:
+/// the default stack, `cuda`, RMM's plain device memory). A spec names the layers from the
+/// outermost to the device, e.g. `statistics/pool:initial=4GiB,maximum=60GiB/cuda`, and may
+/// start with `report/` (each device's statistics and unfreed allocations printed to stderr
+/// at exit); the older `key:value` form
+/// (`resource:pool,initial_pool_size:4GiB,log:/tmp/rmm.csv,stats:1,report:1`) still works.
+/// The grammar, every layer and its defaults: docs/src/configuration.md. A log path holding
+/// `{device}` is per device; without it, device N > 0 logs to `<path>.N`. Devices that already
+/// have a resource keep it. Without a call, the first use of a device reads RMM_ALLOC_CONF
+/// itself. A spec it cannot parse is RMM_ERROR_INVALID_ARGUMENT, with a message that quotes
+/// the offending text and gives its column, and changes nothing.
 #[no_mangle]
 pub extern "C" fn rmmConfigure(conf: *const c_char) -> rmmError_t {
     boundary("rmmConfigure", || {
@@ -22,13 +24,14 @@ pub extern "C" fn rmmConfigure(conf: *const c_char) -> rmmError_t {
             Some(text) => text.to_string(),
             None => config::environment().unwrap_or_default(),
         };
-        config::configure(AllocConf::parse(&text)?);
+        config::configure(config::parse(&text)?);
         Ok(())
     })
 }
 
-/// The report `report:1` prints at exit, now: for each device configured by `rmmConfigure`,
-/// its resource, allocation statistics and unfreed allocations ("" unless `report:1`).
+/// The report a `report` spec prints at exit, now: for each device configured by
+/// `rmmConfigure` or RMM_ALLOC_CONF, its resource, allocation statistics and unfreed
+/// allocations ("" unless the spec asked for a report).
 /// Copied with a NUL into `buffer` of `size` bytes; its length goes to `*length` unless NULL.
 /// A NULL `buffer` only asks for the length; a buffer too small is RMM_ERROR_INVALID_ARGUMENT.
 #[no_mangle]

@@ -2,8 +2,9 @@
 
 use super::handles::{self, rmmResource_t};
 use super::types::{cudaStream_t, rmmExpandableOptions_t, stream_of, CallbackArgument, RMM_HANDLE_TYPES_ALL};
-use super::{boundary, non_null, write_out};
+use super::{boundary, non_null, optional_str, write_out};
 use crate::error::{rmmError_t, Error, Result};
+use crate::ownership::spec::Spec;
 use crate::ownership::{records, Expected, Holder};
 use crate::platform::{backend, Stream};
 use crate::resources::{
@@ -232,6 +233,32 @@ pub extern "C" fn rmmExpandableResourceCreateWithOptions(
             peers,
         };
         Ok(Arc::new(expandable_resource(device, &options)?))
+    })
+}
+
+/// Creates the resource stack the spec `spec` names on `device` and writes the handle of its
+/// outermost layer to `*resource`, e.g. `statistics/pool:initial=1GiB/cuda`: layers from the
+/// outermost to the device, each `name` or `name:key=value,...`; every resource and adaptor
+/// of this header that needs no function pointer, with the defaults of its create function.
+/// The grammar: docs/src/configuration.md (`report` applies to default stacks only). The
+/// handle is like one from the create functions: the caller owns it and releases it with
+/// `rmmResourceDestroy`, and the adaptor functions work on it when its outermost layer is
+/// that adaptor. `spec` and `resource` must not be NULL. A NULL argument, a spec that does
+/// not parse (the message quotes the offending text and gives its column) or a device that
+/// does not exist is RMM_ERROR_INVALID_ARGUMENT; a layer that cannot be built answers as its
+/// create function would.
+#[no_mangle]
+pub extern "C" fn rmmResourceCreateFromSpec(spec: *const c_char, device: c_int, resource: *mut rmmResource_t) -> rmmError_t {
+    boundary("rmmResourceCreateFromSpec", || {
+        non_null(resource, "resource")?;
+        let text = optional_str(spec, "spec")?.ok_or_else(|| Error::invalid("spec is NULL"))?;
+        let spec = Spec::parse(text)?;
+        if spec.report() {
+            return Err(Error::invalid(format!(
+                "{text:?}: report applies to the devices' default stacks (rmmConfigure, RMM_ALLOC_CONF), not to one resource"
+            )));
+        }
+        write_out(resource, "resource", handles::create(spec.build_on(device)?)?)
     })
 }
 

@@ -7,7 +7,7 @@
 //! `rmmInitialize` (`RMM_ALLOC_CONF` in its environment, `rmmConfigure`, or a per-device
 //! resource it set) gets that: the legacy calls then use the current device's resource.
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::ownership::{config, per_device, records, Expected, Holder, StackRef};
 use crate::platform::{backend, Stream};
 use crate::resources::{AsyncResource, DirectResource, MemoryResource, PoolResource};
@@ -169,15 +169,7 @@ fn decide_readiness() -> Result<()> {
         State::Finalized => return Err(Error::NotInitialized("rmmFinalize was called; call rmmInitialize before allocating again".into())),
         State::Implicit => {}
     }
-    if !config::configured() {
-        if let Some(text) = config::environment() {
-            let conf = config::AllocConf::parse(&text).map_err(|e| match e.into_kind() {
-                ErrorKind::InvalidArgument(why) => Error::invalid(format!("{}: {why}", config::ENVIRONMENT)),
-                other => other.into(),
-            })?;
-            config::configure(conf);
-        }
-    }
+    config::apply_environment()?;
     if config::configured() || per_device::resource_chosen() {
         READY.store(true, Ordering::Release);
         return Ok(());

@@ -11,6 +11,7 @@ pub mod legacy;
 pub mod legacy_log;
 pub mod per_device;
 pub mod records;
+pub mod spec;
 pub mod stack;
 
 pub use records::{Expected, Found, Holder, StackRef};

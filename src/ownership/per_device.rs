@@ -8,7 +8,6 @@ use super::records::StackRef;
 use super::stack::Stack;
 use crate::error::{Error, Result};
 use crate::platform::backend;
-use crate::resources::DirectResource;
 use parking_lot::Mutex;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -38,19 +37,14 @@ fn slot(device: i32) -> Result<&'static Slot> {
         .ok_or_else(|| Error::NotSupported(format!("device {device}: rmm-rs handles devices 0 to {}", MAX_DEVICES - 1)))
 }
 
-/// The stack in `slot`, installing the default one first if there is none: the stack
-/// `rmmConfigure` set up or, without one, a cuda resource, as RMM's default is
-/// `cuda_memory_resource`.
+/// The stack in `slot`, installing the default one first if there is none (`config`: the
+/// stack `rmmConfigure` or `RMM_ALLOC_CONF` names, else RMM's `cuda_memory_resource`).
 fn current_or_default(slot: &Slot, device: i32) -> Result<(StackRef, u64)> {
     let mut current = slot.current.lock();
     if let Some(stack) = current.as_ref() {
         return Ok((stack.clone(), slot.generation.load(Ordering::Acquire)));
     }
-    let default = match crate::ownership::config::default_resource(device) {
-        Some(configured) => configured?,
-        None => Arc::new(DirectResource::cuda(device)?),
-    };
-    let stack = StackRef::new(default);
+    let stack = StackRef::new(crate::ownership::config::default_resource(device)?);
     *current = Some(stack.clone());
     let generation = slot.generation.fetch_add(1, Ordering::AcqRel) + 1;
     Ok((stack, generation))

@@ -1,0 +1,1007 @@
+//! The stack-spec language: one text that names a resource stack, parsed here and nowhere
+//! else. `RMM_ALLOC_CONF`, `rmmConfigure`, `rmmResourceCreateFromSpec`, `rmm-replay
+//! --resource` and the Python module's `Resource.from_spec` all read it; the grammar and its
+//! examples are documented once, in `docs/src/configuration.md`.
+//!
+//! ```text
+//! spec   := [ "report" SEP ] layer ( SEP layer )*        outermost layer first
+//! SEP    := "/"   ("+" instead when the spec contains a "+", so that values may hold "/")
+//! layer  := NAME [ ":" KEY "=" value ( "," KEY "=" value )* ]
+//! value  := WORD | "[" WORD ( "," WORD )* "]"
+//! ```
+//!
+//! A stack that does not end in a device resource ends in `cuda`. The `key:value` shorthand
+//! that `RMM_ALLOC_CONF` always took (`resource:pool,initial_pool_size:4GiB,stats:1,...`) is
+//! recognised by its first key and translated here into the layers it always meant.
+//!
+//! Every default below is the C API's: what the matching `rmm*Create` call documents for a
+//! zero or omitted argument.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::platform::sim::parse_size;
+use crate::resources::adaptors::{AlignedAdaptor, LimitingAdaptor, LoggingAdaptor, PrefetchAdaptor, StatisticsAdaptor, TrackingAdaptor};
+use crate::resources::{
+    expandable_resource, ArenaResource, AsyncResource, BinningResource, DirectResource, ExpandableOptions, FixedSizeResource,
+    MemoryResource, PoolResource,
+};
+use std::fmt;
+use std::sync::Arc;
+
+/// The stack a device gets when nothing configures it: RMM's `cuda_memory_resource`.
+pub(crate) const DEFAULT_STACK: &str = "cuda";
+
+/// A release threshold that keeps everything (`SIZE_MAX` in the C API).
+const UNLIMITED: usize = usize::MAX;
+
+/// The CUDA handle types a cuda_async pool can export (`RMM_HANDLE_TYPE_*`), by spec name.
+const HANDLE_TYPES: [(&str, u32); 4] = [
+    ("posix_file_descriptor", crate::boundary::types::RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+    ("win32", crate::boundary::types::RMM_HANDLE_TYPE_WIN32),
+    ("win32_kmt", crate::boundary::types::RMM_HANDLE_TYPE_WIN32_KMT),
+    ("fabric", crate::boundary::types::RMM_HANDLE_TYPE_FABRIC),
+];
+
+/// One layer of a resource stack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Layer {
+    // Adaptors.
+    Statistics,
+    /// `stacks`: capture a backtrace per allocation (the call site of `RMM_ALLOC` is always kept).
+    Tracking {
+        stacks: bool,
+    },
+    Limiting {
+        limit: usize,
+    },
+    Aligned {
+        alignment: usize,
+        threshold: usize,
+    },
+    /// None: the file `RMM_LOG_FILE` names, as `rmmLoggingAdaptorCreate(NULL)`.
+    Logging {
+        path: Option<String>,
+    },
+    Prefetch,
+    // Suballocators.
+    Pool {
+        initial: usize,
+        maximum: usize,
+    },
+    /// `bins`: extra fixed-size bins, one per size, as `rmmBinningResourceAddBin(.., NULL)`.
+    Binning {
+        min: i8,
+        max: i8,
+        bins: Vec<usize>,
+    },
+    Arena {
+        size: usize,
+    },
+    FixedSize {
+        block: usize,
+        prealloc: usize,
+    },
+    // Device resources: the bottom of every stack.
+    Cuda,
+    Managed,
+    PinnedHost,
+    CudaAsync {
+        initial: usize,
+        release_threshold: usize,
+        handle_types: u32,
+    },
+    Expandable {
+        initial: usize,
+        maximum: usize,
+        release_threshold: usize,
+        page_size: usize,
+        peers: Vec<i32>,
+    },
+}
+
+/// What a layer does with requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// Passes every request on to the next layer.
+    Adaptor,
+    /// Serves requests from memory it takes from the next layer.
+    Suballocator,
+    /// Takes memory from the driver itself: the last layer.
+    Device,
+}
+
+/// Every layer name with its role and the keys it takes, for parsing and for messages.
+const LAYERS: [(&str, Role, &[&str]); 15] = [
+    ("statistics", Role::Adaptor, &[]),
+    ("tracking", Role::Adaptor, &["stacks"]),
+    ("limiting", Role::Adaptor, &["limit"]),
+    ("aligned", Role::Adaptor, &["alignment", "threshold"]),
+    ("logging", Role::Adaptor, &["path"]),
+    ("prefetch", Role::Adaptor, &[]),
+    ("pool", Role::Suballocator, &["initial", "maximum"]),
+    ("binning", Role::Suballocator, &["min", "max", "bins"]),
+    ("arena", Role::Suballocator, &["size"]),
+    ("fixed_size", Role::Suballocator, &["block", "prealloc"]),
+    ("cuda", Role::Device, &[]),
+    ("managed", Role::Device, &[]),
+    ("pinned_host", Role::Device, &[]),
+    ("cuda_async", Role::Device, &["initial", "release_threshold", "handle_types"]),
+    ("expandable", Role::Device, &["initial", "maximum", "release_threshold", "page_size", "peers"]),
+];
+
+/// The keys of the `key:value` shorthand.
+const SHORTHAND_KEYS: [&str; 9] =
+    ["resource", "backend", "initial_pool_size", "maximum_pool_size", "release_threshold", "page_size", "log", "stats", "report"];
+
+impl Layer {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Layer::Statistics => "statistics",
+            Layer::Tracking { .. } => "tracking",
+            Layer::Limiting { .. } => "limiting",
+            Layer::Aligned { .. } => "aligned",
+            Layer::Logging { .. } => "logging",
+            Layer::Prefetch => "prefetch",
+            Layer::Pool { .. } => "pool",
+            Layer::Binning { .. } => "binning",
+            Layer::Arena { .. } => "arena",
+            Layer::FixedSize { .. } => "fixed_size",
+            Layer::Cuda => "cuda",
+            Layer::Managed => "managed",
+            Layer::PinnedHost => "pinned_host",
+            Layer::CudaAsync { .. } => "cuda_async",
+            Layer::Expandable { .. } => "expandable",
+        }
+    }
+
+    fn role(&self) -> Role {
+        LAYERS.iter().find(|(name, _, _)| *name == self.name()).map_or(Role::Device, |(_, role, _)| *role)
+    }
+
+    /// True for the resources that take memory from the driver themselves (no upstream).
+    pub fn is_device(&self) -> bool {
+        self.role() == Role::Device
+    }
+
+    /// True for the adaptors, which pass every request on to the next layer.
+    pub fn is_adaptor(&self) -> bool {
+        self.role() == Role::Adaptor
+    }
+
+    /// `name:key=value,...` with every parameter spelled out (empty lists and an unset log
+    /// path left out).
+    fn canonical(&self) -> String {
+        let s = spec_size;
+        let params = match self {
+            Layer::Tracking { stacks } => format!("stacks={stacks}"),
+            Layer::Limiting { limit } => format!("limit={}", s(*limit)),
+            Layer::Aligned { alignment, threshold } => format!("alignment={},threshold={}", s(*alignment), s(*threshold)),
+            Layer::Logging { path: Some(path) } => format!("path={path}"),
+            Layer::Pool { initial, maximum } => format!("initial={},maximum={}", s(*initial), s(*maximum)),
+            Layer::Binning { min, max, bins } => {
+                let bins = match bins.is_empty() {
+                    true => String::new(),
+                    false => format!(",bins=[{}]", bins.iter().map(|b| s(*b)).collect::<Vec<_>>().join(",")),
+                };
+                format!("min={min},max={max}{bins}")
+            }
+            Layer::Arena { size } => format!("size={}", s(*size)),
+            Layer::FixedSize { block, prealloc } => format!("block={},prealloc={prealloc}", s(*block)),
+            Layer::CudaAsync { initial, release_threshold, handle_types } => {
+                let names: Vec<&str> = HANDLE_TYPES.iter().filter(|(_, bit)| handle_types & bit != 0).map(|(name, _)| *name).collect();
+                let handles = match names.is_empty() {
+                    true => String::new(),
+                    false => format!(",handle_types=[{}]", names.join(",")),
+                };
+                format!("initial={},release_threshold={}{handles}", s(*initial), s(*release_threshold))
+            }
+            Layer::Expandable { initial, maximum, release_threshold, page_size, peers } => {
+                let peers = match peers.is_empty() {
+                    true => String::new(),
+                    false => format!(",peers=[{}]", peers.iter().map(i32::to_string).collect::<Vec<_>>().join(",")),
+                };
+                format!(
+                    "initial={},maximum={},release_threshold={},page_size={}{peers}",
+                    s(*initial),
+                    s(*maximum),
+                    s(*release_threshold),
+                    s(*page_size)
+                )
+            }
+            _ => String::new(),
+        };
+        match params.is_empty() {
+            true => self.name().to_string(),
+            false => format!("{}:{params}", self.name()),
+        }
+    }
+
+    /// The layer `piece` names (`name` or `name:key=value,...`).
+    fn parse(source: &Source, piece: Piece) -> Result<Layer> {
+        let (name, params) = match piece.split_once(source, ':')? {
+            Some((name, params)) => (name.trim(), Some(params.trim())),
+            None => (piece, None),
+        };
+        if name.text.is_empty() {
+            return Err(source.error(name, "an empty layer name: expected a layer such as pool or statistics"));
+        }
+        let lower = name.text.to_ascii_lowercase();
+        let Some((_, _, keys)) = LAYERS.iter().find(|(known, _, _)| *known == lower) else {
+            return Err(source.error(name, &format!("unknown layer {:?}: {}", name.text, known_layers())));
+        };
+        let p = Params::parse(source, &lower, keys, params)?;
+        let layer = match lower.as_str() {
+            "statistics" => Layer::Statistics,
+            "tracking" => Layer::Tracking { stacks: p.boolean("stacks", false)? },
+            "limiting" => Layer::Limiting { limit: p.required("limit", name, Params::size)? },
+            "aligned" => Layer::Aligned {
+                alignment: p.required("alignment", name, Params::size)?,
+                // RAPIDS' aligned_resource_adaptor default (64 KiB).
+                threshold: p.get("threshold", 64 << 10, Params::size)?,
+            },
+            "logging" => Layer::Logging { path: p.value("path").map(|v| v.text.to_string()) },
+            "prefetch" => Layer::Prefetch,
+            "pool" => {
+                let (initial, maximum) = (p.get("initial", 0, Params::size)?, p.get("maximum", 0, Params::size)?);
+                check_initial_below_maximum(source, &p, name, initial, maximum)?;
+                Layer::Pool { initial, maximum }
+            }
+            "binning" => {
+                let (min, max) = (p.get("min", 8, Params::exponent)?, p.get("max", 20, Params::exponent)?);
+                if min > max {
+                    let at = p.piece("max").or(p.piece("min")).unwrap_or(name);
+                    return Err(source.error(at, &format!("binning: min={min} is above max={max}")));
+                }
+                Layer::Binning { min, max, bins: p.get("bins", Vec::new(), Params::sizes)? }
+            }
+            "arena" => Layer::Arena { size: p.get("size", 0, Params::size)? },
+            "fixed_size" => {
+                let block = p.get("block", 1 << 20, Params::size)?;
+                if block == 0 {
+                    return Err(source.error(p.piece("block").unwrap_or(name), "fixed_size: block=0: expected a block size above 0"));
+                }
+                Layer::FixedSize { block, prealloc: p.get("prealloc", 128, Params::count)? }
+            }
+            "cuda" => Layer::Cuda,
+            "managed" => Layer::Managed,
+            "pinned_host" => Layer::PinnedHost,
+            "cuda_async" => Layer::CudaAsync {
+                initial: p.get("initial", 0, Params::size)?,
+                release_threshold: p.get("release_threshold", UNLIMITED, Params::threshold)?,
+                handle_types: p.get("handle_types", 0, Params::handle_types)?,
+            },
+            "expandable" => {
+                let (initial, maximum) = (p.get("initial", 0, Params::size)?, p.get("maximum", 0, Params::size)?);
+                check_initial_below_maximum(source, &p, name, initial, maximum)?;
+                Layer::Expandable {
+                    initial,
+                    maximum,
+                    release_threshold: p.get("release_threshold", UNLIMITED, Params::threshold)?,
+                    page_size: p.get("page_size", 0, Params::size)?,
+                    peers: p.get("peers", Vec::new(), Params::devices)?,
+                }
+            }
+            other => unreachable!("{other} is in LAYERS"),
+        };
+        Ok(layer)
+    }
+
+    fn build(&self, upstream: Option<Arc<dyn MemoryResource>>, device: i32, reported: bool) -> Result<Arc<dyn MemoryResource>> {
+        let up = || upstream.clone().ok_or_else(|| Error::Internal(format!("{} has no upstream", self.name())));
+        Ok(match self {
+            Layer::Statistics => StatisticsAdaptor::new(up()?),
+            // A reported stack's exit report lists its leaks: the adaptor need not list them too.
+            Layer::Tracking { stacks } if reported => TrackingAdaptor::new_unreported(up()?, *stacks),
+            Layer::Tracking { stacks } => TrackingAdaptor::new(up()?, *stacks),
+            Layer::Limiting { limit } => LimitingAdaptor::new(up()?, *limit)?,
+            Layer::Aligned { alignment, threshold } => AlignedAdaptor::new(up()?, *alignment, *threshold)?,
+            Layer::Logging { path } => LoggingAdaptor::new(up()?, path.as_deref().map(|path| log_path(path, device)).as_deref())?,
+            Layer::Prefetch => PrefetchAdaptor::new(up()?),
+            Layer::Pool { initial, maximum } => Arc::new(PoolResource::new(up()?, *initial, *maximum)?),
+            Layer::Binning { min, max, bins } => {
+                let binning = BinningResource::new(up()?, *min, *max)?;
+                for bin in bins {
+                    binning.add_bin(*bin, None)?;
+                }
+                Arc::new(binning)
+            }
+            Layer::Arena { size } => Arc::new(ArenaResource::new(up()?, *size)?),
+            Layer::FixedSize { block, prealloc } => Arc::new(FixedSizeResource::new(up()?, *block, *prealloc)?),
+            Layer::Cuda => Arc::new(DirectResource::cuda(device)?),
+            Layer::Managed => Arc::new(DirectResource::managed(device)?),
+            Layer::PinnedHost => Arc::new(DirectResource::pinned_host(device)?),
+            Layer::CudaAsync { initial, release_threshold, handle_types } => {
+                Arc::new(AsyncResource::new(device, *initial, *release_threshold, *handle_types)?)
+            }
+            Layer::Expandable { initial, maximum, release_threshold, page_size, peers } => Arc::new(expandable_resource(
+                device,
+                &ExpandableOptions {
+                    initial_size: *initial,
+                    maximum_size: *maximum,
+                    release_threshold: *release_threshold,
+                    page_size: *page_size,
+                    peers: peers.clone(),
+                },
+            )?),
+        })
+    }
+}
+
+fn known_layers() -> String {
+    let names = |adaptors: bool| {
+        let names = LAYERS.iter().filter(|(_, role, _)| (*role == Role::Adaptor) == adaptors).map(|(name, _, _)| *name);
+        names.collect::<Vec<_>>().join(", ")
+    };
+    format!("expected a resource ({}) or an adaptor ({})", names(false), names(true))
+}
+
+fn check_initial_below_maximum(source: &Source, p: &Params, layer: Piece, initial: usize, maximum: usize) -> Result<()> {
+    if maximum != 0 && initial > maximum {
+        let at = p.piece("maximum").unwrap_or(layer);
+        return Err(source.error(at, &format!("initial={} exceeds maximum={}", spec_size(initial), spec_size(maximum))));
+    }
+    Ok(())
+}
+
+/// The log file of `device`: `{device}` in `path` is replaced by the device; without it,
+/// devices other than 0 write to `<path>.<device>`, so that two devices never share a file.
+fn log_path(path: &str, device: i32) -> String {
+    match (path.contains("{device}"), device) {
+        (true, _) => path.replace("{device}", &device.to_string()),
+        (false, 0) => path.to_string(),
+        (false, _) => format!("{path}.{device}"),
+    }
+}
+
+/// A size as specs write it: the largest binary unit that divides it, `unlimited` for SIZE_MAX.
+fn spec_size(bytes: usize) -> String {
+    if bytes == UNLIMITED {
+        return "unlimited".to_string();
+    }
+    for (unit, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+        if bytes != 0 && bytes.is_multiple_of(1usize << shift) {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    bytes.to_string()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pieces of the text, with their place in it
+
+/// The text being parsed, for messages that point into it.
+struct Source<'a> {
+    text: &'a str,
+}
+
+impl Source<'_> {
+    /// A message naming `piece` by its column, with the spec and a caret line under it.
+    fn error(&self, piece: Piece, what: &str) -> Error {
+        let column = self.text[..piece.at].chars().count() + 1;
+        let width = piece.text.chars().count().max(1);
+        let quoted = match piece.text.is_empty() {
+            true => String::new(),
+            false => format!(" ({:?})", piece.text),
+        };
+        Error::invalid(format!(
+            "resource spec, at column {column}{quoted}: {what}\n    {}\n    {}{}",
+            self.text,
+            " ".repeat(column - 1),
+            "^".repeat(width)
+        ))
+    }
+}
+
+/// A slice of the spec and the byte offset where it starts.
+#[derive(Debug, Clone, Copy)]
+struct Piece<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Piece<'a> {
+    fn trim(self) -> Piece<'a> {
+        let start = self.text.len() - self.text.trim_start().len();
+        Piece { text: self.text.trim(), at: self.at + start }
+    }
+
+    fn slice(self, from: usize, to: usize) -> Piece<'a> {
+        Piece { text: &self.text[from..to], at: self.at + from }
+    }
+
+    /// The byte offsets of `separator` outside brackets; an unbalanced bracket is an error.
+    fn separators(self, source: &Source, separator: char) -> Result<Vec<usize>> {
+        let (mut found, mut open) = (Vec::new(), None);
+        for (at, c) in self.text.char_indices() {
+            match c {
+                '[' if open.is_none() => open = Some(at),
+                '[' => return Err(source.error(self.slice(at, at + 1), "a \"[\" inside a list: lists do not nest")),
+                ']' if open.is_none() => return Err(source.error(self.slice(at, at + 1), "a \"]\" with no \"[\" before it")),
+                ']' => open = None,
+                c if c == separator && open.is_none() => found.push(at),
+                _ => {}
+            }
+        }
+        match open {
+            Some(at) => Err(source.error(self.slice(at, at + 1), "a \"[\" with no \"]\" after it")),
+            None => Ok(found),
+        }
+    }
+
+    /// The trimmed pieces between `separator`s (outside brackets).
+    fn split(self, source: &Source, separator: char) -> Result<Vec<Piece<'a>>> {
+        let mut pieces = Vec::new();
+        let mut start = 0;
+        for at in self.separators(source, separator)? {
+            pieces.push(self.slice(start, at).trim());
+            start = at + separator.len_utf8();
+        }
+        pieces.push(self.slice(start, self.text.len()).trim());
+        Ok(pieces)
+    }
+
+    /// The pieces before and after the first `separator` outside brackets.
+    fn split_once(self, source: &Source, separator: char) -> Result<Option<(Piece<'a>, Piece<'a>)>> {
+        Ok(self
+            .separators(source, separator)?
+            .first()
+            .map(|&at| (self.slice(0, at), self.slice(at + separator.len_utf8(), self.text.len()))))
+    }
+}
+
+/// The `key=value` parameters of one layer.
+struct Params<'s, 'a> {
+    source: &'s Source<'a>,
+    layer: String,
+    pairs: Vec<(Piece<'a>, Piece<'a>)>,
+}
+
+impl<'s, 'a> Params<'s, 'a> {
+    fn parse(source: &'s Source<'a>, layer: &str, keys: &[&str], text: Option<Piece<'a>>) -> Result<Params<'s, 'a>> {
+        let takes = || match keys {
+            [] => format!("{layer} takes no parameters"),
+            keys => format!("{layer} takes {}", keys.join(", ")),
+        };
+        let mut pairs: Vec<(Piece<'a>, Piece<'a>)> = Vec::new();
+        if let Some(text) = text {
+            for pair in text.split(source, ',')? {
+                if pair.text.is_empty() {
+                    return Err(source.error(pair, &format!("an empty parameter: expected key=value ({})", takes())));
+                }
+                let Some((key, value)) = pair.split_once(source, '=')? else {
+                    return Err(source.error(pair, &format!("expected key=value ({})", takes())));
+                };
+                let (key, value) = (key.trim(), value.trim());
+                if !keys.contains(&key.text) {
+                    return Err(source.error(key, &format!("unknown key {:?} for {layer}: {}", key.text, takes())));
+                }
+                if let Some((first, _)) = pairs.iter().find(|(k, _)| k.text == key.text) {
+                    let column = source.text[..first.at].chars().count() + 1;
+                    return Err(source.error(key, &format!("{layer}: {} is given twice (first at column {column})", key.text)));
+                }
+                if value.text.is_empty() {
+                    return Err(source.error(value, &format!("{layer}: {}= has no value", key.text)));
+                }
+                pairs.push((key, value));
+            }
+        }
+        Ok(Params { source, layer: layer.to_string(), pairs })
+    }
+
+    fn value(&self, key: &str) -> Option<Piece<'a>> {
+        self.pairs.iter().find(|(k, _)| k.text == key).map(|(_, v)| *v)
+    }
+
+    /// Where `key` was given.
+    fn piece(&self, key: &str) -> Option<Piece<'a>> {
+        self.pairs.iter().find(|(k, _)| k.text == key).map(|(k, v)| Piece { text: &self.source.text[k.at..v.at + v.text.len()], at: k.at })
+    }
+
+    fn get<T>(&self, key: &str, default: T, read: fn(&Self, &str, Piece<'a>) -> Result<T>) -> Result<T> {
+        self.value(key).map_or(Ok(default), |value| read(self, key, value))
+    }
+
+    fn required<T>(&self, key: &str, layer: Piece, read: fn(&Self, &str, Piece<'a>) -> Result<T>) -> Result<T> {
+        match self.value(key) {
+            Some(value) => read(self, key, value),
+            None => Err(self.source.error(layer, &format!("{} needs {key}=...", self.layer))),
+        }
+    }
+
+    fn bad(&self, key: &str, value: Piece, expected: &str) -> Error {
+        self.source.error(value, &format!("{}: {key}={} is not {expected}", self.layer, value.text))
+    }
+
+    fn size(&self, key: &str, value: Piece<'a>) -> Result<usize> {
+        parse_size(value.text).ok_or_else(|| self.bad(key, value, "a size (e.g. 4096, 256KiB, 512MiB, 8GiB)"))
+    }
+
+    /// A size, or `unlimited` (keep everything).
+    fn threshold(&self, key: &str, value: Piece<'a>) -> Result<usize> {
+        match value.text.eq_ignore_ascii_case("unlimited") {
+            true => Ok(UNLIMITED),
+            false => parse_size(value.text).ok_or_else(|| self.bad(key, value, "a size (e.g. 1GiB) or unlimited")),
+        }
+    }
+
+    fn count(&self, key: &str, value: Piece<'a>) -> Result<usize> {
+        value.text.parse().map_err(|_| self.bad(key, value, "a whole number"))
+    }
+
+    fn exponent(&self, key: &str, value: Piece<'a>) -> Result<i8> {
+        value
+            .text
+            .parse::<i8>()
+            .ok()
+            .filter(|e| (0..=40).contains(e))
+            .ok_or_else(|| self.bad(key, value, "a power-of-two exponent from 0 to 40"))
+    }
+
+    fn boolean(&self, key: &str, default: bool) -> Result<bool> {
+        let Some(value) = self.value(key) else { return Ok(default) };
+        parse_flag(value.text).ok_or_else(|| self.bad(key, value, "true or false"))
+    }
+
+    /// `[a,b,...]` or one item.
+    fn list<T>(&self, key: &str, value: Piece<'a>, item: impl Fn(Piece<'a>) -> Result<T>) -> Result<Vec<T>> {
+        let inner = match value.text.strip_prefix('[') {
+            Some(rest) => match rest.strip_suffix(']') {
+                Some(_) => value.slice(1, value.text.len() - 1),
+                None => return Err(self.bad(key, value, "a list ending in \"]\"")),
+            },
+            None => value,
+        };
+        if inner.text.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        inner.split(self.source, ',')?.into_iter().map(item).collect()
+    }
+
+    fn sizes(&self, key: &str, value: Piece<'a>) -> Result<Vec<usize>> {
+        self.list(key, value, |item| self.size(key, item))
+    }
+
+    fn devices(&self, key: &str, value: Piece<'a>) -> Result<Vec<i32>> {
+        self.list(key, value, |item| {
+            item.text.parse::<i32>().ok().filter(|d| *d >= 0).ok_or_else(|| self.bad(key, item, "a device number"))
+        })
+    }
+
+    fn handle_types(&self, key: &str, value: Piece<'a>) -> Result<u32> {
+        let names = HANDLE_TYPES.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(", ");
+        let bits = self.list(key, value, |item| {
+            HANDLE_TYPES
+                .iter()
+                .find(|(name, _)| item.text.eq_ignore_ascii_case(name))
+                .map(|(_, bit)| *bit)
+                .ok_or_else(|| self.bad(key, item, &format!("a handle type ({names})")))
+        })?;
+        Ok(bits.into_iter().fold(0, |all, bit| all | bit))
+    }
+}
+
+fn parse_flag(text: &str) -> Option<bool> {
+    match text.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Specs
+
+/// A parsed spec: the layers of a stack, outermost first, ending in a device resource, and
+/// whether the stack is `report`ed at exit (default stacks only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spec {
+    text: String,
+    report: bool,
+    layers: Vec<Layer>,
+}
+
+/// A built stack and the layers the exit report reads.
+pub struct Built {
+    pub top: Arc<dyn MemoryResource>,
+    /// The outermost layer that is not an adaptor: the resource whose footprint is reported.
+    pub base: Arc<dyn MemoryResource>,
+    /// The outermost statistics and tracking adaptors.
+    pub statistics: Option<Arc<StatisticsAdaptor>>,
+    pub tracking: Option<Arc<TrackingAdaptor>>,
+}
+
+impl Spec {
+    /// Parses a spec in either form; errors are RMM_ERROR_INVALID_ARGUMENT and point at the
+    /// offending text.
+    pub fn parse(text: &str) -> Result<Spec> {
+        let source = Source { text };
+        let whole = Piece { text, at: 0 }.trim();
+        if whole.text.is_empty() {
+            return Err(source.error(whole, "an empty spec: expected a stack such as statistics/pool/cuda"));
+        }
+        let (report, layers) = match shorthand_key(&source, whole)? {
+            true => parse_shorthand(&source, whole)?,
+            false => parse_stack(&source, whole)?,
+        };
+        Ok(Spec { text: whole.text.to_string(), report, layers })
+    }
+
+    /// The spec as given.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Outermost first; the last is a device resource.
+    pub fn layers(&self) -> &[Layer] {
+        &self.layers
+    }
+
+    /// Whether the stack's figures and leaks are printed at exit (`report`).
+    pub fn report(&self) -> bool {
+        self.report
+    }
+
+    /// The stack with every parameter spelled out, e.g. `pool:initial=0,maximum=0/cuda`;
+    /// it parses to this spec again.
+    pub fn canonical(&self) -> String {
+        let holds_slash = self.layers.iter().any(|l| matches!(l, Layer::Logging { path: Some(path) } if path.contains('/')));
+        let separator = if holds_slash { "+" } else { "/" };
+        let report = self.report.then(|| "report".to_string());
+        report.into_iter().chain(self.layers.iter().map(Layer::canonical)).collect::<Vec<_>>().join(separator)
+    }
+
+    /// Builds the stack on `device`, bottom layer first. A resource that refuses its
+    /// parameters keeps its error kind; the message names the layer.
+    pub fn build_on(&self, device: i32) -> Result<Arc<dyn MemoryResource>> {
+        Ok(self.build_stack(device)?.top)
+    }
+
+    /// `build_on`, with the layers the exit report reads.
+    pub fn build_stack(&self, device: i32) -> Result<Built> {
+        crate::platform::backend()?.check_device(device)?;
+        let mut built: Option<Built> = None;
+        for layer in self.layers.iter().rev() {
+            let upstream = built.as_ref().map(|b| b.top.clone());
+            let resource = layer.build(upstream, device, self.report).map_err(|e| building(&self.text, layer, e))?;
+            let any: Arc<dyn std::any::Any + Send + Sync> = resource.clone();
+            let built =
+                built.get_or_insert_with(|| Built { top: resource.clone(), base: resource.clone(), statistics: None, tracking: None });
+            built.top = resource.clone();
+            if !layer.is_adaptor() {
+                built.base = resource;
+            } else if let Ok(statistics) = any.clone().downcast::<StatisticsAdaptor>() {
+                built.statistics = Some(statistics);
+            } else if let Ok(tracking) = any.downcast::<TrackingAdaptor>() {
+                built.tracking = Some(tracking);
+            }
+        }
+        built.ok_or_else(|| Error::Internal("a spec has at least one layer".into()))
+    }
+}
+
+/// `error` of building `layer`, its message naming the layer and the spec.
+fn building(text: &str, layer: &Layer, error: Error) -> Error {
+    let context = |message: String| format!("{text}: building {}: {message}", layer.name());
+    match error.into_kind() {
+        ErrorKind::InvalidArgument(m) => Error::InvalidArgument(context(m)),
+        ErrorKind::NotSupported(m) => Error::NotSupported(context(m)),
+        ErrorKind::Io(m) => Error::Io(context(m)),
+        ErrorKind::OutOfMemory { requested, detail } => Error::out_of_memory(requested, context(detail)),
+        other => other.into(),
+    }
+}
+
+impl std::str::FromStr for Spec {
+    type Err = Error;
+    fn from_str(text: &str) -> Result<Spec> {
+        Spec::parse(text)
+    }
+}
+
+impl fmt::Display for Spec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+fn parse_stack(source: &Source, whole: Piece) -> Result<(bool, Vec<Layer>)> {
+    let separator = if whole.text.contains('+') { '+' } else { '/' };
+    let mut pieces = whole.split(source, separator)?;
+    let report = pieces.first().is_some_and(|first| first.text.eq_ignore_ascii_case("report"));
+    if report {
+        pieces.remove(0);
+    }
+    let mut layers: Vec<Layer> = Vec::new();
+    for piece in pieces {
+        if piece.text.is_empty() {
+            return Err(source.error(
+                piece,
+                &format!("an empty layer: expected a layer name between two \"{separator}\" (or no \"{separator}\" at the ends)"),
+            ));
+        }
+        if piece.text.eq_ignore_ascii_case("report") || piece.text.to_ascii_lowercase().starts_with("report:") {
+            return Err(source.error(piece, "report takes no parameters and comes first, before the layers (report/statistics/pool)"));
+        }
+        if let Some(device) = layers.last().filter(|layer| layer.is_device()) {
+            return Err(source.error(
+                piece,
+                &format!("{} takes memory from the device itself, so it must be the last layer: nothing can come after it", device.name()),
+            ));
+        }
+        layers.push(Layer::parse(source, piece)?);
+    }
+    if !layers.last().is_some_and(Layer::is_device) {
+        layers.push(Layer::Cuda);
+    }
+    Ok((report, layers))
+}
+
+/// Whether `whole` is in the `key:value` shorthand: its first item is `key:value` with a
+/// shorthand key (a stack's first layer is `name` or `name:key=value`).
+fn shorthand_key(source: &Source, whole: Piece) -> Result<bool> {
+    let first = whole.split(source, ',')?[0];
+    Ok(match first.split_once(source, ':')? {
+        Some((key, value)) => SHORTHAND_KEYS.contains(&key.trim().text) && !value.text.contains('='),
+        None => false,
+    })
+}
+
+/// The `RMM_ALLOC_CONF` shorthand, translated into layers as it was always documented:
+/// `[logging/][statistics/][tracking/]resource`, where `resource` is pool (the default),
+/// arena, binning (over a pool), cuda, cuda_async, managed or expandable, sized by
+/// `initial_pool_size` and `maximum_pool_size`; `stats` defaults to 1; `report:1` adds
+/// statistics and tracking. Later keys win.
+fn parse_shorthand(source: &Source, whole: Piece) -> Result<(bool, Vec<Layer>)> {
+    let mut resource = ("pool".to_string(), None);
+    let (mut initial, mut maximum, mut release_threshold, mut page_size) = (0, 0, None, 0);
+    let (mut log, mut stats, mut report) = (None, true, false);
+    let mut maximum_at = None;
+    for item in whole.split(source, ',')? {
+        if item.text.is_empty() {
+            return Err(source.error(item, "an empty item: expected key:value between two \",\" (or no \",\" at the ends)"));
+        }
+        let Some((key, value)) = item.split_once(source, ':')? else {
+            return Err(source.error(item, &format!("expected key:value (keys: {})", SHORTHAND_KEYS.join(", "))));
+        };
+        let (key, value) = (key.trim(), value.trim());
+        let size =
+            || parse_size(value.text).ok_or_else(|| source.error(value, &format!("{}: not a size (e.g. 4GiB, 512MiB, 1048576)", key.text)));
+        let flag = || parse_flag(value.text).ok_or_else(|| source.error(value, &format!("{}: expected 1 or 0", key.text)));
+        match key.text {
+            "resource" | "backend" => resource = (value.text.to_ascii_lowercase(), Some(value)),
+            "initial_pool_size" => initial = size()?,
+            "maximum_pool_size" => (maximum, maximum_at) = (size()?, Some(item)),
+            "release_threshold" => release_threshold = Some(size()?),
+            "page_size" => page_size = size()?,
+            "log" => log = (!value.text.is_empty()).then(|| value.text.to_string()),
+            "stats" => stats = flag()?,
+            "report" => report = flag()?,
+            _ => {
+                return Err(
+                    source.error(key, &format!("unknown key {:?}: the key:value form takes {}", key.text, SHORTHAND_KEYS.join(", ")))
+                )
+            }
+        }
+    }
+    if maximum != 0 && initial > maximum {
+        let at = maximum_at.unwrap_or(whole);
+        return Err(source.error(at, &format!("initial_pool_size {} exceeds maximum_pool_size {}", spec_size(initial), spec_size(maximum))));
+    }
+    let pool = Layer::Pool { initial, maximum };
+    let mut layers: Vec<Layer> = log.map(|path| Layer::Logging { path: Some(path) }).into_iter().collect();
+    if stats || report {
+        layers.push(Layer::Statistics);
+    }
+    if report {
+        layers.push(Layer::Tracking { stacks: false });
+    }
+    let base = match resource.0.as_str() {
+        "pool" => vec![pool, Layer::Cuda],
+        "arena" => vec![Layer::Arena { size: initial }, Layer::Cuda],
+        "binning" => vec![Layer::Binning { min: 8, max: 20, bins: Vec::new() }, pool, Layer::Cuda],
+        "cuda" => vec![Layer::Cuda],
+        "cuda_async" | "async" => {
+            let threshold = release_threshold.unwrap_or(if maximum == 0 { UNLIMITED } else { maximum });
+            vec![Layer::CudaAsync { initial, release_threshold: threshold, handle_types: 0 }]
+        }
+        "managed" => vec![Layer::Managed],
+        "expandable" => vec![Layer::Expandable {
+            initial,
+            maximum,
+            release_threshold: release_threshold.unwrap_or(UNLIMITED),
+            page_size,
+            peers: Vec::new(),
+        }],
+        other => {
+            let at = resource.1.unwrap_or(whole);
+            return Err(
+                source.error(at, &format!("resource:{other}: expected pool, arena, binning, cuda, cuda_async, managed or expandable"))
+            );
+        }
+    };
+    layers.extend(base);
+    Ok((report, layers))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(text: &str) -> Spec {
+        Spec::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    fn error(text: &str) -> String {
+        match Spec::parse(text) {
+            Ok(spec) => panic!("{text:?} parsed to {spec:?}"),
+            Err(e) => {
+                assert!(matches!(e.kind(), ErrorKind::InvalidArgument(_)), "{text:?}: {e}");
+                e.to_string()
+            }
+        }
+    }
+
+    /// One spec of every layer, with every parameter away from its default.
+    const EVERY_LAYER: [&str; 15] = [
+        "statistics/cuda",
+        "tracking:stacks=true/cuda",
+        "limiting:limit=3GiB/cuda",
+        "aligned:alignment=4KiB,threshold=1MiB/cuda",
+        "logging:path=/tmp/rmm-{device}.csv+cuda",
+        "prefetch/managed",
+        "pool:initial=1GiB,maximum=8GiB/cuda",
+        "binning:min=10,max=12,bins=[1MiB,4MiB]/cuda",
+        "arena:size=256MiB/cuda",
+        "fixed_size:block=2MiB,prealloc=16/cuda",
+        "cuda",
+        "managed",
+        "pinned_host",
+        "cuda_async:initial=1GiB,release_threshold=2GiB,handle_types=[posix_file_descriptor,fabric]",
+        "expandable:initial=2MiB,maximum=1TiB,release_threshold=1GiB,page_size=20MiB,peers=[1,2]",
+    ];
+
+    #[test]
+    fn every_layer_round_trips_through_its_canonical_form() {
+        let mut names = Vec::new();
+        for text in EVERY_LAYER {
+            let parsed = spec(text);
+            assert_eq!(parsed.canonical(), text, "{text} is canonical already");
+            assert_eq!(spec(&parsed.canonical()), Spec { text: text.to_string(), ..parsed.clone() });
+            names.push(parsed.layers()[0].name());
+        }
+        let mut all: Vec<&str> = LAYERS.iter().map(|(name, _, _)| *name).collect();
+        names.sort();
+        all.sort();
+        assert_eq!(names, all, "every layer is covered");
+    }
+
+    #[test]
+    fn omitted_parameters_take_the_c_apis_defaults() {
+        let cases = [
+            ("pool", "pool:initial=0,maximum=0/cuda"),
+            ("binning", "binning:min=8,max=20/cuda"),
+            ("arena", "arena:size=0/cuda"),
+            ("fixed_size", "fixed_size:block=1MiB,prealloc=128/cuda"),
+            ("aligned:alignment=512", "aligned:alignment=512,threshold=64KiB/cuda"),
+            ("tracking", "tracking:stacks=false/cuda"),
+            ("logging", "logging/cuda"),
+            ("cuda_async", "cuda_async:initial=0,release_threshold=unlimited"),
+            ("expandable", "expandable:initial=0,maximum=0,release_threshold=unlimited,page_size=0"),
+            ("statistics", "statistics/cuda"),
+            (" Statistics / POOL:initial=4096 ", "statistics/pool:initial=4KiB,maximum=0/cuda"),
+            ("statistics+limiting:limit=2GiB+pool", "statistics/limiting:limit=2GiB/pool:initial=0,maximum=0/cuda"),
+            ("report/statistics/pool", "report/statistics/pool:initial=0,maximum=0/cuda"),
+        ];
+        for (text, canonical) in cases {
+            assert_eq!(spec(text).canonical(), canonical, "{text}");
+        }
+        assert_eq!(spec(DEFAULT_STACK).layers(), &[Layer::Cuda]);
+        assert_eq!(spec("expandable:peers=[]").layers(), spec("expandable").layers());
+        assert_eq!(spec("pool:initial=4096").layers(), &[Layer::Pool { initial: 4096, maximum: 0 }, Layer::Cuda]);
+        assert_eq!(spec(" arena ").text(), "arena");
+    }
+
+    #[test]
+    fn the_shorthand_translates_to_the_stack_it_always_meant() {
+        let cases = [
+            ("resource:pool,initial_pool_size:4GiB,maximum_pool_size:60GiB", "statistics/pool:initial=4GiB,maximum=60GiB/cuda"),
+            (
+                "resource:pool, initial_pool_size:4GiB,maximum_pool_size:60GiB,log:/tmp/rmm.csv,stats:1,report:1",
+                "report+logging:path=/tmp/rmm.csv+statistics+tracking:stacks=false+pool:initial=4GiB,maximum=60GiB+cuda",
+            ),
+            ("report:1", "report/statistics/tracking:stacks=false/pool:initial=0,maximum=0/cuda"),
+            ("stats:0", "pool:initial=0,maximum=0/cuda"),
+            ("resource:cuda,stats:0", "cuda"),
+            ("resource:arena,initial_pool_size:1GiB", "statistics/arena:size=1GiB/cuda"),
+            ("resource:binning,stats:off", "binning:min=8,max=20/pool:initial=0,maximum=0/cuda"),
+            ("backend:async,stats:0", "cuda_async:initial=0,release_threshold=unlimited"),
+            ("resource:cuda_async,maximum_pool_size:2GiB,stats:0", "cuda_async:initial=0,release_threshold=2GiB"),
+            ("resource:managed,stats:0", "managed"),
+            (
+                "resource:expandable,release_threshold:1GiB,page_size:20MiB,stats:0",
+                "expandable:initial=0,maximum=0,release_threshold=1GiB,page_size=20MiB",
+            ),
+            ("resource:arena,resource:pool,stats:0", "pool:initial=0,maximum=0/cuda"),
+        ];
+        for (text, canonical) in cases {
+            let parsed = spec(text);
+            assert_eq!(parsed.canonical(), canonical, "{text}");
+            assert_eq!(spec(canonical).layers(), parsed.layers(), "{canonical}");
+            assert_eq!(spec(canonical).report(), parsed.report(), "{canonical}");
+        }
+    }
+
+    #[test]
+    fn a_bad_spec_is_pointed_at() {
+        // (spec, the token quoted, its column, what the message says)
+        let cases = [
+            ("", "", 1, "an empty spec"),
+            ("slab", "slab", 1, "unknown layer \"slab\": expected a resource (pool, binning, arena, fixed_size, cuda, managed, pinned_host, cuda_async, expandable) or an adaptor (statistics, tracking, limiting, aligned, logging, prefetch)"),
+            ("statistics/pool:inital=1GiB", "inital", 17, "unknown key \"inital\" for pool: pool takes initial, maximum"),
+            ("pool:initial=lots", "lots", 14, "pool: initial=lots is not a size"),
+            ("pool:initial=1GiB,initial=2GiB", "initial", 19, "initial is given twice (first at column 6)"),
+            ("cuda/pool", "pool", 6, "cuda takes memory from the device itself, so it must be the last layer"),
+            ("statistics/managed/statistics", "statistics", 20, "managed takes memory from the device itself"),
+            ("pool//cuda", "", 6, "an empty layer"),
+            ("pool/", "", 6, "an empty layer"),
+            ("/pool", "", 1, "an empty layer"),
+            ("pool:", "", 6, "an empty parameter"),
+            ("pool:initial=1GiB,", "", 19, "an empty parameter"),
+            ("pool:initial", "initial", 6, "expected key=value (pool takes initial, maximum)"),
+            ("pool:initial=", "", 14, "initial= has no value"),
+            (":initial=1", "", 1, "an empty layer name"),
+            ("cuda:initial=1", "initial", 6, "cuda takes no parameters"),
+            ("binning:min=20,max=8", "max=8", 16, "min=20 is above max=8"),
+            ("binning:min=41", "41", 13, "a power-of-two exponent from 0 to 40"),
+            ("binning:bins=[1MiB,big]", "big", 20, "bins=big is not a size"),
+            ("binning:bins=[1MiB", "[", 14, "a \"[\" with no \"]\" after it"),
+            ("limiting", "limiting", 1, "limiting needs limit=..."),
+            ("aligned:threshold=1MiB", "aligned", 1, "aligned needs alignment=..."),
+            ("tracking:stacks=maybe", "maybe", 17, "not true or false"),
+            ("fixed_size:block=0", "block=0", 12, "expected a block size above 0"),
+            ("fixed_size:prealloc=-1", "-1", 21, "not a whole number"),
+            ("pool:initial=2GiB,maximum=1GiB", "maximum=1GiB", 19, "initial=2GiB exceeds maximum=1GiB"),
+            ("cuda_async:handle_types=[fabric,nfs]", "nfs", 33, "a handle type (posix_file_descriptor, win32, win32_kmt, fabric)"),
+            ("cuda_async:release_threshold=some", "some", 30, "a size (e.g. 1GiB) or unlimited"),
+            ("expandable:peers=[0,x]", "x", 21, "a device number"),
+            ("statistics/report/pool", "report", 12, "report takes no parameters and comes first"),
+            // The shorthand.
+            ("resource:bogus", "bogus", 10, "resource:bogus: expected pool, arena, binning"),
+            ("initial_pool_size:lots", "lots", 19, "initial_pool_size: not a size"),
+            ("stats:maybe", "maybe", 7, "stats: expected 1 or 0"),
+            ("resource:pool,colour:blue", "colour", 15, "unknown key \"colour\": the key:value form takes resource, backend"),
+            ("resource:pool,,stats:1", "", 15, "an empty item"),
+            ("resource:pool,stats", "stats", 15, "expected key:value"),
+            ("initial_pool_size:2GiB,maximum_pool_size:1GiB", "maximum_pool_size:1GiB", 24, "initial_pool_size 2GiB exceeds maximum_pool_size 1GiB"),
+            ("colour:blue", "colour", 1, "unknown layer \"colour\""),
+        ];
+        for (text, token, column, says) in cases {
+            let message = error(text);
+            let quoted = if token.is_empty() { String::new() } else { format!(" ({token:?})") };
+            assert!(
+                message.contains(&format!("at column {column}{quoted}: ")),
+                "{text:?}: {message:?} does not point at {token:?} (column {column})"
+            );
+            assert!(message.contains(says), "{text:?}: {message:?} does not say {says:?}");
+            let caret = message.lines().last().unwrap_or_default();
+            assert_eq!(caret.find('^'), Some(4 + column - 1), "{text:?}: the caret line {caret:?} is under column {column}");
+            assert_eq!(caret.trim().len(), token.chars().count().max(1), "{text:?}: {caret:?} underlines {token:?}");
+        }
+    }
+
+    #[test]
+    fn log_paths_are_per_device() {
+        assert_eq!(log_path("/tmp/a.csv", 0), "/tmp/a.csv");
+        assert_eq!(log_path("/tmp/a.csv", 3), "/tmp/a.csv.3");
+        assert_eq!(log_path("/tmp/a-{device}.csv", 0), "/tmp/a-0.csv");
+        assert_eq!(log_path("/tmp/a-{device}.csv", 2), "/tmp/a-2.csv");
+    }
+
+    #[test]
+    fn sizes_print_in_the_largest_unit_that_divides_them() {
+        assert_eq!(spec_size(0), "0");
+        assert_eq!(spec_size(1000), "1000");
+        assert_eq!(spec_size(3 << 30), "3GiB");
+        assert_eq!(spec_size((1 << 30) + (1 << 20)), "1025MiB");
+        assert_eq!(spec_size(usize::MAX), "unlimited");
+    }
+}
