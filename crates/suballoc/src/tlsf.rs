@@ -236,6 +236,18 @@ impl Tlsf {
         }
     }
 
+    /// A new free block of `[addr, addr + size)` in `chunk` between `prev_phys` and
+    /// `next_phys` (which is linked back to it), listed free.
+    #[inline(always)]
+    fn new_free_block(&mut self, addr: usize, size: usize, prev_phys: u32, next_phys: u32, chunk: u32) -> u32 {
+        let index = self.new_block(Block { addr, size, prev_phys, next_phys, prev_free: NONE, next_free: NONE, chunk, state: State::Used });
+        if next_phys != NONE {
+            self.blocks[next_phys as usize].prev_phys = index;
+        }
+        self.link_free(index);
+        index
+    }
+
     #[inline]
     fn link_free(&mut self, index: u32) {
         let size = self.blocks[index as usize].size;
@@ -684,25 +696,8 @@ impl Tlsf {
             prev_phys
         };
         // What stays of it after the range starts the second part.
-        let first_after = if cut_end < block_end {
-            let rest = self.new_block(Block {
-                addr: cut_end,
-                size: block_end - cut_end,
-                prev_phys: NONE,
-                next_phys,
-                prev_free: NONE,
-                next_free: NONE,
-                chunk,
-                state: State::Used,
-            });
-            if next_phys != NONE {
-                self.blocks[next_phys as usize].prev_phys = rest;
-            }
-            self.link_free(rest);
-            rest
-        } else {
-            next_phys
-        };
+        let first_after =
+            if cut_end < block_end { self.new_free_block(cut_end, block_end - cut_end, NONE, next_phys, chunk) } else { next_phys };
         if first_after != NONE {
             self.blocks[first_after as usize].prev_phys = NONE;
         }
