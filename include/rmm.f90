@@ -225,10 +225,13 @@ module rmm
     integer(c_size_t) :: initial_size = 0
     ! The most bytes mapped at once (0: the device's memory).
     integer(c_size_t) :: maximum_size = 0
-    ! Nonzero: free pages at the ends of the resource's chunks go back to the device while
-    ! more than `release_threshold` bytes are mapped, once the stream that freed them has
-    ! passed that point (never waiting for it). 0: free pages stay mapped until
-    ! `rmmResourceRelease` or until the device runs out of memory.
+    ! Nonzero: whole free pages (at the ends of the resource's chunks and between blocks in
+    ! use) are unmapped while more than `release_threshold` bytes are mapped, and go back to
+    ! the device while more than `release_threshold` bytes are held (mapped, or kept
+    ! unmapped for reuse), once the stream that freed them has passed that point (never
+    ! waiting for it). 0: free pages stay held until `rmmResourceRelease` or until the
+    ! device runs out of memory (a growth still maps the pages of holes before it creates
+    ! new ones).
     integer(c_int) :: release_free_pages = 0
     ! See `release_free_pages` (0 with it: give back every free page).
     integer(c_size_t) :: release_threshold = 0
@@ -928,9 +931,13 @@ module rmm
     ! (as PyTorch's expandable segments): it reserves address space for `maximum_size` bytes (0:
     ! the device's memory) and maps physical memory into it in pages of the device's
     ! granularity as it needs them. A chunk grows in place at its end, by just what a request
-    ! needs beyond the chunk's free end; free pages go back to the device on
-    ! `rmmResourceRelease`, or when the device runs out of memory. Cross-stream reuse as
-    ! `rmmPoolResourceCreate`. RMM_ERROR_NOT_SUPPORTED where the driver has no virtual-memory
+    ! needs beyond the chunk's free end. Whole free pages anywhere in a chunk, also between
+    ! blocks in use, are unmapped once the streams that freed them have passed that point
+    ! (never waiting for them on the allocation path) and their physical memory is kept: a
+    ! request that no mapped range fits is served by mapping those pages where it needs them
+    ! (stitching) before any new physical memory is created. Kept and free pages go back to the
+    ! device on `rmmResourceRelease`, or when the device runs out of memory. Cross-stream reuse
+    ! as `rmmPoolResourceCreate`. RMM_ERROR_NOT_SUPPORTED where the driver has no virtual-memory
     ! API. Ownership as `rmmCudaResourceCreate`.
     integer(c_int) function rmmExpandableResourceCreate(resource, maximum_size) &
         bind(c, name="rmmExpandableResourceCreate")
@@ -1034,10 +1041,10 @@ module rmm
     ! diagnosis: "reserved_bytes" and "used_bytes" with their peaks ("peak_reserved_bytes",
     ! "peak_used_bytes"), "free_bytes", "largest_free_block", "fragmentation" (1 - used / reserved)
     ! and "free_space_fragmentation" (1 - largest free block / free bytes); the expandable resource
-    ! also shows its reservation and mapped ranges. Adaptors add their own figures (statistics
-    ! counts, limit, outstanding allocations). The text and a NUL are copied into `buffer` of `size`
-    ! bytes; its length goes to `*length` unless NULL. A NULL `buffer` only asks for the length; a
-    ! buffer too small is RMM_ERROR_INVALID_ARGUMENT. Easier from Fortran:
+    ! also shows its reservation, mapped ranges and the pages it keeps unmapped. Adaptors add their
+    ! own figures (statistics counts, limit, outstanding allocations). The text and a NUL are copied
+    ! into `buffer` of `size` bytes; its length goes to `*length` unless NULL. A NULL `buffer` only
+    ! asks for the length; a buffer too small is RMM_ERROR_INVALID_ARGUMENT. Easier from Fortran:
     ! rmm_resource_get_snapshot.
     integer(c_int) function rmmResourceGetSnapshot(resource, buffer, size, length) &
         bind(c, name="rmmResourceGetSnapshot")

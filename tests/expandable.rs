@@ -174,10 +174,12 @@ fn free_pages_above_the_release_threshold_go_back_once_their_stream_has_passed()
     for &block in blocks.iter().rev() {
         free(expandable, block, 5 * MIB, stream);
     }
-    // Free pages at the chunk's end went back while more than 4 MiB was mapped: the page
-    // under the block still in use stays.
-    assert_eq!(footprint(expandable).reserved_bytes, 2 * MIB);
-    assert_eq!(device_used(), before + 2 * MIB);
+    // Free pages at the chunk's end were unmapped while more than 4 MiB was mapped, and went
+    // back while more than 4 MiB was held: the page under the block still in use stays
+    // mapped, and one more page is kept unmapped for the next growth.
+    assert_eq!(footprint(expandable).reserved_bytes, 4 * MIB);
+    assert_eq!(snapshot_of(expandable)["upstream"]["mapped_bytes"], 2 * MIB);
+    assert_eq!(device_used(), before + 4 * MIB);
     assert!(stamped(first, 4096, 0x3c), "the block in use keeps its memory");
     // It grows again, in place.
     let again = allocate(expandable, 9 * MIB, stream).unwrap();
@@ -247,4 +249,157 @@ fn options_are_checked_and_peers_get_access() {
     let figures = footprint(cuda);
     assert_eq!((figures.live_bytes, figures.peak_live_bytes), (0, 3 * MIB));
     assert_eq!(rmmResourceDestroy(cuda), RMM_SUCCESS);
+}
+
+fn sim_stream(stream: cudaStream_t) -> rmm::platform::Stream {
+    rmm::boundary::types::stream_of(stream)
+}
+
+fn accessible(at: usize, size: usize) -> bool {
+    rmm::platform::simulator().unwrap().vmm_is_accessible(at, size)
+}
+
+fn snapshot_of(resource: rmmResource_t) -> serde_json::Value {
+    let mut length = 0;
+    assert_eq!(rmmResourceGetSnapshot(resource, null_mut(), 0, &mut length), RMM_SUCCESS);
+    let mut text = vec![0u8; length + 1];
+    assert_eq!(rmmResourceGetSnapshot(resource, text.as_mut_ptr().cast(), text.len(), null_mut()), RMM_SUCCESS);
+    serde_json::from_slice(&text[..length]).unwrap()
+}
+
+#[test]
+fn a_hole_in_the_middle_of_a_chunk_is_unmapped_once_its_stream_has_passed_and_not_before() {
+    let _guard = setup_with("2:256MiB");
+    let simulator = rmm::platform::simulator().unwrap();
+    let before = device_used();
+    let mut stream = null_mut();
+    assert_eq!(rmmStreamCreate(&mut stream), RMM_SUCCESS);
+    let expandable = with_options(&rmmExpandableOptions_t { release_free_pages: 1, ..options() });
+    // One chunk: [first: 1 MiB][hole: 8 MiB][last: 1 MiB - 512][tiny: 256][256 free].
+    let first = allocate(expandable, MIB, stream).unwrap();
+    let hole = allocate(expandable, 8 * MIB, stream).unwrap();
+    let last = allocate(expandable, MIB - 512, stream).unwrap();
+    let tiny = allocate(expandable, 256, stream).unwrap();
+    assert_eq!(first % (2 * MIB), 0, "a chunk starts on a page");
+    assert_eq!((hole, last), (first + MIB, first + 9 * MIB));
+    assert_eq!(device_used(), before + 10 * MIB);
+    stamp(first, MIB, 0x21);
+    stamp(last, MIB - 512, 0x22);
+
+    // The stream is still running work enqueued before the free: the hole's three whole
+    // pages are cut from the chunk but stay mapped.
+    simulator.stream_hold(sim_stream(stream)).unwrap();
+    free(expandable, hole, 8 * MIB, stream);
+    assert!(accessible(first + 2 * MIB, 6 * MIB), "unmapped under a kernel that may still use it");
+    assert_eq!(device_used(), before + 10 * MIB);
+    assert_eq!(footprint(expandable).reserved_bytes, 10 * MIB, "held until the device has the pages back");
+
+    // Once the stream has passed the free, the next free gives them back, without waiting.
+    simulator.stream_finish_held(sim_stream(stream)).unwrap();
+    free(expandable, tiny, 256, stream);
+    assert!(!accessible(first + 2 * MIB, 2 * MIB), "the hole's pages are unmapped");
+    assert!(accessible(first, 2 * MIB) && accessible(first + 8 * MIB, 2 * MIB), "pages with live bytes stay");
+    assert_eq!(device_used(), before + 4 * MIB);
+    assert_eq!(footprint(expandable).reserved_bytes, 4 * MIB);
+    assert!(stamped(first, MIB, 0x21) && stamped(last, MIB - 512, 0x22), "live blocks keep their contents");
+    let snapshot = snapshot_of(expandable);
+    assert_eq!(snapshot["chunks"].as_array().unwrap().len(), 2, "the chunk was cut in two: {snapshot}");
+    assert_eq!(snapshot["upstream"]["mapped"].as_array().unwrap().len(), 2, "{snapshot}");
+
+    // A block over the hole's address range is mapped again before it is handed out.
+    let again = allocate(expandable, 7 * MIB, stream).unwrap();
+    stamp(again, 7 * MIB, 0x23);
+    assert!(stamped(first, MIB, 0x21) && stamped(last, MIB - 512, 0x22));
+    for (ptr, size) in [(again, 7 * MIB), (first, MIB), (last, MIB - 512)] {
+        free(expandable, ptr, size, stream);
+    }
+    assert_eq!(device_used(), before, "everything freed: every page went back");
+    assert_eq!(rmmResourceDestroy(expandable), RMM_SUCCESS);
+    assert_eq!(rmmStreamDestroy(stream), RMM_SUCCESS);
+    assert!(races().is_empty(), "{:?}", races());
+}
+
+#[test]
+fn a_request_no_mapped_range_fits_is_stitched_from_the_pages_of_holes_before_new_ones_are_made() {
+    let _guard = setup_with("2:256MiB");
+    let before = device_used();
+    let expandable = over(|h| rmmExpandableResourceCreate(h, 0));
+    let blocks: Vec<usize> = (0..8).map(|_| allocate(expandable, 4 * MIB, null_mut()).unwrap()).collect();
+    for (tag, &block) in blocks.iter().enumerate() {
+        stamp(block, 4 * MIB, tag as u8);
+    }
+    assert_eq!(device_used(), before + 32 * MIB);
+    for &block in blocks.iter().skip(1).step_by(2) {
+        free(expandable, block, 4 * MIB, null_mut());
+    }
+    // 16 MiB free, none of it in one block large enough: 12 MiB are served by the pages of
+    // the three holes in the middle, mapped after the free end of the chunk.
+    let large = allocate(expandable, 12 * MIB, null_mut()).unwrap();
+    assert_eq!(large, blocks[7], "it starts at the chunk's free end");
+    assert_eq!(device_used(), before + 32 * MIB, "no new physical memory");
+    stamp(large, 12 * MIB, 0xEE);
+    for (tag, &block) in blocks.iter().enumerate().step_by(2) {
+        assert!(stamped(block, 4 * MIB, tag as u8), "live block {tag} was overwritten");
+    }
+    let figures = footprint(expandable);
+    assert_eq!((figures.reserved_bytes, figures.peak_reserved_bytes), (32 * MIB, 32 * MIB), "mapped and kept pages are held");
+    let snapshot = snapshot_of(expandable);
+    assert_eq!(snapshot["upstream"]["kept_unmapped_pages"], 2, "one hole's pages are kept for the next growth: {snapshot}");
+    assert_eq!(snapshot["upstream"]["mapped_bytes"], 28 * MIB, "{snapshot}");
+    // The kept pages serve the next growth too.
+    let more = allocate(expandable, 4 * MIB, null_mut()).unwrap();
+    assert_eq!(device_used(), before + 32 * MIB);
+
+    // Everything freed: everything goes back on release.
+    free(expandable, more, 4 * MIB, null_mut());
+    free(expandable, large, 12 * MIB, null_mut());
+    for &block in blocks.iter().step_by(2) {
+        free(expandable, block, 4 * MIB, null_mut());
+    }
+    let mut released = 0;
+    assert_eq!(rmmResourceRelease(expandable, &mut released), RMM_SUCCESS);
+    assert_eq!(released, 32 * MIB);
+    assert_eq!(device_used(), before);
+    assert_eq!(footprint(expandable).reserved_bytes, 0);
+    assert_eq!(rmmResourceDestroy(expandable), RMM_SUCCESS);
+    assert!(races().is_empty(), "{:?}", races());
+}
+
+#[test]
+fn out_of_memory_takes_the_pages_of_holes_once_their_stream_has_passed() {
+    let _guard = setup_with("2:256MiB");
+    let simulator = rmm::platform::simulator().unwrap();
+    let before = device_used();
+    let mut stream = null_mut();
+    assert_eq!(rmmStreamCreate(&mut stream), RMM_SUCCESS);
+    let expandable = over(|h| rmmExpandableResourceCreate(h, 0));
+    let mut blocks = Vec::new();
+    while let Ok(block) = allocate(expandable, 8 * MIB, stream) {
+        stamp(block, 8 * MIB, blocks.len() as u8);
+        blocks.push(block);
+    }
+    assert!(blocks.len() >= 20, "the device filled up: {} blocks", blocks.len());
+    assert!(device_used() + 8 * MIB > 256 * MIB);
+    // Holes of 8 MiB between live blocks; the stream still runs work from before the frees,
+    // so growth cannot unmap them yet and the device has nothing left: out of memory
+    // waits for the stream, unmaps the holes and maps their pages for the request.
+    for &block in blocks.iter().skip(1).step_by(2) {
+        free(expandable, block, 8 * MIB, stream);
+    }
+    simulator.stream_hold(sim_stream(stream)).unwrap();
+    let large = allocate(expandable, 24 * MIB, stream).expect("served from the holes' pages");
+    stamp(large, 24 * MIB, 0xAB);
+    for (tag, &block) in blocks.iter().enumerate().step_by(2) {
+        assert!(stamped(block, 8 * MIB, tag as u8), "live block {tag} was overwritten");
+    }
+    free(expandable, large, 24 * MIB, stream);
+    for &block in blocks.iter().step_by(2) {
+        free(expandable, block, 8 * MIB, stream);
+    }
+    let mut released = 0;
+    assert_eq!(rmmResourceRelease(expandable, &mut released), RMM_SUCCESS);
+    assert_eq!(device_used(), before);
+    assert_eq!(rmmResourceDestroy(expandable), RMM_SUCCESS);
+    assert_eq!(rmmStreamDestroy(stream), RMM_SUCCESS);
+    assert!(races().is_empty(), "{:?}", races());
 }

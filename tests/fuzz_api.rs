@@ -152,10 +152,12 @@ impl World {
             Kind::Aligned { alignment: 4096, threshold: 1000 },
             Kind::Aligned { alignment: 1 << 16, threshold: 0 },
             Kind::Prefetch,
+            Kind::Expandable { release: false },
+            Kind::Expandable { release: true },
         ];
         let kind = *self.rng.pick(&kinds);
         let (upstream_handle, upstream, device) = match kind {
-            Kind::Cuda | Kind::Managed => (null_mut(), None, self.rng.below(DEVICES as u64) as i32),
+            Kind::Cuda | Kind::Managed | Kind::Expandable { .. } => (null_mut(), None, self.rng.below(DEVICES as u64) as i32),
             _ => {
                 if self.handles.is_empty() {
                     return;

@@ -70,7 +70,7 @@ fn build(rng: &mut Rng, device: i32) -> Stack {
     let cuda = created(Kind::Cuda, null_mut());
     let mut handles = vec![cuda];
     let mut largest = usize::MAX;
-    let choice = rng.below(8);
+    let choice = rng.below(10);
     let what = match choice {
         0 => "cuda".to_string(),
         1 => {
@@ -103,6 +103,11 @@ fn build(rng: &mut Rng, device: i32) -> Stack {
             let statistics = created(Kind::Statistics, pool);
             handles.extend([pool, statistics, created(Kind::Limiting { limit: 24 << 20 }, statistics)]);
             "limit 24 MiB over statistics over pool".to_string()
+        }
+        8 | 9 => {
+            let release = choice == 9;
+            handles.push(created(Kind::Expandable { release }, null_mut()));
+            format!("expandable ({})", if release { "pages back as soon as free" } else { "keeps its pages" })
         }
         _ => {
             let limiting = created(Kind::Limiting { limit: 40 << 20 }, cuda);

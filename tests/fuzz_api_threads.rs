@@ -99,12 +99,13 @@ fn setup(device: i32) -> DeviceStacks {
     let fixed = Handle(created(Kind::FixedSize { block: FIXED_BLOCK }, pool.0));
     let tracking = Handle(created(Kind::Tracking, fixed.0));
     let aligned = Handle(created(Kind::Aligned { alignment: 4096, threshold: 1000 }, pool.0));
+    let expandable = Handle(created(Kind::Expandable { release: true }, null_mut()));
     // rmmAlloc on this device goes through the limited stack.
     let mut original: rmmResource_t = null_mut();
     assert_eq!(call(rmmSetPerDeviceResource(device, limiting.0, &mut original)), RMM_SUCCESS);
     DeviceStacks {
-        tops: vec![limiting, arena_statistics, binning, tracking, aligned],
-        all: vec![aligned, tracking, fixed, binning, arena_statistics, arena, limiting, limited_statistics, pool, cuda],
+        tops: vec![limiting, arena_statistics, binning, tracking, aligned, expandable],
+        all: vec![expandable, aligned, tracking, fixed, binning, arena_statistics, arena, limiting, limited_statistics, pool, cuda],
         limiting,
         limited_statistics,
         arena_statistics,

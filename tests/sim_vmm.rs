@@ -94,3 +94,43 @@ fn misuse_the_driver_refuses_is_refused_and_out_of_memory_is_reported() {
     assert!(refused.is_out_of_memory(), "{refused}");
     assert_eq!(device_used(), used);
 }
+
+#[test]
+fn unmapping_memory_a_stream_freed_before_the_host_waited_for_it_is_a_race() {
+    let _guard = setup_with("1:64MiB");
+    let platform = backend().unwrap();
+    let simulator = simulator().unwrap();
+    let granule = platform.vmm_granularity(0).unwrap();
+    let stream = platform.stream_create(0).unwrap();
+    let range = platform.vmm_reserve(2 * granule).unwrap();
+    let map = |at: usize| {
+        let physical = platform.vmm_create(0, granule).unwrap();
+        platform.vmm_map(at, granule, physical).unwrap();
+        platform.vmm_set_access(at, granule, &[0]).unwrap();
+        platform.vmm_release(physical).unwrap();
+    };
+    map(range);
+    map(range + granule);
+    let races_before = common::races().len();
+
+    // Freed on the stream, unmapped with no wait: work before the free may still use it.
+    rmm::platform::note_released(0, range + 4096, 4096, stream);
+    platform.vmm_unmap(range, granule).unwrap();
+    let races = common::races();
+    assert_eq!(races.len(), races_before + 1, "{races:?}");
+    assert!(races.last().unwrap().contains("unmapped before the host waited"), "{races:?}");
+
+    // Held work keeps an event after it from completing until the host waits for it.
+    rmm::platform::note_released(0, range + granule, 4096, stream);
+    simulator.stream_hold(stream).unwrap();
+    let event = platform.event_create(0).unwrap();
+    platform.event_record(0, event, stream).unwrap();
+    assert!(!platform.event_query(event).unwrap(), "the stream still runs held work");
+    simulator.stream_finish_held(stream).unwrap();
+    assert!(platform.event_query(event).unwrap());
+    platform.vmm_unmap(range + granule, granule).unwrap();
+    assert_eq!(common::races().len(), races_before + 1, "unmapped after the host saw the stream pass the free");
+    platform.event_destroy(event).unwrap();
+    platform.stream_destroy(stream).unwrap();
+    platform.vmm_free_reservation(range, 2 * granule).unwrap();
+}

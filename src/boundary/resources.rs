@@ -197,9 +197,13 @@ pub extern "C" fn rmmAsyncResourceGetPool(resource: rmmResource_t, pool: *mut *m
 /// (as PyTorch's expandable segments): it reserves address space for `maximum_size` bytes (0:
 /// the device's memory) and maps physical memory into it in pages of the device's
 /// granularity as it needs them. A chunk grows in place at its end, by just what a request
-/// needs beyond the chunk's free end; free pages go back to the device on
-/// `rmmResourceRelease`, or when the device runs out of memory. Cross-stream reuse as
-/// `rmmPoolResourceCreate`. RMM_ERROR_NOT_SUPPORTED where the driver has no virtual-memory
+/// needs beyond the chunk's free end. Whole free pages anywhere in a chunk, also between
+/// blocks in use, are unmapped once the streams that freed them have passed that point
+/// (never waiting for them on the allocation path) and their physical memory is kept: a
+/// request that no mapped range fits is served by mapping those pages where it needs them
+/// (stitching) before any new physical memory is created. Kept and free pages go back to the
+/// device on `rmmResourceRelease`, or when the device runs out of memory. Cross-stream reuse
+/// as `rmmPoolResourceCreate`. RMM_ERROR_NOT_SUPPORTED where the driver has no virtual-memory
 /// API. Ownership as `rmmCudaResourceCreate`.
 #[no_mangle]
 pub extern "C" fn rmmExpandableResourceCreate(resource: *mut rmmResource_t, maximum_size: usize) -> rmmError_t {

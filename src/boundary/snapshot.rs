@@ -18,7 +18,7 @@ fn snapshot_text(resource: rmmResource_t) -> crate::error::Result<String> {
 /// out-of-memory diagnosis: "reserved_bytes" and "used_bytes" with their peaks
 /// ("peak_reserved_bytes", "peak_used_bytes"), "free_bytes", "largest_free_block",
 /// "fragmentation" (1 - used / reserved) and "free_space_fragmentation" (1 - largest free
-/// block / free bytes); the expandable resource also shows its reservation and mapped ranges. Adaptors
+/// block / free bytes); the expandable resource also shows its reservation, mapped ranges and the pages it keeps unmapped. Adaptors
 /// add their own figures (statistics counts, limit, outstanding allocations). The text and a
 /// NUL are copied into `buffer` of `size` bytes; its length goes to `*length` unless NULL. A
 /// NULL `buffer` only asks for the length; a buffer too small is RMM_ERROR_INVALID_ARGUMENT.

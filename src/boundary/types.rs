@@ -58,10 +58,13 @@ pub struct rmmExpandableOptions_t {
     pub initial_size: usize,
     /// The most bytes mapped at once (0: the device's memory).
     pub maximum_size: usize,
-    /// Nonzero: free pages at the ends of the resource's chunks go back to the device while
-    /// more than `release_threshold` bytes are mapped, once the stream that freed them has
-    /// passed that point (never waiting for it). 0: free pages stay mapped until
-    /// `rmmResourceRelease` or until the device runs out of memory.
+    /// Nonzero: whole free pages (at the ends of the resource's chunks and between blocks in
+    /// use) are unmapped while more than `release_threshold` bytes are mapped, and go back to
+    /// the device while more than `release_threshold` bytes are held (mapped, or kept
+    /// unmapped for reuse), once the stream that freed them has passed that point (never
+    /// waiting for it). 0: free pages stay held until `rmmResourceRelease` or until the
+    /// device runs out of memory (a growth still maps the pages of holes before it creates
+    /// new ones).
     pub release_free_pages: c_int,
     /// See `release_free_pages` (0 with it: give back every free page).
     pub release_threshold: usize,

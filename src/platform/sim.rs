@@ -77,6 +77,9 @@ struct SimState {
     next_handle: usize,
     /// Bytes prefetched so far, for tests of the prefetch adaptor.
     prefetched_bytes: usize,
+    /// Work that tests hold running (stream id, its tick): events after it have not completed
+    /// until the test finishes it or the host waits for it.
+    held_work: Vec<(usize, u64)>,
 }
 
 pub struct SimDevices {
@@ -180,7 +183,28 @@ impl SimDevices {
         self.virtual_memory.lock().map(at, size, handle)
     }
 
+    /// Unmapping memory that a stream freed before the host waited for that stream is a race:
+    /// work enqueued before the free may still use it.
     pub fn vmm_unmap(&self, at: usize, size: usize) -> Result<()> {
+        if self.race_action() != RaceAction::Off {
+            let mut state = self.state.lock();
+            let reports: Vec<String> = overlapping_releases(&state.releases, at, at + size)
+                .into_iter()
+                .filter(|(_, release)| state.host_clock.get(release.stream_id) < release.tick)
+                .map(|(start, release)| {
+                    format!(
+                        "rmm-rs simulator: stream-ordering race on device {}: [{:#x}, {:#x}) was freed on stream {:#x} and \
+                         unmapped before the host waited for that stream (event query, synchronization) after that free",
+                        release.device,
+                        start.max(at),
+                        release.end.min(at + size),
+                        release.stream_handle
+                    )
+                })
+                .collect();
+            forget_releases(&mut state.releases, at, at + size);
+            self.report_races(&mut state, reports);
+        }
         let freed = self.virtual_memory.lock().unmap(at, size)?;
         for each in freed {
             self.return_capacity(Some(each));
@@ -442,6 +466,7 @@ impl SimDevices {
         let id = state.resolve_stream(stream)?;
         let clock = state.stream(id).clock.clone();
         state.host_clock.join(&clock);
+        state.finish_waited_work();
         Ok(())
     }
 
@@ -457,6 +482,7 @@ impl SimDevices {
             clock.join(retired);
         }
         state.host_clock = clock;
+        state.finish_waited_work();
         Ok(())
     }
 
@@ -487,20 +513,44 @@ impl SimDevices {
         Ok(())
     }
 
-    /// Simulated work is done as soon as it is enqueued: a query orders the host after the
+    /// Simulated work is done as soon as it is enqueued, unless a test holds it running
+    /// (`stream_hold`): a query of an event after no held work orders the host after the
     /// event, as a synchronization does.
     pub fn event_query(&self, event: Event) -> Result<bool> {
-        self.event_synchronize(event).map(|()| true)
+        let mut state = self.state.lock();
+        let clock = state.event_clock(event)?;
+        if state.held_work.iter().any(|&(id, tick)| clock.get(id) >= tick) {
+            return Ok(false);
+        }
+        state.host_clock.join(&clock);
+        Ok(true)
     }
 
+    /// The host waits for the event, held work before it included (which then finishes).
     pub fn event_synchronize(&self, event: Event) -> Result<()> {
         let mut state = self.state.lock();
-        let clock = state
-            .events
-            .get(&event.0)
-            .map(|(_, c)| c.clone())
-            .ok_or_else(|| Error::invalid(format!("{:#x} is not a live simulated event", event.0)))?;
+        let clock = state.event_clock(event)?;
         state.host_clock.join(&clock);
+        state.finish_waited_work();
+        Ok(())
+    }
+
+    /// For tests: work on `stream` that keeps running (events recorded after it do not
+    /// complete) until `stream_finish_held` or a host synchronization that waits for it, as a
+    /// long kernel would.
+    pub fn stream_hold(&self, stream: Stream) -> Result<()> {
+        let mut state = self.state.lock();
+        let id = state.resolve_stream(stream)?;
+        let tick = state.enqueue(id);
+        state.held_work.push((id, tick));
+        Ok(())
+    }
+
+    /// Lets the work `stream_hold` started on `stream` finish.
+    pub fn stream_finish_held(&self, stream: Stream) -> Result<()> {
+        let mut state = self.state.lock();
+        let id = state.resolve_stream(stream)?;
+        state.held_work.retain(|&(held, _)| held != id);
         Ok(())
     }
 
@@ -560,6 +610,10 @@ impl SimDevices {
             }
         }
         forget_releases(&mut state.releases, ptr, end);
+        self.report_races(&mut state, reports);
+    }
+
+    fn report_races(&self, state: &mut SimState, reports: Vec<String>) {
         if reports.is_empty() {
             return;
         }
@@ -580,6 +634,19 @@ impl SimDevices {
 }
 
 impl SimState {
+    fn event_clock(&self, event: Event) -> Result<VectorClock> {
+        self.events
+            .get(&event.0)
+            .map(|(_, c)| c.clone())
+            .ok_or_else(|| Error::invalid(format!("{:#x} is not a live simulated event", event.0)))
+    }
+
+    /// Held work the host has waited for is done.
+    fn finish_waited_work(&mut self) {
+        let host = &self.host_clock;
+        self.held_work.retain(|&(id, tick)| host.get(id) < tick);
+    }
+
     fn new_handle(&mut self) -> usize {
         let handle = self.next_handle;
         self.next_handle += 0x10;

@@ -4,9 +4,16 @@
 //! device's granularity, or a multiple of it), each its own physical allocation, so that any
 //! page can go back on its own. A chunk grows in place, at its end, by just what a request
 //! needs beyond the chunk's free end; a stream's first chunk goes where the most address space
-//! is left after it, so each stream's chunk has room to grow. Free pages at the end of a chunk
-//! go back to the device, above a release threshold, once the stream that freed them has
-//! passed that point (see `Core`).
+//! is left after it, so each stream's chunk has room to grow.
+//!
+//! Whole free pages anywhere in a chunk (the middle cuts it in two) come back here once the
+//! streams that freed them have passed that point (see `Core`): they are unmapped and their
+//! physical memory kept, unmapped, for reuse. Mapping takes kept pages first and creates new
+//! ones only when none is left, so a request that no mapped range fits is served by the pages
+//! of holes mapped where it needs them (stitching, as GMLake does): the physical memory held
+//! is bounded by what is live plus what is free inside partly used pages. Kept pages go back
+//! to the device above the release threshold, on `release`, and when the device runs out.
+//! See docs/src/expandable.md.
 
 use super::stream_ordered::Growth;
 use super::{MemoryResource, PoolResource};
@@ -50,10 +57,14 @@ pub fn expandable_resource(device: i32, options: &ExpandableOptions) -> Result<P
     PoolResource::with_growth("expandable", ranges, growth, options.initial_size, options.maximum_size)
 }
 
-/// The chunks' source: pages mapped into one reservation.
+/// The chunks' source: pages mapped into one reservation, and physical pages kept unmapped.
 struct MappedRanges {
     device: i32,
     page: usize,
+    /// Kept pages go back to the device while more than this is held (mapped and kept).
+    keep_at_most: usize,
+    /// The most physical memory it creates (mapped and kept together).
+    maximum: usize,
     /// Devices given access to what is mapped: `device` first, then its peers.
     access: Vec<i32>,
     /// The reservation as made, and its part aligned to `page` that pages go into.
@@ -67,6 +78,16 @@ struct Ranges {
     unused: BTreeMap<usize, usize>,
     /// Mapped pages: start -> physical memory of one page.
     mapped: BTreeMap<usize, PhysicalMemory>,
+    /// Physical pages unmapped from holes and chunk ends, mapped again before any is created.
+    kept: Vec<PhysicalMemory>,
+    /// The most pages held (mapped and kept) at once.
+    peak_pages: usize,
+}
+
+impl Ranges {
+    fn held_pages(&self) -> usize {
+        self.mapped.len() + self.kept.len()
+    }
 }
 
 impl Ranges {
@@ -137,30 +158,46 @@ impl MappedRanges {
         let aligned = start.next_multiple_of(page);
         let mut access = vec![device];
         access.extend(options.peers.iter().filter(|&&peer| peer != device));
-        let state = Ranges { unused: BTreeMap::from([(aligned, usable)]), mapped: BTreeMap::new() };
-        Ok(MappedRanges { device, page, access, reservation: (start, size), state: Mutex::new(state) })
+        let state = Ranges { unused: BTreeMap::from([(aligned, usable)]), ..Default::default() };
+        // The initial size stays mapped in the core's chunks whatever the threshold.
+        let keep_at_most = options.release_threshold.max(options.initial_size);
+        let maximum = match options.maximum_size {
+            0 => usize::MAX,
+            size => size.next_multiple_of(page),
+        };
+        Ok(MappedRanges { device, page, keep_at_most, maximum, access, reservation: (start, size), state: Mutex::new(state) })
     }
 
     fn usable_start(&self) -> usize {
         self.reservation.0.next_multiple_of(self.page)
     }
 
-    /// Maps fresh pages over `[start, start + size)`, taken from the reservation by the caller.
+    /// Maps pages over `[start, start + size)`, taken from the reservation by the caller: kept
+    /// pages first, then new ones.
     fn map(&self, start: usize, size: usize) -> Result<()> {
         let platform = backend()?;
-        let mut pages = Vec::with_capacity(size / self.page);
+        let count = size / self.page;
+        let mut reused: Vec<PhysicalMemory> = {
+            let mut state = self.state.lock();
+            let from = state.kept.len().saturating_sub(count);
+            state.kept.split_off(from)
+        };
+        let mut pages: Vec<(usize, PhysicalMemory, bool)> = Vec::with_capacity(count);
         let mut result = Ok(());
         for at in (start..start + size).step_by(self.page) {
-            let created = super::caches::retry_after_releasing(self.device, || platform.vmm_create(self.device, self.page));
-            let mapped = created.and_then(|physical| match platform.vmm_map(at, self.page, physical) {
+            let (physical, created) = match reused.pop() {
+                Some(physical) => (Ok(physical), false),
+                None => (self.create_page(), true),
+            };
+            let mapped = physical.and_then(|physical| match platform.vmm_map(at, self.page, physical) {
                 Ok(()) => Ok(physical),
                 Err(e) => {
-                    let _ = platform.vmm_release(physical);
+                    self.discard(physical, created);
                     Err(e)
                 }
             });
             match mapped {
-                Ok(physical) => pages.push((at, physical)),
+                Ok(physical) => pages.push((at, physical, created)),
                 Err(e) => {
                     result = Err(e);
                     break;
@@ -170,20 +207,67 @@ impl MappedRanges {
         if result.is_ok() {
             result = platform.vmm_set_access(start, size, &self.access);
         }
+        let mut state = self.state.lock();
+        state.kept.extend(reused);
         match result {
             Ok(()) => {
-                self.state.lock().mapped.extend(pages);
+                state.mapped.extend(pages.into_iter().map(|(at, physical, _)| (at, physical)));
+                state.peak_pages = state.peak_pages.max(state.held_pages());
                 Ok(())
             }
             Err(e) => {
-                for (at, physical) in pages {
+                drop(state);
+                for (at, physical, created) in pages {
                     let _ = platform.vmm_unmap(at, self.page);
-                    let _ = platform.vmm_release(physical);
+                    self.discard(physical, created);
                 }
                 self.state.lock().give_back(start, size);
                 Err(e)
             }
         }
+    }
+
+    /// New physical memory for one page, within the maximum; when the device refuses, after
+    /// every resource of the device released what it keeps.
+    fn create_page(&self) -> Result<PhysicalMemory> {
+        let held = self.state.lock().held_pages() * self.page;
+        if held.saturating_add(self.page) > self.maximum {
+            return Err(Error::out_of_memory(self.page, format!("the expandable resource holds its maximum, {held} bytes")));
+        }
+        let platform = backend()?;
+        super::caches::retry_after_releasing(self.device, || platform.vmm_create(self.device, self.page))
+    }
+
+    /// A page a failed map leaves: kept if it was, else released.
+    fn discard(&self, physical: PhysicalMemory, created: bool) {
+        match created {
+            true => {
+                let _ = backend().and_then(|platform| platform.vmm_release(physical));
+            }
+            false => self.state.lock().kept.push(physical),
+        }
+    }
+
+    /// Releases kept pages while more than `keep_at_most` bytes are held; the bytes released.
+    fn release_kept(&self, keep_at_most: usize) -> Result<usize> {
+        let platform = backend()?;
+        let mut released = 0;
+        loop {
+            let physical = {
+                let mut state = self.state.lock();
+                if state.held_pages() * self.page <= keep_at_most {
+                    break;
+                }
+                let Some(physical) = state.kept.pop() else { break };
+                physical
+            };
+            if let Err(e) = platform.vmm_release(physical) {
+                self.state.lock().kept.push(physical);
+                return Err(e);
+            }
+            released += self.page;
+        }
+        Ok(released)
     }
 
     fn pages_for(&self, bytes: usize) -> Result<usize> {
@@ -211,7 +295,8 @@ impl MemoryResource for MappedRanges {
     }
 
     /// Ranges come back only once nothing on the device still uses them (the core waits for
-    /// the freeing streams before it gives them back): each page is unmapped and released.
+    /// the freeing streams before it gives them back): each page is unmapped and its physical
+    /// memory kept for the next map, or released while more than the threshold is held.
     fn deallocate(&self, ptr: usize, bytes: usize, _stream: Stream) -> Result<()> {
         let platform = backend()?;
         if !ptr.is_multiple_of(self.page) || !bytes.is_multiple_of(self.page) {
@@ -230,16 +315,38 @@ impl MemoryResource for MappedRanges {
         };
         let mut result = Ok(());
         for (at, physical) in pages {
-            let unmapped = platform.vmm_unmap(at, self.page).and_then(|()| platform.vmm_release(physical));
-            if let Err(e) = unmapped {
-                // Still mapped (or its memory still held): the page stays out of the free range.
+            if let Err(e) = platform.vmm_unmap(at, self.page) {
+                // Still mapped: the page stays out of the free range.
                 result = Err(e);
                 self.state.lock().mapped.insert(at, physical);
                 continue;
             }
-            self.state.lock().give_back(at, self.page);
+            let mut state = self.state.lock();
+            state.kept.push(physical);
+            state.give_back(at, self.page);
         }
-        result
+        result.and(self.release_kept(self.keep_at_most).map(drop))
+    }
+
+    /// Releases every kept page to the device.
+    fn release(&self) -> Result<usize> {
+        self.release_kept(0)
+    }
+
+    /// Physical memory held: mapped and kept.
+    fn pool_size(&self) -> Option<usize> {
+        Some(self.state.lock().held_pages() * self.page)
+    }
+
+    /// Physical memory kept unmapped, which the next maps take before creating any.
+    fn pool_free(&self) -> Option<usize> {
+        Some(self.state.lock().kept.len() * self.page)
+    }
+
+    fn footprint(&self) -> Option<crate::resources::Footprint> {
+        let state = self.state.lock();
+        let (held, peak) = (state.held_pages() * self.page, state.peak_pages * self.page);
+        Some(crate::resources::Footprint { reserved: held, peak_reserved: peak, ..Default::default() })
     }
 
     fn device(&self) -> i32 {
@@ -270,6 +377,8 @@ impl MemoryResource for MappedRanges {
             "reservation": { "base": address(start), "size": size },
             "mapped_bytes": state.mapped.len() * self.page,
             "mapped": mapped,
+            "kept_unmapped_pages": state.kept.len(),
+            "kept_unmapped_bytes": state.kept.len() * self.page,
         })
     }
 }
@@ -280,6 +389,11 @@ impl Drop for MappedRanges {
             return;
         }
         let Ok(platform) = backend() else { return };
+        for physical in std::mem::take(&mut self.state.get_mut().kept) {
+            if let Err(e) = platform.vmm_release(physical) {
+                log::warn!("expandable resource: releasing a kept page: {e}");
+            }
+        }
         let mapped = self.state.get_mut().mapped.len() * self.page;
         if mapped > 0 {
             // The core gives back every free chunk first: what is left holds blocks in use,

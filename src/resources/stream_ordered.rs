@@ -23,7 +23,7 @@ use crate::resources::MemoryResource;
 use crate::units;
 use parking_lot::{Mutex, RwLock};
 use rmm_suballoc::fixed_blocks::FixedBlocks;
-use rmm_suballoc::tlsf::{BlockView, Chunk, Freed, Refused, Tlsf, GRANULE};
+use rmm_suballoc::tlsf::{BlockView, Chunk, Cut, Freed, Refused, Tlsf, GRANULE};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -63,6 +63,15 @@ pub trait BlockIndex: Send + 'static {
     fn trim_free_tail(&mut self, _base: usize, _unit: usize) -> Option<(usize, usize)> {
         None
     }
+    /// Cuts whole free `unit`s out of the middle of chunks, at least `budget` bytes if there
+    /// are (indexes whose chunks can be cut).
+    fn cut_free_pages(&mut self, _unit: usize, _budget: usize) -> Vec<Cut> {
+        Vec::new()
+    }
+    /// Joins the chunk at `second` onto the chunk at `first`, which ends where it starts.
+    fn join_chunks(&mut self, _first: usize, _second: usize) -> bool {
+        false
+    }
 }
 
 macro_rules! forward_block_index {
@@ -79,6 +88,12 @@ macro_rules! forward_block_index {
             }
             fn trim_free_tail(&mut self, base: usize, unit: usize) -> Option<(usize, usize)> {
                 <$ty>::trim_free_tail(self, base, unit)
+            }
+            fn cut_free_pages(&mut self, unit: usize, budget: usize) -> Vec<Cut> {
+                <$ty>::cut_free_pages(self, unit, budget)
+            }
+            fn join_chunks(&mut self, first: usize, second: usize) -> bool {
+                <$ty>::join_chunks(self, first, second)
             }
         });
     };
@@ -162,8 +177,12 @@ pub enum Growth {
     /// than a whole chunk can still be used.
     Fixed { chunk: usize, smallest: usize },
     /// Over mapped memory (the expandable resource): a chunk grows in place, at its end, by
-    /// whole pages, just what a request needs beyond the chunk's free end; free pages at the
-    /// ends of chunks go back upstream while more than `release_threshold` bytes are held.
+    /// whole pages, just what a request needs beyond the chunk's free end. Whole free pages,
+    /// at the ends of chunks or in the middle (which cuts the chunk in two), go back upstream
+    /// once the streams that freed them have passed that point: while more than
+    /// `release_threshold` bytes are held, before a growth maps new pages (so that the
+    /// upstream maps the pages of holes again where the request needs them, instead of
+    /// creating new ones), and on release.
     Expandable { page: usize, release_threshold: usize },
 }
 
@@ -287,7 +306,7 @@ macro_rules! stream_ordered_resource_methods {
         }
 
         fn pool_size(&self) -> Option<usize> {
-            Some(self.$core.reserved())
+            Some(self.$core.held())
         }
 
         fn footprint(&self) -> Option<$crate::resources::Footprint> {
@@ -741,7 +760,7 @@ impl<I: BlockIndex> Core<I> {
         if let Some(addr) = self.take_block_from_other_stream(state, bytes, stream)? {
             return Ok(addr);
         }
-        let released = self.release_free_chunks()?;
+        let released = self.release_unused(0)?;
         if released > 0 {
             if let Ok(addr) = self.grow(state, bytes, need, stream) {
                 return Ok(addr);
@@ -856,6 +875,7 @@ impl<I: BlockIndex> Core<I> {
         let mut size = match self.growth {
             Growth::Fixed { chunk, .. } => chunk,
             Growth::Expandable { page, .. } => {
+                self.cut_holes_for_growth(state, stream, page, need)?;
                 if let Some(addr) = self.grow_in_place(state, bytes, page, room, stream)? {
                     return Ok(addr);
                 }
@@ -899,11 +919,21 @@ impl<I: BlockIndex> Core<I> {
                 continue;
             }
             self.note_reserved(extra);
-            if let Some((size, _)) = self.owners.write().get_mut(&chunk.base) {
-                *size += extra;
-            }
+            let end = chunk.base + chunk.size + extra;
+            // A chunk cut in two grows back up to its other part: they become one again.
+            let joined = {
+                let mut owners = self.owners.write();
+                let next = owners.get(&end).filter(|(_, owner)| std::ptr::eq(Arc::as_ptr(owner), &**state)).map(|(size, _)| *size);
+                if next.is_some() {
+                    owners.remove(&end);
+                }
+                if let Some((size, _)) = owners.get_mut(&chunk.base) {
+                    *size += extra + next.unwrap_or(0);
+                }
+                next.is_some()
+            };
             let mut shelf = state.shelf.lock();
-            if !shelf.index.extend_chunk(chunk.base, extra) {
+            if !shelf.index.extend_chunk(chunk.base, extra) || (joined && !shelf.index.join_chunks(chunk.base, end)) {
                 return Err(Error::Internal(format!("chunk {:#x} could not grow", chunk.base)));
             }
             return self.take_from_shelf(state, &mut shelf, bytes, stream);
@@ -937,7 +967,7 @@ impl<I: BlockIndex> Core<I> {
             return Ok(());
         }
         let bases = self.chunks_of(state);
-        let (mut cut, mut whole) = (Vec::new(), Vec::new());
+        let (mut cut, mut whole, mut holes) = (Vec::new(), Vec::new(), Vec::new());
         {
             let mut shelf = state.shelf.lock();
             // Frees other streams made here are ordered by their events, not by this stream.
@@ -968,8 +998,12 @@ impl<I: BlockIndex> Core<I> {
                     }
                 }
             }
+            let budget = reserved.saturating_sub(floor) / page * page;
+            if budget > 0 {
+                holes = shelf.index.cut_free_pages(page, budget);
+            }
         }
-        if cut.is_empty() && whole.is_empty() {
+        if cut.is_empty() && whole.is_empty() && holes.is_empty() {
             return Ok(());
         }
         {
@@ -983,7 +1017,19 @@ impl<I: BlockIndex> Core<I> {
                 }
             }
         }
-        let ranges: Vec<(usize, usize)> = whole.into_iter().chain(cut.into_iter().map(|(_, start, size)| (start, size))).collect();
+        self.apply_cuts(&holes);
+        let ranges: Vec<(usize, usize)> = whole
+            .into_iter()
+            .chain(cut.into_iter().map(|(_, start, size)| (start, size)))
+            .chain(holes.iter().map(|hole| (hole.start, hole.size)))
+            .collect();
+        self.queue_release(stream, ranges)
+    }
+
+    /// Takes `ranges`, cut from chunks, off the bytes reserved and gives them upstream once
+    /// `stream`, which freed (or waited for the frees of) everything in them, has passed this
+    /// point: now, if it already has.
+    fn queue_release(&self, stream: Stream, ranges: Vec<(usize, usize)>) -> Result<()> {
         self.reserved.fetch_sub(ranges.iter().map(|&(_, size)| size).sum(), Ordering::Relaxed);
         let platform = backend()?;
         let event = platform.event_create(self.device)?;
@@ -991,6 +1037,43 @@ impl<I: BlockIndex> Core<I> {
         self.releasing.lock().push(PendingRelease { event, ranges });
         self.releases_pending.store(true, Ordering::Relaxed);
         self.finish_releases(false)
+    }
+
+    /// Records the chunks that cutting ranges out of the middle of chunks made.
+    fn apply_cuts(&self, cuts: &[Cut]) {
+        if cuts.is_empty() {
+            return;
+        }
+        let mut owners = self.owners.write();
+        for cut in cuts {
+            let Some((_, owner)) = owners.remove(&cut.chunk) else { continue };
+            for part in [cut.before, cut.after].into_iter().flatten() {
+                owners.insert(part.base, (part.size, owner.clone()));
+            }
+        }
+    }
+
+    /// Expandable growth, before mapping `need` bytes for a request on `stream`: cuts as many
+    /// whole free pages out of the middle of `state`'s chunks as the upstream lacks unmapped
+    /// pages for it, so that it maps those instead of creating new ones. The pages go back
+    /// once `stream` has passed its frees and waited for other streams' frees there: at once
+    /// when it already has (the common case on an idle device), else at a later growth.
+    #[cold]
+    fn cut_holes_for_growth(&self, state: &StreamState<I>, stream: Stream, page: usize, need: usize) -> Result<()> {
+        let cached = self.upstream.pool_free().unwrap_or(0);
+        let Some(budget) = need.checked_sub(cached).filter(|&budget| budget > 0) else { return Ok(()) };
+        let cuts = {
+            let mut shelf = state.shelf.lock();
+            if !shelf.pending.is_empty() {
+                self.absorb_pending(state, &mut shelf, stream)?;
+            }
+            shelf.index.cut_free_pages(page, budget)
+        };
+        if cuts.is_empty() {
+            return Ok(());
+        }
+        self.apply_cuts(&cuts);
+        self.queue_release(stream, cuts.iter().map(|cut| (cut.start, cut.size)).collect())
     }
 
     /// Gives upstream the released ranges whose streams have passed their frees; with `wait`,
@@ -1064,17 +1147,20 @@ impl<I: BlockIndex> Core<I> {
         Ok(())
     }
 
-    /// Returns every wholly free chunk upstream, after a device synchronization so no
-    /// enqueued work still uses them. Returns the bytes released.
+    /// Returns every wholly free chunk upstream (and, expandable, every whole free page), after
+    /// a device synchronization so no enqueued work still uses them. Returns the bytes released.
     pub fn release_free_chunks(&self) -> Result<usize> {
-        self.release_free_chunks_keeping(0)
+        let _growing = self.growing.lock();
+        self.release_unused(0)
     }
 
-    /// As `release_free_chunks`, but keeps free chunks while fewer than `keep` bytes would
-    /// stay reserved.
-    fn release_free_chunks_keeping(&self, keep: usize) -> Result<usize> {
+    /// As `release_free_chunks`, but keeps free memory while fewer than `keep` bytes would
+    /// stay reserved. The caller holds `growing`.
+    fn release_unused(&self, keep: usize) -> Result<usize> {
+        let held_before = self.held();
         let states: Vec<_> = self.streams.read().values().cloned().collect();
         let mut chunks = Vec::new();
+        let mut holes = Vec::new();
         let mut staying = self.reserved.load(Ordering::Relaxed);
         for state in &states {
             let mut shelf = state.shelf.lock();
@@ -1087,22 +1173,45 @@ impl<I: BlockIndex> Core<I> {
                     None => shelf.index.add_chunk(chunk.base, chunk.size),
                 }
             }
+            if let Growth::Expandable { page, .. } = self.growth {
+                let budget = staying.saturating_sub(keep) / page * page;
+                if budget > 0 {
+                    let cuts = shelf.index.cut_free_pages(page, budget);
+                    staying -= cuts.iter().map(|cut| cut.size).sum::<usize>();
+                    holes.extend(cuts);
+                }
+            }
         }
         if !self.releasing.lock().is_empty() {
             self.finish_releases(true)?;
         }
-        if chunks.is_empty() {
-            return Ok(0);
-        }
-        self.synchronize_device()?;
         let mut released = 0;
-        for chunk in chunks {
-            self.owners.write().remove(&chunk.base);
-            self.upstream.deallocate(chunk.base, chunk.size, Stream::DEFAULT)?;
-            self.reserved.fetch_sub(chunk.size, Ordering::Relaxed);
-            released += chunk.size;
+        if !chunks.is_empty() || !holes.is_empty() {
+            self.apply_cuts(&holes);
+            self.synchronize_device()?;
+            let ranges = holes.iter().map(|hole| (hole.start, hole.size));
+            for (base, size) in chunks.iter().map(|chunk| (chunk.base, chunk.size)).chain(ranges) {
+                self.owners.write().remove(&base);
+                self.reserved.fetch_sub(size, Ordering::Relaxed);
+                self.upstream.deallocate(base, size, Stream::DEFAULT)?;
+                released += size;
+            }
+        }
+        if let Growth::Expandable { .. } = self.growth {
+            // The upstream keeps unmapped pages for reuse: they go back to the device too.
+            self.upstream.release()?;
+            released = held_before.saturating_sub(self.held());
         }
         Ok(released)
+    }
+
+    /// Bytes held from the device: the chunks' and, expandable, also the pages the upstream
+    /// keeps unmapped for reuse and those it has still to unmap.
+    pub fn held(&self) -> usize {
+        match self.growth {
+            Growth::Expandable { .. } => self.upstream.pool_size().unwrap_or_else(|| self.reserved()),
+            _ => self.reserved(),
+        }
     }
 
     /// Test-only fault injection: hand memory across streams without ordering edges.
@@ -1124,6 +1233,12 @@ impl<I: BlockIndex> Core<I> {
             chunks: self.owners.read().len(),
             ..Default::default()
         };
+        if let Growth::Expandable { .. } = self.growth {
+            // Pages cut from chunks are held until the device has them back.
+            if let Some(physical) = self.upstream.footprint() {
+                (usage.reserved, usage.peak_reserved) = (physical.reserved, physical.peak_reserved);
+            }
+        }
         for state in streams.values() {
             let shelf = state.shelf.lock();
             let index = &shelf.index;
@@ -1184,7 +1299,13 @@ impl<I: BlockIndex> super::caches::Cache for Core<I> {
     /// What a pool keeps for its whole life (its initial size) stays: another resource's
     /// refusal releases only what it grew beyond that.
     fn release_cached(&self) -> Result<usize> {
-        self.release_free_chunks_keeping(self.initial)
+        if let Growth::Expandable { .. } = self.growth {
+            // Called from inside its own growth (the device refused a page the growth maps),
+            // it leaves its chunks alone: the growth is changing one of them.
+            let Some(_growing) = self.growing.try_lock() else { return Ok(0) };
+            return self.release_unused(self.initial);
+        }
+        self.release_unused(self.initial)
     }
 }
 

@@ -138,6 +138,11 @@ pub enum Kind {
         threshold: usize,
     },
     Prefetch,
+    /// On the virtual-memory API; `release`: free pages go back as soon as they are free
+    /// (release threshold 0), cutting holes out of chunks on every free.
+    Expandable {
+        release: bool,
+    },
     /// A resource rmm installed itself (a device's default, or rmmInitialize's).
     Installed,
 }
@@ -396,6 +401,18 @@ pub fn create(kind: Kind, upstream: rmmResource_t) -> (rmmError_t, rmmResource_t
         Kind::FailureCallback => rmmFailureCallbackAdaptorCreate(&mut handle, upstream, Some(never_retry), null_mut()),
         Kind::Aligned { alignment, threshold } => rmmAlignedAdaptorCreate(&mut handle, upstream, alignment, threshold),
         Kind::Prefetch => rmmPrefetchAdaptorCreate(&mut handle, upstream),
+        Kind::Expandable { release } => {
+            let options = rmm::boundary::types::rmmExpandableOptions_t {
+                initial_size: 0,
+                maximum_size: 0,
+                release_free_pages: release.into(),
+                release_threshold: 0,
+                page_size: 0,
+                peers: std::ptr::null(),
+                num_peers: 0,
+            };
+            rmmExpandableResourceCreateWithOptions(&mut handle, &options)
+        }
         Kind::Installed => unreachable!("installed by rmm, not created"),
     });
     (status, handle)

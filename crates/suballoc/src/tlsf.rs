@@ -63,6 +63,17 @@ pub struct BlockView {
     pub requested: Option<usize>,
 }
 
+/// A range cut out of the middle of a chunk (`Tlsf::cut_free_pages`): the chunk based at
+/// `chunk` became `before` (the part before the range, same base) and `after` (the rest).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cut {
+    pub start: usize,
+    pub size: usize,
+    pub chunk: usize,
+    pub before: Option<Chunk>,
+    pub after: Option<Chunk>,
+}
+
 /// A freed block's size, and whether the free left its whole chunk free.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Freed {
@@ -225,6 +236,18 @@ impl Tlsf {
         }
     }
 
+    /// A new free block of `[addr, addr + size)` in `chunk` between `prev_phys` and
+    /// `next_phys` (which is linked back to it), listed free.
+    #[inline(always)]
+    fn new_free_block(&mut self, addr: usize, size: usize, prev_phys: u32, next_phys: u32, chunk: u32) -> u32 {
+        let index = self.new_block(Block { addr, size, prev_phys, next_phys, prev_free: NONE, next_free: NONE, chunk, state: State::Used });
+        if next_phys != NONE {
+            self.blocks[next_phys as usize].prev_phys = index;
+        }
+        self.link_free(index);
+        index
+    }
+
     #[inline]
     fn link_free(&mut self, index: u32) {
         let size = self.blocks[index as usize].size;
@@ -268,14 +291,7 @@ impl Tlsf {
     /// Adds `[base, base+size)` (GRANULE-aligned) as one free block of a new chunk.
     pub fn add_chunk(&mut self, base: usize, size: usize) {
         debug_assert!(base.is_multiple_of(GRANULE) && size.is_multiple_of(GRANULE) && size > 0);
-        let chunk = match self.chunks.iter().position(Option::is_none) {
-            Some(slot) => slot,
-            None => {
-                self.chunks.push(None);
-                self.chunk_first_block.push(NONE);
-                self.chunks.len() - 1
-            }
-        };
+        let chunk = self.new_chunk_slot();
         let index = self.new_block(Block {
             addr: base,
             size,
@@ -290,6 +306,18 @@ impl Tlsf {
         self.chunk_first_block[chunk] = index;
         self.chunk_bytes += size;
         self.link_free(index);
+    }
+
+    /// A chunk slot not in use.
+    fn new_chunk_slot(&mut self) -> usize {
+        match self.chunks.iter().position(Option::is_none) {
+            Some(slot) => slot,
+            None => {
+                self.chunks.push(None);
+                self.chunk_first_block.push(NONE);
+                self.chunks.len() - 1
+            }
+        }
     }
 
     /// A free block of at least `units` granules.
@@ -598,6 +626,137 @@ impl Tlsf {
         self.chunks[slot].as_mut().expect("found above").size -= cut;
         self.chunk_bytes -= cut;
         Some((keep_to, cut))
+    }
+
+    /// Cuts whole `unit`-aligned ranges out of free blocks, until at least `budget` bytes are
+    /// cut or none is left: first from blocks in the middle of chunks, largest first, then
+    /// from free chunk ends (which a chunk could also grow at). A cut in the middle splits its
+    /// chunk in two around the range; the cuts are listed in the order made, so that applying
+    /// their splits in turn keeps a record of chunk bases in step.
+    pub fn cut_free_pages(&mut self, unit: usize, budget: usize) -> Vec<Cut> {
+        debug_assert!(unit.is_multiple_of(GRANULE) && unit > 0);
+        self.flush_quick();
+        let mut candidates: Vec<(bool, usize, u32)> = Vec::new();
+        for fl in 0..FL_COUNT {
+            for sl in 0..SL_COUNT {
+                let mut at = self.heads[fl][sl];
+                while at != NONE {
+                    let block = &self.blocks[at as usize];
+                    let pages = Self::whole_units(block.addr, block.size, unit).1;
+                    if pages > 0 {
+                        candidates.push((block.next_phys == NONE, pages, at));
+                    }
+                    at = block.next_free;
+                }
+            }
+        }
+        candidates.sort_by_key(|&(tail, pages, at)| (tail, std::cmp::Reverse(pages), self.blocks[at as usize].addr));
+        let mut cuts = Vec::new();
+        let mut cut_bytes = 0;
+        for (_, pages, index) in candidates {
+            if cut_bytes >= budget {
+                break;
+            }
+            let Block { addr, size, .. } = self.blocks[index as usize];
+            let start = Self::whole_units(addr, size, unit).0;
+            let size = (pages * unit).min((budget - cut_bytes).div_ceil(unit).saturating_mul(unit));
+            cuts.push(self.cut_free_block(index, start, size));
+            cut_bytes += size;
+        }
+        cuts
+    }
+
+    /// The first whole `unit`-aligned address in `[addr, addr + size)` and how many whole
+    /// units follow it inside.
+    fn whole_units(addr: usize, size: usize, unit: usize) -> (usize, usize) {
+        let start = addr.next_multiple_of(unit);
+        let end = (addr + size) / unit * unit;
+        (start, end.saturating_sub(start) / unit)
+    }
+
+    /// Removes `[start, start + size)`, inside the free block `index`, from its chunk, which
+    /// keeps the part before the range (if any) and leaves the part after it to a new chunk.
+    fn cut_free_block(&mut self, index: u32, start: usize, size: usize) -> Cut {
+        let Block { addr, size: block_size, prev_phys, next_phys, chunk, .. } = self.blocks[index as usize];
+        let slot = chunk as usize;
+        let info = self.chunks[slot].expect("a free block's chunk is live");
+        let (cut_end, block_end, chunk_end) = (start + size, addr + block_size, info.base + info.size);
+        self.unlink_free(index);
+        // What stays of the block before the range ends the first part.
+        let last_before = if start > addr {
+            self.blocks[index as usize].size = start - addr;
+            self.blocks[index as usize].next_phys = NONE;
+            self.link_free(index);
+            index
+        } else {
+            if prev_phys != NONE {
+                self.blocks[prev_phys as usize].next_phys = NONE;
+            }
+            self.spare_blocks.push(index);
+            prev_phys
+        };
+        // What stays of it after the range starts the second part.
+        let first_after =
+            if cut_end < block_end { self.new_free_block(cut_end, block_end - cut_end, NONE, next_phys, chunk) } else { next_phys };
+        if first_after != NONE {
+            self.blocks[first_after as usize].prev_phys = NONE;
+        }
+        self.chunk_bytes -= size;
+        let before = (last_before != NONE).then_some(Chunk { base: info.base, size: start - info.base });
+        let after = (first_after != NONE).then_some(Chunk { base: cut_end, size: chunk_end - cut_end });
+        match (before, after) {
+            (Some(before), Some(after)) => {
+                self.chunks[slot] = Some(before);
+                let new_slot = self.new_chunk_slot();
+                self.chunks[new_slot] = Some(after);
+                self.chunk_first_block[new_slot] = first_after;
+                let mut at = first_after;
+                while at != NONE {
+                    self.blocks[at as usize].chunk = new_slot as u32;
+                    at = self.blocks[at as usize].next_phys;
+                }
+            }
+            (Some(before), None) => self.chunks[slot] = Some(before),
+            (None, Some(after)) => {
+                self.chunks[slot] = Some(after);
+                self.chunk_first_block[slot] = first_after;
+            }
+            (None, None) => {
+                self.chunks[slot] = None;
+                self.chunk_first_block[slot] = NONE;
+            }
+        }
+        Cut { start, size, chunk: info.base, before, after }
+    }
+
+    /// Joins the chunk based at `second`, which starts where the chunk based at `first` ends,
+    /// onto `first` (coalescing the free blocks that meet): memory mapped back between two
+    /// parts of a chunk that was cut makes them one again. False when they do not meet.
+    pub fn join_chunks(&mut self, first: usize, second: usize) -> bool {
+        let (Some(a), Some(b)) = (self.chunk_slot(first), self.chunk_slot(second)) else { return false };
+        let (Some(info_a), Some(info_b)) = (self.chunks[a], self.chunks[b]) else { return false };
+        if a == b || info_a.base + info_a.size != info_b.base {
+            return false;
+        }
+        self.flush_quick();
+        let last = self.last_block(a);
+        let head = std::mem::replace(&mut self.chunk_first_block[b], NONE);
+        self.chunks[b] = None;
+        self.chunks[a] = Some(Chunk { base: info_a.base, size: info_a.size + info_b.size });
+        let mut at = head;
+        while at != NONE {
+            self.blocks[at as usize].chunk = a as u32;
+            at = self.blocks[at as usize].next_phys;
+        }
+        self.blocks[last as usize].next_phys = head;
+        self.blocks[head as usize].prev_phys = last;
+        if self.blocks[last as usize].state == State::Free && self.blocks[head as usize].state == State::Free {
+            self.unlink_free(last);
+            self.unlink_free(head);
+            self.absorb_next(last, head);
+            self.link_free(last);
+        }
+        true
     }
 
     /// Bases of every chunk held.
