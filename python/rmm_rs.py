@@ -956,12 +956,20 @@ def configure_from_string(conf: Optional[str] = None) -> None:
                 RuntimeWarning, stacklevel=2)
 
 
+# What the one-line framework installs (use_for_torch/cupy/numba) set up when neither
+# configure() nor RMM_ALLOC_CONF chose a stack: a framework replaces its own caching
+# allocator with rmm-rs to pool, and RMM's plain `cuda` default would call cudaMalloc for
+# every tensor.
+FRAMEWORK_DEFAULT_SPEC = "statistics/pool"
+
+
 def _ensure_configured() -> None:
     """For the use_for_*() functions: without an earlier configure() or
-    configure_from_string(), apply ``$RMM_ALLOC_CONF`` (unset: RMM's plain ``cuda``
-    resource; ``RMM_ALLOC_CONF=statistics/pool`` pools) to devices that have no resource yet."""
+    configure_from_string(), apply ``$RMM_ALLOC_CONF``, or when it is unset or empty
+    :data:`FRAMEWORK_DEFAULT_SPEC` (a pool with statistics), to devices that have no
+    resource yet."""
     if not _configured:
-        configure_from_string(None)
+        configure_from_string(None if os.environ.get("RMM_ALLOC_CONF") else FRAMEWORK_DEFAULT_SPEC)
 
 
 def _find_statistics(node: Any) -> Optional[Dict[str, int]]:
@@ -1038,8 +1046,8 @@ def use_for_torch():
 
     Must run before PyTorch initializes CUDA (before the first tensor on the GPU, and
     before ``torch.cuda.init()``): afterwards PyTorch cannot swap its allocator and this
-    raises RuntimeError. Without :func:`configure` first, ``$RMM_ALLOC_CONF`` (unset: RMM's
-    plain ``cuda`` resource, which does not pool) applies. ``torch.cuda.memory_allocated()`` and friends report
+    raises RuntimeError. Without :func:`configure` first, ``$RMM_ALLOC_CONF`` applies (unset:
+    :data:`FRAMEWORK_DEFAULT_SPEC`, a pool with statistics on each device). ``torch.cuda.memory_allocated()`` and friends report
     nothing under a pluggable allocator: use :func:`statistics`. Returns the allocator.
     """
     global _torch_allocator

@@ -270,6 +270,29 @@ class ConfigureTest(unittest.TestCase):
         self.assertIn("allocated True 4096", out)
         self.assertIn("free memory True", out)
 
+    def test_framework_installs_pool_when_nothing_chose_a_stack(self):
+        # The framework hooks' own setup, without a framework: RMM_ALLOC_CONF unset gives
+        # FRAMEWORK_DEFAULT_SPEC; set, it wins.
+        for conf, expected in ((None, "pool"), ("arena", "arena")):
+            out = run_child(f"""
+                import os
+                os.environ.pop("RMM_ALLOC_CONF", None)
+                if {conf!r} is not None:
+                    os.environ["RMM_ALLOC_CONF"] = {conf!r}
+                import json, rmm_rs
+                rmm_rs._ensure_configured()
+                ptr = rmm_rs.alloc(4096)
+                names = []
+                node = rmm_rs.Resource.of_device(0).snapshot()
+                while isinstance(node, dict):
+                    names.append(node["resource"])
+                    node = node.get("upstream")
+                print("stack", "/".join(names))
+                rmm_rs.free(ptr)
+            """)
+            layers = "statistics/pool/" if expected == "pool" else "arena/"
+            self.assertIn(f"stack {layers}", out)
+
     def test_reconfigure_keeps_old_memory_valid(self):
         rmm_rs.configure("pool")
         old = rmm_rs.alloc(1000)
