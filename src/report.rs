@@ -15,6 +15,9 @@ use crate::units;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
+/// The stack a report replays against unless told otherwise: `rmm-replay`'s first default.
+const DEFAULT_SPEC: &str = "pool";
+
 /// The page: its script and style inline, `/*REPORT-DATA*/` replaced by the figures.
 const TEMPLATE: &str = include_str!("report/template.html");
 const DATA_PLACEHOLDER: &str = "/*REPORT-DATA*/";
@@ -111,6 +114,42 @@ pub struct Settings<'a> {
     /// `allocate failure` events: replayed (the default, as `rmm-replay` does) or left out.
     pub options: &'a Options,
     pub call_sites: Option<&'a CallSites>,
+}
+
+/// The stack a report replays against unless told otherwise (`pool`).
+pub fn default_spec() -> Spec {
+    Spec::parse(DEFAULT_SPEC).expect("the default spec parses")
+}
+
+/// The report of a live process (`rmmTimelineReportWrite`): every logging adaptor is flushed,
+/// and the log of the outermost one in `stack` is replayed against `spec` (None: the
+/// default) on the current device; a tracking adaptor in `stack` names call sites. Errors:
+/// no logging adaptor in `stack` or a bad spec (invalid argument), an unreadable log or an
+/// unwritable page (I/O), a failed replay (internal).
+pub fn write_live(stack: &dyn crate::resources::MemoryResource, spec: Option<&str>, html: &str) -> crate::Result<Timeline> {
+    use crate::error::Error;
+    fn logging_path(value: &Value) -> Option<&str> {
+        match value.get("resource").and_then(Value::as_str) {
+            Some("logging") => value.get("path").and_then(Value::as_str),
+            _ => value.as_object()?.values().find_map(logging_path),
+        }
+    }
+    let spec = match spec {
+        Some(text) => Spec::parse(text).map_err(Error::invalid)?,
+        None => default_spec(),
+    };
+    crate::resources::adaptors::flush_all_logs();
+    let snapshot = stack.snapshot();
+    let path = logging_path(&snapshot)
+        .ok_or_else(|| Error::invalid(format!("the {} stack has no logging adaptor, so there is no log to report on", stack.name())))?;
+    let text = std::fs::read_to_string(path).map_err(|e| Error::Io(format!("cannot read the log {path}: {e}")))?;
+    let log = LogFile::parse(path, text).map_err(Error::invalid)?;
+    let call_sites = CallSites::from_snapshot(&snapshot).ok();
+    let settings = Settings { spec: &spec, options: &Options::default(), call_sites: call_sites.as_ref() };
+    let timeline =
+        build(std::slice::from_ref(&log), &settings, &mut |_, _| {}).map_err(|e| Error::Internal(format!("replaying {path}: {e}")))?;
+    std::fs::write(html, render(&timeline)).map_err(|e| Error::Io(format!("cannot write {html}: {e}")))?;
+    Ok(timeline)
 }
 
 /// Replays every log against a fresh stack built from `settings.spec` and gathers the

@@ -259,7 +259,7 @@ fn parse_report_args(mut args: impl Iterator<Item = String>) -> Result<Option<Re
     let output = output.ok_or("report: no output file given (-o OUT.html)")?;
     let spec = match spec {
         Some(spec) => spec,
-        None => Spec::parse(DEFAULT_RESOURCES[0]).expect("the default spec parses"),
+        None => report::default_spec(),
     };
     Ok(Some(ReportArgs { spec, sites, skip_failures, output, logs }))
 }
