@@ -118,13 +118,17 @@ fn page(logs: &[(&str, String)], spec: &str, call_sites: Option<&CallSites>) -> 
     (html, data)
 }
 
+/// What the log says, and the figures of its section of the page.
+fn report_of(log: &[Logged], spec: &str) -> (Expected, Value) {
+    let (_, data) = page(&[("log.csv", csv(log, true))], spec, None);
+    (expected(log), data["logs"][0].clone())
+}
+
 #[test]
 fn the_page_shows_the_logs_peak_and_largest_allocations() {
     let _guard = setup();
     let log = random_log(11, 3000, 3, &SIZES);
-    let want = expected(&log);
-    let (_, data) = page(&[("random.csv", csv(&log, true))], "pool", None);
-    let figures = &data["logs"][0];
+    let (want, figures) = report_of(&log, "pool");
     let peak = &figures["peak"];
     assert_eq!(peak["live_bytes"].as_u64(), Some(want.peak as u64));
     assert_eq!(peak["line"].as_u64(), Some(want.at as u64 + 2), "line 1 is the header");
@@ -165,9 +169,7 @@ fn the_page_shows_the_logs_peak_and_largest_allocations() {
 fn reserved_at_the_peak_is_what_the_stack_holds_there() {
     let _guard = setup();
     let log = random_log(12, 2000, 1, &SIZES);
-    let want = expected(&log);
-    let (_, data) = page(&[("one-stream.csv", csv(&log, true))], "pool", None);
-    let figures = &data["logs"][0];
+    let (want, figures) = report_of(&log, "pool");
     // The same calls on a pool built by hand, up to the peak.
     let pool: Arc<dyn MemoryResource> = Arc::new(PoolResource::new(Arc::new(DirectResource::cuda(0).unwrap()), 0, 0).unwrap());
     let mut pointers = HashMap::new();

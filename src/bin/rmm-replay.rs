@@ -180,20 +180,41 @@ enum Parsed {
     Help,
 }
 
-fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Parsed, String> {
+/// The arguments of a command line as flags with their values: `--flag=value`, `--flag value`
+/// or `-f value`.
+struct Flags<I>(I);
+
+impl<I: Iterator<Item = String>> Flags<I> {
+    /// The next argument, its flag (what comes before `=` in `--flag=value`, else the whole
+    /// argument) and the value given with it.
+    fn next(&mut self) -> Option<(String, String, Option<String>)> {
+        let arg = self.0.next()?;
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag.to_string(), Some(value.to_string())),
+            _ => (arg.clone(), None),
+        };
+        Some((arg, flag, inline))
+    }
+
+    /// The value of the flag `name`: the one given with it, else the next argument.
+    fn value(&mut self, inline: &Option<String>, name: &str) -> Result<String, String> {
+        match inline {
+            Some(value) => Ok(value.clone()),
+            None => self.0.next().ok_or_else(|| format!("{name} needs a value")),
+        }
+    }
+}
+
+fn parse_args(args: impl Iterator<Item = String>) -> Result<Parsed, String> {
     let mut specs = Vec::new();
     let (mut repeat, mut skip_failures, mut json, mut log) = (1, false, false, None);
-    while let Some(arg) = args.next() {
-        let (flag, inline) = split_flag(&arg);
-        let mut value = |name: &str| match inline.clone() {
-            Some(value) => Ok(value),
-            None => args.next().ok_or_else(|| format!("{name} needs a value")),
-        };
+    let mut flags = Flags(args);
+    while let Some((arg, flag, inline)) = flags.next() {
         match flag.as_str() {
             "-h" | "--help" => return Ok(Parsed::Help),
-            "-r" | "--resource" => specs.push(Spec::parse(&value("--resource")?)?),
+            "-r" | "--resource" => specs.push(Spec::parse(&flags.value(&inline, "--resource")?)?),
             "-n" | "--repeat" => {
-                let text = value("--repeat")?;
+                let text = flags.value(&inline, "--repeat")?;
                 repeat = text
                     .parse::<usize>()
                     .ok()
@@ -214,14 +235,6 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Parsed, String> 
     Ok(Parsed::Run(Args { specs, repeat, skip_failures, json, log }))
 }
 
-/// `--flag=value` as the flag and its value; any other argument as itself.
-fn split_flag(arg: &str) -> (String, Option<String>) {
-    match arg.split_once('=') {
-        Some((flag, value)) if flag.starts_with("--") => (flag.to_string(), Some(value.to_string())),
-        _ => (arg.to_string(), None),
-    }
-}
-
 struct ReportArgs {
     spec: Spec,
     sites: Option<String>,
@@ -230,20 +243,16 @@ struct ReportArgs {
     logs: Vec<String>,
 }
 
-fn parse_report_args(mut args: impl Iterator<Item = String>) -> Result<Option<ReportArgs>, String> {
+fn parse_report_args(args: impl Iterator<Item = String>) -> Result<Option<ReportArgs>, String> {
     let (mut spec, mut sites, mut skip_failures, mut output, mut logs) = (None, None, false, None, Vec::new());
-    while let Some(arg) = args.next() {
-        let (flag, inline) = split_flag(&arg);
-        let mut value = |name: &str| match inline.clone() {
-            Some(value) => Ok(value),
-            None => args.next().ok_or_else(|| format!("{name} needs a value")),
-        };
+    let mut flags = Flags(args);
+    while let Some((arg, flag, inline)) = flags.next() {
         match flag.as_str() {
             "-h" | "--help" => return Ok(None),
             "-r" | "--resource" if spec.is_some() => return Err("report: one --resource (the page follows one stack)".to_string()),
-            "-r" | "--resource" => spec = Some(Spec::parse(&value("--resource")?)?),
-            "-o" | "--output" => output = Some(value("--output")?),
-            "--sites" => sites = Some(value("--sites")?),
+            "-r" | "--resource" => spec = Some(Spec::parse(&flags.value(&inline, "--resource")?)?),
+            "-o" | "--output" => output = Some(flags.value(&inline, "--output")?),
+            "--sites" => sites = Some(flags.value(&inline, "--sites")?),
             "--skip-failures" if inline.is_none() => skip_failures = true,
             "-" => logs.push(arg),
             other if other.starts_with('-') => return Err(format!("report: unknown option {arg:?}")),
