@@ -63,6 +63,13 @@ start=$(date +%s%N)
 "$replay" report -o "$work/million.html" "$work/million.csv"
 report_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 
+echo "== a progress bar on a terminal (script(1) gives the report one)"
+shown=$(script -qc "'$replay' report -o '$work/tty.html' '$work/small.csv'" /dev/null)
+case "$shown" in
+  *"report ["*"events"*) ;;
+  *) echo "FAIL: no progress bar on a terminal: $shown" >&2; exit 1 ;;
+esac
+
 echo "== the pages refer to nothing outside themselves"
 for page in "$work/small.html" "$work/million.html"; do
   if grep -nEo 'https?://|src=|href=|@import|url\(' "$page" | head -5 | grep .; then
