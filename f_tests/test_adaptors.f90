@@ -1,6 +1,7 @@
 ! Adaptors from Fortran: statistics (counts after allocations, nested scopes), limiting,
-! tracking (records with the call site, the report), logging (the CSV file), a failure
-! callback written in Fortran (c_funloc) that spills memory and retries, aligned, prefetch.
+! tracking (records with the call site, the report), logging (the CSV file and its timeline
+! page), a failure callback written in Fortran (c_funloc) that spills memory and retries,
+! aligned, prefetch.
 module adaptor_callbacks
   use, intrinsic :: iso_c_binding
   use rmm
@@ -243,7 +244,7 @@ contains
   ! A logging adaptor: RAPIDS RMM's CSV, one line per allocation and free.
   subroutine logging()
     type(c_ptr) :: logger, other
-    character(len=:), allocatable :: csv
+    character(len=:), allocatable :: csv, page
     integer(c_int64_t), pointer :: a(:)
     integer :: length, env_status
     call expect_ok(rmm_logging_adaptor_create(logger, pool, 'fortran_adaptors_log.csv'), &
@@ -255,6 +256,12 @@ contains
     call expect(index(csv, 'Thread,Time,Action,Pointer,Size,Stream') == 1 .and. &
       contains_text(csv, ',allocate,') .and. contains_text(csv, ',free,') .and. &
       contains_text(csv, ',1024,'), 'the log file: ' // csv)
+    ! The memory timeline page of that log, replayed against a pool.
+    call expect_ok(rmmTimelineReportWrite(logger, 'pool' // c_null_char, &
+      'fortran_timeline.html' // c_null_char), 'rmmTimelineReportWrite')
+    page = read_text_file('fortran_timeline.html')
+    call expect(contains_text(page, '"events":2') .and. contains_text(page, '"live_bytes":1024') &
+      .and. contains_text(page, '"spec":"pool"'), 'the timeline page')
     call expect_ok(rmmResourceDestroy(logger), 'rmmResourceDestroy(logger)')
 
     call expect_status(rmm_logging_adaptor_create(other, pool, '/nonexistent-dir/log.csv'), &

@@ -103,16 +103,17 @@ module rmm
     rmmGetDeviceCount, rmmIsSimulated, rmmSimGetRaceCount, rmmTorchAllocate, rmmTorchDeallocate, &
     rmmCupyAllocate, rmmCupyDeallocate, rmmInitialize, rmmFinalize, rmmIsInitialized, rmmAlloc, &
     rmmRealloc, rmmFree, rmmWriteLog, rmmLogSize, rmmGetLog, rmmGetInfo, rmmGetAllocationOffset, &
-    rmmGetErrorString, rmmGetErrorName, rmmGetLastErrorMessage, rmmCudaResourceCreate, &
-    rmmManagedResourceCreate, rmmCallbackResourceCreate, rmmCallbackResourceCreateWithRelease, &
-    rmmAsyncResourceCreate, rmmAsyncResourceCreateExportable, rmmAsyncResourceGetPool, &
-    rmmExpandableResourceCreate, rmmExpandableResourceCreateWithOptions, &
-    rmmResourceCreateFromSpec, rmmPinnedHostResourceCreate, rmmResourceDestroy, &
-    rmmResourceAllocate, rmmResourceDeallocate, rmmResourceGetDevice, rmmResourceGetName, &
-    rmmResourceGetSnapshot, rmmResourceWriteSnapshot, rmmResourceGetFootprint, rmmStreamCreate, &
-    rmmStreamDestroy, rmmStreamSynchronize, rmmMemcpyAsync, rmmPoolResourceCreate, &
-    rmmPoolResourceGetSize, rmmPoolResourceGetFree, rmmResourceRelease, rmmArenaResourceCreate, &
-    rmmBinningResourceCreate, rmmBinningResourceAddBin, rmmFixedSizeResourceCreate, rmmGetVersion
+    rmmGetErrorString, rmmGetErrorName, rmmGetLastErrorMessage, rmmTimelineReportWrite, &
+    rmmCudaResourceCreate, rmmManagedResourceCreate, rmmCallbackResourceCreate, &
+    rmmCallbackResourceCreateWithRelease, rmmAsyncResourceCreate, &
+    rmmAsyncResourceCreateExportable, rmmAsyncResourceGetPool, rmmExpandableResourceCreate, &
+    rmmExpandableResourceCreateWithOptions, rmmResourceCreateFromSpec, &
+    rmmPinnedHostResourceCreate, rmmResourceDestroy, rmmResourceAllocate, rmmResourceDeallocate, &
+    rmmResourceGetDevice, rmmResourceGetName, rmmResourceGetSnapshot, rmmResourceWriteSnapshot, &
+    rmmResourceGetFootprint, rmmStreamCreate, rmmStreamDestroy, rmmStreamSynchronize, &
+    rmmMemcpyAsync, rmmPoolResourceCreate, rmmPoolResourceGetSize, rmmPoolResourceGetFree, &
+    rmmResourceRelease, rmmArenaResourceCreate, rmmBinningResourceCreate, &
+    rmmBinningResourceAddBin, rmmFixedSizeResourceCreate, rmmGetVersion
 
   ! The kinds of shareable handle `rmmAsyncResourceCreateExportable` can export pool memory as
   ! (CUDA's `cudaMemAllocationHandleType` values).
@@ -829,6 +830,28 @@ module rmm
     type(c_ptr) function rmmGetLastErrorMessage() bind(c, name="rmmGetLastErrorMessage")
       import :: c_ptr
     end function rmmGetLastErrorMessage
+
+    ! Writes a memory timeline of this process to the HTML file `html_path`: one self-contained
+    ! page (no network use) with bytes live and reserved over time, per stream, the peak marked,
+    ! fragmentation (1 - live / reserved), the largest allocations alive at the peak and the
+    ! segments and free blocks at the peak. `logged` is a stack with a logging adaptor (e.g. the
+    ! current device resource): every logging adaptor is flushed, and the log of the outermost
+    ! one in `logged` is replayed against a fresh stack built from `spec` (`rmm-replay`'s
+    ! resource spec; NULL: `pool`) on the current device, which is followed after every call:
+    ! while it runs, the replay holds up to the stack's peak footprint of device memory. A
+    ! tracking adaptor in `logged` names the call sites of allocations alive at the peak and
+    ! still alive now. `logged` stays the caller's. RMM_ERROR_INVALID_HANDLE: `logged` is NULL
+    ! or no handle; RMM_ERROR_INVALID_ARGUMENT: `html_path` is NULL, the stack has no logging
+    ! adaptor, a bad spec, a log line that does not parse; RMM_ERROR_IO: the log cannot be read
+    ! or the page written; RMM_ERROR_UNKNOWN: the replay failed (its message says why).
+    ! Thread-safe; other threads' allocations after the flush are not in the page.
+    integer(c_int) function rmmTimelineReportWrite(logged, spec, html_path) &
+        bind(c, name="rmmTimelineReportWrite")
+      import :: c_char, c_int, c_ptr
+      type(c_ptr), value :: logged
+      character(kind=c_char), dimension(*), intent(in) :: spec
+      character(kind=c_char), dimension(*), intent(in) :: html_path
+    end function rmmTimelineReportWrite
 
     ! Creates a resource that allocates device memory of the current device with `cudaMalloc`
     ! semantics (RMM's `cuda_memory_resource`) and writes its handle to `*resource`, which must

@@ -566,6 +566,24 @@ const char *rmmGetErrorName(int32_t errcode);
 // none). Owned by rmm and valid until the thread's next failing call; never NULL.
 const char *rmmGetLastErrorMessage(void);
 
+// Writes a memory timeline of this process to the HTML file `html_path`: one self-contained
+// page (no network use) with bytes live and reserved over time, per stream, the peak marked,
+// fragmentation (1 - live / reserved), the largest allocations alive at the peak and the
+// segments and free blocks at the peak. `logged` is a stack with a logging adaptor (e.g. the
+// current device resource): every logging adaptor is flushed, and the log of the outermost
+// one in `logged` is replayed against a fresh stack built from `spec` (`rmm-replay`'s
+// resource spec; NULL: `pool`) on the current device, which is followed after every call:
+// while it runs, the replay holds up to the stack's peak footprint of device memory. A
+// tracking adaptor in `logged` names the call sites of allocations alive at the peak and
+// still alive now. `logged` stays the caller's. RMM_ERROR_INVALID_HANDLE: `logged` is NULL
+// or no handle; RMM_ERROR_INVALID_ARGUMENT: `html_path` is NULL, the stack has no logging
+// adaptor, a bad spec, a log line that does not parse; RMM_ERROR_IO: the log cannot be read
+// or the page written; RMM_ERROR_UNKNOWN: the replay failed (its message says why).
+// Thread-safe; other threads' allocations after the flush are not in the page.
+enum rmmError_t rmmTimelineReportWrite(rmmResource_t logged,
+                                       const char *spec,
+                                       const char *html_path);
+
 // Creates a resource that allocates device memory of the current device with `cudaMalloc`
 // semantics (RMM's `cuda_memory_resource`) and writes its handle to `*resource`, which must
 // not be NULL. The caller owns the handle and releases it with `rmmResourceDestroy`.

@@ -168,6 +168,7 @@ _SIGNATURES = {
     "rmmGetErrorString": (ctypes.c_char_p, [ctypes.c_int32]),
     "rmmGetErrorName": (ctypes.c_char_p, [ctypes.c_int32]),
     "rmmGetLastErrorMessage": (ctypes.c_char_p, []),
+    "rmmTimelineReportWrite": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p]),
     "rmmCudaResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
     "rmmManagedResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
     "rmmAsyncResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t,
@@ -1029,6 +1030,38 @@ def flush_log(device: Optional[int] = None) -> None:
     if stack is None or stack.logging is None:
         raise LookupError(f"device {device}: no logging adaptor built by rmm_rs.configure()")
     stack.logging.flush()
+
+
+# --------------------------------------------------------------------------------------
+# Memory timeline report
+# --------------------------------------------------------------------------------------
+
+def write_timeline_report(path: Union[str, "os.PathLike[str]"], resource: Optional[Resource] = None,
+                          spec: Optional[str] = None) -> str:
+    """Writes a memory timeline of this process to the HTML file `path`
+    (``rmmTimelineReportWrite``): the page ``rmm-replay report`` makes from a log, one
+    self-contained file that any browser opens offline.
+
+    The page comes from the log of a logging adaptor: `resource` is a stack with one (None:
+    the current device's resource, e.g. what ``configure(log=...)`` built). Every logging
+    adaptor is flushed, then the log is replayed against a fresh stack built from `spec`
+    (``rmm-replay``'s resource spec, e.g. ``"binning/pool"``; None: ``"pool"``) on the current
+    device, to learn what a stack reserves for it: while the replay runs it holds up to that
+    stack's peak footprint of device memory. A tracking adaptor in the stack names the call
+    sites of allocations alive at the peak and still alive now. Raises :class:`RmmError`
+    (``RMM_ERROR_INVALID_ARGUMENT`` when the stack has no logging adaptor). Returns `path`.
+    """
+    target = os.fspath(path)
+    encoded_spec = spec.encode() if spec is not None else None
+    if resource is None:
+        with Resource.of_device() as current:
+            _call("rmmTimelineReportWrite", current._h(), encoded_spec, os.fsencode(target))
+    else:
+        _call("rmmTimelineReportWrite", resource._h(), encoded_spec, os.fsencode(target))
+    return target
+
+
+__all__.append("write_timeline_report")
 
 
 # --------------------------------------------------------------------------------------

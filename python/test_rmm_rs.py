@@ -357,6 +357,57 @@ class ConfigureTest(unittest.TestCase):
         self.assertIn("report True", out)
 
 
+class TimelineReportTest(unittest.TestCase):
+    @staticmethod
+    def figures(html_path):
+        """The figures the page embeds (its report-data element)."""
+        import json
+        with open(html_path) as page:
+            text = page.read()
+        start = text.index('id="report-data">') + len('id="report-data">')
+        return text, json.loads(text[start:text.index("</script>", start)])
+
+    def test_report_of_this_process(self):
+        with tempfile.TemporaryDirectory() as folder:
+            log, page = os.path.join(folder, "rmm.csv"), os.path.join(folder, "timeline.html")
+            rmm_rs.configure("pool", log=log)
+            big, middle = rmm_rs.alloc(8 * MiB), rmm_rs.alloc(2 * MiB)
+            rmm_rs.free(middle)
+            small = rmm_rs.alloc(1 * MiB)  # after the peak of 10 MiB
+            self.assertEqual(rmm_rs.write_timeline_report(page), page)
+            text, data = self.figures(page)
+            figures = data["logs"][0]
+            self.assertEqual(figures["log"], log)
+            self.assertEqual(figures["events"], 4)
+            self.assertEqual(figures["peak"]["live_bytes"], 10 * MiB)
+            self.assertEqual([a["size"] for a in figures["peak"]["largest"]], [8 * MiB, 2 * MiB])
+            self.assertGreaterEqual(figures["peak"]["reserved_bytes"], 10 * MiB)
+            self.assertEqual(data["spec"], "pool")
+            self.assertNotIn("https://", text)
+            # Another stack to replay against; the live allocations are untouched.
+            rmm_rs.write_timeline_report(page, spec="arena")
+            self.assertEqual(self.figures(page)[1]["spec"], "arena")
+            rmm_rs.free(big)
+            rmm_rs.free(small)
+            rmm_rs.configure("pool")  # closes the log's handle before the folder goes
+
+    def test_report_needs_a_logging_adaptor_and_a_good_spec(self):
+        rmm_rs.configure("pool")
+        with tempfile.TemporaryDirectory() as folder:
+            page = os.path.join(folder, "timeline.html")
+            with self.assertRaises(rmm_rs.RmmError) as caught:
+                rmm_rs.write_timeline_report(page)
+            self.assertEqual(caught.exception.code, rmm_rs.ERROR_INVALID_ARGUMENT)
+            self.assertIn("no logging adaptor", str(caught.exception))
+            self.assertFalse(os.path.exists(page))
+            rmm_rs.configure("pool", log=os.path.join(folder, "rmm.csv"))
+            with self.assertRaises(rmm_rs.RmmError) as caught:
+                rmm_rs.write_timeline_report(page, spec="pool:initial=lots")
+            self.assertEqual(caught.exception.code, rmm_rs.ERROR_INVALID_ARGUMENT)
+            self.assertIn("initial", str(caught.exception))
+            rmm_rs.configure("pool")
+
+
 class ResourceTest(unittest.TestCase):
     def test_explicit_stack(self):
         with rmm_rs.Resource.cuda() as cuda, \

@@ -21,6 +21,7 @@ pub mod error;
 pub mod ownership;
 pub mod platform;
 pub mod replay;
+pub mod report;
 pub mod resources;
 pub mod units;
 

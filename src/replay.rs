@@ -597,12 +597,47 @@ struct Pass {
     wall_ms: f64,
 }
 
+/// What a replay shows its observer after each step (see [`replay_spec_observed`]): the call
+/// made (the log line it replays, that line's action, the size, the stream as in
+/// [`Performed`], and whether it was made and succeeded: a free of an allocation that failed
+/// here is not made; an `allocate failure` event that succeeds here is freed at once), the
+/// bytes live after it, how far the replay is, and the stack.
+pub struct Sample<'a> {
+    pub line: usize,
+    pub action: Action,
+    pub size: usize,
+    pub stream: usize,
+    pub ok: bool,
+    /// Bytes live after the step (requested sizes of the allocations that succeeded here).
+    pub live_bytes: usize,
+    /// True after the step at which the log first has its most bytes live.
+    pub at_log_peak: bool,
+    /// Steps done, this one included, of `steps` per repetition.
+    pub done: usize,
+    pub steps: usize,
+    /// Which repetition of [`replay_spec_observed`] this is, from 0.
+    pub repetition: usize,
+    pub resource: &'a Arc<dyn MemoryResource>,
+    footprint: &'a dyn Fn() -> Result<usize, String>,
+}
+
+impl Sample<'_> {
+    /// The stack's footprint now, measured as for [`Report::peak_footprint_bytes`].
+    pub fn footprint_bytes(&self) -> Result<usize, String> {
+        (self.footprint)()
+    }
+}
+
+/// Called after every step of a replay.
+pub type Observer<'o> = dyn FnMut(&Sample<'_>) + 'o;
+
 fn run(
     plan: &Plan,
     resource: &Arc<dyn MemoryResource>,
     options: &Options,
     device_baseline: Option<usize>,
     overhead: f64,
+    observer: Option<(&mut Observer<'_>, usize)>,
 ) -> Result<Pass, String> {
     let platform = backend().map_err(|e| e.to_string())?;
     let device = resource.device();
@@ -617,7 +652,7 @@ fn run(
             }
         }
     }
-    let pass = result.and_then(|()| run_on_streams(plan, resource, options, &streams, device_baseline, overhead));
+    let pass = result.and_then(|()| run_on_streams(plan, resource, options, &streams, device_baseline, overhead, observer));
     for &stream in &streams[1..] {
         if let Err(e) = platform.stream_destroy(stream) {
             log::warn!("destroying replay stream {:#x}: {e}", stream.0);
@@ -633,6 +668,7 @@ fn run_on_streams(
     streams: &[Stream],
     device_baseline: Option<usize>,
     overhead: f64,
+    mut observer: Option<(&mut Observer<'_>, usize)>,
 ) -> Result<Pass, String> {
     let platform = backend().map_err(|e| e.to_string())?;
     let device = resource.device();
@@ -689,6 +725,8 @@ fn run_on_streams(
     let started = Instant::now();
     let mut outcome: Result<(), String> = Ok(());
     for (at, step) in plan.steps.iter().enumerate() {
+        // Whether this step's call was made and succeeded.
+        let mut succeeded = false;
         match *step {
             Step::Allocate { line, size, stream, slot } => {
                 let s = streams[stream];
@@ -699,6 +737,7 @@ fn run_on_streams(
                 attempts += 1;
                 match result {
                     Ok(ptr) => {
+                        succeeded = true;
                         alloc_ns += took.as_nanos();
                         report.allocations += 1;
                         ptrs[slot] = ptr;
@@ -732,6 +771,7 @@ fn run_on_streams(
                 match result {
                     Err(_) => report.expected_failures_reproduced += 1,
                     Ok(ptr) => {
+                        succeeded = true;
                         // Not sampled: the logged program never held this memory. What a pool
                         // grew for it shows in the next sample.
                         if let Err(e) = resource.deallocate(ptr, size, s) {
@@ -748,28 +788,53 @@ fn run_on_streams(
                 let ptr = std::mem::take(&mut ptrs[slot]);
                 if ptr == 0 {
                     report.skipped_frees_of_failed += 1;
-                    continue;
-                }
-                let s = streams[stream];
-                let start = Instant::now();
-                let result = resource.deallocate(ptr, size, s);
-                let took = start.elapsed();
-                if let Err(e) = result {
-                    outcome = Err(format!("line {line}: freeing {size} bytes failed: {e}"));
-                    break;
-                }
-                free_ns += took.as_nanos();
-                report.frees += 1;
-                live_bytes -= size;
-                if options.record_sequence {
-                    let allocation = numbers.remove(&ptr).unwrap_or(usize::MAX);
-                    sequence.push(Performed { line, action: Action::Free, size, stream, allocation, ok: true });
+                } else {
+                    let s = streams[stream];
+                    let start = Instant::now();
+                    let result = resource.deallocate(ptr, size, s);
+                    let took = start.elapsed();
+                    if let Err(e) = result {
+                        outcome = Err(format!("line {line}: freeing {size} bytes failed: {e}"));
+                        break;
+                    }
+                    free_ns += took.as_nanos();
+                    report.frees += 1;
+                    live_bytes -= size;
+                    succeeded = true;
+                    if options.record_sequence {
+                        let allocation = numbers.remove(&ptr).unwrap_or(usize::MAX);
+                        sequence.push(Performed { line, action: Action::Free, size, stream, allocation, ok: true });
+                    }
                 }
             }
         }
         if plan.peak_step == Some(at) {
             let start = Instant::now();
             report.fragmentation_at_peak = Fragmentation::from_snapshot(&resource.snapshot());
+            excluded += start.elapsed();
+        }
+        if let Some((observe, repetition)) = observer.as_mut() {
+            let start = Instant::now();
+            let (line, action, size, stream) = match *step {
+                Step::Allocate { line, size, stream, .. } => (line, Action::Allocate, size, stream),
+                Step::Attempt { line, size, stream } => (line, Action::AllocateFailure, size, stream),
+                Step::Free { line, size, stream, .. } => (line, Action::Free, size, stream),
+            };
+            let sample = Sample {
+                line,
+                action,
+                size,
+                stream,
+                ok: succeeded,
+                live_bytes,
+                at_log_peak: plan.peak_step == Some(at),
+                done: at + 1,
+                steps: plan.steps.len(),
+                repetition: *repetition,
+                resource,
+                footprint: &footprint,
+            };
+            observe(&sample);
             excluded += start.elapsed();
         }
     }
@@ -834,7 +899,7 @@ fn finish(passes: Vec<Pass>, overhead: f64) -> Report {
 pub fn replay(events: &[Event], resource: &Arc<dyn MemoryResource>, options: &Options) -> Result<Report, String> {
     let plan = Plan::new(events, options);
     let overhead = timer_overhead_ns();
-    let pass = run(&plan, resource, options, None, overhead)?;
+    let pass = run(&plan, resource, options, None, overhead, None)?;
     Ok(finish(vec![pass], overhead))
 }
 
@@ -843,6 +908,18 @@ pub fn replay(events: &[Event], resource: &Arc<dyn MemoryResource>, options: &Op
 /// fragmentation are the first repetition's; times are the best and the median over the
 /// repetitions.
 pub fn replay_spec(events: &[Event], spec: &Spec, repeat: usize, options: &Options) -> Result<Report, String> {
+    replay_spec_observed(events, spec, repeat, options, &mut |_| {})
+}
+
+/// [`replay_spec`], calling `observer` after every step of every repetition: for a progress
+/// bar, or to follow what the stack holds over the log (`rmm-replay report`).
+pub fn replay_spec_observed(
+    events: &[Event],
+    spec: &Spec,
+    repeat: usize,
+    options: &Options,
+    observer: &mut Observer<'_>,
+) -> Result<Report, String> {
     let plan = Plan::new(events, options);
     let overhead = timer_overhead_ns();
     let device = backend().and_then(|b| b.current_device()).map_err(|e| e.to_string())?;
@@ -851,7 +928,7 @@ pub fn replay_spec(events: &[Event], spec: &Spec, repeat: usize, options: &Optio
         let baseline = device_used(device)?;
         let resource = build(spec, device)?;
         let options = if at == 0 { options.clone() } else { Options { record_sequence: false, ..options.clone() } };
-        let pass = run(&plan, &resource, &options, Some(baseline), overhead);
+        let pass = run(&plan, &resource, &options, Some(baseline), overhead, Some((&mut *observer, at)));
         drop(resource);
         passes.push(pass?);
     }

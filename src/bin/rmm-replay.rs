@@ -1,12 +1,15 @@
 //! `rmm-replay`: replays an RMM allocation log against resource stacks and reports time per
-//! operation, peak footprint and fragmentation (see `--help`, and `rmm::replay`).
+//! operation, peak footprint and fragmentation (see `--help`, and `rmm::replay`);
+//! `rmm-replay report` writes a memory timeline page (see `rmm::report`).
 
 use rmm::error::ErrorKind;
 use rmm::replay::{self, Action, Event, FootprintSource, Options, Report, Spec};
+use rmm::report::{self, CallSites, LogFile, Settings};
 use rmm::units;
 use serde_json::json;
-use std::io::Read;
+use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 const DEFAULT_RESOURCES: [&str; 4] = ["pool", "binning/pool", "arena", "cuda_async"];
 
@@ -16,6 +19,8 @@ operation, peak footprint and fragmentation, so that you can pick a resource for
 
 USAGE:
     rmm-replay [--resource SPEC]... [--repeat N] [--skip-failures] [--json] LOG.csv
+    rmm-replay report [--resource SPEC] [--sites SNAPSHOT.json] [--skip-failures] -o OUT.html LOG.csv...
+                      (a memory timeline page: rmm-replay report --help)
 
 ARGUMENTS:
     LOG.csv    The CSV log of a logging resource adaptor (RAPIDS RMM's or rmm-rs's; `-`: stdin):
@@ -89,10 +94,60 @@ DEVICE:
     RMM_SIM_DEVICES=N:BYTES (e.g. RMM_SIM_DEVICES=1:16GiB), a simulated device instead, with
     host memory standing in for device memory; it aborts on a stream-ordering race.
 
+PROGRESS:
+    On a terminal, a progress bar on stderr while the replays run; none otherwise.
+
 EXIT STATUS:
     0  every replay ran
     1  a replay failed (no device, a resource could not be built, a free was refused)
     2  bad command line, unreadable log, a log line that does not parse, a bad spec
+";
+
+const REPORT_HELP: &str = "\
+rmm-replay report: writes a memory timeline of allocation logs as one HTML page that any
+browser opens offline (its script and figures are inside it; it loads nothing).
+
+USAGE:
+    rmm-replay report [--resource SPEC] [--sites SNAPSHOT.json] [--skip-failures] -o OUT.html LOG.csv...
+
+ARGUMENTS:
+    LOG.csv    Logs as `rmm-replay` reads them (`-`: stdin), one per device: a logging adaptor
+               logs one device's resource, so a program on several devices writes one log each.
+               Each gets its own section, in the order given.
+
+OPTIONS:
+    -o, --output FILE     Where to write the page (required).
+    -r, --resource SPEC   The stack to replay each log against (see rmm-replay --help). The log
+                          records allocations and frees, not what the resource reserved from the
+                          device, so each log is replayed against a fresh stack on the current
+                          device, which is followed after every call. Default: pool.
+        --sites FILE      A snapshot (rmmResourceWriteSnapshot) of the logged program's stack with
+                          a tracking adaptor, taken when the log ends: allocations alive at the peak
+                          and never freed after it get the call sites it recorded. RMM's CSV has no
+                          call sites; without this the page says so.
+        --skip-failures   Leave out `allocate failure` events (see rmm-replay --help).
+    -h, --help            Print this text.
+
+THE PAGE, per log:
+    bytes live (requested sizes) and reserved (the stack's footprint: its pool size, or device
+    memory in use above the start for stacks without one) over time, the peak of live bytes
+    marked; live bytes per stream; fragmentation over time, 1 - live / reserved; the largest
+    allocations alive at the peak; a map of the stack's segments and their free blocks at the
+    peak. Time is the log's Time column (seconds from its first event), or the event's place in
+    the log when a line has none. Series of more than 4000 points are drawn from 2000 time
+    buckets that keep each bucket's lowest and highest value, so peaks stay visible.
+
+PROGRESS:
+    On a terminal, a progress bar on stderr while the logs replay; none otherwise.
+
+DEVICE:
+    As rmm-replay: the current CUDA device, or RMM_SIM_DEVICES=N:BYTES for a simulated one.
+
+EXIT STATUS:
+    0  the page was written
+    1  a replay failed (no device, a resource could not be built, a free was refused), or the
+       page could not be written
+    2  bad command line, unreadable log or snapshot, a log line that does not parse, a bad spec
 ";
 
 struct Args {
@@ -108,23 +163,41 @@ enum Parsed {
     Help,
 }
 
-fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Parsed, String> {
-    let mut specs = Vec::new();
-    let (mut repeat, mut skip_failures, mut json, mut log) = (1, false, false, None);
-    while let Some(arg) = args.next() {
+/// The arguments of a command line as flags with their values: `--flag=value`, `--flag value`
+/// or `-f value`.
+struct Flags<I>(I);
+
+impl<I: Iterator<Item = String>> Flags<I> {
+    /// The next argument, its flag (what comes before `=` in `--flag=value`, else the whole
+    /// argument) and the value given with it.
+    fn next(&mut self) -> Option<(String, String, Option<String>)> {
+        let arg = self.0.next()?;
         let (flag, inline) = match arg.split_once('=') {
             Some((flag, value)) if flag.starts_with("--") => (flag.to_string(), Some(value.to_string())),
             _ => (arg.clone(), None),
         };
-        let mut value = |name: &str| match inline.clone() {
-            Some(value) => Ok(value),
-            None => args.next().ok_or_else(|| format!("{name} needs a value")),
-        };
+        Some((arg, flag, inline))
+    }
+
+    /// The value of the flag `name`: the one given with it, else the next argument.
+    fn value(&mut self, inline: &Option<String>, name: &str) -> Result<String, String> {
+        match inline {
+            Some(value) => Ok(value.clone()),
+            None => self.0.next().ok_or_else(|| format!("{name} needs a value")),
+        }
+    }
+}
+
+fn parse_args(args: impl Iterator<Item = String>) -> Result<Parsed, String> {
+    let mut specs = Vec::new();
+    let (mut repeat, mut skip_failures, mut json, mut log) = (1, false, false, None);
+    let mut flags = Flags(args);
+    while let Some((arg, flag, inline)) = flags.next() {
         match flag.as_str() {
             "-h" | "--help" => return Ok(Parsed::Help),
-            "-r" | "--resource" => specs.push(parse_spec(&value("--resource")?)?),
+            "-r" | "--resource" => specs.push(parse_spec(&flags.value(&inline, "--resource")?)?),
             "-n" | "--repeat" => {
-                let text = value("--repeat")?;
+                let text = flags.value(&inline, "--repeat")?;
                 repeat = text
                     .parse::<usize>()
                     .ok()
@@ -153,6 +226,44 @@ fn parse_spec(text: &str) -> Result<Spec, String> {
     })
 }
 
+struct ReportArgs {
+    spec: Spec,
+    sites: Option<String>,
+    skip_failures: bool,
+    output: String,
+    logs: Vec<String>,
+}
+
+fn parse_report_args(args: impl Iterator<Item = String>) -> Result<Option<ReportArgs>, String> {
+    let (mut spec, mut sites, mut skip_failures, mut output, mut logs) = (None, None, false, None, Vec::new());
+    let mut flags = Flags(args);
+    while let Some((arg, flag, inline)) = flags.next() {
+        match flag.as_str() {
+            "-h" | "--help" => return Ok(None),
+            "-r" | "--resource" if spec.is_some() => return Err("report: one --resource (the page follows one stack)".to_string()),
+            "-r" | "--resource" => spec = Some(parse_spec(&flags.value(&inline, "--resource")?)?),
+            "-o" | "--output" => output = Some(flags.value(&inline, "--output")?),
+            "--sites" => sites = Some(flags.value(&inline, "--sites")?),
+            "--skip-failures" if inline.is_none() => skip_failures = true,
+            "-" => logs.push(arg),
+            other if other.starts_with('-') => return Err(format!("report: unknown option {arg:?}")),
+            _ => logs.push(arg),
+        }
+    }
+    if logs.is_empty() {
+        return Err("report: no log file given".to_string());
+    }
+    if logs.iter().filter(|log| *log == "-").count() > 1 {
+        return Err("report: stdin (-) given twice".to_string());
+    }
+    let output = output.ok_or("report: no output file given (-o OUT.html)")?;
+    let spec = match spec {
+        Some(spec) => spec,
+        None => report::default_spec(),
+    };
+    Ok(Some(ReportArgs { spec, sites, skip_failures, output, logs }))
+}
+
 fn replace_log(previous: Option<String>, log: String) -> Result<Option<String>, String> {
     match previous {
         Some(previous) => Err(format!("one log at a time ({previous:?} and {log:?} given)")),
@@ -170,7 +281,12 @@ fn read_log(path: &str) -> Result<String, String> {
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args(std::env::args().skip(1)) {
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().map(String::as_str) == Some("report") {
+        args.next();
+        return main_report(args);
+    }
+    let args = match parse_args(args) {
         Ok(Parsed::Run(args)) => args,
         Ok(Parsed::Help) => {
             print!("{HELP}");
@@ -198,8 +314,21 @@ fn main() -> ExitCode {
         }
     };
     let options = Options { skip_failure_events: args.skip_failures, ..Options::default() };
-    let results: Vec<(String, Result<Report, String>)> =
-        args.specs.iter().map(|spec| (spec.text().to_string(), replay::replay_spec(&events, spec, args.repeat, &options))).collect();
+    let mut progress = ProgressBar::on_terminal("replaying");
+    let runs = args.specs.len() * args.repeat;
+    let results: Vec<(String, Result<Report, String>)> = args
+        .specs
+        .iter()
+        .enumerate()
+        .map(|(at, spec)| {
+            let mut observe = |sample: &replay::Sample<'_>| {
+                let run = at * args.repeat + sample.repetition;
+                progress.show(run * sample.steps + sample.done, runs * sample.steps);
+            };
+            (spec.text().to_string(), replay::replay_spec_observed(&events, spec, args.repeat, &options, &mut observe))
+        })
+        .collect();
+    progress.clear();
     if args.json {
         print_json(&args, &events, &device, &results);
     } else {
@@ -208,6 +337,100 @@ fn main() -> ExitCode {
     match results.iter().all(|(_, r)| r.is_ok()) {
         true => ExitCode::SUCCESS,
         false => ExitCode::from(1),
+    }
+}
+
+fn main_report(args: impl Iterator<Item = String>) -> ExitCode {
+    let usage = |e: String| {
+        eprintln!("rmm-replay: {e}\nusage: rmm-replay report [--resource SPEC] [--sites SNAPSHOT.json] [--skip-failures] -o OUT.html LOG.csv... (--help for more)");
+        ExitCode::from(2)
+    };
+    let args = match parse_report_args(args) {
+        Ok(Some(args)) => args,
+        Ok(None) => {
+            print!("{REPORT_HELP}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => return usage(e),
+    };
+    let mut logs = Vec::new();
+    for name in &args.logs {
+        match read_log(name).map_err(|e| format!("{name}: {e}")).and_then(|text| LogFile::parse(name, text)) {
+            Ok(log) => logs.push(log),
+            Err(e) => {
+                eprintln!("rmm-replay: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let sites = match args.sites.as_deref().map(read_call_sites).transpose() {
+        Ok(sites) => sites,
+        Err(e) => {
+            eprintln!("rmm-replay: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let options = Options { skip_failure_events: args.skip_failures, ..Options::default() };
+    let settings = Settings { spec: &args.spec, options: &options, call_sites: sites.as_ref() };
+    let mut progress = ProgressBar::on_terminal("report");
+    let written = report::write(&logs, &settings, &args.output, &mut |done, total| progress.show(done, total));
+    progress.clear();
+    match written {
+        Ok(_) => {
+            eprintln!("rmm-replay: wrote {}", args.output);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("rmm-replay: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn read_call_sites(path: &str) -> Result<CallSites, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: cannot read it: {e}"))?;
+    let snapshot = serde_json::from_str(&text).map_err(|e| format!("{path}: not a JSON snapshot: {e}"))?;
+    CallSites::from_snapshot(&snapshot).map_err(|e| format!("{path}: {e}"))
+}
+
+/// A progress bar on stderr, drawn only when stderr is a terminal, at most ten times a second.
+struct ProgressBar {
+    label: &'static str,
+    on_terminal: bool,
+    drawn: Option<Instant>,
+    permille: usize,
+}
+
+impl ProgressBar {
+    const WIDTH: usize = 30;
+    const EVERY: Duration = Duration::from_millis(100);
+
+    fn on_terminal(label: &'static str) -> ProgressBar {
+        ProgressBar { label, on_terminal: std::io::stderr().is_terminal(), drawn: None, permille: usize::MAX }
+    }
+
+    fn show(&mut self, done: usize, total: usize) {
+        if !self.on_terminal || total == 0 {
+            return;
+        }
+        let permille = (done.min(total) as u128 * 1000 / total as u128) as usize;
+        if permille == self.permille || self.drawn.is_some_and(|at| at.elapsed() < Self::EVERY) {
+            return;
+        }
+        self.permille = permille;
+        self.drawn = Some(Instant::now());
+        let filled = permille * Self::WIDTH / 1000;
+        let bar = format!("{}{}", "#".repeat(filled), "-".repeat(Self::WIDTH - filled));
+        let mut stderr = std::io::stderr().lock();
+        let _ = write!(stderr, "\r{} [{bar}] {:>5.1}% {done}/{total} events", self.label, permille as f64 / 10.0);
+        let _ = stderr.flush();
+    }
+
+    /// Erases the bar, so what follows starts on a clean line.
+    fn clear(&mut self) {
+        if self.drawn.take().is_some() {
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+        }
     }
 }
 
