@@ -365,6 +365,57 @@ fn a_request_no_mapped_range_fits_is_stitched_from_the_pages_of_holes_before_new
     assert!(races().is_empty(), "{:?}", races());
 }
 
+/// A training step frees and allocates on one busy stream: the growth cannot unmap the holes
+/// yet, and maps their physical pages again at once (the same stream's later work is ordered
+/// after their earlier use) instead of creating new ones; the old addresses go once the
+/// stream has passed.
+#[test]
+fn growth_on_a_busy_stream_maps_its_own_holes_pages_again_at_once() {
+    let _guard = setup_with("2:256MiB");
+    let simulator = rmm::platform::simulator().unwrap();
+    let before = device_used();
+    let mut stream = null_mut();
+    assert_eq!(rmmStreamCreate(&mut stream), RMM_SUCCESS);
+    let expandable = over(|h| rmmExpandableResourceCreate(h, 0));
+    let blocks: Vec<usize> = (0..8).map(|_| allocate(expandable, 4 * MIB, stream).unwrap()).collect();
+    for (tag, &block) in blocks.iter().enumerate() {
+        stamp(block, 4 * MIB, tag as u8);
+    }
+    simulator.stream_hold(sim_stream(stream)).unwrap();
+    for &block in blocks.iter().skip(1).step_by(2) {
+        free(expandable, block, 4 * MIB, stream);
+    }
+    // 16 MiB free in four holes, the last at the chunk's end: 12 MiB there need 8 MiB more,
+    // mapped from the pages of two holes.
+    let large = allocate(expandable, 12 * MIB, stream).unwrap();
+    assert_eq!(large, blocks[7]);
+    assert_eq!(device_used(), before + 32 * MIB, "no new physical memory while the stream is busy");
+    let mapped = |resource| snapshot_of(resource)["upstream"]["mapped_bytes"].as_u64().unwrap() as usize;
+    assert_eq!(mapped(expandable), 40 * MIB, "the holes stay mapped while the stream may still use them");
+    assert_eq!(footprint(expandable).reserved_bytes, 32 * MIB, "a page mapped twice is held once");
+    simulator.stream_finish_held(sim_stream(stream)).unwrap();
+    stamp(large, 12 * MIB, 0xEE);
+    for (tag, &block) in blocks.iter().enumerate().step_by(2) {
+        assert!(stamped(block, 4 * MIB, tag as u8), "live block {tag} was overwritten");
+    }
+    // The next free finds the stream past its frees: the holes' old addresses are unmapped.
+    free(expandable, blocks[0], 4 * MIB, stream);
+    assert!(mapped(expandable) <= 32 * MIB, "the old addresses of lent pages are unmapped: {} bytes mapped", mapped(expandable));
+    assert_eq!(device_used(), before + 32 * MIB);
+    assert!(stamped(large, 12 * MIB, 0xEE));
+    free(expandable, large, 12 * MIB, stream);
+    for &block in blocks.iter().skip(2).step_by(2) {
+        free(expandable, block, 4 * MIB, stream);
+    }
+    let mut released = 0;
+    assert_eq!(rmmResourceRelease(expandable, &mut released), RMM_SUCCESS);
+    assert_eq!(device_used(), before);
+    assert_eq!(footprint(expandable).reserved_bytes, 0);
+    assert_eq!(rmmResourceDestroy(expandable), RMM_SUCCESS);
+    assert_eq!(rmmStreamDestroy(stream), RMM_SUCCESS);
+    assert!(races().is_empty(), "{:?}", races());
+}
+
 #[test]
 fn out_of_memory_takes_the_pages_of_holes_once_their_stream_has_passed() {
     let _guard = setup_with("2:256MiB");

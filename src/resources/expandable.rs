@@ -20,7 +20,7 @@ use super::{MemoryResource, PoolResource};
 use crate::error::{Error, Result};
 use crate::platform::{backend, PhysicalMemory, Stream};
 use parking_lot::Mutex;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// How address space is reserved beyond the maximum size: room between the chunks of
@@ -80,17 +80,41 @@ struct Ranges {
     mapped: BTreeMap<usize, PhysicalMemory>,
     /// Physical pages unmapped from holes and chunk ends, mapped again before any is created.
     kept: Vec<PhysicalMemory>,
+    /// Mapped pages whose physical memory is lent (see `lend`): still mapped where they are
+    /// until the core gives their range back.
+    lent_from: BTreeSet<usize>,
+    /// Lent physical pages not mapped again yet: (the stream they are lent to, the page, where
+    /// it is still mapped). Only that stream's growth maps them.
+    lent: Vec<(Stream, PhysicalMemory, usize)>,
     /// The most pages held (mapped and kept) at once.
     peak_pages: usize,
 }
 
 impl Ranges {
+    /// Physical pages held: a lent page is mapped at its old address and maybe at a new one,
+    /// and counts once.
     fn held_pages(&self) -> usize {
-        self.mapped.len() + self.kept.len()
+        (self.mapped.len() + self.lent.len() + self.kept.len()).saturating_sub(self.lent_from.len())
     }
 }
 
+/// Where a page `map` maps came from, so that a failed map puts it back.
+#[derive(Clone, Copy)]
+enum Source {
+    Created,
+    Kept,
+    Lent { stream: Stream, mapped_at: usize },
+}
+
 impl Ranges {
+    /// Returns a page `map` took but did not map to where it came from.
+    fn put_back(&mut self, physical: PhysicalMemory, source: Source) {
+        match source {
+            Source::Lent { stream, mapped_at } => self.lent.push((stream, physical, mapped_at)),
+            Source::Kept | Source::Created => self.kept.push(physical),
+        }
+    }
+
     /// Takes `[start, start + size)` if it is unused.
     fn take_at(&mut self, start: usize, size: usize) -> bool {
         let Some((&at, &length)) = self.unused.range(..=start).next_back() else { return false };
@@ -173,31 +197,44 @@ impl MappedRanges {
     }
 
     /// Maps pages over `[start, start + size)`, taken from the reservation by the caller: kept
-    /// pages first, then new ones.
-    fn map(&self, start: usize, size: usize) -> Result<()> {
+    /// pages first (those lent to `stream` before any other), then new ones.
+    fn map(&self, start: usize, size: usize, stream: Stream) -> Result<()> {
         let platform = backend()?;
         let count = size / self.page;
-        let mut reused: Vec<PhysicalMemory> = {
+        let mut reused: Vec<(PhysicalMemory, Source)> = {
             let mut state = self.state.lock();
-            let from = state.kept.len().saturating_sub(count);
-            state.kept.split_off(from)
+            let mut reused = Vec::with_capacity(count);
+            let mut at = 0;
+            while at < state.lent.len() && reused.len() < count {
+                if state.lent[at].0 == stream {
+                    let (stream, physical, mapped_at) = state.lent.swap_remove(at);
+                    reused.push((physical, Source::Lent { stream, mapped_at }));
+                } else {
+                    at += 1;
+                }
+            }
+            let from = state.kept.len().saturating_sub(count - reused.len());
+            let kept = state.kept.split_off(from);
+            reused.extend(kept.into_iter().map(|physical| (physical, Source::Kept)));
+            reused.reverse();
+            reused
         };
-        let mut pages: Vec<(usize, PhysicalMemory, bool)> = Vec::with_capacity(count);
+        let mut pages: Vec<(usize, PhysicalMemory, Source)> = Vec::with_capacity(count);
         let mut result = Ok(());
         for at in (start..start + size).step_by(self.page) {
-            let (physical, created) = match reused.pop() {
-                Some(physical) => (Ok(physical), false),
-                None => (self.create_page(), true),
+            let (physical, source) = match reused.pop() {
+                Some((physical, source)) => (Ok(physical), source),
+                None => (self.create_page(), Source::Created),
             };
             let mapped = physical.and_then(|physical| match platform.vmm_map(at, self.page, physical) {
                 Ok(()) => Ok(physical),
                 Err(e) => {
-                    self.discard(physical, created);
+                    self.discard(physical, source);
                     Err(e)
                 }
             });
             match mapped {
-                Ok(physical) => pages.push((at, physical, created)),
+                Ok(physical) => pages.push((at, physical, source)),
                 Err(e) => {
                     result = Err(e);
                     break;
@@ -208,7 +245,9 @@ impl MappedRanges {
             result = platform.vmm_set_access(start, size, &self.access);
         }
         let mut state = self.state.lock();
-        state.kept.extend(reused);
+        for (physical, source) in reused {
+            state.put_back(physical, source);
+        }
         match result {
             Ok(()) => {
                 state.mapped.extend(pages.into_iter().map(|(at, physical, _)| (at, physical)));
@@ -217,9 +256,9 @@ impl MappedRanges {
             }
             Err(e) => {
                 drop(state);
-                for (at, physical, created) in pages {
+                for (at, physical, source) in pages {
                     let _ = platform.vmm_unmap(at, self.page);
-                    self.discard(physical, created);
+                    self.discard(physical, source);
                 }
                 self.state.lock().give_back(start, size);
                 Err(e)
@@ -238,13 +277,13 @@ impl MappedRanges {
         super::caches::retry_after_releasing(self.device, || platform.vmm_create(self.device, self.page))
     }
 
-    /// A page a failed map leaves: kept if it was, else released.
-    fn discard(&self, physical: PhysicalMemory, created: bool) {
-        match created {
-            true => {
+    /// A page a failed map leaves: released if it was new, else back where it came from.
+    fn discard(&self, physical: PhysicalMemory, source: Source) {
+        match source {
+            Source::Created => {
                 let _ = backend().and_then(|platform| platform.vmm_release(physical));
             }
-            false => self.state.lock().kept.push(physical),
+            source => self.state.lock().put_back(physical, source),
         }
     }
 
@@ -276,22 +315,42 @@ impl MappedRanges {
 }
 
 impl MemoryResource for MappedRanges {
-    fn allocate(&self, bytes: usize, _stream: Stream) -> Result<usize> {
+    fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
         let size = self.pages_for(bytes)?;
         let start = self.state.lock().place(size, self.page, self.usable_start()).ok_or_else(|| {
             Error::out_of_memory(bytes, format!("the expandable resource's {} bytes of address space are in use", self.reservation.1))
         })?;
-        self.map(start, size)?;
+        self.map(start, size, stream)?;
         Ok(start)
     }
 
-    fn extend(&self, end: usize, bytes: usize, _stream: Stream) -> Result<bool> {
+    fn extend(&self, end: usize, bytes: usize, stream: Stream) -> Result<bool> {
         let size = self.pages_for(bytes)?;
         if !end.is_multiple_of(self.page) || !self.state.lock().take_at(end, size) {
             return Ok(false);
         }
-        self.map(end, size)?;
+        self.map(end, size, stream)?;
         Ok(true)
+    }
+
+    /// Lends the pages of `[start, start + size)` to `stream`'s next maps at once: the core
+    /// cut them from `stream`'s own free blocks, so every use of them so far is ordered before
+    /// `stream`'s later work, and a new mapping of their physical memory is used only by that
+    /// work. They stay mapped where they are until the core gives the range back (once the
+    /// streams that used them have passed), which unmaps them there.
+    fn lend(&self, start: usize, size: usize, stream: Stream) -> Result<()> {
+        let mut state = self.state.lock();
+        let pages: Vec<(usize, PhysicalMemory)> = state
+            .mapped
+            .range(start..start + size)
+            .filter(|(at, _)| !state.lent_from.contains(at))
+            .map(|(&at, &physical)| (at, physical))
+            .collect();
+        for (at, physical) in pages {
+            state.lent_from.insert(at);
+            state.lent.push((stream, physical, at));
+        }
+        Ok(())
     }
 
     /// Ranges come back only once nothing on the device still uses them (the core waits for
@@ -322,7 +381,15 @@ impl MemoryResource for MappedRanges {
                 continue;
             }
             let mut state = self.state.lock();
-            state.kept.push(physical);
+            if state.lent_from.remove(&at) {
+                // Lent: kept once no stream's map took it, else mapped elsewhere already.
+                if let Some(unused) = state.lent.iter().position(|&(_, _, mapped_at)| mapped_at == at) {
+                    let (_, physical, _) = state.lent.swap_remove(unused);
+                    state.kept.push(physical);
+                }
+            } else {
+                state.kept.push(physical);
+            }
             state.give_back(at, self.page);
         }
         result.and(self.release_kept(self.keep_at_most).map(drop))
@@ -338,9 +405,10 @@ impl MemoryResource for MappedRanges {
         Some(self.state.lock().held_pages() * self.page)
     }
 
-    /// Physical memory kept unmapped, which the next maps take before creating any.
+    /// Physical memory kept unmapped or lent, which the next maps take before creating any.
     fn pool_free(&self) -> Option<usize> {
-        Some(self.state.lock().kept.len() * self.page)
+        let state = self.state.lock();
+        Some((state.kept.len() + state.lent.len()) * self.page)
     }
 
     fn footprint(&self) -> Option<crate::resources::Footprint> {

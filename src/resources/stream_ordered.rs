@@ -1055,9 +1055,11 @@ impl<I: BlockIndex> Core<I> {
 
     /// Expandable growth, before mapping `need` bytes for a request on `stream`: cuts as many
     /// whole free pages out of the middle of `state`'s chunks as the upstream lacks unmapped
-    /// pages for it, so that it maps those instead of creating new ones. The pages go back
-    /// once `stream` has passed its frees and waited for other streams' frees there: at once
-    /// when it already has (the common case on an idle device), else at a later growth.
+    /// pages for it, so that it maps those instead of creating new ones. They are `stream`'s
+    /// own free blocks, with other streams' frees into them already ordered before `stream`'s
+    /// later work, so the upstream lends their physical memory to this growth at once; their
+    /// old addresses are unmapped once `stream` has passed its frees (at once on an idle
+    /// device, else at a later growth or free).
     #[cold]
     fn cut_holes_for_growth(&self, state: &StreamState<I>, stream: Stream, page: usize, need: usize) -> Result<()> {
         let cached = self.upstream.pool_free().unwrap_or(0);
@@ -1073,6 +1075,9 @@ impl<I: BlockIndex> Core<I> {
             return Ok(());
         }
         self.apply_cuts(&cuts);
+        for cut in &cuts {
+            self.upstream.lend(cut.start, cut.size, stream)?;
+        }
         self.queue_release(stream, cuts.iter().map(|cut| (cut.start, cut.size)).collect())
     }
 
