@@ -17,8 +17,9 @@ Variants:
   pool; ``torch-noop``: the pluggable allocator over do-nothing functions.
 
 rmm-rs minus noop is what rmm-rs adds; noop minus the framework's own pool is what the
-framework charges an external allocator whatever it does. Each variant reports the median
-of ROUNDS (default 15) rounds of PAIRS (default 20000) pairs.
+framework charges an external allocator whatever it does. A variant's process reports the
+median of ROUNDS (default 15) rounds of PAIRS (default 20000) pairs; every variant runs in
+each of REPEATS (default 3) rounds, in turn, and the table gives the median of its rounds.
 
 Environment: RMM_RS_LIBRARY (librmm.so; scripts/gpu-frameworks-bench.sh sets it), CC (the C
 compiler for the do-nothing allocator, default cc), ENTRY_VARIANTS (a comma list).
@@ -136,19 +137,26 @@ def main(argv):
     if argv[:1] == ["--child"]:
         return child(argv[1], argv[2] if len(argv) > 2 else "")
     variants = [v for v in os.environ.get("ENTRY_VARIANTS", ",".join(VARIANTS)).split(",") if v]
-    results = []
+    # The hosts change speed for seconds at a time: every variant runs in each of REPEATS
+    # rounds, in turn, and reports the median of its rounds.
+    repeats = int(os.environ.get("REPEATS", "3"))
+    runs = {variant: [] for variant in variants}
     with tempfile.TemporaryDirectory() as folder:
         noop_library = build_noop(folder)
-        for variant in variants:
-            done = subprocess.run([sys.executable, __file__, "--child", variant, noop_library], capture_output=True, text=True)
-            if done.returncode != 0:
-                print(f"{variant}: failed ({done.returncode})\n{done.stderr[-2000:]}", file=sys.stderr)
-                continue
-            result = json.loads(done.stdout.strip().splitlines()[-1])
-            print(json.dumps(result), flush=True)
-            results.append(result)
+        for _ in range(repeats):
+            for variant in variants:
+                done = subprocess.run([sys.executable, __file__, "--child", variant, noop_library], capture_output=True, text=True)
+                if done.returncode != 0:
+                    print(f"{variant}: failed ({done.returncode})\n{done.stderr[-2000:]}", file=sys.stderr)
+                    continue
+                result = json.loads(done.stdout.strip().splitlines()[-1])
+                print(json.dumps(result), flush=True)
+                runs[variant].append(result)
+    results = [{"variant": variant, "version": done[0]["version"],
+                **{key: statistics.median(r[key] for r in done) for key in ("ns_per_pair", "ns_per_empty")}}
+               for variant, done in runs.items() if done]
     print(table(results))
-    return 0 if len(results) == len(variants) else 1
+    return 0 if all(len(done) == repeats for done in runs.values()) else 1
 
 
 if __name__ == "__main__":
