@@ -1,16 +1,17 @@
 """What an allocate+free costs a framework user, through each framework's own pool and through
-rmm-rs's entry points, measured in one run (each variant in a process of its own: PyTorch
-picks its allocator once per process).
+rmm-rs's entry points, measured in one run (PyTorch picks its allocator once per process, so
+each PyTorch variant runs in a process of its own; CuPy's allocators take turns in one).
 
     python3 bench/frameworks/entry_points.py            every variant, then a Markdown table
-    python3 bench/frameworks/entry_points.py --child cupy-rmm   one variant (what the parent runs)
+    python3 bench/frameworks/entry_points.py --child torch-rmm   one variant (what the parent runs)
 
 Variants:
-- ``cupy-pool``: ``cupy.cuda.alloc(4096)`` and its release through CuPy's default MemoryPool;
-- ``cupy-rmm``: the same through ``CFunctionAllocator`` over ``rmmCupyAllocate`` /
-  ``rmmCupyDeallocate`` (``rmm_rs.use_for_cupy(c_function=True)``) on an rmm-rs pool;
-- ``cupy-noop``: ``CFunctionAllocator`` over C functions that do nothing but hand out one
-  fixed address (never touched): what CuPy's own path costs with no allocator at all;
+- ``cupy``: ``cupy.cuda.alloc(4096)`` and ``cupy.empty(4096, uint8)`` and their release,
+  through CuPy's default MemoryPool (pool), through ``CFunctionAllocator`` over
+  ``rmmCupyAllocate``/``rmmCupyDeallocate`` (``rmm_rs.use_for_cupy(c_function=True)``) on an
+  rmm-rs pool (rmm), and through ``CFunctionAllocator`` over C functions that do nothing but
+  hand out one address (noop): what CuPy's own path costs with no allocator at all. The
+  three take turns in one process, slice by slice;
 - ``torch-native``: ``torch.empty(4096, dtype=uint8, device="cuda")`` and its release with
   PyTorch's caching allocator; ``torch-rmm``: the same through ``CUDAPluggableAllocator``
   over ``rmmTorchAllocate``/``rmmTorchDeallocate`` (``rmm_rs.use_for_torch()``) on an rmm-rs
@@ -33,7 +34,7 @@ import sys
 import tempfile
 import time
 
-VARIANTS = ["cupy-pool", "cupy-rmm", "cupy-noop", "torch-native", "torch-rmm", "torch-noop"]
+VARIANTS = ["cupy", "torch-native", "torch-rmm", "torch-noop"]
 SIZE = 4096
 
 # Hands out one address, never touched (each pair frees before the next allocation): a fixed
@@ -79,41 +80,55 @@ def time_pairs(pair, pairs, rounds):
     return statistics.median(samples)
 
 
+def cupy_child(noop_library, pairs, rounds):
+    """CuPy can change its allocator at any time: the three allocators take turns in one
+    process, slice by slice, so a slow spell of the host falls on all of them alike."""
+    import ctypes
+
+    import cupy
+
+    pool = cupy.cuda.get_allocator()
+    noop = ctypes.CDLL(noop_library)
+    held = cupy.empty(1 << 20, dtype=cupy.uint8)  # a real block from CuPy's pool
+    noop.noop_set_address(ctypes.c_void_p(held.data.ptr))
+    address = lambda f: ctypes.cast(f, ctypes.c_void_p).value  # noqa: E731
+    noop_allocator = cupy.cuda.memory.CFunctionAllocator(0, address(noop.noop_cupy_malloc), address(noop.noop_cupy_free), noop)
+    allocators = {"pool": pool, "rmm": rmm_rs().use_for_cupy(c_function=True), "noop": noop_allocator.malloc}
+    alloc, empty, uint8 = cupy.cuda.alloc, cupy.empty, cupy.uint8
+    samples = {name: ([], []) for name in allocators}
+    for round_number in range(rounds + 1):
+        names = list(allocators)
+        names = names[round_number % len(names):] + names[:round_number % len(names)]
+        for name in names:
+            cupy.cuda.set_allocator(allocators[name])
+            pair_ns = time_pairs(lambda: alloc(SIZE), pairs, 1)
+            empty_ns = time_pairs(lambda: empty(SIZE, dtype=uint8), pairs, 1)
+            if round_number > 0:  # the first round warms up
+                samples[name][0].append(pair_ns)
+                samples[name][1].append(empty_ns)
+    cupy.cuda.set_allocator(pool)
+    for name, (pair_samples, empty_samples) in samples.items():
+        print(json.dumps({"variant": f"cupy-{name}", "ns_per_pair": statistics.median(pair_samples),
+                          "ns_per_empty": statistics.median(empty_samples), "version": cupy.__version__}))
+
+
 def child(variant, noop_library):
     pairs = int(os.environ.get("PAIRS", "20000"))
     rounds = int(os.environ.get("ROUNDS", "15"))
-    framework, allocator = variant.split("-", 1)
-    if framework == "cupy":
-        import ctypes
+    if variant == "cupy":
+        return cupy_child(noop_library, pairs, rounds)
+    import torch
 
-        import cupy
-
-        if allocator == "rmm":
-            rmm_rs().use_for_cupy(c_function=True)
-        elif allocator == "noop":
-            noop = ctypes.CDLL(noop_library)
-            held = cupy.empty(1 << 20, dtype=cupy.uint8)  # from CuPy's pool, before the switch
-            noop.noop_set_address(ctypes.c_void_p(held.data.ptr))
-            address = lambda f: ctypes.cast(f, ctypes.c_void_p).value  # noqa: E731
-            chosen = cupy.cuda.memory.CFunctionAllocator(0, address(noop.noop_cupy_malloc), address(noop.noop_cupy_free), noop)
-            cupy.cuda.set_allocator(chosen.malloc)
-        alloc, empty, uint8 = cupy.cuda.alloc, cupy.empty, cupy.uint8
-        ns = time_pairs(lambda: alloc(SIZE), pairs, rounds)
-        ns_empty = time_pairs(lambda: empty(SIZE, dtype=uint8), pairs, rounds)
-        version = cupy.__version__
-    else:
-        import torch
-
-        if allocator == "rmm":
-            rmm_rs().use_for_torch()
-        elif allocator == "noop":
-            chosen = torch.cuda.memory.CUDAPluggableAllocator(noop_library, "noop_torch_malloc", "noop_torch_free")
-            torch.cuda.memory.change_current_allocator(chosen)
-        device = torch.device("cuda")
-        empty, uint8 = torch.empty, torch.uint8
-        ns = ns_empty = time_pairs(lambda: empty(SIZE, dtype=uint8, device=device), pairs, rounds)
-        version = torch.__version__
-    print(json.dumps({"variant": variant, "ns_per_pair": ns, "ns_per_empty": ns_empty, "version": version}))
+    allocator = variant.split("-", 1)[1]
+    if allocator == "rmm":
+        rmm_rs().use_for_torch()
+    elif allocator == "noop":
+        chosen = torch.cuda.memory.CUDAPluggableAllocator(noop_library, "noop_torch_malloc", "noop_torch_free")
+        torch.cuda.memory.change_current_allocator(chosen)
+    device = torch.device("cuda")
+    empty, uint8 = torch.empty, torch.uint8
+    ns = time_pairs(lambda: empty(SIZE, dtype=uint8, device=device), pairs, rounds)
+    print(json.dumps({"variant": variant, "ns_per_pair": ns, "ns_per_empty": ns, "version": torch.__version__}))
 
 
 ROWS = [("cupy", "pool", "ns_per_pair", "CuPy: cupy.cuda.alloc(4096) and its release"),
@@ -149,9 +164,10 @@ def main(argv):
                 if done.returncode != 0:
                     print(f"{variant}: failed ({done.returncode})\n{done.stderr[-2000:]}", file=sys.stderr)
                     continue
-                result = json.loads(done.stdout.strip().splitlines()[-1])
-                print(json.dumps(result), flush=True)
-                runs[variant].append(result)
+                for line in done.stdout.strip().splitlines():
+                    result = json.loads(line)
+                    print(json.dumps(result), flush=True)
+                    runs.setdefault(result["variant"], []).append(result)
     results = [{"variant": variant, "version": done[0]["version"],
                 **{key: statistics.median(r[key] for r in done) for key in ("ns_per_pair", "ns_per_empty")}}
                for variant, done in runs.items() if done]
