@@ -155,7 +155,7 @@ def main(argv):
     # The hosts change speed for seconds at a time: every variant runs in each of REPEATS
     # rounds, in turn, and reports the median of its rounds.
     repeats = int(os.environ.get("REPEATS", "3"))
-    runs = {variant: [] for variant in variants}
+    runs = {}
     with tempfile.TemporaryDirectory() as folder:
         noop_library = build_noop(folder)
         for _ in range(repeats):
