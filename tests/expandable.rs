@@ -259,6 +259,16 @@ fn accessible(at: usize, size: usize) -> bool {
     rmm::platform::simulator().unwrap().vmm_is_accessible(at, size)
 }
 
+/// Releases what `expandable` keeps after everything was freed, checks that the device has
+/// every page back, and destroys it.
+fn give_everything_back(expandable: rmmResource_t, before: usize) {
+    let mut released = 0;
+    assert_eq!(rmmResourceRelease(expandable, &mut released), RMM_SUCCESS);
+    assert_eq!(device_used(), before, "everything freed and released: every page went back");
+    assert_eq!(footprint(expandable).reserved_bytes, 0);
+    assert_eq!(rmmResourceDestroy(expandable), RMM_SUCCESS);
+}
+
 fn snapshot_of(resource: rmmResource_t) -> serde_json::Value {
     let mut length = 0;
     assert_eq!(rmmResourceGetSnapshot(resource, null_mut(), 0, &mut length), RMM_SUCCESS);
@@ -356,12 +366,8 @@ fn a_request_no_mapped_range_fits_is_stitched_from_the_pages_of_holes_before_new
     for &block in blocks.iter().step_by(2) {
         free(expandable, block, 4 * MIB, null_mut());
     }
-    let mut released = 0;
-    assert_eq!(rmmResourceRelease(expandable, &mut released), RMM_SUCCESS);
-    assert_eq!(released, 32 * MIB);
-    assert_eq!(device_used(), before);
-    assert_eq!(footprint(expandable).reserved_bytes, 0);
-    assert_eq!(rmmResourceDestroy(expandable), RMM_SUCCESS);
+    assert_eq!(footprint(expandable).reserved_bytes, 32 * MIB, "the freed pages are held until released");
+    give_everything_back(expandable, before);
     assert!(races().is_empty(), "{:?}", races());
 }
 
@@ -407,11 +413,7 @@ fn growth_on_a_busy_stream_maps_its_own_holes_pages_again_at_once() {
     for &block in blocks.iter().skip(2).step_by(2) {
         free(expandable, block, 4 * MIB, stream);
     }
-    let mut released = 0;
-    assert_eq!(rmmResourceRelease(expandable, &mut released), RMM_SUCCESS);
-    assert_eq!(device_used(), before);
-    assert_eq!(footprint(expandable).reserved_bytes, 0);
-    assert_eq!(rmmResourceDestroy(expandable), RMM_SUCCESS);
+    give_everything_back(expandable, before);
     assert_eq!(rmmStreamDestroy(stream), RMM_SUCCESS);
     assert!(races().is_empty(), "{:?}", races());
 }
@@ -447,10 +449,7 @@ fn out_of_memory_takes_the_pages_of_holes_once_their_stream_has_passed() {
     for &block in blocks.iter().step_by(2) {
         free(expandable, block, 8 * MIB, stream);
     }
-    let mut released = 0;
-    assert_eq!(rmmResourceRelease(expandable, &mut released), RMM_SUCCESS);
-    assert_eq!(device_used(), before);
-    assert_eq!(rmmResourceDestroy(expandable), RMM_SUCCESS);
+    give_everything_back(expandable, before);
     assert_eq!(rmmStreamDestroy(stream), RMM_SUCCESS);
     assert!(races().is_empty(), "{:?}", races());
 }
