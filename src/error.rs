@@ -142,6 +142,15 @@ impl Error {
         }
     }
 
+    /// Why, without what was asked for: an out-of-memory error's detail (the request is named
+    /// once, by the message that quotes this), other kinds whole.
+    pub fn cause(&self) -> String {
+        match self.kind() {
+            ErrorKind::OutOfMemory { detail, .. } => detail.clone(),
+            _ => self.to_string(),
+        }
+    }
+
     #[cold]
     pub fn invalid(msg: impl Into<String>) -> Self {
         Error::InvalidArgument(msg.into())

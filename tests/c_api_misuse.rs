@@ -177,7 +177,23 @@ fn messages_name_the_call_the_resource_and_the_device() {
     assert_eq!(rmmResourceDestroy(stats), RMM_SUCCESS);
     assert_eq!(rmmResourceAllocate(stats, &mut ptr, 1000, NULL_STREAM), RMM_ERROR_INVALID_HANDLE);
     assert!(last_message().starts_with("rmmResourceAllocate: invalid handle: "), "{}", last_message());
-    for handle in [fixed, cuda] {
+    let mut pool = std::ptr::null_mut();
+    assert_eq!(rmmPoolResourceCreate(&mut pool, cuda, 2 << 20, 1 << 20), RMM_ERROR_INVALID_ARGUMENT);
+    assert_eq!(
+        last_message(),
+        "rmmPoolResourceCreate: invalid argument: the pool resource's initial size 2.00 MiB (2097152 bytes) exceeds its \
+         maximum 1.00 MiB (1048576 bytes) (device 0)"
+    );
+    assert_eq!(rmmPoolResourceCreate(&mut pool, cuda, 1 << 20, 4 << 20), RMM_SUCCESS);
+    assert_eq!(rmmResourceAllocate(pool, &mut ptr, 8 << 20, NULL_STREAM), RMM_ERROR_OUT_OF_MEMORY);
+    assert_eq!(
+        last_message(),
+        "rmmResourceAllocate: out of memory: could not allocate 8.00 MiB (8388608 bytes) (the pool resource of device 0 \
+         holds 1.00 MiB (1048576 bytes) (at most 4.00 MiB (4194304 bytes)), 1.00 MiB (1048576 bytes) of it free, the \
+         largest free block 1.00 MiB (1048576 bytes); it could not grow: its maximum size, 4.00 MiB (4194304 bytes), is \
+         reached)"
+    );
+    for handle in [pool, fixed, cuda] {
         assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
     }
 }

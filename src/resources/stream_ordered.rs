@@ -340,7 +340,12 @@ impl<I: BlockIndex> StreamOrdered<I> {
         new_index: impl Fn() -> I + Send + Sync + 'static,
     ) -> Result<Self> {
         if maximum != 0 && initial > maximum {
-            return Err(Error::invalid(format!("initial size {initial} exceeds the maximum {maximum}")));
+            return Err(Error::invalid(format!(
+                "the {name} resource's initial size {} exceeds its maximum {} (device {})",
+                units::exact(initial),
+                units::exact(maximum),
+                upstream.device()
+            )));
         }
         let core = Core::new(name, upstream, growth, initial, maximum, new_index);
         if initial > 0 {
@@ -777,14 +782,15 @@ impl<I: BlockIndex> Core<I> {
         Err(Error::out_of_memory(
             bytes,
             format!(
-                "{} resource on device {}: {} reserved (maximum {}), {} free, largest free block {}; upstream: {}",
+                "the {} resource of device {} holds {} (at most {}), {} of it free, the largest free block {}; it could not \
+                 grow: {}",
                 self.name,
                 self.device,
                 units::exact(usage.reserved),
-                if self.maximum == usize::MAX { "none".to_string() } else { units::exact(self.maximum) },
+                if self.maximum == usize::MAX { "no limit".to_string() } else { units::exact(self.maximum) },
                 units::exact(usage.free),
                 units::exact(usage.largest_free_block),
-                grown.err().map(|e| e.reason()).unwrap_or_default()
+                grown.err().map(|e| e.cause()).unwrap_or_default()
             ),
         ))
     }
@@ -866,10 +872,7 @@ impl<I: BlockIndex> Core<I> {
             Growth::Fixed { .. } | Growth::Expandable { .. } => need,
         };
         if floor > room {
-            return Err(Error::out_of_memory(
-                bytes,
-                format!("the {} resource's maximum size {} is reached", self.name, units::exact(self.maximum)),
-            ));
+            return Err(Error::out_of_memory(bytes, format!("its maximum size, {}, is reached", units::exact(self.maximum))));
         }
         let need = need.min(room);
         let mut size = match self.growth {

@@ -140,7 +140,8 @@ impl MemoryResource for LimitingAdaptor {
             return Err(Error::out_of_memory(
                 bytes,
                 format!(
-                    "the limiting adaptor's limit of {} would be exceeded ({} allocated)",
+                    "the limiting adaptor of device {} would exceed its limit of {} ({} allocated)",
+                    self.device(),
                     units::exact(self.limit),
                     units::exact(before)
                 ),
