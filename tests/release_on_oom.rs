@@ -146,3 +146,35 @@ fn a_pool_grows_below_its_chunk_granularity_when_that_is_all_there_is() {
     }
     assert!(common::races().is_empty(), "{:?}", common::races());
 }
+
+/// Two pools over one logging adaptor: an allocation through the first that the device refuses
+/// makes the second give its chunk back through the logging adaptor, from inside the first
+/// one's logged allocation on the same thread. That nested call is logged, and the retry
+/// succeeds. (`fuzz_api` found such a nested call panicking on the log buffer its caller held,
+/// in some runs of seed 45; this stack takes the nested path without reproducing that panic.)
+#[test]
+fn a_release_from_inside_a_logged_allocation_is_logged_too() {
+    let _guard = setup_with("1:256MiB");
+    let path = std::env::temp_dir().join(format!("rmm-nested-log-{}.csv", std::process::id()));
+    let c_path = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    let cuda = over(|h| rmmCudaResourceCreate(h));
+    let logging = over(|h| rmmLoggingAdaptorCreate(h, cuda, c_path.as_ptr()));
+    // A statistics adaptor on top, as users stack it: its shards and the logging adaptor's
+    // share the thread's shard slots.
+    let pool = over(|h| rmmPoolResourceCreate(h, logging, 0, 0));
+    let first = over(|h| rmmStatisticsAdaptorCreate(h, pool));
+    let second = over(|h| rmmPoolResourceCreate(h, logging, 0, 0));
+    let cached = try_allocate(second, 160 * MIB).expect("the device has room");
+    free(second, vec![(cached, 160 * MIB)]);
+    let block = try_allocate(first, 160 * MIB).expect("the second pool's chunk was given back for it");
+    free(first, vec![(block, 160 * MIB)]);
+    for handle in [first, pool, second, logging, cuda] {
+        assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
+    }
+    let log = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let actions: Vec<&str> = log.lines().skip(1).map(|line| line.split(',').nth(2).unwrap()).collect();
+    let count = |action: &str| actions.iter().filter(|&&a| a == action).count();
+    assert!(count("allocate") >= 2 && count("free") >= 2, "both chunks taken and given back are logged: {actions:?}");
+    assert_eq!(count("allocate"), count("free"), "{log}");
+}

@@ -24,7 +24,8 @@ use crate::platform::bias::Bias;
 use crate::platform::biased_lock::BiasedLock;
 use crate::platform::Stream;
 use crate::resources::MemoryResource;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, ReentrantMutex};
+use std::cell::{Cell, RefCell};
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Sender};
@@ -55,6 +56,27 @@ struct Event {
     ptr: usize,
     size: usize,
     stream: usize,
+}
+
+thread_local! {
+    /// Whether this thread is inside a logged operation, holding its buffer's lock.
+    static LOGGING_ON_THIS_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks this thread as inside a logged operation until dropped (also when it unwinds).
+struct InsideLogged;
+
+impl InsideLogged {
+    fn enter() -> Self {
+        let _ = LOGGING_ON_THIS_THREAD.try_with(|inside| inside.set(true));
+        InsideLogged
+    }
+}
+
+impl Drop for InsideLogged {
+    fn drop(&mut self) {
+        let _ = LOGGING_ON_THIS_THREAD.try_with(|inside| inside.set(false));
+    }
 }
 
 /// One thread's events not yet handed to the writer, in the order it recorded them. The lock
@@ -103,6 +125,8 @@ pub struct LoggingAdaptor {
     order_bias: Bias,
     /// Events of threads whose thread-locals are gone (logging from a thread-local destructor).
     stray: Buffer,
+    /// Events of calls made from inside another logged call on the same thread (see `logged`).
+    nested: ReentrantMutex<RefCell<Vec<Event>>>,
     /// Held while a batch is collected and sent, so that batches reach the file in order.
     writer: Mutex<Option<(Sender<Job>, std::thread::JoinHandle<()>)>>,
 }
@@ -138,6 +162,7 @@ impl LoggingAdaptor {
             next_order: AtomicU64::new(0),
             order_bias: Bias::new(),
             stray: Buffer::default(),
+            nested: ReentrantMutex::new(RefCell::new(Vec::new())),
             writer: Mutex::new(Some((sender, writer))),
         });
         let mut live = LIVE.lock();
@@ -171,6 +196,11 @@ impl LoggingAdaptor {
     /// takes its place in the order before it gives the block back, an allocation after it has
     /// the block, so a block freed on one thread and allocated again on another is freed first
     /// in the file, and allocated before it is freed.
+    ///
+    /// An operation can come back into a logging adaptor on the same thread: an upstream out of
+    /// memory makes every pool of the device give chunks back, through this adaptor when it
+    /// lies under one of them, and failure callbacks allocate. Such a nested call records under
+    /// the reentrant `nested` lock instead of the thread's buffer, which its caller holds.
     #[inline]
     fn logged<T>(
         &self,
@@ -180,15 +210,28 @@ impl LoggingAdaptor {
         stream: Stream,
     ) -> Result<T> {
         let place = || self.next_place();
-        let run = |buffer: &Buffer| {
-            let mut events = buffer.events.lock();
-            let before = frees.then(place);
-            let (result, event) = operation();
+        let record = |events: &mut Vec<Event>, before: Option<u64>, event: Option<(Action, usize)>| {
             if let Some((action, ptr)) = event {
                 let order = before.unwrap_or_else(place);
                 let time = crate::platform::clock::wall_clock_ns();
                 events.push(Event { order, time, thread: crate::platform::os_thread_id(), action, ptr, size, stream: stream.0 });
             }
+        };
+        if LOGGING_ON_THIS_THREAD.try_with(Cell::get).unwrap_or(false) {
+            let nested = self.nested.lock();
+            let before = frees.then(place);
+            let (result, event) = operation();
+            record(&mut nested.borrow_mut(), before, event);
+            return result;
+        }
+        let run = |buffer: &Buffer| {
+            let mut events = buffer.events.lock();
+            let before = frees.then(place);
+            let (result, event) = {
+                let _inside = InsideLogged::enter();
+                operation()
+            };
+            record(&mut events, before, event);
             (result, events.len() >= BUFFER_EVENTS)
         };
         let (result, full) = self.buffers.with(run).unwrap_or_else(|| run(&self.stray));
@@ -218,6 +261,7 @@ impl LoggingAdaptor {
         let mut take = |buffer: &Buffer| events.append(&mut buffer.events.lock());
         self.buffers.for_each(&mut take);
         take(&self.stray);
+        events.append(&mut self.nested.lock().borrow_mut());
         Batch { events, complete_below }
     }
 
