@@ -164,8 +164,7 @@ fn a_chunk_grows_in_place_by_what_the_request_needs_beyond_its_free_end() {
 fn free_pages_above_the_release_threshold_go_back_once_their_stream_has_passed() {
     let _guard = setup_with("2:256MiB");
     let before = device_used();
-    let mut stream = null_mut();
-    assert_eq!(rmmStreamCreate(&mut stream), RMM_SUCCESS);
+    let stream = new_stream();
     let expandable = with_options(&rmmExpandableOptions_t { release_free_pages: 1, release_threshold: 4 * MIB, ..options() });
     let first = allocate(expandable, MIB, stream).unwrap();
     let blocks: Vec<usize> = (0..4).map(|_| allocate(expandable, 5 * MIB, stream).unwrap()).collect();
@@ -251,6 +250,12 @@ fn options_are_checked_and_peers_get_access() {
     assert_eq!(rmmResourceDestroy(cuda), RMM_SUCCESS);
 }
 
+fn new_stream() -> cudaStream_t {
+    let mut stream = null_mut();
+    assert_eq!(rmmStreamCreate(&mut stream), RMM_SUCCESS);
+    stream
+}
+
 fn sim_stream(stream: cudaStream_t) -> rmm::platform::Stream {
     rmm::boundary::types::stream_of(stream)
 }
@@ -269,6 +274,31 @@ fn give_everything_back(expandable: rmmResource_t, before: usize) {
     assert_eq!(rmmResourceDestroy(expandable), RMM_SUCCESS);
 }
 
+/// `count` blocks of `size` allocated in turn on `stream`, each stamped with its index.
+fn stamped_blocks(resource: rmmResource_t, count: usize, size: usize, stream: cudaStream_t) -> Vec<usize> {
+    (0..count)
+        .map(|tag| {
+            let block = allocate(resource, size, stream).unwrap();
+            stamp(block, size, tag as u8);
+            block
+        })
+        .collect()
+}
+
+/// Frees every other block of `blocks` (the odd ones), leaving holes between live blocks.
+fn free_every_other(resource: rmmResource_t, blocks: &[usize], size: usize, stream: cudaStream_t) {
+    for &block in blocks.iter().skip(1).step_by(2) {
+        free(resource, block, size, stream);
+    }
+}
+
+/// The even blocks, still live, hold the index each was stamped with.
+fn assert_live_blocks_intact(blocks: &[usize], size: usize) {
+    for (tag, &block) in blocks.iter().enumerate().step_by(2) {
+        assert!(stamped(block, size, tag as u8), "live block {tag} was overwritten");
+    }
+}
+
 fn snapshot_of(resource: rmmResource_t) -> serde_json::Value {
     let mut length = 0;
     assert_eq!(rmmResourceGetSnapshot(resource, null_mut(), 0, &mut length), RMM_SUCCESS);
@@ -282,8 +312,7 @@ fn a_hole_in_the_middle_of_a_chunk_is_unmapped_once_its_stream_has_passed_and_no
     let _guard = setup_with("2:256MiB");
     let simulator = rmm::platform::simulator().unwrap();
     let before = device_used();
-    let mut stream = null_mut();
-    assert_eq!(rmmStreamCreate(&mut stream), RMM_SUCCESS);
+    let stream = new_stream();
     let expandable = with_options(&rmmExpandableOptions_t { release_free_pages: 1, ..options() });
     // One chunk: [first: 1 MiB][hole: 8 MiB][last: 1 MiB - 512][tiny: 256][256 free].
     let first = allocate(expandable, MIB, stream).unwrap();
@@ -334,23 +363,16 @@ fn a_request_no_mapped_range_fits_is_stitched_from_the_pages_of_holes_before_new
     let _guard = setup_with("2:256MiB");
     let before = device_used();
     let expandable = over(|h| rmmExpandableResourceCreate(h, 0));
-    let blocks: Vec<usize> = (0..8).map(|_| allocate(expandable, 4 * MIB, null_mut()).unwrap()).collect();
-    for (tag, &block) in blocks.iter().enumerate() {
-        stamp(block, 4 * MIB, tag as u8);
-    }
+    let blocks = stamped_blocks(expandable, 8, 4 * MIB, null_mut());
     assert_eq!(device_used(), before + 32 * MIB);
-    for &block in blocks.iter().skip(1).step_by(2) {
-        free(expandable, block, 4 * MIB, null_mut());
-    }
+    free_every_other(expandable, &blocks, 4 * MIB, null_mut());
     // 16 MiB free, none of it in one block large enough: 12 MiB are served by the pages of
     // the three holes in the middle, mapped after the free end of the chunk.
     let large = allocate(expandable, 12 * MIB, null_mut()).unwrap();
     assert_eq!(large, blocks[7], "it starts at the chunk's free end");
     assert_eq!(device_used(), before + 32 * MIB, "no new physical memory");
     stamp(large, 12 * MIB, 0xEE);
-    for (tag, &block) in blocks.iter().enumerate().step_by(2) {
-        assert!(stamped(block, 4 * MIB, tag as u8), "live block {tag} was overwritten");
-    }
+    assert_live_blocks_intact(&blocks, 4 * MIB);
     let figures = footprint(expandable);
     assert_eq!((figures.reserved_bytes, figures.peak_reserved_bytes), (32 * MIB, 32 * MIB), "mapped and kept pages are held");
     let snapshot = snapshot_of(expandable);
@@ -380,17 +402,11 @@ fn growth_on_a_busy_stream_maps_its_own_holes_pages_again_at_once() {
     let _guard = setup_with("2:256MiB");
     let simulator = rmm::platform::simulator().unwrap();
     let before = device_used();
-    let mut stream = null_mut();
-    assert_eq!(rmmStreamCreate(&mut stream), RMM_SUCCESS);
+    let stream = new_stream();
     let expandable = over(|h| rmmExpandableResourceCreate(h, 0));
-    let blocks: Vec<usize> = (0..8).map(|_| allocate(expandable, 4 * MIB, stream).unwrap()).collect();
-    for (tag, &block) in blocks.iter().enumerate() {
-        stamp(block, 4 * MIB, tag as u8);
-    }
+    let blocks = stamped_blocks(expandable, 8, 4 * MIB, stream);
     simulator.stream_hold(sim_stream(stream)).unwrap();
-    for &block in blocks.iter().skip(1).step_by(2) {
-        free(expandable, block, 4 * MIB, stream);
-    }
+    free_every_other(expandable, &blocks, 4 * MIB, stream);
     // 16 MiB free in four holes, the last at the chunk's end: 12 MiB there need 8 MiB more,
     // mapped from the pages of two holes.
     let large = allocate(expandable, 12 * MIB, stream).unwrap();
@@ -401,9 +417,7 @@ fn growth_on_a_busy_stream_maps_its_own_holes_pages_again_at_once() {
     assert_eq!(footprint(expandable).reserved_bytes, 32 * MIB, "a page mapped twice is held once");
     simulator.stream_finish_held(sim_stream(stream)).unwrap();
     stamp(large, 12 * MIB, 0xEE);
-    for (tag, &block) in blocks.iter().enumerate().step_by(2) {
-        assert!(stamped(block, 4 * MIB, tag as u8), "live block {tag} was overwritten");
-    }
+    assert_live_blocks_intact(&blocks, 4 * MIB);
     // The next free finds the stream past its frees: the holes' old addresses are unmapped.
     free(expandable, blocks[0], 4 * MIB, stream);
     assert!(mapped(expandable) <= 32 * MIB, "the old addresses of lent pages are unmapped: {} bytes mapped", mapped(expandable));
@@ -423,8 +437,7 @@ fn out_of_memory_takes_the_pages_of_holes_once_their_stream_has_passed() {
     let _guard = setup_with("2:256MiB");
     let simulator = rmm::platform::simulator().unwrap();
     let before = device_used();
-    let mut stream = null_mut();
-    assert_eq!(rmmStreamCreate(&mut stream), RMM_SUCCESS);
+    let stream = new_stream();
     let expandable = over(|h| rmmExpandableResourceCreate(h, 0));
     let mut blocks = Vec::new();
     while let Ok(block) = allocate(expandable, 8 * MIB, stream) {
@@ -436,15 +449,11 @@ fn out_of_memory_takes_the_pages_of_holes_once_their_stream_has_passed() {
     // Holes of 8 MiB between live blocks; the stream still runs work from before the frees,
     // so growth cannot unmap them yet and the device has nothing left: out of memory
     // waits for the stream, unmaps the holes and maps their pages for the request.
-    for &block in blocks.iter().skip(1).step_by(2) {
-        free(expandable, block, 8 * MIB, stream);
-    }
+    free_every_other(expandable, &blocks, 8 * MIB, stream);
     simulator.stream_hold(sim_stream(stream)).unwrap();
     let large = allocate(expandable, 24 * MIB, stream).expect("served from the holes' pages");
     stamp(large, 24 * MIB, 0xAB);
-    for (tag, &block) in blocks.iter().enumerate().step_by(2) {
-        assert!(stamped(block, 8 * MIB, tag as u8), "live block {tag} was overwritten");
-    }
+    assert_live_blocks_intact(&blocks, 8 * MIB);
     free(expandable, large, 24 * MIB, stream);
     for &block in blocks.iter().step_by(2) {
         free(expandable, block, 8 * MIB, stream);
