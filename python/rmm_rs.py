@@ -594,8 +594,8 @@ class Resource:
         the device's memory; `initial_size` mapped at once), each chunk growing in place by
         what a request needs beyond its free end. With `release_threshold` (bytes), free pages
         go back to the device while more than that is mapped (None: kept until ``release()``).
-        `page_size`: a multiple of the device's granularity (None: the granularity). `peers`:
-        other devices given access."""
+        `page_size`: a multiple of the device's granularity (None: 1/4096 of the maximum
+        size, from the granularity up to 20 MiB). `peers`: other devices given access."""
         peer_list = [int(peer) for peer in peers]
         peer_array = (ctypes.c_int * max(1, len(peer_list)))(*peer_list)
         options = _CExpandableOptions(

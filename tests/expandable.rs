@@ -224,6 +224,12 @@ fn options_are_checked_and_peers_get_access() {
     assert_eq!(footprint(larger_pages).reserved_bytes, 4 * MIB, "one page of 4 MiB");
     free(larger_pages, block, MIB, null_mut());
     assert_eq!(rmmResourceDestroy(larger_pages), RMM_SUCCESS);
+    // The default page grows with the maximum: 1/4096 of it, up to 20 MiB.
+    for (maximum, page) in [(256 * MIB, 2 * MIB), (16 << 30, 4 * MIB), (80 << 30, 20 * MIB), (141 << 30, 20 * MIB)] {
+        let resource = with_options(&rmmExpandableOptions_t { maximum_size: maximum, ..options() });
+        assert_eq!(snapshot_of(resource)["upstream"]["page_size"], page, "a maximum of {maximum} bytes");
+        assert_eq!(rmmResourceDestroy(resource), RMM_SUCCESS);
+    }
 
     let mut handle: rmmResource_t = null_mut();
     let bad_page = rmmExpandableOptions_t { page_size: 3 * MIB, ..options() };
@@ -378,6 +384,13 @@ fn a_request_no_mapped_range_fits_is_stitched_from_the_pages_of_holes_before_new
     let snapshot = snapshot_of(expandable);
     assert_eq!(snapshot["upstream"]["kept_unmapped_pages"], 2, "one hole's pages are kept for the next growth: {snapshot}");
     assert_eq!(snapshot["upstream"]["mapped_bytes"], 28 * MIB, "{snapshot}");
+    let activity = &snapshot["upstream"]["activity"];
+    let count = |name: &str| activity[name].as_u64().unwrap();
+    assert_eq!(
+        [count("pages_created"), count("pages_mapped"), count("pages_unmapped"), count("pages_mapped_lent")],
+        [16, 20, 6, 0],
+        "16 pages made, the three holes' 6 unmapped and 4 of them mapped again: {activity}"
+    );
     // The kept pages serve the next growth too.
     let more = allocate(expandable, 4 * MIB, null_mut()).unwrap();
     assert_eq!(device_used(), before + 32 * MIB);
@@ -415,6 +428,7 @@ fn growth_on_a_busy_stream_maps_its_own_holes_pages_again_at_once() {
     let mapped = |resource| snapshot_of(resource)["upstream"]["mapped_bytes"].as_u64().unwrap() as usize;
     assert_eq!(mapped(expandable), 40 * MIB, "the holes stay mapped while the stream may still use them");
     assert_eq!(footprint(expandable).reserved_bytes, 32 * MIB, "a page mapped twice is held once");
+    assert_eq!(snapshot_of(expandable)["upstream"]["activity"]["pages_mapped_lent"], 4, "two holes' pages, lent");
     simulator.stream_finish_held(sim_stream(stream)).unwrap();
     stamp(large, 12 * MIB, 0xEE);
     assert_live_blocks_intact(&blocks, 4 * MIB);

@@ -8,7 +8,9 @@
 Allocators: PyTorch's caching allocator (``native``), the same with
 ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`` (``expandable``), and rmm-rs through
 ``rmm_rs.use_for_torch()`` over each of its suballocators (``rmm-pool``, ``rmm-arena``,
-``rmm-binning``, ``rmm-expandable``; statistics off, as a user measuring footprint would run it).
+``rmm-binning``, ``rmm-expandable``; statistics off, as a user measuring footprint would run it),
+and ``rmm-spec:SPEC`` for any stack of the spec language without a comma (e.g.
+``rmm-spec:expandable:page_size=32MiB``).
 
 Workloads (nothing downloaded):
 - ``gpt``: a GPT-style decoder (12 layers x 768, 12 heads, sequence 1024, vocabulary 50304),
@@ -29,7 +31,9 @@ same way for every allocator, so what an allocator caches counts. A run of its o
 two steps per probe.
 
 Environment: RMM_RS_LIBRARY (librmm.so), BENCH_ALLOCATORS, BENCH_WORKLOADS (comma lists),
-BENCH_STEPS (timed steps, default 10), BENCH_MAX_BATCH=0 skips the batch search.
+BENCH_STEPS (timed steps, default 10), BENCH_MAX_BATCH=0 skips the batch search, BENCH_LOG
+(a path: rmm-rs allocators log every allocation there in RMM's CSV format, for rmm-replay).
+rmm-expandable runs also report the page source's device calls (``vmm_activity``).
 """
 
 import json
@@ -49,11 +53,18 @@ def choose_allocator(name):
     """Before torch touches CUDA."""
     if name == "expandable":
         os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+    elif name.startswith("rmm-spec:"):
+        # Any stack of the spec language (no commas: BENCH_ALLOCATORS splits on them).
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+        import rmm_rs
+
+        rmm_rs.configure_from_string(name[len("rmm-spec:"):])
+        rmm_rs.use_for_torch()
     elif name.startswith("rmm-"):
         sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
         import rmm_rs
 
-        rmm_rs.configure(name[len("rmm-"):], statistics=False)
+        rmm_rs.configure(name[len("rmm-"):], statistics=False, log=os.environ.get("BENCH_LOG") or None)
         rmm_rs.use_for_torch()
     elif name != "native":
         raise SystemExit(f"unknown allocator {name}")
@@ -247,6 +258,21 @@ def run_child(workload, allocator):
         raise SystemExit(f"unknown workload {workload}")
     result["median_step_ms"] = statistics.median(times) * 1e3
     result["peak_held_mib"] = held.stop()
+    if allocator.startswith("rmm-"):
+        import rmm_rs
+
+        def find(node):
+            # The page source's activity, under whatever adaptors lie on top.
+            if isinstance(node, dict):
+                if "activity" in node:
+                    return node["activity"]
+                for value in node.values():
+                    found = find(value)
+                    if found:
+                        return found
+            return None
+
+        result["vmm_activity"] = find(rmm_rs.Resource.of_device().snapshot())
     if not allocator.startswith("rmm-"):
         # PyTorch's own counts (a pluggable allocator's process has none): the most the tensors
         # held at once, and the most the allocator reserved. Held memory above the reserved
@@ -294,7 +320,7 @@ def table(results):
     by = {}
     for r in results:  # the batch search ran apart; it shows with the gpt workload
         by.setdefault(("gpt" if r["workload"] == "gpt-batch" else r["workload"], r["allocator"]), {}).update(r)
-    allocators = [a for a in ALLOCATORS if any(r["allocator"] == a for r in results)]
+    allocators = list(dict.fromkeys(r["allocator"] for r in results))
     lines = ["| workload | figure | " + " | ".join(allocators) + " |", "|---" * (len(allocators) + 2) + "|"]
     for workload in WORKLOADS:
         rows = [("peak held (MiB)", "peak_held_mib", "{:.0f}"), ("peak live tensors (MiB)", "peak_live_mib", "{:.0f}"),

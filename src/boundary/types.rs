@@ -69,7 +69,8 @@ pub struct rmmExpandableOptions_t {
     /// See `release_free_pages` (0 with it: give back every free page).
     pub release_threshold: usize,
     /// The unit of mapping and release: a multiple of the device's allocation granularity
-    /// (0: the granularity, 2 MiB on current GPUs).
+    /// (0: 1/4096 of the maximum size rounded up to the granularity, from the granularity,
+    /// 2 MiB on current GPUs, up to 20 MiB on devices of 80 GiB or more).
     pub page_size: usize,
     /// Other devices given read and write access to the memory (NULL when `num_peers` is 0).
     pub peers: *const c_int,

@@ -27,6 +27,22 @@ use std::sync::Arc;
 /// different streams, each of which grows at its end.
 const ADDRESS_SPACE_FACTOR: usize = 4;
 
+/// The default page is 1/`PAGES_PER_MAXIMUM` of the most the resource maps, and at most
+/// `LARGEST_DEFAULT_PAGE`: every page moved by stitching costs a map and an unmap, so on a
+/// large device pages of the granularity (2 MiB) make a workload that stitches every step
+/// slow. PyTorch's expandable segments map large blocks 20 MiB at a time; on an H100, GPT
+/// training stitched 1,572 pages of 2 MiB a step (2.4 times PyTorch's step time) and 100 of
+/// 20 MiB (PyTorch's step time), holding 2% more (docs/src/expandable.md).
+const PAGES_PER_MAXIMUM: usize = 4096;
+const LARGEST_DEFAULT_PAGE: usize = 20 << 20;
+
+/// The page a resource that maps at most `maximum` bytes uses by default: a multiple of the
+/// device's `granularity`.
+fn default_page(maximum: usize, granularity: usize) -> usize {
+    let largest = LARGEST_DEFAULT_PAGE.next_multiple_of(granularity);
+    (maximum / PAGES_PER_MAXIMUM).next_multiple_of(granularity).clamp(granularity, largest)
+}
+
 /// What an expandable resource is made with (0 in a size: its default).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExpandableOptions {
@@ -37,8 +53,9 @@ pub struct ExpandableOptions {
     /// Free pages go back to the device while more than this is mapped; `usize::MAX` (the
     /// default) keeps everything until `release` or the device runs out of memory.
     pub release_threshold: usize,
-    /// The unit of mapping and release, a multiple of the device's granularity; 0: the
-    /// granularity (2 MiB on current GPUs).
+    /// The unit of mapping and release, a multiple of the device's granularity; 0: 1/4096 of
+    /// the maximum size, rounded up to the granularity, at least the granularity (2 MiB on
+    /// current GPUs) and at most 20 MiB (on devices of 80 GiB or more).
     pub page_size: usize,
     /// Other devices given read and write access to what is mapped.
     pub peers: Vec<i32>,
@@ -88,6 +105,45 @@ struct Ranges {
     lent: Vec<(Stream, PhysicalMemory, usize)>,
     /// The most pages held (mapped and kept) at once.
     peak_pages: usize,
+    activity: Activity,
+}
+
+/// What the page source has asked of the device so far, and the time those calls took: the
+/// cost of mapping on demand and stitching, shown in the snapshot.
+#[derive(Default, Clone, Copy)]
+struct Activity {
+    /// `map` calls that mapped pages (one `cuMemSetAccess` each).
+    maps: u64,
+    pages_created: u64,
+    pages_mapped: u64,
+    /// Pages mapped that were lent (still mapped at their old address): stitched at once.
+    pages_mapped_lent: u64,
+    pages_unmapped: u64,
+    pages_released: u64,
+    /// Nanoseconds in the device calls that create, map, grant access, unmap and release.
+    device_call_ns: u64,
+}
+
+impl Activity {
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "maps": self.maps,
+            "pages_created": self.pages_created,
+            "pages_mapped": self.pages_mapped,
+            "pages_mapped_lent": self.pages_mapped_lent,
+            "pages_unmapped": self.pages_unmapped,
+            "pages_released": self.pages_released,
+            "device_call_ms": self.device_call_ns as f64 / 1e6,
+        })
+    }
+}
+
+/// Runs a device call and adds its time to `ns`.
+fn timed<T>(ns: &mut u64, call: impl FnOnce() -> T) -> T {
+    let start = std::time::Instant::now();
+    let result = call();
+    *ns += start.elapsed().as_nanos() as u64;
+    result
 }
 
 impl Ranges {
@@ -162,18 +218,18 @@ impl MappedRanges {
             platform.check_device(peer)?;
         }
         let granularity = platform.vmm_granularity(device)?;
+        let wanted = match options.maximum_size {
+            0 => platform.mem_get_info(device)?.1,
+            size => size,
+        };
         let page = match options.page_size {
-            0 => granularity,
+            0 => default_page(wanted, granularity),
             size if size.is_multiple_of(granularity) => size,
             size => {
                 return Err(Error::invalid(format!(
                     "a page size of {size} bytes is not a multiple of the device's granularity, {granularity}"
                 )))
             }
-        };
-        let wanted = match options.maximum_size {
-            0 => platform.mem_get_info(device)?.1,
-            size => size,
         };
         let too_large = || Error::invalid(format!("a maximum of {wanted} bytes"));
         let usable = wanted.checked_next_multiple_of(page).and_then(|size| size.checked_mul(ADDRESS_SPACE_FACTOR)).ok_or_else(too_large)?;
@@ -221,12 +277,13 @@ impl MappedRanges {
         };
         let mut pages: Vec<(usize, PhysicalMemory, Source)> = Vec::with_capacity(count);
         let mut result = Ok(());
+        let mut ns = 0;
         for at in (start..start + size).step_by(self.page) {
             let (physical, source) = match reused.pop() {
                 Some((physical, source)) => (Ok(physical), source),
-                None => (self.create_page(), Source::Created),
+                None => (timed(&mut ns, || self.create_page()), Source::Created),
             };
-            let mapped = physical.and_then(|physical| match platform.vmm_map(at, self.page, physical) {
+            let mapped = physical.and_then(|physical| match timed(&mut ns, || platform.vmm_map(at, self.page, physical)) {
                 Ok(()) => Ok(physical),
                 Err(e) => {
                     self.discard(physical, source);
@@ -242,14 +299,25 @@ impl MappedRanges {
             }
         }
         if result.is_ok() {
-            result = platform.vmm_set_access(start, size, &self.access);
+            result = timed(&mut ns, || platform.vmm_set_access(start, size, &self.access));
         }
         let mut state = self.state.lock();
+        state.activity.device_call_ns += ns;
         for (physical, source) in reused {
             state.put_back(physical, source);
         }
         match result {
             Ok(()) => {
+                let activity = &mut state.activity;
+                activity.maps += 1;
+                activity.pages_mapped += pages.len() as u64;
+                for (_, _, source) in &pages {
+                    match source {
+                        Source::Created => activity.pages_created += 1,
+                        Source::Lent { .. } => activity.pages_mapped_lent += 1,
+                        Source::Kept => {}
+                    }
+                }
                 state.mapped.extend(pages.into_iter().map(|(at, physical, _)| (at, physical)));
                 state.peak_pages = state.peak_pages.max(state.held_pages());
                 Ok(())
@@ -300,10 +368,15 @@ impl MappedRanges {
                 let Some(physical) = state.kept.pop() else { break };
                 physical
             };
-            if let Err(e) = platform.vmm_release(physical) {
-                self.state.lock().kept.push(physical);
+            let mut ns = 0;
+            let outcome = timed(&mut ns, || platform.vmm_release(physical));
+            let mut state = self.state.lock();
+            state.activity.device_call_ns += ns;
+            if let Err(e) = outcome {
+                state.kept.push(physical);
                 return Err(e);
             }
+            state.activity.pages_released += 1;
             released += self.page;
         }
         Ok(released)
@@ -374,13 +447,17 @@ impl MemoryResource for MappedRanges {
         };
         let mut result = Ok(());
         for (at, physical) in pages {
-            if let Err(e) = platform.vmm_unmap(at, self.page) {
+            let mut ns = 0;
+            let unmapped = timed(&mut ns, || platform.vmm_unmap(at, self.page));
+            let mut state = self.state.lock();
+            state.activity.device_call_ns += ns;
+            if let Err(e) = unmapped {
                 // Still mapped: the page stays out of the free range.
                 result = Err(e);
-                self.state.lock().mapped.insert(at, physical);
+                state.mapped.insert(at, physical);
                 continue;
             }
-            let mut state = self.state.lock();
+            state.activity.pages_unmapped += 1;
             if state.lent_from.remove(&at) {
                 // Lent: kept once no stream's map took it, else mapped elsewhere already.
                 if let Some(unused) = state.lent.iter().position(|&(_, _, mapped_at)| mapped_at == at) {
@@ -447,6 +524,7 @@ impl MemoryResource for MappedRanges {
             "mapped": mapped,
             "kept_unmapped_pages": state.kept.len(),
             "kept_unmapped_bytes": state.kept.len() * self.page,
+            "activity": state.activity.json(),
         })
     }
 }
