@@ -2,22 +2,55 @@
 //! stream, thread, the file and line of the `RMM_ALLOC` that made it and, when asked for, a
 //! backtrace. Leaks are reported to the log at `rmmFinalize`, at process exit and when the
 //! adaptor is destroyed, and on request.
+//!
+//! The records are sharded by address window, each shard on cache lines of its own behind a
+//! lock biased to the thread that uses it (as the aligned adaptor's and the ownership records
+//! are): one thread records with plain loads and stores, and threads allocating on their own
+//! streams, whose blocks come from chunks of their own, meet different shards. A report takes
+//! every shard's lock, so it is exact at the moment it is taken.
 
 use super::Upstream;
 use crate::error::Result;
+use crate::platform::biased_lock::BiasedLock;
 use crate::platform::Stream;
 use crate::resources::MemoryResource;
 use parking_lot::Mutex;
-use rmm_suballoc::address_map::{shard_of, AddressMap};
+use rmm_suballoc::address_map::{window_shard_of, AddressMap};
 use std::collections::HashSet;
 use std::fmt::Write;
 use std::sync::{Arc, Weak};
 
 /// Enough shards that eight threads seldom meet in one, each on cache lines of its own.
 const SHARDS: usize = 64;
+/// As the ownership records' windows (4 MiB).
+const SHARD_WINDOW_BITS: u32 = 22;
+
+/// What is kept of a live allocation: its address is the key.
+struct Record {
+    size: usize,
+    stream: usize,
+    thread: u64,
+    file: Option<&'static str>,
+    line: u32,
+    backtrace: Option<Box<str>>,
+}
+
+impl Record {
+    fn outstanding(&self, ptr: usize) -> OutstandingAllocation {
+        OutstandingAllocation {
+            ptr,
+            size: self.size,
+            stream: self.stream,
+            thread: self.thread,
+            file: self.file,
+            line: self.line,
+            backtrace: self.backtrace.as_deref().map(str::to_string),
+        }
+    }
+}
 
 #[repr(align(128))]
-struct Shard(Mutex<AddressMap<OutstandingAllocation>>);
+struct Shard(BiasedLock<AddressMap<Record>>);
 
 /// One live allocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,23 +124,27 @@ impl TrackingAdaptor {
         Arc::new(TrackingAdaptor {
             upstream: Upstream::new(upstream),
             capture_stacks,
-            live: (0..SHARDS).map(|_| Shard(Mutex::new(AddressMap::default()))).collect(),
+            live: (0..SHARDS).map(|_| Shard(BiasedLock::new(AddressMap::default()))).collect(),
         })
     }
 
-    fn shard(&self, ptr: usize) -> &Mutex<AddressMap<OutstandingAllocation>> {
-        &self.live[shard_of(ptr, SHARDS)].0
+    fn shard(&self, ptr: usize) -> &BiasedLock<AddressMap<Record>> {
+        &self.live[window_shard_of(ptr, SHARD_WINDOW_BITS, SHARDS)].0
     }
 
-    /// Every outstanding allocation, by address.
+    /// Every outstanding allocation, by address: exact at the moment it is taken, since every
+    /// shard is locked until all are read.
     pub fn outstanding(&self) -> Vec<OutstandingAllocation> {
-        let mut all: Vec<_> = self.live.iter().flat_map(|shard| shard.0.lock().values().cloned().collect::<Vec<_>>()).collect();
+        let shards: Vec<_> = self.live.iter().map(|shard| shard.0.lock()).collect();
+        let mut all: Vec<_> = shards.iter().flat_map(|records| records.iter().map(|(&ptr, record)| record.outstanding(ptr))).collect();
+        drop(shards);
         all.sort_by_key(|a| a.ptr);
         all
     }
 
     pub fn outstanding_bytes(&self) -> usize {
-        self.live.iter().map(|shard| shard.0.lock().values().map(|a| a.size).sum::<usize>()).sum()
+        let shards: Vec<_> = self.live.iter().map(|shard| shard.0.lock()).collect();
+        shards.iter().map(|records| records.values().map(|record| record.size).sum::<usize>()).sum()
     }
 
     /// A human-readable list of the outstanding allocations ("" when there are none).
@@ -163,9 +200,8 @@ impl MemoryResource for TrackingAdaptor {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
         let ptr = self.upstream.allocate(bytes, stream)?;
         let (file, line) = call_site();
-        let backtrace = self.capture_stacks.then(|| std::backtrace::Backtrace::force_capture().to_string());
-        let record =
-            OutstandingAllocation { ptr, size: bytes, stream: stream.0, thread: crate::platform::os_thread_id(), file, line, backtrace };
+        let backtrace = self.capture_stacks.then(|| std::backtrace::Backtrace::force_capture().to_string().into_boxed_str());
+        let record = Record { size: bytes, stream: stream.0, thread: crate::platform::os_thread_id(), file, line, backtrace };
         self.shard(ptr).lock().insert(ptr, record);
         Ok(ptr)
     }
