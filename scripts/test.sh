@@ -29,6 +29,9 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --quiet
 echo "== cargo test (every crate)"
 cargo test --workspace
 
+echo "== the logging adaptor's numbered order (where the time-stamp counter cannot order events)"
+RMM_LOG_CLOCK=system cargo test --release --test adaptors --test replay --test release_on_oom 2>&1 | grep -E '^test result|panicked'
+
 echo "== C API fuzzers, a slice (scripts/fuzz.sh runs them long)"
 RMM_FUZZ_CALLS=1000000 cargo test --release --test fuzz_api --test fuzz_api_threads --test fuzz_api_oom -- --nocapture 2>&1 \
   | grep -E '^fuzz_api|^test result|panicked|assertion'
