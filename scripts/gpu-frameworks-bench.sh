@@ -2,7 +2,9 @@
 # The real-client benchmark on a GPU machine (no Rust needed): PyTorch training and decoding
 # with PyTorch's own allocator, with its expandable segments, and with rmm-rs's suballocators
 # (librmm.so from stage/, made by scripts/stage.sh). Prints one JSON line per run, then a
-# Markdown table; see bench/frameworks/bench.py.
+# Markdown table; see bench/frameworks/bench.py. First, whether CUDA IPC works on memory from
+# rmm-rs's pool and expandable resources under PyTorch and CuPy (bench/frameworks/ipc_probe.py;
+# IPC_PROBE=0 skips it).
 #
 #   scripts/gpu-frameworks-bench.sh
 #
@@ -18,4 +20,7 @@ fi
 export RMM_RS_LIBRARY=$stage/lib/librmm.so
 unset RMM_SIM_DEVICES RMM_ALLOC_CONF PYTORCH_CUDA_ALLOC_CONF
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+if [ "${IPC_PROBE:-1}" != 0 ]; then
+  "${PYTHON:-python3}" bench/frameworks/ipc_probe.py
+fi
 "${PYTHON:-python3}" bench/frameworks/bench.py
