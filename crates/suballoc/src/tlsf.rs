@@ -37,6 +37,9 @@ struct Block {
     next_free: u32,
     chunk: u32,
     state: State,
+    /// The bytes a used (or parked) block was handed out for: beside the block, so that a
+    /// free checks its state and its size with one bounds check.
+    requested: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,8 +97,6 @@ const QUICK_CREDIT: u8 = 8;
 
 pub struct Tlsf {
     blocks: Vec<Block>,
-    /// The bytes each used (or parked) block was handed out for, by block index.
-    requested: Vec<usize>,
     spare_blocks: Vec<u32>,
     heads: [[u32; SL_COUNT]; FL_COUNT],
     fl_bitmap: u64,
@@ -114,6 +115,7 @@ pub struct Tlsf {
     parked: Vec<(usize, u32)>,
     quick_bytes: usize,
     parking: bool,
+    /// Never above 0 while parking is off, so that a free tests the credit alone.
     credit: u8,
     last_freed_size: usize,
 }
@@ -145,7 +147,6 @@ impl Tlsf {
     pub fn new() -> Self {
         Tlsf {
             blocks: Vec::new(),
-            requested: Vec::new(),
             spare_blocks: Vec::new(),
             heads: [[NONE; SL_COUNT]; FL_COUNT],
             fl_bitmap: 0,
@@ -159,7 +160,7 @@ impl Tlsf {
             parked: Vec::with_capacity(QUICK_DEPTH),
             quick_bytes: 0,
             parking: false,
-            credit: QUICK_CREDIT,
+            credit: 0,
             last_freed_size: 0,
         }
     }
@@ -230,7 +231,6 @@ impl Tlsf {
             }
             None => {
                 self.blocks.push(block);
-                self.requested.push(0);
                 (self.blocks.len() - 1) as u32
             }
         }
@@ -240,7 +240,17 @@ impl Tlsf {
     /// `next_phys` (which is linked back to it), listed free.
     #[inline(always)]
     fn new_free_block(&mut self, addr: usize, size: usize, prev_phys: u32, next_phys: u32, chunk: u32) -> u32 {
-        let index = self.new_block(Block { addr, size, prev_phys, next_phys, prev_free: NONE, next_free: NONE, chunk, state: State::Used });
+        let index = self.new_block(Block {
+            addr,
+            size,
+            prev_phys,
+            next_phys,
+            prev_free: NONE,
+            next_free: NONE,
+            chunk,
+            state: State::Used,
+            requested: 0,
+        });
         if next_phys != NONE {
             self.blocks[next_phys as usize].prev_phys = index;
         }
@@ -301,6 +311,7 @@ impl Tlsf {
             next_free: NONE,
             chunk: chunk as u32,
             state: State::Used,
+            requested: 0,
         });
         self.chunks[chunk] = Some(Chunk { base, size });
         self.chunk_first_block[chunk] = index;
@@ -383,18 +394,20 @@ impl Tlsf {
                         self.parked[at] = last;
                     }
                 }
-                self.blocks[index as usize].state = State::Used;
-                self.requested[index as usize] = bytes;
+                let block = &mut self.blocks[index as usize];
+                block.state = State::Used;
+                block.requested = bytes;
+                let addr = block.addr;
                 self.quick_bytes -= need;
-                self.credit = self.credit.saturating_add(1).min(QUICK_CREDIT);
+                self.earn_credit();
                 self.note_peak();
-                return Some((self.blocks[index as usize].addr, need));
+                return Some((addr, need));
             }
             // A miss means sizes vary: parked blocks would only fragment, so coalesce them now.
             self.credit /= 2;
             self.flush_quick();
         } else if need == self.last_freed_size && self.parking {
-            self.credit = self.credit.saturating_add(1).min(QUICK_CREDIT);
+            self.earn_credit();
         }
         self.allocate_from_index(units, bytes)
     }
@@ -415,6 +428,7 @@ impl Tlsf {
                 next_free: NONE,
                 chunk,
                 state: State::Used,
+                requested: 0,
             });
             if next_phys != NONE {
                 self.blocks[next_phys as usize].prev_phys = rest;
@@ -424,7 +438,7 @@ impl Tlsf {
             block.size = need;
             self.link_free(rest);
         }
-        self.requested[index as usize] = bytes;
+        self.blocks[index as usize].requested = bytes;
         self.used.insert(addr, index);
         self.note_peak();
         Some((addr, need))
@@ -443,23 +457,19 @@ impl Tlsf {
         let Some((entry, &index)) = self.used.get_slot(&addr) else {
             return Err(Refused::NotLive);
         };
-        let Block { size, state, .. } = self.blocks[index as usize];
-        if state != State::Used {
+        let block = &mut self.blocks[index as usize];
+        if block.state != State::Used {
             return Err(Refused::NotLive);
         }
-        let requested = self.requested[index as usize];
-        if bytes.is_some_and(|bytes| bytes != requested) {
-            return Err(Refused::WrongSize(requested));
+        if bytes.is_some_and(|bytes| bytes != block.requested) {
+            return Err(Refused::WrongSize(block.requested));
         }
+        let size = block.size;
         self.last_freed_size = size;
-        if self.parking
-            && self.credit > 0
-            && size <= QUICK_MAX
-            && self.parked.len() < QUICK_DEPTH
-            && self.quick_bytes + size <= QUICK_BUDGET
-        {
+        // Credit is only ever earned while parking is on.
+        if self.credit > 0 && size <= QUICK_MAX && self.parked.len() < QUICK_DEPTH && self.quick_bytes + size <= QUICK_BUDGET {
+            block.state = State::Parked;
             self.parked.push((size, index));
-            self.blocks[index as usize].state = State::Parked;
             self.quick_bytes += size;
             return Ok(Freed { size, chunk_now_free: false });
         }
@@ -470,7 +480,8 @@ impl Tlsf {
     /// The size of the used block at `addr` and the bytes it was handed out for.
     pub fn used_block(&self, addr: usize) -> Option<(usize, usize)> {
         let index = *self.used.get(&addr)? as usize;
-        (self.blocks[index].state == State::Used).then(|| (self.blocks[index].size, self.requested[index]))
+        let block = &self.blocks[index];
+        (block.state == State::Used).then_some((block.size, block.requested))
     }
 
     /// Every block of the chunk based at `base`, in address order (parked blocks count as
@@ -483,7 +494,7 @@ impl Tlsf {
         let mut at = self.chunk_first_block[chunk];
         while at != NONE {
             let block = &self.blocks[at as usize];
-            let requested = (block.state == State::Used).then(|| self.requested[at as usize]);
+            let requested = (block.state == State::Used).then_some(block.requested);
             views.push(BlockView { addr: block.addr, size: block.size, requested });
             at = block.next_phys;
         }
@@ -495,6 +506,15 @@ impl Tlsf {
     /// stream (the legacy default stream's) should park.
     pub fn enable_parking(&mut self) {
         self.parking = true;
+        self.credit = QUICK_CREDIT;
+    }
+
+    /// One more allocation served as parking hopes: credit up to `QUICK_CREDIT`.
+    #[inline(always)]
+    fn earn_credit(&mut self) {
+        if self.credit < QUICK_CREDIT {
+            self.credit += 1;
+        }
     }
 
     /// Puts every parked block back into the index, coalesced. Returns whether a chunk became
@@ -589,6 +609,7 @@ impl Tlsf {
                 next_free: NONE,
                 chunk: slot as u32,
                 state: State::Used,
+                requested: 0,
             });
             self.blocks[last as usize].next_phys = tail;
             self.link_free(tail);
