@@ -477,16 +477,23 @@ impl<I: BlockIndex> Core<I> {
     /// (the common case, inline), others through the thread's cache.
     #[inline(always)]
     fn state_for(&self, stream: Stream) -> Result<StateRef<'_, I>> {
-        if matches!(stream, Stream::DEFAULT | Stream::LEGACY) {
-            let state = match self.per_thread_default_stream.load(Ordering::Relaxed) {
-                false => self.default_state.get(),
-                true => self.thread_states.get(),
-            };
-            if let Some(state) = state {
-                return Ok(StateRef::Borrowed(state));
-            }
+        match self.default_state_for(stream) {
+            Some(state) => Ok(StateRef::Borrowed(state)),
+            None => self.state_for_other(stream),
         }
-        self.state_for_other(stream)
+    }
+
+    /// The legacy default stream's state, when `stream` is that stream and its state exists:
+    /// the common case, with no lock, reference count or `StateRef` to go through.
+    #[inline(always)]
+    fn default_state_for(&self, stream: Stream) -> Option<&Arc<StreamState<I>>> {
+        if !matches!(stream, Stream::DEFAULT | Stream::LEGACY) {
+            return None;
+        }
+        match self.per_thread_default_stream.load(Ordering::Relaxed) {
+            false => self.default_state.get(),
+            true => self.thread_states.get(),
+        }
     }
 
     #[inline(never)]
@@ -557,7 +564,20 @@ impl<I: BlockIndex> Core<I> {
     #[inline(always)]
     pub fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
         crate::resources::require_nonzero(bytes, self.name)?;
-        let state = self.state_for(stream)?;
+        match self.default_state_for(stream) {
+            Some(state) => self.allocate_on(state, bytes, stream),
+            None => self.allocate_on_other_stream(bytes, stream),
+        }
+    }
+
+    #[inline(never)]
+    fn allocate_on_other_stream(&self, bytes: usize, stream: Stream) -> Result<usize> {
+        let state = self.state_for_other(stream)?;
+        self.allocate_on(&state, bytes, stream)
+    }
+
+    #[inline(always)]
+    fn allocate_on(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<usize> {
         {
             // The fast path: a block of the stream's own, with no other stream's free to wait for.
             let mut shelf = state.shelf.lock();
@@ -568,7 +588,7 @@ impl<I: BlockIndex> Core<I> {
                 }
             }
         }
-        self.allocate_otherwise(&state, bytes, stream)
+        self.allocate_otherwise(state, bytes, stream)
     }
 
     #[inline(never)]
@@ -605,10 +625,23 @@ impl<I: BlockIndex> Core<I> {
     /// (and stays allocated).
     #[inline(always)]
     pub fn deallocate(&self, ptr: usize, bytes: Option<usize>, stream: Stream) -> Result<()> {
-        let state = self.state_for(stream)?;
-        match self.free_from_own_shelf(&state, ptr, bytes, stream)? {
+        match self.default_state_for(stream) {
+            Some(state) => self.deallocate_on(state, ptr, bytes, stream),
+            None => self.deallocate_on_other_stream(ptr, bytes, stream),
+        }
+    }
+
+    #[inline(never)]
+    fn deallocate_on_other_stream(&self, ptr: usize, bytes: Option<usize>, stream: Stream) -> Result<()> {
+        let state = self.state_for_other(stream)?;
+        self.deallocate_on(&state, ptr, bytes, stream)
+    }
+
+    #[inline(always)]
+    fn deallocate_on(&self, state: &StreamState<I>, ptr: usize, bytes: Option<usize>, stream: Stream) -> Result<()> {
+        match self.free_from_own_shelf(state, ptr, bytes, stream)? {
             Ok(()) => Ok(()),
-            Err(refused) => self.free_elsewhere(&state, ptr, bytes, stream, refused)?.map_err(|refused| self.refusal(ptr, bytes, refused)),
+            Err(refused) => self.free_elsewhere(state, ptr, bytes, stream, refused)?.map_err(|refused| self.refusal(ptr, bytes, refused)),
         }
     }
 
