@@ -260,7 +260,10 @@ pub fn allocate(stack: &Arc<Stack>, bytes: usize, stream: Stream, holder: Holder
     if shard.records.insert(ptr, Record { size: bytes, entry, holder }).is_err() {
         // The resource handed out memory that is still live: keep the first record, whose
         // owner still uses it, and leave this block alone rather than free it under them.
-        let unused = shard.entry_mut(entry).forget_one().then(|| shard.take_entry(entry, index)).flatten();
+        let unused = match shard.entry_mut(entry).forget_one() {
+            true => shard.take_entry(entry, index),
+            false => None,
+        };
         drop(shard);
         drop(unused);
         return Err(handed_out_twice(ptr, stack));
@@ -287,7 +290,7 @@ pub fn free(ptr: usize, stream: Stream, expected: Expected) -> Result<()> {
         return match callback::running_on_this_thread() {
             // An allocate callback giving back what it (or another) took from rmm-rs.
             true => free_in_callback(ptr, stream, expected),
-            false => Err(not_handed_out(ptr, &expected)),
+            false => Err(not_handed_out(ptr, expected)),
         };
     };
     let entry = shard.entry_mut(record.entry);
@@ -295,12 +298,15 @@ pub fn free(ptr: usize, stream: Stream, expected: Expected) -> Result<()> {
         || expected.stack.is_some_and(|named| !Stack::same(named, &entry.stack))
         || expected.size.is_some_and(|size| size != record.size)
     {
-        return Err(mismatch(ptr, record.size, record.holder, &entry.stack, &expected));
+        return Err(mismatch(ptr, record.size, record.holder, &entry.stack, expected));
     }
     let stream = backend()?.stream_on_device(entry.stack.device(), stream)?;
     entry.stack.deallocate(ptr, record.size, stream)?;
     // The record goes only once the memory is back: a refused free leaves it in place.
-    let unused = entry.forget_one().then(|| shard.take_entry(record.entry, index)).flatten();
+    let unused = match entry.forget_one() {
+        true => shard.take_entry(record.entry, index),
+        false => None,
+    };
     shard.records.remove_at(slot);
     drop(guard);
     drop(unused);
@@ -362,7 +368,7 @@ fn forget_idle(stack: &Stack) {
 
 #[cold]
 #[inline(never)]
-fn not_handed_out(ptr: usize, expected: &Expected) -> Error {
+fn not_handed_out(ptr: usize, expected: Expected) -> Error {
     let whose = match expected.stack {
         Some(named) => format!("allocation of this {} resource (device {})", named.resource().name(), named.device()),
         None => "rmm allocation".to_string(),
@@ -372,7 +378,7 @@ fn not_handed_out(ptr: usize, expected: &Expected) -> Error {
 
 #[cold]
 #[inline(never)]
-fn mismatch(ptr: usize, size: usize, holder: Holder, stack: &Stack, expected: &Expected) -> Error {
+fn mismatch(ptr: usize, size: usize, holder: Holder, stack: &Stack, expected: Expected) -> Error {
     let resource = stack.resource();
     if holder != expected.holder {
         return match holder {
