@@ -95,6 +95,48 @@ const QUICK_BUDGET: usize = 8 << 20;
 /// an allocation of the size freed last earns credit back while nothing is parked.
 const QUICK_CREDIT: u8 = 8;
 
+/// Parked blocks, (size, block index), oldest first: kept inside the index, so that parking
+/// and unparking follow no pointer and check no capacity.
+#[derive(Clone, Copy)]
+struct Parked {
+    blocks: [(usize, u32); QUICK_DEPTH],
+    len: usize,
+}
+
+impl Parked {
+    #[inline(always)]
+    fn as_slice(&self) -> &[(usize, u32)] {
+        &self.blocks[..self.len]
+    }
+
+    #[inline(always)]
+    fn has_room(&self) -> bool {
+        self.len < QUICK_DEPTH
+    }
+
+    /// Parks a block; the caller saw `has_room`.
+    #[inline(always)]
+    fn push(&mut self, block: (usize, u32)) {
+        self.blocks[self.len] = block;
+        self.len += 1;
+    }
+
+    #[inline(always)]
+    fn pop(&mut self) -> Option<(usize, u32)> {
+        self.len = self.len.checked_sub(1)?;
+        Some(self.blocks[self.len])
+    }
+
+    /// Takes the block at `at` out; the last one takes its place.
+    #[inline(always)]
+    fn swap_remove(&mut self, at: usize) -> (usize, u32) {
+        let taken = self.blocks[at];
+        self.len -= 1;
+        self.blocks[at] = self.blocks[self.len];
+        taken
+    }
+}
+
 pub struct Tlsf {
     blocks: Vec<Block>,
     spare_blocks: Vec<u32>,
@@ -112,7 +154,7 @@ pub struct Tlsf {
     /// Recently freed blocks (size, index), reused as they are when the same size is asked
     /// for again: an allocate/free pair of one size then neither splits nor coalesces.
     /// Bounded, and flushed into the index whenever it cannot serve.
-    parked: Vec<(usize, u32)>,
+    parked: Parked,
     quick_bytes: usize,
     parking: bool,
     /// Never above 0 while parking is off, so that a free tests the credit alone.
@@ -157,7 +199,7 @@ impl Tlsf {
             free_bytes: 0,
             chunk_bytes: 0,
             peak_used: 0,
-            parked: Vec::with_capacity(QUICK_DEPTH),
+            parked: Parked { blocks: [(0, NONE); QUICK_DEPTH], len: 0 },
             quick_bytes: 0,
             parking: false,
             credit: 0,
@@ -176,7 +218,7 @@ impl Tlsf {
     }
 
     pub fn used_blocks(&self) -> usize {
-        self.used.len() - self.parked.len()
+        self.used.len() - self.parked.len
     }
 
     /// Bytes in blocks handed out and not freed.
@@ -199,7 +241,7 @@ impl Tlsf {
 
     /// Freed blocks parked on the quick list.
     pub fn parked_blocks(&self) -> usize {
-        self.parked.len()
+        self.parked.len
     }
 
     /// The size of the used block at `addr`.
@@ -384,16 +426,9 @@ impl Tlsf {
     pub fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)> {
         let units = granules(bytes)?.max(1);
         let need = units << GRANULE_SHIFT;
-        if !self.parked.is_empty() {
-            if let Some(at) = self.parked.iter().rposition(|&(size, _)| size == need) {
-                // Vec::swap_remove by hand: it stayed an out-of-line call where this path
-                // inlines into an adaptor, a measurable part of the adaptor's cost.
-                let (_, index) = self.parked[at];
-                if let Some(last) = self.parked.pop() {
-                    if at < self.parked.len() {
-                        self.parked[at] = last;
-                    }
-                }
+        if self.parked.len > 0 {
+            if let Some(at) = self.parked.as_slice().iter().rposition(|&(size, _)| size == need) {
+                let (_, index) = self.parked.swap_remove(at);
                 let block = &mut self.blocks[index as usize];
                 block.state = State::Used;
                 block.requested = bytes;
@@ -467,7 +502,7 @@ impl Tlsf {
         let size = block.size;
         self.last_freed_size = size;
         // Credit is only ever earned while parking is on.
-        if self.credit > 0 && size <= QUICK_MAX && self.parked.len() < QUICK_DEPTH && self.quick_bytes + size <= QUICK_BUDGET {
+        if self.credit > 0 && size <= QUICK_MAX && self.parked.has_room() && self.quick_bytes + size <= QUICK_BUDGET {
             block.state = State::Parked;
             self.parked.push((size, index));
             self.quick_bytes += size;
@@ -889,14 +924,14 @@ impl Tlsf {
             }
         }
         let mut parked = (0, 0);
-        for &(size, index) in &self.parked {
+        for &(size, index) in self.parked.as_slice() {
             let b = &self.blocks[index as usize];
             if b.state != State::Parked || b.size != size || self.used.get(&b.addr) != Some(&index) {
                 return Err(format!("parked block {index} is inconsistent: {b:?}"));
             }
             parked = (parked.0 + 1, parked.1 + b.size);
         }
-        if parked != (self.parked.len(), self.quick_bytes) {
+        if parked != (self.parked.len, self.quick_bytes) {
             return Err(format!("{parked:?} parked, {} bytes counted", self.quick_bytes));
         }
         if listed != seen_free || free_total != self.free_bytes {
