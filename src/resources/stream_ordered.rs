@@ -18,7 +18,8 @@
 
 use crate::error::{Error, Result};
 use crate::platform::biased_lock::BiasedLock;
-use crate::platform::{backend, note_acquired, note_released, Event, Stream};
+use crate::platform::sim::SimDevices;
+use crate::platform::{backend, Event, Stream};
 use crate::resources::MemoryResource;
 use crate::units;
 use parking_lot::{Mutex, RwLock};
@@ -289,6 +290,9 @@ pub struct Core<I: BlockIndex> {
     /// Fault injection for tests: skip the cross-stream ordering edges, which the simulator's
     /// race checker must then report.
     omit_ordering: AtomicBool,
+    /// The simulator's race checker, told of every block handed out and freed; None on a GPU.
+    /// Looked up once, so that a GPU's fast path pays one test for it, not a look at the backend.
+    race_checker: Option<&'static SimDevices>,
 }
 
 /// Implements the `MemoryResource` methods that a resource built on one `StreamOrdered` (in
@@ -430,11 +434,28 @@ impl<I: BlockIndex> Core<I> {
             growing: Mutex::new(()),
             new_index: Box::new(new_index),
             omit_ordering: AtomicBool::new(false),
+            race_checker: crate::platform::simulator(),
             per_thread_default_stream: AtomicBool::new(false),
         });
         let cache: Arc<dyn super::caches::Cache> = core.clone();
         super::caches::register(core.device, Arc::downgrade(&cache));
         core
+    }
+
+    /// Tells the race checker that `[addr, addr + size)` is handed out in the order of `stream`.
+    #[inline(always)]
+    fn note_acquired(&self, addr: usize, size: usize, stream: Stream) {
+        if let Some(checker) = self.race_checker {
+            checker.note_acquired(self.device, addr, size, stream);
+        }
+    }
+
+    /// Tells the race checker that `[addr, addr + size)` is freed in the order of `stream`.
+    #[inline(always)]
+    fn note_released(&self, addr: usize, size: usize, stream: Stream) {
+        if let Some(checker) = self.race_checker {
+            checker.note_released(self.device, addr, size, stream);
+        }
     }
 
     /// The name of the resource it serves ("pool", "arena", ...).
@@ -583,7 +604,7 @@ impl<I: BlockIndex> Core<I> {
             let mut shelf = state.shelf.lock();
             if shelf.pending.is_empty() {
                 if let Some((addr, size)) = shelf.index.allocate(bytes) {
-                    note_acquired(self.device, addr, size, stream);
+                    self.note_acquired(addr, size, stream);
                     return Ok(addr);
                 }
             }
@@ -704,7 +725,7 @@ impl<I: BlockIndex> Core<I> {
             Ok(freed) => freed,
             Err(refused) => return Ok(Err(refused)),
         };
-        note_released(self.device, ptr, size, stream);
+        self.note_released(ptr, size, stream);
         // Other streams take only wholly free chunks without a device synchronization, so
         // only a free that completes a chunk needs an event (recorded now, while the stream
         // is known to be alive) to cover every free in that chunk.
@@ -745,7 +766,7 @@ impl<I: BlockIndex> Core<I> {
             Ok(freed) => freed,
             Err(refused) => return Ok(Err(refused)),
         };
-        note_released(self.device, ptr, size, stream);
+        self.note_released(ptr, size, stream);
         // Whoever reuses the block from the owner's index waits for this free first.
         platform.event_record(self.device, state.event, stream)?;
         if !shelf.pending.contains(&state.event) {
@@ -887,7 +908,7 @@ impl<I: BlockIndex> Core<I> {
                 (block, events)
             };
             self.wait_all(stream, &events)?;
-            note_acquired(self.device, addr, size, stream);
+            self.note_acquired(addr, size, stream);
             return Ok(Some(addr));
         }
         Ok(None)
@@ -1161,7 +1182,7 @@ impl<I: BlockIndex> Core<I> {
         if !shelf.pending.is_empty() {
             self.absorb_pending(state, shelf, stream)?;
         }
-        note_acquired(self.device, addr, size, stream);
+        self.note_acquired(addr, size, stream);
         Ok(Some(addr))
     }
 
