@@ -454,24 +454,10 @@ impl Tlsf {
         self.unlink_free(index);
         let Block { addr, size, chunk, next_phys, .. } = self.blocks[index as usize];
         if size > need {
-            let rest = self.new_block(Block {
-                addr: addr + need,
-                size: size - need,
-                prev_phys: index,
-                next_phys,
-                prev_free: NONE,
-                next_free: NONE,
-                chunk,
-                state: State::Used,
-                requested: 0,
-            });
-            if next_phys != NONE {
-                self.blocks[next_phys as usize].prev_phys = rest;
-            }
+            let rest = self.new_free_block(addr + need, size - need, index, next_phys, chunk);
             let block = &mut self.blocks[index as usize];
             block.next_phys = rest;
             block.size = need;
-            self.link_free(rest);
         }
         self.blocks[index as usize].requested = bytes;
         self.used.insert(addr, index);
