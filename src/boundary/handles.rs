@@ -74,10 +74,12 @@ fn encode(index: u32, generation: u32) -> rmmResource_t {
     (((generation as u64) << 32) | (index as u64 + 1)) as usize as rmmResource_t
 }
 
-fn decode(handle: rmmResource_t) -> Option<(usize, u32)> {
+/// The slot index and generation of a handle; a handle without a slot index (NULL among
+/// them) gives an index past every table.
+#[inline(always)]
+fn decode(handle: rmmResource_t) -> (usize, u32) {
     let value = handle as usize as u64;
-    let index = (value & 0xFFFF_FFFF).checked_sub(1)? as usize;
-    Some((index, (value >> 32) as u32))
+    ((value as u32).wrapping_sub(1) as usize, (value >> 32) as u32)
 }
 
 /// The error for a handle that is NULL, destroyed or made up (out of line: lookups stay small).
@@ -91,17 +93,21 @@ fn not_live(handle: rmmResource_t) -> Error {
 }
 
 impl HandleTable {
-    #[inline]
+    #[inline(always)]
     fn slot(&self, index: usize) -> Option<&Slot> {
-        match index / SEGMENT_SLOTS {
-            0 => Some(&self.first[index]),
-            segment => self.segments.get(segment)?.get().map(|segment| &segment[index % SEGMENT_SLOTS]),
+        match self.first.get(index) {
+            Some(slot) => Some(slot),
+            None => self.later_slot(index),
         }
+    }
+
+    fn later_slot(&self, index: usize) -> Option<&Slot> {
+        self.segments.get(index / SEGMENT_SLOTS)?.get().map(|segment| &segment[index % SEGMENT_SLOTS])
     }
 
     #[inline]
     fn live_slot(&self, handle: rmmResource_t) -> Result<(&Slot, u32)> {
-        let Some((index, generation)) = decode(handle) else { return Err(not_live(handle)) };
+        let (index, generation) = decode(handle);
         match self.slot(index) {
             Some(slot) if generation & 1 == 1 && slot.generation.load(Ordering::Acquire) == generation => Ok((slot, generation)),
             _ => Err(not_live(handle)),
@@ -177,7 +183,7 @@ pub fn destroy(handle: rmmResource_t) -> Result<()> {
     // SAFETY: this call moved the generation on, so no new lookup reaches the slot and no
     // other destroy takes the resource; the slot returns to the free list only after.
     let resource = unsafe { (*slot.resource.get()).take() };
-    let (index, _) = decode(handle).expect("validated by live_slot");
+    let (index, _) = decode(handle);
     table.free.lock().recycled.push(index as u32);
     drop(resource);
     Ok(())

@@ -63,18 +63,18 @@ impl Table {
         (address_hash(ptr) >> self.shift) as usize
     }
 
-    /// The slot of `ptr`, if it is recorded.
+    /// The slot of `ptr` and its record, if it is recorded.
     #[inline(always)]
-    fn find(&self, ptr: usize) -> Option<usize> {
+    fn find(&self, ptr: usize) -> Option<(usize, &Record)> {
         let mask = self.slots.len().wrapping_sub(1);
         if self.slots.is_empty() {
             return None;
         }
         let mut at = self.home(ptr);
         loop {
-            match self.slots[at].0 {
-                key if key == ptr => return Some(at),
-                0 => return None,
+            match &self.slots[at] {
+                (key, record) if *key == ptr => return Some((at, record)),
+                (0, _) => return None,
                 _ => at = (at + 1) & mask,
             }
         }
@@ -143,6 +143,16 @@ struct Entry {
     live: u32,
 }
 
+impl Entry {
+    /// One record fewer; whether the entry may go now: it has none left and nothing else
+    /// holds its stack.
+    #[inline]
+    fn forget_one(&mut self) -> bool {
+        self.live -= 1;
+        self.live == 0 && !self.stack.is_held()
+    }
+}
+
 struct Shard {
     records: Table,
     /// By entry number; None: vacant.
@@ -156,15 +166,17 @@ impl Shard {
         Shard { records: Table::new(), entries: Vec::new(), recent: 0 }
     }
 
-    /// The entry of `stack`, made if there is none.
+    /// The entry of `stack` (made if there is none), counting one more record of it.
     #[inline]
-    fn entry_for(&mut self, stack: &Arc<Stack>, shard: usize) -> u32 {
-        if let Some(Some(entry)) = self.entries.get(self.recent as usize) {
+    fn count_record_of(&mut self, stack: &Arc<Stack>, shard: usize) -> u32 {
+        if let Some(Some(entry)) = self.entries.get_mut(self.recent as usize) {
             if Stack::same(&entry.stack, stack) {
+                entry.live += 1;
                 return self.recent;
             }
         }
         self.recent = self.find_or_add_entry(stack, shard);
+        self.entries[self.recent as usize].as_mut().expect("just found").live += 1;
         self.recent
     }
 
@@ -191,18 +203,11 @@ impl Shard {
         self.entries[at as usize].as_ref().expect("records refer to live entries")
     }
 
-    /// One record of the entry fewer; the entry goes once it has none and nothing else holds
-    /// its stack (its stack is returned, to be dropped outside the lock).
-    #[inline]
-    fn forget_one(&mut self, at: u32, shard: usize) -> Option<Arc<Stack>> {
-        let entry = self.entries[at as usize].as_mut().expect("records refer to live entries");
-        entry.live -= 1;
-        if entry.live > 0 || entry.stack.is_held() {
-            return None;
-        }
-        self.take_entry(at, shard)
+    fn entry_mut(&mut self, at: u32) -> &mut Entry {
+        self.entries[at as usize].as_mut().expect("records refer to live entries")
     }
 
+    /// Takes entry `at` out, its stack to be dropped outside the lock.
     fn take_entry(&mut self, at: u32, shard: usize) -> Option<Arc<Stack>> {
         let entry = self.entries[at as usize].take()?;
         entry.stack.note_entry(shard, false);
@@ -245,19 +250,24 @@ pub fn allocate(stack: &Arc<Stack>, bytes: usize, stream: Stream, holder: Holder
     if bytes == 0 {
         return Ok(0);
     }
-    let ptr = stack.resource().allocate(bytes, stream)?;
+    let ptr = stack.allocate(bytes, stream)?;
     if callback::running_on_this_thread() {
         return Ok(ptr);
     }
     let index = shard_index(ptr);
     let mut shard = RECORDS[index].0.lock();
-    let entry = shard.entry_for(stack, index);
+    let entry = shard.count_record_of(stack, index);
     if shard.records.insert(ptr, Record { size: bytes, entry, holder }).is_err() {
         // The resource handed out memory that is still live: keep the first record, whose
         // owner still uses it, and leave this block alone rather than free it under them.
+        let unused = match shard.entry_mut(entry).forget_one() {
+            true => shard.take_entry(entry, index),
+            false => None,
+        };
+        drop(shard);
+        drop(unused);
         return Err(handed_out_twice(ptr, stack));
     }
-    shard.entries[entry as usize].as_mut().expect("just found").live += 1;
     Ok(ptr)
 }
 
@@ -273,28 +283,32 @@ pub fn free(ptr: usize, stream: Stream, expected: Expected) -> Result<()> {
         return free_in_callback(ptr, stream, expected);
     }
     let index = shard_index(ptr);
-    let mut shard = RECORDS[index].0.lock();
-    let Some(slot) = shard.records.find(ptr) else {
-        drop(shard);
+    let mut guard = RECORDS[index].0.lock();
+    let shard = &mut *guard;
+    let Some((slot, &record)) = shard.records.find(ptr) else {
+        drop(guard);
         return match callback::running_on_this_thread() {
             // An allocate callback giving back what it (or another) took from rmm-rs.
             true => free_in_callback(ptr, stream, expected),
-            false => Err(not_handed_out(ptr, &expected)),
+            false => Err(not_handed_out(ptr, expected)),
         };
     };
-    let record = shard.records.slots[slot].1;
-    let stack = &shard.entry(record.entry).stack;
+    let entry = shard.entry_mut(record.entry);
     if record.holder != expected.holder
-        || expected.stack.is_some_and(|named| !Stack::same(named, stack))
+        || expected.stack.is_some_and(|named| !Stack::same(named, &entry.stack))
         || expected.size.is_some_and(|size| size != record.size)
     {
-        return Err(mismatch(ptr, record.size, record.holder, stack, &expected));
+        return Err(mismatch(ptr, record.size, record.holder, &entry.stack, expected));
     }
-    let stream = backend()?.stream_on_device(stack.device(), stream)?;
-    stack.resource().deallocate(ptr, record.size, stream)?;
+    let stream = backend()?.stream_on_device(entry.stack.device(), stream)?;
+    entry.stack.deallocate(ptr, record.size, stream)?;
+    // The record goes only once the memory is back: a refused free leaves it in place.
+    let unused = match entry.forget_one() {
+        true => shard.take_entry(record.entry, index),
+        false => None,
+    };
     shard.records.remove_at(slot);
-    let unused = shard.forget_one(record.entry, index);
-    drop(shard);
+    drop(guard);
     drop(unused);
     Ok(())
 }
@@ -309,7 +323,7 @@ fn free_in_callback(ptr: usize, stream: Stream, expected: Expected) -> Result<()
     match (expected.stack, expected.size) {
         (Some(stack), Some(size)) => {
             let stream = backend()?.stream_on_device(stack.device(), stream)?;
-            stack.resource().deallocate(ptr, size, stream)
+            stack.deallocate(ptr, size, stream)
         }
         _ => Err(Error::invalid(format!(
             "{ptr:#x}: inside a callback resource's function, give memory back with rmmResourceDeallocate (its resource and size)"
@@ -327,7 +341,7 @@ pub struct Found {
 /// The live record of `ptr`, if there is one.
 pub fn find(ptr: usize) -> Option<Found> {
     let shard = RECORDS[shard_index(ptr)].0.lock();
-    let record = shard.records.slots[shard.records.find(ptr)?].1;
+    let (_, &record) = shard.records.find(ptr)?;
     Some(Found { stack: shard.entry(record.entry).stack.clone(), size: record.size, holder: record.holder })
 }
 
@@ -354,7 +368,7 @@ fn forget_idle(stack: &Stack) {
 
 #[cold]
 #[inline(never)]
-fn not_handed_out(ptr: usize, expected: &Expected) -> Error {
+fn not_handed_out(ptr: usize, expected: Expected) -> Error {
     let whose = match expected.stack {
         Some(named) => format!("allocation of this {} resource (device {})", named.resource().name(), named.device()),
         None => "rmm allocation".to_string(),
@@ -364,7 +378,7 @@ fn not_handed_out(ptr: usize, expected: &Expected) -> Error {
 
 #[cold]
 #[inline(never)]
-fn mismatch(ptr: usize, size: usize, holder: Holder, stack: &Stack, expected: &Expected) -> Error {
+fn mismatch(ptr: usize, size: usize, holder: Holder, stack: &Stack, expected: Expected) -> Error {
     let resource = stack.resource();
     if holder != expected.holder {
         return match holder {

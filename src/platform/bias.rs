@@ -24,16 +24,19 @@ const FRESH: u64 = 0;
 const UNBIASED: u64 = u64::MAX;
 /// A revoker is waiting for the owner to leave.
 const REVOKING: u64 = u64::MAX - 1;
+/// The key of a thread that has not needed one yet. No owner is ever this, so such a thread
+/// is never let in as the owner before it takes a key of its own.
+const UNASSIGNED: u64 = u64::MAX - 2;
 
 thread_local! {
     /// This thread's key: unique for the life of the process (never reused by a later thread).
-    static THREAD_KEY: Cell<u64> = const { Cell::new(FRESH) };
+    static THREAD_KEY: Cell<u64> = const { Cell::new(UNASSIGNED) };
 }
 
 #[inline]
 pub fn thread_key() -> u64 {
     THREAD_KEY.with(|key| match key.get() {
-        FRESH => {
+        UNASSIGNED => {
             static NEXT: AtomicU64 = AtomicU64::new(1);
             let new = NEXT.fetch_add(1, Ordering::Relaxed);
             key.set(new);
@@ -80,11 +83,29 @@ impl Bias {
     /// call) panics: a second way in would alias the state the first one is changing.
     #[inline]
     pub fn enter(&self) -> Option<Inside<'_>> {
+        // The key as it is, without assigning one: the owner's way in is then a load and a
+        // compare, and a thread without a key matches no owner and takes the way below.
+        let me = THREAD_KEY.with(Cell::get);
+        if self.owner.load(Ordering::Relaxed) != me {
+            return self.enter_unowned();
+        }
+        self.enter_as_owner(me)
+    }
+
+    /// `enter` by a thread that was not the owner when it looked: it may take a fresh bias.
+    #[cold]
+    #[inline(never)]
+    fn enter_unowned(&self) -> Option<Inside<'_>> {
         let me = thread_key();
         let owner = self.owner.load(Ordering::Relaxed);
         if owner != me && !(owner == FRESH && self.claim_fresh(me)) {
             return None;
         }
+        self.enter_as_owner(me)
+    }
+
+    #[inline(always)]
+    fn enter_as_owner(&self, me: u64) -> Option<Inside<'_>> {
         // Only the owner writes this flag, so the owner reading it set is inside already.
         if self.owner_inside.load(Ordering::Relaxed) {
             reentered();

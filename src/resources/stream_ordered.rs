@@ -18,7 +18,8 @@
 
 use crate::error::{Error, Result};
 use crate::platform::biased_lock::BiasedLock;
-use crate::platform::{backend, note_acquired, note_released, Event, Stream};
+use crate::platform::sim::SimDevices;
+use crate::platform::{backend, Event, Stream};
 use crate::resources::MemoryResource;
 use crate::units;
 use parking_lot::{Mutex, RwLock};
@@ -289,6 +290,9 @@ pub struct Core<I: BlockIndex> {
     /// Fault injection for tests: skip the cross-stream ordering edges, which the simulator's
     /// race checker must then report.
     omit_ordering: AtomicBool,
+    /// The simulator's race checker, told of every block handed out and freed; None on a GPU.
+    /// Looked up once, so that a GPU's fast path pays one test for it, not a look at the backend.
+    race_checker: Option<&'static SimDevices>,
 }
 
 /// Implements the `MemoryResource` methods that a resource built on one `StreamOrdered` (in
@@ -430,11 +434,28 @@ impl<I: BlockIndex> Core<I> {
             growing: Mutex::new(()),
             new_index: Box::new(new_index),
             omit_ordering: AtomicBool::new(false),
+            race_checker: crate::platform::simulator(),
             per_thread_default_stream: AtomicBool::new(false),
         });
         let cache: Arc<dyn super::caches::Cache> = core.clone();
         super::caches::register(core.device, Arc::downgrade(&cache));
         core
+    }
+
+    /// Tells the race checker that `[addr, addr + size)` is handed out in the order of `stream`.
+    #[inline(always)]
+    fn note_acquired(&self, addr: usize, size: usize, stream: Stream) {
+        if let Some(checker) = self.race_checker {
+            checker.note_acquired(self.device, addr, size, stream);
+        }
+    }
+
+    /// Tells the race checker that `[addr, addr + size)` is freed in the order of `stream`.
+    #[inline(always)]
+    fn note_released(&self, addr: usize, size: usize, stream: Stream) {
+        if let Some(checker) = self.race_checker {
+            checker.note_released(self.device, addr, size, stream);
+        }
     }
 
     /// The name of the resource it serves ("pool", "arena", ...).
@@ -477,16 +498,23 @@ impl<I: BlockIndex> Core<I> {
     /// (the common case, inline), others through the thread's cache.
     #[inline(always)]
     fn state_for(&self, stream: Stream) -> Result<StateRef<'_, I>> {
-        if matches!(stream, Stream::DEFAULT | Stream::LEGACY) {
-            let state = match self.per_thread_default_stream.load(Ordering::Relaxed) {
-                false => self.default_state.get(),
-                true => self.thread_states.get(),
-            };
-            if let Some(state) = state {
-                return Ok(StateRef::Borrowed(state));
-            }
+        match self.default_state_for(stream) {
+            Some(state) => Ok(StateRef::Borrowed(state)),
+            None => self.state_for_other(stream),
         }
-        self.state_for_other(stream)
+    }
+
+    /// The legacy default stream's state, when `stream` is that stream and its state exists:
+    /// the common case, with no lock, reference count or `StateRef` to go through.
+    #[inline(always)]
+    fn default_state_for(&self, stream: Stream) -> Option<&Arc<StreamState<I>>> {
+        if !matches!(stream, Stream::DEFAULT | Stream::LEGACY) {
+            return None;
+        }
+        match self.per_thread_default_stream.load(Ordering::Relaxed) {
+            false => self.default_state.get(),
+            true => self.thread_states.get(),
+        }
     }
 
     #[inline(never)]
@@ -557,18 +585,31 @@ impl<I: BlockIndex> Core<I> {
     #[inline(always)]
     pub fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
         crate::resources::require_nonzero(bytes, self.name)?;
-        let state = self.state_for(stream)?;
+        match self.default_state_for(stream) {
+            Some(state) => self.allocate_on(state, bytes, stream),
+            None => self.allocate_on_other_stream(bytes, stream),
+        }
+    }
+
+    #[inline(never)]
+    fn allocate_on_other_stream(&self, bytes: usize, stream: Stream) -> Result<usize> {
+        let state = self.state_for_other(stream)?;
+        self.allocate_on(&state, bytes, stream)
+    }
+
+    #[inline(always)]
+    fn allocate_on(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<usize> {
         {
             // The fast path: a block of the stream's own, with no other stream's free to wait for.
             let mut shelf = state.shelf.lock();
             if shelf.pending.is_empty() {
                 if let Some((addr, size)) = shelf.index.allocate(bytes) {
-                    note_acquired(self.device, addr, size, stream);
+                    self.note_acquired(addr, size, stream);
                     return Ok(addr);
                 }
             }
         }
-        self.allocate_otherwise(&state, bytes, stream)
+        self.allocate_otherwise(state, bytes, stream)
     }
 
     #[inline(never)]
@@ -605,10 +646,23 @@ impl<I: BlockIndex> Core<I> {
     /// (and stays allocated).
     #[inline(always)]
     pub fn deallocate(&self, ptr: usize, bytes: Option<usize>, stream: Stream) -> Result<()> {
-        let state = self.state_for(stream)?;
-        match self.free_from_own_shelf(&state, ptr, bytes, stream)? {
+        match self.default_state_for(stream) {
+            Some(state) => self.deallocate_on(state, ptr, bytes, stream),
+            None => self.deallocate_on_other_stream(ptr, bytes, stream),
+        }
+    }
+
+    #[inline(never)]
+    fn deallocate_on_other_stream(&self, ptr: usize, bytes: Option<usize>, stream: Stream) -> Result<()> {
+        let state = self.state_for_other(stream)?;
+        self.deallocate_on(&state, ptr, bytes, stream)
+    }
+
+    #[inline(always)]
+    fn deallocate_on(&self, state: &StreamState<I>, ptr: usize, bytes: Option<usize>, stream: Stream) -> Result<()> {
+        match self.free_from_own_shelf(state, ptr, bytes, stream)? {
             Ok(()) => Ok(()),
-            Err(refused) => self.free_elsewhere(&state, ptr, bytes, stream, refused)?.map_err(|refused| self.refusal(ptr, bytes, refused)),
+            Err(refused) => self.free_elsewhere(state, ptr, bytes, stream, refused)?.map_err(|refused| self.refusal(ptr, bytes, refused)),
         }
     }
 
@@ -671,7 +725,7 @@ impl<I: BlockIndex> Core<I> {
             Ok(freed) => freed,
             Err(refused) => return Ok(Err(refused)),
         };
-        note_released(self.device, ptr, size, stream);
+        self.note_released(ptr, size, stream);
         // Other streams take only wholly free chunks without a device synchronization, so
         // only a free that completes a chunk needs an event (recorded now, while the stream
         // is known to be alive) to cover every free in that chunk.
@@ -712,7 +766,7 @@ impl<I: BlockIndex> Core<I> {
             Ok(freed) => freed,
             Err(refused) => return Ok(Err(refused)),
         };
-        note_released(self.device, ptr, size, stream);
+        self.note_released(ptr, size, stream);
         // Whoever reuses the block from the owner's index waits for this free first.
         platform.event_record(self.device, state.event, stream)?;
         if !shelf.pending.contains(&state.event) {
@@ -854,7 +908,7 @@ impl<I: BlockIndex> Core<I> {
                 (block, events)
             };
             self.wait_all(stream, &events)?;
-            note_acquired(self.device, addr, size, stream);
+            self.note_acquired(addr, size, stream);
             return Ok(Some(addr));
         }
         Ok(None)
@@ -1128,7 +1182,7 @@ impl<I: BlockIndex> Core<I> {
         if !shelf.pending.is_empty() {
             self.absorb_pending(state, shelf, stream)?;
         }
-        note_acquired(self.device, addr, size, stream);
+        self.note_acquired(addr, size, stream);
         Ok(Some(addr))
     }
 

@@ -37,6 +37,9 @@ struct Block {
     next_free: u32,
     chunk: u32,
     state: State,
+    /// The bytes a used (or parked) block was handed out for: beside the block, so that a
+    /// free checks its state and its size with one bounds check.
+    requested: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,10 +95,50 @@ const QUICK_BUDGET: usize = 8 << 20;
 /// an allocation of the size freed last earns credit back while nothing is parked.
 const QUICK_CREDIT: u8 = 8;
 
+/// Parked blocks, (size, block index), oldest first: kept inside the index, so that parking
+/// and unparking follow no pointer and check no capacity.
+#[derive(Clone, Copy)]
+struct Parked {
+    blocks: [(usize, u32); QUICK_DEPTH],
+    len: usize,
+}
+
+impl Parked {
+    #[inline(always)]
+    fn as_slice(&self) -> &[(usize, u32)] {
+        &self.blocks[..self.len]
+    }
+
+    #[inline(always)]
+    fn has_room(&self) -> bool {
+        self.len < QUICK_DEPTH
+    }
+
+    /// Parks a block; the caller saw `has_room`.
+    #[inline(always)]
+    fn push(&mut self, block: (usize, u32)) {
+        self.blocks[self.len] = block;
+        self.len += 1;
+    }
+
+    #[inline(always)]
+    fn pop(&mut self) -> Option<(usize, u32)> {
+        self.len = self.len.checked_sub(1)?;
+        Some(self.blocks[self.len])
+    }
+
+    /// Takes the block at `at` out; the last one takes its place.
+    #[inline(always)]
+    fn swap_remove(&mut self, at: usize) -> (usize, u32) {
+        let taken = self.blocks[at];
+        self.len -= 1;
+        self.blocks[at] = self.blocks[self.len];
+        taken
+    }
+}
+
 pub struct Tlsf {
     blocks: Vec<Block>,
-    /// The bytes each used (or parked) block was handed out for, by block index.
-    requested: Vec<usize>,
     spare_blocks: Vec<u32>,
     heads: [[u32; SL_COUNT]; FL_COUNT],
     fl_bitmap: u64,
@@ -111,9 +154,10 @@ pub struct Tlsf {
     /// Recently freed blocks (size, index), reused as they are when the same size is asked
     /// for again: an allocate/free pair of one size then neither splits nor coalesces.
     /// Bounded, and flushed into the index whenever it cannot serve.
-    parked: Vec<(usize, u32)>,
+    parked: Parked,
     quick_bytes: usize,
     parking: bool,
+    /// Never above 0 while parking is off, so that a free tests the credit alone.
     credit: u8,
     last_freed_size: usize,
 }
@@ -145,7 +189,6 @@ impl Tlsf {
     pub fn new() -> Self {
         Tlsf {
             blocks: Vec::new(),
-            requested: Vec::new(),
             spare_blocks: Vec::new(),
             heads: [[NONE; SL_COUNT]; FL_COUNT],
             fl_bitmap: 0,
@@ -156,10 +199,10 @@ impl Tlsf {
             free_bytes: 0,
             chunk_bytes: 0,
             peak_used: 0,
-            parked: Vec::with_capacity(QUICK_DEPTH),
+            parked: Parked { blocks: [(0, NONE); QUICK_DEPTH], len: 0 },
             quick_bytes: 0,
             parking: false,
-            credit: QUICK_CREDIT,
+            credit: 0,
             last_freed_size: 0,
         }
     }
@@ -175,7 +218,7 @@ impl Tlsf {
     }
 
     pub fn used_blocks(&self) -> usize {
-        self.used.len() - self.parked.len()
+        self.used.len() - self.parked.len
     }
 
     /// Bytes in blocks handed out and not freed.
@@ -198,7 +241,7 @@ impl Tlsf {
 
     /// Freed blocks parked on the quick list.
     pub fn parked_blocks(&self) -> usize {
-        self.parked.len()
+        self.parked.len
     }
 
     /// The size of the used block at `addr`.
@@ -230,7 +273,6 @@ impl Tlsf {
             }
             None => {
                 self.blocks.push(block);
-                self.requested.push(0);
                 (self.blocks.len() - 1) as u32
             }
         }
@@ -240,7 +282,17 @@ impl Tlsf {
     /// `next_phys` (which is linked back to it), listed free.
     #[inline(always)]
     fn new_free_block(&mut self, addr: usize, size: usize, prev_phys: u32, next_phys: u32, chunk: u32) -> u32 {
-        let index = self.new_block(Block { addr, size, prev_phys, next_phys, prev_free: NONE, next_free: NONE, chunk, state: State::Used });
+        let index = self.new_block(Block {
+            addr,
+            size,
+            prev_phys,
+            next_phys,
+            prev_free: NONE,
+            next_free: NONE,
+            chunk,
+            state: State::Used,
+            requested: 0,
+        });
         if next_phys != NONE {
             self.blocks[next_phys as usize].prev_phys = index;
         }
@@ -301,6 +353,7 @@ impl Tlsf {
             next_free: NONE,
             chunk: chunk as u32,
             state: State::Used,
+            requested: 0,
         });
         self.chunks[chunk] = Some(Chunk { base, size });
         self.chunk_first_block[chunk] = index;
@@ -373,28 +426,23 @@ impl Tlsf {
     pub fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)> {
         let units = granules(bytes)?.max(1);
         let need = units << GRANULE_SHIFT;
-        if !self.parked.is_empty() {
-            if let Some(at) = self.parked.iter().rposition(|&(size, _)| size == need) {
-                // Vec::swap_remove by hand: it stayed an out-of-line call where this path
-                // inlines into an adaptor, a measurable part of the adaptor's cost.
-                let (_, index) = self.parked[at];
-                if let Some(last) = self.parked.pop() {
-                    if at < self.parked.len() {
-                        self.parked[at] = last;
-                    }
-                }
-                self.blocks[index as usize].state = State::Used;
-                self.requested[index as usize] = bytes;
+        if self.parked.len > 0 {
+            if let Some(at) = self.parked.as_slice().iter().rposition(|&(size, _)| size == need) {
+                let (_, index) = self.parked.swap_remove(at);
+                let block = &mut self.blocks[index as usize];
+                block.state = State::Used;
+                block.requested = bytes;
+                let addr = block.addr;
                 self.quick_bytes -= need;
-                self.credit = self.credit.saturating_add(1).min(QUICK_CREDIT);
+                self.earn_credit();
                 self.note_peak();
-                return Some((self.blocks[index as usize].addr, need));
+                return Some((addr, need));
             }
             // A miss means sizes vary: parked blocks would only fragment, so coalesce them now.
             self.credit /= 2;
             self.flush_quick();
         } else if need == self.last_freed_size && self.parking {
-            self.credit = self.credit.saturating_add(1).min(QUICK_CREDIT);
+            self.earn_credit();
         }
         self.allocate_from_index(units, bytes)
     }
@@ -406,25 +454,12 @@ impl Tlsf {
         self.unlink_free(index);
         let Block { addr, size, chunk, next_phys, .. } = self.blocks[index as usize];
         if size > need {
-            let rest = self.new_block(Block {
-                addr: addr + need,
-                size: size - need,
-                prev_phys: index,
-                next_phys,
-                prev_free: NONE,
-                next_free: NONE,
-                chunk,
-                state: State::Used,
-            });
-            if next_phys != NONE {
-                self.blocks[next_phys as usize].prev_phys = rest;
-            }
+            let rest = self.new_free_block(addr + need, size - need, index, next_phys, chunk);
             let block = &mut self.blocks[index as usize];
             block.next_phys = rest;
             block.size = need;
-            self.link_free(rest);
         }
-        self.requested[index as usize] = bytes;
+        self.blocks[index as usize].requested = bytes;
         self.used.insert(addr, index);
         self.note_peak();
         Some((addr, need))
@@ -443,23 +478,19 @@ impl Tlsf {
         let Some((entry, &index)) = self.used.get_slot(&addr) else {
             return Err(Refused::NotLive);
         };
-        let Block { size, state, .. } = self.blocks[index as usize];
-        if state != State::Used {
+        let block = &mut self.blocks[index as usize];
+        if block.state != State::Used {
             return Err(Refused::NotLive);
         }
-        let requested = self.requested[index as usize];
-        if bytes.is_some_and(|bytes| bytes != requested) {
-            return Err(Refused::WrongSize(requested));
+        if bytes.is_some_and(|bytes| bytes != block.requested) {
+            return Err(Refused::WrongSize(block.requested));
         }
+        let size = block.size;
         self.last_freed_size = size;
-        if self.parking
-            && self.credit > 0
-            && size <= QUICK_MAX
-            && self.parked.len() < QUICK_DEPTH
-            && self.quick_bytes + size <= QUICK_BUDGET
-        {
+        // Credit is only ever earned while parking is on.
+        if self.credit > 0 && size <= QUICK_MAX && self.parked.has_room() && self.quick_bytes + size <= QUICK_BUDGET {
+            block.state = State::Parked;
             self.parked.push((size, index));
-            self.blocks[index as usize].state = State::Parked;
             self.quick_bytes += size;
             return Ok(Freed { size, chunk_now_free: false });
         }
@@ -470,7 +501,8 @@ impl Tlsf {
     /// The size of the used block at `addr` and the bytes it was handed out for.
     pub fn used_block(&self, addr: usize) -> Option<(usize, usize)> {
         let index = *self.used.get(&addr)? as usize;
-        (self.blocks[index].state == State::Used).then(|| (self.blocks[index].size, self.requested[index]))
+        let block = &self.blocks[index];
+        (block.state == State::Used).then_some((block.size, block.requested))
     }
 
     /// Every block of the chunk based at `base`, in address order (parked blocks count as
@@ -483,7 +515,7 @@ impl Tlsf {
         let mut at = self.chunk_first_block[chunk];
         while at != NONE {
             let block = &self.blocks[at as usize];
-            let requested = (block.state == State::Used).then(|| self.requested[at as usize]);
+            let requested = (block.state == State::Used).then_some(block.requested);
             views.push(BlockView { addr: block.addr, size: block.size, requested });
             at = block.next_phys;
         }
@@ -495,6 +527,15 @@ impl Tlsf {
     /// stream (the legacy default stream's) should park.
     pub fn enable_parking(&mut self) {
         self.parking = true;
+        self.credit = QUICK_CREDIT;
+    }
+
+    /// One more allocation served as parking hopes: credit up to `QUICK_CREDIT`.
+    #[inline(always)]
+    fn earn_credit(&mut self) {
+        if self.credit < QUICK_CREDIT {
+            self.credit += 1;
+        }
     }
 
     /// Puts every parked block back into the index, coalesced. Returns whether a chunk became
@@ -589,6 +630,7 @@ impl Tlsf {
                 next_free: NONE,
                 chunk: slot as u32,
                 state: State::Used,
+                requested: 0,
             });
             self.blocks[last as usize].next_phys = tail;
             self.link_free(tail);
@@ -868,14 +910,14 @@ impl Tlsf {
             }
         }
         let mut parked = (0, 0);
-        for &(size, index) in &self.parked {
+        for &(size, index) in self.parked.as_slice() {
             let b = &self.blocks[index as usize];
             if b.state != State::Parked || b.size != size || self.used.get(&b.addr) != Some(&index) {
                 return Err(format!("parked block {index} is inconsistent: {b:?}"));
             }
             parked = (parked.0 + 1, parked.1 + b.size);
         }
-        if parked != (self.parked.len(), self.quick_bytes) {
+        if parked != (self.parked.len, self.quick_bytes) {
             return Err(format!("{parked:?} parked, {} bytes counted", self.quick_bytes));
         }
         if listed != seen_free || free_total != self.free_bytes {
