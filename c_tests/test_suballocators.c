@@ -383,6 +383,8 @@ static void check_expandable_footprint(void) {
   memset(&options, 0, sizeof options);
   options.release_free_pages = 1;
   options.release_threshold = 4 * mib;
+  /* Pages of the granularity (the default grows with the device: 20 MiB on an 80 GiB GPU). */
+  options.page_size = 2 * mib;
   CHECK_OK(rmmExpandableResourceCreateWithOptions(&expandable, &options));
   CHECK_OK(rmmStreamCreate(&stream));
   CHECK_OK(rmmResourceAllocate(expandable, &small, mib, stream));

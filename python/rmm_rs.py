@@ -957,20 +957,42 @@ def configure_from_string(conf: Optional[str] = None) -> None:
                 RuntimeWarning, stacklevel=2)
 
 
-# What the one-line framework installs (use_for_torch/cupy/numba) set up when neither
-# configure() nor RMM_ALLOC_CONF chose a stack: a framework replaces its own caching
-# allocator with rmm-rs to pool, and RMM's plain `cuda` default would call cudaMalloc for
-# every tensor.
+# What the one-line framework installs (use_for_cupy/numba) set up when neither configure()
+# nor RMM_ALLOC_CONF chose a stack: a framework replaces its own caching allocator with
+# rmm-rs to pool, and RMM's plain `cuda` default would call cudaMalloc for every tensor.
 FRAMEWORK_DEFAULT_SPEC = "statistics/pool"
 
+# What use_for_torch() sets up instead: the virtual-memory resource held 1 to 36% less than
+# the pool under PyTorch training and decoding at the same step time (docs/src/performance.md).
+# PyTorch's pluggable allocator cannot share memory by CUDA IPC whatever resource serves it,
+# so nothing is lost there; CuPy and Numba can, and the legacy IPC API refuses memory that
+# the virtual-memory API maps, so they keep the pool.
+TORCH_DEFAULT_SPEC = "statistics/expandable"
 
-def _ensure_configured() -> None:
+
+def _usable_default(spec: str) -> str:
+    """`spec`, or FRAMEWORK_DEFAULT_SPEC (with a warning) when its resource cannot be made on
+    the current device (a driver without the virtual-memory API)."""
+    if spec == FRAMEWORK_DEFAULT_SPEC:
+        return spec
+    try:
+        Resource.from_spec(spec).close()
+        return spec
+    except RmmError as error:
+        import warnings
+
+        warnings.warn(f"rmm_rs: {spec!r} cannot be used here ({error}); using {FRAMEWORK_DEFAULT_SPEC!r}",
+                      RuntimeWarning, stacklevel=3)
+        return FRAMEWORK_DEFAULT_SPEC
+
+
+def _ensure_configured(default_spec: str = FRAMEWORK_DEFAULT_SPEC) -> None:
     """For the use_for_*() functions: without an earlier configure() or
     configure_from_string(), apply ``$RMM_ALLOC_CONF``, or when it is unset or empty
-    :data:`FRAMEWORK_DEFAULT_SPEC` (a pool with statistics), to devices that have no
-    resource yet."""
+    `default_spec` (:data:`FRAMEWORK_DEFAULT_SPEC`, a pool with statistics, or for PyTorch
+    :data:`TORCH_DEFAULT_SPEC`), to devices that have no resource yet."""
     if not _configured:
-        configure_from_string(None if os.environ.get("RMM_ALLOC_CONF") else FRAMEWORK_DEFAULT_SPEC)
+        configure_from_string(None if os.environ.get("RMM_ALLOC_CONF") else _usable_default(default_spec))
 
 
 def _find_statistics(node: Any) -> Optional[Dict[str, int]]:
@@ -1080,8 +1102,10 @@ def use_for_torch():
     Must run before PyTorch initializes CUDA (before the first tensor on the GPU, and
     before ``torch.cuda.init()``): afterwards PyTorch cannot swap its allocator and this
     raises RuntimeError. Without :func:`configure` first, ``$RMM_ALLOC_CONF`` applies (unset:
-    :data:`FRAMEWORK_DEFAULT_SPEC`, a pool with statistics on each device). ``torch.cuda.memory_allocated()`` and friends report
-    nothing under a pluggable allocator: use :func:`statistics`. Returns the allocator.
+    :data:`TORCH_DEFAULT_SPEC`, the expandable resource with statistics on each device, or
+    where the driver lacks the virtual-memory API, :data:`FRAMEWORK_DEFAULT_SPEC`).
+    ``torch.cuda.memory_allocated()`` and friends report nothing under a pluggable allocator:
+    use :func:`statistics`. Returns the allocator.
     """
     global _torch_allocator
     import torch
@@ -1095,7 +1119,7 @@ def use_for_torch():
                 "(before the first CUDA tensor or torch.cuda.init()); PyTorch's own caching "
                 "allocator is already in use in this process"
             )
-        _ensure_configured()
+        _ensure_configured(TORCH_DEFAULT_SPEC)
         allocator = torch.cuda.memory.CUDAPluggableAllocator(library_path(), "rmmTorchAllocate", "rmmTorchDeallocate")
         try:
             torch.cuda.memory.change_current_allocator(allocator)

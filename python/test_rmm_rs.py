@@ -196,8 +196,10 @@ class ConfigureTest(unittest.TestCase):
             rmm_rs.stream_destroy(stream)
 
     def test_expandable_footprint_and_release_threshold(self):
-        grows = rmm_rs.Resource.expandable()
-        releasing = rmm_rs.Resource.expandable(release_threshold="4MiB", page_size=0)
+        # Pages of the granularity, as on a small device (by default a page is 1/4096 of
+        # the maximum, 20 MiB on an 80 GiB GPU).
+        grows = rmm_rs.Resource.expandable(page_size="2MiB")
+        releasing = rmm_rs.Resource.expandable(release_threshold="4MiB", page_size="2MiB")
         try:
             small = grows.allocate(MiB)
             large = grows.allocate(3 * MiB)
@@ -272,15 +274,23 @@ class ConfigureTest(unittest.TestCase):
 
     def test_framework_installs_pool_when_nothing_chose_a_stack(self):
         # The framework hooks' own setup, without a framework: RMM_ALLOC_CONF unset gives
-        # FRAMEWORK_DEFAULT_SPEC; set, it wins.
-        for conf, expected in ((None, "pool"), ("arena", "arena")):
+        # FRAMEWORK_DEFAULT_SPEC, or PyTorch's TORCH_DEFAULT_SPEC (the pool where that cannot
+        # be made: here a page size the device refuses); set, it wins.
+        cases = ((None, "", "statistics/pool/"), ("arena", "", "arena/"),
+                 (None, "rmm_rs.TORCH_DEFAULT_SPEC", "statistics/expandable/"),
+                 ("arena", "rmm_rs.TORCH_DEFAULT_SPEC", "arena/"),
+                 (None, "'expandable:page_size=3MiB'", "statistics/pool/"))
+        for conf, default, layers in cases:
             out = run_child(f"""
-                import os
+                import os, warnings
                 os.environ.pop("RMM_ALLOC_CONF", None)
                 if {conf!r} is not None:
                     os.environ["RMM_ALLOC_CONF"] = {conf!r}
                 import json, rmm_rs
-                rmm_rs._ensure_configured()
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    rmm_rs._ensure_configured({default})
+                print("warned", [str(w.message)[:60] for w in caught])
                 ptr = rmm_rs.alloc(4096)
                 names = []
                 node = rmm_rs.Resource.of_device(0).snapshot()
@@ -290,8 +300,9 @@ class ConfigureTest(unittest.TestCase):
                 print("stack", "/".join(names))
                 rmm_rs.free(ptr)
             """)
-            layers = "statistics/pool/" if expected == "pool" else "arena/"
             self.assertIn(f"stack {layers}", out)
+            fell_back = "page_size=3MiB" in default
+            self.assertEqual("cannot be used here" in out, fell_back, out)
 
     def test_reconfigure_keeps_old_memory_valid(self):
         rmm_rs.configure("pool")
@@ -868,6 +879,23 @@ class TorchTest(unittest.TestCase):
         """)
         self.assertIn("sum 999000", out)
         self.assertNotIn("allocations 0", out)
+
+    def test_default_stack_is_the_expandable_resource(self):
+        out = run_child("""
+            import os
+            os.environ.pop("RMM_ALLOC_CONF", None)
+            import rmm_rs, torch
+            rmm_rs.use_for_torch()
+            x = torch.arange(1 << 20, device="cuda", dtype=torch.float32)
+            total = int(x.sum().item())
+            names, node = [], rmm_rs.Resource.of_device().snapshot()
+            while isinstance(node, dict):
+                names.append(node["resource"])
+                node = node.get("upstream")
+            print("sum", total, "stack", "/".join(names), "counted", rmm_rs.statistics().total_count > 0)
+        """)
+        self.assertIn(f"sum {(1 << 20) * ((1 << 20) - 1) // 2} stack statistics/expandable/", out)
+        self.assertIn("counted True", out)
 
     def test_too_late_is_detected(self):
         out = run_child("""
