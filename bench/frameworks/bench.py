@@ -28,7 +28,7 @@ live plus it is the floor of held memory that no allocator can go below. Held me
 measured so: a sampler thread reads ``cudaMemGetInfo`` every 5 ms (and after each step), the
 same way for every allocator, so what an allocator caches counts. A run of its own
 (``gpt-batch``) finds the largest GPT batch that trains: doubling from 16, then bisecting,
-two steps per probe.
+two steps per probe, each probe a process of its own.
 
 Environment: RMM_RS_LIBRARY (librmm.so), BENCH_ALLOCATORS, BENCH_WORKLOADS (comma lists),
 BENCH_STEPS (timed steps, default 10), BENCH_MAX_BATCH=0 skips the batch search, BENCH_LOG
@@ -248,10 +248,10 @@ def run_child(workload, allocator):
             seconds = timed(lambda: generate(batch))
             if i >= 2:
                 times.append(seconds)
-    elif workload == "gpt-batch":
-        # A run of its own: a pluggable allocator that cannot refuse cleanly fails only this.
+    elif workload == "gpt-probe":
+        # One probe of the batch search (see largest_gpt_batch), in a process of its own.
         held.stop()
-        result["largest_batch"], result["refusals"] = largest_gpt_batch(torch, int(os.environ.get("BENCH_GPT_BATCH", "16")))
+        result["trains"], result["refusal"] = gpt_trains(torch, int(os.environ["BENCH_GPT_BATCH"]))
         print("RESULT " + json.dumps(result), flush=True)
         return
     else:
@@ -284,28 +284,44 @@ def run_child(workload, allocator):
     print("RESULT " + json.dumps(result), flush=True)
 
 
-def largest_gpt_batch(torch, start):
-    """Doubling from `start`, then bisecting: the largest batch that trains two steps without
-    running out of memory; and how the refusals showed (other than as OutOfMemoryError)."""
+def gpt_trains(torch, batch):
+    """Whether the GPT model trains two steps at `batch`; and how a refusal other than
+    OutOfMemoryError showed."""
     model = gpt_model(torch).cuda()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    try:
+        for _ in range(2):
+            gpt_step(torch, model, optimizer, batch)
+        torch.cuda.synchronize()
+        return True, None
+    except torch.cuda.OutOfMemoryError:
+        return False, None
+    except RuntimeError as error:
+        # A pluggable allocator's refusal is a NULL pointer: PyTorch passes it on, and the
+        # failure shows where it is used (cuDNN's attention: "mha_graph.execute", or an
+        # illegal memory access).
+        return False, str(error).splitlines()[0][:160]
+
+
+def largest_gpt_batch(allocator, start):
+    """Doubling from `start`, then bisecting: the largest batch that trains two steps. Each
+    probe runs in a process of its own: where a refusal reaches a kernel as a NULL pointer
+    (PyTorch's pluggable allocator does not check), the illegal memory access stays with the
+    CUDA context, and every later probe in that process would fail too."""
     refusals = []
 
     def trains(batch):
-        try:
-            for _ in range(2):
-                gpt_step(torch, model, optimizer, batch)
-            torch.cuda.synchronize()
-            return True
-        except torch.cuda.OutOfMemoryError:
+        child = subprocess.run([sys.executable, __file__, "--child", "gpt-probe", allocator],
+                               capture_output=True, text=True, timeout=600,
+                               env={**os.environ, "BENCH_GPT_BATCH": str(batch)})
+        lines = [line[len("RESULT "):] for line in child.stdout.splitlines() if line.startswith("RESULT ")]
+        if not lines:
+            refusals.append(f"batch {batch}: the probe's process failed (exit {child.returncode})")
             return False
-        except RuntimeError as error:
-            # A pluggable allocator's refusal is a NULL pointer: PyTorch passes it on, and the
-            # failure shows where it is used (cuDNN's attention: "mha_graph.execute").
-            refusals.append(str(error).splitlines()[0][:160])
-            return False
-        finally:
-            optimizer.zero_grad(set_to_none=True)
+        probe = json.loads(lines[-1])
+        if probe["refusal"]:
+            refusals.append(probe["refusal"])
+        return probe["trains"]
 
     good, bad = 0, start
     while trains(bad):
@@ -347,6 +363,12 @@ def main():
     results = []
     for workload in workloads:
         for allocator in allocators:
+            if workload == "gpt-batch":
+                largest, refusals = largest_gpt_batch(allocator, int(os.environ.get("BENCH_GPT_BATCH", "16")))
+                results.append({"workload": workload, "allocator": allocator, "largest_batch": largest,
+                                "refusals": refusals})
+                print(json.dumps(results[-1]), flush=True)
+                continue
             child = subprocess.run([sys.executable, __file__, "--child", workload, allocator],
                                    capture_output=True, text=True, timeout=900)
             lines = [line[len("RESULT "):] for line in child.stdout.splitlines() if line.startswith("RESULT ")]
@@ -356,7 +378,9 @@ def main():
             results.append(json.loads(lines[-1]))
             print(lines[-1], flush=True)
     if results:
-        print(f"\n{results[0]['gpu']}, PyTorch {results[0]['torch']}\n")
+        described = next((r for r in results if "gpu" in r), None)
+        if described:
+            print(f"\n{described['gpu']}, PyTorch {described['torch']}\n")
         print(table(results))
 
 
