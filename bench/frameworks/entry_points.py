@@ -14,8 +14,9 @@ Variants:
   three take turns in one process, slice by slice;
 - ``torch-native``: ``torch.empty(4096, dtype=uint8, device="cuda")`` and its release with
   PyTorch's caching allocator; ``torch-rmm``: the same through ``CUDAPluggableAllocator``
-  over ``rmmTorchAllocate``/``rmmTorchDeallocate`` (``rmm_rs.use_for_torch()``) on an rmm-rs
-  pool; ``torch-noop``: the pluggable allocator over do-nothing functions.
+  over ``rmmTorchAllocate``/``rmmTorchDeallocate`` (``rmm_rs.use_for_torch()`` with nothing
+  configured: its default stack, ``rmm_rs.TORCH_DEFAULT_SPEC``); ``torch-noop``: the pluggable
+  allocator over do-nothing functions.
 
 rmm-rs minus noop is what rmm-rs adds; noop minus the framework's own pool is what the
 framework charges an external allocator whatever it does. A variant's process reports the
