@@ -344,21 +344,10 @@ impl Tlsf {
     pub fn add_chunk(&mut self, base: usize, size: usize) {
         debug_assert!(base.is_multiple_of(GRANULE) && size.is_multiple_of(GRANULE) && size > 0);
         let chunk = self.new_chunk_slot();
-        let index = self.new_block(Block {
-            addr: base,
-            size,
-            prev_phys: NONE,
-            next_phys: NONE,
-            prev_free: NONE,
-            next_free: NONE,
-            chunk: chunk as u32,
-            state: State::Used,
-            requested: 0,
-        });
+        let index = self.new_free_block(base, size, NONE, NONE, chunk as u32);
         self.chunks[chunk] = Some(Chunk { base, size });
         self.chunk_first_block[chunk] = index;
         self.chunk_bytes += size;
-        self.link_free(index);
     }
 
     /// A chunk slot not in use.
@@ -621,19 +610,8 @@ impl Tlsf {
             self.blocks[last as usize].size += extra;
             self.link_free(last);
         } else {
-            let tail = self.new_block(Block {
-                addr: end,
-                size: extra,
-                prev_phys: last,
-                next_phys: NONE,
-                prev_free: NONE,
-                next_free: NONE,
-                chunk: slot as u32,
-                state: State::Used,
-                requested: 0,
-            });
+            let tail = self.new_free_block(end, extra, last, NONE, slot as u32);
             self.blocks[last as usize].next_phys = tail;
-            self.link_free(tail);
         }
         true
     }
@@ -752,11 +730,7 @@ impl Tlsf {
                 let new_slot = self.new_chunk_slot();
                 self.chunks[new_slot] = Some(after);
                 self.chunk_first_block[new_slot] = first_after;
-                let mut at = first_after;
-                while at != NONE {
-                    self.blocks[at as usize].chunk = new_slot as u32;
-                    at = self.blocks[at as usize].next_phys;
-                }
+                self.move_blocks_to_chunk(first_after, new_slot);
             }
             (Some(before), None) => self.chunks[slot] = Some(before),
             (None, Some(after)) => {
@@ -769,6 +743,15 @@ impl Tlsf {
             }
         }
         Cut { start, size, chunk: info.base, before, after }
+    }
+
+    /// Marks the block `first` and every block after it (by address) as chunk `slot`'s.
+    fn move_blocks_to_chunk(&mut self, first: u32, slot: usize) {
+        let mut at = first;
+        while at != NONE {
+            self.blocks[at as usize].chunk = slot as u32;
+            at = self.blocks[at as usize].next_phys;
+        }
     }
 
     /// Joins the chunk based at `second`, which starts where the chunk based at `first` ends,
@@ -785,11 +768,7 @@ impl Tlsf {
         let head = std::mem::replace(&mut self.chunk_first_block[b], NONE);
         self.chunks[b] = None;
         self.chunks[a] = Some(Chunk { base: info_a.base, size: info_a.size + info_b.size });
-        let mut at = head;
-        while at != NONE {
-            self.blocks[at as usize].chunk = a as u32;
-            at = self.blocks[at as usize].next_phys;
-        }
+        self.move_blocks_to_chunk(head, a);
         self.blocks[last as usize].next_phys = head;
         self.blocks[head as usize].prev_phys = last;
         if self.blocks[last as usize].state == State::Free && self.blocks[head as usize].state == State::Free {
