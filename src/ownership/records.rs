@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::platform::biased_lock::BiasedLock;
 use crate::platform::{backend, Stream};
 use crate::resources::{callback, MemoryResource};
-use rmm_suballoc::address_map::{address_hash, window_shard_of};
+use rmm_suballoc::address_map::{address_hash, window_shard_of, RECORD_WINDOW_BITS};
 use std::sync::Arc;
 
 const SHARDS: usize = SHARD_WORDS * 64;
@@ -220,12 +220,9 @@ struct PaddedShard(BiasedLock<Shard>);
 
 static RECORDS: [PaddedShard; SHARDS] = [const { PaddedShard(BiasedLock::new(Shard::new())) }; SHARDS];
 
-/// Addresses in one window share a shard (`window_shard_of`).
-const SHARD_WINDOW_BITS: u32 = 22;
-
 #[inline(always)]
 fn shard_index(ptr: usize) -> usize {
-    window_shard_of(ptr, SHARD_WINDOW_BITS, SHARDS)
+    window_shard_of(ptr, RECORD_WINDOW_BITS, SHARDS)
 }
 
 /// What a free names about the pointer it frees; each part given must match the record.

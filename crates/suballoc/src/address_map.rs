@@ -32,6 +32,10 @@ pub fn window_shard_of(address: usize, window_bits: u32, shards: usize) -> usize
     shard_of(address >> window_bits << 8, shards)
 }
 
+/// The address window (4 MiB) whose blocks share a shard in the maps kept per block handed out
+/// (`window_shard_of`).
+pub const RECORD_WINDOW_BITS: u32 = 22;
+
 /// Where an entry lies, from `get_slot`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Slot(usize);

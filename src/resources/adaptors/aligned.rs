@@ -2,38 +2,26 @@
 //! `alignment` (a power of two above 256), by over-allocating upstream and handing out the
 //! aligned address inside; smaller ones pass through. The pointer handed out is not the
 //! upstream block's, so this adaptor keeps its own records and is never transparent to the
-//! pools beneath it: `rmmFree` finds its pointers through the per-pointer registry.
-//!
-//! Its records are sharded by address window, each shard on cache lines of its own behind a
-//! lock biased to the thread that uses it, as the ownership records are: one thread records
-//! with plain loads and stores, and threads allocating on their own streams meet different
-//! shards.
+//! pools beneath it: `rmmFree` finds its pointers through the per-pointer registry. The
+//! offsets are `BlockRecords`, sharded by address window as the ownership records are.
 
+use super::block_records::BlockRecords;
 use super::Upstream;
 use crate::error::{Error, Result};
-use crate::platform::biased_lock::BiasedLock;
 use crate::platform::Stream;
 use crate::resources::{MemoryResource, ALIGNMENT};
-use rmm_suballoc::address_map::{window_shard_of, AddressMap};
 use std::sync::Arc;
 
-const SHARDS: usize = 64;
-/// As the ownership records' windows (4 MiB).
-const SHARD_WINDOW_BITS: u32 = 22;
 /// Every allocation over-allocates by the alignment, so a larger one would only make every
 /// allocation fail for lack of memory; no device maps memory at a coarser granularity.
 const MAX_ALIGNMENT: usize = 1 << 30;
-
-/// Aligned address -> (upstream address, upstream size).
-#[repr(align(128))]
-struct Shifted(BiasedLock<AddressMap<(usize, usize)>>);
 
 pub struct AlignedAdaptor {
     upstream: Upstream,
     alignment: usize,
     threshold: usize,
-    /// Sharded by address.
-    shifted: Box<[Shifted]>,
+    /// Aligned address -> (upstream address, upstream size).
+    shifted: BlockRecords<(usize, usize)>,
 }
 
 impl AlignedAdaptor {
@@ -44,16 +32,7 @@ impl AlignedAdaptor {
                 crate::units::exact(MAX_ALIGNMENT)
             )));
         }
-        Ok(Arc::new(AlignedAdaptor {
-            upstream: Upstream::new(upstream),
-            alignment,
-            threshold,
-            shifted: (0..SHARDS).map(|_| Shifted(BiasedLock::new(AddressMap::default()))).collect(),
-        }))
-    }
-
-    fn shard(&self, ptr: usize) -> &BiasedLock<AddressMap<(usize, usize)>> {
-        &self.shifted[window_shard_of(ptr, SHARD_WINDOW_BITS, SHARDS)].0
+        Ok(Arc::new(AlignedAdaptor { upstream: Upstream::new(upstream), alignment, threshold, shifted: BlockRecords::new() }))
     }
 
     fn passes_through(&self, bytes: usize) -> bool {
@@ -70,7 +49,7 @@ impl MemoryResource for AlignedAdaptor {
             bytes.checked_add(self.alignment - ALIGNMENT).ok_or_else(|| Error::out_of_memory(bytes, "larger than the address space"))?;
         let base = self.upstream.allocate(size, stream)?;
         let aligned = base.next_multiple_of(self.alignment);
-        self.shard(aligned).lock().insert(aligned, (base, size));
+        self.shifted.lock(aligned).insert(aligned, (base, size));
         Ok(aligned)
     }
 
@@ -78,11 +57,11 @@ impl MemoryResource for AlignedAdaptor {
         if self.passes_through(bytes) {
             return self.upstream.deallocate(ptr, bytes, stream);
         }
-        let Some((base, size)) = self.shard(ptr).lock().remove(&ptr) else {
+        let Some((base, size)) = self.shifted.lock(ptr).remove(&ptr) else {
             return Err(Error::invalid(format!("{ptr:#x} is not a live allocation of this aligned adaptor")));
         };
         self.upstream.deallocate(base, size, stream).inspect_err(|_| {
-            self.shard(ptr).lock().insert(ptr, (base, size));
+            self.shifted.lock(ptr).insert(ptr, (base, size));
         })
     }
 

@@ -3,6 +3,7 @@
 //! because the ownership layer sends every free back down the stack it came up.
 
 mod aligned;
+mod block_records;
 mod failure_callback;
 mod limiting;
 mod logging;

@@ -3,27 +3,18 @@
 //! backtrace. Leaks are reported to the log at `rmmFinalize`, at process exit and when the
 //! adaptor is destroyed, and on request.
 //!
-//! The records are sharded by address window, each shard on cache lines of its own behind a
-//! lock biased to the thread that uses it (as the aligned adaptor's and the ownership records
-//! are): one thread records with plain loads and stores, and threads allocating on their own
-//! streams, whose blocks come from chunks of their own, meet different shards. A report takes
-//! every shard's lock, so it is exact at the moment it is taken.
+//! The records are `BlockRecords`, sharded by address window as the ownership records are. A
+//! report takes every shard's lock, so it is exact at the moment it is taken.
 
+use super::block_records::BlockRecords;
 use super::Upstream;
 use crate::error::Result;
-use crate::platform::biased_lock::BiasedLock;
 use crate::platform::Stream;
 use crate::resources::MemoryResource;
 use parking_lot::Mutex;
-use rmm_suballoc::address_map::{window_shard_of, AddressMap};
 use std::collections::HashSet;
 use std::fmt::Write;
 use std::sync::{Arc, Weak};
-
-/// Enough shards that eight threads seldom meet in one, each on cache lines of its own.
-const SHARDS: usize = 64;
-/// As the ownership records' windows (4 MiB).
-const SHARD_WINDOW_BITS: u32 = 22;
 
 /// What is kept of a live allocation: its address is the key.
 struct Record {
@@ -49,9 +40,6 @@ impl Record {
     }
 }
 
-#[repr(align(128))]
-struct Shard(BiasedLock<AddressMap<Record>>);
-
 /// One live allocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutstandingAllocation {
@@ -68,7 +56,7 @@ pub struct OutstandingAllocation {
 pub struct TrackingAdaptor {
     upstream: Upstream,
     capture_stacks: bool,
-    live: Box<[Shard]>,
+    live: BlockRecords<Record>,
 }
 
 static TRACKERS: Mutex<Vec<Weak<TrackingAdaptor>>> = Mutex::new(Vec::new());
@@ -121,21 +109,13 @@ impl TrackingAdaptor {
 
     /// An adaptor whose leaks its owner reports (at `rmmFinalize` and exit it stays quiet).
     pub fn new_unreported(upstream: Arc<dyn MemoryResource>, capture_stacks: bool) -> Arc<Self> {
-        Arc::new(TrackingAdaptor {
-            upstream: Upstream::new(upstream),
-            capture_stacks,
-            live: (0..SHARDS).map(|_| Shard(BiasedLock::new(AddressMap::default()))).collect(),
-        })
-    }
-
-    fn shard(&self, ptr: usize) -> &BiasedLock<AddressMap<Record>> {
-        &self.live[window_shard_of(ptr, SHARD_WINDOW_BITS, SHARDS)].0
+        Arc::new(TrackingAdaptor { upstream: Upstream::new(upstream), capture_stacks, live: BlockRecords::new() })
     }
 
     /// Every outstanding allocation, by address: exact at the moment it is taken, since every
     /// shard is locked until all are read.
     pub fn outstanding(&self) -> Vec<OutstandingAllocation> {
-        let shards: Vec<_> = self.live.iter().map(|shard| shard.0.lock()).collect();
+        let shards = self.live.lock_all();
         let mut all: Vec<_> = shards.iter().flat_map(|records| records.iter().map(|(&ptr, record)| record.outstanding(ptr))).collect();
         drop(shards);
         all.sort_by_key(|a| a.ptr);
@@ -143,7 +123,7 @@ impl TrackingAdaptor {
     }
 
     pub fn outstanding_bytes(&self) -> usize {
-        let shards: Vec<_> = self.live.iter().map(|shard| shard.0.lock()).collect();
+        let shards = self.live.lock_all();
         shards.iter().map(|records| records.values().map(|record| record.size).sum::<usize>()).sum()
     }
 
@@ -202,13 +182,13 @@ impl MemoryResource for TrackingAdaptor {
         let (file, line) = call_site();
         let backtrace = self.capture_stacks.then(|| std::backtrace::Backtrace::force_capture().to_string().into_boxed_str());
         let record = Record { size: bytes, stream: stream.0, thread: crate::platform::os_thread_id(), file, line, backtrace };
-        self.shard(ptr).lock().insert(ptr, record);
+        self.live.lock(ptr).insert(ptr, record);
         Ok(ptr)
     }
 
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
         self.upstream.deallocate(ptr, bytes, stream)?;
-        self.shard(ptr).lock().remove(&ptr);
+        self.live.lock(ptr).remove(&ptr);
         Ok(())
     }
 
