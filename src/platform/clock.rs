@@ -115,8 +115,7 @@ impl OrderedCounter {
 
     /// Both clocks now; refines the counter's measured rate.
     pub fn anchor(self) -> Anchor {
-        let ticks = self.read();
-        let ns = system_ns();
+        let (ticks, ns) = paired(|| self.read());
         calibrate(ticks, ns);
         Anchor { ticks, ns }
     }
@@ -125,7 +124,8 @@ impl OrderedCounter {
     /// (waits for the first millisecond of the process's readings to pass).
     pub fn rate(self) -> u64 {
         loop {
-            let rate = calibrate(self.read(), system_ns());
+            let (ticks, ns) = paired(|| self.read());
+            let rate = calibrate(ticks, ns);
             if rate != 0 {
                 return rate;
             }
@@ -174,9 +174,29 @@ fn extrapolated(ticks: u64) -> u64 {
     ns
 }
 
+/// Both clocks read together: the counter between two readings of the system clock, the
+/// closest pair of a few tries. A thread preempted between the two readings would pair a
+/// counter reading with a time microseconds or more later, which skews every rate measured
+/// from it (the first pair's for the whole process) and every time dated through it.
+fn paired(read_counter: impl Fn() -> u64) -> (u64, u64) {
+    let (mut ticks, mut ns, mut gap) = (0, 0, u64::MAX);
+    for _ in 0..8 {
+        let before = system_ns();
+        let now = read_counter();
+        let after = system_ns().max(before);
+        if after - before < gap {
+            (ticks, ns, gap) = (now, before + (after - before) / 2, after - before);
+        }
+        if gap <= 1_000 {
+            break;
+        }
+    }
+    (ticks, ns)
+}
+
 /// Refines the rate with a new (ticks, ns) reading against the first one; returns it.
 fn calibrate(ticks: u64, ns: u64) -> u64 {
-    let &(first_ticks, first_ns) = FIRST.get_or_init(|| (ticks, ns));
+    let &(first_ticks, first_ns) = FIRST.get_or_init(|| paired(|| counter().unwrap_or(ticks)));
     if ticks > first_ticks && ns >= first_ns + EXTRAPOLATE_NS {
         let rate = (((ns - first_ns) as u128) << 32) / (ticks - first_ticks) as u128;
         NS_PER_TICK.store(rate.min(u64::MAX as u128) as u64, Ordering::Relaxed);
