@@ -3,7 +3,9 @@
 //!   RMM_SIM_DEVICES=1:64GiB RMM_SIM_ON_RACE=off cargo run --release --example churn_footprint
 
 use rmm::platform::Stream;
-use rmm::resources::{expandable_resource, ArenaResource, BinningResource, DirectResource, MemoryResource, PoolResource};
+use rmm::resources::{
+    expandable_resource, ArenaResource, BinningResource, DirectResource, ExpandableOptions, MemoryResource, PoolResource,
+};
 use std::sync::Arc;
 
 struct Rng(u64);
@@ -58,4 +60,6 @@ fn main() {
     println!("arena footprint: {:.3}", churn(&arena, &|| arena.pool_size().unwrap()));
     let expandable = expandable_resource(0, &Default::default()).unwrap();
     println!("expandable footprint: {:.3}", churn(&expandable, &|| expandable.pool_size().unwrap()));
+    let small_pages = expandable_resource(0, &ExpandableOptions { page_size: 2 << 20, ..Default::default() }).unwrap();
+    println!("expandable footprint, 2 MiB pages: {:.3}", churn(&small_pages, &|| small_pages.pool_size().unwrap()));
 }

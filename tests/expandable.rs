@@ -364,6 +364,41 @@ fn a_hole_in_the_middle_of_a_chunk_is_unmapped_once_its_stream_has_passed_and_no
     assert!(races().is_empty(), "{:?}", races());
 }
 
+/// A hole's pages went back, cutting its chunk in two. A request larger than the gap but
+/// within the free end before it, the gap and the free start after it maps just the gap,
+/// where growing a chunk's end by what the request needs would map more.
+#[test]
+fn a_request_that_fits_across_an_unmapped_gap_maps_the_gap_and_joins_the_chunk_again() {
+    let _guard = setup_with("2:256MiB");
+    let before = device_used();
+    let expandable = with_options(&rmmExpandableOptions_t { release_free_pages: 1, ..options() });
+    // One chunk: [first: 1 MiB][hole: 8 MiB][last: 1 MiB - 512][tiny: 256][256 free].
+    let first = allocate(expandable, MIB, null_mut()).unwrap();
+    let hole = allocate(expandable, 8 * MIB, null_mut()).unwrap();
+    let last = allocate(expandable, MIB - 512, null_mut()).unwrap();
+    let tiny = allocate(expandable, 256, null_mut()).unwrap();
+    stamp(first, MIB, 0x31);
+    stamp(last, MIB - 512, 0x32);
+    free(expandable, hole, 8 * MIB, null_mut());
+    assert_eq!(device_used(), before + 4 * MIB, "the hole's three whole pages went back");
+    assert_eq!(snapshot_of(expandable)["chunks"].as_array().unwrap().len(), 2);
+
+    // 1 MiB free before the 6 MiB gap, 1 MiB free after it: 7.5 MiB fit across.
+    let across = allocate(expandable, 15 * MIB / 2, null_mut()).unwrap();
+    assert_eq!(across, hole, "the block starts at the first part's free end");
+    assert_eq!(device_used(), before + 10 * MIB, "only the gap's three pages were mapped");
+    let snapshot = snapshot_of(expandable);
+    assert_eq!(snapshot["chunks"].as_array().unwrap().len(), 1, "the two parts are one chunk again: {snapshot}");
+    stamp(across, 15 * MIB / 2, 0x33);
+    assert!(stamped(first, MIB, 0x31) && stamped(last, MIB - 512, 0x32), "live blocks keep their contents");
+    for (ptr, size) in [(across, 15 * MIB / 2), (first, MIB), (last, MIB - 512), (tiny, 256)] {
+        free(expandable, ptr, size, null_mut());
+    }
+    assert_eq!(device_used(), before, "everything freed: every page went back");
+    assert_eq!(rmmResourceDestroy(expandable), RMM_SUCCESS);
+    assert!(races().is_empty(), "{:?}", races());
+}
+
 #[test]
 fn a_request_no_mapped_range_fits_is_stitched_from_the_pages_of_holes_before_new_ones_are_made() {
     let _guard = setup_with("2:256MiB");

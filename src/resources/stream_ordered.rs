@@ -56,6 +56,10 @@ pub trait BlockIndex: Send + 'static {
     fn free_tail(&self, _base: usize) -> Option<(Chunk, usize)> {
         None
     }
+    /// The free bytes at the start of the chunk at `base` (indexes whose chunks can grow).
+    fn free_head(&self, _base: usize) -> Option<usize> {
+        None
+    }
     /// Grows the chunk at `base` at its end; false when the index cannot.
     fn extend_chunk(&mut self, _base: usize, _extra: usize) -> bool {
         false
@@ -83,6 +87,9 @@ macro_rules! forward_block_index {
             }
             fn free_tail(&self, base: usize) -> Option<(Chunk, usize)> {
                 <$ty>::free_tail(self, base)
+            }
+            fn free_head(&self, base: usize) -> Option<usize> {
+                <$ty>::free_head(self, base)
             }
             fn extend_chunk(&mut self, base: usize, extra: usize) -> bool {
                 <$ty>::extend_chunk(self, base, extra)
@@ -255,6 +262,22 @@ impl<I> StreamState<I> {
 
 /// Chunk base -> (size, the stream whose index holds it).
 type ChunkOwners<I> = BTreeMap<usize, (usize, Arc<StreamState<I>>)>;
+
+/// Where expandable growth can map: after a chunk with `tail` free bytes at its end.
+struct GrowthSite {
+    chunk: Chunk,
+    tail: usize,
+    /// The unmapped gap up to the stream's next chunk, when the block fits across it.
+    gap: Option<Gap>,
+}
+
+#[derive(Clone, Copy)]
+struct Gap {
+    size: usize,
+    /// The free end before the gap, the gap and the next chunk's free start: mapping only
+    /// the gap joins the two chunks into this much free space.
+    across: usize,
+}
 
 /// A stream-ordered suballocator over an upstream resource. `StreamOrdered` owns it; a
 /// resource that calls it directly (an adaptor over a pool, binning over its bins) holds it
@@ -961,17 +984,51 @@ impl<I: BlockIndex> Core<I> {
     }
 
     /// Expandable growth: maps what `bytes` needs beyond the free end of one of the stream's
-    /// chunks right after that chunk (the one with the largest free end first).
+    /// chunks right after that chunk. Best fit first: the smallest unmapped gap up to the
+    /// stream's next chunk that the block fits across (free end, gap, that chunk's free start),
+    /// where only the gap is mapped; then the chunk with the largest free end.
     fn grow_in_place(&self, state: &Arc<StreamState<I>>, bytes: usize, page: usize, room: usize, stream: Stream) -> Result<Option<usize>> {
         let block = bytes.div_ceil(GRANULE) * GRANULE;
-        let mut tails: Vec<(Chunk, usize)> = {
+        let mut sites: Vec<GrowthSite> = {
             let bases = self.chunks_of(state);
+            let next: Vec<Option<usize>> = {
+                let owners = self.owners.read();
+                bases
+                    .iter()
+                    .map(|&base| {
+                        let end = base + owners.get(&base).map_or(0, |(size, _)| *size);
+                        owners
+                            .range(end..)
+                            .next()
+                            .filter(|(_, (_, owner))| std::ptr::eq(Arc::as_ptr(owner), &**state))
+                            .map(|(&next, _)| next)
+                    })
+                    .collect()
+            };
             let shelf = state.shelf.lock();
-            bases.into_iter().filter_map(|base| shelf.index.free_tail(base)).collect()
+            bases
+                .into_iter()
+                .zip(next)
+                .filter_map(|(base, next)| {
+                    let (chunk, tail) = shelf.index.free_tail(base)?;
+                    let end = chunk.base + chunk.size;
+                    let gap = next.filter(|&next| next > end).and_then(|next| {
+                        let across = tail + (next - end) + shelf.index.free_head(next)?;
+                        (across >= block).then_some(Gap { size: next - end, across })
+                    });
+                    Some(GrowthSite { chunk, tail, gap })
+                })
+                .collect()
         };
-        tails.sort_by_key(|&(_, tail)| std::cmp::Reverse(tail));
-        for (chunk, tail) in tails {
-            let extra = block.saturating_sub(tail).div_ceil(page).max(1) * page;
+        sites.sort_by_key(|site| match site.gap {
+            Some(gap) => (0, gap.across),
+            None => (1, usize::MAX - site.tail),
+        });
+        for GrowthSite { chunk, tail, gap } in sites {
+            let mut extra = block.saturating_sub(tail).div_ceil(page).max(1) * page;
+            if let Some(gap) = gap {
+                extra = extra.min(gap.size);
+            }
             if extra > room || !self.upstream.extend(chunk.base + chunk.size, extra, stream)? {
                 continue;
             }

@@ -593,6 +593,13 @@ impl Tlsf {
         Some((self.chunks[slot]?, if last.state == State::Free { last.size } else { 0 }))
     }
 
+    /// The size of the free block at the start of the chunk based at `base` (0 when its first
+    /// block is in use, None when no chunk starts there).
+    pub fn free_head(&self, base: usize) -> Option<usize> {
+        let first = &self.blocks[self.chunk_first_block[self.chunk_slot(base)?] as usize];
+        Some(if first.state == State::Free { first.size } else { 0 })
+    }
+
     /// Grows the chunk based at `base` by `extra` bytes (GRANULE-aligned) at its end, which
     /// joins its free last block if it has one: memory mapped right after a chunk extends it,
     /// so that a request can span the old end. Returns false when no chunk starts at `base`.

@@ -82,6 +82,8 @@ fn a_chunk_grows_at_its_end_and_its_free_end_is_cut_back_to_whole_units() {
     assert!(tlsf.allocate(7 * GRANULE).is_none());
     assert!(!tlsf.extend_chunk(0x200_0000, unit), "no chunk starts there");
     assert_eq!(tlsf.free_tail(0x100_0000).map(|(chunk, tail)| (chunk.size, tail)), Some((unit, 3 * GRANULE)));
+    assert_eq!(tlsf.free_head(0x100_0000), Some(0), "the chunk starts with the block in use");
+    assert_eq!(tlsf.free_head(0x200_0000), None);
     assert!(tlsf.extend_chunk(0x100_0000, unit));
     let (b, _) = tlsf.allocate(7 * GRANULE).unwrap();
     assert_eq!(b, a + 5 * GRANULE, "the new block starts in the old free end");
@@ -94,6 +96,7 @@ fn a_chunk_grows_at_its_end_and_its_free_end_is_cut_back_to_whole_units() {
     assert_eq!(tlsf.peak_used_bytes(), 12 * GRANULE);
     tlsf.check_invariants().unwrap();
     tlsf.free(a).unwrap();
+    assert_eq!(tlsf.free_head(0x100_0000), Some(unit), "the whole chunk is free from its start");
     assert_eq!(tlsf.trim_free_tail(0x100_0000, unit), None, "a wholly free chunk goes back whole");
     assert_eq!(tlsf.take_wholly_free_chunks().len(), 1);
 }
