@@ -397,9 +397,10 @@ static void check_expandable_footprint(void) {
   CHECK_OK(rmmMemcpyAsync(blocks[3], small, mib, stream));
   for (int i = 3; i >= 0; --i) CHECK_OK(rmmResourceDeallocate(expandable, blocks[i], 5 * mib, stream));
   CHECK_OK(rmmStreamSynchronize(stream));
-  /* The next free finds the stream past the earlier ones and gives their pages back. */
-  CHECK_OK(rmmResourceAllocate(expandable, &large, 256, stream));
-  CHECK_OK(rmmResourceDeallocate(expandable, large, 256, stream));
+  /* The next free finds the stream past the earlier ones and gives their pages back (a block
+     of 256 KiB: smaller ones come from pages of their own). */
+  CHECK_OK(rmmResourceAllocate(expandable, &large, 256 * 1024, stream));
+  CHECK_OK(rmmResourceDeallocate(expandable, large, 256 * 1024, stream));
   CHECK_OK(rmmResourceGetFootprint(expandable, &figures));
   CHECK(figures.reserved_bytes <= 4 * mib);
   CHECK(figures.peak_reserved_bytes >= 22 * mib && figures.peak_live_bytes >= 21 * mib);

@@ -224,7 +224,8 @@ module rmm
   type, bind(c) :: rmmExpandableOptions_t
     ! Bytes mapped at creation and kept for the resource's life (0: none).
     integer(c_size_t) :: initial_size = 0
-    ! The most bytes mapped at once (0: the device's memory).
+    ! The most bytes mapped at once, small and large blocks' pages together (0: the
+    ! device's memory).
     integer(c_size_t) :: maximum_size = 0
     ! Nonzero: whole free pages (at the ends of the resource's chunks and between blocks in
     ! use) are unmapped while more than `release_threshold` bytes are mapped, and go back to
@@ -234,11 +235,13 @@ module rmm
     ! device runs out of memory (a growth still maps the pages of holes before it creates
     ! new ones).
     integer(c_int) :: release_free_pages = 0
-    ! See `release_free_pages` (0 with it: give back every free page).
+    ! See `release_free_pages` (0 with it: give back every free page); it applies to the
+    ! small blocks' pages and to the large blocks' pages each.
     integer(c_size_t) :: release_threshold = 0
-    ! The unit of mapping and release: a multiple of the device's allocation granularity
-    ! (0: 1/4096 of the maximum size rounded up to the granularity, from the granularity,
-    ! 2 MiB on current GPUs, up to 20 MiB on devices of 80 GiB or more).
+    ! The unit of mapping and release for blocks of 256 KiB or more (smaller blocks have
+    ! pages of the granularity of their own): a multiple of the device's allocation
+    ! granularity (0: 1/4096 of the maximum size rounded up to the granularity, from the
+    ! granularity, 2 MiB on current GPUs, up to 20 MiB on devices of 80 GiB or more).
     integer(c_size_t) :: page_size = 0
     ! Other devices given read and write access to the memory (NULL when `num_peers` is 0).
     type(c_ptr) :: peers = c_null_ptr
@@ -955,15 +958,16 @@ module rmm
     ! PyTorch's expandable segments): it reserves address space for `maximum_size` bytes (0: the
     ! device's memory) and maps physical memory into it as it needs it, in pages of 1/4096 of that
     ! maximum, from the device's granularity (2 MiB) up to 20 MiB (the page size of
-    ! `rmmExpandableResourceCreateWithOptions`). A chunk grows in place at its end, by just what a
-    ! request needs beyond the chunk's free end. Whole free pages anywhere in a chunk, also between
-    ! blocks in use, are unmapped once the streams that freed them have passed that point (never
-    ! waiting for them on the allocation path) and their physical memory is kept: a request that no
-    ! mapped range fits is served by mapping those pages where it needs them (stitching) before any
-    ! new physical memory is created. Kept and free pages go back to the device on
-    ! `rmmResourceRelease`, or when the device runs out of memory. Cross-stream reuse as
-    ! `rmmPoolResourceCreate`. RMM_ERROR_NOT_SUPPORTED where the driver has no virtual-memory API.
-    ! Ownership as `rmmCudaResourceCreate`.
+    ! `rmmExpandableResourceCreateWithOptions`); blocks below 256 KiB come from pages of the
+    ! granularity of their own, apart from larger blocks, within the same maximum. A chunk grows in
+    ! place at its end, by just what a request needs beyond the chunk's free end. Whole free pages
+    ! anywhere in a chunk, also between blocks in use, are unmapped once the streams that freed them
+    ! have passed that point (never waiting for them on the allocation path) and their physical
+    ! memory is kept: a request that no mapped range fits is served by mapping those pages where it
+    ! needs them (stitching) before any new physical memory is created. Kept and free pages go back
+    ! to the device on `rmmResourceRelease`, or when the device runs out of memory. Cross-stream
+    ! reuse as `rmmPoolResourceCreate`. RMM_ERROR_NOT_SUPPORTED where the driver has no
+    ! virtual-memory API. Ownership as `rmmCudaResourceCreate`.
     integer(c_int) function rmmExpandableResourceCreate(resource, maximum_size) &
         bind(c, name="rmmExpandableResourceCreate")
       import :: c_int, c_ptr, c_size_t

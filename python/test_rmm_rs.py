@@ -174,7 +174,7 @@ class ConfigureTest(unittest.TestCase):
             "cuda_async": ["statistics", "cuda_async"],
             "managed": ["statistics", "managed"],
             "managed_pool": ["statistics", "pool", "managed"],
-            "expandable": ["statistics", "expandable", "mapped ranges"],
+            "expandable": ["statistics", "expandable"],  # two parts: its snapshot's `small` and `large`
         }
         self.assertEqual(set(expected), set(rmm_rs.RESOURCES))
         stream = rmm_rs.stream_create()
@@ -277,7 +277,7 @@ class ConfigureTest(unittest.TestCase):
         # FRAMEWORK_DEFAULT_SPEC, or PyTorch's TORCH_DEFAULT_SPEC (the pool where that cannot
         # be made: here a page size the device refuses); set, it wins.
         cases = ((None, "", "statistics/pool/"), ("arena", "", "arena/"),
-                 (None, "rmm_rs.TORCH_DEFAULT_SPEC", "statistics/expandable/"),
+                 (None, "rmm_rs.TORCH_DEFAULT_SPEC", "statistics/expandable\n"),
                  ("arena", "rmm_rs.TORCH_DEFAULT_SPEC", "arena/"),
                  (None, "'expandable:page_size=3MiB'", "statistics/pool/"))
         for conf, default, layers in cases:

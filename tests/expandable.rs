@@ -144,7 +144,7 @@ fn a_chunk_grows_in_place_by_what_the_request_needs_beyond_its_free_end() {
     let mut text = vec![0u8; length + 1];
     assert_eq!(rmmResourceGetSnapshot(stats, text.as_mut_ptr().cast(), text.len(), null_mut()), RMM_SUCCESS);
     let snapshot: serde_json::Value = serde_json::from_slice(&text[..length]).unwrap();
-    let pool = &snapshot["upstream"];
+    let pool = &snapshot["upstream"]["large"];
     assert_eq!(pool["chunks"].as_array().unwrap().len(), 1, "{snapshot}");
     assert_eq!(pool["upstream"]["mapped"].as_array().unwrap().len(), 1, "one mapped range: {snapshot}");
     assert_eq!(pool["upstream"]["mapped_bytes"], 4 * MIB);
@@ -177,7 +177,7 @@ fn free_pages_above_the_release_threshold_go_back_once_their_stream_has_passed()
     // back while more than 4 MiB was held: the page under the block still in use stays
     // mapped, and one more page is kept unmapped for the next growth.
     assert_eq!(footprint(expandable).reserved_bytes, 4 * MIB);
-    assert_eq!(snapshot_of(expandable)["upstream"]["mapped_bytes"], 2 * MIB);
+    assert_eq!(snapshot_of(expandable)["large"]["upstream"]["mapped_bytes"], 2 * MIB);
     assert_eq!(device_used(), before + 4 * MIB);
     assert!(stamped(first, 4096, 0x3c), "the block in use keeps its memory");
     // It grows again, in place.
@@ -227,7 +227,7 @@ fn options_are_checked_and_peers_get_access() {
     // The default page grows with the maximum: 1/4096 of it, up to 20 MiB.
     for (maximum, page) in [(256 * MIB, 2 * MIB), (16 << 30, 4 * MIB), (80 << 30, 20 * MIB), (141 << 30, 20 * MIB)] {
         let resource = with_options(&rmmExpandableOptions_t { maximum_size: maximum, ..options() });
-        assert_eq!(snapshot_of(resource)["upstream"]["page_size"], page, "a maximum of {maximum} bytes");
+        assert_eq!(snapshot_of(resource)["large"]["upstream"]["page_size"], page, "a maximum of {maximum} bytes");
         assert_eq!(rmmResourceDestroy(resource), RMM_SUCCESS);
     }
 
@@ -320,16 +320,17 @@ fn a_hole_in_the_middle_of_a_chunk_is_unmapped_once_its_stream_has_passed_and_no
     let before = device_used();
     let stream = new_stream();
     let expandable = with_options(&rmmExpandableOptions_t { release_free_pages: 1, ..options() });
-    // One chunk: [first: 1 MiB][hole: 8 MiB][last: 1 MiB - 512][tiny: 256][256 free].
+    // One chunk: [first: 1 MiB][hole: 8 MiB][last: 512 KiB][tiny: 256 KiB][256 KiB free] (blocks
+    // below 256 KiB would come from the small blocks' part).
     let first = allocate(expandable, MIB, stream).unwrap();
     let hole = allocate(expandable, 8 * MIB, stream).unwrap();
-    let last = allocate(expandable, MIB - 512, stream).unwrap();
-    let tiny = allocate(expandable, 256, stream).unwrap();
+    let last = allocate(expandable, MIB / 2, stream).unwrap();
+    let tiny = allocate(expandable, MIB / 4, stream).unwrap();
     assert_eq!(first % (2 * MIB), 0, "a chunk starts on a page");
     assert_eq!((hole, last), (first + MIB, first + 9 * MIB));
     assert_eq!(device_used(), before + 10 * MIB);
     stamp(first, MIB, 0x21);
-    stamp(last, MIB - 512, 0x22);
+    stamp(last, MIB / 2, 0x22);
 
     // The stream is still running work enqueued before the free: the hole's three whole
     // pages are cut from the chunk but stay mapped.
@@ -341,26 +342,70 @@ fn a_hole_in_the_middle_of_a_chunk_is_unmapped_once_its_stream_has_passed_and_no
 
     // Once the stream has passed the free, the next free gives them back, without waiting.
     simulator.stream_finish_held(sim_stream(stream)).unwrap();
-    free(expandable, tiny, 256, stream);
+    free(expandable, tiny, MIB / 4, stream);
     assert!(!accessible(first + 2 * MIB, 2 * MIB), "the hole's pages are unmapped");
     assert!(accessible(first, 2 * MIB) && accessible(first + 8 * MIB, 2 * MIB), "pages with live bytes stay");
     assert_eq!(device_used(), before + 4 * MIB);
     assert_eq!(footprint(expandable).reserved_bytes, 4 * MIB);
-    assert!(stamped(first, MIB, 0x21) && stamped(last, MIB - 512, 0x22), "live blocks keep their contents");
+    assert!(stamped(first, MIB, 0x21) && stamped(last, MIB / 2, 0x22), "live blocks keep their contents");
     let snapshot = snapshot_of(expandable);
-    assert_eq!(snapshot["chunks"].as_array().unwrap().len(), 2, "the chunk was cut in two: {snapshot}");
-    assert_eq!(snapshot["upstream"]["mapped"].as_array().unwrap().len(), 2, "{snapshot}");
+    assert_eq!(snapshot["large"]["chunks"].as_array().unwrap().len(), 2, "the chunk was cut in two: {snapshot}");
+    assert_eq!(snapshot["large"]["upstream"]["mapped"].as_array().unwrap().len(), 2, "{snapshot}");
 
     // A block over the hole's address range is mapped again before it is handed out.
     let again = allocate(expandable, 7 * MIB, stream).unwrap();
     stamp(again, 7 * MIB, 0x23);
-    assert!(stamped(first, MIB, 0x21) && stamped(last, MIB - 512, 0x22));
-    for (ptr, size) in [(again, 7 * MIB), (first, MIB), (last, MIB - 512)] {
+    assert!(stamped(first, MIB, 0x21) && stamped(last, MIB / 2, 0x22));
+    for (ptr, size) in [(again, 7 * MIB), (first, MIB), (last, MIB / 2)] {
         free(expandable, ptr, size, stream);
     }
     assert_eq!(device_used(), before, "everything freed: every page went back");
     assert_eq!(rmmResourceDestroy(expandable), RMM_SUCCESS);
     assert_eq!(rmmStreamDestroy(stream), RMM_SUCCESS);
+    assert!(races().is_empty(), "{:?}", races());
+}
+
+/// Blocks below 256 KiB come from a part of their own in pages of the granularity, whatever
+/// the page size of the rest: small blocks never pin a large page. Frees find their part by
+/// address, the maximum bounds both parts together, and the figures add both up.
+#[test]
+fn small_blocks_come_from_pages_of_their_own_within_one_maximum() {
+    let _guard = setup_with("2:256MiB");
+    let before = device_used();
+    let expandable = with_options(&rmmExpandableOptions_t { page_size: 8 * MIB, maximum_size: 16 * MIB, ..options() });
+    let large = allocate(expandable, MIB, null_mut()).unwrap();
+    assert_eq!(device_used(), before + 8 * MIB, "one large page");
+    let small: Vec<usize> = (0..4).map(|_| allocate(expandable, 64 << 10, null_mut()).unwrap()).collect();
+    assert_eq!(device_used(), before + 10 * MIB, "the small blocks share one page of 2 MiB");
+    let snapshot = snapshot_of(expandable);
+    assert_eq!(snapshot["small_blocks_below"], 256 << 10);
+    assert_eq!(
+        (&snapshot["small"]["upstream"]["page_size"], &snapshot["large"]["upstream"]["page_size"]),
+        (&(2 * MIB).into(), &(8 * MIB).into())
+    );
+    assert_eq!(snapshot["small"]["chunks"][0]["blocks"].as_array().unwrap().len(), 5, "four blocks and the free rest: {snapshot}");
+    assert_eq!(snapshot["activity"]["pages_created"], 2, "both parts' pages: {snapshot}");
+    let figures = footprint(expandable);
+    assert_eq!((figures.reserved_bytes, figures.peak_reserved_bytes, figures.live_bytes), (10 * MIB, 10 * MIB, MIB + 4 * (64 << 10)));
+    for (tag, &block) in small.iter().enumerate() {
+        stamp(block, 64 << 10, tag as u8);
+    }
+
+    // 8 MiB more need another large page: 18 MiB held, past the maximum over both parts.
+    assert_eq!(allocate(expandable, 8 * MIB, null_mut()), Err(RMM_ERROR_OUT_OF_MEMORY));
+    assert!(common::last_message().contains("maximum"), "{}", common::last_message());
+    // A free of a small block with a large block's size goes to the small part, which refuses
+    // it: the block stays live and is not handed out again.
+    assert_eq!(rmmResourceDeallocate(expandable, small[0] as *mut c_void, MIB, null_mut()), RMM_ERROR_INVALID_ARGUMENT);
+    let another = allocate(expandable, 64 << 10, null_mut()).unwrap();
+    assert!(!small.contains(&another), "a refused free hands nothing out twice");
+    for (tag, &block) in small.iter().enumerate() {
+        assert!(stamped(block, 64 << 10, tag as u8), "small block {tag} was overwritten");
+        free(expandable, block, 64 << 10, null_mut());
+    }
+    free(expandable, another, 64 << 10, null_mut());
+    free(expandable, large, MIB, null_mut());
+    give_everything_back(expandable, before);
     assert!(races().is_empty(), "{:?}", races());
 }
 
@@ -372,26 +417,27 @@ fn a_request_that_fits_across_an_unmapped_gap_maps_the_gap_and_joins_the_chunk_a
     let _guard = setup_with("2:256MiB");
     let before = device_used();
     let expandable = with_options(&rmmExpandableOptions_t { release_free_pages: 1, ..options() });
-    // One chunk: [first: 1 MiB][hole: 8 MiB][last: 1 MiB - 512][tiny: 256][256 free].
+    // One chunk: [first: 1 MiB][hole: 8 MiB][last: 512 KiB][tiny: 256 KiB][256 KiB free] (blocks
+    // below 256 KiB would come from the small blocks' part).
     let first = allocate(expandable, MIB, null_mut()).unwrap();
     let hole = allocate(expandable, 8 * MIB, null_mut()).unwrap();
-    let last = allocate(expandable, MIB - 512, null_mut()).unwrap();
-    let tiny = allocate(expandable, 256, null_mut()).unwrap();
+    let last = allocate(expandable, MIB / 2, null_mut()).unwrap();
+    let tiny = allocate(expandable, MIB / 4, null_mut()).unwrap();
     stamp(first, MIB, 0x31);
-    stamp(last, MIB - 512, 0x32);
+    stamp(last, MIB / 2, 0x32);
     free(expandable, hole, 8 * MIB, null_mut());
     assert_eq!(device_used(), before + 4 * MIB, "the hole's three whole pages went back");
-    assert_eq!(snapshot_of(expandable)["chunks"].as_array().unwrap().len(), 2);
+    assert_eq!(snapshot_of(expandable)["large"]["chunks"].as_array().unwrap().len(), 2);
 
     // 1 MiB free before the 6 MiB gap, 1 MiB free after it: 7.5 MiB fit across.
     let across = allocate(expandable, 15 * MIB / 2, null_mut()).unwrap();
     assert_eq!(across, hole, "the block starts at the first part's free end");
     assert_eq!(device_used(), before + 10 * MIB, "only the gap's three pages were mapped");
     let snapshot = snapshot_of(expandable);
-    assert_eq!(snapshot["chunks"].as_array().unwrap().len(), 1, "the two parts are one chunk again: {snapshot}");
+    assert_eq!(snapshot["large"]["chunks"].as_array().unwrap().len(), 1, "the two parts are one chunk again: {snapshot}");
     stamp(across, 15 * MIB / 2, 0x33);
-    assert!(stamped(first, MIB, 0x31) && stamped(last, MIB - 512, 0x32), "live blocks keep their contents");
-    for (ptr, size) in [(across, 15 * MIB / 2), (first, MIB), (last, MIB - 512), (tiny, 256)] {
+    assert!(stamped(first, MIB, 0x31) && stamped(last, MIB / 2, 0x32), "live blocks keep their contents");
+    for (ptr, size) in [(across, 15 * MIB / 2), (first, MIB), (last, MIB / 2), (tiny, MIB / 4)] {
         free(expandable, ptr, size, null_mut());
     }
     assert_eq!(device_used(), before, "everything freed: every page went back");
@@ -417,9 +463,9 @@ fn a_request_no_mapped_range_fits_is_stitched_from_the_pages_of_holes_before_new
     let figures = footprint(expandable);
     assert_eq!((figures.reserved_bytes, figures.peak_reserved_bytes), (32 * MIB, 32 * MIB), "mapped and kept pages are held");
     let snapshot = snapshot_of(expandable);
-    assert_eq!(snapshot["upstream"]["kept_unmapped_pages"], 2, "one hole's pages are kept for the next growth: {snapshot}");
-    assert_eq!(snapshot["upstream"]["mapped_bytes"], 28 * MIB, "{snapshot}");
-    let activity = &snapshot["upstream"]["activity"];
+    assert_eq!(snapshot["large"]["upstream"]["kept_unmapped_pages"], 2, "one hole's pages are kept for the next growth: {snapshot}");
+    assert_eq!(snapshot["large"]["upstream"]["mapped_bytes"], 28 * MIB, "{snapshot}");
+    let activity = &snapshot["activity"];
     let count = |name: &str| activity[name].as_u64().unwrap();
     assert_eq!(
         [count("pages_created"), count("pages_mapped"), count("pages_unmapped"), count("pages_mapped_lent")],
@@ -460,10 +506,10 @@ fn growth_on_a_busy_stream_maps_its_own_holes_pages_again_at_once() {
     let large = allocate(expandable, 12 * MIB, stream).unwrap();
     assert_eq!(large, blocks[7]);
     assert_eq!(device_used(), before + 32 * MIB, "no new physical memory while the stream is busy");
-    let mapped = |resource| snapshot_of(resource)["upstream"]["mapped_bytes"].as_u64().unwrap() as usize;
+    let mapped = |resource| snapshot_of(resource)["large"]["upstream"]["mapped_bytes"].as_u64().unwrap() as usize;
     assert_eq!(mapped(expandable), 40 * MIB, "the holes stay mapped while the stream may still use them");
     assert_eq!(footprint(expandable).reserved_bytes, 32 * MIB, "a page mapped twice is held once");
-    assert_eq!(snapshot_of(expandable)["upstream"]["activity"]["pages_mapped_lent"], 4, "two holes' pages, lent");
+    assert_eq!(snapshot_of(expandable)["large"]["upstream"]["activity"]["pages_mapped_lent"], 4, "two holes' pages, lent");
     simulator.stream_finish_held(sim_stream(stream)).unwrap();
     stamp(large, 12 * MIB, 0xEE);
     assert_live_blocks_intact(&blocks, 4 * MIB);

@@ -197,8 +197,9 @@ pub extern "C" fn rmmAsyncResourceGetPool(resource: rmmResource_t, pool: *mut *m
 /// (as PyTorch's expandable segments): it reserves address space for `maximum_size` bytes (0:
 /// the device's memory) and maps physical memory into it as it needs it, in pages of 1/4096
 /// of that maximum, from the device's granularity (2 MiB) up to 20 MiB (the page size of
-/// `rmmExpandableResourceCreateWithOptions`). A chunk grows in place at its end, by just what
-/// a request needs beyond the chunk's free end. Whole free pages anywhere in a chunk, also between
+/// `rmmExpandableResourceCreateWithOptions`); blocks below 256 KiB come from pages of the
+/// granularity of their own, apart from larger blocks, within the same maximum. A chunk grows
+/// in place at its end, by just what a request needs beyond the chunk's free end. Whole free pages anywhere in a chunk, also between
 /// blocks in use, are unmapped once the streams that freed them have passed that point
 /// (never waiting for them on the allocation path) and their physical memory is kept: a
 /// request that no mapped range fits is served by mapping those pages where it needs them

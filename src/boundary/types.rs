@@ -56,7 +56,8 @@ pub const CudaAsyncAllocation: rmmAllocationMode_t = 4;
 pub struct rmmExpandableOptions_t {
     /// Bytes mapped at creation and kept for the resource's life (0: none).
     pub initial_size: usize,
-    /// The most bytes mapped at once (0: the device's memory).
+    /// The most bytes mapped at once, small and large blocks' pages together (0: the
+    /// device's memory).
     pub maximum_size: usize,
     /// Nonzero: whole free pages (at the ends of the resource's chunks and between blocks in
     /// use) are unmapped while more than `release_threshold` bytes are mapped, and go back to
@@ -66,11 +67,13 @@ pub struct rmmExpandableOptions_t {
     /// device runs out of memory (a growth still maps the pages of holes before it creates
     /// new ones).
     pub release_free_pages: c_int,
-    /// See `release_free_pages` (0 with it: give back every free page).
+    /// See `release_free_pages` (0 with it: give back every free page); it applies to the
+    /// small blocks' pages and to the large blocks' pages each.
     pub release_threshold: usize,
-    /// The unit of mapping and release: a multiple of the device's allocation granularity
-    /// (0: 1/4096 of the maximum size rounded up to the granularity, from the granularity,
-    /// 2 MiB on current GPUs, up to 20 MiB on devices of 80 GiB or more).
+    /// The unit of mapping and release for blocks of 256 KiB or more (smaller blocks have
+    /// pages of the granularity of their own): a multiple of the device's allocation
+    /// granularity (0: 1/4096 of the maximum size rounded up to the granularity, from the
+    /// granularity, 2 MiB on current GPUs, up to 20 MiB on devices of 80 GiB or more).
     pub page_size: usize,
     /// Other devices given read and write access to the memory (NULL when `num_peers` is 0).
     pub peers: *const c_int,

@@ -19,7 +19,7 @@ pub use binning::BinningResource;
 pub use callback::{AllocateFn, CallbackResource, DeallocateFn, ReleaseFn};
 pub use cuda_async::AsyncResource;
 pub use direct::DirectResource;
-pub use expandable::{expandable_resource, ExpandableOptions};
+pub use expandable::{expandable_resource, ExpandableOptions, ExpandableResource};
 pub use fixed_size::FixedSizeResource;
 pub use pool::PoolResource;
 
