@@ -15,11 +15,12 @@
 //! to the device above the release threshold, on `release`, and when the device runs out.
 //! See docs/src/expandable.md.
 
-use super::stream_ordered::Growth;
+use super::stream_ordered::{Core, Growth};
 use super::{MemoryResource, PoolResource};
 use crate::error::{Error, Result};
 use crate::platform::{backend, PhysicalMemory, Stream};
 use parking_lot::Mutex;
+use rmm_suballoc::tlsf::Tlsf;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -84,6 +85,9 @@ const SMALL_BLOCKS_BELOW: usize = 256 << 10;
 pub struct ExpandableResource {
     small: PoolResource,
     large: PoolResource,
+    /// The parts' cores, called directly (see `adaptors::upstream`).
+    small_core: Arc<Core<Tlsf>>,
+    large_core: Arc<Core<Tlsf>>,
     /// The small part's reservation: a free goes to the part whose range holds its address.
     small_range: std::ops::Range<usize>,
     held: Arc<HeldPages>,
@@ -125,7 +129,7 @@ pub fn expandable_resource(device: i32, options: &ExpandableOptions) -> Result<E
     };
     let (large, _) = part(options)?;
     let (small, small_range) = part(&ExpandableOptions { initial_size: 0, page_size: granularity, ..options.clone() })?;
-    Ok(ExpandableResource { small, large, small_range, held })
+    Ok(ExpandableResource { small_core: small.shared_core(), large_core: large.shared_core(), small, large, small_range, held })
 }
 
 impl ExpandableResource {
@@ -139,22 +143,16 @@ impl ExpandableResource {
 }
 
 impl MemoryResource for ExpandableResource {
-    #[inline]
+    #[inline(always)]
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
-        if bytes < SMALL_BLOCKS_BELOW {
-            self.small.allocate(bytes, stream)
-        } else {
-            self.large.allocate(bytes, stream)
-        }
+        let core = if bytes < SMALL_BLOCKS_BELOW { &self.small_core } else { &self.large_core };
+        core.allocate(bytes, stream)
     }
 
-    #[inline]
+    #[inline(always)]
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
-        if self.small_range.contains(&ptr) {
-            self.small.deallocate(ptr, bytes, stream)
-        } else {
-            self.large.deallocate(ptr, bytes, stream)
-        }
+        let core = if self.small_range.contains(&ptr) { &self.small_core } else { &self.large_core };
+        core.deallocate(ptr, Some(bytes), stream)
     }
 
     fn device(&self) -> i32 {

@@ -4,13 +4,13 @@
 //! `Arc<dyn>` at every level: measured, a statistics adaptor that only forwarded added 5.5 ns
 //! to a 29 ns pool pair. A pool, the usual upstream, is therefore called directly: its core's
 //! fast path inlines into the caller, which holds the core itself, so a call follows one
-//! pointer less than through the pool.
+//! pointer less than through the pool. The expandable resource, whose parts are pools, too.
 
 use crate::error::Result;
 use crate::platform::shared::Shared;
 use crate::platform::Stream;
 use crate::resources::stream_ordered::Core;
-use crate::resources::{MemoryResource, PoolResource};
+use crate::resources::{ExpandableResource, MemoryResource, PoolResource};
 use rmm_suballoc::tlsf::Tlsf;
 use std::sync::Arc;
 
@@ -20,14 +20,20 @@ pub enum Upstream {
         pool: Arc<PoolResource>,
         core: Arc<Core<Tlsf>>,
     },
+    /// The expandable resource: its two parts' cores, called directly too.
+    Expandable(Arc<ExpandableResource>),
     Other(Shared<dyn MemoryResource>),
 }
 
 impl Upstream {
     pub fn new(upstream: Arc<dyn MemoryResource>) -> Self {
         let any: Arc<dyn std::any::Any + Send + Sync> = upstream.clone();
-        match any.downcast::<PoolResource>() {
-            Ok(pool) => Upstream::Pool { core: pool.shared_core(), pool },
+        let any = match any.downcast::<PoolResource>() {
+            Ok(pool) => return Upstream::Pool { core: pool.shared_core(), pool },
+            Err(any) => any,
+        };
+        match any.downcast::<ExpandableResource>() {
+            Ok(expandable) => Upstream::Expandable(expandable),
             Err(_) => Upstream::Other(Shared::new(upstream)),
         }
     }
@@ -36,6 +42,7 @@ impl Upstream {
     pub fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
         match self {
             Upstream::Pool { core, .. } => core.allocate(bytes, stream),
+            Upstream::Expandable(expandable) => expandable.allocate(bytes, stream),
             Upstream::Other(other) => other.allocate(bytes, stream),
         }
     }
@@ -44,6 +51,7 @@ impl Upstream {
     pub fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
         match self {
             Upstream::Pool { core, .. } => core.deallocate(ptr, Some(bytes), stream),
+            Upstream::Expandable(expandable) => expandable.deallocate(ptr, bytes, stream),
             Upstream::Other(other) => other.deallocate(ptr, bytes, stream),
         }
     }
@@ -55,6 +63,7 @@ impl std::ops::Deref for Upstream {
     fn deref(&self) -> &(dyn MemoryResource + 'static) {
         match self {
             Upstream::Pool { pool, .. } => &**pool,
+            Upstream::Expandable(expandable) => &**expandable,
             Upstream::Other(other) => &**other,
         }
     }
