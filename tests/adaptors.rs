@@ -425,6 +425,27 @@ fn logging_writes_rmm_csv_from_many_threads() {
     assert!(matches!(LoggingAdaptor::new(cuda(), None).map_err(Error::into_kind), Err(ErrorKind::InvalidArgument(_))));
 }
 
+/// The lines, frees and blocks left live of the log at `path`, whose every block is allocated
+/// and freed in turn (asserted).
+fn blocks_in_turn(path: &std::path::Path) -> (usize, usize, usize) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut live = std::collections::HashSet::new();
+    let (mut rows, mut frees) = (0, 0);
+    for line in text.lines().skip(1) {
+        let row: Vec<&str> = line.split(',').collect();
+        match row[2] {
+            "allocate" => assert!(live.insert(row[3].to_string()), "{row:?} allocated while live"),
+            "free" => {
+                assert!(live.remove(row[3]), "{row:?} freed before it was allocated");
+                frees += 1;
+            }
+            other => panic!("{other}"),
+        }
+        rows += 1;
+    }
+    (rows, frees, live.len())
+}
+
 /// Threads free what other threads allocated, while every thread logs into a buffer of its
 /// own: in the file, each block's free still comes after its allocation, and a reused address
 /// is allocated again only after it was freed.
@@ -456,19 +477,8 @@ fn logging_keeps_each_block_s_free_after_its_allocation_across_threads() {
         drop(senders);
     });
     logging.flush().unwrap();
-    let text = std::fs::read_to_string(&path).unwrap();
-    let mut live = std::collections::HashSet::new();
-    let mut rows = 0;
-    for line in text.lines().skip(1) {
-        let row: Vec<&str> = line.split(',').collect();
-        match row[2] {
-            "allocate" => assert!(live.insert(row[3].to_string()), "{row:?} allocated while live"),
-            "free" => assert!(live.remove(row[3]), "{row:?} freed before it was allocated"),
-            other => panic!("{other}"),
-        }
-        rows += 1;
-    }
-    assert_eq!((rows, live.len()), (2 * threads * 700, 0));
+    let (rows, frees, live) = blocks_in_turn(&path);
+    assert_eq!((rows, frees, live), (2 * threads * 700, threads * 700, 0));
     drop(logging);
     std::fs::remove_file(&path).unwrap();
 }
@@ -509,21 +519,8 @@ fn logging_keeps_blocks_in_order_when_a_thread_starts_and_stops_logging_alone() 
         drop(to_other);
     });
     logging.flush().unwrap();
-    let text = std::fs::read_to_string(&path).unwrap();
-    let mut live = std::collections::HashSet::new();
-    let mut frees = 0;
-    for line in text.lines().skip(1) {
-        let row: Vec<&str> = line.split(',').collect();
-        match row[2] {
-            "allocate" => assert!(live.insert(row[3].to_string()), "{row:?} allocated while live"),
-            "free" => {
-                assert!(live.remove(row[3]), "{row:?} freed before it was allocated");
-                frees += 1;
-            }
-            other => panic!("{other}"),
-        }
-    }
-    assert!(frees >= 3 * 600 && live.is_empty(), "{frees} frees, {} blocks live", live.len());
+    let (_, frees, live) = blocks_in_turn(&path);
+    assert!(frees >= 3 * 600 && live == 0, "{frees} frees, {live} blocks live");
     drop(logging);
     std::fs::remove_file(&path).unwrap();
 }
