@@ -4,14 +4,16 @@
 //! prints, for each adaptor over a pool of its own, the ns it adds per 256 B allocate+free pair
 //! (interleaved with the bare pool in slices, as bench::added_per_allocation does) and per
 //! allocation of the benchmark's churn on THREADS threads (default 8) sharing it (ONLY=a,b
-//! measures those adaptors only).
+//! measures those adaptors only; CLOCK=thread times the pairs in processor time of the
+//! measuring thread).
 //!
 //! Timings on a shared machine wander; instruction counts do not. Under callgrind, ADAPTOR
 //! names one resource (`pool` for the bare one) and MODE `pairs` or `threads`; only the
 //! `measured_*` functions are counted:
 //!   valgrind --tool=callgrind --toggle-collect='*measured_*' target/release/examples/adaptor_cost
 //! and the instructions per pair are the total over PAIRS (default 100000; per thread in the
-//! churn, each step a free and an allocation).
+//! churn, each step a free and an allocation). Run without valgrind, MODE `pairs` prints the ns
+//! per pair (with CLOCK=thread, of processor time: the log writer's thread is left out).
 
 use rmm::boundary::handles::rmmResource_t;
 use rmm::boundary::*;
@@ -60,7 +62,9 @@ fn main() {
             }
             _ => {
                 unmeasured_pairs(adaptor, 1_000);
+                let start = now_ns();
                 measured_pairs(adaptor, pairs);
+                eprintln!("{only}: {:.1} ns per pair", (now_ns() - start) as f64 / pairs as f64);
             }
         }
         destroy(adaptor, pool);
@@ -132,17 +136,33 @@ fn measured_pairs(resource: rmmResource_t, count: usize) {
 /// the same spells of a shared machine.
 fn interleaved(bare: rmmResource_t, adapted: rmmResource_t, count: usize) -> (f64, f64) {
     const SLICE: usize = 256;
-    let (mut bare_ns, mut adapted_ns) = (0u128, 0u128);
+    let (mut bare_ns, mut adapted_ns) = (0u64, 0u64);
     for _ in 0..count.div_ceil(SLICE) {
-        let start = Instant::now();
+        let start = now_ns();
         unmeasured_pairs(bare, SLICE);
-        bare_ns += start.elapsed().as_nanos();
-        let start = Instant::now();
+        bare_ns += now_ns() - start;
+        let start = now_ns();
         unmeasured_pairs(adapted, SLICE);
-        adapted_ns += start.elapsed().as_nanos();
+        adapted_ns += now_ns() - start;
     }
     let pairs = (count.div_ceil(SLICE) * SLICE) as f64;
     (bare_ns as f64 / pairs, adapted_ns as f64 / pairs)
+}
+
+/// The time the pairs are measured in: wall-clock, or with CLOCK=thread the calling thread's
+/// processor time, which leaves out the spells other processes run on its processor (on a
+/// machine shared with other work, the wall-clock figures wander by tens of ns).
+fn now_ns() -> u64 {
+    static THREAD_CLOCK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let clock = if *THREAD_CLOCK.get_or_init(|| std::env::var("CLOCK").is_ok_and(|c| c == "thread")) {
+        libc::CLOCK_THREAD_CPUTIME_ID
+    } else {
+        libc::CLOCK_MONOTONIC
+    };
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes only the timespec we own.
+    unsafe { libc::clock_gettime(clock, &mut now) };
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
 }
 
 /// The benchmark's threaded churn: each thread keeps 64 blocks of log-uniform sizes (256 B to

@@ -425,6 +425,27 @@ fn logging_writes_rmm_csv_from_many_threads() {
     assert!(matches!(LoggingAdaptor::new(cuda(), None).map_err(Error::into_kind), Err(ErrorKind::InvalidArgument(_))));
 }
 
+/// The lines, frees and blocks left live of the log at `path`, whose every block is allocated
+/// and freed in turn (asserted).
+fn blocks_in_turn(path: &std::path::Path) -> (usize, usize, usize) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut live = std::collections::HashSet::new();
+    let (mut rows, mut frees) = (0, 0);
+    for line in text.lines().skip(1) {
+        let row: Vec<&str> = line.split(',').collect();
+        match row[2] {
+            "allocate" => assert!(live.insert(row[3].to_string()), "{row:?} allocated while live"),
+            "free" => {
+                assert!(live.remove(row[3]), "{row:?} freed before it was allocated");
+                frees += 1;
+            }
+            other => panic!("{other}"),
+        }
+        rows += 1;
+    }
+    (rows, frees, live.len())
+}
+
 /// Threads free what other threads allocated, while every thread logs into a buffer of its
 /// own: in the file, each block's free still comes after its allocation, and a reused address
 /// is allocated again only after it was freed.
@@ -456,19 +477,50 @@ fn logging_keeps_each_block_s_free_after_its_allocation_across_threads() {
         drop(senders);
     });
     logging.flush().unwrap();
-    let text = std::fs::read_to_string(&path).unwrap();
-    let mut live = std::collections::HashSet::new();
-    let mut rows = 0;
-    for line in text.lines().skip(1) {
-        let row: Vec<&str> = line.split(',').collect();
-        match row[2] {
-            "allocate" => assert!(live.insert(row[3].to_string()), "{row:?} allocated while live"),
-            "free" => assert!(live.remove(row[3]), "{row:?} freed before it was allocated"),
-            other => panic!("{other}"),
+    let (rows, frees, live) = blocks_in_turn(&path);
+    assert_eq!((rows, frees, live), (2 * threads * 700, threads * 700, 0));
+    drop(logging);
+    std::fs::remove_file(&path).unwrap();
+}
+
+/// The first thread to log reads the counter without the fence while it logs alone; another
+/// thread's first event ends that, and once the other has been quiet for two anchor periods
+/// (a few ms) the first takes it up again. Blocks go back and forth between the two threads
+/// across each switch: in the file, every block is still allocated and freed in turn.
+#[test]
+fn logging_keeps_blocks_in_order_when_a_thread_starts_and_stops_logging_alone() {
+    let _guard = setup();
+    let path = std::env::temp_dir().join(format!("rmm-log-alone-{}.csv", std::process::id()));
+    let logging = LoggingAdaptor::new(pool(), Some(path.to_str().unwrap())).unwrap();
+    let counted = rmm::platform::clock::OrderedCounter::get().is_some();
+    let (to_other, from_main) = std::sync::mpsc::channel::<usize>();
+    let (to_main, from_other) = std::sync::mpsc::channel::<usize>();
+    std::thread::scope(|scope| {
+        let logging = &logging;
+        scope.spawn(move || {
+            for ptr in from_main {
+                logging.deallocate(ptr, 256, S).unwrap();
+                to_main.send(logging.allocate(256, S).unwrap()).unwrap();
+            }
+        });
+        for round in 0..3 {
+            // Numbered events (no counter to order them) have no fence to skip.
+            let start = std::time::Instant::now();
+            while counted && !logging.logs_alone() && start.elapsed() < std::time::Duration::from_secs(5) {
+                logging.deallocate(logging.allocate(256, S).unwrap(), 256, S).unwrap();
+            }
+            assert_eq!(logging.logs_alone(), counted, "round {round}: the thread logging alone for long is the sole one");
+            for _ in 0..300 {
+                to_other.send(logging.allocate(256, S).unwrap()).unwrap();
+                logging.deallocate(from_other.recv().unwrap(), 256, S).unwrap();
+            }
+            assert!(!logging.logs_alone(), "round {round}: another thread logged");
         }
-        rows += 1;
-    }
-    assert_eq!((rows, live.len()), (2 * threads * 700, 0));
+        drop(to_other);
+    });
+    logging.flush().unwrap();
+    let (_, frees, live) = blocks_in_turn(&path);
+    assert!(frees >= 3 * 600 && live == 0, "{frees} frees, {live} blocks live");
     drop(logging);
     std::fs::remove_file(&path).unwrap();
 }

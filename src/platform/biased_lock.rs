@@ -95,6 +95,16 @@ impl<T> BiasedLock<T> {
     }
 }
 
+impl<T> BiasedGuard<'_, T> {
+    /// Whether the holder came in through the bias (not through the spin lock): then another
+    /// thread that takes the lock revokes the bias first, which makes every thread of the
+    /// process pass a barrier (see `Bias`).
+    #[inline]
+    pub fn is_biased(&self) -> bool {
+        self.inside.is_some()
+    }
+}
+
 impl<T> std::ops::Deref for BiasedGuard<'_, T> {
     type Target = T;
     #[inline]

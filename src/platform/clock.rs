@@ -100,6 +100,20 @@ impl OrderedCounter {
         unreachable!("an ordered counter is only made on x86-64")
     }
 
+    /// The counter, read without waiting for earlier instructions: it may be read before an
+    /// earlier load completes, or before an earlier reading. Only the caller's own ordering
+    /// makes such readings comparable (see the logging adaptor's sole buffer).
+    #[inline(always)]
+    pub fn read_unfenced(self) -> u64 {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: rdtsc has no memory effects; every x86-64 processor has it.
+        unsafe {
+            core::arch::x86_64::_rdtsc()
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        unreachable!("an ordered counter is only made on x86-64")
+    }
+
     /// As `read`, and before any later instruction begins (a bound read before loads that
     /// must not see what was done after it).
     #[inline]

@@ -347,40 +347,44 @@ pub(crate) fn at_exit(hook: fn()) {
     }
 }
 
-/// Forks this process has made, as counted in the children: a thread id cached before a fork
-/// is the parent's, not the child's.
-static FORKS_SEEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+thread_local! {
+    /// The calling thread's id, once asked (0: not asked yet).
+    static OS_THREAD_ID: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
 
-extern "C" fn note_fork_in_child() {
-    FORKS_SEEN.fetch_add(1, Ordering::Relaxed);
+/// Runs in a forked child, whose one thread is the one that called fork: the id it cached is
+/// its parent's thread's.
+extern "C" fn forget_thread_id_in_child() {
+    OS_THREAD_ID.set(0);
 }
 
 /// The kernel's id of the calling thread, as RMM's logs show it. `gettid` is a system call
 /// (asking it per allocation cost the tracking adaptor about 90 ns on the build machine and
 /// 130-150 ns on the GPU hosts), so each thread asks once, and once more in a forked child.
+#[inline]
 pub fn os_thread_id() -> u64 {
-    thread_local! {
-        /// (forks seen when asked, id); id 0: not asked yet.
-        static CACHED: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+    match OS_THREAD_ID.get() {
+        0 => ask_os_thread_id(),
+        id => id,
     }
-    let forks = FORKS_SEEN.load(Ordering::Relaxed);
-    CACHED.with(|cached| match cached.get() {
-        (seen, id) if id != 0 && seen == forks => id,
-        _ => {
-            // Before the first id is cached, so no cached id can outlive a fork unnoticed.
-            static WATCH_FORKS: std::sync::Once = std::sync::Once::new();
-            WATCH_FORKS.call_once(|| {
-                // SAFETY: the handler only increments an atomic, which is safe in a forked child.
-                if unsafe { libc::pthread_atfork(None, None, Some(note_fork_in_child)) } != 0 {
-                    log::warn!("could not register a fork handler: thread ids in forked children may be the parent's");
-                }
-            });
-            // SAFETY: gettid has no preconditions and cannot fail.
-            let id = unsafe { libc::gettid() } as u64;
-            cached.set((forks, id));
-            id
+}
+
+#[cold]
+#[inline(never)]
+fn ask_os_thread_id() -> u64 {
+    // Before the first id is cached, so no cached id can outlive a fork unnoticed.
+    static WATCH_FORKS: std::sync::Once = std::sync::Once::new();
+    WATCH_FORKS.call_once(|| {
+        // SAFETY: the handler only writes a thread-local of the calling thread (no allocation, no
+        // lock), which is safe in a forked child.
+        if unsafe { libc::pthread_atfork(None, None, Some(forget_thread_id_in_child)) } != 0 {
+            log::warn!("could not register a fork handler: thread ids in forked children may be the parent's");
         }
-    })
+    });
+    // SAFETY: gettid has no preconditions and cannot fail.
+    let id = unsafe { libc::gettid() } as u64;
+    OS_THREAD_ID.set(id);
+    id
 }
 
 /// Seconds east of UTC of the local time zone, now.

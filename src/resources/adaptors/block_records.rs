@@ -14,12 +14,14 @@ const SHARDS: usize = 64;
 struct Shard<V>(BiasedLock<AddressMap<V>>);
 
 pub struct BlockRecords<V> {
-    shards: Box<[Shard<V>]>,
+    /// An array, not a slice: a shard's index needs no bounds check.
+    shards: Box<[Shard<V>; SHARDS]>,
 }
 
 impl<V> BlockRecords<V> {
     pub fn new() -> Self {
-        BlockRecords { shards: (0..SHARDS).map(|_| Shard(BiasedLock::new(AddressMap::default()))).collect() }
+        let shards: Box<[Shard<V>]> = (0..SHARDS).map(|_| Shard(BiasedLock::new(AddressMap::default()))).collect();
+        BlockRecords { shards: shards.try_into().unwrap_or_else(|_| unreachable!("SHARDS shards")) }
     }
 
     /// The shard that holds `ptr`'s record, locked.

@@ -9,49 +9,55 @@
 //! stream is the handle in hex (`0` for the default stream).
 //!
 //! An allocating thread only records its event (order, time, thread, action, pointer, size,
-//! stream: seven words) in a buffer of its own (a shard, under a lock no other thread takes
-//! but to collect). When one thread's buffer fills up, or on flush, every thread's buffer is
-//! collected at once (swapped for an empty one, not copied) and handed to a writer thread,
-//! which merges them in order, formats the lines and writes them: no allocating thread formats
-//! text, waits for the disk, or shares a cache line with another to log. Each thread's events
-//! keep their order; an allocation's event is recorded before its pointer is returned, so its
-//! free, on whatever thread, comes after it in the file.
+//! stream: 48 bytes) in a buffer of its own (a shard, under a lock no other thread takes but
+//! to collect), which it keeps at hand in a thread-local. When one thread's buffer fills up,
+//! or on flush, every thread's buffer is collected at once (swapped for an empty one, not
+//! copied) and handed to a writer thread, which merges them in order, formats the lines and
+//! writes them: no allocating thread formats text, waits for the disk, or shares a cache line
+//! with another to log. Each thread's events keep their order; an allocation's event is
+//! recorded before its pointer is returned, so its free, on whatever thread, comes after it in
+//! the file.
 //!
 //! Where the time-stamp counter orders events across processors (`clock::OrderedCounter`), an
 //! event's reading of it is both its place in the order and its time, which the writer turns
 //! into wall-clock time through anchors (readings of both clocks) each thread records every
-//! 2^21 ticks (0.5 to 2 ms): threads share nothing to log. Elsewhere each event takes a number
-//! from one counter and reads the wall clock.
+//! 2^21 ticks (0.5 to 2 ms): threads share nothing to log. A reading that must follow what
+//! another thread did waits for every earlier instruction, a fence that drains the pipeline;
+//! while one thread logs alone, its readings only need to keep its own order, and skip it (see
+//! `LoggingAdaptor::sole`). Elsewhere each event takes a number from one counter and reads the
+//! wall clock.
 
 use super::shards::{self, Shard, Shards};
 use super::Upstream;
 use crate::error::{Error, Result};
 use crate::platform::bias::Bias;
-use crate::platform::biased_lock::BiasedLock;
+use crate::platform::biased_lock::{BiasedGuard, BiasedLock};
 use crate::platform::clock::{Anchor, OrderedCounter};
 use crate::platform::Stream;
 use crate::resources::MemoryResource;
 use parking_lot::{Mutex, ReentrantMutex};
 use std::cell::RefCell;
 use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Weak};
 
 pub const HEADER: &str = "Thread,Time,Action,Pointer,Size,Stream\n";
 
-/// Events a thread buffers before every buffer goes to the writer thread (224 KiB a thread:
+/// Events a thread buffers before every buffer goes to the writer thread (192 KiB a thread:
 /// fewer hand-overs, each of which wakes the writer).
 const BUFFER_EVENTS: usize = 4096;
 
 /// Counter ticks between a thread's anchors: 0.5 to 2 ms at the 1 to 4 GHz counters run at,
-/// over which the measured rate's error adds well under a microsecond.
+/// over which the measured rate's error adds well under a microsecond. A thread that logs
+/// alone for as long may stop fencing its readings (see `LoggingAdaptor::sole`).
 const ANCHOR_TICKS: u64 = 1 << 21;
 
 /// Emptied buffers the writer gives back for collections to swap in, at most.
 const SPARE_BUFFERS: usize = 64;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 enum Action {
     Allocate,
     AllocateFailure,
@@ -64,45 +70,58 @@ enum Action {
 /// One line of the log, before formatting.
 #[derive(Debug, Clone, Copy)]
 struct Event {
-    /// The event's place in the adaptor's order of events (see `LoggingAdaptor::logged`): its
+    /// The event's place in the adaptor's order of events (see `LoggingAdaptor::place`): its
     /// counter reading, or its number.
     order: u64,
     /// Wall-clock time, ns since the Unix epoch (where events are numbered; the writer dates
     /// counter readings).
     time: u64,
-    thread: u64,
-    action: Action,
     ptr: usize,
     size: usize,
     stream: usize,
+    /// The OS thread id (Linux's are below 2^22), beside the action in one word.
+    thread: u32,
+    action: Action,
 }
 
 /// Events in the order one thread (or the nested lock's holders) recorded them.
-#[derive(Default)]
 struct Events {
     list: Vec<Event>,
-    /// The counter reading from which the next event needs an anchor first.
+    /// The place in the order from which the next event needs an anchor first.
     anchor_due: u64,
+    /// The length of `list` at which the thread that logged stops to attend to the buffer:
+    /// `BUFFER_EVENTS`, or 0 after an anchor (see `LoggingAdaptor::attend`).
+    attend_at: usize,
+}
+
+impl Default for Events {
+    fn default() -> Self {
+        Events { list: Vec::new(), anchor_due: 0, attend_at: BUFFER_EVENTS }
+    }
 }
 
 impl Events {
     #[inline(always)]
     fn record(&mut self, counter: Option<OrderedCounter>, event: Event) {
-        if let Some(counter) = counter {
-            if event.order >= self.anchor_due {
-                self.anchor(counter, event.order);
-            }
+        if event.order >= self.anchor_due {
+            self.anchor(counter, event.order);
         }
         self.list.push(event);
     }
 
-    /// An anchor placed just before the event at `order`.
+    /// An anchor placed just before the event at `order` (numbered events carry their time and
+    /// need none).
     #[cold]
     #[inline(never)]
-    fn anchor(&mut self, counter: OrderedCounter, order: u64) {
+    fn anchor(&mut self, counter: Option<OrderedCounter>, order: u64) {
+        let Some(counter) = counter else {
+            self.anchor_due = u64::MAX;
+            return;
+        };
         let Anchor { ticks, ns } = counter.anchor();
-        self.list.push(Event { order, time: ns, thread: 0, action: Action::Anchor, ptr: ticks as usize, size: 0, stream: 0 });
+        self.list.push(Event { order, time: ns, ptr: ticks as usize, size: 0, stream: 0, thread: 0, action: Action::Anchor });
         self.anchor_due = order.saturating_add(ANCHOR_TICKS);
+        self.attend_at = 0;
     }
 }
 
@@ -110,11 +129,23 @@ impl Events {
 /// then takes it without an atomic read-modify-write.
 struct Buffer {
     events: BiasedLock<Events>,
+    /// The latest place in the order its events took (written by its thread only): the next
+    /// is never below it, and other threads see from it how long ago the thread logged.
+    last_order: AtomicU64,
+    /// The thread that made it (`bias::thread_key`).
+    thread: u64,
 }
 
 impl Default for Buffer {
+    /// Made on the thread that logs to it (see `Shards::with`).
     fn default() -> Self {
-        Buffer { events: BiasedLock::new(Events::default()) }
+        Buffer { events: BiasedLock::new(Events::default()), last_order: AtomicU64::new(0), thread: crate::platform::bias::thread_key() }
+    }
+}
+
+impl Buffer {
+    fn address(&self) -> usize {
+        self as *const Buffer as usize
     }
 }
 
@@ -126,6 +157,11 @@ impl Shard for Buffer {
 
 thread_local! {
     static BUFFERS: shards::Local<Buffer> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The buffer this thread last logged to, with its adaptor's id (`Shards::id`): where a
+    /// thread logs to one adaptor, finding its buffer costs a compare. Borrowed while the
+    /// thread logs an event, so that a call which comes back into a logging adaptor on this
+    /// thread finds it in use.
+    static CURRENT: RefCell<Option<(u64, Arc<Buffer>)>> = const { RefCell::new(None) };
 }
 
 /// Every thread's buffered events (a list per buffer), and the place in the order below which
@@ -147,12 +183,46 @@ type Outcome<T> = (Result<T>, Option<(Action, usize)>);
 /// Emptied lists, from the writer back to collections.
 type Spares = Arc<Mutex<Vec<Vec<Event>>>>;
 
+/// `LoggingAdaptor::sole` before any buffer has logged.
+const NO_BUFFER: usize = 0;
+/// `LoggingAdaptor::sole` while every reading is fenced. Buffers lie at aligned addresses, so
+/// no buffer is at 0 or 1.
+const SHARED: usize = 1;
+
 pub struct LoggingAdaptor {
     upstream: Upstream,
     path: String,
     /// The time-stamp counter where it orders events across threads.
     counter: Option<OrderedCounter>,
     buffers: Shards<Buffer>,
+    /// Where the counter orders events: the address of the buffer whose thread logs alone and
+    /// reads the counter without the fence, or `SHARED` (also where events are numbered).
+    ///
+    /// The first buffer to log is the sole one; the first event of any other buffer, or of
+    /// another thread's nested call, first takes that back (`end_sole`): it takes the sole
+    /// buffer's lock, which waits for the event in progress there, and sets `SHARED` before it
+    /// lets go. A buffer's thread that has logged alone for `ANCHOR_TICKS` (no other buffer's
+    /// `last_order` and no nested event that recent) becomes sole again (`begin_sole`): it
+    /// sets its address, then takes and lets go every other buffer's lock and the nested lock,
+    /// which waits out every event that began before, and fences once. Each event reads
+    /// `sole` under its buffer's lock, which orders the read after those changes.
+    ///
+    /// Why the file stays in order. The sole thread's events are in its program order, which
+    /// `place` keeps its readings in. Every event of another thread either ended before the
+    /// sole thread's unfenced readings began (it let go of its lock before `begin_sole` took
+    /// it, and the fence after that waits for what was seen) or comes after `end_sole` took
+    /// the sole buffer's lock from the sole thread, which read the counter for each of its
+    /// events before it let go of that lock; the other thread's reading is fenced, so it comes
+    /// after every unfenced one. A block freed on one thread and allocated on another thus
+    /// keeps its events' order whichever of the two logs alone. A collection on another thread
+    /// reads the counter, then takes each buffer's lock: if the sole thread is inside, it
+    /// waits for its event; if not, it revokes the lock's bias, whose barrier interrupts the
+    /// sole thread, so a reading the thread takes later comes after the collection's. Until
+    /// the bias is back, the sole thread takes its lock by the spin lock, which does not order
+    /// a later reading, and fences (`unfenced` needs `is_biased`).
+    sole: AtomicUsize,
+    /// The sole buffer, for `end_sole` to lock.
+    sole_buffer: Mutex<Option<Arc<Buffer>>>,
     /// Where the counter does not order events: the next event's number. Clocks read on
     /// different processors do not order events that close, so each event takes a number:
     /// with plain loads and stores while one thread logs (it holds `order_bias`), with an
@@ -160,8 +230,10 @@ pub struct LoggingAdaptor {
     next_order: AtomicU64,
     order_bias: Bias,
     /// Events of calls made from inside another logged call on the same thread, or from a
-    /// thread whose thread-locals are gone (see `logged`).
+    /// thread whose thread-locals are gone (see `with_buffer`).
     nested: ReentrantMutex<RefCell<Events>>,
+    /// The latest place a nested event took.
+    nested_last_order: AtomicU64,
     spares: Spares,
     /// Held while a batch is collected and sent, so that batches reach the file in order.
     writer: Mutex<Option<(Sender<Job>, std::thread::JoinHandle<()>)>>,
@@ -199,9 +271,12 @@ impl LoggingAdaptor {
             path,
             counter,
             buffers: Shards::new((), &BUFFERS),
+            sole: AtomicUsize::new(if counter.is_some() { NO_BUFFER } else { SHARED }),
+            sole_buffer: Mutex::new(None),
             next_order: AtomicU64::new(0),
             order_bias: Bias::new(),
             nested: ReentrantMutex::new(RefCell::new(Events::default())),
+            nested_last_order: AtomicU64::new(0),
             spares,
             writer: Mutex::new(Some((sender, writer))),
         });
@@ -213,6 +288,16 @@ impl LoggingAdaptor {
 
     pub fn path(&self) -> &str {
         &self.path
+    }
+
+    /// Whether the calling thread logs to this adaptor alone now, and reads the counter
+    /// without the fence while its buffer's lock is biased to it (see `sole`; for tests).
+    pub fn logs_alone(&self) -> bool {
+        let sole = self.sole.load(Ordering::Acquire);
+        self.sole_buffer
+            .lock()
+            .as_ref()
+            .is_some_and(|buffer| buffer.address() == sole && buffer.thread == crate::platform::bias::thread_key())
     }
 
     /// Writes every buffered line to the file and flushes it; reports any write error since
@@ -231,70 +316,193 @@ impl LoggingAdaptor {
             .map_err(|e| Error::Io(format!("writing log file {}: {e}", self.path)))
     }
 
-    /// Runs `operation` and records its event (None: no event) in this thread's buffer, under
-    /// the buffer's lock: a collection sees the event if it sees the operation's effect. A free
-    /// takes its place in the order before it gives the block back, an allocation after it has
-    /// the block, so a block freed on one thread and allocated again on another is freed first
-    /// in the file, and allocated before it is freed.
+    /// Runs `event` on this thread's buffer, locked, with whether its readings may skip the
+    /// fence (see `sole`); None where the thread is inside another logged call, or its
+    /// thread-locals are gone. An event holds the lock from before it takes its place in the
+    /// order until it is recorded, so a collection sees the event if it sees the operation's
+    /// effect.
     ///
     /// An operation can come back into a logging adaptor on the same thread: an upstream out of
     /// memory makes every pool of the device give chunks back, through this adaptor when it
-    /// lies under one of them, and failure callbacks allocate. The thread's buffers are in use
-    /// then (`Shards::with` says None), and such a nested call records under the reentrant
-    /// `nested` lock instead, as does a call from a thread whose thread-locals are gone.
+    /// lies under one of them, and failure callbacks allocate. The thread's buffer is in use
+    /// then, and such a nested call records under the reentrant `nested` lock instead
+    /// (`logged_nested`), as does a call from a thread whose thread-locals are gone.
     #[inline(always)]
-    fn logged<T>(&self, frees: bool, operation: impl Fn() -> Outcome<T>, size: usize, stream: Stream) -> Result<T> {
-        let run = |buffer: &Buffer| {
-            let mut events = buffer.events.lock();
-            let (result, event) = self.placed(frees, &operation);
-            if let Some(event) = event {
-                self.record(&mut events, event, size, stream);
+    fn with_buffer<R>(&self, event: impl FnOnce(&mut Events, &AtomicU64, bool) -> R) -> Option<R> {
+        let logged = CURRENT.try_with(|current| {
+            let mut current = current.try_borrow_mut().ok()?;
+            if !matches!(&*current, Some((adaptor, _)) if *adaptor == self.buffers.id()) {
+                self.adopt(&mut current)?;
             }
-            (result, events.list.len() >= BUFFER_EVENTS)
+            let (_, buffer) = current.as_ref()?;
+            let mut events = buffer.events.lock();
+            let sole = self.sole.load(Ordering::Relaxed);
+            let unfenced = if sole == buffer.address() {
+                events.is_biased()
+            } else {
+                if sole != SHARED {
+                    drop(events);
+                    events = self.lock_shared(buffer);
+                }
+                false
+            };
+            let result = event(&mut events, &buffer.last_order, unfenced);
+            let attend = events.list.len() >= events.attend_at;
+            drop(events);
+            if attend {
+                self.attend(buffer);
+            }
+            Some(result)
+        });
+        logged.ok().flatten()
+    }
+
+    /// `buffer`'s lock, once no other buffer is sole (see `sole`).
+    #[cold]
+    #[inline(never)]
+    fn lock_shared<'a>(&self, buffer: &'a Buffer) -> BiasedGuard<'a, Events> {
+        loop {
+            self.end_sole();
+            let events = buffer.events.lock();
+            if matches!(self.sole.load(Ordering::Relaxed), SHARED) {
+                return events;
+            }
+        }
+    }
+
+    /// Puts this thread's buffer of this adaptor in `current`; the first buffer to log is the
+    /// sole one. None without thread-locals.
+    #[cold]
+    #[inline(never)]
+    fn adopt(&self, current: &mut Option<(u64, Arc<Buffer>)>) -> Option<()> {
+        let buffer = self.buffers.with_shard(Arc::clone)?;
+        if self.sole.load(Ordering::Acquire) == NO_BUFFER {
+            let mut sole_buffer = self.sole_buffer.lock();
+            if self.sole.compare_exchange(NO_BUFFER, buffer.address(), Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+                *sole_buffer = Some(buffer.clone());
+            }
+        }
+        *current = Some((self.buffers.id(), buffer));
+        Some(())
+    }
+
+    /// After an anchor, or when the buffer is full: the thread may become sole, and every
+    /// buffer goes to the writer. Called with no lock held.
+    #[cold]
+    #[inline(never)]
+    fn attend(&self, buffer: &Arc<Buffer>) {
+        let (full, anchored_at) = {
+            let mut events = buffer.events.lock();
+            events.attend_at = BUFFER_EVENTS;
+            (events.list.len() >= BUFFER_EVENTS, events.anchor_due.saturating_sub(ANCHOR_TICKS))
         };
-        let Some((result, full)) = self.buffers.with(run) else {
-            return self.logged_nested(frees, operation, size, stream);
-        };
+        if self.sole.load(Ordering::Relaxed) == SHARED {
+            self.begin_sole(buffer, anchored_at.saturating_sub(ANCHOR_TICKS));
+        }
         if full {
             self.hand_over();
         }
-        result
     }
 
-    /// `logged` from inside another logged call on this thread, or without thread-locals.
+    /// Makes `buffer` the sole one if no other buffer and no nested event has taken a place
+    /// since `since` (see `sole`).
+    fn begin_sole(&self, buffer: &Arc<Buffer>, since: u64) {
+        let Some(counter) = self.counter else { return };
+        let mut alone = self.nested_last_order.load(Ordering::Relaxed) < since;
+        self.buffers.for_each(|other| alone &= std::ptr::eq(other, &**buffer) || other.last_order.load(Ordering::Relaxed) < since);
+        if !alone {
+            return;
+        }
+        {
+            let mut sole_buffer = self.sole_buffer.lock();
+            if self.sole.compare_exchange(SHARED, buffer.address(), Ordering::AcqRel, Ordering::Relaxed).is_err() {
+                return;
+            }
+            *sole_buffer = Some(buffer.clone());
+        }
+        self.buffers.for_each(|other| {
+            if !std::ptr::eq(other, &**buffer) {
+                drop(other.events.lock());
+            }
+        });
+        drop(self.nested.lock());
+        // The unfenced readings to come follow what the locks above saw.
+        counter.read_before_later();
+    }
+
+    /// Takes the sole buffer's status back (see `sole`), unless the calling thread is its own.
+    /// Called with no buffer's lock held.
     #[cold]
     #[inline(never)]
-    fn logged_nested<T>(&self, frees: bool, operation: impl Fn() -> Outcome<T>, size: usize, stream: Stream) -> Result<T> {
-        let nested = self.nested.lock();
-        let (result, event) = self.placed(frees, &operation);
-        if let Some(event) = event {
-            self.record(&mut nested.borrow_mut(), event, size, stream);
+    fn end_sole(&self) {
+        let sole_buffer = self.sole_buffer.lock().clone();
+        match sole_buffer {
+            Some(buffer) if buffer.thread != crate::platform::bias::thread_key() => {
+                let _events = buffer.events.lock();
+                let _ = self.sole.compare_exchange(buffer.address(), SHARED, Ordering::AcqRel, Ordering::Relaxed);
+            }
+            // A buffer of this thread's own (one it has dropped from its list of shards): its
+            // events came before, in this thread's order.
+            Some(buffer) => {
+                let _ = self.sole.compare_exchange(buffer.address(), SHARED, Ordering::AcqRel, Ordering::Relaxed);
+            }
+            None => {
+                let _ = self.sole.compare_exchange(NO_BUFFER, SHARED, Ordering::AcqRel, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// `allocate` or `deallocate` from inside another logged call on this thread, or without
+    /// thread-locals: `operation` runs between the event's place and its record, for a free,
+    /// or before both. Its reading is fenced; the sole buffer's status ends first, unless it
+    /// is this thread's (a nested call of the sole thread follows its own order).
+    #[cold]
+    #[inline(never)]
+    fn logged_nested<T>(&self, frees: bool, operation: impl FnOnce() -> Outcome<T>, size: usize, stream: Stream) -> Result<T> {
+        let nested = loop {
+            let nested = self.nested.lock();
+            match self.sole.load(Ordering::Acquire) {
+                SHARED => break nested,
+                _ if self.sole_buffer.lock().as_ref().is_some_and(|sole| sole.thread == crate::platform::bias::thread_key()) => {
+                    break nested
+                }
+                _ => {
+                    drop(nested);
+                    self.end_sole();
+                }
+            }
+        };
+        let last_order = &self.nested_last_order;
+        let before = frees.then(|| self.place(last_order, false));
+        let (result, event) = operation();
+        if let Some((action, ptr)) = event {
+            let place = before.unwrap_or_else(|| self.place(last_order, false));
+            nested.borrow_mut().record(self.counter, self.event(place, action, ptr, size, stream));
         }
         result
     }
 
-    /// Runs `operation`; its event, if any, with its place in the order: taken before the
-    /// operation for a free, after it for an allocation.
+    /// The event at `place` (from `place`).
     #[inline(always)]
-    fn placed<T>(&self, frees: bool, operation: &impl Fn() -> Outcome<T>) -> (Result<T>, Option<(u64, Action, usize)>) {
-        let before = frees.then(|| self.next_order());
-        let (result, event) = operation();
-        (result, event.map(|(action, ptr)| (before.unwrap_or_else(|| self.next_order()), action, ptr)))
+    fn event(&self, (order, time): (u64, u64), action: Action, ptr: usize, size: usize, stream: Stream) -> Event {
+        Event { order, time, ptr, size, stream: stream.0, thread: crate::platform::os_thread_id() as u32, action }
     }
 
+    /// The next event's place in the order and its wall-clock time where events are numbered
+    /// (0 where the counter reading is both). A reading waits for every earlier instruction
+    /// (so that it follows whatever another thread did that this thread has seen) unless
+    /// `unfenced` (see `sole`); it is never below `last_order`, which keeps one thread's
+    /// unfenced readings in its program order.
     #[inline(always)]
-    fn record(&self, events: &mut Events, (order, action, ptr): (u64, Action, usize), size: usize, stream: Stream) {
-        let time = if self.counter.is_none() { crate::platform::clock::wall_clock_ns() } else { 0 };
-        let thread = crate::platform::os_thread_id();
-        events.record(self.counter, Event { order, time, thread, action, ptr, size, stream: stream.0 });
-    }
-
-    /// The next event's place in the order: its counter reading, or the next number.
-    #[inline(always)]
-    fn next_order(&self) -> u64 {
+    fn place(&self, last_order: &AtomicU64, unfenced: bool) -> (u64, u64) {
         match self.counter {
-            Some(counter) => counter.read(),
-            None => self.next_number(),
+            Some(counter) => {
+                let reading = if unfenced { counter.read_unfenced() } else { counter.read() };
+                let place = reading.max(last_order.load(Ordering::Relaxed));
+                last_order.store(place, Ordering::Relaxed);
+                (place, 0)
+            }
+            None => (self.next_number(), crate::platform::clock::wall_clock_ns()),
         }
     }
 
@@ -399,36 +607,38 @@ impl Dates {
         }
     }
 
-    /// Takes in an event in the order of the file; the line to write for it, if any.
-    fn line(&mut self, event: &Event) -> Option<Line> {
-        let time = match self.counter {
-            None => event.time,
+    /// Takes in an event in the order of the file; its time, ns since the Unix epoch, where it
+    /// makes a line (anchors make none).
+    fn time_of(&mut self, event: &Event) -> Option<u64> {
+        match self.counter {
+            None => Some(event.time),
             Some(_) if event.action == Action::Anchor => {
                 self.anchor = Some(Anchor { ticks: event.ptr as u64, ns: event.time });
-                return None;
+                None
             }
             // Every list starts with an anchor; none before an event would be a bug, but the
             // line is still worth writing, dated from now.
-            Some(counter) => self.anchor.get_or_insert_with(|| counter.anchor()).wall_ns(event.order, self.rate),
-        };
-        Some(format_line(event, time, &mut self.time_of_day))
-    }
-}
-
-/// Writes events in order; the first write error goes to `failure`.
-fn write_events(events: Vec<Event>, dates: &mut Dates, file: &mut impl Write, failure: &mut Option<String>) {
-    dates.refresh();
-    for event in &events {
-        if let Some(line) = dates.line(event) {
-            if let Err(e) = file.write_all(line.bytes()) {
-                failure.get_or_insert(e.to_string());
-            }
+            Some(counter) => Some(self.anchor.get_or_insert_with(|| counter.anchor()).wall_ns(event.order, self.rate)),
         }
     }
 }
 
-fn write_jobs(file: std::fs::File, jobs: std::sync::mpsc::Receiver<Job>, mut dates: Dates, spares: Spares) {
-    let mut file = std::io::BufWriter::with_capacity(1 << 20, file);
+/// Writes events in order, as lines of `text`; the first write error goes to `failure`.
+fn write_events(events: Vec<Event>, dates: &mut Dates, text: &mut Text, file: &mut impl Write, failure: &mut Option<String>) {
+    dates.refresh();
+    for event in &events {
+        if let Some(time) = dates.time_of(event) {
+            if !text.has_room_for_a_line() {
+                text.write_out(file, failure);
+            }
+            format_line(text, event, time, &mut dates.time_of_day);
+        }
+    }
+    text.write_out(file, failure);
+}
+
+fn write_jobs(mut file: std::fs::File, jobs: std::sync::mpsc::Receiver<Job>, mut dates: Dates, spares: Spares) {
+    let mut text = Text::new(TEXT_BYTES);
     let mut failure: Option<String> = None;
     let mut held = Vec::new();
     for job in jobs {
@@ -436,7 +646,7 @@ fn write_jobs(file: std::fs::File, jobs: std::sync::mpsc::Receiver<Job>, mut dat
             Job::Write(batch) => (batch, None),
             Job::Flush(batch, answer) => (batch, Some(answer)),
         };
-        write_events(ready(&mut held, batch, &spares), &mut dates, &mut file, &mut failure);
+        write_events(ready(&mut held, batch, &spares), &mut dates, &mut text, &mut file, &mut failure);
         if let Some(answer) = answer {
             if let Err(e) = file.flush() {
                 failure.get_or_insert(e.to_string());
@@ -446,7 +656,7 @@ fn write_jobs(file: std::fs::File, jobs: std::sync::mpsc::Receiver<Job>, mut dat
     }
     // The adaptor is gone: nothing can come before what is still held.
     let rest = ready(&mut held, Batch { lists: Vec::new(), complete_below: u64::MAX }, &spares);
-    write_events(rest, &mut dates, &mut file, &mut failure);
+    write_events(rest, &mut dates, &mut text, &mut file, &mut failure);
     let _ = file.flush();
 }
 
@@ -474,32 +684,30 @@ impl TimeOfDay {
     }
 }
 
-/// `thread,HH:MM:SS.ffffff,action,pointer,size,stream` and a newline, as RMM writes it, for
-/// an event at `time` (ns since the Unix epoch).
-fn format_line(event: &Event, time: u64, clock: &mut TimeOfDay) -> Line {
-    let mut line = Line::default();
-    line.number(event.thread);
-    line.push(b",");
-    line.push(clock.of(time / 1_000_000_000));
-    line.padded(time % 1_000_000_000 / 1000, 6);
-    line.push(match event.action {
-        Action::Allocate => b",allocate,",
-        Action::AllocateFailure => b",allocate failure,",
-        Action::Free | Action::Anchor => b",free,",
-    });
+/// Appends `thread,HH:MM:SS.ffffff,action,pointer,size,stream` and a newline, as RMM writes
+/// it, for an event at `time` (ns since the Unix epoch).
+fn format_line(text: &mut Text, event: &Event, time: u64, clock: &mut TimeOfDay) {
+    text.number(u64::from(event.thread));
+    text.put(b",", 1);
+    text.put(clock.of(time / 1_000_000_000), 9);
+    text.padded_6(time % 1_000_000_000 / 1000);
+    match event.action {
+        Action::Allocate => text.put(b",allocate,", 10),
+        Action::AllocateFailure => text.put(b",allocate failure,", 18),
+        Action::Free | Action::Anchor => text.put(b",free,", 6),
+    }
     match event.ptr {
-        0 => line.push(b"(nil)"),
-        ptr => line.hex(ptr),
+        0 => text.put(b"(nil)", 5),
+        ptr => text.hex(ptr),
     }
-    line.push(b",");
-    line.number(event.size as u64);
-    line.push(b",");
+    text.put(b",", 1);
+    text.number(event.size as u64);
+    text.put(b",", 1);
     match event.stream {
-        0 => line.push(b"0"),
-        handle => line.hex(handle),
+        0 => text.put(b"0", 1),
+        handle => text.hex(handle),
     }
-    line.push(b"\n");
-    line
+    text.put(b"\n", 1);
 }
 
 impl Drop for LoggingAdaptor {
@@ -528,12 +736,32 @@ impl LoggingAdaptor {
 }
 
 impl MemoryResource for LoggingAdaptor {
+    /// The event takes its place after the allocation, so it follows the free that gave the
+    /// block back, on whatever thread.
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
-        self.logged(false, || self.allocate_upstream(bytes, stream), bytes, stream)
+        let logged = self.with_buffer(move |events, last_order, unfenced| {
+            let (result, event) = self.allocate_upstream(bytes, stream);
+            let place = self.place(last_order, unfenced);
+            if let Some((action, ptr)) = event {
+                events.record(self.counter, self.event(place, action, ptr, bytes, stream));
+            }
+            result
+        });
+        logged.unwrap_or_else(|| self.logged_nested(false, || self.allocate_upstream(bytes, stream), bytes, stream))
     }
 
+    /// The event takes its place before the block goes back, so it precedes the block's next
+    /// allocation, on whatever thread.
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
-        self.logged(true, || self.deallocate_upstream(ptr, bytes, stream), bytes, stream)
+        let logged = self.with_buffer(move |events, last_order, unfenced| {
+            let place = self.place(last_order, unfenced);
+            let (result, event) = self.deallocate_upstream(ptr, bytes, stream);
+            if let Some((action, ptr)) = event {
+                events.record(self.counter, self.event(place, action, ptr, bytes, stream));
+            }
+            result
+        });
+        logged.unwrap_or_else(|| self.logged_nested(true, || self.deallocate_upstream(ptr, bytes, stream), bytes, stream))
     }
 
     fn name(&self) -> &'static str {
@@ -547,54 +775,49 @@ impl MemoryResource for LoggingAdaptor {
     crate::adaptor_forwarding_methods!(upstream);
 }
 
-/// The longest line: thread id (20 digits), time, the longest action, pointer, size and
+/// The longest line: thread id (10 digits), time, the longest action, pointer, size and
 /// stream (16 hex digits each with "0x", 20 digits), commas and the newline.
-const LINE_MAX: usize = 20 + 1 + 15 + 1 + 16 + 1 + 18 + 1 + 20 + 1 + 18 + 1;
+const LINE_MAX: usize = 10 + 1 + 15 + 1 + 16 + 1 + 18 + 1 + 20 + 1 + 18 + 1;
 
-/// Room past the end of a line, so that pieces are copied as fixed-size blocks (a move or two
-/// each, where a copy of a variable length is a call to memmove).
+/// Bytes of lines the writer formats before it writes them: few enough to stay in the
+/// processor's cache, which a store into memory not cached waits for.
+const TEXT_BYTES: usize = 32 << 10;
+
+/// Room past the end of the text, so that pieces are copied as fixed-size blocks (a move or
+/// two each, where a copy of a variable length is a call to memmove).
 const SLACK: usize = 40;
 
-/// A CSV line built on the stack: formatting costs no heap allocation.
-struct Line {
-    bytes: [u8; LINE_MAX + SLACK],
+/// Lines on their way to the file, formatted in place: formatting costs no allocation and no
+/// copy of a line.
+struct Text {
+    bytes: Vec<u8>,
     len: usize,
 }
 
 /// "00" to "99", for writing two decimal digits at a time.
 const PAIRS: &[u8; 200] = b"00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
 
-impl Default for Line {
-    fn default() -> Self {
-        Line { bytes: [0; LINE_MAX + SLACK], len: 0 }
-    }
-}
-
-impl Line {
-    #[inline]
-    fn push(&mut self, text: &[u8]) {
-        let end = self.len + text.len();
-        if end <= LINE_MAX {
-            self.bytes[self.len..end].copy_from_slice(text);
-            self.len = end;
-        }
+impl Text {
+    /// Room for `capacity` bytes of lines.
+    fn new(capacity: usize) -> Self {
+        Text { bytes: vec![0; capacity.max(LINE_MAX) + SLACK], len: 0 }
     }
 
-    /// Appends the first `len` bytes of `block` (all of it is copied).
+    fn has_room_for_a_line(&self) -> bool {
+        self.len + LINE_MAX + SLACK <= self.bytes.len()
+    }
+
+    /// Appends the first `len` bytes of `block` (all of it is copied). The caller has made
+    /// sure of room for a line, which no line's pieces together exceed.
     #[inline]
     fn put<const N: usize>(&mut self, block: &[u8; N], len: usize) {
         const { assert!(N <= SLACK) };
-        if self.len + len <= LINE_MAX {
-            self.bytes[self.len..self.len + N].copy_from_slice(block);
-            self.len += len.min(N);
-        }
+        self.bytes[self.len..self.len + N].copy_from_slice(block);
+        self.len += len.min(N);
     }
 
     fn number(&mut self, mut value: u64) {
-        let mut count = 1;
-        while count < 20 && value >= 10u64.pow(count as u32) {
-            count += 1;
-        }
+        let count = value.checked_ilog10().map_or(1, |log| log as usize + 1);
         let mut digits = [0u8; 20];
         let mut at = count;
         while at >= 2 {
@@ -609,17 +832,13 @@ impl Line {
         self.put(&digits, count);
     }
 
-    /// `value` (below 10^width) with leading zeros, `width` even.
-    fn padded(&mut self, mut value: u64, width: usize) {
-        let mut digits = [b'0'; 20];
-        let mut at = width;
-        while at > 0 {
-            let pair = (value % 100) as usize * 2;
-            value /= 100;
-            at -= 2;
-            digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    /// `value` (below 10^6) in six digits, with leading zeros.
+    fn padded_6(&mut self, value: u64) {
+        let mut digits = [0u8; 6];
+        for (at, pair) in [(0, value / 10_000), (2, value / 100 % 100), (4, value % 100)] {
+            digits[at..at + 2].copy_from_slice(&PAIRS[pair as usize * 2..pair as usize * 2 + 2]);
         }
-        self.put(&digits, width);
+        self.put(&digits, 6);
     }
 
     fn hex(&mut self, value: usize) {
@@ -632,14 +851,23 @@ impl Line {
         self.put(&digits, 2 + count);
     }
 
-    fn bytes(&self) -> &[u8] {
+    fn lines(&self) -> &[u8] {
         &self.bytes[..self.len]
+    }
+
+    /// Writes the lines to `file` and empties the text; the first write error goes to
+    /// `failure`.
+    fn write_out(&mut self, file: &mut impl Write, failure: &mut Option<String>) {
+        if let Err(e) = file.write_all(self.lines()) {
+            failure.get_or_insert(e.to_string());
+        }
+        self.len = 0;
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{format_line, ready, Action, Batch, Dates, Event, Spares, TimeOfDay};
+    use super::{format_line, ready, Action, Batch, Dates, Event, Spares, Text, TimeOfDay};
     use crate::platform::clock::OrderedCounter;
 
     fn event(order: u64, action: Action) -> Event {
@@ -683,15 +911,18 @@ mod tests {
             size: 0,
             stream: 0,
         };
-        let time_of =
-            |line: Option<super::Line>| String::from_utf8(line.unwrap().bytes().to_vec()).unwrap().split(',').nth(1).unwrap().to_string();
-        assert!(dates.line(&anchor(1 << 40, 5_000_000_000)).is_none());
+        let time_of = |time: Option<u64>| {
+            let mut text = Text::new(0);
+            format_line(&mut text, &event(0, Action::Free), time.unwrap(), &mut TimeOfDay::new(0));
+            String::from_utf8(text.lines().to_vec()).unwrap().split(',').nth(1).unwrap().to_string()
+        };
+        assert!(dates.time_of(&anchor(1 << 40, 5_000_000_000)).is_none());
         // The fewest ticks that make `ns` at the measured rate.
         let ticks_for = |ns: u128| ((ns << 32).div_ceil(rate as u128)) as u64;
-        assert_eq!(time_of(dates.line(&event((1 << 40) + ticks_for(1_000_000_000), Action::Allocate))), "00:00:06.000000");
-        assert!(dates.line(&anchor(1 << 41, 7_000_000_000)).is_none());
-        assert_eq!(time_of(dates.line(&event((1 << 41) + ticks_for(500_000_000), Action::Free))), "00:00:07.500000");
-        assert_eq!(time_of(dates.line(&event((1 << 41) - ticks_for(1_000), Action::Free))), "00:00:06.999999");
+        assert_eq!(time_of(dates.time_of(&event((1 << 40) + ticks_for(1_000_000_000), Action::Allocate))), "00:00:06.000000");
+        assert!(dates.time_of(&anchor(1 << 41, 7_000_000_000)).is_none());
+        assert_eq!(time_of(dates.time_of(&event((1 << 41) + ticks_for(500_000_000), Action::Free))), "00:00:07.500000");
+        assert_eq!(time_of(dates.time_of(&event((1 << 41) - ticks_for(1_000), Action::Free))), "00:00:06.999999");
     }
 
     /// Lines come out exactly as RMM writes them, whatever the widths of the numbers.
@@ -718,12 +949,15 @@ mod tests {
                 "4031547,14:04:05.000042,allocate failure,(nil),123456789012,0x55d00a1b2c30\n",
             ),
             (
-                Event { order: 0, time: 0, thread: u64::MAX, action: Action::Free, ptr: usize::MAX, size: 0, stream: 1 },
-                "18446744073709551615,01:00:00.000000,free,0xffffffffffffffff,0,0x1\n",
+                Event { order: 0, time: 0, thread: u32::MAX, action: Action::Free, ptr: usize::MAX, size: 0, stream: 1 },
+                "4294967295,01:00:00.000000,free,0xffffffffffffffff,0,0x1\n",
             ),
         ];
+        let mut text = Text::new(0);
         for (event, expected) in cases {
-            assert_eq!(std::str::from_utf8(format_line(&event, event.time, &mut clock).bytes()).unwrap(), expected);
+            format_line(&mut text, &event, event.time, &mut clock);
+            assert_eq!(std::str::from_utf8(text.lines()).unwrap(), expected);
+            text.len = 0;
         }
     }
 }

@@ -52,10 +52,21 @@ impl<S: Shard> Shards<S> {
         Shards { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), shared: Arc::new(shared), all: Mutex::new(Vec::new()), local }
     }
 
+    /// What tells this adaptor's shards from every other adaptor's, for the life of the process.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
     /// Runs `f` on this thread's shard; None where the thread's thread-locals are gone (a call
     /// from a thread-local destructor) or in use (a call from inside `f`).
     #[inline]
     pub fn with<R>(&self, f: impl FnOnce(&S) -> R) -> Option<R> {
+        self.with_shard(|shard| f(shard))
+    }
+
+    /// `with`, given the shard's counted reference (to keep it at hand).
+    #[inline]
+    pub fn with_shard<R>(&self, f: impl FnOnce(&Arc<S>) -> R) -> Option<R> {
         self.local
             .try_with(|held| {
                 let mut held = held.try_borrow_mut().ok()?;

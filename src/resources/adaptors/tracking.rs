@@ -14,17 +14,25 @@ use crate::resources::MemoryResource;
 use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::fmt::Write;
+use std::num::NonZeroU32;
 use std::sync::{Arc, Weak};
 
-/// What is kept of a live allocation: its address is the key.
+/// What is kept of a live allocation: its address is the key. 48 bytes, also as the map's
+/// `Option` (the thread id's zero is its niche): every allocation writes one.
 struct Record {
     size: usize,
     stream: usize,
-    thread: u64,
     file: Option<&'static str>,
+    backtrace: Option<Box<Stack>>,
+    /// The OS thread id (never 0; Linux's are below 2^22).
+    thread: NonZeroU32,
     line: u32,
-    backtrace: Option<Box<str>>,
 }
+
+const _: () = assert!(std::mem::size_of::<Option<Record>>() == 48);
+
+/// A captured stack as text, behind a thin pointer (a record without one holds 8 bytes).
+struct Stack(String);
 
 impl Record {
     fn outstanding(&self, ptr: usize) -> OutstandingAllocation {
@@ -32,10 +40,10 @@ impl Record {
             ptr,
             size: self.size,
             stream: self.stream,
-            thread: self.thread,
+            thread: u64::from(self.thread.get()),
             file: self.file,
             line: self.line,
-            backtrace: self.backtrace.as_deref().map(str::to_string),
+            backtrace: self.backtrace.as_ref().map(|stack| stack.0.clone()),
         }
     }
 }
@@ -96,6 +104,13 @@ fn call_site() -> (Option<&'static str>, u32) {
         (Some(file), line)
     });
     site.unwrap_or((None, 0))
+}
+
+/// The calling thread's stack, as text (out of line: the allocation path stays small).
+#[cold]
+#[inline(never)]
+fn backtrace() -> Box<Stack> {
+    Box::new(Stack(std::backtrace::Backtrace::force_capture().to_string()))
 }
 
 impl TrackingAdaptor {
@@ -180,8 +195,9 @@ impl MemoryResource for TrackingAdaptor {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
         let ptr = self.upstream.allocate(bytes, stream)?;
         let (file, line) = call_site();
-        let backtrace = self.capture_stacks.then(|| std::backtrace::Backtrace::force_capture().to_string().into_boxed_str());
-        let record = Record { size: bytes, stream: stream.0, thread: crate::platform::os_thread_id(), file, line, backtrace };
+        let backtrace = self.capture_stacks.then(backtrace);
+        let thread = NonZeroU32::new(crate::platform::os_thread_id() as u32).unwrap_or(NonZeroU32::MAX);
+        let record = Record { size: bytes, stream: stream.0, file, backtrace, thread, line };
         self.live.lock(ptr).insert(ptr, record);
         Ok(ptr)
     }
