@@ -894,7 +894,7 @@ class TorchTest(unittest.TestCase):
                 node = node.get("upstream")
             print("sum", total, "stack", "/".join(names), "counted", rmm_rs.statistics().total_count > 0)
         """)
-        self.assertIn(f"sum {(1 << 20) * ((1 << 20) - 1) // 2} stack statistics/expandable/", out)
+        self.assertIn(f"sum {(1 << 20) * ((1 << 20) - 1) // 2} stack statistics/expandable counted", out)
         self.assertIn("counted True", out)
 
     def test_too_late_is_detected(self):
