@@ -1,8 +1,8 @@
 //! The expandable resource: the pool's stream-ordered suballocation over chunks of physical
 //! memory mapped on demand into an address range reserved for it (the CUDA virtual-memory
-//! API, as PyTorch's expandable segments), twice: once for small blocks, once for the rest. Memory is mapped in pages (the
-//! device's granularity, or a multiple of it), each its own physical allocation, so that any
-//! page can go back on its own. A chunk grows in place, at its end, by just what a request
+//! API, as PyTorch's expandable segments), twice: once for small blocks, once for the rest.
+//! Memory is mapped in pages (the device's granularity, or a multiple of it), each its own
+//! physical allocation, so that any page can go back on its own. A chunk grows in place, at its end, by just what a request
 //! needs beyond the chunk's free end; a stream's first chunk goes where the most address space
 //! is left after it, so each stream's chunk has room to grow.
 //!
@@ -135,10 +135,6 @@ pub fn expandable_resource(device: i32, options: &ExpandableOptions) -> Result<E
 impl ExpandableResource {
     fn parts(&self) -> [&PoolResource; 2] {
         [&self.small, &self.large]
-    }
-
-    pub fn check_invariants(&self) -> std::result::Result<(), String> {
-        self.parts().iter().try_for_each(|part| part.check_invariants())
     }
 }
 
