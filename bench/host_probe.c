@@ -1,7 +1,8 @@
 // What the host CPU charges for the operations an allocation is made of, so benchmark figures
 // from different machines can be compared: an atomic compare-exchange, a thread-local access,
-// whether membarrier (for rmm-rs's biased locks) is available, and rmm-rs's pool pair with
-// and without biased locks. Prints one line per figure.
+// whether membarrier (for rmm-rs's biased locks) is available, the time-stamp counter reads the
+// logging adaptor dates its events with (two per allocate+free pair), and rmm-rs's pool pair
+// with and without biased locks. Prints one line per figure.
 #define _GNU_SOURCE
 #include <linux/membarrier.h>
 #include <stdatomic.h>
@@ -10,6 +11,9 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include "rmm.h"
 
@@ -70,6 +74,25 @@ int main(void) {
     atomic_store_explicit(&probe_lock.locked, 0, memory_order_release);
   }
   printf("host: spin lock+unlock %.2f ns\n", (now_ns() - start) / N);
+#if defined(__x86_64__)
+  // Each reading feeds the next through `sum`, as an event's reading feeds its record.
+  unsigned long long sum = 0;
+  start = now_ns();
+  for (long i = 0; i < N; ++i) sum += __rdtsc();
+  printf("host: rdtsc %.2f ns\n", (now_ns() - start) / N);
+  start = now_ns();
+  for (long i = 0; i < N; ++i) {
+    _mm_lfence();
+    sum += __rdtsc();
+  }
+  printf("host: lfence+rdtsc %.2f ns (checksum %llu)\n", (now_ns() - start) / N, sum & 1);
+#endif
+  start = now_ns();
+  for (long i = 0; i < N / 10; ++i) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+  }
+  printf("host: clock_gettime(CLOCK_REALTIME) %.2f ns\n", (now_ns() - start) / (N / 10));
   long query = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
   long registered = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
   printf("host: membarrier query %#lx, private expedited registration %s\n", query, registered == 0 ? "ok" : "refused");
