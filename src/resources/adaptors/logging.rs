@@ -134,12 +134,19 @@ struct Buffer {
     last_order: AtomicU64,
     /// The thread that made it (`bias::thread_key`).
     thread: u64,
+    /// That thread's OS id, which its events show (asked once here, not per event).
+    os_thread: u32,
 }
 
 impl Default for Buffer {
     /// Made on the thread that logs to it (see `Shards::with`).
     fn default() -> Self {
-        Buffer { events: BiasedLock::new(Events::default()), last_order: AtomicU64::new(0), thread: crate::platform::bias::thread_key() }
+        Buffer {
+            events: BiasedLock::new(Events::default()),
+            last_order: AtomicU64::new(0),
+            thread: crate::platform::bias::thread_key(),
+            os_thread: crate::platform::os_thread_id() as u32,
+        }
     }
 }
 
@@ -328,7 +335,7 @@ impl LoggingAdaptor {
     /// then, and such a nested call records under the reentrant `nested` lock instead
     /// (`logged_nested`), as does a call from a thread whose thread-locals are gone.
     #[inline(always)]
-    fn with_buffer<R>(&self, event: impl FnOnce(&mut Events, &AtomicU64, bool) -> R) -> Option<R> {
+    fn with_buffer<R>(&self, event: impl FnOnce(&mut Events, &Buffer, bool) -> R) -> Option<R> {
         let logged = CURRENT.try_with(|current| {
             let mut current = current.try_borrow_mut().ok()?;
             if !matches!(&*current, Some((adaptor, _)) if *adaptor == self.buffers.id()) {
@@ -346,7 +353,7 @@ impl LoggingAdaptor {
                 }
                 false
             };
-            let result = event(&mut events, &buffer.last_order, unfenced);
+            let result = event(&mut events, buffer, unfenced);
             let attend = events.list.len() >= events.attend_at;
             drop(events);
             if attend {
@@ -477,15 +484,16 @@ impl LoggingAdaptor {
         let (result, event) = operation();
         if let Some((action, ptr)) = event {
             let place = before.unwrap_or_else(|| self.place(last_order, false));
-            nested.borrow_mut().record(self.counter, self.event(place, action, ptr, size, stream));
+            let thread = crate::platform::os_thread_id() as u32;
+            nested.borrow_mut().record(self.counter, self.event(place, action, ptr, size, stream, thread));
         }
         result
     }
 
     /// The event at `place` (from `place`).
     #[inline(always)]
-    fn event(&self, (order, time): (u64, u64), action: Action, ptr: usize, size: usize, stream: Stream) -> Event {
-        Event { order, time, ptr, size, stream: stream.0, thread: crate::platform::os_thread_id() as u32, action }
+    fn event(&self, (order, time): (u64, u64), action: Action, ptr: usize, size: usize, stream: Stream, thread: u32) -> Event {
+        Event { order, time, ptr, size, stream: stream.0, thread, action }
     }
 
     /// The next event's place in the order and its wall-clock time where events are numbered
@@ -739,29 +747,29 @@ impl MemoryResource for LoggingAdaptor {
     /// The event takes its place after the allocation, so it follows the free that gave the
     /// block back, on whatever thread.
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
-        let logged = self.with_buffer(move |events, last_order, unfenced| {
+        let logged = self.with_buffer(move |events, buffer, unfenced| {
             let (result, event) = self.allocate_upstream(bytes, stream);
-            let place = self.place(last_order, unfenced);
+            let place = self.place(&buffer.last_order, unfenced);
             if let Some((action, ptr)) = event {
-                events.record(self.counter, self.event(place, action, ptr, bytes, stream));
+                events.record(self.counter, self.event(place, action, ptr, bytes, stream, buffer.os_thread));
             }
             result
         });
-        logged.unwrap_or_else(|| self.logged_nested(false, || self.allocate_upstream(bytes, stream), bytes, stream))
+        logged.unwrap_or_else(move || self.logged_nested(false, move || self.allocate_upstream(bytes, stream), bytes, stream))
     }
 
     /// The event takes its place before the block goes back, so it precedes the block's next
     /// allocation, on whatever thread.
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
-        let logged = self.with_buffer(move |events, last_order, unfenced| {
-            let place = self.place(last_order, unfenced);
+        let logged = self.with_buffer(move |events, buffer, unfenced| {
+            let place = self.place(&buffer.last_order, unfenced);
             let (result, event) = self.deallocate_upstream(ptr, bytes, stream);
             if let Some((action, ptr)) = event {
-                events.record(self.counter, self.event(place, action, ptr, bytes, stream));
+                events.record(self.counter, self.event(place, action, ptr, bytes, stream, buffer.os_thread));
             }
             result
         });
-        logged.unwrap_or_else(|| self.logged_nested(true, || self.deallocate_upstream(ptr, bytes, stream), bytes, stream))
+        logged.unwrap_or_else(move || self.logged_nested(true, move || self.deallocate_upstream(ptr, bytes, stream), bytes, stream))
     }
 
     fn name(&self) -> &'static str {
