@@ -343,7 +343,7 @@ impl LoggingAdaptor {
     }
 
     /// Runs `event` on this thread's buffer, locked, with whether its readings may skip the
-    /// fence (see `sole`); None where the thread is inside another logged call, or its
+    /// fence (see `sole`), or `nested` where the thread is inside another logged call, or its
     /// thread-locals are gone. An event holds the lock from before it takes its place in the
     /// order until it is recorded, so a collection sees the event if it sees the operation's
     /// effect.
@@ -354,13 +354,10 @@ impl LoggingAdaptor {
     /// then, and such a nested call records under the reentrant `nested` lock instead
     /// (`logged_nested`), as does a call from a thread whose thread-locals are gone.
     #[inline(always)]
-    fn with_buffer<R>(&self, event: impl FnOnce(&mut Events, &Buffer, bool) -> R) -> Option<R> {
+    fn with_buffer<R>(&self, event: impl FnOnce(&mut Events, &Buffer, bool) -> R, nested: impl FnOnce() -> R) -> R {
         CURRENT.with(|current| {
-            if current.busy.get() {
-                return None;
-            }
-            if current.adaptor.get() != self.buffers.id() {
-                self.adopt(current)?;
+            if current.busy.get() || (current.adaptor.get() != self.buffers.id() && self.adopt(current).is_none()) {
+                return nested();
             }
             // SAFETY: `adopt` stored the address of a buffer of the adaptor with this id, which
             // keeps every buffer it made (`Shards`) for as long as it lives; it lives while
@@ -385,7 +382,7 @@ impl LoggingAdaptor {
             if attend {
                 self.attend(buffer);
             }
-            Some(result)
+            result
         })
     }
 
@@ -774,29 +771,33 @@ impl MemoryResource for LoggingAdaptor {
     /// The event takes its place after the allocation, so it follows the free that gave the
     /// block back, on whatever thread.
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
-        let logged = self.with_buffer(move |events, buffer, unfenced| {
-            let (result, event) = self.allocate_upstream(bytes, stream);
-            let place = self.place(&buffer.last_order, unfenced);
-            if let Some((action, ptr)) = event {
-                events.record(self.counter, self.event(place, action, ptr, bytes, stream, buffer.os_thread));
-            }
-            result
-        });
-        logged.unwrap_or_else(move || self.logged_nested(false, move || self.allocate_upstream(bytes, stream), bytes, stream))
+        self.with_buffer(
+            move |events, buffer, unfenced| {
+                let (result, event) = self.allocate_upstream(bytes, stream);
+                let place = self.place(&buffer.last_order, unfenced);
+                if let Some((action, ptr)) = event {
+                    events.record(self.counter, self.event(place, action, ptr, bytes, stream, buffer.os_thread));
+                }
+                result
+            },
+            move || self.logged_nested(false, move || self.allocate_upstream(bytes, stream), bytes, stream),
+        )
     }
 
     /// The event takes its place before the block goes back, so it precedes the block's next
     /// allocation, on whatever thread.
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
-        let logged = self.with_buffer(move |events, buffer, unfenced| {
-            let place = self.place(&buffer.last_order, unfenced);
-            let (result, event) = self.deallocate_upstream(ptr, bytes, stream);
-            if let Some((action, ptr)) = event {
-                events.record(self.counter, self.event(place, action, ptr, bytes, stream, buffer.os_thread));
-            }
-            result
-        });
-        logged.unwrap_or_else(move || self.logged_nested(true, move || self.deallocate_upstream(ptr, bytes, stream), bytes, stream))
+        self.with_buffer(
+            move |events, buffer, unfenced| {
+                let place = self.place(&buffer.last_order, unfenced);
+                let (result, event) = self.deallocate_upstream(ptr, bytes, stream);
+                if let Some((action, ptr)) = event {
+                    events.record(self.counter, self.event(place, action, ptr, bytes, stream, buffer.os_thread));
+                }
+                result
+            },
+            move || self.logged_nested(true, move || self.deallocate_upstream(ptr, bytes, stream), bytes, stream),
+        )
     }
 
     fn name(&self) -> &'static str {
