@@ -342,11 +342,11 @@ impl LoggingAdaptor {
             .map_err(|e| Error::Io(format!("writing log file {}: {e}", self.path)))
     }
 
-    /// Runs `event` on this thread's buffer, locked, with whether its readings may skip the
-    /// fence (see `sole`), or `nested` where the thread is inside another logged call, or its
-    /// thread-locals are gone. An event holds the lock from before it takes its place in the
-    /// order until it is recorded, so a collection sees the event if it sees the operation's
-    /// effect.
+    /// Runs `event` on this thread's buffer, locked, given the counter where its reading may
+    /// skip the fence (see `sole`), or `nested` where the thread is inside another logged call,
+    /// or its thread-locals are gone. An event holds the lock from before it takes its place in
+    /// the order until it is recorded, so a collection sees the event if it sees the
+    /// operation's effect.
     ///
     /// An operation can come back into a logging adaptor on the same thread: an upstream out of
     /// memory makes every pool of the device give chunks back, through this adaptor when it
@@ -354,7 +354,7 @@ impl LoggingAdaptor {
     /// then, and such a nested call records under the reentrant `nested` lock instead
     /// (`logged_nested`), as does a call from a thread whose thread-locals are gone.
     #[inline(always)]
-    fn with_buffer<R>(&self, event: impl FnOnce(&mut Events, &Buffer, bool) -> R, nested: impl FnOnce() -> R) -> R {
+    fn with_buffer<R>(&self, event: impl FnOnce(&mut Events, &Buffer, Option<OrderedCounter>) -> R, nested: impl FnOnce() -> R) -> R {
         CURRENT.with(|current| {
             if current.busy.get() || (current.adaptor.get() != self.buffers.id() && self.adopt(current).is_none()) {
                 return nested();
@@ -368,13 +368,13 @@ impl LoggingAdaptor {
             let mut events = buffer.events.lock();
             let sole = self.sole.load(Ordering::Relaxed);
             let unfenced = if sole == buffer.address() {
-                events.is_biased()
+                self.counter.filter(|_| events.is_biased())
             } else {
                 if sole != SHARED {
                     drop(events);
                     events = self.lock_shared(buffer);
                 }
-                false
+                None
             };
             let result = event(&mut events, buffer, unfenced);
             let attend = events.list.len() >= events.attend_at;
@@ -504,10 +504,10 @@ impl LoggingAdaptor {
             }
         };
         let last_order = &self.nested_last_order;
-        let before = frees.then(|| self.place(last_order, false));
+        let before = frees.then(|| self.place(last_order, None));
         let (result, event) = operation();
         if let Some((action, ptr)) = event {
-            let place = before.unwrap_or_else(|| self.place(last_order, false));
+            let place = before.unwrap_or_else(|| self.place(last_order, None));
             let thread = crate::platform::os_thread_id() as u32;
             nested.borrow_mut().record(self.counter, self.event(place, action, ptr, size, stream, thread));
         }
@@ -522,20 +522,20 @@ impl LoggingAdaptor {
 
     /// The next event's place in the order and its wall-clock time where events are numbered
     /// (0 where the counter reading is both). A reading waits for every earlier instruction
-    /// (so that it follows whatever another thread did that this thread has seen) unless
-    /// `unfenced` (see `sole`); it is never below `last_order`, which keeps one thread's
-    /// unfenced readings in its program order.
+    /// (so that it follows whatever another thread did that this thread has seen) unless it
+    /// is `unfenced`, the counter given where the event may skip the fence (see `sole`); it is
+    /// never below `last_order`, which keeps one thread's unfenced readings in its program
+    /// order.
     #[inline(always)]
-    fn place(&self, last_order: &AtomicU64, unfenced: bool) -> (u64, u64) {
-        match self.counter {
-            Some(counter) => {
-                let reading = if unfenced { counter.read_unfenced() } else { counter.read() };
-                let place = reading.max(last_order.load(Ordering::Relaxed));
-                last_order.store(place, Ordering::Relaxed);
-                (place, 0)
-            }
-            None => (self.next_number(), crate::platform::clock::wall_clock_ns()),
-        }
+    fn place(&self, last_order: &AtomicU64, unfenced: Option<OrderedCounter>) -> (u64, u64) {
+        let reading = match (unfenced, self.counter) {
+            (Some(counter), _) => counter.read_unfenced(),
+            (None, Some(counter)) => counter.read(),
+            (None, None) => return (self.next_number(), crate::platform::clock::wall_clock_ns()),
+        };
+        let place = reading.max(last_order.load(Ordering::Relaxed));
+        last_order.store(place, Ordering::Relaxed);
+        (place, 0)
     }
 
     #[cold]
