@@ -381,17 +381,21 @@ fn logging_writes_rmm_csv_from_many_threads() {
     let path = std::env::temp_dir().join(format!("rmm-log-{}.csv", std::process::id()));
     let logging = LoggingAdaptor::new(pool(), Some(path.to_str().unwrap())).unwrap();
     let outer = StackRef::new(logging.clone());
-    std::thread::scope(|scope| {
-        for t in 0..4 {
-            let outer = &outer;
-            scope.spawn(move || {
-                for i in 0..500 {
-                    let size = 256 + 64 * ((t * 500 + i) % 50);
-                    let ptr = records::allocate(outer.stack(), size, S, Holder::Caller).unwrap();
-                    records::free(ptr, S, Expected::ANY_OF_CALLERS).unwrap();
-                }
-            });
-        }
+    let threads: Vec<u64> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let outer = &outer;
+                scope.spawn(move || {
+                    for i in 0..500 {
+                        let size = 256 + 64 * ((t * 500 + i) % 50);
+                        let ptr = records::allocate(outer.stack(), size, S, Holder::Caller).unwrap();
+                        records::free(ptr, S, Expected::ANY_OF_CALLERS).unwrap();
+                    }
+                    rmm::platform::os_thread_id()
+                })
+            })
+            .collect();
+        threads.into_iter().map(|thread| thread.join().unwrap()).collect()
     });
     assert!(logging.allocate(1 << 40, S).is_err());
     logging.flush().unwrap();
@@ -414,6 +418,11 @@ fn logging_writes_rmm_csv_from_many_threads() {
         }
     }
     assert_eq!(rows[4000][2..5], ["allocate failure", "(nil)", "1099511627776"]);
+    // Each line shows the OS id of the thread that logged it: 1000 lines for each thread.
+    for thread in threads {
+        assert_eq!(rows[..4000].iter().filter(|row| row[0] == thread.to_string()).count(), 1000, "thread {thread}");
+    }
+    assert_eq!(rows[4000][0], rmm::platform::os_thread_id().to_string());
     drop(outer);
     let watch = Arc::downgrade(&logging);
     drop(logging);

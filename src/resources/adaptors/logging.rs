@@ -36,7 +36,7 @@ use crate::platform::clock::{Anchor, OrderedCounter};
 use crate::platform::Stream;
 use crate::resources::MemoryResource;
 use parking_lot::{Mutex, ReentrantMutex};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Sender};
@@ -134,12 +134,19 @@ struct Buffer {
     last_order: AtomicU64,
     /// The thread that made it (`bias::thread_key`).
     thread: u64,
+    /// That thread's OS id, which its events show (asked once here, not per event).
+    os_thread: u32,
 }
 
 impl Default for Buffer {
     /// Made on the thread that logs to it (see `Shards::with`).
     fn default() -> Self {
-        Buffer { events: BiasedLock::new(Events::default()), last_order: AtomicU64::new(0), thread: crate::platform::bias::thread_key() }
+        Buffer {
+            events: BiasedLock::new(Events::default()),
+            last_order: AtomicU64::new(0),
+            thread: crate::platform::bias::thread_key(),
+            os_thread: crate::platform::os_thread_id() as u32,
+        }
     }
 }
 
@@ -157,11 +164,30 @@ impl Shard for Buffer {
 
 thread_local! {
     static BUFFERS: shards::Local<Buffer> = const { std::cell::RefCell::new(Vec::new()) };
-    /// The buffer this thread last logged to, with its adaptor's id (`Shards::id`): where a
-    /// thread logs to one adaptor, finding its buffer costs a compare. Borrowed while the
-    /// thread logs an event, so that a call which comes back into a logging adaptor on this
-    /// thread finds it in use.
-    static CURRENT: RefCell<Option<(u64, Arc<Buffer>)>> = const { RefCell::new(None) };
+    static CURRENT: Current = const { Current { adaptor: Cell::new(0), buffer: Cell::new(std::ptr::null()), busy: Cell::new(false) } };
+}
+
+/// The buffer this thread last logged to, with its adaptor's id: where a thread logs to one
+/// adaptor, finding its buffer costs a compare. It holds no count of the buffer (its
+/// adaptor's `Shards` does), so the thread-local has nothing to drop and needs no check that
+/// it is still alive.
+struct Current {
+    /// `Shards::id` of the buffer's adaptor; 0, which none has, before the first.
+    adaptor: Cell<u64>,
+    buffer: Cell<*const Buffer>,
+    /// Set while the thread logs an event, so that a call which comes back into a logging
+    /// adaptor on this thread finds it in use.
+    busy: Cell<bool>,
+}
+
+/// Clears `Current::busy` when the event is logged, or its operation unwinds.
+struct Busy<'a>(&'a Cell<bool>);
+
+impl Drop for Busy<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
 }
 
 /// Every thread's buffered events (a list per buffer), and the place in the order below which
@@ -316,11 +342,11 @@ impl LoggingAdaptor {
             .map_err(|e| Error::Io(format!("writing log file {}: {e}", self.path)))
     }
 
-    /// Runs `event` on this thread's buffer, locked, with whether its readings may skip the
-    /// fence (see `sole`); None where the thread is inside another logged call, or its
-    /// thread-locals are gone. An event holds the lock from before it takes its place in the
-    /// order until it is recorded, so a collection sees the event if it sees the operation's
-    /// effect.
+    /// Runs `event` on this thread's buffer, locked, given the counter where its reading may
+    /// skip the fence (see `sole`), or `nested` where the thread is inside another logged call,
+    /// or its thread-locals are gone. An event holds the lock from before it takes its place in
+    /// the order until it is recorded, so a collection sees the event if it sees the
+    /// operation's effect.
     ///
     /// An operation can come back into a logging adaptor on the same thread: an upstream out of
     /// memory makes every pool of the device give chunks back, through this adaptor when it
@@ -328,33 +354,36 @@ impl LoggingAdaptor {
     /// then, and such a nested call records under the reentrant `nested` lock instead
     /// (`logged_nested`), as does a call from a thread whose thread-locals are gone.
     #[inline(always)]
-    fn with_buffer<R>(&self, event: impl FnOnce(&mut Events, &AtomicU64, bool) -> R) -> Option<R> {
-        let logged = CURRENT.try_with(|current| {
-            let mut current = current.try_borrow_mut().ok()?;
-            if !matches!(&*current, Some((adaptor, _)) if *adaptor == self.buffers.id()) {
-                self.adopt(&mut current)?;
+    fn with_buffer<R>(&self, event: impl FnOnce(&mut Events, &Buffer, Option<OrderedCounter>) -> R, nested: impl FnOnce() -> R) -> R {
+        CURRENT.with(|current| {
+            if current.busy.get() || (current.adaptor.get() != self.buffers.id() && self.adopt(current).is_none()) {
+                return nested();
             }
-            let (_, buffer) = current.as_ref()?;
+            // SAFETY: `adopt` stored the address of a buffer of the adaptor with this id, which
+            // keeps every buffer it made (`Shards`) for as long as it lives; it lives while
+            // `self` is borrowed, and no other adaptor ever has its id.
+            let buffer = unsafe { &*current.buffer.get() };
+            current.busy.set(true);
+            let _busy = Busy(&current.busy);
             let mut events = buffer.events.lock();
             let sole = self.sole.load(Ordering::Relaxed);
             let unfenced = if sole == buffer.address() {
-                events.is_biased()
+                self.counter.filter(|_| events.is_biased())
             } else {
                 if sole != SHARED {
                     drop(events);
                     events = self.lock_shared(buffer);
                 }
-                false
+                None
             };
-            let result = event(&mut events, &buffer.last_order, unfenced);
+            let result = event(&mut events, buffer, unfenced);
             let attend = events.list.len() >= events.attend_at;
             drop(events);
             if attend {
                 self.attend(buffer);
             }
-            Some(result)
-        });
-        logged.ok().flatten()
+            result
+        })
     }
 
     /// `buffer`'s lock, once no other buffer is sole (see `sole`).
@@ -374,7 +403,7 @@ impl LoggingAdaptor {
     /// sole one. None without thread-locals.
     #[cold]
     #[inline(never)]
-    fn adopt(&self, current: &mut Option<(u64, Arc<Buffer>)>) -> Option<()> {
+    fn adopt(&self, current: &Current) -> Option<()> {
         let buffer = self.buffers.with_shard(Arc::clone)?;
         if self.sole.load(Ordering::Acquire) == NO_BUFFER {
             let mut sole_buffer = self.sole_buffer.lock();
@@ -382,7 +411,8 @@ impl LoggingAdaptor {
                 *sole_buffer = Some(buffer.clone());
             }
         }
-        *current = Some((self.buffers.id(), buffer));
+        current.buffer.set(Arc::as_ptr(&buffer));
+        current.adaptor.set(self.buffers.id());
         Some(())
     }
 
@@ -390,7 +420,7 @@ impl LoggingAdaptor {
     /// buffer goes to the writer. Called with no lock held.
     #[cold]
     #[inline(never)]
-    fn attend(&self, buffer: &Arc<Buffer>) {
+    fn attend(&self, buffer: &Buffer) {
         let (full, anchored_at) = {
             let mut events = buffer.events.lock();
             events.attend_at = BUFFER_EVENTS;
@@ -406,22 +436,23 @@ impl LoggingAdaptor {
 
     /// Makes `buffer` the sole one if no other buffer and no nested event has taken a place
     /// since `since` (see `sole`).
-    fn begin_sole(&self, buffer: &Arc<Buffer>, since: u64) {
+    fn begin_sole(&self, buffer: &Buffer, since: u64) {
         let Some(counter) = self.counter else { return };
         let mut alone = self.nested_last_order.load(Ordering::Relaxed) < since;
-        self.buffers.for_each(|other| alone &= std::ptr::eq(other, &**buffer) || other.last_order.load(Ordering::Relaxed) < since);
+        self.buffers.for_each(|other| alone &= std::ptr::eq(other, buffer) || other.last_order.load(Ordering::Relaxed) < since);
         if !alone {
             return;
         }
+        let Some(counted) = self.buffers.counted(buffer) else { return };
         {
             let mut sole_buffer = self.sole_buffer.lock();
             if self.sole.compare_exchange(SHARED, buffer.address(), Ordering::AcqRel, Ordering::Relaxed).is_err() {
                 return;
             }
-            *sole_buffer = Some(buffer.clone());
+            *sole_buffer = Some(counted);
         }
         self.buffers.for_each(|other| {
-            if !std::ptr::eq(other, &**buffer) {
+            if !std::ptr::eq(other, buffer) {
                 drop(other.events.lock());
             }
         });
@@ -473,37 +504,38 @@ impl LoggingAdaptor {
             }
         };
         let last_order = &self.nested_last_order;
-        let before = frees.then(|| self.place(last_order, false));
+        let before = frees.then(|| self.place(last_order, None));
         let (result, event) = operation();
         if let Some((action, ptr)) = event {
-            let place = before.unwrap_or_else(|| self.place(last_order, false));
-            nested.borrow_mut().record(self.counter, self.event(place, action, ptr, size, stream));
+            let place = before.unwrap_or_else(|| self.place(last_order, None));
+            let thread = crate::platform::os_thread_id() as u32;
+            nested.borrow_mut().record(self.counter, self.event(place, action, ptr, size, stream, thread));
         }
         result
     }
 
     /// The event at `place` (from `place`).
     #[inline(always)]
-    fn event(&self, (order, time): (u64, u64), action: Action, ptr: usize, size: usize, stream: Stream) -> Event {
-        Event { order, time, ptr, size, stream: stream.0, thread: crate::platform::os_thread_id() as u32, action }
+    fn event(&self, (order, time): (u64, u64), action: Action, ptr: usize, size: usize, stream: Stream, thread: u32) -> Event {
+        Event { order, time, ptr, size, stream: stream.0, thread, action }
     }
 
     /// The next event's place in the order and its wall-clock time where events are numbered
     /// (0 where the counter reading is both). A reading waits for every earlier instruction
-    /// (so that it follows whatever another thread did that this thread has seen) unless
-    /// `unfenced` (see `sole`); it is never below `last_order`, which keeps one thread's
-    /// unfenced readings in its program order.
+    /// (so that it follows whatever another thread did that this thread has seen) unless it
+    /// is `unfenced`, the counter given where the event may skip the fence (see `sole`); it is
+    /// never below `last_order`, which keeps one thread's unfenced readings in its program
+    /// order.
     #[inline(always)]
-    fn place(&self, last_order: &AtomicU64, unfenced: bool) -> (u64, u64) {
-        match self.counter {
-            Some(counter) => {
-                let reading = if unfenced { counter.read_unfenced() } else { counter.read() };
-                let place = reading.max(last_order.load(Ordering::Relaxed));
-                last_order.store(place, Ordering::Relaxed);
-                (place, 0)
-            }
-            None => (self.next_number(), crate::platform::clock::wall_clock_ns()),
-        }
+    fn place(&self, last_order: &AtomicU64, unfenced: Option<OrderedCounter>) -> (u64, u64) {
+        let reading = match (unfenced, self.counter) {
+            (Some(counter), _) => counter.read_unfenced(),
+            (None, Some(counter)) => counter.read(),
+            (None, None) => return (self.next_number(), crate::platform::clock::wall_clock_ns()),
+        };
+        let place = reading.max(last_order.load(Ordering::Relaxed));
+        last_order.store(place, Ordering::Relaxed);
+        (place, 0)
     }
 
     #[cold]
@@ -739,29 +771,33 @@ impl MemoryResource for LoggingAdaptor {
     /// The event takes its place after the allocation, so it follows the free that gave the
     /// block back, on whatever thread.
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
-        let logged = self.with_buffer(move |events, last_order, unfenced| {
-            let (result, event) = self.allocate_upstream(bytes, stream);
-            let place = self.place(last_order, unfenced);
-            if let Some((action, ptr)) = event {
-                events.record(self.counter, self.event(place, action, ptr, bytes, stream));
-            }
-            result
-        });
-        logged.unwrap_or_else(|| self.logged_nested(false, || self.allocate_upstream(bytes, stream), bytes, stream))
+        self.with_buffer(
+            move |events, buffer, unfenced| {
+                let (result, event) = self.allocate_upstream(bytes, stream);
+                let place = self.place(&buffer.last_order, unfenced);
+                if let Some((action, ptr)) = event {
+                    events.record(self.counter, self.event(place, action, ptr, bytes, stream, buffer.os_thread));
+                }
+                result
+            },
+            move || self.logged_nested(false, move || self.allocate_upstream(bytes, stream), bytes, stream),
+        )
     }
 
     /// The event takes its place before the block goes back, so it precedes the block's next
     /// allocation, on whatever thread.
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
-        let logged = self.with_buffer(move |events, last_order, unfenced| {
-            let place = self.place(last_order, unfenced);
-            let (result, event) = self.deallocate_upstream(ptr, bytes, stream);
-            if let Some((action, ptr)) = event {
-                events.record(self.counter, self.event(place, action, ptr, bytes, stream));
-            }
-            result
-        });
-        logged.unwrap_or_else(|| self.logged_nested(true, || self.deallocate_upstream(ptr, bytes, stream), bytes, stream))
+        self.with_buffer(
+            move |events, buffer, unfenced| {
+                let place = self.place(&buffer.last_order, unfenced);
+                let (result, event) = self.deallocate_upstream(ptr, bytes, stream);
+                if let Some((action, ptr)) = event {
+                    events.record(self.counter, self.event(place, action, ptr, bytes, stream, buffer.os_thread));
+                }
+                result
+            },
+            move || self.logged_nested(true, move || self.deallocate_upstream(ptr, bytes, stream), bytes, stream),
+        )
     }
 
     fn name(&self) -> &'static str {
