@@ -36,7 +36,7 @@ use crate::platform::clock::{Anchor, OrderedCounter};
 use crate::platform::Stream;
 use crate::resources::MemoryResource;
 use parking_lot::{Mutex, ReentrantMutex};
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Sender};
@@ -164,30 +164,11 @@ impl Shard for Buffer {
 
 thread_local! {
     static BUFFERS: shards::Local<Buffer> = const { std::cell::RefCell::new(Vec::new()) };
-    static CURRENT: Current = const { Current { adaptor: Cell::new(0), buffer: Cell::new(std::ptr::null()), busy: Cell::new(false) } };
-}
-
-/// The buffer this thread last logged to, with its adaptor's id: where a thread logs to one
-/// adaptor, finding its buffer costs a compare. It holds no count of the buffer (its
-/// adaptor's `Shards` does), so the thread-local has nothing to drop and needs no check that
-/// it is still alive.
-struct Current {
-    /// `Shards::id` of the buffer's adaptor; 0, which none has, before the first.
-    adaptor: Cell<u64>,
-    buffer: Cell<*const Buffer>,
-    /// Set while the thread logs an event, so that a call which comes back into a logging
-    /// adaptor on this thread finds it in use.
-    busy: Cell<bool>,
-}
-
-/// Clears `Current::busy` when the event is logged, or its operation unwinds.
-struct Busy<'a>(&'a Cell<bool>);
-
-impl Drop for Busy<'_> {
-    #[inline(always)]
-    fn drop(&mut self) {
-        self.0.set(false);
-    }
+    /// The buffer this thread last logged to, with its adaptor's id (`Shards::id`): where a
+    /// thread logs to one adaptor, finding its buffer costs a compare. Borrowed while the
+    /// thread logs an event, so that a call which comes back into a logging adaptor on this
+    /// thread finds it in use.
+    static CURRENT: RefCell<Option<(u64, Arc<Buffer>)>> = const { RefCell::new(None) };
 }
 
 /// Every thread's buffered events (a list per buffer), and the place in the order below which
@@ -355,16 +336,12 @@ impl LoggingAdaptor {
     /// (`logged_nested`), as does a call from a thread whose thread-locals are gone.
     #[inline(always)]
     fn with_buffer<R>(&self, event: impl FnOnce(&mut Events, &Buffer, Option<OrderedCounter>) -> R, nested: impl FnOnce() -> R) -> R {
-        CURRENT.with(|current| {
-            if current.busy.get() || (current.adaptor.get() != self.buffers.id() && self.adopt(current).is_none()) {
-                return nested();
+        let logged = CURRENT.try_with(|current| {
+            let mut current = current.try_borrow_mut().ok()?;
+            if !matches!(&*current, Some((adaptor, _)) if *adaptor == self.buffers.id()) {
+                self.adopt(&mut current)?;
             }
-            // SAFETY: `adopt` stored the address of a buffer of the adaptor with this id, which
-            // keeps every buffer it made (`Shards`) for as long as it lives; it lives while
-            // `self` is borrowed, and no other adaptor ever has its id.
-            let buffer = unsafe { &*current.buffer.get() };
-            current.busy.set(true);
-            let _busy = Busy(&current.busy);
+            let (_, buffer) = current.as_ref()?;
             let mut events = buffer.events.lock();
             let sole = self.sole.load(Ordering::Relaxed);
             let unfenced = if sole == buffer.address() {
@@ -382,8 +359,12 @@ impl LoggingAdaptor {
             if attend {
                 self.attend(buffer);
             }
-            result
-        })
+            Some(result)
+        });
+        match logged {
+            Ok(Some(result)) => result,
+            _ => nested(),
+        }
     }
 
     /// `buffer`'s lock, once no other buffer is sole (see `sole`).
@@ -403,7 +384,7 @@ impl LoggingAdaptor {
     /// sole one. None without thread-locals.
     #[cold]
     #[inline(never)]
-    fn adopt(&self, current: &Current) -> Option<()> {
+    fn adopt(&self, current: &mut Option<(u64, Arc<Buffer>)>) -> Option<()> {
         let buffer = self.buffers.with_shard(Arc::clone)?;
         if self.sole.load(Ordering::Acquire) == NO_BUFFER {
             let mut sole_buffer = self.sole_buffer.lock();
@@ -411,8 +392,7 @@ impl LoggingAdaptor {
                 *sole_buffer = Some(buffer.clone());
             }
         }
-        current.buffer.set(Arc::as_ptr(&buffer));
-        current.adaptor.set(self.buffers.id());
+        *current = Some((self.buffers.id(), buffer));
         Some(())
     }
 
@@ -420,7 +400,7 @@ impl LoggingAdaptor {
     /// buffer goes to the writer. Called with no lock held.
     #[cold]
     #[inline(never)]
-    fn attend(&self, buffer: &Buffer) {
+    fn attend(&self, buffer: &Arc<Buffer>) {
         let (full, anchored_at) = {
             let mut events = buffer.events.lock();
             events.attend_at = BUFFER_EVENTS;
@@ -436,23 +416,22 @@ impl LoggingAdaptor {
 
     /// Makes `buffer` the sole one if no other buffer and no nested event has taken a place
     /// since `since` (see `sole`).
-    fn begin_sole(&self, buffer: &Buffer, since: u64) {
+    fn begin_sole(&self, buffer: &Arc<Buffer>, since: u64) {
         let Some(counter) = self.counter else { return };
         let mut alone = self.nested_last_order.load(Ordering::Relaxed) < since;
-        self.buffers.for_each(|other| alone &= std::ptr::eq(other, buffer) || other.last_order.load(Ordering::Relaxed) < since);
+        self.buffers.for_each(|other| alone &= std::ptr::eq(other, &**buffer) || other.last_order.load(Ordering::Relaxed) < since);
         if !alone {
             return;
         }
-        let Some(counted) = self.buffers.counted(buffer) else { return };
         {
             let mut sole_buffer = self.sole_buffer.lock();
             if self.sole.compare_exchange(SHARED, buffer.address(), Ordering::AcqRel, Ordering::Relaxed).is_err() {
                 return;
             }
-            *sole_buffer = Some(counted);
+            *sole_buffer = Some(buffer.clone());
         }
         self.buffers.for_each(|other| {
-            if !std::ptr::eq(other, buffer) {
+            if !std::ptr::eq(other, &**buffer) {
                 drop(other.events.lock());
             }
         });

@@ -88,11 +88,6 @@ impl<S: Shard> Shards<S> {
             .flatten()
     }
 
-    /// The counted reference of `shard`, if it is one of these.
-    pub fn counted(&self, shard: &S) -> Option<Arc<S>> {
-        self.all.lock().iter().find(|held| std::ptr::eq(&***held, shard)).cloned()
-    }
-
     /// Runs `f` on every shard (to add them up, or to take from them).
     pub fn for_each(&self, mut f: impl FnMut(&S)) {
         for shard in self.all.lock().iter() {
