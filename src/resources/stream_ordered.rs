@@ -990,25 +990,23 @@ impl<I: BlockIndex> Core<I> {
     fn grow_in_place(&self, state: &Arc<StreamState<I>>, bytes: usize, page: usize, room: usize, stream: Stream) -> Result<Option<usize>> {
         let block = bytes.div_ceil(GRANULE) * GRANULE;
         let mut sites: Vec<GrowthSite> = {
-            let bases = self.chunks_of(state);
-            let next: Vec<Option<usize>> = {
+            // Each of the stream's chunks, and the chunk after it in address order when that
+            // one is the stream's too (chunks do not overlap: the next entry is the next chunk).
+            let chunks: Vec<(usize, Option<usize>)> = {
                 let owners = self.owners.read();
-                bases
-                    .iter()
-                    .map(|&base| {
-                        let end = base + owners.get(&base).map_or(0, |(size, _)| *size);
-                        owners
-                            .range(end..)
-                            .next()
-                            .filter(|(_, (_, owner))| std::ptr::eq(Arc::as_ptr(owner), &**state))
-                            .map(|(&next, _)| next)
-                    })
-                    .collect()
+                let ours = |owner: &Arc<StreamState<I>>| std::ptr::eq(Arc::as_ptr(owner), &**state);
+                let mut entries = owners.iter().peekable();
+                let mut chunks = Vec::new();
+                while let Some((&base, (_, owner))) = entries.next() {
+                    if ours(owner) {
+                        chunks.push((base, entries.peek().filter(|(_, (_, next))| ours(next)).map(|(&next, _)| next)));
+                    }
+                }
+                chunks
             };
             let shelf = state.shelf.lock();
-            bases
+            chunks
                 .into_iter()
-                .zip(next)
                 .filter_map(|(base, next)| {
                     let (chunk, tail) = shelf.index.free_tail(base)?;
                     let end = chunk.base + chunk.size;
