@@ -83,14 +83,19 @@ const SMALL_BLOCKS_BELOW: usize = 256 << 10;
 /// `SMALL_BLOCKS_BELOW` and more, and another for smaller blocks, each part in an address
 /// range reserved for it. Both take their pages from the device within one maximum.
 pub struct ExpandableResource {
-    small: PoolResource,
-    large: PoolResource,
-    /// The parts' cores, called directly (see `adaptors::upstream`).
-    small_core: Arc<Core<Tlsf>>,
-    large_core: Arc<Core<Tlsf>>,
+    small: Part,
+    large: Part,
     /// The small part's reservation: a free goes to the part whose range holds its address.
     small_range: std::ops::Range<usize>,
     held: Arc<HeldPages>,
+}
+
+/// A pool over pages mapped on demand.
+struct Part {
+    pool: PoolResource,
+    /// The pool's core, called directly (see `adaptors::upstream`).
+    core: Arc<Core<Tlsf>>,
+    pages: Arc<MappedRanges>,
 }
 
 /// Physical memory both parts hold together (mapped and kept), and its peak.
@@ -121,38 +126,38 @@ impl HeldPages {
 pub fn expandable_resource(device: i32, options: &ExpandableOptions) -> Result<ExpandableResource> {
     let granularity = backend()?.vmm_granularity(device)?;
     let held = Arc::new(HeldPages::default());
-    let part = |options: &ExpandableOptions| -> Result<(PoolResource, std::ops::Range<usize>)> {
-        let ranges = Arc::new(MappedRanges::new(device, options, held.clone())?);
-        let usable = ranges.usable_range();
-        let growth = Growth::Expandable { page: ranges.page, release_threshold: options.release_threshold };
-        Ok((PoolResource::with_growth("expandable", ranges, growth, options.initial_size, options.maximum_size)?, usable))
+    let part = |options: &ExpandableOptions| -> Result<Part> {
+        let pages = Arc::new(MappedRanges::new(device, options, held.clone())?);
+        let growth = Growth::Expandable { page: pages.page, release_threshold: options.release_threshold };
+        let pool = PoolResource::with_growth("expandable", pages.clone(), growth, options.initial_size, options.maximum_size)?;
+        Ok(Part { core: pool.shared_core(), pool, pages })
     };
-    let (large, _) = part(options)?;
-    let (small, small_range) = part(&ExpandableOptions { initial_size: 0, page_size: granularity, ..options.clone() })?;
-    Ok(ExpandableResource { small_core: small.shared_core(), large_core: large.shared_core(), small, large, small_range, held })
+    let large = part(options)?;
+    let small = part(&ExpandableOptions { initial_size: 0, page_size: granularity, ..options.clone() })?;
+    Ok(ExpandableResource { small_range: small.pages.usable_range(), small, large, held })
 }
 
 impl ExpandableResource {
     fn parts(&self) -> [&PoolResource; 2] {
-        [&self.small, &self.large]
+        [&self.small.pool, &self.large.pool]
     }
 }
 
 impl MemoryResource for ExpandableResource {
     #[inline(always)]
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
-        let core = if bytes < SMALL_BLOCKS_BELOW { &self.small_core } else { &self.large_core };
-        core.allocate(bytes, stream)
+        let part = if bytes < SMALL_BLOCKS_BELOW { &self.small } else { &self.large };
+        part.core.allocate(bytes, stream)
     }
 
     #[inline(always)]
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
-        let core = if self.small_range.contains(&ptr) { &self.small_core } else { &self.large_core };
-        core.deallocate(ptr, Some(bytes), stream)
+        let part = if self.small_range.contains(&ptr) { &self.small } else { &self.large };
+        part.core.deallocate(ptr, Some(bytes), stream)
     }
 
     fn device(&self) -> i32 {
-        self.large.device()
+        self.large.pool.device()
     }
 
     fn name(&self) -> &'static str {
@@ -160,7 +165,7 @@ impl MemoryResource for ExpandableResource {
     }
 
     fn release(&self) -> Result<usize> {
-        Ok(self.small.release()? + self.large.release()?)
+        Ok(self.small.pool.release()? + self.large.pool.release()?)
     }
 
     fn pool_size(&self) -> Option<usize> {
@@ -187,22 +192,14 @@ impl MemoryResource for ExpandableResource {
     /// Both parts' figures and page activity together, then each part as a pool shows it.
     fn snapshot(&self) -> serde_json::Value {
         let footprint = self.footprint().unwrap_or_default();
-        let (small, large) = (self.small.snapshot(), self.large.snapshot());
-        let mut activity = large["upstream"]["activity"].clone();
-        if let (Some(total), Some(more)) = (activity.as_object_mut(), small["upstream"]["activity"].as_object()) {
-            for (name, value) in total.iter_mut() {
-                if let (Some(a), Some(b)) = (value.as_f64(), more.get(name).and_then(serde_json::Value::as_f64)) {
-                    *value = if name.ends_with("_ms") { (a + b).into() } else { ((a + b) as u64).into() };
-                }
-            }
-        }
+        let activity = self.small.pages.activity().plus(self.large.pages.activity());
         let mut figures = super::snapshot::figures(&footprint);
         figures["resource"] = self.name().into();
         figures["device"] = self.device().into();
         figures["small_blocks_below"] = SMALL_BLOCKS_BELOW.into();
-        figures["activity"] = activity;
-        figures["small"] = small;
-        figures["large"] = large;
+        figures["activity"] = activity.json();
+        figures["small"] = self.small.pool.snapshot();
+        figures["large"] = self.large.pool.snapshot();
         figures
     }
 }
@@ -259,6 +256,19 @@ struct Activity {
 }
 
 impl Activity {
+    /// What two page sources asked together.
+    fn plus(self, other: Activity) -> Activity {
+        Activity {
+            maps: self.maps + other.maps,
+            pages_created: self.pages_created + other.pages_created,
+            pages_mapped: self.pages_mapped + other.pages_mapped,
+            pages_mapped_lent: self.pages_mapped_lent + other.pages_mapped_lent,
+            pages_unmapped: self.pages_unmapped + other.pages_unmapped,
+            pages_released: self.pages_released + other.pages_released,
+            device_call_ns: self.device_call_ns + other.device_call_ns,
+        }
+    }
+
     fn json(&self) -> serde_json::Value {
         serde_json::json!({
             "maps": self.maps,
@@ -384,6 +394,10 @@ impl MappedRanges {
 
     fn usable_start(&self) -> usize {
         self.reservation.0.next_multiple_of(self.page)
+    }
+
+    fn activity(&self) -> Activity {
+        self.state.lock().activity
     }
 
     /// Where pages go: every block this part hands out lies in it.
