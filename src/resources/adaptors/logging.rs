@@ -447,13 +447,11 @@ impl LoggingAdaptor {
     fn end_sole(&self) {
         let sole_buffer = self.sole_buffer.lock().clone();
         match sole_buffer {
-            Some(buffer) if buffer.thread != crate::platform::bias::thread_key() => {
-                let _events = buffer.events.lock();
-                let _ = self.sole.compare_exchange(buffer.address(), SHARED, Ordering::AcqRel, Ordering::Relaxed);
-            }
-            // A buffer of this thread's own (one it has dropped from its list of shards): its
-            // events came before, in this thread's order.
             Some(buffer) => {
+                // Another thread's: its event in progress ends first. A buffer of this thread's
+                // own (one it has dropped from its list of shards): its events came before, in
+                // this thread's order.
+                let _events = (buffer.thread != crate::platform::bias::thread_key()).then(|| buffer.events.lock());
                 let _ = self.sole.compare_exchange(buffer.address(), SHARED, Ordering::AcqRel, Ordering::Relaxed);
             }
             None => {
