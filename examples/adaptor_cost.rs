@@ -36,7 +36,7 @@ fn adaptors() -> Vec<(&'static str, Create)> {
             let path = std::ffi::CString::new(path.to_str().expect("a UTF-8 temporary directory")).expect("no NUL");
             rmmLoggingAdaptorCreate(out, pool, path.as_ptr())
         }),
-        ("aligned", |out, pool| rmmAlignedAdaptorCreate(out, pool, 4096, 65536)),
+        ("aligned", |out, pool| rmmAlignedAdaptorCreate(out, pool, 4096, 0)),
     ]
 }
 

@@ -342,7 +342,11 @@ enum rmmError_t rmmFailureCallbackAdaptorCreate(rmmResource_t *resource,
                                                 void *arg);
 
 // Creates an aligned adaptor over `upstream`: allocations of at least `threshold` bytes are
-// aligned to `alignment` (a power of two, at least 256); smaller ones pass through.
+// aligned to `alignment` (a power of two, at least 256); smaller ones pass through. Over a
+// pool or an expandable resource the pool places each block at an aligned address itself
+// (it holds the block at its own size); over any other resource the adaptor allocates
+// `alignment - 256` bytes more and hands out the aligned address inside, as RMM does. A free
+// with another size than the allocation's is refused (`RMM_ERROR_INVALID_ARGUMENT`).
 enum rmmError_t rmmAlignedAdaptorCreate(rmmResource_t *resource,
                                         rmmResource_t upstream,
                                         size_t alignment,

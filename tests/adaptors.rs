@@ -554,6 +554,60 @@ fn aligned_adaptor_aligns_large_allocations() {
     assert!(aligned.deallocate(0x1000_0000, 1 << 20, S).is_err(), "a foreign pointer is refused");
 }
 
+/// Over a pool (or the expandable resource, whose parts are pools) the pool places aligned
+/// blocks itself: the pool holds each block at its own size, with nothing padded, what lies
+/// before an aligned block stays free for others, a wrong size or a second free is refused
+/// and the block is still there. Over a resource that cannot align, the adaptor pads.
+#[test]
+fn aligned_blocks_over_a_pool_are_the_pools_own_with_nothing_padded() {
+    let _guard = setup();
+    let expandable = Arc::new(rmm::resources::expandable_resource(0, &Default::default()).unwrap());
+    let upstreams: [(&str, Arc<dyn MemoryResource>); 3] =
+        [("pool", Arc::new(PoolResource::new(cuda(), 0, 0).unwrap())), ("expandable", expandable), ("cuda", cuda())];
+    for (name, upstream) in upstreams {
+        let alignment = 1 << 16;
+        let aligned = AlignedAdaptor::new(upstream.clone(), alignment, 0).unwrap();
+        let mut rng = Rng(5);
+        let mut live = Vec::new();
+        for i in 0..200 {
+            let size = 256 * (1 + rng.below(40) as usize) + i % 3;
+            let ptr = aligned.allocate(size, S).unwrap();
+            assert_eq!(ptr % alignment, 0, "{name}: {ptr:#x} is not aligned");
+            stamp(ptr, size, i as u8);
+            live.push((ptr, size, i as u8));
+            if rng.below(3) == 0 {
+                let (ptr, size, tag) = live.swap_remove(rng.below(live.len() as u64) as usize);
+                assert!(stamped(ptr, size, tag), "{name}: {ptr:#x} was overwritten while live");
+                aligned.deallocate(ptr, size, S).unwrap();
+            }
+        }
+        let rounded: usize = live.iter().map(|&(_, size, _)| size.div_ceil(256) * 256).sum();
+        if let Some(footprint) = upstream.footprint().filter(|_| name != "cuda") {
+            assert_eq!(footprint.live, rounded, "{name}: the pool holds each block at its size, unpadded");
+        }
+        let (ptr, size, tag) = live.pop().unwrap();
+        assert!(aligned.deallocate(ptr, size + 256, S).is_err(), "{name}: a wrong size is refused");
+        assert!(aligned.deallocate(ptr + 256, size, S).is_err(), "{name}: an interior pointer is refused");
+        assert!(stamped(ptr, size, tag), "{name}: a refused free leaves the block as it was");
+        aligned.deallocate(ptr, size, S).unwrap();
+        assert!(aligned.deallocate(ptr, size, S).is_err(), "{name}: a second free is refused");
+        for (ptr, size, tag) in live {
+            assert!(stamped(ptr, size, tag), "{name}: {ptr:#x} was overwritten while live");
+            aligned.deallocate(ptr, size, S).unwrap();
+        }
+        // A block above the threshold freed with a size below it (which would pass through).
+        let with_threshold = AlignedAdaptor::new(upstream.clone(), alignment, 4096).unwrap();
+        let ptr = with_threshold.allocate(8192, S).unwrap();
+        stamp(ptr, 8192, 7);
+        assert!(with_threshold.deallocate(ptr, 100, S).is_err(), "{name}: a size below the threshold is refused");
+        assert!(stamped(ptr, 8192, 7), "{name}: a refused free leaves the block as it was");
+        with_threshold.deallocate(ptr, 8192, S).unwrap();
+        if let Some(footprint) = upstream.footprint() {
+            assert_eq!(footprint.live, 0, "{name}: every block went back");
+        }
+    }
+}
+
 /// Eight threads, each on a stream of its own, allocate through one aligned adaptor and free
 /// blocks other threads allocated: every block is aligned and holds what its owner wrote, and
 /// once all are freed the pool has every byte back.

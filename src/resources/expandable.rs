@@ -141,13 +141,29 @@ impl ExpandableResource {
     fn parts(&self) -> [&PoolResource; 2] {
         [&self.small.pool, &self.large.pool]
     }
+
+    /// The part that serves a block that may take up to `most` bytes.
+    #[inline(always)]
+    fn part_for(&self, most: usize) -> &Part {
+        if most < SMALL_BLOCKS_BELOW {
+            &self.small
+        } else {
+            &self.large
+        }
+    }
+
+    /// `allocate`, at a multiple of `alignment` (see `Core::allocate_aligned`); the part is
+    /// chosen by the most the block may take with its alignment.
+    #[inline(always)]
+    pub fn allocate_aligned(&self, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
+        self.part_for(bytes.saturating_add(alignment)).core.allocate_aligned(bytes, alignment, stream)
+    }
 }
 
 impl MemoryResource for ExpandableResource {
     #[inline(always)]
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
-        let part = if bytes < SMALL_BLOCKS_BELOW { &self.small } else { &self.large };
-        part.core.allocate(bytes, stream)
+        self.part_for(bytes).core.allocate(bytes, stream)
     }
 
     #[inline(always)]

@@ -1412,6 +1412,50 @@ impl<I: BlockIndex> Core<I> {
     }
 }
 
+/// Aligned blocks, placed by the index itself: the aligned adaptor over a pool hands out the
+/// block's own address, so it keeps no record of where the block starts and pads nothing.
+impl Core<Tlsf> {
+    /// `allocate`, at a multiple of `alignment` (a power of two). Freed as any other block.
+    #[inline(always)]
+    pub fn allocate_aligned(&self, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
+        crate::resources::require_nonzero(bytes, self.name)?;
+        match self.default_state_for(stream) {
+            Some(state) => self.allocate_aligned_on(state, bytes, alignment, stream),
+            None => self.allocate_aligned_on(&*self.state_for_other(stream)?, bytes, alignment, stream),
+        }
+    }
+
+    #[inline(always)]
+    fn allocate_aligned_on(&self, state: &Arc<StreamState<Tlsf>>, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
+        {
+            let mut shelf = state.shelf.lock();
+            if shelf.pending.is_empty() {
+                if let Some((addr, size)) = shelf.index.allocate_aligned(bytes, alignment) {
+                    self.note_acquired(addr, size, stream);
+                    return Ok(addr);
+                }
+            }
+        }
+        self.allocate_aligned_otherwise(state, bytes, alignment, stream)
+    }
+
+    /// Every other way `allocate` finds memory (other streams' frees, growth, release and
+    /// retry), for the request padded by the alignment; the block is then cut down to the
+    /// aligned request and the rest freed in its owner's index.
+    #[inline(never)]
+    fn allocate_aligned_otherwise(&self, state: &Arc<StreamState<Tlsf>>, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
+        let padded = bytes
+            .checked_add(alignment.saturating_sub(GRANULE))
+            .ok_or_else(|| Error::out_of_memory(bytes, "larger than the address space with its alignment"))?;
+        let addr = self.allocate_otherwise(state, padded, stream)?;
+        let carved = self.owner_of(addr).and_then(|owner| owner.shelf.lock().index.carve_aligned(addr, bytes, alignment));
+        carved.ok_or_else(|| {
+            let _ = self.deallocate(addr, Some(padded), stream);
+            Error::Internal(format!("a block of {padded} bytes at {addr:#x} could not be cut down to {bytes} aligned to {alignment}"))
+        })
+    }
+}
+
 impl<I: BlockIndex> super::caches::Cache for Core<I> {
     /// What a pool keeps for its whole life (its initial size) stays: another resource's
     /// refusal releases only what it grew beyond that.

@@ -91,10 +91,29 @@ pub fn check_tlsf(choices: &mut impl Choices, steps: usize) {
             5..=54 => {
                 let bytes = choices.log_uniform(20);
                 let need = bytes.div_ceil(GRANULE) * GRANULE;
-                match tlsf.allocate(bytes) {
+                // A third of the requests ask for an alignment above the granule, served by
+                // the index or, as the pool does where the index cannot, carved out of a block
+                // allocated with the alignment as padding.
+                let alignment = match choices.below(6) {
+                    0 => GRANULE << (1 + choices.below(8)),
+                    _ => GRANULE,
+                };
+                let (served, padding) = match (alignment > GRANULE, choices.below(2)) {
+                    (false, _) => (tlsf.allocate(bytes), 0),
+                    (true, 0) => (tlsf.allocate_aligned(bytes, alignment), alignment - GRANULE),
+                    (true, _) => match tlsf.allocate(bytes + alignment - GRANULE) {
+                        Some((padded, _)) => {
+                            let aligned = tlsf.carve_aligned(padded, bytes, alignment).expect("a padded block holds an aligned one");
+                            assert!(aligned >= padded && aligned < padded + alignment, "step {step}: carved outside the block");
+                            (Some((aligned, need)), alignment - GRANULE)
+                        }
+                        None => (None, alignment - GRANULE),
+                    },
+                };
+                match served {
                     Some((addr, size)) => {
                         assert_eq!(size, need, "step {step}: sizes are rounded to the granule");
-                        assert_eq!(addr % GRANULE, 0, "step {step}: alignment");
+                        assert_eq!(addr % alignment, 0, "step {step}: alignment");
                         let (&base, &chunk) = chunks.range(..=addr).next_back().expect("inside a chunk");
                         assert!(addr + size <= base + chunk, "step {step}: block crosses its chunk's end");
                         if let Some((&a, &(s, _))) = live.range(..addr + size).next_back() {
@@ -103,7 +122,10 @@ pub fn check_tlsf(choices: &mut impl Choices, steps: usize) {
                         assert_eq!(tlsf.used_block(addr), Some((size, bytes)), "step {step}");
                         live.insert(addr, (size, bytes));
                     }
-                    None => assert!(largest_free_run(&chunks, &live) < need, "step {step}: refused {need} bytes though a run fits"),
+                    None => assert!(
+                        largest_free_run(&chunks, &live) < need + padding,
+                        "step {step}: refused {need} bytes aligned to {alignment} though a run fits them"
+                    ),
                 }
             }
             55..=97 => {

@@ -282,6 +282,14 @@ impl Tlsf {
     /// `next_phys` (which is linked back to it), listed free.
     #[inline(always)]
     fn new_free_block(&mut self, addr: usize, size: usize, prev_phys: u32, next_phys: u32, chunk: u32) -> u32 {
+        let index = self.new_unlisted_block(addr, size, prev_phys, next_phys, chunk);
+        self.link_free(index);
+        index
+    }
+
+    /// `new_free_block`, not listed free (state Used) yet.
+    #[inline(always)]
+    fn new_unlisted_block(&mut self, addr: usize, size: usize, prev_phys: u32, next_phys: u32, chunk: u32) -> u32 {
         let index = self.new_block(Block {
             addr,
             size,
@@ -296,7 +304,6 @@ impl Tlsf {
         if next_phys != NONE {
             self.blocks[next_phys as usize].prev_phys = index;
         }
-        self.link_free(index);
         index
     }
 
@@ -417,15 +424,7 @@ impl Tlsf {
         let need = units << GRANULE_SHIFT;
         if self.parked.len > 0 {
             if let Some(at) = self.parked.as_slice().iter().rposition(|&(size, _)| size == need) {
-                let (_, index) = self.parked.swap_remove(at);
-                let block = &mut self.blocks[index as usize];
-                block.state = State::Used;
-                block.requested = bytes;
-                let addr = block.addr;
-                self.quick_bytes -= need;
-                self.earn_credit();
-                self.note_peak();
-                return Some((addr, need));
+                return Some(self.unpark(at, bytes));
             }
             // A miss means sizes vary: parked blocks would only fragment, so coalesce them now.
             self.credit /= 2;
@@ -436,22 +435,126 @@ impl Tlsf {
         self.allocate_from_index(units, bytes)
     }
 
+    /// `allocate`, at an address that is a multiple of `alignment` (a power of two). A parked
+    /// block of the size is taken if it lies aligned; otherwise the index serves a block large
+    /// enough to hold the request at an aligned address wherever it starts, and what lies
+    /// before that address stays free, so nothing is lost to the alignment.
+    #[inline(always)]
+    pub fn allocate_aligned(&mut self, bytes: usize, alignment: usize) -> Option<(usize, usize)> {
+        debug_assert!(alignment.is_power_of_two());
+        if alignment <= GRANULE {
+            return self.allocate(bytes);
+        }
+        let units = granules(bytes)?.max(1);
+        let need = units << GRANULE_SHIFT;
+        if self.parked.len > 0 {
+            for at in (0..self.parked.len).rev() {
+                let (size, index) = self.parked.blocks[at];
+                if size == need && self.blocks[index as usize].addr & (alignment - 1) == 0 {
+                    return Some(self.unpark(at, bytes));
+                }
+            }
+            self.credit /= 2;
+            self.flush_quick();
+        }
+        let padded = units.checked_add((alignment >> GRANULE_SHIFT) - 1)?;
+        let index = self.find_free(padded)?;
+        self.unlink_free(index);
+        let addr = self.blocks[index as usize].addr;
+        let used = match addr.next_multiple_of(alignment) - addr {
+            0 => index,
+            head => self.split_after(index, head),
+        };
+        if used != index {
+            self.link_free(index);
+        }
+        Some(self.hand_out(used, need, bytes))
+    }
+
+    /// Splits `head` bytes off the front of the block `index`, which keeps them; returns the
+    /// new block holding the rest (state Used, not listed).
+    fn split_after(&mut self, index: u32, head: usize) -> u32 {
+        let Block { addr, size, next_phys, chunk, .. } = self.blocks[index as usize];
+        debug_assert!(head > 0 && head < size && head.is_multiple_of(GRANULE));
+        let rest = self.new_unlisted_block(addr + head, size - head, index, next_phys, chunk);
+        let block = &mut self.blocks[index as usize];
+        block.size = head;
+        block.next_phys = rest;
+        rest
+    }
+
+    /// Carves the used block at `addr` down to `bytes` at its first multiple of `alignment`:
+    /// what lies before and after goes back to the index, coalesced with free neighbours.
+    /// Returns the aligned address; None (and nothing changes) when `addr` is not a used block
+    /// or it cannot hold `bytes` there. For a block served by `allocate` for the request
+    /// padded by the alignment, where `allocate_aligned` could not serve it.
+    pub fn carve_aligned(&mut self, addr: usize, bytes: usize, alignment: usize) -> Option<usize> {
+        debug_assert!(alignment.is_power_of_two());
+        let need = granules(bytes)?.max(1) << GRANULE_SHIFT;
+        let (slot, &index) = self.used.get_slot(&addr)?;
+        let Block { size, state, .. } = self.blocks[index as usize];
+        let aligned = addr.checked_next_multiple_of(alignment)?;
+        if state != State::Used || (aligned - addr).checked_add(need)? > size {
+            return None;
+        }
+        self.used.remove_slot(slot);
+        let used = match aligned - addr {
+            0 => index,
+            head => {
+                let used = self.split_after(index, head);
+                self.release(index);
+                used
+            }
+        };
+        self.hand_out(used, need, bytes);
+        Some(aligned)
+    }
+
+    /// Takes the parked block at `at` of the quick list for a request of `bytes`.
+    #[inline(always)]
+    fn unpark(&mut self, at: usize, bytes: usize) -> (usize, usize) {
+        let (need, index) = self.parked.swap_remove(at);
+        let block = &mut self.blocks[index as usize];
+        block.state = State::Used;
+        block.requested = bytes;
+        let addr = block.addr;
+        self.quick_bytes -= need;
+        self.earn_credit();
+        self.note_peak();
+        (addr, need)
+    }
+
     #[inline(never)]
     fn allocate_from_index(&mut self, units: usize, bytes: usize) -> Option<(usize, usize)> {
-        let need = units << GRANULE_SHIFT;
         let index = self.find_free(units)?;
         self.unlink_free(index);
+        Some(self.hand_out(index, units << GRANULE_SHIFT, bytes))
+    }
+
+    /// Hands out the first `need` bytes of the block `index` (state Used, not listed, at
+    /// least `need` long) for a request of `bytes`; the rest goes back to the index, joining
+    /// the next block when that one is free.
+    #[inline(always)]
+    fn hand_out(&mut self, index: u32, need: usize, bytes: usize) -> (usize, usize) {
         let Block { addr, size, chunk, next_phys, .. } = self.blocks[index as usize];
         if size > need {
-            let rest = self.new_free_block(addr + need, size - need, index, next_phys, chunk);
-            let block = &mut self.blocks[index as usize];
-            block.next_phys = rest;
-            block.size = need;
+            let rest = size - need;
+            if next_phys != NONE && self.blocks[next_phys as usize].state == State::Free {
+                self.unlink_free(next_phys);
+                let next = &mut self.blocks[next_phys as usize];
+                next.addr -= rest;
+                next.size += rest;
+                self.link_free(next_phys);
+            } else {
+                let rest = self.new_free_block(addr + need, rest, index, next_phys, chunk);
+                self.blocks[index as usize].next_phys = rest;
+            }
+            self.blocks[index as usize].size = need;
         }
         self.blocks[index as usize].requested = bytes;
         self.used.insert(addr, index);
         self.note_peak();
-        Some((addr, need))
+        (addr, need)
     }
 
     /// Returns the block at `addr` and coalesces it with free neighbours; returns its size, or

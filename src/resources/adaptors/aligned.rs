@@ -1,9 +1,11 @@
 //! Aligned (RMM's `aligned_resource_adaptor`): allocations of at least `threshold` bytes get
-//! `alignment` (a power of two above 256), by over-allocating upstream and handing out the
-//! aligned address inside; smaller ones pass through. The pointer handed out is not the
-//! upstream block's, so this adaptor keeps its own records and is never transparent to the
-//! pools beneath it: `rmmFree` finds its pointers through the per-pointer registry. The
-//! offsets are `BlockRecords`, sharded by address window as the ownership records are.
+//! `alignment` (a power of two above 256); smaller ones pass through. Over a pool or the
+//! expandable resource, the pool's index places the block at an aligned address itself (what
+//! lies before it stays free), so the block is the pool's own, freed as any other, and nothing
+//! is padded or recorded. Over any other resource the adaptor over-allocates by the alignment,
+//! as RMM does, and hands out the aligned address inside: then the pointer is not the upstream
+//! block's, so the adaptor keeps the offsets as `BlockRecords`, sharded by address window as
+//! the ownership records are, and `rmmFree` finds its pointers through the per-pointer registry.
 
 use super::block_records::BlockRecords;
 use super::Upstream;
@@ -12,16 +14,17 @@ use crate::platform::Stream;
 use crate::resources::{MemoryResource, ALIGNMENT};
 use std::sync::Arc;
 
-/// Every allocation over-allocates by the alignment, so a larger one would only make every
-/// allocation fail for lack of memory; no device maps memory at a coarser granularity.
+/// Every allocation needs a free range of its size plus the alignment, so a larger one would
+/// only make every allocation fail for lack of memory; no device maps memory at a coarser
+/// granularity.
 const MAX_ALIGNMENT: usize = 1 << 30;
 
 pub struct AlignedAdaptor {
     upstream: Upstream,
     alignment: usize,
     threshold: usize,
-    /// Aligned address -> (upstream address, upstream size).
-    shifted: BlockRecords<(usize, usize)>,
+    /// Aligned address -> (upstream address, upstream size), where the upstream does not align.
+    shifted: Option<BlockRecords<(usize, usize)>>,
 }
 
 impl AlignedAdaptor {
@@ -32,7 +35,9 @@ impl AlignedAdaptor {
                 crate::units::exact(MAX_ALIGNMENT)
             )));
         }
-        Ok(Arc::new(AlignedAdaptor { upstream: Upstream::new(upstream), alignment, threshold, shifted: BlockRecords::new() }))
+        let upstream = Upstream::new(upstream);
+        let shifted = (!upstream.aligns()).then(BlockRecords::new);
+        Ok(Arc::new(AlignedAdaptor { upstream, alignment, threshold, shifted }))
     }
 
     fn passes_through(&self, bytes: usize) -> bool {
@@ -45,23 +50,43 @@ impl MemoryResource for AlignedAdaptor {
         if self.passes_through(bytes) {
             return self.upstream.allocate(bytes, stream);
         }
+        let Some(shifted) = &self.shifted else {
+            return self.upstream.allocate_aligned(bytes, self.alignment, stream);
+        };
         let size =
             bytes.checked_add(self.alignment - ALIGNMENT).ok_or_else(|| Error::out_of_memory(bytes, "larger than the address space"))?;
         let base = self.upstream.allocate(size, stream)?;
         let aligned = base.next_multiple_of(self.alignment);
-        self.shifted.lock(aligned).insert(aligned, (base, size));
+        shifted.lock(aligned).insert(aligned, (base, size));
         Ok(aligned)
     }
 
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
-        if self.passes_through(bytes) {
+        let Some(shifted) = &self.shifted else {
             return self.upstream.deallocate(ptr, bytes, stream);
-        }
-        let Some((base, size)) = self.shifted.lock(ptr).remove(&ptr) else {
-            return Err(Error::invalid(format!("{ptr:#x} is not a live allocation of this aligned adaptor")));
+        };
+        // The records decide, whatever size is given: a shifted block freed with a size below
+        // the threshold must not reach the upstream as an interior pointer.
+        let (base, size) = {
+            let mut records = shifted.lock(ptr);
+            let Some((slot, &(base, size))) = records.get_slot(&ptr) else {
+                if self.passes_through(bytes) {
+                    drop(records);
+                    return self.upstream.deallocate(ptr, bytes, stream);
+                }
+                return Err(Error::invalid(format!("{ptr:#x} is not a live allocation of this aligned adaptor")));
+            };
+            if bytes.checked_add(self.alignment - ALIGNMENT) != Some(size) {
+                let asked = size - (self.alignment - ALIGNMENT);
+                return Err(Error::invalid(format!(
+                    "{ptr:#x} was allocated for {asked} bytes by this aligned adaptor; {bytes} were given"
+                )));
+            }
+            records.remove_slot(slot);
+            (base, size)
         };
         self.upstream.deallocate(base, size, stream).inspect_err(|_| {
-            self.shifted.lock(ptr).insert(ptr, (base, size));
+            shifted.lock(ptr).insert(ptr, (base, size));
         })
     }
 

@@ -47,6 +47,22 @@ impl Upstream {
         }
     }
 
+    /// Whether `allocate_aligned` places aligned blocks itself.
+    pub fn aligns(&self) -> bool {
+        !matches!(self, Upstream::Other(_))
+    }
+
+    /// `allocate` at a multiple of `alignment`, where the upstream `aligns`; otherwise the
+    /// alignment is not applied.
+    #[inline(always)]
+    pub fn allocate_aligned(&self, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
+        match self {
+            Upstream::Pool { core, .. } => core.allocate_aligned(bytes, alignment, stream),
+            Upstream::Expandable(expandable) => expandable.allocate_aligned(bytes, alignment, stream),
+            Upstream::Other(other) => other.allocate(bytes, stream),
+        }
+    }
+
     #[inline(always)]
     pub fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
         match self {
