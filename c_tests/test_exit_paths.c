@@ -1,14 +1,15 @@
 /* Frees from the places a process tears itself down: a pthread-key destructor (which runs
  * after the thread's other thread-locals, rmm's included, are gone), atexit handlers that run
- * before and after rmm's own exit hook, and a forked child of a process using rmm. Each case
- * runs in a child process of its own, so that an abort, a hang or a wrong exit code shows as
- * that case failing. */
+ * before and after rmm's own exit hook, and a forked child of a process using rmm (also of one
+ * that logs). Each case runs in a child process of its own, so that an abort, a hang or a
+ * wrong exit code shows as that case failing. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "rmm_test.h"
+#include "rmm_test_files.h"
 
 #define BYTES 4096
 
@@ -152,6 +153,61 @@ static int free_in_forked_child(void) {
   return 0;
 }
 
+/* --- a forked child of a process that logs --------------------------------------------------- */
+
+static size_t count_lines(const char *path) {
+  char *text = rmm_test_read_file(path);
+  size_t lines = 0;
+  CHECK(text != NULL);
+  for (const char *c = text; *c; ++c) lines += *c == '\n';
+  free(text);
+  return lines;
+}
+
+/* The log's writer thread is the parent's: the child neither writes the events it inherited
+ * (the parent does, once) nor logs its own, and its flush and its exit do not wait for a
+ * writer it does not have. */
+static int log_in_forked_child(void) {
+  char path[128];
+  rmmResource_t cuda, logging;
+  void *block = NULL;
+  pid_t child;
+  int status = 0;
+  rmm_test_temp_file(path, sizeof path, "fork-log");
+  CHECK_OK(rmmCudaResourceCreate(&cuda));
+  CHECK_OK(rmmPoolResourceCreate(&pool, cuda, 1 << 20, 0));
+  CHECK_OK(rmmLoggingAdaptorCreate(&logging, pool, path));
+  CHECK_OK(rmmResourceDestroy(cuda));
+  for (int i = 0; i < 10; ++i) {
+    CHECK_OK(rmmResourceAllocate(logging, &block, BYTES, 0));
+    CHECK_OK(rmmResourceDeallocate(logging, block, BYTES, 0));
+  }
+  child = fork();
+  CHECK(child >= 0);
+  if (child == 0) {
+    alarm(20); /* a hang shows as SIGALRM */
+    if (rmmLoggingAdaptorFlush(logging) != RMM_ERROR_IO) _exit(FREE_FAILED);
+    if (rmm_test_simulated()) {
+      for (int i = 0; i < 5000; ++i) {
+        if (rmmResourceAllocate(logging, &block, BYTES, 0) != RMM_SUCCESS) _exit(FREE_FAILED);
+        if (rmmResourceDeallocate(logging, block, BYTES, 0) != RMM_SUCCESS) _exit(FREE_FAILED);
+      }
+    }
+    exit(0); /* rmm's exit hook flushes every log */
+  }
+  CHECK(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  CHECK_OK(rmmResourceAllocate(logging, &block, BYTES, 0));
+  CHECK_OK(rmmResourceDeallocate(logging, block, BYTES, 0));
+  CHECK_OK(rmmLoggingAdaptorFlush(logging));
+  /* The header and the parent's 22 events, each once. */
+  CHECK(count_lines(path) == 23);
+  CHECK_OK(rmmResourceDestroy(logging));
+  CHECK_OK(rmmResourceDestroy(pool));
+  unlink(path);
+  return 0;
+}
+
 /* --- each case in a child process --------------------------------------------------------- */
 
 static void run_case(const char *name, int (*run)(bool), bool argument) {
@@ -183,11 +239,17 @@ static int fork_case(bool unused) {
   return free_in_forked_child();
 }
 
+static int fork_log_case(bool unused) {
+  (void)unused;
+  return log_in_forked_child();
+}
+
 int main(void) {
   /* Nothing of rmm is used before the cases fork: each starts from a fresh process state. */
   run_case("free from a pthread-key destructor", key_destructor_case, false);
   run_case("free from an atexit handler that runs after rmm's exit hook", free_from_atexit, true);
   run_case("free from an atexit handler that runs before rmm's exit hook", free_from_atexit, false);
   run_case("free in a forked child", fork_case, false);
+  run_case("a forked child of a process that logs", fork_log_case, false);
   return 0;
 }

@@ -347,6 +347,18 @@ pub(crate) fn at_exit(hook: fn()) {
     }
 }
 
+/// Runs `hook` in every child the process forks from now on, on the child's one thread (the
+/// one that called fork) before fork returns there. A hook may only touch that thread's
+/// thread-locals and atomics: any other thread of the parent may have held a lock at the
+/// fork, which no one in the child will let go. `otherwise` says what goes wrong without it.
+pub(crate) fn in_forked_children(hook: extern "C" fn(), otherwise: &str) {
+    // SAFETY: `hook` is a plain function valid for the life of the process, and keeps to what
+    // is safe in a forked child (above).
+    if unsafe { libc::pthread_atfork(None, None, Some(hook)) } != 0 {
+        log::warn!("could not register a fork handler: {otherwise}");
+    }
+}
+
 thread_local! {
     /// The calling thread's id, once asked (0: not asked yet).
     static OS_THREAD_ID: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
@@ -374,13 +386,7 @@ pub fn os_thread_id() -> u64 {
 fn ask_os_thread_id() -> u64 {
     // Before the first id is cached, so no cached id can outlive a fork unnoticed.
     static WATCH_FORKS: std::sync::Once = std::sync::Once::new();
-    WATCH_FORKS.call_once(|| {
-        // SAFETY: the handler only writes a thread-local of the calling thread (no allocation, no
-        // lock), which is safe in a forked child.
-        if unsafe { libc::pthread_atfork(None, None, Some(forget_thread_id_in_child)) } != 0 {
-            log::warn!("could not register a fork handler: thread ids in forked children may be the parent's");
-        }
-    });
+    WATCH_FORKS.call_once(|| in_forked_children(forget_thread_id_in_child, "thread ids in forked children may be the parent's"));
     // SAFETY: gettid has no preconditions and cannot fail.
     let id = unsafe { libc::gettid() } as u64;
     OS_THREAD_ID.set(id);

@@ -244,6 +244,10 @@ pub struct LoggingAdaptor {
     spares: Spares,
     /// Held while a batch is collected and sent, so that batches reach the file in order.
     writer: Mutex<Option<(Sender<Job>, std::thread::JoinHandle<()>)>>,
+    /// The process whose writer thread writes the log. A child it forks has no such thread,
+    /// so there the adaptor passes calls through unlogged and neither flushes nor waits at
+    /// exit (the parent writes what was buffered before the fork, once).
+    writing_process: u32,
 }
 
 static LIVE: Mutex<Vec<Weak<LoggingAdaptor>>> = Mutex::new(Vec::new());
@@ -286,6 +290,11 @@ impl LoggingAdaptor {
             nested_last_order: AtomicU64::new(0),
             spares,
             writer: Mutex::new(Some((sender, writer))),
+            writing_process: std::process::id(),
+        });
+        static WATCH_FORKS: std::sync::Once = std::sync::Once::new();
+        WATCH_FORKS.call_once(|| {
+            crate::platform::in_forked_children(forget_current_buffer_in_child, "a forked child would log to buffers no one writes")
         });
         let mut live = LIVE.lock();
         live.retain(|weak| weak.strong_count() > 0);
@@ -307,9 +316,21 @@ impl LoggingAdaptor {
             .is_some_and(|buffer| buffer.address() == sole && buffer.thread == crate::platform::bias::thread_key())
     }
 
+    /// Whether this process is a fork of the one whose writer thread writes the log (see
+    /// `writing_process`).
+    fn forked(&self) -> bool {
+        std::process::id() != self.writing_process
+    }
+
     /// Writes every buffered line to the file and flushes it; reports any write error since
     /// the last flush.
     pub fn flush(&self) -> Result<()> {
+        if self.forked() {
+            return Err(Error::Io(format!(
+                "{} is written by process {}; this process, forked from it, does not log there",
+                self.path, self.writing_process
+            )));
+        }
         let (answer, answered) = channel();
         {
             let writer = self.writer.lock();
@@ -385,6 +406,9 @@ impl LoggingAdaptor {
     #[cold]
     #[inline(never)]
     fn adopt(&self, current: &mut Option<(u64, Arc<Buffer>)>) -> Option<()> {
+        if self.forked() {
+            return None;
+        }
         let buffer = self.buffers.with_shard(Arc::clone)?;
         if self.sole.load(Ordering::Acquire) == NO_BUFFER {
             let mut sole_buffer = self.sole_buffer.lock();
@@ -467,6 +491,9 @@ impl LoggingAdaptor {
     #[cold]
     #[inline(never)]
     fn logged_nested<T>(&self, frees: bool, operation: impl FnOnce() -> Outcome<T>, size: usize, stream: Stream) -> Result<T> {
+        if self.forked() {
+            return operation().0;
+        }
         let nested = loop {
             let nested = self.nested.lock();
             match self.sole.load(Ordering::Acquire) {
@@ -560,6 +587,14 @@ impl LoggingAdaptor {
     }
 
     fn close(&self) {
+        if self.forked() {
+            // The writer thread and the channel's other end are the parent's: nothing to stop
+            // or wait for here, and a lock another thread held at the fork is never let go.
+            if let Some(writer) = self.writer.try_lock().and_then(|mut writer| writer.take()) {
+                std::mem::forget(writer);
+            }
+            return;
+        }
         let _ = self.flush();
         if let Some((sender, thread)) = self.writer.lock().take() {
             drop(sender);
@@ -568,9 +603,17 @@ impl LoggingAdaptor {
     }
 }
 
-/// Flushes every live logging adaptor (at process exit).
+/// In a forked child: the thread's buffer (the parent's thread's) is not written by anyone
+/// here, so the next event looks for one again, and finds the adaptor forked (`adopt`).
+extern "C" fn forget_current_buffer_in_child() {
+    let _ = CURRENT.try_with(|current| current.try_borrow_mut().map(|mut current| current.take()));
+}
+
+/// Flushes every live logging adaptor (at process exit). In a forked child whose parent's
+/// thread held the list's lock at the fork, there is nothing of its own to flush.
 pub fn flush_all_logs() {
-    let live: Vec<_> = LIVE.lock().iter().filter_map(Weak::upgrade).collect();
+    let Some(live) = LIVE.try_lock_for(std::time::Duration::from_millis(100)) else { return };
+    let live: Vec<_> = live.iter().filter_map(Weak::upgrade).collect();
     for adaptor in live {
         let _ = adaptor.flush();
     }
