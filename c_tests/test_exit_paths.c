@@ -166,17 +166,20 @@ static size_t count_lines(const char *path) {
 
 /* The log's writer thread is the parent's: the child neither writes the events it inherited
  * (the parent does, once) nor logs its own, and its flush and its exit do not wait for a
- * writer it does not have. */
+ * writer it does not have. Nor does its exit report the parent's live blocks as its leaks. */
 static int log_in_forked_child(void) {
-  char path[128];
-  rmmResource_t cuda, logging;
-  void *block = NULL;
+  char path[128], child_stderr[128];
+  rmmResource_t cuda, logging, tracking;
+  void *block = NULL, *parents = NULL;
   pid_t child;
   int status = 0;
   rmm_test_temp_file(path, sizeof path, "fork-log");
+  rmm_test_temp_file(child_stderr, sizeof child_stderr, "fork-stderr");
   CHECK_OK(rmmCudaResourceCreate(&cuda));
   CHECK_OK(rmmPoolResourceCreate(&pool, cuda, 1 << 20, 0));
   CHECK_OK(rmmLoggingAdaptorCreate(&logging, pool, path));
+  CHECK_OK(rmmTrackingAdaptorCreate(&tracking, pool, false));
+  CHECK_OK(rmmResourceAllocate(tracking, &parents, BYTES, 0));
   CHECK_OK(rmmResourceDestroy(cuda));
   for (int i = 0; i < 10; ++i) {
     CHECK_OK(rmmResourceAllocate(logging, &block, BYTES, 0));
@@ -186,6 +189,7 @@ static int log_in_forked_child(void) {
   CHECK(child >= 0);
   if (child == 0) {
     alarm(20); /* a hang shows as SIGALRM */
+    if (!freopen(child_stderr, "w", stderr)) _exit(FREE_FAILED);
     if (rmmLoggingAdaptorFlush(logging) != RMM_ERROR_IO) _exit(FREE_FAILED);
     if (rmm_test_simulated()) {
       for (int i = 0; i < 5000; ++i) {
@@ -197,6 +201,15 @@ static int log_in_forked_child(void) {
   }
   CHECK(waitpid(child, &status, 0) == child);
   CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  {
+    char *said = rmm_test_read_file(child_stderr);
+    CHECK(said != NULL);
+    CHECK(strstr(said, "outstanding") == NULL);
+    free(said);
+    unlink(child_stderr);
+  }
+  CHECK_OK(rmmResourceDeallocate(tracking, parents, BYTES, 0));
+  CHECK_OK(rmmResourceDestroy(tracking));
   CHECK_OK(rmmResourceAllocate(logging, &block, BYTES, 0));
   CHECK_OK(rmmResourceDeallocate(logging, block, BYTES, 0));
   CHECK_OK(rmmLoggingAdaptorFlush(logging));

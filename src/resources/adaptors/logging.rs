@@ -609,11 +609,9 @@ extern "C" fn forget_current_buffer_in_child() {
     let _ = CURRENT.try_with(|current| current.try_borrow_mut().map(|mut current| current.take()));
 }
 
-/// Flushes every live logging adaptor (at process exit). In a forked child whose parent's
-/// thread held the list's lock at the fork, there is nothing of its own to flush.
+/// Flushes every live logging adaptor (at process exit).
 pub fn flush_all_logs() {
-    let Some(live) = LIVE.try_lock_for(std::time::Duration::from_millis(100)) else { return };
-    let live: Vec<_> = live.iter().filter_map(Weak::upgrade).collect();
+    let Some(live) = super::alive_at_exit(&LIVE) else { return };
     for adaptor in live {
         let _ = adaptor.flush();
     }

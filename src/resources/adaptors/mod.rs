@@ -56,3 +56,11 @@ macro_rules! adaptor_forwarding_methods {
 
 pub use logging::flush_all_logs;
 pub use tracking::report_all_leaks;
+
+/// The adaptors of a process-wide list still alive, for what runs at exit. None where the
+/// list's lock stays taken: in a forked child whose parent's thread held it at the fork, no
+/// one will let it go.
+fn alive_at_exit<T>(list: &parking_lot::Mutex<Vec<std::sync::Weak<T>>>) -> Option<Vec<std::sync::Arc<T>>> {
+    let list = list.try_lock_for(std::time::Duration::from_millis(100))?;
+    Some(list.iter().filter_map(std::sync::Weak::upgrade).collect())
+}

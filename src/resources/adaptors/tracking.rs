@@ -65,6 +65,9 @@ pub struct TrackingAdaptor {
     upstream: Upstream,
     capture_stacks: bool,
     live: BlockRecords<Record>,
+    /// The process whose allocations these are: a child it forks inherits the records but
+    /// did not make those allocations, so it reports none of them as its leaks.
+    owning_process: u32,
 }
 
 static TRACKERS: Mutex<Vec<Weak<TrackingAdaptor>>> = Mutex::new(Vec::new());
@@ -124,7 +127,12 @@ impl TrackingAdaptor {
 
     /// An adaptor whose leaks its owner reports (at `rmmFinalize` and exit it stays quiet).
     pub fn new_unreported(upstream: Arc<dyn MemoryResource>, capture_stacks: bool) -> Arc<Self> {
-        Arc::new(TrackingAdaptor { upstream: Upstream::new(upstream), capture_stacks, live: BlockRecords::new() })
+        Arc::new(TrackingAdaptor {
+            upstream: Upstream::new(upstream),
+            capture_stacks,
+            live: BlockRecords::new(),
+            owning_process: std::process::id(),
+        })
     }
 
     /// Every outstanding allocation, by address: exact at the moment it is taken, since every
@@ -170,6 +178,9 @@ impl TrackingAdaptor {
     }
 
     fn warn_leaks(&self, when: &str) {
+        if std::process::id() != self.owning_process {
+            return;
+        }
         let report = self.report(when);
         if !report.is_empty() {
             log::warn!("{}", report.trim_end());
@@ -179,7 +190,7 @@ impl TrackingAdaptor {
 
 /// Reports the leaks of every live tracking adaptor to the log.
 pub fn report_all_leaks(when: &str) {
-    let trackers: Vec<_> = TRACKERS.lock().iter().filter_map(Weak::upgrade).collect();
+    let Some(trackers) = super::alive_at_exit(&TRACKERS) else { return };
     for tracker in trackers {
         tracker.warn_leaks(when);
     }
