@@ -347,6 +347,27 @@ pub(crate) fn at_exit(hook: fn()) {
     }
 }
 
+/// The process something was made in. A child it forks inherits that thing's memory but
+/// not the threads that serve it, nor the allocations it records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Process(u32);
+
+impl Process {
+    pub fn current() -> Self {
+        Process(std::process::id())
+    }
+
+    /// Whether the calling process is a child forked from this one (a system call: not for
+    /// every allocation).
+    pub fn forked_since(self) -> bool {
+        self != Process::current()
+    }
+
+    pub fn id(self) -> u32 {
+        self.0
+    }
+}
+
 /// Runs `hook` in every child the process forks from now on, on the child's one thread (the
 /// one that called fork) before fork returns there. A hook may only touch that thread's
 /// thread-locals and atomics: any other thread of the parent may have held a lock at the

@@ -247,7 +247,7 @@ pub struct LoggingAdaptor {
     /// The process whose writer thread writes the log. A child it forks has no such thread,
     /// so there the adaptor passes calls through unlogged and neither flushes nor waits at
     /// exit (the parent writes what was buffered before the fork, once).
-    writing_process: u32,
+    writing_process: crate::platform::Process,
 }
 
 static LIVE: Mutex<Vec<Weak<LoggingAdaptor>>> = Mutex::new(Vec::new());
@@ -290,7 +290,7 @@ impl LoggingAdaptor {
             nested_last_order: AtomicU64::new(0),
             spares,
             writer: Mutex::new(Some((sender, writer))),
-            writing_process: std::process::id(),
+            writing_process: crate::platform::Process::current(),
         });
         static WATCH_FORKS: std::sync::Once = std::sync::Once::new();
         WATCH_FORKS.call_once(|| {
@@ -319,7 +319,7 @@ impl LoggingAdaptor {
     /// Whether this process is a fork of the one whose writer thread writes the log (see
     /// `writing_process`).
     fn forked(&self) -> bool {
-        std::process::id() != self.writing_process
+        self.writing_process.forked_since()
     }
 
     /// Writes every buffered line to the file and flushes it; reports any write error since
@@ -328,7 +328,8 @@ impl LoggingAdaptor {
         if self.forked() {
             return Err(Error::Io(format!(
                 "{} is written by process {}; this process, forked from it, does not log there",
-                self.path, self.writing_process
+                self.path,
+                self.writing_process.id()
             )));
         }
         let (answer, answered) = channel();

@@ -67,7 +67,7 @@ pub struct TrackingAdaptor {
     live: BlockRecords<Record>,
     /// The process whose allocations these are: a child it forks inherits the records but
     /// did not make those allocations, so it reports none of them as its leaks.
-    owning_process: u32,
+    owning_process: crate::platform::Process,
 }
 
 static TRACKERS: Mutex<Vec<Weak<TrackingAdaptor>>> = Mutex::new(Vec::new());
@@ -131,7 +131,7 @@ impl TrackingAdaptor {
             upstream: Upstream::new(upstream),
             capture_stacks,
             live: BlockRecords::new(),
-            owning_process: std::process::id(),
+            owning_process: crate::platform::Process::current(),
         })
     }
 
@@ -178,7 +178,7 @@ impl TrackingAdaptor {
     }
 
     fn warn_leaks(&self, when: &str) {
-        if std::process::id() != self.owning_process {
+        if self.owning_process.forked_since() {
             return;
         }
         let report = self.report(when);
