@@ -426,9 +426,7 @@ impl Tlsf {
             if let Some(at) = self.parked.as_slice().iter().rposition(|&(size, _)| size == need) {
                 return Some(self.unpark(at, bytes));
             }
-            // A miss means sizes vary: parked blocks would only fragment, so coalesce them now.
-            self.credit /= 2;
-            self.flush_quick();
+            self.parked_miss();
         } else if need == self.last_freed_size && self.parking {
             self.earn_credit();
         }
@@ -454,8 +452,7 @@ impl Tlsf {
                     return Some(self.unpark(at, bytes));
                 }
             }
-            self.credit /= 2;
-            self.flush_quick();
+            self.parked_miss();
         }
         let padded = units.checked_add((alignment >> GRANULE_SHIFT) - 1)?;
         let index = self.find_free(padded)?;
@@ -508,6 +505,13 @@ impl Tlsf {
         };
         self.hand_out(used, need, bytes);
         Some(aligned)
+    }
+
+    /// No parked block served the request. A miss means sizes vary: parked blocks would only
+    /// fragment, so coalesce them now.
+    fn parked_miss(&mut self) {
+        self.credit /= 2;
+        self.flush_quick();
     }
 
     /// Takes the parked block at `at` of the quick list for a request of `bytes`.

@@ -52,14 +52,16 @@ impl Upstream {
         !matches!(self, Upstream::Other(_))
     }
 
-    /// `allocate` at a multiple of `alignment`, where the upstream `aligns`; otherwise the
-    /// alignment is not applied.
+    /// `allocate` at a multiple of `alignment`, where the upstream `aligns`; an error where it
+    /// does not (never a block that is not aligned).
     #[inline(always)]
     pub fn allocate_aligned(&self, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
         match self {
             Upstream::Pool { core, .. } => core.allocate_aligned(bytes, alignment, stream),
             Upstream::Expandable(expandable) => expandable.allocate_aligned(bytes, alignment, stream),
-            Upstream::Other(other) => other.allocate(bytes, stream),
+            Upstream::Other(other) => {
+                Err(crate::error::Error::Internal(format!("the {} resource does not place aligned blocks", other.name())))
+            }
         }
     }
 
