@@ -100,15 +100,20 @@ struct Result {
   double footprint;  // peak reserved / peak live bytes (0: not measured)
 };
 
-// The pairs workload one step at a time (for `added_per_allocation`).
+// The pairs workload one step at a time (for `added_per_allocation`), on `stream`. With
+// `mixed`, the sizes cycle through kMixedSizes instead of `size`.
+constexpr size_t kMixedSizes[8] = {256, 512, 1024, 2048, 4096, 8192, 16384, 32768};
 template <class A>
 struct PairSteps {
   A& a;
   size_t size;
   int left;
+  cudaStream_t stream = 0;
+  bool mixed = false;
   bool done() const { return left == 0; }
   void step() {
-    a.deallocate(a.allocate(size, 0), size, 0);
+    size_t bytes = mixed ? kMixedSizes[left & 7] : size;
+    a.deallocate(a.allocate(bytes, stream), bytes, stream);
     --left;
   }
 };
@@ -328,6 +333,43 @@ void run_all(const std::string& name, A& a, bool slow, int device, bool short_li
   row("random_allocations", [&] { return random_allocations(a, 20000 / scale, 1 << 20, stream); });
   if (!short_list) row("churn_1000x16MiB", [&] { return churn(a, 1000, 16 << 20, 20000 / scale, stream); });
   row("threads_8", [&] { return threaded(a, 8, 20000 / scale, device); });
+  check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
+// The streams programs allocate on, besides the legacy default stream (NULL): one the
+// application created with the runtime (non-blocking, as cuDF's and NCCL's are), the
+// per-thread default stream, and any the allocator's own API makes (rmmStreamCreate).
+struct NamedStream {
+  std::string name;
+  cudaStream_t stream;
+};
+
+inline std::vector<NamedStream> application_streams() {
+  cudaStream_t created = nullptr;
+  check_cuda(cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  return {{"application stream", created}, {"per-thread default stream", cudaStreamPerThread}};
+}
+
+// Allocate+free pairs on each of `streams`, each timed interleaved with the same pairs on the
+// NULL stream (so a slow spell of the host falls on both): rows "<pairs>@NULL",
+// "<pairs>@<stream>" (ns per pair) and "ratio <pairs>@<stream> / NULL", for 256 B pairs and for
+// pairs cycling through 8 sizes from 256 B to 32 KiB. `samples` timed samples after a warm-up.
+template <class A>
+void stream_pairs(const std::string& name, A& a, const std::vector<NamedStream>& streams, int samples = 9) {
+  for (bool mixed : {false, true}) {
+    std::string pairs = mixed ? "pair_mixed_256B-32KiB" : "pair_256B";
+    for (const auto& s : streams) {
+      for (int i = 0; i <= samples; ++i) {
+        Pinned pinned;
+        PairSteps<A> on_null{a, 256, 100000, nullptr, mixed}, on_stream{a, 256, 100000, s.stream, mixed};
+        auto [null_ns, stream_ns] = interleaved(on_null, on_stream, 100000);
+        if (i == 0) continue;
+        timings_of(pairs + "@NULL", name).ns.push_back(null_ns);
+        timings_of(pairs + "@" + s.name, name).ns.push_back(stream_ns);
+        timings_of("ratio " + pairs + "@" + s.name + " / NULL", name).ns.push_back(stream_ns / null_ns);
+      }
+    }
+  }
   check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 

@@ -88,6 +88,19 @@ int main(void) {
     CHECK_OK(rmmResourceDestroy(async));
   }
 
+  /* Registering: the default streams are refused; a created stream may be unregistered
+   * (announcing its end), registered again and used as before. */
+  CHECK_RMM(rmmStreamRegister(NULL), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmStreamRegister(STREAM_PER_THREAD), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmStreamUnregister(STREAM_LEGACY), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_OK(RMM_ALLOC(&ptr, 4096, a));
+  CHECK_OK(rmmStreamUnregister(a));
+  CHECK_OK(RMM_FREE(ptr, a));
+  CHECK_OK(rmmStreamRegister(a));
+  CHECK_OK(rmmStreamRegister(a));
+  CHECK_OK(RMM_ALLOC(&ptr, 4096, a));
+  CHECK_OK(RMM_FREE(ptr, a));
+
   /* A stream destroyed while its allocation lives: the memory is still freed correctly. */
   CHECK_OK(RMM_ALLOC(&ptr, 2048, b));
   CHECK_OK(rmmStreamSynchronize(b));

@@ -110,10 +110,10 @@ module rmm
     rmmExpandableResourceCreateWithOptions, rmmResourceCreateFromSpec, &
     rmmPinnedHostResourceCreate, rmmResourceDestroy, rmmResourceAllocate, rmmResourceDeallocate, &
     rmmResourceGetDevice, rmmResourceGetName, rmmResourceGetSnapshot, rmmResourceWriteSnapshot, &
-    rmmResourceGetFootprint, rmmStreamCreate, rmmStreamDestroy, rmmStreamSynchronize, &
-    rmmMemcpyAsync, rmmPoolResourceCreate, rmmPoolResourceGetSize, rmmPoolResourceGetFree, &
-    rmmResourceRelease, rmmArenaResourceCreate, rmmBinningResourceCreate, &
-    rmmBinningResourceAddBin, rmmFixedSizeResourceCreate, rmmGetVersion
+    rmmResourceGetFootprint, rmmStreamCreate, rmmStreamDestroy, rmmStreamRegister, &
+    rmmStreamUnregister, rmmStreamSynchronize, rmmMemcpyAsync, rmmPoolResourceCreate, &
+    rmmPoolResourceGetSize, rmmPoolResourceGetFree, rmmResourceRelease, rmmArenaResourceCreate, &
+    rmmBinningResourceCreate, rmmBinningResourceAddBin, rmmFixedSizeResourceCreate, rmmGetVersion
 
   ! The kinds of shareable handle `rmmAsyncResourceCreateExportable` can export pool memory as
   ! (CUDA's `cudaMemAllocationHandleType` values).
@@ -1112,18 +1112,41 @@ module rmm
 
     ! Creates a stream on the current device (as `cudaStreamCreate`: it synchronizes with the
     ! legacy default stream) and writes it to `*stream`. The caller destroys it with
-    ! `rmmStreamDestroy`.
+    ! `rmmStreamDestroy`. rmm-rs recognizes it by its handle alone (see `rmmStreamRegister`).
     integer(c_int) function rmmStreamCreate(stream) bind(c, name="rmmStreamCreate")
       import :: c_int, c_ptr
       type(c_ptr), intent(inout) :: stream
     end function rmmStreamCreate
 
-    ! Destroys a stream made by `rmmStreamCreate` (or `cudaStreamCreate`). The default streams
-    ! cannot be destroyed.
+    ! Destroys a stream made by `rmmStreamCreate`, or by the program (`cudaStreamCreate`), after
+    ! what `rmmStreamUnregister` does. The default streams cannot be destroyed.
     integer(c_int) function rmmStreamDestroy(stream) bind(c, name="rmmStreamDestroy")
       import :: c_int, c_ptr
       type(c_ptr), value :: stream
     end function rmmStreamDestroy
+
+    ! Tells rmm-rs that the program's live `stream` (from `cudaStreamCreate`, say) will be
+    ! destroyed only after `rmmStreamUnregister` (or through `rmmStreamDestroy`). rmm-rs then
+    ! recognizes it by its handle alone, so allocations on it make no driver call, as on the
+    ! default streams. Without it, an allocation on a stream rmm-rs did not make asks the driver
+    ! for the stream's id (`cuStreamGetId`, about 30 ns), because a destroyed stream's handle may
+    ! be handed to a new stream while the old one's work still runs. Registering twice is
+    ! harmless; the default streams need no registration and are refused. The preload library
+    ! registers every stream the program creates.
+    integer(c_int) function rmmStreamRegister(stream) bind(c, name="rmmStreamRegister")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: stream
+    end function rmmStreamRegister
+
+    ! Call with `stream` still alive, right before destroying it with `cudaStreamDestroy`:
+    ! rmm-rs records on it what orders the reuse of memory freed there, stops using its handle,
+    ! and no longer trusts it (a later stream may get the same handle). Any stream rmm-rs was
+    ! used with may be unregistered, registered or not; `rmmStreamDestroy` does this itself.
+    ! The default streams are refused.
+    integer(c_int) function rmmStreamUnregister(stream) bind(c, name="rmmStreamUnregister")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: stream
+    end function rmmStreamUnregister
 
     ! Waits until all work enqueued on `stream` has finished.
     integer(c_int) function rmmStreamSynchronize(stream) bind(c, name="rmmStreamSynchronize")

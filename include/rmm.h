@@ -759,12 +759,29 @@ enum rmmError_t rmmResourceGetFootprint(rmmResource_t resource, struct rmmFootpr
 
 // Creates a stream on the current device (as `cudaStreamCreate`: it synchronizes with the
 // legacy default stream) and writes it to `*stream`. The caller destroys it with
-// `rmmStreamDestroy`.
+// `rmmStreamDestroy`. rmm-rs recognizes it by its handle alone (see `rmmStreamRegister`).
 enum rmmError_t rmmStreamCreate(cudaStream_t *stream);
 
-// Destroys a stream made by `rmmStreamCreate` (or `cudaStreamCreate`). The default streams
-// cannot be destroyed.
+// Destroys a stream made by `rmmStreamCreate`, or by the program (`cudaStreamCreate`), after
+// what `rmmStreamUnregister` does. The default streams cannot be destroyed.
 enum rmmError_t rmmStreamDestroy(cudaStream_t stream);
+
+// Tells rmm-rs that the program's live `stream` (from `cudaStreamCreate`, say) will be
+// destroyed only after `rmmStreamUnregister` (or through `rmmStreamDestroy`). rmm-rs then
+// recognizes it by its handle alone, so allocations on it make no driver call, as on the
+// default streams. Without it, an allocation on a stream rmm-rs did not make asks the driver
+// for the stream's id (`cuStreamGetId`, about 30 ns), because a destroyed stream's handle may
+// be handed to a new stream while the old one's work still runs. Registering twice is
+// harmless; the default streams need no registration and are refused. The preload library
+// registers every stream the program creates.
+enum rmmError_t rmmStreamRegister(cudaStream_t stream);
+
+// Call with `stream` still alive, right before destroying it with `cudaStreamDestroy`:
+// rmm-rs records on it what orders the reuse of memory freed there, stops using its handle,
+// and no longer trusts it (a later stream may get the same handle). Any stream rmm-rs was
+// used with may be unregistered, registered or not; `rmmStreamDestroy` does this itself.
+// The default streams are refused.
+enum rmmError_t rmmStreamUnregister(cudaStream_t stream);
 
 // Waits until all work enqueued on `stream` has finished.
 enum rmmError_t rmmStreamSynchronize(cudaStream_t stream);

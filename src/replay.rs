@@ -639,12 +639,11 @@ fn run(
     overhead: f64,
     observer: Option<(&mut Observer<'_>, usize)>,
 ) -> Result<Pass, String> {
-    let platform = backend().map_err(|e| e.to_string())?;
     let device = resource.device();
     let mut streams = vec![Stream::DEFAULT];
     let mut result = Ok(());
     for _ in 0..plan.created_streams {
-        match platform.stream_create(device) {
+        match crate::resources::streams::create(device) {
             Ok(stream) => streams.push(stream),
             Err(e) => {
                 result = Err(format!("creating a stream on device {device}: {e}"));
@@ -654,7 +653,7 @@ fn run(
     }
     let pass = result.and_then(|()| run_on_streams(plan, resource, options, &streams, device_baseline, overhead, observer));
     for &stream in &streams[1..] {
-        if let Err(e) = platform.stream_destroy(stream) {
+        if let Err(e) = crate::resources::streams::destroy(stream) {
             log::warn!("destroying replay stream {:#x}: {e}", stream.0);
         }
     }

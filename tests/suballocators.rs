@@ -14,10 +14,13 @@ fn upstream() -> Arc<dyn MemoryResource> {
     Arc::new(DirectResource::cuda(0).unwrap())
 }
 
+/// The default streams, two streams whose handles rmm-rs trusts (made by it) and two it
+/// checks against the driver's id (the program's own).
 fn streams() -> Vec<Stream> {
     let platform = backend().unwrap();
     let mut streams = vec![Stream::DEFAULT, Stream::PER_THREAD];
-    streams.extend((0..3).map(|_| platform.stream_create(0).unwrap()));
+    streams.extend((0..2).map(|_| rmm::resources::streams::create(0).unwrap()));
+    streams.extend((0..2).map(|_| platform.stream_create(0).unwrap()));
     streams
 }
 

@@ -151,6 +151,7 @@ fn driver_hooks() -> &'static [(usize, usize)] {
             (c"cuMemGetInfo_v2", cuMemGetInfo_v2 as *const () as usize),
             (c"cuMemAllocPitch_v2", cuMemAllocPitch_v2 as *const () as usize),
         ]);
+        table.extend(pairs(&crate::streams::driver_hooks()));
         table.extend_from_slice(get_proc_address_hooks());
         table
     })

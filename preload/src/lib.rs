@@ -4,6 +4,8 @@
 //! - The CUDA runtime (programs that use the shared `libcudart.so`): `cudaMalloc`, `cudaFree`,
 //!   `cudaMallocAsync`, `cudaFreeAsync`, `cudaMallocPitch` and `cudaMemGetInfo` are defined
 //!   here, so the dynamic linker binds the program's calls to them.
+//! - Streams, in the runtime and the driver: creation and destruction are announced to rmm-rs
+//!   (`streams.rs`), so that it trusts every stream's handle and retires it when it goes.
 //! - The driver (which also catches the static runtime, nvcc's default): `cuMemAlloc_v2`,
 //!   `cuMemFree_v2`, `cuMemAllocAsync`, `cuMemFreeAsync` (and their per-thread-stream `_ptsz`
 //!   variants) and `cuMemGetInfo_v2`, both as exported symbols and through `cuGetProcAddress`,
@@ -22,6 +24,7 @@ mod librmm;
 mod real;
 mod route;
 mod runtime;
+mod streams;
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -17,6 +17,7 @@ type MessageFn = unsafe extern "C" fn() -> *const c_char;
 type CurrentResourceFn = unsafe extern "C" fn(*mut *mut c_void) -> c_int;
 type PoolFreeFn = unsafe extern "C" fn(*mut c_void, *mut usize) -> c_int;
 type DestroyFn = unsafe extern "C" fn(*mut c_void) -> c_int;
+type StreamFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 
 /// The librmm entry points the hooks use.
 pub struct Rmm {
@@ -26,6 +27,8 @@ pub struct Rmm {
     current_resource: CurrentResourceFn,
     pool_free: PoolFreeFn,
     destroy: DestroyFn,
+    register_stream: StreamFn,
+    unregister_stream: StreamFn,
 }
 
 // SAFETY: plain function pointers into a library that stays loaded.
@@ -34,6 +37,26 @@ unsafe impl Send for Rmm {}
 unsafe impl Sync for Rmm {}
 
 impl Rmm {
+    /// Announces a stream the program just made (a failure only costs its allocations a
+    /// driver call each: said on stderr once).
+    pub fn register_stream(&self, stream: *mut c_void) {
+        // SAFETY: a live stream the real creation function just returned.
+        self.report_stream_failure("rmmStreamRegister", unsafe { (self.register_stream)(stream) });
+    }
+
+    /// Announces that the program is about to destroy `stream`.
+    pub fn unregister_stream(&self, stream: *mut c_void) {
+        // SAFETY: the program's stream, still alive (the real destroy runs after this).
+        self.report_stream_failure("rmmStreamUnregister", unsafe { (self.unregister_stream)(stream) });
+    }
+
+    fn report_stream_failure(&self, call: &str, result: c_int) {
+        static SAID: std::sync::Once = std::sync::Once::new();
+        if result != RMM_SUCCESS {
+            SAID.call_once(|| eprintln!("rmm preload: {call} failed: {}", self.last_error()));
+        }
+    }
+
     pub fn last_error(&self) -> String {
         // SAFETY: rmmGetLastErrorMessage returns a NUL-terminated string owned by librmm.
         unsafe { CStr::from_ptr((self.last_error)()) }.to_string_lossy().into_owned()
@@ -112,6 +135,8 @@ fn load() -> Result<Rmm, String> {
         current_resource: symbol(handle, c"rmmGetCurrentDeviceResource")?,
         pool_free: symbol(handle, c"rmmPoolResourceGetFree")?,
         destroy: symbol(handle, c"rmmResourceDestroy")?,
+        register_stream: symbol(handle, c"rmmStreamRegister")?,
+        unregister_stream: symbol(handle, c"rmmStreamUnregister")?,
     };
     let configure: ConfigureFn = symbol(handle, c"rmmConfigure")?;
     // SAFETY: NULL asks rmmConfigure to read RMM_ALLOC_CONF itself.

@@ -5,31 +5,58 @@ use super::types::{cudaStream_t, stream_of};
 use super::{boundary, non_null, write_out};
 use crate::error::{rmmError_t, Error};
 use crate::platform::{backend, Stream};
+use crate::resources::streams;
 
 /// Creates a stream on the current device (as `cudaStreamCreate`: it synchronizes with the
 /// legacy default stream) and writes it to `*stream`. The caller destroys it with
-/// `rmmStreamDestroy`.
+/// `rmmStreamDestroy`. rmm-rs recognizes it by its handle alone (see `rmmStreamRegister`).
 #[no_mangle]
 pub extern "C" fn rmmStreamCreate(stream: *mut cudaStream_t) -> rmmError_t {
     boundary("rmmStreamCreate", || {
         non_null(stream, "stream")?;
-        let platform = backend()?;
-        let created = platform.stream_create(platform.current_device()?)?;
+        let created = streams::create(backend()?.current_device()?)?;
         write_out(stream, "stream", created.0 as cudaStream_t)
     })
 }
 
-/// Destroys a stream made by `rmmStreamCreate` (or `cudaStreamCreate`). The default streams
-/// cannot be destroyed.
+/// Destroys a stream made by `rmmStreamCreate`, or by the program (`cudaStreamCreate`), after
+/// what `rmmStreamUnregister` does. The default streams cannot be destroyed.
 #[no_mangle]
 pub extern "C" fn rmmStreamDestroy(stream: cudaStream_t) -> rmmError_t {
-    boundary("rmmStreamDestroy", || {
-        let stream = stream_of(stream);
-        if matches!(stream, Stream::DEFAULT | Stream::LEGACY | Stream::PER_THREAD) {
-            return Err(Error::invalid("the default streams cannot be destroyed"));
+    boundary("rmmStreamDestroy", || streams::destroy(created_stream(stream)?))
+}
+
+/// Tells rmm-rs that the program's live `stream` (from `cudaStreamCreate`, say) will be
+/// destroyed only after `rmmStreamUnregister` (or through `rmmStreamDestroy`). rmm-rs then
+/// recognizes it by its handle alone, so allocations on it make no driver call, as on the
+/// default streams. Without it, an allocation on a stream rmm-rs did not make asks the driver
+/// for the stream's id (`cuStreamGetId`, about 30 ns), because a destroyed stream's handle may
+/// be handed to a new stream while the old one's work still runs. Registering twice is
+/// harmless; the default streams need no registration and are refused. The preload library
+/// registers every stream the program creates.
+#[no_mangle]
+pub extern "C" fn rmmStreamRegister(stream: cudaStream_t) -> rmmError_t {
+    boundary("rmmStreamRegister", || streams::register(created_stream(stream)?))
+}
+
+/// Call with `stream` still alive, right before destroying it with `cudaStreamDestroy`:
+/// rmm-rs records on it what orders the reuse of memory freed there, stops using its handle,
+/// and no longer trusts it (a later stream may get the same handle). Any stream rmm-rs was
+/// used with may be unregistered, registered or not; `rmmStreamDestroy` does this itself.
+/// The default streams are refused.
+#[no_mangle]
+pub extern "C" fn rmmStreamUnregister(stream: cudaStream_t) -> rmmError_t {
+    boundary("rmmStreamUnregister", || streams::unregister(created_stream(stream)?))
+}
+
+/// `stream`, refused when it is one of the default streams, which live forever.
+fn created_stream(stream: cudaStream_t) -> crate::error::Result<Stream> {
+    match stream_of(stream) {
+        Stream::DEFAULT | Stream::LEGACY | Stream::PER_THREAD => {
+            Err(Error::invalid("the default streams cannot be registered, unregistered or destroyed"))
         }
-        backend()?.stream_destroy(stream)
-    })
+        stream => Ok(stream),
+    }
 }
 
 /// Waits until all work enqueued on `stream` has finished.

@@ -11,6 +11,7 @@ pub mod published;
 pub mod shared;
 pub mod sim;
 mod sim_vmm;
+pub mod streams;
 mod vector_clock;
 
 use crate::error::{Error, Result};

@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use std::alloc::Layout;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 const DEFAULT_CAPACITY: usize = 8 << 30;
 const ALIGNMENT: usize = 256;
@@ -75,6 +75,10 @@ struct SimState {
     releases: BTreeMap<usize, Release>,
     races: Vec<String>,
     next_handle: usize,
+    /// Handles of destroyed streams, handed out again by the next streams made (most recent
+    /// first), as the CUDA driver may: code that trusts a stale handle then meets another
+    /// stream, and the race checker sees what it does with it.
+    free_stream_handles: Vec<usize>,
     /// Bytes prefetched so far, for tests of the prefetch adaptor.
     prefetched_bytes: usize,
     /// Work that tests hold running (stream id, its tick): events after it have not completed
@@ -88,6 +92,29 @@ pub struct SimDevices {
     state: Mutex<SimState>,
     race_action: AtomicU8,
     virtual_memory: Mutex<super::sim_vmm::VirtualMemory>,
+    calls: [AtomicU64; 4],
+}
+
+/// How many of the driver calls that cost on a real GPU the simulated devices answered, for
+/// tests that hold a path to none of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DriverCalls {
+    /// `cuStreamGetId`.
+    pub stream_identity: u64,
+    /// `cuEventRecord`.
+    pub event_record: u64,
+    /// `cuStreamWaitEvent`.
+    pub stream_wait_event: u64,
+    /// The host waiting for a stream, an event or the whole device.
+    pub host_wait: u64,
+}
+
+#[derive(Clone, Copy)]
+enum Call {
+    StreamIdentity,
+    EventRecord,
+    StreamWaitEvent,
+    HostWait,
 }
 
 thread_local! {
@@ -149,6 +176,22 @@ impl SimDevices {
             state: Mutex::new(state),
             race_action: AtomicU8::new(race_action as u8),
             virtual_memory: Mutex::new(Default::default()),
+            calls: Default::default(),
+        }
+    }
+
+    fn count(&self, call: Call) {
+        self.calls[call as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The costly driver calls answered so far (all threads).
+    pub fn driver_calls(&self) -> DriverCalls {
+        let read = |call: Call| self.calls[call as usize].load(Ordering::Relaxed);
+        DriverCalls {
+            stream_identity: read(Call::StreamIdentity),
+            event_record: read(Call::EventRecord),
+            stream_wait_event: read(Call::StreamWaitEvent),
+            host_wait: read(Call::HostWait),
         }
     }
 
@@ -433,13 +476,14 @@ impl SimDevices {
     pub fn stream_create(&self, device: i32) -> Result<Stream> {
         self.check_device(device)?;
         let mut state = self.state.lock();
-        let handle = state.new_handle();
+        let handle = state.free_stream_handles.pop().unwrap_or_else(|| state.new_handle());
         let id = state.add_stream(device, true);
         state.stream_handles.insert(handle, id);
         Ok(Stream(handle))
     }
 
     pub fn stream_identity(&self, stream: Stream) -> Result<u64> {
+        self.count(Call::StreamIdentity);
         Ok(self.state.lock().resolve_stream(stream)? as u64 + 1)
     }
 
@@ -455,6 +499,7 @@ impl SimDevices {
             .stream_handles
             .remove(&stream.0)
             .ok_or_else(|| Error::invalid(format!("stream {:#x} is not a live created stream", stream.0)))?;
+        state.free_stream_handles.push(stream.0);
         if let Some(destroyed) = state.streams[id].take() {
             state.retired_clocks.entry(destroyed.device).or_default().join(&destroyed.clock);
         }
@@ -462,6 +507,7 @@ impl SimDevices {
     }
 
     pub fn stream_synchronize(&self, stream: Stream) -> Result<()> {
+        self.count(Call::HostWait);
         let mut state = self.state.lock();
         let id = state.resolve_stream(stream)?;
         let clock = state.stream(id).clock.clone();
@@ -473,6 +519,7 @@ impl SimDevices {
     /// The host waits for all work on every stream of `device`.
     pub fn device_synchronize(&self, device: i32) -> Result<()> {
         self.check_device(device)?;
+        self.count(Call::HostWait);
         let mut state = self.state.lock();
         let mut clock = state.host_clock.clone();
         for stream in state.streams.iter().flatten().filter(|s| s.device == device) {
@@ -502,6 +549,7 @@ impl SimDevices {
     }
 
     pub fn event_record(&self, device: i32, event: Event, stream: Stream) -> Result<()> {
+        self.count(Call::EventRecord);
         let mut state = self.state.lock();
         let id = state.resolve_stream_on(stream, device)?;
         if !state.events.contains_key(&event.0) {
@@ -528,6 +576,7 @@ impl SimDevices {
 
     /// The host waits for the event, held work before it included (which then finishes).
     pub fn event_synchronize(&self, event: Event) -> Result<()> {
+        self.count(Call::HostWait);
         let mut state = self.state.lock();
         let clock = state.event_clock(event)?;
         state.host_clock.join(&clock);
@@ -555,6 +604,7 @@ impl SimDevices {
     }
 
     pub fn stream_wait_event(&self, device: i32, stream: Stream, event: Event) -> Result<()> {
+        self.count(Call::StreamWaitEvent);
         let mut state = self.state.lock();
         let id = state.resolve_stream_on(stream, device)?;
         let clock = state

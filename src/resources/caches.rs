@@ -8,10 +8,12 @@
 use crate::error::Result;
 use std::sync::{Mutex, Weak};
 
-/// A resource that keeps memory it does not use.
+/// A resource that keeps memory it does not use, in the order of the streams that freed it.
 pub trait Cache: Send + Sync {
     /// Returns what it keeps free to its upstream; the bytes released.
     fn release_cached(&self) -> Result<usize>;
+    /// The stream with `identity` is going away (see `super::streams`).
+    fn retire_stream(&self, identity: u64, alive: Option<crate::platform::Stream>) -> Result<()>;
 }
 
 /// (device, cache); entries whose resource is gone are dropped as new ones come.
@@ -30,6 +32,23 @@ pub fn retry_after_releasing<T>(device: i32, attempt: impl Fn() -> Result<T>) ->
         Err(e) if e.is_out_of_memory() && release_all(device) > 0 => attempt(),
         done => done,
     }
+}
+
+/// Tells every resource, of every device, that the stream with `identity` is going away:
+/// `alive` names it while it still lives. The first failure is returned, after all were told.
+pub fn retire_stream(identity: u64, alive: Option<crate::platform::Stream>) -> Result<()> {
+    let live: Vec<_> = {
+        let caches = CACHES.lock().unwrap_or_else(|e| e.into_inner());
+        caches.iter().filter_map(|(_, cache)| cache.upgrade()).collect()
+    };
+    let mut first = Ok(());
+    for cache in &live {
+        let told = cache.retire_stream(identity, alive);
+        if first.is_ok() {
+            first = told;
+        }
+    }
+    first
 }
 
 /// Releases what every resource of `device` keeps free; the bytes released. Resources above

@@ -13,6 +13,7 @@ mod fixed_size;
 mod pool;
 pub mod snapshot;
 pub mod stream_ordered;
+pub mod streams;
 
 pub use arena::ArenaResource;
 pub use binning::BinningResource;

@@ -6,20 +6,25 @@
 //! order: a wholly free chunk from another stream, a new chunk from upstream (growing
 //! geometrically, backing off when upstream fails), a single block from another stream, and
 //! finally, after a device synchronization, the wholly free chunks of every stream back
-//! upstream to grow again. Ordering uses events, never host synchronization: each stream
-//! records its event at every free, on the stream the caller passes (alive then), so the event
-//! covers every block freed there, also chunks merged from several frees; a stream taking
-//! memory from stream T waits on T's event. A stored stream handle is never used again (the
-//! application may have destroyed that stream), except the legacy default stream's, which
-//! lives forever and therefore records its event lazily, when memory is taken from it. A
-//! block freed on a stream other than its owner's leaves the freeing stream's event pending
-//! on the owner's index: whoever reuses blocks from there waits on it first. Streams are keyed
-//! by identity, not handle value (RMM #2251).
+//! upstream to grow again.
+//!
+//! Ordering uses events, never host synchronization, and no driver call on the path of an
+//! allocation or free that its own stream serves: a stream's event is recorded only when
+//! another stream takes memory from it, to cover the frees made there since it was last
+//! recorded (also chunks merged from several frees); the taker waits on it. Recording needs a
+//! live handle, so who may record is part of a stream's state (`Recorder`): anyone for the
+//! legacy default stream and for streams whose destruction the library sees (they record once
+//! more and retire when destroyed, `Core::retire_stream`); only the stream's own allocations for
+//! per-thread default streams and for streams the library did not see made (a taker asks, and
+//! takes elsewhere meanwhile). A block freed on a stream other than its owner's leaves the
+//! freeing stream's event pending on the owner's index: whoever reuses blocks from there waits
+//! on it first. Streams are keyed by identity, not handle value (RMM #2251; see
+//! `platform::streams` for when a handle alone is trusted).
 
 use crate::error::{Error, Result};
 use crate::platform::biased_lock::BiasedLock;
 use crate::platform::sim::SimDevices;
-use crate::platform::{backend, Event, Stream};
+use crate::platform::{backend, streams, Event, Stream};
 use crate::resources::MemoryResource;
 use crate::units;
 use parking_lot::{Mutex, RwLock};
@@ -162,11 +167,22 @@ forward_block_index!(FixedBlocks);
 static NEXT_CORE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 const STATE_CACHE_SIZE: usize = 8;
 
-type CachedState = (u64, u64, Arc<dyn std::any::Any + Send + Sync>);
+/// How a thread found the state of a stream other than the legacy default stream, kept so that
+/// its next call on that stream needs neither a lock nor the driver.
+struct CachedState {
+    core: u64,
+    handle: usize,
+    /// `streams::epoch()` before the lookup: a handle forgotten since may name another stream.
+    epoch: u64,
+    /// The handle is not trusted (`platform::streams`): an allocation checks the driver's id.
+    check_identity: bool,
+    /// An `Arc<StreamState<I>>` of the core's index type.
+    state: Box<dyn std::any::Any>,
+}
 
 thread_local! {
-    /// The stream states this thread used last, by (core id, key): spares a lookup under the
-    /// shared map's lock, which every thread's allocations would otherwise contend on.
+    /// The stream states this thread used last: spares a lookup under the shared map's lock,
+    /// which every thread's allocations would otherwise contend on.
     static STATE_CACHE: std::cell::RefCell<Vec<CachedState>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -212,21 +228,20 @@ struct PendingRelease {
     ranges: Vec<(usize, usize)>,
 }
 
-/// A stream's state, borrowed (the default stream's, which lives as long as the resource) or
-/// counted.
-enum StateRef<'a, I> {
-    Borrowed(&'a Arc<StreamState<I>>),
-    Owned(Arc<StreamState<I>>),
-}
-
-impl<I> std::ops::Deref for StateRef<'_, I> {
-    type Target = Arc<StreamState<I>>;
-    fn deref(&self) -> &Self::Target {
-        match self {
-            StateRef::Borrowed(state) => state,
-            StateRef::Owned(state) => state,
-        }
-    }
+/// Who may record a stream's event on its handle, to cover the frees made there since it was
+/// last recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Recorder {
+    /// Any thread, at any time: the legacy default stream (it lives forever), and streams whose
+    /// destruction the library sees (they retire first, under the shelf's lock).
+    AnyThread,
+    /// Only an allocation on the stream itself, which shows it alive and named by its handle:
+    /// a thread's per-thread default stream (only that thread can name it), and streams whose
+    /// handle the driver's id confirms at each allocation.
+    OwnAllocations,
+    /// Nobody: the stream is gone. Retiring recorded its event last; frees made into its index
+    /// since are covered only by a device synchronization.
+    Nobody,
 }
 
 /// A stream's free blocks, and the events of other streams whose frees into this index must
@@ -234,30 +249,26 @@ impl<I> std::ops::Deref for StateRef<'_, I> {
 struct Shelf<I> {
     index: I,
     pending: Vec<Event>,
-    /// The owning stream freed blocks here after it last recorded its event, so that event
-    /// does not cover every free block: other streams may then take memory from here only
-    /// after a device synchronization.
+    /// The owning stream freed blocks here (or waited for other streams' frees) after it last
+    /// recorded its event, so that event does not cover every free block: another stream takes
+    /// memory from here only after recording it, or after a device synchronization.
     unrecorded_frees: bool,
+    /// Another stream wanted memory from here while only the stream's own allocations may
+    /// record: the next one records.
+    record_wanted: bool,
+    recorder: Recorder,
 }
 
 /// Aligned to two cache lines: its shelf is written on every allocation and free, and must
 /// not share a line with anything another thread writes (the driver's threads allocate too).
 #[repr(align(128))]
 struct StreamState<I> {
-    /// Used only when this is the legacy default stream, which is never destroyed: handles of
-    /// other streams may be dead by the time another stream takes memory from here.
+    /// The handle the stream had when its state was made: used by other threads only while the
+    /// shelf's `recorder` is `AnyThread`.
     stream: Stream,
     identity: u64,
-    /// Recorded on this stream at every free (the stream is alive then); the legacy default
-    /// stream records it only when another stream takes memory from it.
     event: Event,
     shelf: BiasedLock<Shelf<I>>,
-}
-
-impl<I> StreamState<I> {
-    fn is_legacy_default(&self) -> bool {
-        self.identity == 0
-    }
 }
 
 /// Chunk base -> (size, the stream whose index holds it).
@@ -376,9 +387,10 @@ impl<I: BlockIndex> StreamOrdered<I> {
         }
         let core = Core::new(name, upstream, growth, initial, maximum, new_index);
         if initial > 0 {
-            let state = core.state_for(Stream::DEFAULT)?;
-            let _guard = core.growing.lock();
-            core.add_upstream_chunk(&state, initial, Stream::DEFAULT)?;
+            core.with_state(Stream::DEFAULT, true, |state| {
+                let _guard = core.growing.lock();
+                core.add_upstream_chunk(state, initial, Stream::DEFAULT)
+            })?;
         }
         Ok(StreamOrdered { core })
     }
@@ -499,36 +511,19 @@ impl<I: BlockIndex> Core<I> {
         &*self.upstream
     }
 
-    #[inline]
-    fn identity(&self, stream: Stream) -> Result<u64> {
-        if matches!(stream, Stream::DEFAULT | Stream::LEGACY) {
-            return Ok(0);
-        }
-        Self::identity_of_stream(stream)
-    }
-
-    #[inline(never)]
-    fn identity_of_stream(stream: Stream) -> Result<u64> {
-        let platform = backend()?;
-        platform.stream_identity(stream).or_else(|_| {
-            // The per-thread default stream needs a current context on this thread.
-            platform.current_device()?;
-            platform.stream_identity(stream)
-        })
-    }
-
-    /// The state of `stream`: the legacy default stream's without touching a reference count
-    /// (the common case, inline), others through the thread's cache.
+    /// Runs `f` on the state of `stream` (for an allocation when `allocating`): the legacy
+    /// default stream's without touching a lock or reference count (the common case, inline),
+    /// others through the thread's cache.
     #[inline(always)]
-    fn state_for(&self, stream: Stream) -> Result<StateRef<'_, I>> {
+    fn with_state<R>(&self, stream: Stream, allocating: bool, f: impl FnOnce(&Arc<StreamState<I>>) -> Result<R>) -> Result<R> {
         match self.default_state_for(stream) {
-            Some(state) => Ok(StateRef::Borrowed(state)),
-            None => self.state_for_other(stream),
+            Some(state) => f(state),
+            None => self.with_other_state(stream, allocating, f),
         }
     }
 
     /// The legacy default stream's state, when `stream` is that stream and its state exists:
-    /// the common case, with no lock, reference count or `StateRef` to go through.
+    /// the common case, with no lock or reference count to go through.
     #[inline(always)]
     fn default_state_for(&self, stream: Stream) -> Option<&Arc<StreamState<I>>> {
         if !matches!(stream, Stream::DEFAULT | Stream::LEGACY) {
@@ -540,68 +535,110 @@ impl<I: BlockIndex> Core<I> {
         }
     }
 
-    #[inline(never)]
-    fn state_for_other(&self, stream: Stream) -> Result<StateRef<'_, I>> {
-        let identity = self.identity(stream)?;
-        if identity == 0 {
-            return match self.per_thread_default_stream.load(Ordering::Relaxed) {
-                false => self.default_state.get_or_try_init(|| self.shared_state(0, Stream::DEFAULT)),
-                true => self.thread_states.get_or_try(|| self.shared_state(0, Stream::DEFAULT)),
+    /// `with_state` for any other stream, or before the legacy default stream's state exists:
+    /// the state this thread found last for the handle, while the handle has not been forgotten
+    /// since and, for a handle that is not trusted, the driver's id still matches at an
+    /// allocation. `f` runs while the thread's cache is borrowed (nested calls on this thread
+    /// go without it).
+    #[inline(always)]
+    fn with_other_state<R>(&self, stream: Stream, allocating: bool, f: impl FnOnce(&Arc<StreamState<I>>) -> Result<R>) -> Result<R> {
+        let epoch = streams::epoch();
+        let mut f = Some(f);
+        let cached = STATE_CACHE.try_with(|cache| {
+            let cache = cache.try_borrow().ok()?;
+            let entry = cache.iter().find(|entry| entry.core == self.id && entry.handle == stream.0)?;
+            let state = entry.state.downcast_ref::<Arc<StreamState<I>>>().filter(|_| entry.epoch == epoch)?;
+            if allocating && entry.check_identity {
+                match self.identity_matches(state, stream) {
+                    Ok(true) => {}
+                    Ok(false) => return None,
+                    Err(e) => return Some(Err(e)),
+                }
             }
-            .map(StateRef::Borrowed);
+            f.take().map(|f| f(state))
+        });
+        match (cached, f) {
+            (Ok(Some(result)), _) => result,
+            (_, Some(f)) => self.with_state_looked_up(stream, f),
+            (_, None) => Err(Error::Internal("a stream's state was used and not found".into())),
         }
-        self.shared_state(identity, stream).map(StateRef::Owned)
     }
 
-    /// The state of a stream, through this thread's cache. States are keyed by stream
-    /// identity, or by thread for per-thread arenas on the legacy default stream.
-    fn shared_state(&self, identity: u64, stream: Stream) -> Result<Arc<StreamState<I>>> {
+    /// Whether the driver's id of `stream` is still `state`'s (the handle may have been
+    /// destroyed and handed to a new stream since).
+    #[inline(never)]
+    fn identity_matches(&self, state: &StreamState<I>, stream: Stream) -> Result<bool> {
+        Ok(backend()?.stream_identity(stream)? == state.identity)
+    }
+
+    /// `with_other_state` on a miss: finds the state in the shared map (making it if new) and
+    /// remembers it in the thread's cache.
+    #[inline(never)]
+    fn with_state_looked_up<R>(&self, stream: Stream, f: impl FnOnce(&Arc<StreamState<I>>) -> Result<R>) -> Result<R> {
+        // Before the lookup: a handle forgotten meanwhile leaves this entry stale.
+        let epoch = streams::epoch();
+        let (state, check_identity) = match stream {
+            Stream::DEFAULT | Stream::LEGACY => {
+                let state = match self.per_thread_default_stream.load(Ordering::Relaxed) {
+                    false => self.default_state.get_or_try_init(|| self.state_from_map(0, Stream::DEFAULT, Recorder::AnyThread))?,
+                    true => self.thread_states.get_or_try(|| self.state_from_map(0, Stream::DEFAULT, Recorder::AnyThread))?,
+                };
+                return f(state);
+            }
+            Stream::PER_THREAD => (self.state_from_map(streams::per_thread_identity(), stream, Recorder::OwnAllocations)?, false),
+            stream => match streams::known_identity(stream) {
+                Some(identity) => (self.state_from_map(identity, stream, Recorder::AnyThread)?, false),
+                None => (self.state_from_map(backend()?.stream_identity(stream)?, stream, Recorder::OwnAllocations)?, true),
+            },
+        };
+        let _ = STATE_CACHE.try_with(|cache| {
+            if let Ok(mut cache) = cache.try_borrow_mut() {
+                cache.retain(|entry| entry.core != self.id || entry.handle != stream.0);
+                if cache.len() == STATE_CACHE_SIZE {
+                    cache.remove(0);
+                }
+                cache.push(CachedState { core: self.id, handle: stream.0, epoch, check_identity, state: Box::new(state.clone()) });
+            }
+        });
+        f(&state)
+    }
+
+    /// The state of the stream with `identity` (0: the legacy default stream; per-thread arenas
+    /// key it by thread), made if new; `recorder` is who may record its event, as the caller just
+    /// learned it.
+    fn state_from_map(&self, identity: u64, stream: Stream, recorder: Recorder) -> Result<Arc<StreamState<I>>> {
         let key = match identity {
             // A key no stream identity uses (top bit set), unique to the thread.
             0 if self.per_thread_default_stream.load(Ordering::Relaxed) => (1 << 63) | crate::platform::bias::thread_key(),
             identity => identity,
         };
-        // `try_with` and `try_borrow`: a call from a thread-local destructor, or from inside
-        // another call on this thread, goes without the cache.
-        let cached = STATE_CACHE.try_with(|cache| {
-            let cache = cache.try_borrow().ok()?;
-            let (_, _, state) = cache.iter().find(|(core, k, _)| *core == self.id && *k == key)?;
-            state.clone().downcast::<StreamState<I>>().ok()
-        });
-        if let Ok(Some(state)) = cached {
-            return Ok(state);
-        }
-        let state = self.state_from_map(identity, stream, key)?;
-        let _ = STATE_CACHE.try_with(|cache| {
-            if let Ok(mut cache) = cache.try_borrow_mut() {
-                if cache.len() == STATE_CACHE_SIZE {
-                    cache.remove(0);
-                }
-                cache.push((self.id, key, state.clone()));
-            }
-        });
-        Ok(state)
-    }
-
-    fn state_from_map(&self, identity: u64, stream: Stream, key: u64) -> Result<Arc<StreamState<I>>> {
         if let Some(state) = self.streams.read().get(&key) {
+            Self::learn_recorder(state, recorder);
             return Ok(state.clone());
         }
         let mut streams = self.streams.write();
         if let Some(state) = streams.get(&key) {
+            Self::learn_recorder(state, recorder);
             return Ok(state.clone());
         }
         let event = backend()?.event_create(self.device)?;
         let mut index = (self.new_index)();
-        if identity == 0 {
-            // The legacy default stream records its event when memory is taken from it, which
-            // covers parked blocks too.
-            index.enable_parking();
-        }
-        let shelf = BiasedLock::new(Shelf { index, pending: Vec::new(), unrecorded_frees: false });
+        // Every stream's event is recorded when memory is taken from it, which covers blocks
+        // parked for quick reuse too.
+        index.enable_parking();
+        let shelf = BiasedLock::new(Shelf { index, pending: Vec::new(), unrecorded_frees: false, record_wanted: false, recorder });
         let state = Arc::new(StreamState { stream, identity, event, shelf });
         streams.insert(key, state.clone());
         Ok(state)
+    }
+
+    /// A stream first used before it was announced (`rmmStreamRegister`) may be recorded by
+    /// anyone from then on. A retired stream stays retired.
+    fn learn_recorder(state: &StreamState<I>, recorder: Recorder) {
+        let mut shelf = state.shelf.lock();
+        if shelf.recorder != recorder && shelf.recorder != Recorder::Nobody {
+            shelf.recorder = recorder;
+        }
     }
 
     /// `bytes` (not 0) usable in the order of `stream`.
@@ -616,16 +653,16 @@ impl<I: BlockIndex> Core<I> {
 
     #[inline(never)]
     fn allocate_on_other_stream(&self, bytes: usize, stream: Stream) -> Result<usize> {
-        let state = self.state_for_other(stream)?;
-        self.allocate_on(&state, bytes, stream)
+        self.with_other_state(stream, true, |state| self.allocate_on(state, bytes, stream))
     }
 
     #[inline(always)]
     fn allocate_on(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<usize> {
         {
-            // The fast path: a block of the stream's own, with no other stream's free to wait for.
+            // The fast path: a block of the stream's own, with no other stream's free to wait for
+            // and no event to record.
             let mut shelf = state.shelf.lock();
-            if shelf.pending.is_empty() {
+            if shelf.pending.is_empty() && !shelf.record_wanted {
                 if let Some((addr, size)) = shelf.index.allocate(bytes) {
                     self.note_acquired(addr, size, stream);
                     return Ok(addr);
@@ -650,17 +687,23 @@ impl<I: BlockIndex> Core<I> {
         shelf.index.used_block(ptr)
     }
 
-    /// Makes `stream`, the owner of `shelf`, wait for frees other streams made into it, and
-    /// re-records the owner's event so that streams taking memory from it later are ordered
-    /// after those frees too.
-    fn absorb_pending(&self, state: &StreamState<I>, shelf: &mut Shelf<I>, stream: Stream) -> Result<()> {
+    /// Before `stream` (the owner of `shelf`) reuses a block: makes it wait for the frees other
+    /// streams made into its index, and records its event when another stream asked for that.
+    /// The event then covers those frees too, for streams that take memory from here later.
+    fn settle(&self, state: &StreamState<I>, shelf: &mut Shelf<I>, stream: Stream) -> Result<()> {
         let platform = backend()?;
-        for event in shelf.pending.drain(..) {
-            platform.stream_wait_event(self.device, stream, event)?;
+        if !shelf.pending.is_empty() {
+            for event in shelf.pending.drain(..) {
+                platform.stream_wait_event(self.device, stream, event)?;
+            }
+            shelf.unrecorded_frees = true;
         }
-        if !state.is_legacy_default() {
-            platform.event_record(self.device, state.event, stream)?;
-            shelf.unrecorded_frees = false;
+        if shelf.record_wanted {
+            shelf.record_wanted = false;
+            if shelf.unrecorded_frees && shelf.recorder == Recorder::OwnAllocations {
+                platform.event_record(self.device, state.event, stream)?;
+                shelf.unrecorded_frees = false;
+            }
         }
         Ok(())
     }
@@ -677,8 +720,7 @@ impl<I: BlockIndex> Core<I> {
 
     #[inline(never)]
     fn deallocate_on_other_stream(&self, ptr: usize, bytes: Option<usize>, stream: Stream) -> Result<()> {
-        let state = self.state_for_other(stream)?;
-        self.deallocate_on(&state, ptr, bytes, stream)
+        self.with_other_state(stream, false, |state| self.deallocate_on(state, ptr, bytes, stream))
     }
 
     #[inline(always)]
@@ -710,11 +752,10 @@ impl<I: BlockIndex> Core<I> {
     /// caller that asks several resources in turn.
     #[inline(always)]
     pub fn try_deallocate(&self, ptr: usize, bytes: Option<usize>, stream: Stream) -> Result<std::result::Result<(), Refused>> {
-        let state = self.state_for(stream)?;
-        match self.free_from_own_shelf(&state, ptr, bytes, stream)? {
+        self.with_state(stream, false, |state| match self.free_from_own_shelf(state, ptr, bytes, stream)? {
             Ok(()) => Ok(Ok(())),
-            Err(refused) => self.free_elsewhere(&state, ptr, bytes, stream, refused),
-        }
+            Err(refused) => self.free_elsewhere(state, ptr, bytes, stream, refused),
+        })
     }
 
     /// A free its stream's own shelf refused: the block may lie on another stream's shelf;
@@ -744,20 +785,13 @@ impl<I: BlockIndex> Core<I> {
         stream: Stream,
     ) -> Result<std::result::Result<(), Refused>> {
         let mut shelf = state.shelf.lock();
-        let Freed { size, chunk_now_free } = match shelf.index.free_checked(ptr, bytes) {
+        let Freed { size, .. } = match shelf.index.free_checked(ptr, bytes) {
             Ok(freed) => freed,
             Err(refused) => return Ok(Err(refused)),
         };
         self.note_released(ptr, size, stream);
-        // Other streams take only wholly free chunks without a device synchronization, so
-        // only a free that completes a chunk needs an event (recorded now, while the stream
-        // is known to be alive) to cover every free in that chunk.
-        if !state.is_legacy_default() {
-            if chunk_now_free {
-                self.record_event(state, stream)?;
-            }
-            shelf.unrecorded_frees = !chunk_now_free;
-        }
+        // The stream's event is recorded when another stream takes memory from here.
+        shelf.unrecorded_frees = true;
         drop(shelf);
         if let Growth::Expandable { page, release_threshold } = self.growth {
             if self.reserved.load(Ordering::Relaxed) > release_threshold || self.releases_pending.load(Ordering::Relaxed) {
@@ -765,11 +799,6 @@ impl<I: BlockIndex> Core<I> {
             }
         }
         Ok(Ok(()))
-    }
-
-    #[inline(never)]
-    fn record_event(&self, state: &StreamState<I>, stream: Stream) -> Result<()> {
-        backend()?.event_record(self.device, state.event, stream)
     }
 
     /// Frees a block that another stream's index holds, leaving this stream's event for
@@ -784,6 +813,7 @@ impl<I: BlockIndex> Core<I> {
     ) -> Result<std::result::Result<(), Refused>> {
         let platform = backend()?;
         let Some(owner) = self.owner_of(ptr) else { return Ok(Err(Refused::NotLive)) };
+        let event = self.event_of_stream(state, stream)?;
         let mut shelf = owner.shelf.lock();
         let Freed { size, .. } = match shelf.index.free_checked(ptr, bytes) {
             Ok(freed) => freed,
@@ -791,11 +821,27 @@ impl<I: BlockIndex> Core<I> {
         };
         self.note_released(ptr, size, stream);
         // Whoever reuses the block from the owner's index waits for this free first.
-        platform.event_record(self.device, state.event, stream)?;
-        if !shelf.pending.contains(&state.event) {
-            shelf.pending.push(state.event);
+        platform.event_record(self.device, event, stream)?;
+        if !shelf.pending.contains(&event) {
+            shelf.pending.push(event);
         }
         Ok(Ok(()))
+    }
+
+    /// The event of the stream `stream` names now, for a free the caller's cache gave `state`
+    /// for: a handle that is not trusted may have been handed to another stream since, and the
+    /// event recorded for that free must be the new stream's, never overwriting the old one's.
+    fn event_of_stream(&self, state: &StreamState<I>, stream: Stream) -> Result<Event> {
+        if matches!(stream, Stream::DEFAULT | Stream::LEGACY | Stream::PER_THREAD)
+            || streams::known_identity(stream) == Some(state.identity)
+        {
+            return Ok(state.event);
+        }
+        let identity = backend()?.stream_identity(stream)?;
+        match identity == state.identity {
+            true => Ok(state.event),
+            false => Ok(self.state_from_map(identity, stream, Recorder::OwnAllocations)?.event),
+        }
     }
 
     fn owner_of(&self, ptr: usize) -> Option<Arc<StreamState<I>>> {
@@ -804,20 +850,39 @@ impl<I: BlockIndex> Core<I> {
         (ptr < base + size).then(|| owner.clone())
     }
 
-    /// The events `stream` must wait on before using memory taken from `source`'s index.
+    /// Whether `taker` may use memory from `source`'s index once it waits on
+    /// `events_to_take_from`: `source`'s event must cover the frees made there, so it is
+    /// recorded now when this thread may, and asked of `source`'s own allocations otherwise.
     /// Called with `source`'s shelf locked.
-    fn events_to_take_from(&self, source: &StreamState<I>, shelf: &Shelf<I>, stream: Stream) -> Result<Vec<Event>> {
+    fn cover_frees(&self, source: &StreamState<I>, shelf: &mut Shelf<I>, taker: &StreamState<I>) -> Result<bool> {
+        if !shelf.unrecorded_frees || source.identity == taker.identity {
+            return Ok(true);
+        }
+        match shelf.recorder {
+            Recorder::AnyThread => {
+                backend()?.event_record(self.device, source.event, source.stream)?;
+                shelf.unrecorded_frees = false;
+                Ok(true)
+            }
+            Recorder::OwnAllocations => {
+                shelf.record_wanted = true;
+                Ok(false)
+            }
+            Recorder::Nobody => Ok(false),
+        }
+    }
+
+    /// The events `taker` must wait on before using memory taken from `source`'s index, once
+    /// `cover_frees` said yes. Called with `source`'s shelf locked.
+    fn events_to_take_from(&self, source: &StreamState<I>, shelf: &Shelf<I>, taker: &StreamState<I>) -> Vec<Event> {
         if self.omit_ordering.load(Ordering::Relaxed) {
-            return Ok(Vec::new());
+            return Vec::new();
         }
         let mut events = shelf.pending.clone();
-        if self.identity(stream)? != source.identity {
-            if source.is_legacy_default() {
-                backend()?.event_record(self.device, source.event, source.stream)?;
-            }
+        if taker.identity != source.identity {
             events.push(source.event);
         }
-        Ok(events)
+        events
     }
 
     fn wait_all(&self, stream: Stream, events: &[Event]) -> Result<()> {
@@ -889,12 +954,11 @@ impl<I: BlockIndex> Core<I> {
         for other in others {
             let (chunk, events) = {
                 let mut shelf = other.shelf.lock();
-                if shelf.unrecorded_frees && !other.is_legacy_default() {
+                if !self.cover_frees(&other, &mut shelf, state)? {
                     continue;
                 }
                 let Some(chunk) = shelf.index.take_free_chunk(need) else { continue };
-                let events = self.events_to_take_from(&other, &shelf, stream)?;
-                (chunk, events)
+                (chunk, self.events_to_take_from(&other, &shelf, state))
             };
             self.wait_all(stream, &events)?;
             self.owners.write().insert(chunk.base, (chunk.size, state.clone()));
@@ -908,25 +972,27 @@ impl<I: BlockIndex> Core<I> {
     }
 
     /// Under memory pressure only: takes one free block from another stream's index. Such a
-    /// block may have been freed after that stream last recorded its event, and the stream
-    /// may be gone, so unless it is the legacy default stream the device is synchronized first.
+    /// block may have been freed after that stream last recorded its event; unless this thread
+    /// may record it now, the device is synchronized first.
     fn take_block_from_other_stream(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<Option<usize>> {
         let others: Vec<_> = self.streams.read().values().filter(|s| !Arc::ptr_eq(s, state)).cloned().collect();
         let mut synchronized = false;
         for other in others {
-            if !other.is_legacy_default() && !synchronized {
-                if other.shelf.lock().index.free_bytes() < bytes {
+            let ((addr, size), events) = {
+                let mut shelf = other.shelf.lock();
+                if shelf.index.free_bytes() < bytes {
                     continue;
                 }
-                self.synchronize_device()?;
-                synchronized = true;
-            }
-            let ((addr, size), events) = {
-                let shelf = &mut *other.shelf.lock();
+                if !synchronized && !self.cover_frees(&other, &mut shelf, state)? {
+                    drop(shelf);
+                    self.synchronize_device()?;
+                    synchronized = true;
+                    shelf = other.shelf.lock();
+                }
                 let Some(block) = shelf.index.allocate(bytes) else { continue };
-                let events = match other.is_legacy_default() && !synchronized {
-                    true => self.events_to_take_from(&other, shelf, stream)?,
-                    false => Vec::new(),
+                let events = match synchronized {
+                    true => Vec::new(),
+                    false => self.events_to_take_from(&other, &shelf, state),
                 };
                 (block, events)
             };
@@ -1179,7 +1245,7 @@ impl<I: BlockIndex> Core<I> {
         let cuts = {
             let mut shelf = state.shelf.lock();
             if !shelf.pending.is_empty() {
-                self.absorb_pending(state, &mut shelf, stream)?;
+                self.settle(state, &mut shelf, stream)?;
             }
             shelf.index.cut_free_pages(page, budget)
         };
@@ -1234,8 +1300,8 @@ impl<I: BlockIndex> Core<I> {
     /// streams made into it.
     fn take_from_shelf(&self, state: &StreamState<I>, shelf: &mut Shelf<I>, bytes: usize, stream: Stream) -> Result<Option<usize>> {
         let Some((addr, size)) = shelf.index.allocate(bytes) else { return Ok(None) };
-        if !shelf.pending.is_empty() {
-            self.absorb_pending(state, shelf, stream)?;
+        if !shelf.pending.is_empty() || shelf.record_wanted {
+            self.settle(state, shelf, stream)?;
         }
         self.note_acquired(addr, size, stream);
         Ok(Some(addr))
@@ -1251,6 +1317,21 @@ impl<I: BlockIndex> Core<I> {
         self.note_reserved(size);
         self.owners.write().insert(base, (size, state.clone()));
         state.shelf.lock().index.add_chunk(base, size);
+        Ok(())
+    }
+
+    /// The stream with `identity` is about to be destroyed, or its handle was handed to another
+    /// stream already (`alive` None): records its event one last time while `alive` still names
+    /// it, so that the event covers every free made there, and never uses its handle again.
+    /// (Its state stays: other streams' pending lists may hold its event.)
+    pub fn retire_stream(&self, identity: u64, alive: Option<Stream>) -> Result<()> {
+        let Some(state) = self.streams.read().get(&identity).cloned() else { return Ok(()) };
+        let mut shelf = state.shelf.lock();
+        if let Some(stream) = alive.filter(|_| shelf.unrecorded_frees && shelf.recorder != Recorder::Nobody) {
+            backend()?.event_record(self.device, state.event, stream)?;
+            shelf.unrecorded_frees = false;
+        }
+        shelf.recorder = Recorder::Nobody;
         Ok(())
     }
 
@@ -1419,17 +1500,14 @@ impl Core<Tlsf> {
     #[inline(always)]
     pub fn allocate_aligned(&self, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
         crate::resources::require_nonzero(bytes, self.name)?;
-        match self.default_state_for(stream) {
-            Some(state) => self.allocate_aligned_on(state, bytes, alignment, stream),
-            None => self.allocate_aligned_on(&*self.state_for_other(stream)?, bytes, alignment, stream),
-        }
+        self.with_state(stream, true, |state| self.allocate_aligned_on(state, bytes, alignment, stream))
     }
 
     #[inline(always)]
     fn allocate_aligned_on(&self, state: &Arc<StreamState<Tlsf>>, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
         {
             let mut shelf = state.shelf.lock();
-            if shelf.pending.is_empty() {
+            if shelf.pending.is_empty() && !shelf.record_wanted {
                 if let Some((addr, size)) = shelf.index.allocate_aligned(bytes, alignment) {
                     self.note_acquired(addr, size, stream);
                     return Ok(addr);
@@ -1467,6 +1545,10 @@ impl<I: BlockIndex> super::caches::Cache for Core<I> {
             return self.release_unused(self.initial);
         }
         self.release_unused(self.initial)
+    }
+
+    fn retire_stream(&self, identity: u64, alive: Option<Stream>) -> Result<()> {
+        Core::retire_stream(self, identity, alive)
     }
 }
 

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Pairs on the streams programs use (bench/bench_streams.cu: NULL, rmmStreamCreate, an
+# application's cudaStreamCreateWithFlags stream, the per-thread default stream) through
+# rmm-rs's pool (resource API and RMM_ALLOC), its expandable resource and cudaMallocAsync, and
+# RAPIDS RMM's pool on the same streams when its wheels (librmm-cu13, rapids-logger) lie in
+# .whl/ (see gpu-bench.sh). Prints the driver call costs, then a Markdown table.
+#
+#   scripts/gpu-stream-bench.sh [DIR]   DIR holds librmm_<name>.a builds to compare (as for
+#                                       gpu-compare-builds.sh); default: stage/lib/librmm.a
+# BENCH_ROUNDS (default 3) rounds over the resources.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${BENCH_OUT:-$(mktemp -d /tmp/rmm-streams.XXXXXX)}
+mkdir -p "$out"
+arch=${CUDA_ARCH:-sm_90}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+declare -A libs=()
+if [ -n "${1:-}" ]; then
+  for gz in "$1"/librmm_*.a.gz; do [ -e "$gz" ] && gunzip -kf "$gz"; done
+  for lib in "$1"/librmm_*.a; do name=$(basename "$lib" .a); libs[${name#librmm_}]=$lib; done
+else
+  libs[stage]=stage/lib/librmm.a
+fi
+csvs=()
+for name in "${!libs[@]}"; do
+  nvcc -std=c++17 -O3 -arch="$arch" -Iinclude -Ibench bench/bench_streams.cu "${libs[$name]}" \
+    -lcuda -lpthread -ldl -lm -o "$out/streams_$name"
+  echo "== build $name"
+  "$out/streams_$name" | sed "s/,rmm-rs /,rmm-rs[$name] /" > "$out/streams_$name.csv"
+  csvs+=("$out/streams_$name.csv")
+done
+if ls .whl/librmm_cu13-*.whl >/dev/null 2>&1; then
+  rapids="$out/rapids"
+  mkdir -p "$rapids"
+  for wheel in .whl/librmm_cu13-*.whl .whl/rapids_logger-*.whl; do
+    python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$wheel" "$rapids"
+  done
+  nvcc -std=c++20 -O3 -arch="$arch" --expt-relaxed-constexpr \
+    -I"$rapids/librmm/include/rapids" -I"$rapids/librmm/include" -I"$rapids/rapids_logger/include" \
+    bench/bench_streams_rapids.cu -L"$rapids/librmm/lib64" -L"$rapids/rapids_logger/lib64" -lrmm -lrapids_logger \
+    -Xlinker -rpath -Xlinker "$rapids/librmm/lib64" -Xlinker -rpath -Xlinker "$rapids/rapids_logger/lib64" \
+    -o "$out/streams_rapids"
+  "$out/streams_rapids" > "$out/streams_rapids.csv"
+  csvs+=("$out/streams_rapids.csv")
+else
+  echo "RAPIDS RMM wheels not in .whl/: skipping the RAPIDS comparison"
+fi
+python3 bench/table.py "${csvs[@]}" | tee "$out/streams.md"

@@ -1,0 +1,177 @@
+//! What a stream costs and what it is trusted with: allocations on the streams rmm-rs can
+//! recognize by their handle make no driver call, other streams' allocations check the
+//! driver's id, and a destroyed stream's memory reaches a new stream that got its handle only
+//! in order after the old stream's work (RMM #2251), by its last event when rmm-rs saw the
+//! destruction coming and by a device synchronization when it did not.
+
+mod common;
+
+use common::*;
+use rmm::platform::sim::DriverCalls;
+use rmm::platform::{backend, simulator, Stream};
+use rmm::resources::{streams, DirectResource, MemoryResource, PoolResource};
+use std::sync::Arc;
+
+const MIB: usize = 1 << 20;
+
+fn pool(maximum: usize) -> PoolResource {
+    PoolResource::new(Arc::new(DirectResource::cuda(0).unwrap()), 0, maximum).unwrap()
+}
+
+fn calls() -> DriverCalls {
+    simulator().unwrap().driver_calls()
+}
+
+/// What `pairs` allocate+free pairs of mixed sizes on `stream` cost in driver calls, after a
+/// round of warm-up pairs (which may take memory from other streams).
+fn calls_of_pairs(pool: &PoolResource, stream: Stream, pairs: usize) -> DriverCalls {
+    let sizes = [256, 4096, 100_000, 3 * MIB];
+    for bytes in sizes {
+        pool.deallocate(pool.allocate(bytes, stream).unwrap(), bytes, stream).unwrap();
+    }
+    let before = calls();
+    for i in 0..pairs {
+        let bytes = sizes[i % sizes.len()];
+        let ptr = pool.allocate(bytes, stream).unwrap();
+        pool.deallocate(ptr, bytes, stream).unwrap();
+    }
+    let after = calls();
+    DriverCalls {
+        stream_identity: after.stream_identity - before.stream_identity,
+        event_record: after.event_record - before.event_record,
+        stream_wait_event: after.stream_wait_event - before.stream_wait_event,
+        host_wait: after.host_wait - before.host_wait,
+    }
+}
+
+#[test]
+fn pairs_on_streams_rmm_recognizes_make_no_driver_call() {
+    let _guard = setup();
+    let pool = pool(0);
+    let created = streams::create(0).unwrap();
+    let registered = backend().unwrap().stream_create(0).unwrap();
+    streams::register(registered).unwrap();
+    for stream in [Stream::DEFAULT, Stream::LEGACY, Stream::PER_THREAD, created, registered] {
+        assert_eq!(calls_of_pairs(&pool, stream, 1000), DriverCalls::default(), "stream {stream:?}");
+    }
+    // Another thread's per-thread default stream is another stream, just as free of calls.
+    let pool = Arc::new(pool);
+    let other = pool.clone();
+    let on_thread = std::thread::spawn(move || calls_of_pairs(&other, Stream::PER_THREAD, 1000)).join().unwrap();
+    assert_eq!(on_thread.event_record + on_thread.stream_identity + on_thread.host_wait, 0);
+    streams::destroy(created).unwrap();
+    streams::destroy(registered).unwrap();
+    assert!(races().is_empty(), "{:?}", races());
+}
+
+#[test]
+fn a_stream_rmm_did_not_see_made_is_checked_once_per_allocation() {
+    let _guard = setup();
+    let pool = pool(0);
+    let stream = backend().unwrap().stream_create(0).unwrap();
+    let spent = calls_of_pairs(&pool, stream, 1000);
+    assert_eq!(spent, DriverCalls { stream_identity: 1000, ..Default::default() });
+    // Registered, it is checked no more.
+    streams::register(stream).unwrap();
+    assert_eq!(calls_of_pairs(&pool, stream, 1000), DriverCalls::default());
+    streams::destroy(stream).unwrap();
+}
+
+/// A block freed on stream `old` while work still runs there (held), then `old` destroyed,
+/// and a new stream, which gets the same handle, asks for the same memory.
+fn reuse_after_destruction(announced: bool) -> (DriverCalls, usize, usize) {
+    let platform = backend().unwrap();
+    let sim = simulator().unwrap();
+    let pool = pool(4 * MIB);
+    let old = match announced {
+        true => streams::create(0).unwrap(),
+        false => platform.stream_create(0).unwrap(),
+    };
+    let block = pool.allocate(4 * MIB, old).unwrap();
+    sim.stream_hold(old).unwrap(); // a kernel still using the block
+    pool.deallocate(block, 4 * MIB, old).unwrap();
+    match announced {
+        true => streams::destroy(old).unwrap(),
+        false => platform.stream_destroy(old).unwrap(),
+    }
+    let new = platform.stream_create(0).unwrap();
+    assert_eq!(new, old, "the simulator hands a destroyed stream's handle out again, as CUDA may");
+    let before = calls();
+    let again = pool.allocate(4 * MIB, new).unwrap();
+    let after = calls();
+    pool.deallocate(again, 4 * MIB, new).unwrap();
+    platform.stream_destroy(new).unwrap();
+    let spent = DriverCalls {
+        stream_identity: after.stream_identity - before.stream_identity,
+        event_record: after.event_record - before.event_record,
+        stream_wait_event: after.stream_wait_event - before.stream_wait_event,
+        host_wait: after.host_wait - before.host_wait,
+    };
+    (spent, block, again)
+}
+
+#[test]
+fn a_destroyed_streams_memory_goes_to_a_new_stream_with_its_handle_only_in_order() {
+    let _guard = setup();
+    // Seen coming: the old stream's last event orders the new one after its work.
+    let (spent, block, again) = reuse_after_destruction(true);
+    assert!(races().is_empty(), "{:?}", races());
+    assert_eq!(again, block, "the only chunk the maximum allows");
+    assert_eq!(spent.host_wait, 0, "ordered by an event, not by waiting: {spent:?}");
+    assert!(spent.stream_wait_event >= 1, "{spent:?}");
+    // Unannounced: the handle's new id gives the new stream a state of its own, and the old
+    // stream's memory comes only after a device synchronization.
+    let (spent, block, again) = reuse_after_destruction(false);
+    assert!(races().is_empty(), "{:?}", races());
+    assert_eq!(again, block);
+    assert!(spent.host_wait >= 1, "{spent:?}");
+}
+
+#[test]
+fn a_stream_only_its_own_allocations_may_record_is_asked_and_records_at_its_next_one() {
+    let _guard = setup();
+    let platform = backend().unwrap();
+    let pool = pool(10 * MIB);
+    let own = platform.stream_create(0).unwrap(); // rmm-rs did not see it made
+    let (taker, third) = (streams::create(0).unwrap(), streams::create(0).unwrap());
+    let whole = pool.allocate(4 * MIB, own).unwrap(); // a 4 MiB chunk
+    let kept = pool.allocate(256, own).unwrap(); // a 2 MiB chunk
+    pool.deallocate(whole, 4 * MIB, own).unwrap();
+    // The taker may not record `own`'s event: it leaves the free chunk, grows, and asks.
+    let before = calls();
+    let grown = pool.allocate(4 * MIB, taker).unwrap();
+    assert_ne!(grown, whole);
+    assert_eq!(calls().event_record, before.event_record);
+    // `own`'s next allocation records its event, once...
+    let small = pool.allocate(256, own).unwrap();
+    assert_eq!(calls().event_record - before.event_record, 1);
+    let other = pool.allocate(256, own).unwrap();
+    assert_eq!(calls().event_record - before.event_record, 1, "asked once, recorded once");
+    // ...so a stream at the maximum takes the free chunk by waiting on that event, without a
+    // host synchronization.
+    let before = calls();
+    let taken = pool.allocate(4 * MIB, third).unwrap();
+    assert_eq!(taken, whole);
+    assert_eq!(calls().host_wait, before.host_wait);
+    assert!(races().is_empty(), "{:?}", races());
+    for (ptr, bytes, stream) in [(taken, 4 * MIB, third), (grown, 4 * MIB, taker), (small, 256, own), (other, 256, own), (kept, 256, own)] {
+        pool.deallocate(ptr, bytes, stream).unwrap();
+    }
+    pool.check_invariants().unwrap();
+    streams::destroy(taker).unwrap();
+    streams::destroy(third).unwrap();
+    platform.stream_destroy(own).unwrap();
+}
+
+#[test]
+fn registering_and_unregistering_refuse_the_default_streams() {
+    let _guard = setup();
+    use rmm::boundary::{rmmStreamRegister, rmmStreamUnregister};
+    use rmm::error::rmmError_t::RMM_ERROR_INVALID_ARGUMENT;
+    for stream in [0usize, 1, 2] {
+        let handle = stream as rmm::boundary::types::cudaStream_t;
+        assert_eq!(rmmStreamRegister(handle), RMM_ERROR_INVALID_ARGUMENT);
+        assert_eq!(rmmStreamUnregister(handle), RMM_ERROR_INVALID_ARGUMENT);
+    }
+    assert!(last_message().contains("default streams"), "{}", last_message());
+}
