@@ -1,7 +1,8 @@
 // Allocate+free pairs of 256 bytes through a pool, for counting the instructions one pair
 // costs (scripts/pair-instructions.sh runs it under callgrind on a simulated device):
-//   pair_instructions resource N   rmmResourceAllocate + rmmResourceDeallocate on the pool
-//   pair_instructions legacy N     RMM_ALLOC + RMM_FREE with the pool as the device's resource
+//   pair_instructions resource N [created]   rmmResourceAllocate + rmmResourceDeallocate on the pool
+//   pair_instructions legacy N [created]     RMM_ALLOC + RMM_FREE with the pool as the device's resource
+// on the NULL stream, or with `created` on a stream from rmmStreamCreate.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,10 +15,12 @@ static int fail(const char* what) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 3 || (strcmp(argv[1], "resource") != 0 && strcmp(argv[1], "legacy") != 0)) {
-    fprintf(stderr, "usage: %s resource|legacy PAIRS\n", argv[0]);
+  if (argc < 3 || argc > 4 || (strcmp(argv[1], "resource") != 0 && strcmp(argv[1], "legacy") != 0)) {
+    fprintf(stderr, "usage: %s resource|legacy PAIRS [created]\n", argv[0]);
     return 2;
   }
+  cudaStream_t stream = NULL;
+  if (argc == 4 && rmmStreamCreate(&stream) != RMM_SUCCESS) return fail("rmmStreamCreate");
   int legacy = strcmp(argv[1], "legacy") == 0;
   long pairs = atol(argv[2]);
   rmmResource_t cuda, pool;
@@ -27,11 +30,11 @@ int main(int argc, char** argv) {
   void* p = NULL;
   for (long i = 0; i < pairs; ++i) {
     if (legacy) {
-      if (RMM_ALLOC(&p, 256, NULL) != RMM_SUCCESS) return fail("RMM_ALLOC");
-      if (RMM_FREE(p, NULL) != RMM_SUCCESS) return fail("RMM_FREE");
+      if (RMM_ALLOC(&p, 256, stream) != RMM_SUCCESS) return fail("RMM_ALLOC");
+      if (RMM_FREE(p, stream) != RMM_SUCCESS) return fail("RMM_FREE");
     } else {
-      if (rmmResourceAllocate(pool, &p, 256, NULL) != RMM_SUCCESS) return fail("rmmResourceAllocate");
-      if (rmmResourceDeallocate(pool, p, 256, NULL) != RMM_SUCCESS) return fail("rmmResourceDeallocate");
+      if (rmmResourceAllocate(pool, &p, 256, stream) != RMM_SUCCESS) return fail("rmmResourceAllocate");
+      if (rmmResourceDeallocate(pool, p, 256, stream) != RMM_SUCCESS) return fail("rmmResourceDeallocate");
     }
   }
   return 0;

@@ -61,6 +61,9 @@ int main(void) {
   text = report_text();
   CHECK(strstr(text, "0 B in 0 allocations live now") != NULL);
   CHECK(strstr(text, "outstanding") == NULL);
+  /* Nothing in use: every free block counts (parked ones too), and no fragmentation figure. */
+  CHECK(strstr(text, "0 B in use (peak 3.0 MiB), largest free block 8.0 MiB\n") != NULL);
+  CHECK(strstr(text, "fragmentation") == NULL);
   free(text);
 
   CHECK_OK(rmmCudaResourceCreate(&cuda));

@@ -210,7 +210,13 @@ contains
     call expect_ok(rmmResourceDestroy(cuda), 'rmmResourceDestroy')
     call expect_status(rmmStreamDestroy(c_null_ptr), RMM_ERROR_INVALID_ARGUMENT, &
       'rmmStreamDestroy of the default stream')
+    call expect_status(rmmStreamRegister(c_null_ptr), RMM_ERROR_INVALID_ARGUMENT, &
+      'rmmStreamRegister of the default stream')
+    call expect_status(rmmStreamUnregister(c_null_ptr), RMM_ERROR_INVALID_ARGUMENT, &
+      'rmmStreamUnregister of the default stream')
     call expect_ok(rmmStreamCreate(stream), 'rmmStreamCreate')
+    call expect_ok(rmmStreamUnregister(stream), 'rmmStreamUnregister')
+    call expect_ok(rmmStreamRegister(stream), 'rmmStreamRegister')
     call expect_ok(rmmStreamDestroy(stream), 'rmmStreamDestroy')
   end subroutine bad_devices_and_calls
 

@@ -257,7 +257,8 @@ module rmm
     integer(c_size_t) :: live_bytes = 0
     integer(c_size_t) :: peak_live_bytes = 0
     integer(c_size_t) :: largest_free_block = 0
-    ! 1 - live / reserved: the share of what is held that is not in use (0 when nothing is held).
+    ! 1 - live / reserved: the share of what is held that is not in use; NaN while nothing is
+    ! in use (no figure).
     real(c_double) :: fragmentation = 0.0_c_double
   end type rmmFootprint_t
 
@@ -461,8 +462,11 @@ module rmm
     end function rmmPrefetchAdaptorCreate
 
     ! Sets up the resource stack each device gets on first use when the program has set none,
-    ! from the stack spec `conf` (NULL: the environment variable RMM_ALLOC_CONF; unset or empty:
-    ! the default stack, `cuda`, RMM's plain device memory). A spec names the layers from the
+    ! from the stack spec `conf` (NULL: the environment variable RMM_ALLOC_CONF; unset or empty,
+    ! or `conf` empty: `statistics/pool`, a pool with statistics, which is also what the preload
+    ! library and the Python module set up with nothing configured; `cuda` turns pooling off).
+    ! Without any configuration, a device's resource is `cuda`, RMM's plain device memory, as in
+    ! RMM. A spec names the layers from the
     ! outermost to the device, e.g. `statistics/pool:initial=4GiB,maximum=60GiB/cuda`, and may
     ! start with `report/` (each device's statistics and unfreed allocations printed to stderr
     ! at exit); the older `key:value` form

@@ -936,7 +936,7 @@ def configure(resource: str = "pool", initial_pool_size: Union[int, str, None] =
 def configure_from_string(conf: Optional[str] = None) -> None:
     """``rmmConfigure``: the stack every device gets on first use, from a stack spec, the
     language of ``RMM_ALLOC_CONF`` and :meth:`Resource.from_spec` (None: ``$RMM_ALLOC_CONF``;
-    unset or "": RMM's plain ``cuda`` resource), e.g.
+    unset or "": :data:`DEFAULT_SPEC`, a pool with statistics; ``"cuda"`` does not pool), e.g.
     ``"report/statistics/pool:initial=4GiB,maximum=60GiB/cuda"`` or, in the older form,
     ``"resource:pool,initial_pool_size:4GiB,maximum_pool_size:60GiB,log:/tmp/rmm.csv,stats:1"``.
 
@@ -957,10 +957,10 @@ def configure_from_string(conf: Optional[str] = None) -> None:
                 RuntimeWarning, stacklevel=2)
 
 
-# What the one-line framework installs (use_for_cupy/numba) set up when neither configure()
-# nor RMM_ALLOC_CONF chose a stack: a framework replaces its own caching allocator with
-# rmm-rs to pool, and RMM's plain `cuda` default would call cudaMalloc for every tensor.
-FRAMEWORK_DEFAULT_SPEC = "statistics/pool"
+# What the module sets up when neither configure() nor RMM_ALLOC_CONF chose a stack (the
+# library's own choice for rmmConfigure(NULL), which the preload library makes too): a pool
+# with statistics. It is the library's constant; this name only shows it.
+DEFAULT_SPEC = "statistics/pool"
 
 # What use_for_torch() sets up instead: the virtual-memory resource held 1 to 36% less than
 # the pool under PyTorch training and decoding at the same step time (docs/src/performance.md).
@@ -970,10 +970,10 @@ FRAMEWORK_DEFAULT_SPEC = "statistics/pool"
 TORCH_DEFAULT_SPEC = "statistics/expandable"
 
 
-def _usable_default(spec: str) -> str:
-    """`spec`, or FRAMEWORK_DEFAULT_SPEC (with a warning) when its resource cannot be made on
-    the current device (a driver without the virtual-memory API)."""
-    if spec == FRAMEWORK_DEFAULT_SPEC:
+def _usable_default(spec: Optional[str]) -> Optional[str]:
+    """`spec`, or None (the library's default, :data:`DEFAULT_SPEC`, with a warning) when its
+    resource cannot be made on the current device (a driver without the virtual-memory API)."""
+    if spec is None:
         return spec
     try:
         Resource.from_spec(spec).close()
@@ -981,15 +981,15 @@ def _usable_default(spec: str) -> str:
     except RmmError as error:
         import warnings
 
-        warnings.warn(f"rmm_rs: {spec!r} cannot be used here ({error}); using {FRAMEWORK_DEFAULT_SPEC!r}",
+        warnings.warn(f"rmm_rs: {spec!r} cannot be used here ({error}); using {DEFAULT_SPEC!r}",
                       RuntimeWarning, stacklevel=3)
-        return FRAMEWORK_DEFAULT_SPEC
+        return None
 
 
-def _ensure_configured(default_spec: str = FRAMEWORK_DEFAULT_SPEC) -> None:
+def _ensure_configured(default_spec: Optional[str] = None) -> None:
     """For the use_for_*() functions: without an earlier configure() or
     configure_from_string(), apply ``$RMM_ALLOC_CONF``, or when it is unset or empty
-    `default_spec` (:data:`FRAMEWORK_DEFAULT_SPEC`, a pool with statistics, or for PyTorch
+    `default_spec` (None: :data:`DEFAULT_SPEC`, a pool with statistics; for PyTorch
     :data:`TORCH_DEFAULT_SPEC`), to devices that have no resource yet."""
     if not _configured:
         configure_from_string(None if os.environ.get("RMM_ALLOC_CONF") else _usable_default(default_spec))
@@ -1103,7 +1103,7 @@ def use_for_torch():
     before ``torch.cuda.init()``): afterwards PyTorch cannot swap its allocator and this
     raises RuntimeError. Without :func:`configure` first, ``$RMM_ALLOC_CONF`` applies (unset:
     :data:`TORCH_DEFAULT_SPEC`, the expandable resource with statistics on each device, or
-    where the driver lacks the virtual-memory API, :data:`FRAMEWORK_DEFAULT_SPEC`).
+    where the driver lacks the virtual-memory API, :data:`DEFAULT_SPEC`).
     ``torch.cuda.memory_allocated()`` and friends report nothing under a pluggable allocator:
     use :func:`statistics`. Returns the allocator.
     """

@@ -259,6 +259,27 @@ class ConfigureTest(unittest.TestCase):
             self.assertEqual(rmm_rs.statistics().total_bytes, 4096)  # statistics below the log
             rmm_rs.configure("pool")  # closes the log's handle before the folder goes
 
+    def test_alloc_with_nothing_configured_pools(self):
+        # RMM_ALLOC_CONF unset: the library's default for a program that asks rmm-rs to manage
+        # its memory and says nothing more (DEFAULT_SPEC, as the preload library gets it);
+        # "cuda" turns pooling off.
+        for conf, layers in ((None, "statistics/pool/cuda"), ("cuda", "cuda")):
+            out = run_child(f"""
+                import os
+                os.environ.pop("RMM_ALLOC_CONF", None)
+                if {conf!r} is not None:
+                    os.environ["RMM_ALLOC_CONF"] = {conf!r}
+                import rmm_rs
+                ptr = rmm_rs.alloc(4096)
+                names, node = [], rmm_rs.Resource.of_device(0).snapshot()
+                while isinstance(node, dict):
+                    names.append(node["resource"])
+                    node = node.get("upstream")
+                print("stack", "/".join(names), rmm_rs.DEFAULT_SPEC)
+                rmm_rs.free(ptr)
+            """)
+            self.assertIn(f"stack {layers} statistics/pool", out)
+
     def test_alloc_before_configure_sets_up_from_the_environment(self):
         out = run_child("""
             import os
@@ -274,7 +295,7 @@ class ConfigureTest(unittest.TestCase):
 
     def test_framework_installs_pool_when_nothing_chose_a_stack(self):
         # The framework hooks' own setup, without a framework: RMM_ALLOC_CONF unset gives
-        # FRAMEWORK_DEFAULT_SPEC, or PyTorch's TORCH_DEFAULT_SPEC (the pool where that cannot
+        # DEFAULT_SPEC, or PyTorch's TORCH_DEFAULT_SPEC (the pool where that cannot
         # be made: here a page size the device refuses); set, it wins.
         cases = ((None, "", "statistics/pool/"), ("arena", "", "arena/"),
                  (None, "rmm_rs.TORCH_DEFAULT_SPEC", "statistics/expandable\n"),

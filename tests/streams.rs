@@ -175,3 +175,47 @@ fn registering_and_unregistering_refuse_the_default_streams() {
     }
     assert!(last_message().contains("default streams"), "{}", last_message());
 }
+
+#[test]
+fn streams_rmm_did_not_see_made_hand_memory_on_by_events_while_others_take_it() {
+    let _guard = setup();
+    let platform = backend().unwrap();
+    let pool = pool(4 * MIB); // one chunk, passed back and forth
+    let (a, b) = (platform.stream_create(0).unwrap(), platform.stream_create(0).unwrap());
+    let exchange = |rounds: usize| {
+        let before = calls();
+        for round in 0..rounds {
+            let (from, to) = if round % 2 == 0 { (a, b) } else { (b, a) };
+            let block = pool.allocate(4 * MIB, from).unwrap();
+            pool.deallocate(block, 4 * MIB, from).unwrap();
+            let again = pool.allocate(4 * MIB, to).unwrap();
+            assert_eq!(again, block);
+            pool.deallocate(again, 4 * MIB, to).unwrap();
+        }
+        let after = calls();
+        (after.host_wait - before.host_wait, after.event_record - before.event_record)
+    };
+    // The first takes ask, and synchronize; once both streams donate, events alone order them.
+    let (waits, _) = exchange(4);
+    assert!(waits >= 1);
+    let (waits, records) = exchange(20);
+    assert_eq!(waits, 0, "no host synchronization once the streams donate");
+    assert!(records >= 20, "{records}");
+    assert!(races().is_empty(), "{:?}", races());
+    // Left alone, a stream stops recording for takers that no longer come.
+    let before = calls();
+    for _ in 0..100 {
+        let block = pool.allocate(4 * MIB, a).unwrap();
+        pool.deallocate(block, 4 * MIB, a).unwrap();
+    }
+    assert!(calls().event_record - before.event_record <= 8, "{:?}", calls());
+    let before = calls();
+    for _ in 0..100 {
+        let block = pool.allocate(4 * MIB, a).unwrap();
+        pool.deallocate(block, 4 * MIB, a).unwrap();
+    }
+    assert_eq!(calls().event_record, before.event_record);
+    pool.check_invariants().unwrap();
+    platform.stream_destroy(a).unwrap();
+    platform.stream_destroy(b).unwrap();
+}

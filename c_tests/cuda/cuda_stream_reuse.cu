@@ -2,7 +2,10 @@
 // copies it out; the buffer is freed on A while that kernel still runs, and stream B at once
 // allocates (getting the same memory, taken from A) and overwrites it. A's copy must still
 // hold A's values: the resource has to make B wait for A. Run for pool, fixed-size, binning,
-// arena and expandable, many iterations each.
+// arena and expandable, many iterations each, on streams announced to rmm-rs
+// (rmmStreamRegister: B records A's event itself) and on streams it was not told of (A records
+// it for takers once B asked, or B synchronizes the device). Only resources bounded to one
+// block force B to take A's memory on unannounced streams: the others may grow instead.
 #include "cuda_test.cuh"
 
 namespace {
@@ -33,43 +36,51 @@ __global__ void overwrite(unsigned *buffer, size_t words) {
   }
 }
 
-int run(const char *name, rmmResource_t resource) {
-  cudaStream_t a, b;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
-  CUDA_CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
-  unsigned *result = nullptr, *host = new unsigned[kWords];
-  CUDA_CHECK(cudaMalloc(&result, kBytes));
-  int reused = 0, corrupted = 0;
-  for (int it = 0; it < kIterations; ++it) {
-    void *p = nullptr, *q = nullptr;
-    CHECK_OK(rmmResourceAllocate(resource, &p, kBytes, a));
-    write_spin_copy<<<64, 256, 0, a>>>(static_cast<unsigned *>(p), result, kWords, it, 200000);
-    CUDA_CHECK(cudaGetLastError());
-    CHECK_OK(rmmResourceDeallocate(resource, p, kBytes, a));
-    CHECK_OK(rmmResourceAllocate(resource, &q, kBytes, b));
-    overwrite<<<64, 256, 0, b>>>(static_cast<unsigned *>(q), kWords);
-    CUDA_CHECK(cudaGetLastError());
-    reused += (p == q);
-    CUDA_CHECK(cudaStreamSynchronize(a));
-    CUDA_CHECK(cudaMemcpy(host, result, kBytes, cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < kWords; ++i) {
-      if (host[i] != pattern(i, it)) {
-        ++corrupted;
-        break;
-      }
+int run(const char *name, rmmResource_t resource, bool bounded) {
+  for (bool announced : {true, false}) {
+    cudaStream_t a, b;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+    if (announced) {
+      CHECK_OK(rmmStreamRegister(a));
+      CHECK_OK(rmmStreamRegister(b));
     }
-    CHECK_OK(rmmResourceDeallocate(resource, q, kBytes, b));
-    // Move the memory back to A for the next round (b's blocks are taken by a).
-    CUDA_CHECK(cudaStreamSynchronize(b));
+    unsigned *result = nullptr, *host = new unsigned[kWords];
+    CUDA_CHECK(cudaMalloc(&result, kBytes));
+    int reused = 0, corrupted = 0;
+    for (int it = 0; it < kIterations; ++it) {
+      void *p = nullptr, *q = nullptr;
+      CHECK_OK(rmmResourceAllocate(resource, &p, kBytes, a));
+      write_spin_copy<<<64, 256, 0, a>>>(static_cast<unsigned *>(p), result, kWords, it, 200000);
+      CUDA_CHECK(cudaGetLastError());
+      CHECK_OK(rmmResourceDeallocate(resource, p, kBytes, a));
+      CHECK_OK(rmmResourceAllocate(resource, &q, kBytes, b));
+      overwrite<<<64, 256, 0, b>>>(static_cast<unsigned *>(q), kWords);
+      CUDA_CHECK(cudaGetLastError());
+      reused += (p == q);
+      CUDA_CHECK(cudaStreamSynchronize(a));
+      CUDA_CHECK(cudaMemcpy(host, result, kBytes, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < kWords; ++i) {
+        if (host[i] != pattern(i, it)) {
+          ++corrupted;
+          break;
+        }
+      }
+      CHECK_OK(rmmResourceDeallocate(resource, q, kBytes, b));
+      // Move the memory back to A for the next round (b's blocks are taken by a).
+      CUDA_CHECK(cudaStreamSynchronize(b));
+    }
+    std::printf("%s, %s streams: %d iterations, B reused A's block %d times, %d corrupted results\n", name,
+                announced ? "announced" : "unannounced", kIterations, reused, corrupted);
+    CHECK(corrupted == 0);
+    if (announced || bounded) CHECK(reused > kIterations / 2);
+    CUDA_CHECK(cudaFree(result));
+    delete[] host;
+    CHECK_OK(rmmStreamUnregister(a));
+    CHECK_OK(rmmStreamUnregister(b));
+    CUDA_CHECK(cudaStreamDestroy(a));
+    CUDA_CHECK(cudaStreamDestroy(b));
   }
-  std::printf("%s: %d iterations, B reused A's block %d times, %d corrupted results\n", name,
-              kIterations, reused, corrupted);
-  CHECK(corrupted == 0);
-  CHECK(reused > kIterations / 2);
-  CUDA_CHECK(cudaFree(result));
-  delete[] host;
-  CUDA_CHECK(cudaStreamDestroy(a));
-  CUDA_CHECK(cudaStreamDestroy(b));
   return 0;
 }
 
@@ -80,16 +91,16 @@ int main() {
   CUDA_CHECK(cudaSetDevice(0));
   rmmResource_t cuda, pool, fixed, binning_pool, binning, arena;
   CHECK_OK(rmmCudaResourceCreate(&cuda));
-  // Each resource holds exactly one block's worth, so B can only get memory by taking A's.
+  // The pool holds exactly one block's worth, so B can only get memory by taking A's.
   CHECK_OK(rmmPoolResourceCreate(&pool, cuda, kBytes, kBytes));
-  run("pool", pool);
+  run("pool", pool, true);
   CHECK_OK(rmmFixedSizeResourceCreate(&fixed, cuda, kBytes, 1));
-  run("fixed_size", fixed);
+  run("fixed_size", fixed, false);
   CHECK_OK(rmmPoolResourceCreate(&binning_pool, cuda, 0, 0));
   CHECK_OK(rmmBinningResourceCreate(&binning, binning_pool, 10, 20));
-  run("binning", binning);
+  run("binning", binning, false);
   CHECK_OK(rmmArenaResourceCreate(&arena, cuda, 0));
-  run("arena", arena);
+  run("arena", arena, false);
   for (rmmResource_t r : {pool, fixed, binning, binning_pool, arena, cuda}) CHECK_OK(rmmResourceDestroy(r));
   rmmResource_t expandable = nullptr;
   rmmError_t made = rmmExpandableResourceCreate(&expandable, 0);
@@ -97,7 +108,7 @@ int main() {
     std::printf("expandable: this driver has no virtual-memory API\n");
   } else {
     CHECK_OK(made);
-    run("expandable", expandable);
+    run("expandable", expandable, false);
     CHECK_OK(rmmResourceDestroy(expandable));
   }
   return rmm_test_finish("cuda_stream_reuse");

@@ -1,6 +1,7 @@
 // A program written the way code for legacy RMM (0.9 to 0.14) was written, changed in nothing
 // to build against rmm-rs: it includes only <rmm/rmm.h> and relies on it for the CUDA runtime
-// (cudaStreamCreate, cudaMemcpy), std::vector, std::string, std::cout and atoi, uses the
+// (cudaStreamCreate, cudaMemcpy), the C and C++ standard library legacy RMM's header brought
+// in (std::vector, std::string, std::cout, std::chrono, std::mutex, exit, atoi ...), uses the
 // positional rmmOptions_t initializer, assigns a std::vector<int> to options.devices, and
 // expects legacy RMM's answers: refused before rmmInitialize, size 0 always fine, the four
 // allocation modes each initialized and finalized in turn.
@@ -125,12 +126,56 @@ void run_both(cudaStream_t stream) {
 
 }  // namespace
 
+// Written as v0.14's tests/performance/random_allocate.cpp was: a random plan of sizes from
+// srand/rand, each allocate and free timed with std::chrono, live allocations in a std::set
+// under a std::mutex, averages printed with <iomanip>, std::runtime_error for a failed call,
+// and exit() on a broken plan; everything from <rmm/rmm.h> alone.
+void random_allocate_style(cudaStream_t stream) {
+  rmmOptions_t options{};
+  options.allocation_mode = PoolAllocation;
+  EXPECT(rmmInitialize(&options) == RMM_SUCCESS);
+  srand(123898464);
+  const int count = 200;
+  unsigned *sizes = static_cast<unsigned *>(malloc(count * sizeof(unsigned)));
+  if (sizes == nullptr) exit(1);
+  for (int i = 0; i < count; ++i) sizes[i] = static_cast<unsigned>(rand() % (1 << 20)) + 1024;
+  std::vector<void *> buffers(count, nullptr);
+  std::set<int> live;
+  std::mutex live_lock;
+  auto allocating = std::chrono::duration<double>::zero();
+  try {
+    for (int i = 0; i < count; ++i) {
+      auto start = std::chrono::high_resolution_clock::now();
+      if (RMM_ALLOC(&buffers[i], sizes[i], stream) != RMM_SUCCESS) throw std::runtime_error(std::string("RMM_ALLOC failed"));
+      allocating += std::chrono::high_resolution_clock::now() - start;
+      std::lock_guard<std::mutex> guard(live_lock);
+      live.insert(i);
+      if (rand() % 3 == 0) {
+        int victim = *live.begin();
+        if (RMM_FREE(buffers[victim], stream) != RMM_SUCCESS) throw std::runtime_error("RMM_FREE failed");
+        live.erase(victim);
+      }
+    }
+  } catch (const std::exception &error) {
+    std::cout << "random_allocate_style: " << error.what() << std::endl;
+    ++failures;
+  }
+  for (int index : live) EXPECT(RMM_FREE(buffers[index], stream) == RMM_SUCCESS);
+  std::cout << "random_allocate_style: " << count << " allocations, average " << std::fixed << std::setprecision(2)
+            << std::chrono::duration_cast<std::chrono::duration<double, std::micro>>(allocating).count() / count
+            << " us, at " << std::time(nullptr) << std::endl;
+  assert(live.size() <= static_cast<size_t>(count));
+  free(sizes);
+  EXPECT(rmmFinalize() == RMM_SUCCESS);
+}
+
 int main(int argc, char **argv) {
   const std::string name = argv[0];
   const int rounds = argc > 1 ? atoi(argv[1]) : 1;
   cudaStream_t stream = nullptr;  // legacy tests used it before creating it, too
   refused_before_initialize(stream);
   EXPECT(cudaStreamCreate(&stream) == cudaSuccess);
+  random_allocate_style(stream);
   for (int round = 0; round < rounds; ++round) {
     run_both<ModeType<CudaDefaultAllocation>>(stream);
     run_both<ModeType<PoolAllocation>>(stream);

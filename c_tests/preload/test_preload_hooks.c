@@ -35,6 +35,19 @@ int main(void) {
 
   CHECK(cudaMalloc(&a, 1000) == 0);
   CHECK(a != NULL && rmm_test_aligned(a, 256));
+  /* Every configuration this program runs under pools: the one given, the one unset
+   * RMM_ALLOC_CONF means, and the one a string the shim refuses falls back to. */
+  {
+    rmmResource_t current = NULL;
+    const char *name = NULL;
+    size_t pooled = 0;
+    CHECK_OK(rmmGetCurrentDeviceResource(&current));
+    CHECK_OK(rmmResourceGetName(current, &name));
+    CHECK_STR(name, "statistics");
+    CHECK_OK(rmmPoolResourceGetSize(current, &pooled));
+    CHECK(pooled >= 1000);
+    CHECK_OK(rmmResourceDestroy(current));
+  }
   CHECK(cudaMallocAsync(&b, 5000, NULL) == 0);
   CHECK(cudaMallocPitch(&c, &pitch, 1000, 7) == 0);
   CHECK(pitch == 1024 && c != NULL);

@@ -1,10 +1,12 @@
 /*
  * rmm/rmm.h: legacy RMM's include path (`#include <rmm/rmm.h>`) to rmm-rs's C API, rmm.h.
  *
- * In C it is rmm.h. In C++ it also brings in what legacy RMM's header brought in, which
- * legacy programs rely on without including it themselves (std::string, std::vector,
- * std::cout, atoi, malloc), and the rmm::alloc / rmm::realloc / rmm::free function templates
- * that legacy RMM's RMM_ALLOC, RMM_REALLOC and RMM_FREE expanded to.
+ * In C it is rmm.h. In C++ it also brings in every standard header legacy RMM's header brought
+ * in through its own (rmm.hpp, detail/memory_manager.hpp, detail/error.hpp and the memory
+ * resource headers of 0.9 to 0.14), which legacy programs rely on without including them
+ * themselves (std::string, std::vector, std::runtime_error, std::mutex, std::chrono, std::cout,
+ * exit, atoi, malloc), and the rmm::alloc / rmm::realloc / rmm::free function templates that
+ * legacy RMM's RMM_ALLOC, RMM_REALLOC and RMM_FREE expanded to.
  */
 #ifndef RMM_LEGACY_RMM_H
 #define RMM_LEGACY_RMM_H
@@ -12,12 +14,21 @@
 #include "../rmm.h"
 
 #ifdef __cplusplus
+#include <cassert>
+#include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <exception>
+#include <iomanip>
 #include <iostream>
+#include <mutex>
+#include <set>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rmm {

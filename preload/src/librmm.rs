@@ -139,14 +139,14 @@ fn load() -> Result<Rmm, String> {
         unregister_stream: symbol(handle, c"rmmStreamUnregister")?,
     };
     let configure: ConfigureFn = symbol(handle, c"rmmConfigure")?;
-    // SAFETY: NULL asks rmmConfigure to read RMM_ALLOC_CONF itself.
+    // SAFETY: NULL asks rmmConfigure to read RMM_ALLOC_CONF itself (unset: the pooled default).
     if unsafe { configure(std::ptr::null()) } != RMM_SUCCESS {
         eprintln!(
-            "rmm preload: RMM_ALLOC_CONF={:?} was not understood: {}; running with the defaults (cuda)",
+            "rmm preload: RMM_ALLOC_CONF={:?} was not understood: {}; running on the default stack (as if unset)",
             std::env::var("RMM_ALLOC_CONF").unwrap_or_default(),
             rmm.last_error()
         );
-        // SAFETY: an empty string: the defaults.
+        // SAFETY: an empty string: the default stack.
         unsafe { configure(c"".as_ptr()) };
     }
     Ok(rmm)

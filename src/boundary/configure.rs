@@ -6,8 +6,11 @@ use crate::ownership::config;
 use std::ffi::c_char;
 
 /// Sets up the resource stack each device gets on first use when the program has set none,
-/// from the stack spec `conf` (NULL: the environment variable RMM_ALLOC_CONF; unset or empty:
-/// the default stack, `cuda`, RMM's plain device memory). A spec names the layers from the
+/// from the stack spec `conf` (NULL: the environment variable RMM_ALLOC_CONF; unset or empty,
+/// or `conf` empty: `statistics/pool`, a pool with statistics, which is also what the preload
+/// library and the Python module set up with nothing configured; `cuda` turns pooling off).
+/// Without any configuration, a device's resource is `cuda`, RMM's plain device memory, as in
+/// RMM. A spec names the layers from the
 /// outermost to the device, e.g. `statistics/pool:initial=4GiB,maximum=60GiB/cuda`, and may
 /// start with `report/` (each device's statistics and unfreed allocations printed to stderr
 /// at exit); the older `key:value` form

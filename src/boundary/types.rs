@@ -92,7 +92,8 @@ pub struct rmmFootprint_t {
     pub live_bytes: usize,
     pub peak_live_bytes: usize,
     pub largest_free_block: usize,
-    /// 1 - live / reserved: the share of what is held that is not in use (0 when nothing is held).
+    /// 1 - live / reserved: the share of what is held that is not in use; NaN while nothing is
+    /// in use (no figure).
     pub fragmentation: f64,
 }
 
@@ -104,7 +105,7 @@ impl From<crate::resources::Footprint> for rmmFootprint_t {
             live_bytes: f.live,
             peak_live_bytes: f.peak_live,
             largest_free_block: f.largest_free_block,
-            fragmentation: f.fragmentation(),
+            fragmentation: f.fragmentation().unwrap_or(f64::NAN),
         }
     }
 }

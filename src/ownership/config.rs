@@ -2,6 +2,8 @@
 //! `rmmConfigure`; the language is `spec`'s). A device gets its stack on first use: the one
 //! `rmmConfigure` set up, else the one `RMM_ALLOC_CONF` names (read at that first use, by
 //! linked and preloaded programs alike), else `DEFAULT_STACK`, RMM's plain `cuda` resource.
+//! Asking rmm-rs to configure itself with nothing said (`rmmConfigure(NULL)` or `""`, which the
+//! preload library and the Python module do) sets up `POOLED_DEFAULT`.
 //!
 //! A spec that starts with `report` prints each device's statistics and unfreed allocations
 //! to stderr at exit.
@@ -13,10 +15,18 @@ use crate::units;
 use parking_lot::Mutex;
 use std::sync::Arc;
 
-/// The spec `text` stands for: empty text is the default stack.
+/// What a program that asks rmm-rs to manage its memory and says nothing more gets: the
+/// preload library and the Python module with `RMM_ALLOC_CONF` unset, and `rmmConfigure` with
+/// NULL or "". A pool, as the `key:value` form has always defaulted to, with statistics for
+/// the report and the Python module's figures: under the preload library, PyTorch with its
+/// cache off and CuPy with its pool off step several times faster than with `cuda`
+/// (docs/src/preload.md). `RMM_ALLOC_CONF=cuda` turns pooling off.
+pub const POOLED_DEFAULT: &str = "statistics/pool";
+
+/// The spec `text` stands for: empty text is `POOLED_DEFAULT`.
 pub fn parse(text: &str) -> Result<Spec> {
     match text.trim().is_empty() {
-        true => Spec::parse(DEFAULT_STACK),
+        true => Spec::parse(POOLED_DEFAULT),
         false => Spec::parse(text),
     }
 }
@@ -71,7 +81,7 @@ pub fn default_resource(device: i32) -> Result<Arc<dyn MemoryResource>> {
     apply_environment()?;
     let mut state = STATE.lock();
     let Some(state) = state.as_mut() else {
-        return parse("")?.build_on(device);
+        return Spec::parse(DEFAULT_STACK)?.build_on(device);
     };
     let built = state.spec.build_stack(device)?;
     let top = built.top.clone();
@@ -90,14 +100,16 @@ pub fn report() -> String {
         text += &format!("  device {device}: {name} resource");
         if let Some(f) = stack.base.footprint() {
             text += &format!(
-                ", {} reserved from the device (peak {}), {} in use (peak {}), largest free block {}, fragmentation {:.1}% (1 - in use / reserved)",
+                ", {} reserved from the device (peak {}), {} in use (peak {}), largest free block {}",
                 units::approximate(f.reserved as i64),
                 units::approximate(f.peak_reserved as i64),
                 units::approximate(f.live as i64),
                 units::approximate(f.peak_live as i64),
                 units::approximate(f.largest_free_block as i64),
-                f.fragmentation() * 100.0
             );
+            if let Some(fragmentation) = f.fragmentation() {
+                text += &format!(", fragmentation {:.1}% (1 - in use / reserved)", fragmentation * 100.0);
+            }
         }
         text += "\n";
         if let Some(statistics) = &stack.statistics {

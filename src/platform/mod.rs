@@ -245,10 +245,8 @@ impl Backend {
 
     #[inline(never)]
     fn stream_on_other_device(&self, device: i32, stream: Stream) -> Result<Stream> {
-        let current = self.current_device()?;
-        if current == device {
-            return Ok(stream);
-        }
+        // The default streams are the current device's; a created stream is its own device's,
+        // whichever device is current.
         let stream_device = self.stream_device(stream)?;
         if stream_device == device {
             return Ok(stream);

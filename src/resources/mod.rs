@@ -95,13 +95,10 @@ pub struct Footprint {
 }
 
 impl Footprint {
-    /// The share of reserved memory not in use: 1 - live / reserved (0 when nothing is reserved).
-    pub fn fragmentation(&self) -> f64 {
-        if self.reserved == 0 {
-            0.0
-        } else {
-            1.0 - self.live as f64 / self.reserved as f64
-        }
+    /// The share of reserved memory not in use: 1 - live / reserved; None while nothing is in
+    /// use, where the figure would say nothing about how memory is laid out.
+    pub fn fragmentation(&self) -> Option<f64> {
+        (self.live > 0 && self.reserved > 0).then(|| 1.0 - self.live as f64 / self.reserved as f64)
     }
 
     /// The figures of several resources that hold memory side by side (binning's bins).

@@ -46,8 +46,8 @@ pub trait BlockIndex: Send + 'static {
     /// The blocks of the chunk at `base`, for snapshots.
     fn chunk_blocks(&self, base: usize) -> Vec<BlockView>;
     fn used_blocks(&self) -> usize;
-    /// Lets the index keep recently freed blocks aside for quick reuse (see `Tlsf`).
-    fn enable_parking(&mut self) {}
+    /// Lets the index keep recently freed blocks aside for quick reuse, or not (see `Tlsf`).
+    fn set_parking(&mut self, _on: bool) {}
     fn add_chunk(&mut self, base: usize, size: usize);
     fn take_wholly_free_chunks(&mut self) -> Vec<Chunk>;
     fn take_free_chunk(&mut self, bytes: usize) -> Option<Chunk>;
@@ -87,8 +87,8 @@ pub trait BlockIndex: Send + 'static {
 macro_rules! forward_block_index {
     ($ty:ty, growable) => {
         forward_block_index!($ty, {
-            fn enable_parking(&mut self) {
-                <$ty>::enable_parking(self)
+            fn set_parking(&mut self, on: bool) {
+                <$ty>::set_parking(self, on)
             }
             fn free_tail(&self, base: usize) -> Option<(Chunk, usize)> {
                 <$ty>::free_tail(self, base)
@@ -163,27 +163,21 @@ macro_rules! forward_block_index {
 forward_block_index!(Tlsf, growable);
 forward_block_index!(FixedBlocks);
 
-/// Distinguishes cores in the per-thread cache (an address could be reused).
-static NEXT_CORE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+/// How many streams a thread's cache remembers per core.
 const STATE_CACHE_SIZE: usize = 8;
 
 /// How a thread found the state of a stream other than the legacy default stream, kept so that
 /// its next call on that stream needs neither a lock nor the driver.
-struct CachedState {
-    core: u64,
+struct CachedState<I> {
     handle: usize,
     /// `streams::epoch()` before the lookup: a handle forgotten since may name another stream.
     epoch: u64,
     /// The handle is not trusted (`platform::streams`): an allocation checks the driver's id.
     check_identity: bool,
-    /// An `Arc<StreamState<I>>` of the core's index type.
-    state: Box<dyn std::any::Any>,
-}
-
-thread_local! {
-    /// The stream states this thread used last: spares a lookup under the shared map's lock,
-    /// which every thread's allocations would otherwise contend on.
-    static STATE_CACHE: std::cell::RefCell<Vec<CachedState>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The thread that looked it up: a thread's slot of the core's cache goes to a new thread
+    /// once it exits, and `cudaStreamPerThread` names another stream there.
+    thread: u64,
+    state: Arc<StreamState<I>>,
 }
 
 /// The most a geometric pool grows by beyond the request: measured on the churn workload,
@@ -256,8 +250,16 @@ struct Shelf<I> {
     /// Another stream wanted memory from here while only the stream's own allocations may
     /// record: the next one records.
     record_wanted: bool,
+    /// While other streams take memory from here and only the stream's own calls may record
+    /// (`Recorder::OwnAllocations`): how many more frees that leave a chunk wholly free record
+    /// the event for them, unless one takes memory meanwhile (which starts the count again).
+    /// Such a stream parks no block, so that its frees tell when a chunk becomes free.
+    donor: u8,
     recorder: Recorder,
 }
+
+/// How many events a donor stream records with nobody taking memory before it stops.
+const DONOR_PATIENCE: u8 = 8;
 
 /// Aligned to two cache lines: its shelf is written on every allocation and free, and must
 /// not share a line with anything another thread writes (the driver's threads allocate too).
@@ -295,7 +297,6 @@ struct Gap {
 /// too.
 pub struct Core<I: BlockIndex> {
     name: &'static str,
-    id: u64,
     upstream: Arc<dyn MemoryResource>,
     device: i32,
     growth: Growth,
@@ -314,6 +315,9 @@ pub struct Core<I: BlockIndex> {
     /// With per-thread default streams: each thread's state (also in `streams`), reached
     /// without a lock or a reference count.
     thread_states: thread_local::ThreadLocal<Arc<StreamState<I>>>,
+    /// Each thread's most recently used stream states (`with_other_state`): spares a lookup
+    /// under the shared map's lock, which every thread's allocations would otherwise meet on.
+    state_cache: thread_local::ThreadLocal<std::cell::RefCell<Vec<CachedState<I>>>>,
     owners: RwLock<ChunkOwners<I>>,
     /// Serializes growth and reclaim, not the fast path.
     growing: Mutex<()>,
@@ -452,7 +456,6 @@ impl<I: BlockIndex> Core<I> {
         let maximum = if maximum == 0 { usize::MAX } else { maximum };
         let core = Arc::new(Core {
             name,
-            id: NEXT_CORE_ID.fetch_add(1, Ordering::Relaxed),
             device: upstream.device(),
             upstream,
             growth,
@@ -465,6 +468,7 @@ impl<I: BlockIndex> Core<I> {
             streams: RwLock::new(HashMap::new()),
             default_state: once_cell::sync::OnceCell::new(),
             thread_states: thread_local::ThreadLocal::new(),
+            state_cache: thread_local::ThreadLocal::new(),
             owners: RwLock::new(BTreeMap::new()),
             growing: Mutex::new(()),
             new_index: Box::new(new_index),
@@ -536,32 +540,34 @@ impl<I: BlockIndex> Core<I> {
     }
 
     /// `with_state` for any other stream, or before the legacy default stream's state exists:
-    /// the state this thread found last for the handle, while the handle has not been forgotten
-    /// since and, for a handle that is not trusted, the driver's id still matches at an
-    /// allocation. `f` runs while the thread's cache is borrowed (nested calls on this thread
-    /// go without it).
+    /// the cached state if there is one (`cached_state`), else the one looked up.
     #[inline(always)]
     fn with_other_state<R>(&self, stream: Stream, allocating: bool, f: impl FnOnce(&Arc<StreamState<I>>) -> Result<R>) -> Result<R> {
-        let epoch = streams::epoch();
-        let mut f = Some(f);
-        let cached = STATE_CACHE.try_with(|cache| {
-            let cache = cache.try_borrow().ok()?;
-            let entry = cache.iter().find(|entry| entry.core == self.id && entry.handle == stream.0)?;
-            let state = entry.state.downcast_ref::<Arc<StreamState<I>>>().filter(|_| entry.epoch == epoch)?;
-            if allocating && entry.check_identity {
-                match self.identity_matches(state, stream) {
-                    Ok(true) => {}
-                    Ok(false) => return None,
-                    Err(e) => return Some(Err(e)),
-                }
-            }
-            f.take().map(|f| f(state))
-        });
-        match (cached, f) {
-            (Ok(Some(result)), _) => result,
-            (_, Some(f)) => self.with_state_looked_up(stream, f),
-            (_, None) => Err(Error::Internal("a stream's state was used and not found".into())),
+        match self.cached_state(stream, allocating)? {
+            Some(state) => f(&state),
+            None => self.with_state_looked_up(stream, f),
         }
+    }
+
+    /// The state this thread found last for `stream`, while the handle has not been forgotten
+    /// since and, for a handle that is not trusted, the driver's id still matches at an
+    /// allocation. The thread's cache stays borrowed while the state is used (a nested call on
+    /// this thread through the same core goes without it).
+    #[inline(always)]
+    fn cached_state(&self, stream: Stream, allocating: bool) -> Result<Option<std::cell::Ref<'_, Arc<StreamState<I>>>>> {
+        let epoch = streams::epoch();
+        let Some(cache) = self.state_cache.get().and_then(|cache| cache.try_borrow().ok()) else { return Ok(None) };
+        let Ok(entry) =
+            std::cell::Ref::filter_map(cache, |cache| cache.iter().find(|entry| entry.handle == stream.0 && entry.epoch == epoch))
+        else {
+            return Ok(None);
+        };
+        let current = match (stream, allocating && entry.check_identity) {
+            (Stream::PER_THREAD, _) => entry.thread == crate::platform::bias::thread_key(),
+            (_, true) => self.identity_matches(&entry.state, stream)?,
+            (_, false) => true,
+        };
+        Ok(current.then(|| std::cell::Ref::map(entry, |entry| &entry.state)))
     }
 
     /// Whether the driver's id of `stream` is still `state`'s (the handle may have been
@@ -591,15 +597,14 @@ impl<I: BlockIndex> Core<I> {
                 None => (self.state_from_map(backend()?.stream_identity(stream)?, stream, Recorder::OwnAllocations)?, true),
             },
         };
-        let _ = STATE_CACHE.try_with(|cache| {
-            if let Ok(mut cache) = cache.try_borrow_mut() {
-                cache.retain(|entry| entry.core != self.id || entry.handle != stream.0);
-                if cache.len() == STATE_CACHE_SIZE {
-                    cache.remove(0);
-                }
-                cache.push(CachedState { core: self.id, handle: stream.0, epoch, check_identity, state: Box::new(state.clone()) });
+        if let Ok(mut cache) = self.state_cache.get_or_default().try_borrow_mut() {
+            cache.retain(|entry| entry.handle != stream.0);
+            if cache.len() == STATE_CACHE_SIZE {
+                cache.remove(0);
             }
-        });
+            let thread = crate::platform::bias::thread_key();
+            cache.insert(0, CachedState { handle: stream.0, epoch, check_identity, thread, state: state.clone() });
+        }
         f(&state)
     }
 
@@ -625,8 +630,9 @@ impl<I: BlockIndex> Core<I> {
         let mut index = (self.new_index)();
         // Every stream's event is recorded when memory is taken from it, which covers blocks
         // parked for quick reuse too.
-        index.enable_parking();
-        let shelf = BiasedLock::new(Shelf { index, pending: Vec::new(), unrecorded_frees: false, record_wanted: false, recorder });
+        index.set_parking(true);
+        let shelf =
+            BiasedLock::new(Shelf { index, pending: Vec::new(), unrecorded_frees: false, record_wanted: false, donor: 0, recorder });
         let state = Arc::new(StreamState { stream, identity, event, shelf });
         streams.insert(key, state.clone());
         Ok(state)
@@ -653,7 +659,10 @@ impl<I: BlockIndex> Core<I> {
 
     #[inline(never)]
     fn allocate_on_other_stream(&self, bytes: usize, stream: Stream) -> Result<usize> {
-        self.with_other_state(stream, true, |state| self.allocate_on(state, bytes, stream))
+        match self.cached_state(stream, true)? {
+            Some(state) => self.allocate_on(&state, bytes, stream),
+            None => self.with_state_looked_up(stream, |state| self.allocate_on(state, bytes, stream)),
+        }
     }
 
     #[inline(always)]
@@ -720,7 +729,10 @@ impl<I: BlockIndex> Core<I> {
 
     #[inline(never)]
     fn deallocate_on_other_stream(&self, ptr: usize, bytes: Option<usize>, stream: Stream) -> Result<()> {
-        self.with_other_state(stream, false, |state| self.deallocate_on(state, ptr, bytes, stream))
+        match self.cached_state(stream, false)? {
+            Some(state) => self.deallocate_on(&state, ptr, bytes, stream),
+            None => self.with_state_looked_up(stream, |state| self.deallocate_on(state, ptr, bytes, stream)),
+        }
     }
 
     #[inline(always)]
@@ -785,13 +797,16 @@ impl<I: BlockIndex> Core<I> {
         stream: Stream,
     ) -> Result<std::result::Result<(), Refused>> {
         let mut shelf = state.shelf.lock();
-        let Freed { size, .. } = match shelf.index.free_checked(ptr, bytes) {
+        let Freed { size, chunk_now_free } = match shelf.index.free_checked(ptr, bytes) {
             Ok(freed) => freed,
             Err(refused) => return Ok(Err(refused)),
         };
         self.note_released(ptr, size, stream);
         // The stream's event is recorded when another stream takes memory from here.
         shelf.unrecorded_frees = true;
+        if chunk_now_free && shelf.donor > 0 {
+            self.record_for_takers(state, &mut shelf, stream)?;
+        }
         drop(shelf);
         if let Growth::Expandable { page, release_threshold } = self.growth {
             if self.reserved.load(Ordering::Relaxed) > release_threshold || self.releases_pending.load(Ordering::Relaxed) {
@@ -799,6 +814,28 @@ impl<I: BlockIndex> Core<I> {
             }
         }
         Ok(Ok(()))
+    }
+
+    /// A donor's free just left a chunk wholly free: records the event that lets another stream
+    /// take it, when `stream` still names the state's stream (a handle that is not trusted may
+    /// have gone to another stream since). Stops donating after `DONOR_PATIENCE` records that
+    /// nobody took memory after.
+    #[cold]
+    #[inline(never)]
+    fn record_for_takers(&self, state: &StreamState<I>, shelf: &mut Shelf<I>, stream: Stream) -> Result<()> {
+        if shelf.recorder != Recorder::OwnAllocations {
+            return Ok(());
+        }
+        shelf.donor -= 1;
+        if shelf.donor == 0 {
+            shelf.index.set_parking(true);
+        }
+        if streams::is_per_thread(state.identity) || self.identity_matches(state, stream)? {
+            backend()?.event_record(self.device, state.event, stream)?;
+            shelf.unrecorded_frees = false;
+            shelf.record_wanted = false;
+        }
+        Ok(())
     }
 
     /// Frees a block that another stream's index holds, leaving this stream's event for
@@ -866,15 +903,22 @@ impl<I: BlockIndex> Core<I> {
             }
             Recorder::OwnAllocations => {
                 shelf.record_wanted = true;
+                if shelf.donor == 0 {
+                    shelf.index.set_parking(false);
+                }
+                shelf.donor = DONOR_PATIENCE;
                 Ok(false)
             }
             Recorder::Nobody => Ok(false),
         }
     }
 
-    /// The events `taker` must wait on before using memory taken from `source`'s index, once
-    /// `cover_frees` said yes. Called with `source`'s shelf locked.
-    fn events_to_take_from(&self, source: &StreamState<I>, shelf: &Shelf<I>, taker: &StreamState<I>) -> Vec<Event> {
+    /// The events `taker` must wait on before using memory it took from `source`'s index, once
+    /// `cover_frees` said yes (a donor keeps donating). Called with `source`'s shelf locked.
+    fn events_to_take_from(&self, source: &StreamState<I>, shelf: &mut Shelf<I>, taker: &StreamState<I>) -> Vec<Event> {
+        if shelf.donor > 0 {
+            shelf.donor = DONOR_PATIENCE;
+        }
         if self.omit_ordering.load(Ordering::Relaxed) {
             return Vec::new();
         }
@@ -958,7 +1002,7 @@ impl<I: BlockIndex> Core<I> {
                     continue;
                 }
                 let Some(chunk) = shelf.index.take_free_chunk(need) else { continue };
-                (chunk, self.events_to_take_from(&other, &shelf, state))
+                (chunk, self.events_to_take_from(&other, &mut shelf, state))
             };
             self.wait_all(stream, &events)?;
             self.owners.write().insert(chunk.base, (chunk.size, state.clone()));
@@ -992,7 +1036,7 @@ impl<I: BlockIndex> Core<I> {
                 let Some(block) = shelf.index.allocate(bytes) else { continue };
                 let events = match synchronized {
                     true => Vec::new(),
-                    false => self.events_to_take_from(&other, &shelf, state),
+                    false => self.events_to_take_from(&other, &mut shelf, state),
                 };
                 (block, events)
             };

@@ -249,20 +249,36 @@ impl Tlsf {
         self.used_block(addr).map(|(size, _)| size)
     }
 
-    /// Size of the largest free block in the index (0 if none); parked blocks are not counted.
+    /// Size of the largest free block in the index (0 if none): parked blocks are free, and
+    /// one with free or parked neighbours counts as the block they make together once flushed.
     pub fn largest_free_block(&self) -> usize {
+        let mut largest = self.parked.as_slice().iter().map(|&(_, index)| self.free_run_around(index)).max().unwrap_or(0);
         if self.fl_bitmap == 0 {
-            return 0;
+            return largest;
         }
         let fl = (u64::BITS - 1 - self.fl_bitmap.leading_zeros()) as usize;
         let sl = (u32::BITS - 1 - self.sl_bitmaps[fl].leading_zeros()) as usize;
-        let mut largest = 0;
         let mut at = self.heads[fl][sl];
         while at != NONE {
             largest = largest.max(self.blocks[at as usize].size);
             at = self.blocks[at as usize].next_free;
         }
         largest
+    }
+
+    /// The bytes of the run of free and parked blocks around the parked block `index`.
+    fn free_run_around(&self, index: u32) -> usize {
+        let free = |at: u32| at != NONE && matches!(self.blocks[at as usize].state, State::Free | State::Parked);
+        let mut first = index;
+        while free(self.blocks[first as usize].prev_phys) {
+            first = self.blocks[first as usize].prev_phys;
+        }
+        let (mut bytes, mut at) = (0, first);
+        while free(at) {
+            bytes += self.blocks[at as usize].size;
+            at = self.blocks[at as usize].next_phys;
+        }
+        bytes
     }
 
     fn new_block(&mut self, block: Block) -> u32 {
@@ -618,12 +634,15 @@ impl Tlsf {
         views
     }
 
-    /// Parks freed blocks on quick lists from now on. Parked blocks keep their chunk from
-    /// being wholly free, so only an index whose frees need no event to be taken by another
-    /// stream (the legacy default stream's) should park.
-    pub fn enable_parking(&mut self) {
-        self.parking = true;
-        self.credit = QUICK_CREDIT;
+    /// Parks freed blocks on quick lists from now on (`on`), or coalesces every free at once,
+    /// the parked blocks first (`!on`). Parked blocks keep their chunk from being wholly free,
+    /// so an index whose frees must tell when a chunk becomes free should not park.
+    pub fn set_parking(&mut self, on: bool) {
+        self.parking = on;
+        self.credit = if on { QUICK_CREDIT } else { 0 };
+        if !on {
+            self.flush_quick();
+        }
     }
 
     /// One more allocation served as parking hopes: credit up to `QUICK_CREDIT`.

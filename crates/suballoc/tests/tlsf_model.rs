@@ -15,7 +15,7 @@ fn random_operations_match_the_model() {
 #[test]
 fn a_freed_block_is_reused_as_is_for_the_same_size_and_refused_twice() {
     let mut tlsf = Tlsf::new();
-    tlsf.enable_parking();
+    tlsf.set_parking(true);
     tlsf.add_chunk(0x10_0000, 64 * GRANULE);
     let (a, size) = tlsf.allocate(3 * GRANULE).unwrap();
     assert_eq!(tlsf.free(a), Some(size));
@@ -51,7 +51,7 @@ fn freeing_coalesces_back_to_one_block_and_never_across_chunks() {
 #[test]
 fn parking_follows_the_workload() {
     let mut tlsf = Tlsf::new();
-    tlsf.enable_parking();
+    tlsf.set_parking(true);
     tlsf.add_chunk(0x100_0000, 4096 * GRANULE);
     let pair = |tlsf: &mut Tlsf, units: usize| {
         let (addr, _) = tlsf.allocate(units * GRANULE).unwrap();
@@ -99,4 +99,18 @@ fn a_chunk_grows_at_its_end_and_its_free_end_is_cut_back_to_whole_units() {
     assert_eq!(tlsf.free_head(0x100_0000), Some(unit), "the whole chunk is free from its start");
     assert_eq!(tlsf.trim_free_tail(0x100_0000, unit), None, "a wholly free chunk goes back whole");
     assert_eq!(tlsf.take_wholly_free_chunks().len(), 1);
+}
+
+/// A parked block is free: a chunk whose only block is parked has that block as its largest
+/// free block (reports said 0 B free in one piece for a pool with nothing in use).
+#[test]
+fn a_parked_block_counts_as_free() {
+    let mut tlsf = Tlsf::new();
+    tlsf.set_parking(true);
+    tlsf.add_chunk(0x100_0000, 3 * GRANULE);
+    let (addr, _) = tlsf.allocate(3 * GRANULE).unwrap();
+    tlsf.free(addr).unwrap();
+    assert_eq!(tlsf.parked_blocks(), 1);
+    assert_eq!(tlsf.largest_free_block(), 3 * GRANULE);
+    assert_eq!(tlsf.free_bytes(), 3 * GRANULE);
 }
