@@ -236,6 +236,27 @@ static void check_contents(bool simulated) {
   }
 }
 
+/* rmmCudaMalloc / rmmCudaFree: cudaMalloc's and cudaFree's contract (no stream; the free waits
+ * for the device, as nothing configured async_free here), and their refusals. */
+static void check_cuda_semantics(void) {
+  void *p = NULL, *q = NULL;
+  int local = 0;
+  CHECK_RMM(rmmCudaMalloc(NULL, 64), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_OK(rmmCudaMalloc(&p, 0));
+  CHECK(p == NULL);
+  CHECK_OK(rmmCudaMalloc(&p, 1000));
+  CHECK(p != NULL && rmm_test_aligned(p, 256));
+  CHECK_RMM(rmmCudaMalloc(&q, (size_t)1 << 62), RMM_ERROR_OUT_OF_MEMORY);
+  CHECK(q == NULL);
+  CHECK_RMM(rmmCudaFree((char *)p + 256), RMM_ERROR_INVALID_ARGUMENT); /* inside a block */
+  CHECK_RMM(rmmCudaFree(&local), RMM_ERROR_INVALID_ARGUMENT);           /* never rmm's */
+  CHECK_OK(rmmCudaFree(p));
+  CHECK_RMM(rmmCudaFree(p), RMM_ERROR_INVALID_ARGUMENT); /* twice */
+  CHECK_OK(rmmCudaFree(NULL));
+  CHECK_OK(RMM_ALLOC(&p, 300, 0)); /* the legacy calls' memory is cudaFree's too */
+  CHECK_OK(rmmCudaFree(p));
+}
+
 int main(void) {
   const bool simulated = rmm_test_simulated();
   size_t total = 0;
@@ -247,6 +268,7 @@ int main(void) {
   check_offsets();
   check_realloc();
   check_contents(simulated);
+  check_cuda_semantics();
   CHECK_OK(rmmFinalize());
   return rmm_test_finish("alloc");
 }

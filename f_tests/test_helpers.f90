@@ -34,6 +34,7 @@ program test_helpers
   call all_types(c_null_ptr, .true.)
   call all_types(stream, .true.)
 
+  call cuda_malloc_and_free()
   call zero_and_negative_extents()
   call too_large()
   call bad_frees()
@@ -254,6 +255,17 @@ contains
 
   ! A pointer freed twice (through a copy) and a free through the wrong resource are
   ! RMM_ERROR_INVALID_ARGUMENT; nothing is freed and the pointer stays associated.
+  ! cudaMalloc's and cudaFree's contract: no stream; a second free is refused.
+  subroutine cuda_malloc_and_free()
+    type(c_ptr), target :: p
+    p = c_null_ptr
+    call expect_ok(rmmCudaMalloc(c_loc(p), 4096_c_size_t), 'rmmCudaMalloc')
+    call expect(c_associated(p), 'rmmCudaMalloc gives memory')
+    call expect_ok(rmmCudaFree(p), 'rmmCudaFree')
+    call expect_status(rmmCudaFree(p), RMM_ERROR_INVALID_ARGUMENT, 'rmmCudaFree of a pointer freed before')
+    call expect_ok(rmmCudaFree(c_null_ptr), 'rmmCudaFree(NULL)')
+  end subroutine cuda_malloc_and_free
+
   subroutine bad_frees()
     integer(c_int32_t), pointer :: a(:), copy(:)
     real(c_float), pointer :: b(:, :)

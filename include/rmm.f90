@@ -101,19 +101,20 @@ module rmm
     rmmDeviceBufferDestroy, rmmSetPerDeviceResource, rmmGetPerDeviceResource, &
     rmmSetCurrentDeviceResource, rmmGetCurrentDeviceResource, rmmGetDevice, rmmSetDevice, &
     rmmGetDeviceCount, rmmIsSimulated, rmmSimGetRaceCount, rmmTorchAllocate, rmmTorchDeallocate, &
-    rmmCupyAllocate, rmmCupyDeallocate, rmmInitialize, rmmFinalize, rmmIsInitialized, rmmAlloc, &
-    rmmRealloc, rmmFree, rmmWriteLog, rmmLogSize, rmmGetLog, rmmGetInfo, rmmGetAllocationOffset, &
-    rmmGetErrorString, rmmGetErrorName, rmmGetLastErrorMessage, rmmTimelineReportWrite, &
-    rmmCudaResourceCreate, rmmManagedResourceCreate, rmmCallbackResourceCreate, &
-    rmmCallbackResourceCreateWithRelease, rmmAsyncResourceCreate, &
-    rmmAsyncResourceCreateExportable, rmmAsyncResourceGetPool, rmmExpandableResourceCreate, &
-    rmmExpandableResourceCreateWithOptions, rmmResourceCreateFromSpec, &
-    rmmPinnedHostResourceCreate, rmmResourceDestroy, rmmResourceAllocate, rmmResourceDeallocate, &
-    rmmResourceGetDevice, rmmResourceGetName, rmmResourceGetSnapshot, rmmResourceWriteSnapshot, &
-    rmmResourceGetFootprint, rmmStreamCreate, rmmStreamDestroy, rmmStreamRegister, &
-    rmmStreamUnregister, rmmStreamSynchronize, rmmMemcpyAsync, rmmPoolResourceCreate, &
-    rmmPoolResourceGetSize, rmmPoolResourceGetFree, rmmResourceRelease, rmmArenaResourceCreate, &
-    rmmBinningResourceCreate, rmmBinningResourceAddBin, rmmFixedSizeResourceCreate, rmmGetVersion
+    rmmCupyAllocate, rmmCupyDeallocate, rmmInitialize, rmmFinalize, rmmIsInitialized, &
+    rmmCudaMalloc, rmmCudaFree, rmmAlloc, rmmRealloc, rmmFree, rmmWriteLog, rmmLogSize, rmmGetLog, &
+    rmmGetInfo, rmmGetAllocationOffset, rmmGetErrorString, rmmGetErrorName, &
+    rmmGetLastErrorMessage, rmmTimelineReportWrite, rmmCudaResourceCreate, &
+    rmmManagedResourceCreate, rmmCallbackResourceCreate, rmmCallbackResourceCreateWithRelease, &
+    rmmAsyncResourceCreate, rmmAsyncResourceCreateExportable, rmmAsyncResourceGetPool, &
+    rmmExpandableResourceCreate, rmmExpandableResourceCreateWithOptions, &
+    rmmResourceCreateFromSpec, rmmPinnedHostResourceCreate, rmmResourceDestroy, &
+    rmmResourceAllocate, rmmResourceDeallocate, rmmResourceGetDevice, rmmResourceGetName, &
+    rmmResourceGetSnapshot, rmmResourceWriteSnapshot, rmmResourceGetFootprint, rmmStreamCreate, &
+    rmmStreamDestroy, rmmStreamRegister, rmmStreamUnregister, rmmStreamSynchronize, &
+    rmmMemcpyAsync, rmmPoolResourceCreate, rmmPoolResourceGetSize, rmmPoolResourceGetFree, &
+    rmmResourceRelease, rmmArenaResourceCreate, rmmBinningResourceCreate, &
+    rmmBinningResourceAddBin, rmmFixedSizeResourceCreate, rmmGetVersion
 
   ! The kinds of shareable handle `rmmAsyncResourceCreateExportable` can export pool memory as
   ! (CUDA's `cudaMemAllocationHandleType` values).
@@ -731,6 +732,33 @@ module rmm
       import :: c_bool, c_ptr
       type(c_ptr), value :: options
     end function rmmIsInitialized
+
+    ! Allocates `size` bytes from the current device's resource for use on any stream, as
+    ! `cudaMalloc` does, and writes the address to `*ptr` (NULL for 0 bytes). Give it back with
+    ! `rmmCudaFree` (or `rmmFree`). Ready as `rmmAlloc` is (RMM_ERROR_NOT_INITIALIZED unless rmm is
+    ! initialized or configured); RMM_ERROR_INVALID_ARGUMENT for a NULL `ptr`; out of memory after
+    ! memory that `rmmCudaFree` left waiting for the device came back. The preload library's
+    ! `cudaMalloc` and `cuMemAlloc` are this.
+    integer(c_int) function rmmCudaMalloc(ptr, size) bind(c, name="rmmCudaMalloc")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: ptr
+      integer(c_size_t), value :: size
+    end function rmmCudaMalloc
+
+    ! Frees `ptr` (from `rmmCudaMalloc`, `rmmAlloc` or `RMM_ALLOC`; NULL: nothing) as `cudaFree`
+    ! does: the memory is free once the device has done all the work it was given before the call,
+    ! on every stream. By default the call waits for that (it synchronizes the pointer's device).
+    ! With `async_free` in the configured spec (`RMM_ALLOC_CONF=async_free/statistics/pool`) it
+    ! returns at once and the memory waits instead, for events recorded on the legacy default stream
+    ! and on every stream rmm-rs knows the handle of (`rmmStreamRegister`; under the preload
+    ! library, every stream the program made): the program then loses `cudaFree` as a point where
+    ! the host waits for the device. A pointer that is not live, or a device buffer's, is
+    ! RMM_ERROR_INVALID_ARGUMENT with nothing changed (a second free of memory that is still waiting
+    ! too). The preload library's `cudaFree` and `cuMemFree` are this.
+    integer(c_int) function rmmCudaFree(ptr) bind(c, name="rmmCudaFree")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: ptr
+    end function rmmCudaFree
 
     ! Allocates `size` bytes for use on `stream` from the current device's resource and writes
     ! the address to `*ptr` (NULL for 0 bytes). The caller owns the memory and returns it with

@@ -512,6 +512,26 @@ enum rmmError_t rmmFinalize(void);
 // NULL.
 bool rmmIsInitialized(struct rmmOptions_t *options);
 
+// Allocates `size` bytes from the current device's resource for use on any stream, as
+// `cudaMalloc` does, and writes the address to `*ptr` (NULL for 0 bytes). Give it back with
+// `rmmCudaFree` (or `rmmFree`). Ready as `rmmAlloc` is (RMM_ERROR_NOT_INITIALIZED unless rmm is
+// initialized or configured); RMM_ERROR_INVALID_ARGUMENT for a NULL `ptr`; out of memory after
+// memory that `rmmCudaFree` left waiting for the device came back. The preload library's
+// `cudaMalloc` and `cuMemAlloc` are this.
+enum rmmError_t rmmCudaMalloc(void **ptr, size_t size);
+
+// Frees `ptr` (from `rmmCudaMalloc`, `rmmAlloc` or `RMM_ALLOC`; NULL: nothing) as `cudaFree`
+// does: the memory is free once the device has done all the work it was given before the
+// call, on every stream. By default the call waits for that (it synchronizes the pointer's
+// device). With `async_free` in the configured spec (`RMM_ALLOC_CONF=async_free/statistics/pool`)
+// it returns at once and the memory waits instead, for events recorded on the legacy default
+// stream and on every stream rmm-rs knows the handle of (`rmmStreamRegister`; under the
+// preload library, every stream the program made): the program then loses `cudaFree` as a
+// point where the host waits for the device. A pointer that is not live, or a device buffer's,
+// is RMM_ERROR_INVALID_ARGUMENT with nothing changed (a second free of memory that is still
+// waiting too). The preload library's `cudaFree` and `cuMemFree` are this.
+enum rmmError_t rmmCudaFree(void *ptr);
+
 // Allocates `size` bytes for use on `stream` from the current device's resource and writes
 // the address to `*ptr` (NULL for 0 bytes). The caller owns the memory and returns it with
 // `rmmFree`. With size 0 a NULL out-pointer is accepted too and nothing happens, as in

@@ -54,8 +54,9 @@ GROUPS = [
     Group("legacy.md", "Legacy API",
           "The calls of legacy RMM (0.x) with their old names, signatures and error codes: "
           "`rmmInitialize`, `rmmAlloc`/`rmmFree` and the `RMM_ALLOC` macros, and the event "
-          "log. See the [migration guide](../migration.md).",
-          r"^rmm(Initialize|Finalize|IsInitialized|Alloc|Realloc|Free|GetInfo|"
+          "log; and `rmmCudaMalloc`/`rmmCudaFree`, drop-in `cudaMalloc`/`cudaFree`. See the "
+          "[migration guide](../migration.md).",
+          r"^rmm(Initialize|Finalize|IsInitialized|Alloc|Realloc|Free|CudaMalloc|CudaFree|GetInfo|"
           r"GetAllocationOffset|WriteLog|LogSize|GetLog)$",
           r"^(rmmOptions_t|rmmDeviceList_t|rmmAllocationMode_t|CudaDefaultAllocation|"
           r"PoolAllocation|CudaManagedMemory|CudaAsyncAllocation|RMM_MAX_DEVICES|RMM_ALLOC|"

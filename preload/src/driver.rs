@@ -6,7 +6,7 @@
 
 use crate::hook;
 use crate::real::{self, Real};
-use crate::route::{add_pool_free, allocate, allocate_pitched, release};
+use crate::route::{add_pool_free, allocate, allocate_pitched, release, Order};
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -46,7 +46,7 @@ fn device_pointer_out(ptr: *mut u64) -> *mut *mut c_void {
 pub unsafe extern "C" fn cuMemAlloc_v2(ptr: *mut u64, size: usize) -> c_int {
     // SAFETY: the caller's arguments, passed on unchanged.
     let real = || ALLOC.get(|| real::driver(c"cuMemAlloc_v2")).map_or(NOT_FOUND, |f| unsafe { f(ptr, size) });
-    hook(|| allocate(device_pointer_out(ptr), size, std::ptr::null_mut(), real), real)
+    hook(|| allocate(device_pointer_out(ptr), size, Order::Device, real), real)
 }
 
 /// # Safety
@@ -55,7 +55,7 @@ pub unsafe extern "C" fn cuMemAlloc_v2(ptr: *mut u64, size: usize) -> c_int {
 pub unsafe extern "C" fn cuMemFree_v2(ptr: u64) -> c_int {
     // SAFETY: the caller's argument, passed on unchanged.
     let real = || FREE.get(|| real::driver(c"cuMemFree_v2")).map_or(NOT_FOUND, |f| unsafe { f(ptr) });
-    hook(|| release(ptr as *mut c_void, std::ptr::null_mut(), true, real), real)
+    hook(|| release(ptr as *mut c_void, Order::Device, real), real)
 }
 
 /// # Safety
@@ -64,7 +64,7 @@ pub unsafe extern "C" fn cuMemFree_v2(ptr: u64) -> c_int {
 pub unsafe extern "C" fn cuMemAllocAsync(ptr: *mut u64, size: usize, stream: *mut c_void) -> c_int {
     // SAFETY: the caller's arguments, passed on unchanged.
     let real = || ALLOC_ASYNC.get(|| real::driver(c"cuMemAllocAsync")).map_or(NOT_FOUND, |f| unsafe { f(ptr, size, stream) });
-    hook(|| allocate(device_pointer_out(ptr), size, stream, real), real)
+    hook(|| allocate(device_pointer_out(ptr), size, Order::Stream(stream), real), real)
 }
 
 /// # Safety
@@ -73,7 +73,7 @@ pub unsafe extern "C" fn cuMemAllocAsync(ptr: *mut u64, size: usize, stream: *mu
 pub unsafe extern "C" fn cuMemFreeAsync(ptr: u64, stream: *mut c_void) -> c_int {
     // SAFETY: the caller's arguments, passed on unchanged.
     let real = || FREE_ASYNC.get(|| real::driver(c"cuMemFreeAsync")).map_or(NOT_FOUND, |f| unsafe { f(ptr, stream) });
-    hook(|| release(ptr as *mut c_void, stream, false, real), real)
+    hook(|| release(ptr as *mut c_void, Order::Stream(stream), real), real)
 }
 
 fn per_thread(stream: *mut c_void) -> *mut c_void {
@@ -90,7 +90,7 @@ fn per_thread(stream: *mut c_void) -> *mut c_void {
 pub unsafe extern "C" fn cuMemAllocAsync_ptsz(ptr: *mut u64, size: usize, stream: *mut c_void) -> c_int {
     // SAFETY: the caller's arguments, passed on unchanged.
     let real = || ALLOC_ASYNC_PTSZ.get(|| real::driver(c"cuMemAllocAsync_ptsz")).map_or(NOT_FOUND, |f| unsafe { f(ptr, size, stream) });
-    hook(|| allocate(device_pointer_out(ptr), size, per_thread(stream), real), real)
+    hook(|| allocate(device_pointer_out(ptr), size, Order::Stream(per_thread(stream)), real), real)
 }
 
 /// # Safety
@@ -99,7 +99,7 @@ pub unsafe extern "C" fn cuMemAllocAsync_ptsz(ptr: *mut u64, size: usize, stream
 pub unsafe extern "C" fn cuMemFreeAsync_ptsz(ptr: u64, stream: *mut c_void) -> c_int {
     // SAFETY: the caller's arguments, passed on unchanged.
     let real = || FREE_ASYNC_PTSZ.get(|| real::driver(c"cuMemFreeAsync_ptsz")).map_or(NOT_FOUND, |f| unsafe { f(ptr, stream) });
-    hook(|| release(ptr as *mut c_void, per_thread(stream), false, real), real)
+    hook(|| release(ptr as *mut c_void, Order::Stream(per_thread(stream)), real), real)
 }
 
 /// # Safety

@@ -18,11 +18,17 @@ type CurrentResourceFn = unsafe extern "C" fn(*mut *mut c_void) -> c_int;
 type PoolFreeFn = unsafe extern "C" fn(*mut c_void, *mut usize) -> c_int;
 type DestroyFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 type StreamFn = unsafe extern "C" fn(*mut c_void) -> c_int;
+type CudaMallocFn = unsafe extern "C" fn(*mut *mut c_void, usize) -> c_int;
+type CudaFreeFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 
 /// The librmm entry points the hooks use.
 pub struct Rmm {
     pub alloc: AllocFn,
     pub free: FreeFn,
+    /// `cudaMalloc`'s and `cudaFree`'s contract (no stream; the free waits for the device unless
+    /// the configuration says `async_free`).
+    pub cuda_malloc: CudaMallocFn,
+    pub cuda_free: CudaFreeFn,
     last_error: MessageFn,
     current_resource: CurrentResourceFn,
     pool_free: PoolFreeFn,
@@ -131,6 +137,8 @@ fn load() -> Result<Rmm, String> {
     let rmm = Rmm {
         alloc: symbol(handle, c"rmmAlloc")?,
         free: symbol(handle, c"rmmFree")?,
+        cuda_malloc: symbol(handle, c"rmmCudaMalloc")?,
+        cuda_free: symbol(handle, c"rmmCudaFree")?,
         last_error: symbol(handle, c"rmmGetLastErrorMessage")?,
         current_resource: symbol(handle, c"rmmGetCurrentDeviceResource")?,
         pool_free: symbol(handle, c"rmmPoolResourceGetFree")?,

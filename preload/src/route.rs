@@ -5,58 +5,62 @@
 //! CUDA_ERROR_OUT_OF_MEMORY have the same values).
 
 use crate::librmm::{self, RMM_ERROR_INVALID_ARGUMENT, RMM_ERROR_OUT_OF_MEMORY, RMM_SUCCESS};
-use crate::real::{self, Real};
 use std::ffi::{c_int, c_void};
 
 pub const SUCCESS: c_int = 0;
 pub const INVALID_VALUE: c_int = 1;
 pub const OUT_OF_MEMORY: c_int = 2;
-type SynchronizeFn = unsafe extern "C" fn() -> c_int;
-
-static SYNCHRONIZE: Real<SynchronizeFn> = Real::new();
 
 /// Pitched rows start at multiples of this (a multiple of every GPU's texture pitch alignment).
 const PITCH_ALIGNMENT: usize = 512;
 
-/// Allocates `size` bytes on `stream` through rmm; `fallback` (the real function) when rmm is
+/// How a hooked call names its stream: not at all (`cudaMalloc`, `cudaFree`: usable on any
+/// stream, free once the device is done with it), or a stream it is ordered on.
+#[derive(Clone, Copy)]
+pub enum Order {
+    Device,
+    Stream(*mut c_void),
+}
+
+/// Allocates `size` bytes through rmm in `order`; `fallback` (the real function) when rmm is
 /// unavailable or fails for another reason than memory.
-pub fn allocate(ptr: *mut *mut c_void, size: usize, stream: *mut c_void, fallback: impl FnOnce() -> c_int) -> c_int {
+pub fn allocate(ptr: *mut *mut c_void, size: usize, order: Order, fallback: impl FnOnce() -> c_int) -> c_int {
     if ptr.is_null() {
         return INVALID_VALUE;
     }
     let Some(rmm) = librmm::get() else { return fallback() };
-    // SAFETY: `ptr` is a non-NULL out-pointer of the caller; NULL file, line 0: no call site.
-    match unsafe { (rmm.alloc)(ptr, size, stream, std::ptr::null(), 0) } {
+    let result = match order {
+        // SAFETY: `ptr` is a non-NULL out-pointer of the caller.
+        Order::Device => unsafe { (rmm.cuda_malloc)(ptr, size) },
+        // SAFETY: as above; NULL file, line 0: no call site.
+        Order::Stream(stream) => unsafe { (rmm.alloc)(ptr, size, stream, std::ptr::null(), 0) },
+    };
+    match result {
         RMM_SUCCESS => SUCCESS,
         RMM_ERROR_OUT_OF_MEMORY => OUT_OF_MEMORY,
         _ => fallback(),
     }
 }
 
-/// Frees `ptr` on `stream` through rmm when rmm handed it out; otherwise (or for NULL, which
-/// the real functions use to set up a context) `fallback`. With `synchronize`, waits for the
-/// device first, as `cudaFree` and `cuMemFree` do.
-pub fn release(ptr: *mut c_void, stream: *mut c_void, synchronize: bool, fallback: impl FnOnce() -> c_int) -> c_int {
+/// Frees `ptr` through rmm in `order` when rmm handed it out (`Order::Device`: as `cudaFree`
+/// and `cuMemFree`, once the device is done with it: `rmmCudaFree` waits for the device unless
+/// the configuration says `async_free`); otherwise (or for NULL, which the real functions use
+/// to set up a context) `fallback`.
+pub fn release(ptr: *mut c_void, order: Order, fallback: impl FnOnce() -> c_int) -> c_int {
     if ptr.is_null() {
         return fallback();
     }
     let Some(rmm) = librmm::get() else { return fallback() };
-    if synchronize {
-        synchronize_context();
-    }
-    // SAFETY: rmmFree accepts any pointer and refuses those it did not hand out.
-    match unsafe { (rmm.free)(ptr, stream, std::ptr::null(), 0) } {
+    let result = match order {
+        // SAFETY: rmmCudaFree accepts any pointer and refuses those it did not hand out.
+        Order::Device => unsafe { (rmm.cuda_free)(ptr) },
+        // SAFETY: rmmFree accepts any pointer and refuses those it did not hand out.
+        Order::Stream(stream) => unsafe { (rmm.free)(ptr, stream, std::ptr::null(), 0) },
+    };
+    match result {
         RMM_SUCCESS => SUCCESS,
         RMM_ERROR_INVALID_ARGUMENT => fallback(),
         _ => INVALID_VALUE,
-    }
-}
-
-/// Waits for the current context's work (`cuCtxSynchronize`), as the real frees do.
-pub fn synchronize_context() {
-    if let Some(synchronize) = SYNCHRONIZE.get(|| real::driver(c"cuCtxSynchronize")) {
-        // SAFETY: no arguments; without a current context it returns an error, ignored here.
-        unsafe { synchronize() };
     }
 }
 
@@ -74,7 +78,7 @@ pub fn allocate_pitched(
     if pitch.is_null() || size == 0 {
         return fallback();
     }
-    let result = allocate(ptr, size, std::ptr::null_mut(), fallback);
+    let result = allocate(ptr, size, Order::Device, fallback);
     if result == SUCCESS {
         // SAFETY: non-NULL out-pointer of the caller.
         unsafe { pitch.write(row) };

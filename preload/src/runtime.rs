@@ -2,7 +2,7 @@
 
 use crate::hook;
 use crate::real::{self, Real};
-use crate::route::{add_pool_free, allocate, allocate_pitched, release};
+use crate::route::{add_pool_free, allocate, allocate_pitched, release, Order};
 use std::ffi::{c_int, c_void};
 
 /// cudaErrorUnknown / CUDA_ERROR_NOT_FOUND-like answer when a real function is missing.
@@ -28,7 +28,7 @@ static MEM_GET_INFO: Real<MemGetInfoFn> = Real::new();
 pub unsafe extern "C" fn cudaMalloc(ptr: *mut *mut c_void, size: usize) -> c_int {
     // SAFETY (both closures): the caller's arguments, passed on unchanged.
     let real = || MALLOC.get(|| real::next(c"cudaMalloc")).map_or(MISSING, |f| unsafe { f(ptr, size) });
-    hook(|| allocate(ptr, size, std::ptr::null_mut(), real), real)
+    hook(|| allocate(ptr, size, Order::Device, real), real)
 }
 
 /// # Safety
@@ -37,7 +37,7 @@ pub unsafe extern "C" fn cudaMalloc(ptr: *mut *mut c_void, size: usize) -> c_int
 pub unsafe extern "C" fn cudaFree(ptr: *mut c_void) -> c_int {
     // SAFETY: the caller's argument, passed on unchanged.
     let real = || FREE.get(|| real::next(c"cudaFree")).map_or(MISSING, |f| unsafe { f(ptr) });
-    hook(|| release(ptr, std::ptr::null_mut(), true, real), real)
+    hook(|| release(ptr, Order::Device, real), real)
 }
 
 /// # Safety
@@ -46,7 +46,7 @@ pub unsafe extern "C" fn cudaFree(ptr: *mut c_void) -> c_int {
 pub unsafe extern "C" fn cudaMallocAsync(ptr: *mut *mut c_void, size: usize, stream: *mut c_void) -> c_int {
     // SAFETY: the caller's arguments, passed on unchanged.
     let real = || MALLOC_ASYNC.get(|| real::next(c"cudaMallocAsync")).map_or(MISSING, |f| unsafe { f(ptr, size, stream) });
-    hook(|| allocate(ptr, size, stream, real), real)
+    hook(|| allocate(ptr, size, Order::Stream(stream), real), real)
 }
 
 /// # Safety
@@ -55,7 +55,7 @@ pub unsafe extern "C" fn cudaMallocAsync(ptr: *mut *mut c_void, size: usize, str
 pub unsafe extern "C" fn cudaFreeAsync(ptr: *mut c_void, stream: *mut c_void) -> c_int {
     // SAFETY: the caller's arguments, passed on unchanged.
     let real = || FREE_ASYNC.get(|| real::next(c"cudaFreeAsync")).map_or(MISSING, |f| unsafe { f(ptr, stream) });
-    hook(|| release(ptr, stream, false, real), real)
+    hook(|| release(ptr, Order::Stream(stream), real), real)
 }
 
 /// # Safety

@@ -89,6 +89,36 @@ pub extern "C" fn rmmIsInitialized(options: *mut rmmOptions_t) -> bool {
     })
 }
 
+/// Allocates `size` bytes from the current device's resource for use on any stream, as
+/// `cudaMalloc` does, and writes the address to `*ptr` (NULL for 0 bytes). Give it back with
+/// `rmmCudaFree` (or `rmmFree`). Ready as `rmmAlloc` is (RMM_ERROR_NOT_INITIALIZED unless rmm is
+/// initialized or configured); RMM_ERROR_INVALID_ARGUMENT for a NULL `ptr`; out of memory after
+/// memory that `rmmCudaFree` left waiting for the device came back. The preload library's
+/// `cudaMalloc` and `cuMemAlloc` are this.
+#[no_mangle]
+pub extern "C" fn rmmCudaMalloc(ptr: *mut *mut c_void, size: usize) -> rmmError_t {
+    boundary("rmmCudaMalloc", || {
+        non_null(ptr, "ptr")?;
+        let address = crate::ownership::cuda_free::allocate(size)?;
+        write_out(ptr, "ptr", address as *mut c_void)
+    })
+}
+
+/// Frees `ptr` (from `rmmCudaMalloc`, `rmmAlloc` or `RMM_ALLOC`; NULL: nothing) as `cudaFree`
+/// does: the memory is free once the device has done all the work it was given before the
+/// call, on every stream. By default the call waits for that (it synchronizes the pointer's
+/// device). With `async_free` in the configured spec (`RMM_ALLOC_CONF=async_free/statistics/pool`)
+/// it returns at once and the memory waits instead, for events recorded on the legacy default
+/// stream and on every stream rmm-rs knows the handle of (`rmmStreamRegister`; under the
+/// preload library, every stream the program made): the program then loses `cudaFree` as a
+/// point where the host waits for the device. A pointer that is not live, or a device buffer's,
+/// is RMM_ERROR_INVALID_ARGUMENT with nothing changed (a second free of memory that is still
+/// waiting too). The preload library's `cudaFree` and `cuMemFree` are this.
+#[no_mangle]
+pub extern "C" fn rmmCudaFree(ptr: *mut c_void) -> rmmError_t {
+    boundary("rmmCudaFree", || crate::ownership::cuda_free::free(ptr as usize))
+}
+
 /// As legacy RMM: `ptr` NULL with size 0 succeeds (once rmm is initialized) and does nothing;
 /// NULL with any other size is RMM_ERROR_INVALID_ARGUMENT.
 fn null_out_pointer(size: usize) -> crate::error::Result<()> {

@@ -13,6 +13,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::resources::MemoryResource;
 use crate::units;
 use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// What a program that asks rmm-rs to manage its memory and says nothing more gets: the
@@ -38,10 +39,18 @@ struct State {
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
+/// The configured spec's `async_free`, read by every `rmmCudaFree` without the lock.
+static ASYNC_FREE: AtomicBool = AtomicBool::new(false);
 
 /// Makes `spec` the recipe for the default resources of devices that have none yet.
 pub fn configure(spec: Spec) {
+    ASYNC_FREE.store(spec.options().async_free, Ordering::Relaxed);
     *STATE.lock() = Some(State { spec, stacks: Vec::new() });
+}
+
+/// Whether `rmmCudaFree` leaves the waiting for the device to the memory (`async_free`).
+pub fn async_free() -> bool {
+    ASYNC_FREE.load(Ordering::Relaxed)
 }
 
 /// The environment variable that configures rmm.
@@ -70,6 +79,7 @@ pub fn apply_environment() -> Result<()> {
             ErrorKind::InvalidArgument(why) => Error::invalid(format!("{ENVIRONMENT}: {why}")),
             other => other.into(),
         })?;
+        ASYNC_FREE.store(spec.options().async_free, Ordering::Relaxed);
         *state = Some(State { spec, stacks: Vec::new() });
     }
     Ok(())

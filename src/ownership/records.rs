@@ -29,6 +29,10 @@ pub enum Holder {
     Caller,
     /// A device buffer, whose data it is: only the buffer frees it.
     Buffer,
+    /// Freed by `rmmCudaFree` without waiting for the device: it goes back to its stack once
+    /// the device has done the work given before the free (`ownership::cuda_free`), and nobody
+    /// may free it again meanwhile.
+    Freeing,
 }
 
 #[derive(Clone, Copy)]
@@ -342,6 +346,29 @@ pub fn find(ptr: usize) -> Option<Found> {
     Some(Found { stack: shard.entry(record.entry).stack.clone(), size: record.size, holder: record.holder })
 }
 
+/// Hands the caller's live `ptr` over from `from` to `to` (the record stays; the memory is not
+/// freed); the device of its stack. Refused with nothing changed when `ptr` is not a live record
+/// of `from`'s.
+pub fn hand_over(ptr: usize, from: Holder, to: Holder) -> Result<i32> {
+    let mut guard = RECORDS[shard_index(ptr)].0.lock();
+    let shard = &mut *guard;
+    let Some((slot, &record)) = shard.records.find(ptr) else {
+        return Err(not_handed_out(ptr, Expected { stack: None, size: None, holder: from }));
+    };
+    let device = shard.entry(record.entry).stack.device();
+    if record.holder != from {
+        return Err(mismatch(
+            ptr,
+            record.size,
+            record.holder,
+            &shard.entry(record.entry).stack,
+            Expected { stack: None, size: None, holder: from },
+        ));
+    }
+    shard.records.slots[slot].1.holder = to;
+    Ok(device)
+}
+
 /// The number and total bytes of live records.
 pub fn totals() -> (usize, usize) {
     RECORDS.iter().fold((0, 0), |(count, bytes), shard| {
@@ -381,6 +408,7 @@ fn mismatch(ptr: usize, size: usize, holder: Holder, stack: &Stack, expected: Ex
         return match holder {
             Holder::Buffer => Error::invalid(format!("{ptr:#x} is a device buffer's memory: rmmDeviceBufferDestroy frees it")),
             Holder::Caller => Error::invalid(format!("{ptr:#x} is not this device buffer's memory")),
+            Holder::Freeing => Error::invalid(format!("{ptr:#x} was freed already (it waits for the device to finish with it)")),
         };
     }
     if let Some(named) = expected.stack.filter(|named| !Stack::same(named, stack)) {

@@ -4,7 +4,8 @@
 //! examples are documented once, in `docs/src/configuration.md`.
 //!
 //! ```text
-//! spec   := [ "report" SEP ] layer ( SEP layer )*        outermost layer first
+//! spec   := ( KEYWORD SEP )* layer ( SEP layer )*       outermost layer first
+//! KEYWORD:= "report" | "async_free"                    each at most once, before the layers
 //! SEP    := "/"   ("+" instead when the spec contains a "+", so that values may hold "/")
 //! layer  := NAME [ ":" KEY "=" value ( "," KEY "=" value )* ]
 //! value  := WORD | "[" WORD ( "," WORD )* "]"
@@ -129,8 +130,50 @@ const LAYERS: [(&str, Role, &[&str]); 15] = [
 ];
 
 /// The keys of the `key:value` shorthand.
-const SHORTHAND_KEYS: [&str; 9] =
-    ["resource", "backend", "initial_pool_size", "maximum_pool_size", "release_threshold", "page_size", "log", "stats", "report"];
+const SHORTHAND_KEYS: [&str; 10] = [
+    "resource",
+    "backend",
+    "initial_pool_size",
+    "maximum_pool_size",
+    "release_threshold",
+    "page_size",
+    "log",
+    "stats",
+    "report",
+    "async_free",
+];
+
+/// What a spec says besides its layers, by keywords before them (`report/async_free/pool`):
+/// how the default stacks it configures are used.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Each device's figures and unfreed allocations printed at exit.
+    pub report: bool,
+    /// `rmmCudaFree` (and so `cudaFree`/`cuMemFree` under the preload library) does not wait
+    /// for the device: the memory waits instead, until the device has done everything it had
+    /// been given before the free.
+    pub async_free: bool,
+}
+
+impl Options {
+    /// The keywords, in the order the canonical form gives them.
+    const KEYWORDS: [&'static str; 2] = ["report", "async_free"];
+
+    fn flag(&mut self, keyword: &str) -> Option<&mut bool> {
+        match keyword {
+            "report" => Some(&mut self.report),
+            "async_free" => Some(&mut self.async_free),
+            _ => None,
+        }
+    }
+
+    fn keywords(&self) -> impl Iterator<Item = &'static str> + '_ {
+        Options::KEYWORDS.into_iter().filter(|keyword| match *keyword {
+            "report" => self.report,
+            _ => self.async_free,
+        })
+    }
+}
 
 impl Layer {
     pub fn name(&self) -> &'static str {
@@ -591,11 +634,11 @@ fn parse_flag(text: &str) -> Option<bool> {
 // Specs
 
 /// A parsed spec: the layers of a stack, outermost first, ending in a device resource, and
-/// whether the stack is `report`ed at exit (default stacks only).
+/// the `Options` its keywords set (default stacks only).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Spec {
     text: String,
-    report: bool,
+    options: Options,
     layers: Vec<Layer>,
 }
 
@@ -618,11 +661,11 @@ impl Spec {
         if whole.text.is_empty() {
             return Err(source.error(whole, "an empty spec: expected a stack such as statistics/pool/cuda"));
         }
-        let (report, layers) = match shorthand_key(&source, whole)? {
+        let (options, layers) = match shorthand_key(&source, whole)? {
             true => parse_shorthand(&source, whole)?,
             false => parse_stack(&source, whole)?,
         };
-        Ok(Spec { text: whole.text.to_string(), report, layers })
+        Ok(Spec { text: whole.text.to_string(), options, layers })
     }
 
     /// The spec as given.
@@ -637,7 +680,12 @@ impl Spec {
 
     /// Whether the stack's figures and leaks are printed at exit (`report`).
     pub fn report(&self) -> bool {
-        self.report
+        self.options.report
+    }
+
+    /// What the spec's keywords set.
+    pub fn options(&self) -> Options {
+        self.options
     }
 
     /// The stack with every parameter spelled out, e.g. `pool:initial=0,maximum=0/cuda`;
@@ -645,8 +693,8 @@ impl Spec {
     pub fn canonical(&self) -> String {
         let holds_slash = self.layers.iter().any(|l| matches!(l, Layer::Logging { path: Some(path) } if path.contains('/')));
         let separator = if holds_slash { "+" } else { "/" };
-        let report = self.report.then(|| "report".to_string());
-        report.into_iter().chain(self.layers.iter().map(Layer::canonical)).collect::<Vec<_>>().join(separator)
+        let keywords = self.options.keywords().map(str::to_string);
+        keywords.chain(self.layers.iter().map(Layer::canonical)).collect::<Vec<_>>().join(separator)
     }
 
     /// Builds the stack on `device`, bottom layer first. A resource that refuses its
@@ -661,7 +709,7 @@ impl Spec {
         let mut built: Option<Built> = None;
         for layer in self.layers.iter().rev() {
             let upstream = built.as_ref().map(|b| b.top.clone());
-            let resource = layer.build(upstream, device, self.report).map_err(|e| building(&self.text, layer, e))?;
+            let resource = layer.build(upstream, device, self.options.report).map_err(|e| building(&self.text, layer, e))?;
             let any: Arc<dyn std::any::Any + Send + Sync> = resource.clone();
             let built =
                 built.get_or_insert_with(|| Built { top: resource.clone(), base: resource.clone(), statistics: None, tracking: None });
@@ -703,23 +751,28 @@ impl fmt::Display for Spec {
     }
 }
 
-fn parse_stack(source: &Source, whole: Piece) -> Result<(bool, Vec<Layer>)> {
+fn parse_stack(source: &Source, whole: Piece) -> Result<(Options, Vec<Layer>)> {
     let separator = if whole.text.contains('+') { '+' } else { '/' };
-    let mut pieces = whole.split(source, separator)?;
-    let report = pieces.first().is_some_and(|first| first.text.eq_ignore_ascii_case("report"));
-    if report {
-        pieces.remove(0);
-    }
+    let pieces = whole.split(source, separator)?;
+    let mut options = Options::default();
     let mut layers: Vec<Layer> = Vec::new();
     for piece in pieces {
+        let name = piece.text.split(':').next().unwrap_or_default().trim().to_ascii_lowercase();
+        if let Some(flag) = options.flag(&name) {
+            if !layers.is_empty() || *flag || piece.text.contains(':') {
+                return Err(source.error(
+                    piece,
+                    &format!("{name} takes no parameters and comes once, before the layers (report/async_free/statistics/pool)"),
+                ));
+            }
+            *flag = true;
+            continue;
+        }
         if piece.text.is_empty() {
             return Err(source.error(
                 piece,
                 &format!("an empty layer: expected a layer name between two \"{separator}\" (or no \"{separator}\" at the ends)"),
             ));
-        }
-        if piece.text.eq_ignore_ascii_case("report") || piece.text.to_ascii_lowercase().starts_with("report:") {
-            return Err(source.error(piece, "report takes no parameters and comes first, before the layers (report/statistics/pool)"));
         }
         if let Some(device) = layers.last().filter(|layer| layer.is_device()) {
             return Err(source.error(
@@ -729,10 +782,13 @@ fn parse_stack(source: &Source, whole: Piece) -> Result<(bool, Vec<Layer>)> {
         }
         layers.push(Layer::parse(source, piece)?);
     }
+    if layers.is_empty() {
+        return Err(source.error(whole, "no layer: expected a stack after the keywords, such as report/statistics/pool"));
+    }
     if !layers.last().is_some_and(Layer::is_device) {
         layers.push(Layer::Cuda);
     }
-    Ok((report, layers))
+    Ok((options, layers))
 }
 
 /// Whether `whole` is in the `key:value` shorthand: its first item is `key:value` with a
@@ -750,10 +806,10 @@ fn shorthand_key(source: &Source, whole: Piece) -> Result<bool> {
 /// arena, binning (over a pool), cuda, cuda_async, managed or expandable, sized by
 /// `initial_pool_size` and `maximum_pool_size`; `stats` defaults to 1; `report:1` adds
 /// statistics and tracking. Later keys win.
-fn parse_shorthand(source: &Source, whole: Piece) -> Result<(bool, Vec<Layer>)> {
+fn parse_shorthand(source: &Source, whole: Piece) -> Result<(Options, Vec<Layer>)> {
     let mut resource = ("pool".to_string(), None);
     let (mut initial, mut maximum, mut release_threshold, mut page_size) = (0, 0, None, 0);
-    let (mut log, mut stats, mut report) = (None, true, false);
+    let (mut log, mut stats, mut report, mut async_free) = (None, true, false, false);
     let mut maximum_at = None;
     for item in whole.split(source, ',')? {
         if item.text.is_empty() {
@@ -775,6 +831,7 @@ fn parse_shorthand(source: &Source, whole: Piece) -> Result<(bool, Vec<Layer>)> 
             "log" => log = (!value.text.is_empty()).then(|| value.text.to_string()),
             "stats" => stats = flag()?,
             "report" => report = flag()?,
+            "async_free" => async_free = flag()?,
             _ => {
                 return Err(
                     source.error(key, &format!("unknown key {:?}: the key:value form takes {}", key.text, SHORTHAND_KEYS.join(", ")))
@@ -819,7 +876,7 @@ fn parse_shorthand(source: &Source, whole: Piece) -> Result<(bool, Vec<Layer>)> 
         }
     };
     layers.extend(base);
-    Ok((report, layers))
+    Ok((Options { report, async_free }, layers))
 }
 
 #[cfg(test)]
@@ -909,6 +966,8 @@ mod tests {
                 "report+logging:path=/tmp/rmm.csv+statistics+tracking:stacks=false+pool:initial=4GiB,maximum=60GiB+cuda",
             ),
             ("report:1", "report/statistics/tracking:stacks=false/pool:initial=0,maximum=0/cuda"),
+            ("async_free/report/pool", "report/async_free/pool:initial=0,maximum=0/cuda"),
+            ("async_free:1,report:1", "report/async_free/statistics/tracking:stacks=false/pool:initial=0,maximum=0/cuda"),
             ("stats:0", "pool:initial=0,maximum=0/cuda"),
             ("resource:cuda,stats:0", "cuda"),
             ("resource:arena,initial_pool_size:1GiB", "statistics/arena:size=1GiB/cuda"),
@@ -926,7 +985,7 @@ mod tests {
             let parsed = spec(text);
             assert_eq!(parsed.canonical(), canonical, "{text}");
             assert_eq!(spec(canonical).layers(), parsed.layers(), "{canonical}");
-            assert_eq!(spec(canonical).report(), parsed.report(), "{canonical}");
+            assert_eq!(spec(canonical).options(), parsed.options(), "{canonical}");
         }
     }
 
@@ -963,7 +1022,10 @@ mod tests {
             ("cuda_async:handle_types=[fabric,nfs]", "nfs", 33, "a handle type (posix_file_descriptor, win32, win32_kmt, fabric)"),
             ("cuda_async:release_threshold=some", "some", 30, "a size (e.g. 1GiB) or unlimited"),
             ("expandable:peers=[0,x]", "x", 21, "a device number"),
-            ("statistics/report/pool", "report", 12, "report takes no parameters and comes first"),
+            ("statistics/report/pool", "report", 12, "report takes no parameters and comes once, before the layers"),
+            ("async_free/async_free/pool", "async_free", 12, "async_free takes no parameters and comes once"),
+            ("pool/async_free", "async_free", 6, "async_free takes no parameters and comes once, before the layers"),
+            ("async_free", "async_free", 1, "no layer: expected a stack after the keywords"),
             // The shorthand.
             ("resource:bogus", "bogus", 10, "resource:bogus: expected pool, arena, binning"),
             ("initial_pool_size:lots", "lots", 19, "initial_pool_size: not a size"),

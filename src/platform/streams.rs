@@ -23,8 +23,8 @@ use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Handle -> the driver's identity of the stream it names now.
-static KNOWN: RwLock<Option<HashMap<usize, u64>>> = RwLock::new(None);
+/// Handle -> the driver's identity of the stream it names now, and its device.
+static KNOWN: RwLock<Option<HashMap<usize, (u64, i32)>>> = RwLock::new(None);
 static EPOCH: AtomicU64 = AtomicU64::new(1);
 
 /// The top bit of an identity is never a driver's stream id: per-thread default streams are
@@ -53,8 +53,9 @@ pub fn is_per_thread(identity: u64) -> bool {
 /// another stream (destroyed without `forget`), also that stream's identity, which the caller
 /// must treat as gone.
 pub fn register(stream: Stream) -> Result<(u64, Option<u64>)> {
-    let identity = backend()?.stream_identity(stream)?;
-    let previous = KNOWN.write().get_or_insert_with(HashMap::new).insert(stream.0, identity);
+    let platform = backend()?;
+    let (identity, device) = (platform.stream_identity(stream)?, platform.stream_device(stream)?);
+    let previous = KNOWN.write().get_or_insert_with(HashMap::new).insert(stream.0, (identity, device)).map(|(old, _)| old);
     if previous != Some(identity) {
         // Caches that check this handle's id at each allocation need not any more.
         EPOCH.fetch_add(1, Ordering::AcqRel);
@@ -65,14 +66,19 @@ pub fn register(stream: Stream) -> Result<(u64, Option<u64>)> {
 /// Stops trusting `stream`'s handle (the stream is about to be destroyed); the identity it had,
 /// if it was known.
 pub fn forget(stream: Stream) -> Option<u64> {
-    let identity = KNOWN.write().as_mut()?.remove(&stream.0)?;
+    let (identity, _) = KNOWN.write().as_mut()?.remove(&stream.0)?;
     EPOCH.fetch_add(1, Ordering::AcqRel);
     Some(identity)
 }
 
 /// The identity of `stream` when its handle is trusted (without asking the driver).
 pub fn known_identity(stream: Stream) -> Option<u64> {
-    KNOWN.read().as_ref()?.get(&stream.0).copied()
+    KNOWN.read().as_ref()?.get(&stream.0).map(|&(identity, _)| identity)
+}
+
+/// The live streams of `device` whose handles are trusted.
+pub fn known_streams(device: i32) -> Vec<Stream> {
+    KNOWN.read().iter().flatten().filter(|(_, &(_, of))| of == device).map(|(&handle, _)| Stream(handle)).collect()
 }
 
 #[cfg(test)]

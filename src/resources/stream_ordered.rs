@@ -166,6 +166,24 @@ forward_block_index!(FixedBlocks);
 /// How many streams a thread's cache remembers per core.
 const STATE_CACHE_SIZE: usize = 8;
 
+thread_local! {
+    /// Set when this thread's thread-locals begin to be destroyed (calls from their destructors
+    /// still come): the per-core caches (`thread_local::ThreadLocal`, whose own thread-local
+    /// panics once destroyed) are not touched from then on.
+    static CACHES_GONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Made right after a thread first uses a per-core cache, so that (thread-locals are
+    /// destroyed last made, first gone) it goes before the cache's thread-local does.
+    static CACHES_WATCH: CachesWatch = const { CachesWatch };
+}
+
+struct CachesWatch;
+
+impl Drop for CachesWatch {
+    fn drop(&mut self) {
+        CACHES_GONE.set(true);
+    }
+}
+
 /// How a thread found the state of a stream other than the legacy default stream, kept so that
 /// its next call on that stream needs neither a lock nor the driver.
 struct CachedState<I> {
@@ -556,6 +574,9 @@ impl<I: BlockIndex> Core<I> {
     #[inline(always)]
     fn cached_state(&self, stream: Stream, allocating: bool) -> Result<Option<std::cell::Ref<'_, Arc<StreamState<I>>>>> {
         let epoch = streams::epoch();
+        if CACHES_GONE.get() {
+            return Ok(None);
+        }
         let Some(cache) = self.state_cache.get().and_then(|cache| cache.try_borrow().ok()) else { return Ok(None) };
         let Ok(entry) =
             std::cell::Ref::filter_map(cache, |cache| cache.iter().find(|entry| entry.handle == stream.0 && entry.epoch == epoch))
@@ -597,7 +618,12 @@ impl<I: BlockIndex> Core<I> {
                 None => (self.state_from_map(backend()?.stream_identity(stream)?, stream, Recorder::OwnAllocations)?, true),
             },
         };
-        if let Ok(mut cache) = self.state_cache.get_or_default().try_borrow_mut() {
+        if CACHES_GONE.get() {
+            return f(&state);
+        }
+        let cache = self.state_cache.get_or_default();
+        let _ = CACHES_WATCH.try_with(|_| ());
+        if let Ok(mut cache) = cache.try_borrow_mut() {
             cache.retain(|entry| entry.handle != stream.0);
             if cache.len() == STATE_CACHE_SIZE {
                 cache.remove(0);

@@ -1,0 +1,114 @@
+//! `rmmCudaMalloc` and `rmmCudaFree` (the preload library's `cudaMalloc`/`cudaFree`): by
+//! default the free waits for the device, as `cudaFree` does; with `async_free` configured it
+//! does not, and the memory comes back only once the device has done the work given before the
+//! free, on every stream rmm-rs knows, which the race checker and the simulator's held work
+//! (a long kernel) check.
+
+mod common;
+
+use common::*;
+use rmm::boundary::handles::rmmResource_t;
+use rmm::boundary::*;
+use rmm::error::rmmError_t::{self, *};
+use rmm::ownership::cuda_free;
+use rmm::platform::simulator;
+use rmm::resources::streams;
+use std::ffi::c_void;
+use std::ptr::null_mut;
+
+const MIB: usize = 1 << 20;
+
+fn malloc(bytes: usize) -> Result<usize, rmmError_t> {
+    let mut ptr: *mut c_void = null_mut();
+    match rmmCudaMalloc(&mut ptr, bytes) {
+        RMM_SUCCESS => Ok(ptr as usize),
+        error => Err(error),
+    }
+}
+
+fn free(ptr: usize) -> rmmError_t {
+    rmmCudaFree(ptr as *mut c_void)
+}
+
+fn host_waits() -> u64 {
+    simulator().unwrap().driver_calls().host_wait
+}
+
+/// A pool of at most `maximum` bytes as device 0's resource, replacing `previous`.
+fn pool_as_device_resource(maximum: usize) -> (rmmResource_t, rmmResource_t, rmmResource_t) {
+    let cuda = over(|h| rmmCudaResourceCreate(h));
+    let pool = over(|h| rmmPoolResourceCreate(h, cuda, 0, maximum));
+    let mut previous = null_mut();
+    assert_eq!(rmmSetCurrentDeviceResource(pool, &mut previous), RMM_SUCCESS);
+    (cuda, pool, previous)
+}
+
+fn restore((cuda, pool, previous): (rmmResource_t, rmmResource_t, rmmResource_t)) {
+    assert_eq!(rmmSetCurrentDeviceResource(previous, null_mut()), RMM_SUCCESS);
+    for handle in [previous, pool, cuda] {
+        assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
+    }
+}
+
+#[test]
+fn cuda_free_waits_for_the_device_unless_async_free_is_configured() {
+    let _guard = setup();
+    let sim = simulator().unwrap();
+    // Synchronizing, as cudaFree: the free waits, and the memory is reusable at once.
+    assert_eq!(rmmConfigure(c"statistics/pool".as_ptr()), RMM_SUCCESS);
+    let stack = pool_as_device_resource(4 * MIB);
+    let stream = streams::create(0).unwrap();
+    let block = malloc(4 * MIB).unwrap();
+    sim.stream_hold(stream).unwrap(); // a kernel using the block
+    let before = host_waits();
+    assert_eq!(free(block), RMM_SUCCESS);
+    assert_eq!(host_waits(), before + 1);
+    assert_eq!(malloc(4 * MIB), Ok(block));
+    assert_eq!(free(block), RMM_SUCCESS);
+    assert_eq!(free(block), RMM_ERROR_INVALID_ARGUMENT, "freed twice");
+    assert_eq!(free(0), RMM_SUCCESS);
+    restore(stack);
+
+    // async_free: the free returns at once; the block waits for the held kernel.
+    assert_eq!(rmmConfigure(c"async_free/statistics/pool".as_ptr()), RMM_SUCCESS);
+    let stack = pool_as_device_resource(8 * MIB);
+    let block = malloc(4 * MIB).unwrap();
+    sim.stream_hold(stream).unwrap();
+    let before = host_waits();
+    assert_eq!(free(block), RMM_SUCCESS);
+    assert_eq!(free(block), RMM_ERROR_INVALID_ARGUMENT, "a block still waiting cannot be freed again");
+    assert!(last_message().contains("freed already"), "{}", last_message());
+    assert_eq!(rmmFree(block as *mut c_void, null_mut(), null_mut(), 0), RMM_ERROR_INVALID_ARGUMENT);
+    let other = malloc(4 * MIB).unwrap();
+    assert_ne!(other, block, "the kernel still runs: the block is not handed out");
+    assert_eq!(host_waits(), before, "no host synchronization");
+    assert_eq!(cuda_free::pending(), 1);
+    // Once the kernel is done, the block comes back at the next call.
+    sim.stream_finish_held(stream).unwrap();
+    assert_eq!(free(other), RMM_SUCCESS);
+    let again = malloc(4 * MIB).unwrap();
+    assert!(again == block || again == other, "{again:#x}");
+    assert_eq!(free(again), RMM_SUCCESS);
+    // With the pool full and a kernel still running, an allocation waits for the kernel
+    // rather than failing.
+    let first = malloc(4 * MIB).unwrap();
+    let second = malloc(4 * MIB).unwrap();
+    sim.stream_hold(stream).unwrap();
+    assert_eq!(free(first), RMM_SUCCESS);
+    let before = host_waits();
+    assert_eq!(malloc(4 * MIB), Ok(first));
+    assert!(host_waits() > before, "waited for the kernel");
+    for ptr in [first, second] {
+        assert_eq!(free(ptr), RMM_SUCCESS);
+    }
+    assert_eq!(malloc(4 * MIB).map(free), Ok(RMM_SUCCESS));
+    assert!(races().is_empty(), "{:?}", races());
+    // Everything that waited is back once the device is done.
+    assert!(cuda_free::pending() > 0);
+    sim.device_synchronize(0).unwrap();
+    cuda_free::settle(false).unwrap();
+    assert_eq!(cuda_free::pending(), 0);
+    streams::destroy(stream).unwrap();
+    restore(stack);
+    assert_eq!(rmmConfigure(c"".as_ptr()), RMM_SUCCESS);
+}
