@@ -11,6 +11,9 @@
 //                           logging adaptor (to a file in $TMPDIR) adds to pairs;
 //   aligned_pair            what an aligned adaptor (4 KiB, threshold 0: every block shifted
 //                           and recorded) adds to pairs;
+//   fresh_stats_pair, fresh_limiting_pair, fresh_tracking_pair  what the statistics, limiting
+//                           and tracking adaptors add to pairs when every sample runs on a
+//                           thread of its own, new to them (a thread pool replacing threads);
 //   stats_threads_8, limiting_threads_8, tracking_threads_8, logging_threads_8,
 //   aligned_threads_8       what the statistics, a limiting (limit far above the churn's), the
 //                           tracking, the logging or that aligned adaptor adds to that churn
@@ -21,6 +24,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "rmm_rs_resource.hpp"
 
@@ -32,6 +36,16 @@ using bench::ok;
 double added_on_pairs(bench::RmmRs& bare, bench::RmmRs& adapted) {
   bench::PairSteps<bench::RmmRs> bare_pairs{bare, 256, 200000}, adapted_pairs{adapted, 256, 200000};
   return bench::added_per_allocation(bare_pairs, adapted_pairs, 200000);
+}
+
+// `added_on_pairs` on a thread that has never used either resource, which ends afterwards.
+double added_on_a_new_thread(bench::RmmRs& bare, bench::RmmRs& adapted) {
+  double added = 0;
+  std::thread([&] {
+    bench::Pinned pinned;
+    added = added_on_pairs(bare, adapted);
+  }).join();
+  return added;
 }
 
 double median(std::vector<double> v) {
@@ -58,6 +72,7 @@ int main() {
   int samples = std::getenv("SAMPLES") ? std::atoi(std::getenv("SAMPLES")) : 9;
   std::vector<double> pool_pair, legacy_pair, stats_pair, stats_random, threads_8, stats_threads_8, limiting_threads_8;
   std::vector<double> tracking_pair, tracking_threads_8, logging_pair, logging_threads_8, aligned_pair, aligned_threads_8;
+  std::vector<double> fresh_stats_pair, fresh_limiting_pair, fresh_tracking_pair;
   std::optional<bench::Pinned> pinned;
   pinned.emplace();
   for (int i = 0; i <= samples; ++i) {
@@ -79,7 +94,16 @@ int main() {
     logging_pair.push_back(lp);
     aligned_pair.push_back(ap);
   }
-  pinned.reset();  // threads_8's threads spread over the processors
+  pinned.reset();  // threads_8's threads spread over the processors, each fresh sample pins its own
+  for (int i = 0; i <= samples; ++i) {
+    double s = added_on_a_new_thread(bare, adapted);
+    double l = added_on_a_new_thread(bare, limited);
+    double k = added_on_a_new_thread(bare, tracked);
+    if (i == 0) continue;
+    fresh_stats_pair.push_back(s);
+    fresh_limiting_pair.push_back(l);
+    fresh_tracking_pair.push_back(k);
+  }
   for (int i = 0; i <= samples; ++i) {
     double t = bench::threaded(bare, 8, 20000, 0).ns_per_alloc;
     double s = bench::threaded(adapted, 8, 20000, 0).ns_per_alloc;
@@ -97,10 +121,11 @@ int main() {
   std::printf(
       "pool_pair %.2f legacy_pair %.2f stats_pair %.2f stats_random %.2f threads_8 %.2f stats_threads_8 %.2f "
       "limiting_threads_8 %.2f tracking_pair %.2f tracking_threads_8 %.2f logging_pair %.2f logging_threads_8 %.2f "
-      "aligned_pair %.2f aligned_threads_8 %.2f\n",
+      "aligned_pair %.2f aligned_threads_8 %.2f fresh_stats_pair %.2f fresh_limiting_pair %.2f fresh_tracking_pair %.2f\n",
       median(pool_pair), median(legacy_pair), median(stats_pair), median(stats_random), median(threads_8),
       median(stats_threads_8), median(limiting_threads_8), median(tracking_pair), median(tracking_threads_8),
-      median(logging_pair), median(logging_threads_8), median(aligned_pair), median(aligned_threads_8));
+      median(logging_pair), median(logging_threads_8), median(aligned_pair), median(aligned_threads_8), median(fresh_stats_pair),
+      median(fresh_limiting_pair), median(fresh_tracking_pair));
   ok(rmmSetCurrentDeviceResource(previous, nullptr), "rmmSetCurrentDeviceResource");
   ok(rmmResourceDestroy(logging), "rmmResourceDestroy");
   ok(rmmResourceDestroy(aligned), "rmmResourceDestroy");

@@ -247,6 +247,41 @@ fn statistics_stay_exact_when_a_second_thread_arrives() {
     assert_eq!((c.peak_bytes, c.peak_count), (21_000, 13));
 }
 
+/// A thread pool that replaces its threads: each new thread takes the statistics' bias over
+/// from the one that ended, and the figures stay exact, peaks included, across the owners.
+#[test]
+fn statistics_stay_exact_when_threads_replace_one_another() {
+    let _guard = setup();
+    let stats = StatisticsAdaptor::new(pool());
+    let mut live: Vec<usize> = Vec::new();
+    let mut peak = 0i64;
+    for round in 0..6i64 {
+        let on_thread = stats.clone();
+        let mut held = std::mem::take(&mut live);
+        // Each thread frees what the one before kept, allocates more, and keeps some.
+        live = std::thread::spawn(move || {
+            let stats = on_thread;
+            let freed = held.len() / 2;
+            for ptr in held.drain(..freed) {
+                stats.deallocate(ptr, 4096, S).unwrap();
+            }
+            held.extend((0..(10 + round) as usize).map(|_| stats.allocate(4096, S).unwrap()));
+            held
+        })
+        .join()
+        .unwrap();
+        peak = peak.max(live.len() as i64);
+        let c = stats.counts();
+        assert_eq!((c.current_bytes, c.current_count), (live.len() as i64 * 4096, live.len() as i64), "round {round}");
+        assert_eq!((c.peak_bytes, c.peak_count), (peak * 4096, peak), "round {round}");
+    }
+    for ptr in live {
+        stats.deallocate(ptr, 4096, S).unwrap();
+    }
+    let c = stats.counts();
+    assert_eq!((c.current_bytes, c.current_count, c.total_count), (0, 0, (0..6).map(|r| 10 + r).sum::<i64>()));
+}
+
 /// Budget another thread holds as credit is taken back before an allocation is refused: the
 /// whole limit stays usable from any thread.
 #[test]

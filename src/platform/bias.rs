@@ -14,7 +14,9 @@
 //! The first thread to enter gets the bias. Where `membarrier` is not available, or
 //! `RMM_BIASED_LOCKS=0`, no thread ever gets it.
 
+use parking_lot::Mutex;
 use std::cell::Cell;
+use std::collections::HashSet;
 use std::sync::atomic::{compiler_fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
@@ -31,19 +33,50 @@ const UNASSIGNED: u64 = u64::MAX - 2;
 thread_local! {
     /// This thread's key: unique for the life of the process (never reused by a later thread).
     static THREAD_KEY: Cell<u64> = const { Cell::new(UNASSIGNED) };
+    /// Takes the thread's key out of `RUNNING` when the thread ends.
+    static ENDING: Ending = const { Ending };
+}
+
+/// The keys of the threads that have one and have not begun to end. A bias whose owner has
+/// ended goes to the next thread that comes, as in a thread pool that replaces its threads:
+/// its owner will never come back.
+static RUNNING: Mutex<Option<HashSet<u64>>> = Mutex::new(None);
+
+struct Ending;
+
+impl Drop for Ending {
+    fn drop(&mut self) {
+        let key = THREAD_KEY.get();
+        if let Some(running) = RUNNING.lock().as_mut() {
+            running.remove(&key);
+        }
+    }
 }
 
 #[inline]
 pub fn thread_key() -> u64 {
-    THREAD_KEY.with(|key| match key.get() {
-        UNASSIGNED => {
-            static NEXT: AtomicU64 = AtomicU64::new(1);
-            let new = NEXT.fetch_add(1, Ordering::Relaxed);
-            key.set(new);
-            new
-        }
+    match THREAD_KEY.get() {
+        UNASSIGNED => assign_thread_key(),
         known => known,
-    })
+    }
+}
+
+#[cold]
+fn assign_thread_key() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let new = NEXT.fetch_add(1, Ordering::Relaxed);
+    THREAD_KEY.set(new);
+    // A thread whose thread-locals are gone already (a call from a destructor) never counts as
+    // running: nothing would take its key out.
+    if ENDING.try_with(|_| ()).is_ok() {
+        RUNNING.lock().get_or_insert_with(HashSet::new).insert(new);
+    }
+    new
+}
+
+/// Whether the thread with `key` is still running (it has not begun to end).
+pub fn thread_running(key: u64) -> bool {
+    RUNNING.lock().as_ref().is_some_and(|running| running.contains(&key))
 }
 
 pub struct Bias {
@@ -138,11 +171,17 @@ impl Bias {
     /// sees it). Concurrent revokers wait for the one that does it. A fresh bias is closed
     /// too, so that the caller's shared path is safe. Returns whether a bias was revoked.
     pub fn revoke(&self, fold: impl FnOnce()) -> bool {
+        self.revoke_owner(fold).is_some()
+    }
+
+    /// `revoke`, answering the key of the thread the bias was taken from (None: no thread held
+    /// it).
+    pub fn revoke_owner(&self, fold: impl FnOnce()) -> Option<u64> {
         let me = thread_key();
         let mut spins = 0;
         loop {
             match self.owner.load(Ordering::Acquire) {
-                UNBIASED => return false,
+                UNBIASED => return None,
                 REVOKING => backoff(&mut spins),
                 owner => {
                     if self.owner.compare_exchange(owner, REVOKING, Ordering::SeqCst, Ordering::Relaxed).is_err() {
@@ -156,10 +195,18 @@ impl Bias {
                     }
                     fold();
                     self.owner.store(UNBIASED, Ordering::Release);
-                    return owner != FRESH;
+                    return (owner != FRESH).then_some(owner);
                 }
             }
         }
+    }
+
+    /// After a `revoke_owner` that took the bias from a thread that has ended: the calling
+    /// thread takes its place, unless another thread did meanwhile or no thread may be biased.
+    /// Safe for a bias whose owner only ever writes its own state (the shared path never
+    /// touches it), such as an adaptor's owned counters.
+    pub fn take_over(&self) -> bool {
+        barriers_available() && self.owner.compare_exchange(UNBIASED, thread_key(), Ordering::AcqRel, Ordering::Relaxed).is_ok()
     }
 
     /// Gives the bias to the calling thread.

@@ -4,7 +4,7 @@
 //! the lock many times in a row gets the bias, and the streak needed next time doubles with
 //! each revocation, so threads that share a lock do not trade the bias back and forth.
 
-use super::bias::{backoff, thread_key, Bias, Inside};
+use super::bias::{backoff, thread_key, thread_running, Bias, Inside};
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -70,20 +70,28 @@ impl<T> BiasedLock<T> {
         }
         // SAFETY: `locked` is held.
         let streak = unsafe { &mut *self.streak.get() };
-        if self.bias.revoke(|| {}) {
-            streak.needed = streak.needed.saturating_mul(2).min(LONGEST_STREAK);
-        } else {
-            let me = thread_key();
-            if streak.thread == me {
-                streak.length += 1;
-            } else {
-                *streak = Streak { thread: me, length: 1, ..*streak };
-            }
-            if streak.length >= streak.needed {
-                streak.length = 0;
+        match self.bias.revoke_owner(|| {}) {
+            // The owner has ended (a thread pool replaced it): this thread takes its place at
+            // once, and threads that come and go do not make the next one wait longer.
+            Some(owner) if !thread_running(owner) => {
                 // SAFETY: this thread holds `locked`, which every other thread takes before
-                // touching the value, and the bias is unheld (not revoked: no owner).
+                // touching the value, and the bias was just revoked (unheld).
                 unsafe { self.bias.give_to_me() };
+            }
+            Some(_) => streak.needed = streak.needed.saturating_mul(2).min(LONGEST_STREAK),
+            None => {
+                let me = thread_key();
+                if streak.thread == me {
+                    streak.length += 1;
+                } else {
+                    *streak = Streak { thread: me, length: 1, ..*streak };
+                }
+                if streak.length >= streak.needed {
+                    streak.length = 0;
+                    // SAFETY: this thread holds `locked`, which every other thread takes before
+                    // touching the value, and the bias is unheld (not revoked: no owner).
+                    unsafe { self.bias.give_to_me() };
+                }
             }
         }
         BiasedGuard { lock: self, inside: None, _holder_thread: std::marker::PhantomData }
@@ -158,6 +166,25 @@ mod tests {
         assert!(!lock.is_biased_to_me());
         lock.lock().push(3);
         assert_eq!(lock.lock().len(), 3 + 2 * super::FIRST_STREAK as usize);
+    }
+
+    /// A thread pool that replaces its threads: each new thread takes the bias of the one that
+    /// ended at its first call, and the next never waits for a longer streak.
+    #[test]
+    fn a_thread_takes_the_place_of_an_owner_that_ended() {
+        let lock = std::sync::Arc::new(BiasedLock::new(0u64));
+        for _ in 0..20 {
+            let lock = lock.clone();
+            // join waits for the thread's end (its thread-locals are gone then).
+            std::thread::spawn(move || {
+                *lock.lock() += 1;
+                assert_eq!(lock.is_biased_to_me(), super::super::bias::barriers_available());
+                *lock.lock() += 1;
+            })
+            .join()
+            .unwrap();
+        }
+        assert_eq!(*lock.lock(), 40);
     }
 
     /// Threads that take turns in streaks, so the bias keeps being revoked and regained, never
