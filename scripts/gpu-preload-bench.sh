@@ -13,3 +13,12 @@ unset RMM_SIM_DEVICES RMM_ALLOC_CONF PYTORCH_CUDA_ALLOC_CONF
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 nvcc -O3 -arch="${CUDA_ARCH:-sm_90}" bench/preload_loop.cu -o "$out/preload_loop"
 "${PYTHON:-python3}" bench/frameworks/preload_bench.py "$stage/lib/librmm_preload.so" "$out/preload_loop"
+# PRELOAD_SANITIZE=1: the loop again under compute-sanitizer's racecheck and synccheck, with the
+# preload library freeing without waiting (async_free), few iterations.
+if [ "${PRELOAD_SANITIZE:-0}" = 1 ] && command -v compute-sanitizer >/dev/null; then
+  for tool in racecheck synccheck; do
+    echo "== compute-sanitizer --tool $tool, LD_PRELOAD, RMM_ALLOC_CONF=async_free/statistics/pool"
+    compute-sanitizer --tool "$tool" --error-exitcode 99 \
+      env LD_PRELOAD="$stage/lib/librmm_preload.so" RMM_ALLOC_CONF=async_free/statistics/pool "$out/preload_loop" 200
+  done
+fi
