@@ -47,6 +47,7 @@ int main(void) {
   refused("cuda/pool", 0, "at column 6 (\"pool\")", "must be the last layer");
   refused("pool/", 0, "at column 6", "an empty layer");
   refused("report/pool", 0, "report applies to the devices' default stacks", "");
+  refused("async_free/pool", 0, "async_free applies to the devices' default stacks", "");
 
   /* A pool with statistics on device 0: every entry point works on the handle. */
   CHECK_OK(rmmResourceCreateFromSpec("statistics/pool:initial=8MiB,maximum=64MiB/cuda", 0, &top));

@@ -18,7 +18,9 @@ nvcc -O3 -arch="${CUDA_ARCH:-sm_90}" bench/preload_loop.cu -o "$out/preload_loop
 if [ "${PRELOAD_SANITIZE:-0}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   for tool in racecheck synccheck; do
     echo "== compute-sanitizer --tool $tool, LD_PRELOAD, RMM_ALLOC_CONF=async_free/statistics/pool"
-    compute-sanitizer --tool "$tool" --error-exitcode 99 \
-      env LD_PRELOAD="$stage/lib/librmm_preload.so" RMM_ALLOC_CONF=async_free/statistics/pool "$out/preload_loop" 200
+    # The sanitizer injects itself through the environment it passes on: the preload library
+    # goes in that environment, not through a wrapper that would replace it.
+    LD_PRELOAD="$stage/lib/librmm_preload.so" RMM_ALLOC_CONF=async_free/statistics/pool \
+      timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 99 "$out/preload_loop" 50
   done
 fi

@@ -282,6 +282,34 @@ fn statistics_stay_exact_when_threads_replace_one_another() {
     assert_eq!((c.current_bytes, c.current_count, c.total_count), (0, 0, (0..6).map(|r| 10 + r).sum::<i64>()));
 }
 
+/// A thread that counts on its own for a while takes the bias from one that still runs (after
+/// a streak that doubles each time the bias is taken from a running thread), and the figures
+/// stay exact.
+#[test]
+fn statistics_bias_moves_to_a_thread_that_counts_alone_for_a_while() {
+    let _guard = setup();
+    let stats = StatisticsAdaptor::new(pool());
+    let kept = stats.allocate(4096, S).unwrap(); // this thread, which keeps running, gets the bias
+    let biasing = platform_biases();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for _ in 0..2000 {
+                stats.deallocate(stats.allocate(256, S).unwrap(), 256, S).unwrap();
+            }
+            assert_eq!(stats.biased_to_me(), biasing, "2000 pairs alone take the bias");
+            let c = stats.counts();
+            assert_eq!((c.current_bytes, c.current_count, c.total_count), (4096, 1, 2001));
+        });
+    });
+    stats.deallocate(kept, 4096, S).unwrap();
+    let c = stats.counts();
+    assert_eq!((c.current_bytes, c.current_count, c.total_count, c.peak_bytes), (0, 0, 2001, 4096 + 256));
+}
+
+fn platform_biases() -> bool {
+    rmm::platform::bias::barriers_available()
+}
+
 /// Budget another thread holds as credit is taken back before an allocation is refused: the
 /// whole limit stays usable from any thread.
 #[test]

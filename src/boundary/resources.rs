@@ -259,9 +259,10 @@ pub extern "C" fn rmmResourceCreateFromSpec(spec: *const c_char, device: c_int, 
         non_null(resource, "resource")?;
         let text = optional_str(spec, "spec")?.ok_or_else(|| Error::invalid("spec is NULL"))?;
         let spec = Spec::parse(text)?;
-        if spec.report() {
+        if let Some(keyword) = [(spec.report(), "report"), (spec.options().async_free, "async_free")].iter().find(|(set, _)| *set) {
             return Err(Error::invalid(format!(
-                "{text:?}: report applies to the devices' default stacks (rmmConfigure, RMM_ALLOC_CONF), not to one resource"
+                "{text:?}: {} applies to the devices' default stacks (rmmConfigure, RMM_ALLOC_CONF), not to one resource",
+                keyword.1
             )));
         }
         write_out(resource, "resource", handles::create(spec.build_on(device)?)?)

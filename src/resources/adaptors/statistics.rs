@@ -29,11 +29,11 @@
 use super::shards::{self, Shard, Shards};
 use super::Upstream;
 use crate::error::{Error, Result};
-use crate::platform::bias::{thread_running, Bias};
+use crate::platform::bias::{thread_key, thread_running, Bias};
 use crate::platform::Stream;
 use crate::resources::MemoryResource;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Figures of one scope, as `rmmStatistics_t`. Current values can go below zero within a
@@ -95,7 +95,14 @@ struct StatisticsShard {
     figures: Figures,
     unpublished_bytes: AtomicI64,
     unpublished_count: AtomicI64,
+    /// Counts in a row on the shared path by this shard's thread, no other thread between.
+    streak: AtomicU32,
 }
+
+/// Counts in a row on the shared path after which a thread takes the bias...
+const FIRST_STREAK: u32 = 256;
+/// ...doubling each time the bias is taken from a thread still running, up to this.
+const LONGEST_STREAK: u32 = 1 << 20;
 
 impl StatisticsShard {
     /// Adds a change to what the shard holds back, publishing when it leaves its range.
@@ -166,6 +173,10 @@ pub struct StatisticsAdaptor {
     base_count: AtomicI64,
     /// Each thread's figures once the bias is gone, and the sum they have published.
     shards: Shards<StatisticsShard>,
+    /// The thread that counted on the shared path last, and the streak after which a thread
+    /// that counts there with no other thread between takes the bias.
+    shard_writer: AtomicU64,
+    streak_needed: AtomicU32,
     /// What the bias owner had live when the bias went, and what threads count without a
     /// shard (from thread-local destructors).
     folded: Figures,
@@ -193,6 +204,8 @@ impl StatisticsAdaptor {
             base_bytes: AtomicI64::new(0),
             base_count: AtomicI64::new(0),
             shards: Shards::new(Published::default(), &SHARDS),
+            shard_writer: AtomicU64::new(0),
+            streak_needed: AtomicU32::new(FIRST_STREAK),
             folded: Figures::default(),
             scopes: Mutex::new(Vec::new()),
         })
@@ -217,6 +230,7 @@ impl StatisticsAdaptor {
             }
         }
         let published = &*self.shards.shared;
+        let mut streak_done = false;
         let sum = self.shards.with(|shard| {
             add(&shard.figures.current_bytes, bytes);
             add(&shard.figures.current_count, count);
@@ -225,9 +239,13 @@ impl StatisticsAdaptor {
                 add(&shard.figures.total_count, count);
             }
             let held = shard.hold_back(published, bytes, count);
+            streak_done = self.lengthen_streak(&shard.streak);
             // Never above the true sum: the other shards hold back nothing negative.
             (published.bytes.load(Ordering::Relaxed) + held.0, published.count.load(Ordering::Relaxed) + held.1)
         });
+        if streak_done {
+            self.take_bias();
+        }
         let sum = sum.unwrap_or_else(|| {
             // No shard on this thread (its thread-locals are gone): count in `folded`.
             let folded = &self.folded;
@@ -272,11 +290,41 @@ impl StatisticsAdaptor {
             self.folded.current_count.fetch_add(count, Ordering::Relaxed);
             self.shards.shared.add(bytes, count);
         });
-        if revoked.is_none_or(thread_running) || !self.bias.take_over() {
+        match revoked {
+            None => false,
+            Some(owner) if thread_running(owner) => {
+                // Threads share the adaptor: the next one waits for a longer streak.
+                let needed = self.streak_needed.load(Ordering::Relaxed);
+                self.streak_needed.store(needed.saturating_mul(2).min(LONGEST_STREAK), Ordering::Relaxed);
+                false
+            }
+            Some(_) => self.take_bias(),
+        }
+    }
+
+    /// Counts one more count on the shared path by the calling thread (whose shard's streak is
+    /// `streak`); whether its streak is long enough now for it to take the bias.
+    fn lengthen_streak(&self, streak: &AtomicU32) -> bool {
+        let me = thread_key();
+        let length = match self.shard_writer.load(Ordering::Relaxed) == me {
+            true => streak.load(Ordering::Relaxed) + 1,
+            false => {
+                self.shard_writer.store(me, Ordering::Relaxed);
+                1
+            }
+        };
+        let done = length >= self.streak_needed.load(Ordering::Relaxed);
+        streak.store(if done { 0 } else { length }, Ordering::Relaxed);
+        done
+    }
+
+    /// Takes the unheld bias for the calling thread; whether it did. The owner's figures are
+    /// zero (a revocation folded them); the rest is what they add to, and other threads count
+    /// only after taking the bias away again, so it stays that while this thread holds it.
+    fn take_bias(&self) -> bool {
+        if !self.bias.take_over() {
             return false;
         }
-        // The owner's figures are zero now; the rest is what they add to. Other threads count
-        // only after taking the bias away again, so it stays that while this thread holds it.
         let ((bytes, count), _) = self.lifetime();
         self.base_bytes.store(bytes, Ordering::Relaxed);
         self.base_count.store(count, Ordering::Relaxed);
@@ -329,6 +377,11 @@ impl StatisticsAdaptor {
             peak_count: (high.1 - start.current.1).max(now.1).max(0),
             total_count: total.1 - start.total.1,
         }
+    }
+
+    /// Whether the calling thread counts with the bias (for tests).
+    pub fn biased_to_me(&self) -> bool {
+        self.bias.is_mine()
     }
 
     /// The innermost scope's figures.
