@@ -95,12 +95,20 @@ struct StatisticsShard {
     figures: Figures,
     unpublished_bytes: AtomicI64,
     unpublished_count: AtomicI64,
-    /// Counts in a row on the shared path by this shard's thread, no other thread between.
-    streak: AtomicU32,
+    /// Counts on the shared path by this shard's thread since its last look at `shard_writer`.
+    calls: AtomicU32,
+    /// Looks in a row that found no other thread had looked since this thread's last one.
+    alone: AtomicU32,
 }
 
-/// Counts in a row on the shared path after which a thread takes the bias...
-const FIRST_STREAK: u32 = 256;
+/// How many of its counts on the shared path a thread makes between two looks at whether
+/// another thread counted there meanwhile: a look writes a line every thread reads, so threads
+/// that share the adaptor must not look often.
+const COUNTS_PER_LOOK: u32 = 256;
+
+/// Counts in a row on the shared path after which a thread takes the bias (counted in looks of
+/// `COUNTS_PER_LOOK`, the first look starting the streak)...
+const FIRST_STREAK: u32 = 1024;
 /// ...doubling each time the bias is taken from a thread still running, up to this.
 const LONGEST_STREAK: u32 = 1 << 20;
 
@@ -173,8 +181,8 @@ pub struct StatisticsAdaptor {
     base_count: AtomicI64,
     /// Each thread's figures once the bias is gone, and the sum they have published.
     shards: Shards<StatisticsShard>,
-    /// The thread that counted on the shared path last, and the streak after which a thread
-    /// that counts there with no other thread between takes the bias.
+    /// The thread that looked last (see `COUNTS_PER_LOOK`), and the streak after which a thread
+    /// that counts on the shared path with no other thread looking between takes the bias.
     shard_writer: AtomicU64,
     streak_needed: AtomicU32,
     /// What the bias owner had live when the bias went, and what threads count without a
@@ -239,7 +247,7 @@ impl StatisticsAdaptor {
                 add(&shard.figures.total_count, count);
             }
             let held = shard.hold_back(published, bytes, count);
-            streak_done = self.lengthen_streak(&shard.streak);
+            streak_done = self.lengthen_streak(shard);
             // Never above the true sum: the other shards hold back nothing negative.
             (published.bytes.load(Ordering::Relaxed) + held.0, published.count.load(Ordering::Relaxed) + held.1)
         });
@@ -302,19 +310,22 @@ impl StatisticsAdaptor {
         }
     }
 
-    /// Counts one more count on the shared path by the calling thread (whose shard's streak is
-    /// `streak`); whether its streak is long enough now for it to take the bias.
-    fn lengthen_streak(&self, streak: &AtomicU32) -> bool {
+    /// Counts one more count on the shared path by the calling thread, in its `shard`;
+    /// whether it has counted alone long enough now to take the bias.
+    fn lengthen_streak(&self, shard: &StatisticsShard) -> bool {
+        let calls = shard.calls.load(Ordering::Relaxed) + 1;
+        if calls < COUNTS_PER_LOOK {
+            shard.calls.store(calls, Ordering::Relaxed);
+            return false;
+        }
+        shard.calls.store(0, Ordering::Relaxed);
         let me = thread_key();
-        let length = match self.shard_writer.load(Ordering::Relaxed) == me {
-            true => streak.load(Ordering::Relaxed) + 1,
-            false => {
-                self.shard_writer.store(me, Ordering::Relaxed);
-                1
-            }
+        let alone = match self.shard_writer.swap(me, Ordering::Relaxed) == me {
+            true => shard.alone.load(Ordering::Relaxed) + 1,
+            false => 0,
         };
-        let done = length >= self.streak_needed.load(Ordering::Relaxed);
-        streak.store(if done { 0 } else { length }, Ordering::Relaxed);
+        let done = alone * COUNTS_PER_LOOK >= self.streak_needed.load(Ordering::Relaxed);
+        shard.alone.store(if done { 0 } else { alone }, Ordering::Relaxed);
         done
     }
 
