@@ -7,10 +7,7 @@ using bench::RmmRs;
 
 int main() {
   int device = 0;
-  bench::check_cuda(cudaSetDevice(device), "cudaSetDevice");
-  cudaDeviceProp prop{};
-  bench::check_cuda(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
-  std::fprintf(stderr, "device: %s\n", prop.name);
+  bench::use_device(device);
 
   // What a driver call on the free path costs, alone and with 8 threads at once.
   for (int threads : {1, 8}) {

@@ -26,10 +26,7 @@ void driver_cost(const char* what, Call call) {
 
 int main() {
   int device = 0;
-  bench::check_cuda(cudaSetDevice(device), "cudaSetDevice");
-  cudaDeviceProp prop{};
-  bench::check_cuda(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
-  std::fprintf(stderr, "device: %s\n", prop.name);
+  bench::use_device(device);
   auto streams = bench::application_streams();
   cudaStream_t app = streams[0].stream;
   {

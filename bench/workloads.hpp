@@ -373,6 +373,14 @@ void stream_pairs(const std::string& name, A& a, const std::vector<NamedStream>&
   check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
+// Makes `device` current and says which it is on stderr.
+inline void use_device(int device) {
+  check_cuda(cudaSetDevice(device), "cudaSetDevice");
+  cudaDeviceProp prop{};
+  check_cuda(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+  std::fprintf(stderr, "device: %s\n", prop.name);
+}
+
 // How many times the benchmark goes through its allocators (BENCH_ROUNDS, default 3).
 inline int rounds() {
   const char* text = std::getenv("BENCH_ROUNDS");

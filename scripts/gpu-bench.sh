@@ -20,21 +20,11 @@ cc -O2 -Istage/include bench/host_probe.c stage/lib/librmm.a -lpthread -ldl -lm 
 for biased in 0 1 0; do RMM_BIASED_LOCKS=$biased "$out/host_probe" | grep "pool pair"; done
 "$out/bench_rmm_rs" | tee "$out/rmm_rs.csv"
 csvs=("$out/rmm_rs.csv")
-if ls .whl/librmm_cu13-*.whl >/dev/null 2>&1; then
-  rapids="$out/rapids"
-  mkdir -p "$rapids"
-  for wheel in .whl/librmm_cu13-*.whl .whl/rapids_logger-*.whl; do
-    python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$wheel" "$rapids"
-  done
-  nvcc -std=c++20 -O3 -arch="$arch" --expt-relaxed-constexpr \
-    -I"$rapids/librmm/include/rapids" -I"$rapids/librmm/include" -I"$rapids/rapids_logger/include" \
-    bench/bench_rapids.cu -L"$rapids/librmm/lib64" -L"$rapids/rapids_logger/lib64" -lrmm -lrapids_logger \
-    -Xlinker -rpath -Xlinker "$rapids/librmm/lib64" -Xlinker -rpath -Xlinker "$rapids/rapids_logger/lib64" \
-    -o "$out/bench_rapids"
+# shellcheck source=scripts/rapids-bench.sh
+. scripts/rapids-bench.sh
+if CUDA_ARCH=$arch rapids_bench bench/bench_rapids.cu "$out/bench_rapids"; then
   "$out/bench_rapids" | tee "$out/rapids.csv"
   csvs+=("$out/rapids.csv")
-else
-  echo "RAPIDS RMM wheels not in .whl/: skipping the RAPIDS comparison"
 fi
 python3 bench/table.py "${csvs[@]}" | tee "$out/table.md"
 if [ "${ENTRY_POINTS:-1}" != 0 ]; then

@@ -29,20 +29,10 @@ for name in "${!libs[@]}"; do
   "$out/streams_$name" | sed "s/,rmm-rs /,rmm-rs[$name] /" > "$out/streams_$name.csv"
   csvs+=("$out/streams_$name.csv")
 done
-if ls .whl/librmm_cu13-*.whl >/dev/null 2>&1; then
-  rapids="$out/rapids"
-  mkdir -p "$rapids"
-  for wheel in .whl/librmm_cu13-*.whl .whl/rapids_logger-*.whl; do
-    python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$wheel" "$rapids"
-  done
-  nvcc -std=c++20 -O3 -arch="$arch" --expt-relaxed-constexpr \
-    -I"$rapids/librmm/include/rapids" -I"$rapids/librmm/include" -I"$rapids/rapids_logger/include" \
-    bench/bench_streams_rapids.cu -L"$rapids/librmm/lib64" -L"$rapids/rapids_logger/lib64" -lrmm -lrapids_logger \
-    -Xlinker -rpath -Xlinker "$rapids/librmm/lib64" -Xlinker -rpath -Xlinker "$rapids/rapids_logger/lib64" \
-    -o "$out/streams_rapids"
+# shellcheck source=scripts/rapids-bench.sh
+. scripts/rapids-bench.sh
+if CUDA_ARCH=$arch rapids_bench bench/bench_streams_rapids.cu "$out/streams_rapids"; then
   "$out/streams_rapids" > "$out/streams_rapids.csv"
   csvs+=("$out/streams_rapids.csv")
-else
-  echo "RAPIDS RMM wheels not in .whl/: skipping the RAPIDS comparison"
 fi
 python3 bench/table.py "${csvs[@]}" | tee "$out/streams.md"
