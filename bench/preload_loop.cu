@@ -2,7 +2,13 @@
 // default stream, linked with the static CUDA runtime (nvcc's default), so the preload library
 // reaches it only through the driver (cuGetProcAddress). bench/frameworks/preload_bench.py runs
 // it without and with the preload library. Prints "RESULT <us per iteration> <checksum>".
+// Built with -DRMM_LINKED it calls rmmCudaMalloc/rmmCudaFree itself (what the preload library's
+// cudaMalloc/cudaFree are), so a tool that cannot attach under LD_PRELOAD still sees the same
+// frees (scripts/gpu-preload-bench.sh, PRELOAD_SANITIZE=1).
 #include <cuda_runtime.h>
+#ifdef RMM_LINKED
+#include <rmm.h>
+#endif
 
 #include <chrono>
 #include <cstdio>
@@ -29,10 +35,27 @@ void check(cudaError_t status, const char *what) {
   }
 }
 
+#ifdef RMM_LINKED
+cudaError_t allocate(float **ptr, size_t bytes) {
+  return rmmCudaMalloc(reinterpret_cast<void **>(ptr), bytes) == RMM_SUCCESS ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t release(float *ptr) { return rmmCudaFree(ptr) == RMM_SUCCESS ? cudaSuccess : cudaErrorInvalidValue; }
+#else
+cudaError_t allocate(float **ptr, size_t bytes) { return cudaMalloc(ptr, bytes); }
+cudaError_t release(float *ptr) { return cudaFree(ptr); }
+#endif
+
 }  // namespace
 
 int main(int argc, char **argv) {
   const int iterations = argc > 1 ? std::atoi(argv[1]) : 2000;
+#ifdef RMM_LINKED
+  // NULL: the stack RMM_ALLOC_CONF names, as the preload library reads it.
+  if (rmmConfigure(nullptr) != RMM_SUCCESS) {
+    std::fprintf(stderr, "rmmConfigure: %s\n", rmmGetLastErrorMessage());
+    return 1;
+  }
+#endif
   float *sum = nullptr;
   check(cudaMalloc(&sum, sizeof(float)), "cudaMalloc(sum)");
   check(cudaMemset(sum, 0, sizeof(float)), "cudaMemset");
@@ -42,14 +65,14 @@ int main(int argc, char **argv) {
     for (int i = 0; i < count; ++i) {
       size_t a_n = sizes[i % 7], b_n = sizes[(i + 3) % 7];
       float *a = nullptr, *b = nullptr;
-      check(cudaMalloc(&a, a_n * sizeof(float)), "cudaMalloc(a)");
-      check(cudaMalloc(&b, b_n * sizeof(float)), "cudaMalloc(b)");
+      check(allocate(&a, a_n * sizeof(float)), "cudaMalloc(a)");
+      check(allocate(&b, b_n * sizeof(float)), "cudaMalloc(b)");
       fill<<<64, 256>>>(a, a_n, 1.0f);
       fill<<<64, 256>>>(b, b_n, 2.0f);
       accumulate<<<64, 256>>>(a, a_n, sum);
       accumulate<<<64, 256>>>(b, b_n, sum);
-      check(cudaFree(a), "cudaFree(a)");
-      check(cudaFree(b), "cudaFree(b)");
+      check(release(a), "cudaFree(a)");
+      check(release(b), "cudaFree(b)");
     }
   };
   run(100);  // warm up

@@ -13,14 +13,39 @@ unset RMM_SIM_DEVICES RMM_ALLOC_CONF PYTORCH_CUDA_ALLOC_CONF
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 nvcc -O3 -arch="${CUDA_ARCH:-sm_90}" bench/preload_loop.cu -o "$out/preload_loop"
 "${PYTHON:-python3}" bench/frameworks/preload_bench.py "$stage/lib/librmm_preload.so" "$out/preload_loop"
-# PRELOAD_SANITIZE=1: the loop again under compute-sanitizer's racecheck and synccheck, with the
-# preload library freeing without waiting (async_free), few iterations.
+# PRELOAD_SANITIZE=1: the loop again under compute-sanitizer's racecheck and synccheck, freeing
+# without waiting (async_free), few iterations: under the preload library with the static and
+# the shared CUDA runtime, and linked (rmmCudaMalloc/rmmCudaFree called by the program), which
+# the sanitizer attaches to. Under LD_PRELOAD it does not attach (H200, CUDA 13: "No attachable
+# process found" after its launch timeout, with the static and the shared runtime), so
+# SANITIZE_PROGRAMS (preload_loop, preload_loop_shared, preload_loop_linked) defaults to the last.
 if [ "${PRELOAD_SANITIZE:-0}" = 1 ] && command -v compute-sanitizer >/dev/null; then
+  nvcc -O3 -arch="${CUDA_ARCH:-sm_90}" -cudart shared bench/preload_loop.cu -o "$out/preload_loop_shared"
+  nvcc -O3 -arch="${CUDA_ARCH:-sm_90}" -DRMM_LINKED -I"$stage/include" bench/preload_loop.cu \
+    -L"$stage/lib" -lrmm -Xlinker -rpath="$stage/lib" -o "$out/preload_loop_linked"
+  sanitized=0 attached=0
   for tool in racecheck synccheck; do
-    echo "== compute-sanitizer --tool $tool, LD_PRELOAD, RMM_ALLOC_CONF=async_free/statistics/pool"
-    # The sanitizer injects itself through the environment it passes on: the preload library
-    # goes in that environment, not through a wrapper that would replace it.
-    LD_PRELOAD="$stage/lib/librmm_preload.so" RMM_ALLOC_CONF=async_free/statistics/pool \
-      timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 99 "$out/preload_loop" 50
+    for program in ${SANITIZE_PROGRAMS:-preload_loop_linked}; do
+      preload="$stage/lib/librmm_preload.so"
+      [ "$program" = preload_loop_linked ] && preload=
+      echo "== compute-sanitizer --tool $tool, $program${preload:+, LD_PRELOAD}, RMM_ALLOC_CONF=async_free/statistics/pool"
+      # The sanitizer injects itself through the environment it passes on: the preload library
+      # goes in that environment, not through a wrapper that would replace it.
+      log="$out/sanitize-$tool-$program.log"
+      status=0
+      LD_PRELOAD="$preload" RMM_ALLOC_CONF=async_free/statistics/pool \
+        timeout 180 compute-sanitizer --tool "$tool" --error-exitcode 99 "$out/$program" 50 >"$log" 2>&1 || status=$?
+      tail -n 4 "$log"
+      if grep -q "No attachable process" "$log"; then
+        echo "   (the sanitizer did not attach)"
+      elif [ "$status" = 0 ]; then
+        attached=$((attached + 1))
+      else
+        echo "   FAILED (status $status)"
+        sanitized=1
+      fi
+    done
   done
+  echo "compute-sanitizer: $attached runs attached and clean"
+  [ "$sanitized" = 0 ] || exit 1
 fi
