@@ -64,6 +64,7 @@ __all__ = [
     "stream_destroy",
     "stream_synchronize",
     "use_for_torch",
+    "build_torch_backend",
     "use_for_cupy",
     "cupy_allocator",
     "use_for_numba",
@@ -1092,20 +1093,125 @@ __all__.append("write_timeline_report")
 
 _torch_allocator = None
 
+# The PyTorch backend's source, shipped beside this module; built against the installed
+# PyTorch into a library whose name carries PyTorch's version.
+_TORCH_BACKEND_SOURCE = "rmm_rs_torch.cpp"
+
+
+def _torch_backend_name(torch_version: str) -> str:
+    return "rmm_rs_torch-%s.so" % "".join(c if c.isalnum() else "_" for c in torch_version)
+
+
+def _torch_cuda_includes(torch: Any) -> List[str]:
+    """Folders that hold cuda_runtime_api.h for building against `torch`: the CUDA toolkit
+    PyTorch finds (CUDA_HOME), then the CUDA runtime wheels PyTorch depends on."""
+    folders = []
+    try:
+        from torch.utils import cpp_extension
+
+        if cpp_extension.CUDA_HOME:
+            folders.append(os.path.join(cpp_extension.CUDA_HOME, "include"))
+    except Exception:  # noqa: BLE001 - an unusable cpp_extension only removes one candidate
+        pass
+    for root in sys.path:
+        nvidia = os.path.join(root, "nvidia")
+        if os.path.isdir(nvidia):
+            for sub in sorted(os.listdir(nvidia)):
+                for candidate in (os.path.join(nvidia, sub, "include"), os.path.join(nvidia, sub, "cuda_runtime", "include")):
+                    folders.append(candidate)
+    return [f for f in folders if os.path.isfile(os.path.join(f, "cuda_runtime_api.h"))]
+
+
+def build_torch_backend(directory: Optional[str] = None, compiler: Optional[str] = None) -> str:
+    """Builds the PyTorch backend (``rmm_rs_torch.cpp``) against the installed PyTorch, as
+    PyTorch's C++ extensions are built, into `directory` (None: beside this module when it is
+    writable, else ``~/.cache/rmm_rs``), and returns the library's path. `compiler`: the C++
+    compiler (None: ``$CXX``, else ``c++``). Needs PyTorch's headers (every CUDA wheel has them)
+    and the CUDA runtime's (a CUDA toolkit or the nvidia-cuda-runtime wheel). Raises
+    RuntimeError saying what is missing or what the compiler printed."""
+    import subprocess
+
+    import torch
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    source = os.path.join(here, _TORCH_BACKEND_SOURCE)
+    if not os.path.isfile(source):
+        raise RuntimeError(f"the PyTorch backend's source {source} is missing")
+    if torch.version.cuda is None:
+        raise RuntimeError(f"PyTorch {torch.__version__} is not a CUDA build")
+    if directory is None:
+        directory = here if os.access(here, os.W_OK) else os.path.join(os.path.expanduser("~"), ".cache", "rmm_rs")
+    os.makedirs(directory, exist_ok=True)
+    output = os.path.join(directory, _torch_backend_name(torch.__version__))
+    torch_root = os.path.dirname(os.path.abspath(torch.__file__))
+    includes = [os.path.join(torch_root, "include"), os.path.join(torch_root, "include", "torch", "csrc", "api", "include")]
+    cuda = _torch_cuda_includes(torch)
+    if not cuda:
+        raise RuntimeError("no CUDA runtime headers (cuda_runtime_api.h): install the CUDA toolkit or set CUDA_HOME")
+    library = os.path.join(torch_root, "lib")
+    abi = int(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True))
+    command = [compiler or os.environ.get("CXX", "c++"), "-std=c++17", "-O2", "-fPIC", "-shared",
+               "-D_GLIBCXX_USE_CXX11_ABI=%d" % abi]
+    for folder in includes + cuda[:1]:
+        command += ["-isystem", folder]
+    temporary = "%s.%d.tmp" % (output, os.getpid())
+    command += [source, "-L" + library, "-lc10", "-lc10_cuda", "-ltorch_cuda", "-ldl",
+                "-Wl,-rpath," + library, "-o", temporary]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True)
+    except OSError as error:
+        raise RuntimeError(f"cannot run the C++ compiler {command[0]!r}: {error}") from error
+    if result.returncode != 0:
+        raise RuntimeError("building the PyTorch backend failed:\n" + " ".join(command) + "\n" + result.stderr[-4000:])
+    os.replace(temporary, output)
+    return output
+
+
+def _torch_backend_library(torch: Any) -> str:
+    """The backend library built for the installed PyTorch: the one pip installed beside this
+    module, one built earlier in ``~/.cache/rmm_rs``, or one built now."""
+    name = _torch_backend_name(torch.__version__)
+    here = os.path.dirname(os.path.abspath(__file__))
+    cache = os.path.join(os.path.expanduser("~"), ".cache", "rmm_rs")
+    for folder in (here, cache):
+        path = os.path.join(folder, name)
+        if os.path.isfile(path) and os.path.getmtime(path) >= os.path.getmtime(os.path.join(here, _TORCH_BACKEND_SOURCE)):
+            return path
+    return build_torch_backend()
+
+
+def _install_torch_backend(torch: Any) -> None:
+    path = _torch_backend_library(torch)
+    backend = ctypes.CDLL(path)
+    backend.rmm_rs_torch_install.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+    backend.rmm_rs_torch_install.restype = ctypes.c_int
+    message = ctypes.create_string_buffer(1024)
+    if backend.rmm_rs_torch_install(os.fsencode(library_path()), message, len(message)) != 0:
+        raise RuntimeError(message.value.decode(errors="replace"))
+
 
 def use_for_torch():
-    """Makes rmm-rs PyTorch's CUDA allocator: ``CUDAPluggableAllocator(librmm.so,
-    "rmmTorchAllocate", "rmmTorchDeallocate")`` and ``change_current_allocator``. Each
-    allocation comes from the device's current rmm-rs resource, on PyTorch's current
-    stream, and is freed in that stream's order.
+    """Makes rmm-rs PyTorch's CUDA allocator. Each allocation comes from the device's rmm-rs
+    resource, on PyTorch's current stream, and is freed in that stream's order.
 
-    Must run before PyTorch initializes CUDA (before the first tensor on the GPU, and
-    before ``torch.cuda.init()``): afterwards PyTorch cannot swap its allocator and this
-    raises RuntimeError. Without :func:`configure` first, ``$RMM_ALLOC_CONF`` applies (unset:
+    The allocator is rmm-rs's PyTorch backend (``rmm_rs_torch.cpp``), which implements
+    PyTorch's own allocator interface: ``torch.cuda.memory_allocated()`` and the other
+    statistics, ``cudnn.benchmark``, CUDA graphs and ``torch.cuda.MemPool``, memory snapshots,
+    ``torch.OutOfMemoryError`` and CUDA IPC behave as under PyTorch's allocator
+    (docs/src/torch.md lists what differs). It is built against the installed PyTorch when the
+    package is installed with ``-C torch-backend=1``, else on first use into
+    ``~/.cache/rmm_rs``. If it cannot be built (no C++ compiler, no CUDA headers), this warns
+    why and falls back to ``CUDAPluggableAllocator(librmm.so, "rmmTorchAllocate",
+    "rmmTorchDeallocate")``, which lacks those features. ``RMM_RS_TORCH_BACKEND=shim`` asks for
+    that fallback.
+
+    Must run before PyTorch initializes CUDA (before the first tensor on the GPU,
+    ``torch.cuda.init()`` or ``torch.cuda.set_device()``, which every ``torch.distributed``
+    script calls): afterwards PyTorch cannot swap its allocator and this raises RuntimeError.
+    Without :func:`configure` first, ``$RMM_ALLOC_CONF`` applies (unset:
     :data:`TORCH_DEFAULT_SPEC`, the expandable resource with statistics on each device, or
-    where the driver lacks the virtual-memory API, :data:`DEFAULT_SPEC`).
-    ``torch.cuda.memory_allocated()`` and friends report nothing under a pluggable allocator:
-    use :func:`statistics`. Returns the allocator.
+    where the driver lacks the virtual-memory API, :data:`DEFAULT_SPEC`). Returns PyTorch's
+    allocator object.
     """
     global _torch_allocator
     import torch
@@ -1116,17 +1222,36 @@ def use_for_torch():
         if torch.cuda.is_initialized():
             raise RuntimeError(
                 "rmm_rs.use_for_torch() must be called before PyTorch initializes CUDA "
-                "(before the first CUDA tensor or torch.cuda.init()); PyTorch's own caching "
-                "allocator is already in use in this process"
+                "(before the first CUDA tensor, torch.cuda.init() or torch.cuda.set_device()); "
+                "PyTorch's own caching allocator is already in use in this process"
             )
         _ensure_configured(TORCH_DEFAULT_SPEC)
+        why = "RMM_RS_TORCH_BACKEND=shim" if os.environ.get("RMM_RS_TORCH_BACKEND") == "shim" else None
+        if why is None:
+            try:
+                _install_torch_backend(torch)
+                _torch_allocator = torch.cuda.memory._get_current_allocator()
+                return _torch_allocator
+            except Exception as error:  # noqa: BLE001 - any failure falls back, with its reason
+                if torch.cuda.is_initialized():
+                    raise RuntimeError(f"rmm_rs.use_for_torch(): PyTorch refused to change its allocator ({error})") from error
+                lines = str(error).strip().splitlines()
+                import warnings
+
+                warnings.warn(
+                    "rmm_rs.use_for_torch(): the PyTorch backend is not available (%s); using "
+                    "CUDAPluggableAllocator instead, which lacks memory statistics, "
+                    "cudnn.benchmark, CUDA graphs, MemPool, snapshots, a typed out-of-memory error "
+                    "and IPC" % (lines[-1] if lines else type(error).__name__),
+                    RuntimeWarning, stacklevel=2)
         allocator = torch.cuda.memory.CUDAPluggableAllocator(library_path(), "rmmTorchAllocate", "rmmTorchDeallocate")
         try:
             torch.cuda.memory.change_current_allocator(allocator)
         except RuntimeError as error:
             raise RuntimeError(
                 f"rmm_rs.use_for_torch(): PyTorch refused to change its allocator ({error}); "
-                "call it before anything uses CUDA in PyTorch"
+                "call it before anything uses CUDA in PyTorch (torch.cuda.init(), "
+                "torch.cuda.set_device(), the first CUDA tensor)"
             ) from error
         _torch_allocator = allocator
         return allocator
