@@ -965,9 +965,9 @@ DEFAULT_SPEC = "statistics/pool"
 
 # What use_for_torch() sets up instead: the virtual-memory resource held 1 to 36% less than
 # the pool under PyTorch training and decoding at the same step time (docs/src/performance.md).
-# PyTorch's pluggable allocator cannot share memory by CUDA IPC whatever resource serves it,
-# so nothing is lost there; CuPy and Numba can, and the legacy IPC API refuses memory that
-# the virtual-memory API maps, so they keep the pool.
+# The legacy IPC API refuses memory that the virtual-memory API maps, so CuPy and Numba, which
+# share arrays that way, keep the pool, and PyTorch programs that share CUDA tensors between
+# processes configure it (docs/src/frameworks.md).
 TORCH_DEFAULT_SPEC = "statistics/expandable"
 
 

@@ -22,7 +22,10 @@ import tempfile
 import textwrap
 import types
 import unittest
+import warnings
 import weakref
+import zipfile
+from unittest import mock
 
 ON_GPU = os.environ.get("RMM_RS_TEST_GPU") == "1" or "--gpu" in sys.argv
 if "--gpu" in sys.argv:
@@ -756,8 +759,11 @@ class TorchStandInTest(unittest.TestCase):
     def test_use_for_torch(self):
         rmm_rs.configure("pool")
         modules, calls = fake_torch()
-        with fake_modules(modules):
+        # The stand-in has no version and no headers: the backend cannot be built, so the call
+        # says why and falls back to the pluggable allocator.
+        with fake_modules(modules), self.assertWarnsRegex(RuntimeWarning, "PyTorch backend is not available"):
             allocator = rmm_rs.use_for_torch()
+        with fake_modules(modules):
             self.assertIs(rmm_rs.use_for_torch(), allocator)  # a second call: the same one
         self.assertEqual(calls, [allocator])
         self.assertEqual(allocator.args, (rmm_rs.library_path(), "rmmTorchAllocate", "rmmTorchDeallocate"))
@@ -770,12 +776,47 @@ class TorchStandInTest(unittest.TestCase):
         self.assertFalse(allocator.alloc(-1, 0, None))  # failure: NULL, as PyTorch expects
         rmm_rs.stream_destroy(stream)
 
+    def test_shim_on_request(self):
+        rmm_rs.configure("pool")
+        modules, calls = fake_torch()
+        with fake_modules(modules), mock.patch.dict(os.environ, {"RMM_RS_TORCH_BACKEND": "shim"}), \
+                warnings.catch_warnings():
+            warnings.simplefilter("error")  # asked for: no warning
+            allocator = rmm_rs.use_for_torch()
+        self.assertEqual(calls, [allocator])
+
+    def test_backend_needs_a_cuda_build(self):
+        modules, _ = fake_torch()
+        torch = modules["torch"]
+        torch.__version__ = "2.11.0+cpu"
+        torch.__file__ = os.path.join(tempfile.gettempdir(), "torch", "__init__.py")
+        torch.version = types.SimpleNamespace(cuda=None)
+        with fake_modules(modules), self.assertRaisesRegex(RuntimeError, "not a CUDA build"):
+            rmm_rs.build_torch_backend(tempfile.gettempdir())
+
     def test_too_late(self):
         modules, calls = fake_torch(initialized=True)
         with fake_modules(modules), self.assertRaises(RuntimeError) as caught:
             rmm_rs.use_for_torch()
         self.assertIn("before PyTorch initializes CUDA", str(caught.exception))
         self.assertEqual(calls, [])
+
+
+class PackagingTest(unittest.TestCase):
+    def test_wheel_ships_the_torch_backend_source(self):
+        here = os.path.dirname(os.path.abspath(__file__))
+        spec = importlib.util.spec_from_file_location("build_rmm_rs_under_test", os.path.join(here, "build_rmm_rs.py"))
+        backend = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(backend)
+        with tempfile.TemporaryDirectory() as folder:
+            name = backend.build_wheel(folder)
+            with zipfile.ZipFile(os.path.join(folder, name)) as wheel:
+                names = wheel.namelist()
+                source = wheel.read("rmm_rs_torch.cpp").decode()
+        self.assertIn("rmm_rs.py", names)
+        self.assertTrue(name.endswith("-py3-none-any.whl"), name)  # nothing built: pure Python
+        self.assertIn("rmm_rs_torch_install", source)
+        self.assertFalse([n for n in names if n.endswith(".so")], names)
 
 
 @unittest.skipIf(HAVE_CUPY, "CuPy is installed: CupyTest checks the real one")

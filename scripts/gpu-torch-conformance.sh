@@ -20,4 +20,10 @@ import torch, rmm_rs
 start = time.time()
 print("PyTorch", torch.__version__, "backend built:", rmm_rs.build_torch_backend(), "in %.1f s" % (time.time() - start))
 PY
-exec "${PYTHON:-python3}" bench/frameworks/torch_conformance.py "$@"
+status=0
+"${PYTHON:-python3}" bench/frameworks/torch_conformance.py "$@" || status=$?
+# CONFORMANCE_BENCH=1: then torch.empty(4096) pairs under each configuration, in the same run.
+if [ "${CONFORMANCE_BENCH:-0}" = 1 ]; then
+  "${PYTHON:-python3}" bench/frameworks/torch_conformance.py --bench --configs native,rmm-default,rmm-pool,rmm-shim
+fi
+exit $status

@@ -2,8 +2,9 @@
 # Runs every check CI runs, on simulated devices: formatting, clippy and rustdoc with warnings
 # as errors; the cargo tests of every crate (with the header drift check); a million calls of
 # each C API fuzzer; the C, C++ and Fortran suites under ctest; the C tests again under
-# AddressSanitizer and UndefinedBehaviorSanitizer; and the Python module's tests. Installs what
-# it needs (cmake, ninja, a C/C++ compiler, gfortran; CCCL's headers from PyPI) on a fresh
+# AddressSanitizer and UndefinedBehaviorSanitizer; the Python module's tests; and a compile of
+# the PyTorch backend against PyTorch's headers. Installs what
+# it needs (cmake, ninja, a C/C++ compiler, gfortran; CCCL's and PyTorch's headers from PyPI) on a fresh
 # Debian/Ubuntu machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,3 +53,6 @@ ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$asan" --output-on-failure -j2 -L 
 
 echo "== Python module (simulated devices)"
 RMM_RS_LIBRARY="${CARGO_TARGET_DIR:-$PWD/target}/release/librmm.so" python3 python/test_rmm_rs.py
+
+echo "== PyTorch backend against PyTorch's headers (from its wheel)"
+scripts/check-torch-backend.sh

@@ -2,6 +2,7 @@
 and under rmm-rs (scripts/gpu-torch-conformance.sh runs it on a GPU machine).
 
     python3 bench/frameworks/torch_conformance.py [--configs LIST] [--cases LIST] [--json FILE]
+    python3 bench/frameworks/torch_conformance.py --bench [--configs LIST]  (torch.empty pairs)
     python3 bench/frameworks/torch_conformance.py --run CASE --config CONFIG   (one child)
 
 A configuration is `native` (PyTorch's caching allocator), `native-expandable`
@@ -353,6 +354,41 @@ def case_autocast_matmul(torch):
     torch.testing.assert_close(c.float(), a @ b, rtol=5e-2, atol=5e-1)
 
 
+def bench_child(config, pairs):
+    """ns per `torch.empty(4096)` plus its release on the current stream (medians of 5)."""
+    torch = setup(config)
+    for _ in range(2000):
+        x = torch.empty(4096, device="cuda")
+        del x
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(5):
+        start = time.perf_counter_ns()
+        for _ in range(pairs):
+            x = torch.empty(4096, device="cuda")
+            del x
+        samples.append((time.perf_counter_ns() - start) / pairs)
+    torch.cuda.synchronize()
+    print("NS %.1f" % sorted(samples)[2])
+
+
+def run_bench(configs, pairs):
+    """The pair benchmark for each configuration, each in its own process, rounds interleaved."""
+    figures = {c: [] for c in configs}
+    for _ in range(3):
+        for config in configs:
+            env = dict(os.environ)
+            env.update(CONFIGS[config])
+            out = subprocess.run([sys.executable, __file__, "--bench-child", "--config", config, "--pairs", str(pairs)],
+                                 env=env, capture_output=True, text=True).stdout
+            figures[config] += [float(line.split()[1]) for line in out.splitlines() if line.startswith("NS ")]
+    base = sorted(figures.get("native") or [float("nan")])[len(figures.get("native") or [0]) // 2]
+    print("\n| torch.empty(4096) + release | ns per pair (median of 3 processes) | vs. native |\n|---|---|---|")
+    for config, values in figures.items():
+        median = sorted(values)[len(values) // 2] if values else float("nan")
+        print("| %s | %.0f | %.2f |" % (config, median, median / base))
+
+
 CASES = {name[len("case_"):]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")}
 
 
@@ -430,11 +466,20 @@ def main():
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--jobs", type=int, default=4, help="child processes at once")
     parser.add_argument("--json")
+    parser.add_argument("--bench", action="store_true", help="the torch.empty pair benchmark instead of the cases")
+    parser.add_argument("--bench-child", action="store_true")
+    parser.add_argument("--pairs", type=int, default=100000)
     args = parser.parse_args()
     if args.run:
         run_child(args.run, args.config)
         return
+    if args.bench_child:
+        bench_child(args.config, args.pairs)
+        return
     configs = [c for c in args.configs.split(",") if c]
+    if args.bench:
+        run_bench(configs, args.pairs)
+        return
     cases = [c for c in args.cases.split(",") if c]
     results = run_all(configs, cases, args.timeout, args.jobs)
     print()
