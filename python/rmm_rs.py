@@ -1257,6 +1257,35 @@ def use_for_torch():
         return allocator
 
 
+def write_torch_history_log(snapshot: Dict[str, Any], path: Union[str, "os.PathLike[str]"], device: int = 0) -> int:
+    """Writes the allocation history of a PyTorch memory snapshot (``torch.cuda.memory._snapshot()``
+    after ``torch.cuda.memory._record_memory_history()``) as an RMM log at `path`
+    (``Thread,Time,Action,Pointer,Size,Stream``): ``alloc`` is ``allocate``, ``free_completed``
+    is ``free``, ``oom`` is ``allocate failure``. ``rmm-replay report -o page.html LOG`` then
+    draws rmm-rs's memory timeline from the same history that ``torch.cuda._memory_viz`` draws,
+    and ``rmm-replay`` replays it against other stacks. Returns the number of events written."""
+    import datetime
+
+    traces = snapshot.get("device_traces") or []
+    if device >= len(traces):
+        raise ValueError(f"the snapshot has no history for device {device} ({len(traces)} devices)")
+    actions = {"alloc": "allocate", "free_completed": "free", "oom": "allocate failure"}
+    lines = ["Thread,Time,Action,Pointer,Size,Stream"]
+    for entry in traces[device]:
+        action = actions.get(entry.get("action"))
+        if action is None:
+            continue
+        when = datetime.datetime.fromtimestamp(entry.get("time_us", 0) / 1e6).strftime("%H:%M:%S.%f")
+        pointer = "(nil)" if action == "allocate failure" else "0x%x" % entry["addr"]
+        lines.append("0,%s,%s,%s,%d,0x%x" % (when, action, pointer, entry["size"], entry.get("stream", 0)))
+    with open(os.fspath(path), "w", encoding="utf-8") as log:
+        log.write("\n".join(lines) + "\n")
+    return len(lines) - 1
+
+
+__all__.append("write_torch_history_log")
+
+
 # --------------------------------------------------------------------------------------
 # CuPy
 # --------------------------------------------------------------------------------------

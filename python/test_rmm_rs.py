@@ -402,6 +402,35 @@ class TimelineReportTest(unittest.TestCase):
         start = text.index('id="report-data">') + len('id="report-data">')
         return text, json.loads(text[start:text.index("</script>", start)])
 
+    def test_report_of_a_torch_history(self):
+        # The shape torch.cuda.memory._snapshot() gives: the page's figures follow its events.
+        start = 1_764_000_000_000_000
+        trace = [
+            {"action": "alloc", "addr": 0x7F0000000000, "size": 8 * MiB, "stream": 0, "time_us": start},
+            {"action": "alloc", "addr": 0x7F0000800000, "size": 2 * MiB, "stream": 0, "time_us": start + 10},
+            {"action": "free_requested", "addr": 0x7F0000800000, "size": 2 * MiB, "stream": 0, "time_us": start + 20},
+            {"action": "free_completed", "addr": 0x7F0000800000, "size": 2 * MiB, "stream": 0, "time_us": start + 20},
+            {"action": "oom", "addr": 0, "size": 1 << 50, "stream": 0, "time_us": start + 30},
+            {"action": "alloc", "addr": 0x7F0000800000, "size": 1 * MiB, "stream": 0, "time_us": start + 40},
+        ]
+        replay = os.path.join(os.path.dirname(rmm_rs.library_path()), "rmm-replay")
+        if not os.path.isfile(replay):
+            self.skipTest(f"no rmm-replay beside {rmm_rs.library_path()}")
+        with tempfile.TemporaryDirectory() as folder:
+            log, page = os.path.join(folder, "torch.csv"), os.path.join(folder, "timeline.html")
+            self.assertEqual(rmm_rs.write_torch_history_log({"device_traces": [trace]}, log), 5)
+            with open(log) as f:
+                lines = f.read().splitlines()
+            self.assertEqual(lines[0], "Thread,Time,Action,Pointer,Size,Stream")
+            self.assertEqual(lines[3].split(",")[2:5], ["free", "0x7f0000800000", str(2 * MiB)])
+            self.assertEqual(lines[4].split(",")[2:4], ["allocate failure", "(nil)"])
+            subprocess.run([replay, "report", "--skip-failures", "-o", page, log], check=True, capture_output=True)
+            figures = self.figures(page)[1]["logs"][0]
+            self.assertEqual(figures["peak"]["live_bytes"], 10 * MiB)
+            self.assertEqual([a["size"] for a in figures["peak"]["largest"]], [8 * MiB, 2 * MiB])
+        with self.assertRaises(ValueError):
+            rmm_rs.write_torch_history_log({"device_traces": []}, os.devnull)
+
     def test_report_of_this_process(self):
         with tempfile.TemporaryDirectory() as folder:
             log, page = os.path.join(folder, "rmm.csv"), os.path.join(folder, "timeline.html")
