@@ -219,3 +219,28 @@ fn streams_rmm_did_not_see_made_hand_memory_on_by_events_while_others_take_it() 
     platform.stream_destroy(a).unwrap();
     platform.stream_destroy(b).unwrap();
 }
+
+#[test]
+fn memory_of_one_device_is_not_ordered_on_another_devices_stream() {
+    let _guard = setup();
+    let platform = backend().unwrap();
+    let pool = pool(64 * MIB);
+    let (own, other) = (platform.stream_create(0).unwrap(), platform.stream_create(1).unwrap());
+    for current in [0, 1] {
+        platform.set_device(current).unwrap();
+        // An event of device 0 cannot be recorded on device 1's stream: refused, nothing taken.
+        let refused = pool.allocate(4096, other).unwrap_err().to_string();
+        assert!(refused.contains("belongs to device 1") && refused.contains("memory of device 0"), "{refused}");
+        assert_eq!(pool.usage().live, 0);
+        // Device 0's own stream and its default stream, whichever device is current.
+        for stream in [own, Stream::DEFAULT] {
+            let ptr = pool.allocate(4096, stream).unwrap();
+            pool.deallocate(ptr, 4096, stream).unwrap();
+        }
+    }
+    platform.set_device(0).unwrap();
+    for stream in [own, other] {
+        platform.stream_destroy(stream).unwrap();
+    }
+    assert!(races().is_empty(), "{:?}", races());
+}

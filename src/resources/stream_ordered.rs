@@ -652,6 +652,7 @@ impl<I: BlockIndex> Core<I> {
             Self::learn_recorder(state, recorder);
             return Ok(state.clone());
         }
+        self.refuse_other_devices_stream(stream)?;
         let event = backend()?.event_create(self.device)?;
         let mut index = (self.new_index)();
         // Every stream's event is recorded when memory is taken from it, which covers blocks
@@ -662,6 +663,29 @@ impl<I: BlockIndex> Core<I> {
         let state = Arc::new(StreamState { stream, identity, event, shelf });
         streams.insert(key, state.clone());
         Ok(state)
+    }
+
+    /// Memory of this device is ordered on a stream of this device: an event of the device can
+    /// be recorded only there. Checked once per stream, when its state is made (nothing is
+    /// made for a refused stream, so each attempt is checked). The default streams are the
+    /// device's own whichever device is current (calls for this device run in its context).
+    fn refuse_other_devices_stream(&self, stream: Stream) -> Result<()> {
+        if matches!(stream, Stream::DEFAULT | Stream::LEGACY | Stream::PER_THREAD) {
+            return Ok(());
+        }
+        let platform = backend()?;
+        if platform.single_device() {
+            return Ok(());
+        }
+        let owner = platform.stream_device(stream)?;
+        if owner != self.device {
+            return Err(Error::invalid(format!(
+                "stream {:#x} belongs to device {owner}: memory of device {} is allocated on a stream of device {} (or a \
+                 default stream)",
+                stream.0, self.device, self.device
+            )));
+        }
+        Ok(())
     }
 
     /// A stream first used before it was announced (`rmmStreamRegister`) may be recorded by
