@@ -72,6 +72,43 @@ fn main() {
         }
         println!("PyTorch entry points (pool) 256 B: {:.1} ns per pair", start.elapsed().as_nanos() as f64 / iterations as f64);
     }
+    if only.as_deref().is_none_or(|only| only == "devices") {
+        other_device_current();
+    }
+}
+
+/// With two devices or more: a pair through device 1's pool with device 1 current, then with
+/// device 0 current (frameworks allocate for one device while another is current), on the NULL
+/// stream and on a stream of device 1.
+fn other_device_current() {
+    let mut count = 0;
+    if rmmGetDeviceCount(&mut count) != RMM_SUCCESS || count < 2 {
+        return;
+    }
+    let (mut cuda, mut pool, mut stream) = (std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut());
+    assert_eq!(rmmSetDevice(1), RMM_SUCCESS);
+    assert_eq!(rmmCudaResourceCreate(&mut cuda), RMM_SUCCESS);
+    assert_eq!(rmmPoolResourceCreate(&mut pool, cuda, 64 << 20, 0), RMM_SUCCESS);
+    assert_eq!(rmmStreamCreate(&mut stream), RMM_SUCCESS);
+    let iterations: usize = std::env::var("PAIRS").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000_000);
+    for (what, on) in [("NULL stream", std::ptr::null_mut()), ("device 1's stream", stream)] {
+        for current in [1, 0] {
+            assert_eq!(rmmSetDevice(current), RMM_SUCCESS);
+            let mut ptr = std::ptr::null_mut();
+            for _ in 0..iterations / 10 {
+                rmmResourceAllocate(pool, &mut ptr, 256, on);
+                rmmResourceDeallocate(pool, ptr, 256, on);
+            }
+            let start = Instant::now();
+            for _ in 0..iterations {
+                rmmResourceAllocate(pool, &mut ptr, 256, on);
+                rmmResourceDeallocate(pool, ptr, 256, on);
+            }
+            let ns = start.elapsed().as_nanos() as f64 / iterations as f64;
+            println!("device 1's pool, {what}, device {current} current, 256 B: {ns:.1} ns per pair");
+        }
+    }
+    assert_eq!(rmmSetDevice(0), RMM_SUCCESS);
 }
 
 /// The pair sizes: 256 B and 1 MiB, or the one SIZE names.

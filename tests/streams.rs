@@ -244,3 +244,42 @@ fn memory_of_one_device_is_not_ordered_on_another_devices_stream() {
     }
     assert!(races().is_empty(), "{:?}", races());
 }
+
+#[test]
+fn a_pair_through_another_devices_resource_makes_no_driver_call() {
+    use rmm::boundary::*;
+    use rmm::error::rmmError_t::RMM_SUCCESS;
+    let _guard = setup();
+    let (mut cuda, mut pool, mut stream) = (std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut());
+    assert_eq!(rmmSetDevice(1), RMM_SUCCESS);
+    assert_eq!(rmmCudaResourceCreate(&mut cuda), RMM_SUCCESS);
+    assert_eq!(rmmPoolResourceCreate(&mut pool, cuda, 16 * MIB, 0), RMM_SUCCESS);
+    assert_eq!(rmmStreamCreate(&mut stream), RMM_SUCCESS);
+    // Frameworks allocate for one device while another is current: device 1's memory on the
+    // NULL stream (device 1's own, for its allocations and frees alike) and on device 1's
+    // stream, with device 0 current, as with device 1 current.
+    for current in [1, 0] {
+        assert_eq!(rmmSetDevice(current), RMM_SUCCESS);
+        for on in [std::ptr::null_mut(), stream] {
+            let mut ptr = std::ptr::null_mut();
+            assert_eq!(rmmResourceAllocate(pool, &mut ptr, 256, on), RMM_SUCCESS);
+            assert_eq!(rmmResourceDeallocate(pool, ptr, 256, on), RMM_SUCCESS);
+            let before = calls();
+            for _ in 0..100 {
+                assert_eq!(rmmResourceAllocate(pool, &mut ptr, 256, on), RMM_SUCCESS);
+                assert_eq!(rmmResourceDeallocate(pool, ptr, 256, on), RMM_SUCCESS);
+            }
+            let after = calls();
+            assert_eq!(
+                (after.event_record - before.event_record, after.stream_wait_event - before.stream_wait_event),
+                (0, 0),
+                "device {current} current, stream {on:?}"
+            );
+        }
+    }
+    assert_eq!(rmmSetDevice(0), RMM_SUCCESS);
+    assert_eq!(rmmStreamDestroy(stream), RMM_SUCCESS);
+    assert_eq!(rmmResourceDestroy(pool), RMM_SUCCESS);
+    assert_eq!(rmmResourceDestroy(cuda), RMM_SUCCESS);
+    assert!(races().is_empty(), "{:?}", races());
+}

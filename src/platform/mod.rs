@@ -221,9 +221,10 @@ impl Backend {
     }
 
     /// The stream on which to free memory of `device` that the caller frees in the order of
-    /// `stream`: `stream` itself when it is a stream of `device`; otherwise `device`'s legacy
-    /// default stream, made to wait for the work already on `stream` (a free made with another
-    /// device current, whose default stream is that other device's).
+    /// `stream`: `stream` itself when it is a stream of `device` or a default stream (which,
+    /// for memory of `device`, is `device`'s own, as for its allocations, whichever device is
+    /// current); otherwise `device`'s legacy default stream, made to wait for the work already
+    /// on `stream` (a stream of another device).
     #[inline(always)]
     pub fn stream_on_device(&self, device: i32, stream: Stream) -> Result<Stream> {
         match self.single_device() {
@@ -245,9 +246,15 @@ impl Backend {
 
     #[inline(never)]
     fn stream_on_other_device(&self, device: i32, stream: Stream) -> Result<Stream> {
-        // The default streams are the current device's; a created stream is its own device's,
-        // whichever device is current.
-        let stream_device = self.stream_device(stream)?;
+        if matches!(stream, Stream::DEFAULT | Stream::LEGACY | Stream::PER_THREAD) {
+            return Ok(stream);
+        }
+        // A created stream is its own device's, whichever device is current; rmm-rs knows the
+        // device of the streams whose life it sees without asking the driver.
+        let stream_device = match streams::known_device(stream) {
+            Some(known) => known,
+            None => self.stream_device(stream)?,
+        };
         if stream_device == device {
             return Ok(stream);
         }

@@ -76,6 +76,11 @@ pub fn known_identity(stream: Stream) -> Option<u64> {
     KNOWN.read().as_ref()?.get(&stream.0).map(|&(identity, _)| identity)
 }
 
+/// The device of `stream` when its handle is trusted (without asking the driver).
+pub fn known_device(stream: Stream) -> Option<i32> {
+    KNOWN.read().as_ref()?.get(&stream.0).map(|&(_, device)| device)
+}
+
 /// The live streams of `device` whose handles are trusted.
 pub fn known_streams(device: i32) -> Vec<Stream> {
     KNOWN.read().iter().flatten().filter(|(_, &(_, of))| of == device).map(|(&handle, _)| Stream(handle)).collect()
