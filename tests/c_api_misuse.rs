@@ -197,3 +197,23 @@ fn messages_name_the_call_the_resource_and_the_device() {
         assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
     }
 }
+
+#[test]
+fn initial_sizes_past_the_address_space_are_out_of_memory_with_their_size() {
+    let _guard = setup();
+    let (status, cuda) = make(0, std::ptr::null_mut());
+    assert_eq!(status, RMM_SUCCESS);
+    let mut handle: rmmResource_t = std::ptr::null_mut();
+    // Rounding SIZE_MAX up to the pool's granule once wrapped to a request for 0 bytes.
+    for (what, status) in [
+        ("pool", rmmPoolResourceCreate(&mut handle, cuda, usize::MAX, 0)),
+        ("arena", rmmArenaResourceCreate(&mut handle, cuda, usize::MAX)),
+        ("pool below SIZE_MAX", rmmPoolResourceCreate(&mut handle, cuda, usize::MAX - 100, 0)),
+    ] {
+        assert_eq!(status, RMM_ERROR_OUT_OF_MEMORY, "{what}");
+        let message = last_message();
+        assert!(message.contains("larger than the address space") && !message.contains("0 bytes"), "{what}: {message}");
+        assert!(handle.is_null(), "{what}");
+    }
+    assert_eq!(rmmResourceDestroy(cuda), RMM_SUCCESS);
+}

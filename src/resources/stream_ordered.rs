@@ -1402,7 +1402,8 @@ impl<I: BlockIndex> Core<I> {
     }
 
     fn add_upstream_chunk(&self, state: &Arc<StreamState<I>>, size: usize, stream: Stream) -> Result<()> {
-        let size = size.div_ceil(GRANULE) * GRANULE;
+        let size =
+            size.div_ceil(GRANULE).checked_mul(GRANULE).ok_or_else(|| Error::out_of_memory(size, "larger than the address space"))?;
         let base = self.upstream.allocate(size, stream)?;
         if base % GRANULE != 0 {
             let _ = self.upstream.deallocate(base, size, stream);
