@@ -47,6 +47,25 @@ impl LogFile {
         let events = replay::parse_log(&text).map_err(|e| format!("{name}: {e}"))?;
         Ok(LogFile { name: name.to_string(), text, events })
     }
+
+    /// The most bytes the log's program held at once (its allocations less its frees).
+    pub fn peak_live_bytes(&self) -> usize {
+        let (mut live, mut now, mut peak) = (HashMap::new(), 0usize, 0usize);
+        for event in &self.events {
+            match event.action {
+                replay::Action::Allocate => {
+                    if let Some(old) = live.insert(event.pointer, event.size) {
+                        now -= old;
+                    }
+                    now += event.size;
+                    peak = peak.max(now);
+                }
+                replay::Action::Free => now -= live.remove(&event.pointer).unwrap_or(0),
+                replay::Action::AllocateFailure => {}
+            }
+        }
+        peak
+    }
 }
 
 /// The report's figures for every log, as embedded in the page (see `template.html`).

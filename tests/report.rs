@@ -323,3 +323,25 @@ fn rmm_replay_report_writes_the_page_and_draws_no_progress_off_a_terminal() {
     assert!(String::from_utf8_lossy(&missing.stderr).contains("no output file given"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn rmm_replay_report_needs_no_gpu() {
+    let _guard = setup();
+    let dir = std::env::temp_dir().join(format!("rmm-report-nogpu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = random_log(7, 2000, 1, &SIZES);
+    std::fs::write(dir.join("log.csv"), csv(&log, true)).unwrap();
+    // As on a laptop: no RMM_SIM_DEVICES (and, in CI, no driver).
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rmm-replay"))
+        .args(["report", "-o"])
+        .arg(dir.join("page.html"))
+        .arg(dir.join("log.csv"))
+        .env_remove("RMM_SIM_DEVICES")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let data = embedded(&std::fs::read_to_string(dir.join("page.html")).unwrap());
+    assert_eq!(data["logs"][0]["peak"]["live_bytes"].as_u64(), Some(expected(&log).peak as u64));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -142,6 +142,8 @@ PROGRESS:
 
 DEVICE:
     As rmm-replay: the current CUDA device, or RMM_SIM_DEVICES=N:BYTES for a simulated one.
+    Where there is no CUDA driver and RMM_SIM_DEVICES is unset, a simulated device of twice the
+    logs' peak (at least 1 GiB): the page needs no GPU.
 
 EXIT STATUS:
     0  the page was written
@@ -370,6 +372,14 @@ fn main_report(args: impl Iterator<Item = String>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // The page only reads logs: without a GPU (or RMM_SIM_DEVICES) the replay that learns what
+    // the stack reserves runs on a simulated device large enough for the logs' peaks.
+    if std::env::var_os("RMM_SIM_DEVICES").is_none() && !rmm::platform::driver_loads() {
+        let peak = logs.iter().map(LogFile::peak_live_bytes).max().unwrap_or(0);
+        let capacity = peak.saturating_mul(2).max(1 << 30);
+        std::env::set_var("RMM_SIM_DEVICES", format!("1:{capacity}"));
+        eprintln!("rmm-replay: no CUDA driver here; replaying on a simulated device of {}", rmm::units::exact(capacity));
+    }
     let options = Options { skip_failure_events: args.skip_failures, ..Options::default() };
     let settings = Settings { spec: &args.spec, options: &options, call_sites: sites.as_ref() };
     let mut progress = ProgressBar::on_terminal("report");

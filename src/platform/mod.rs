@@ -84,6 +84,12 @@ fn initialize_backend() -> Result<&'static Backend> {
     Ok(backend)
 }
 
+/// Whether the CUDA driver loads and initializes here (without choosing the backend), for
+/// tools that can fall back to a simulated device.
+pub fn driver_loads() -> bool {
+    cuda::CudaDriver::load().is_ok()
+}
+
 /// The simulated devices, when the process runs on them.
 pub fn simulator() -> Option<&'static sim::SimDevices> {
     match backend() {
