@@ -3,7 +3,8 @@
 # on a simulated device (and says so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# cargo's own progress, so that the first build (about 25 s) is not silence.
+# cargo's own progress, so that the first build (about a minute and a half on 2 cores, from a
+# fresh clone: the crates download and compile) is not silence.
 echo "Building librmm (cargo build --release)..."
 cargo build --release --lib
 mkdir -p target/demo
