@@ -2,7 +2,9 @@
 //! device with race tracking off (so no device time is involved):
 //!   RMM_SIM_DEVICES=1:8GiB RMM_SIM_ON_RACE=off cargo run --release --example pair_bench
 //! (the logging adaptor writes its log to the temporary directory; ONLY=<name> runs one;
-//! THREADS=n adds the benchmark's threaded churn on n threads, each on its own stream)
+//! THREADS=n adds the benchmark's threaded churn on n threads, each on its own stream, or with
+//! SHARED_STREAM=1 all on the NULL stream; ONLY=devices: a pair through device 1's pool with
+//! each device current, with RMM_SIM_DEVICES=2)
 
 use rmm::boundary::*;
 use rmm::error::rmmError_t::RMM_SUCCESS;
@@ -149,17 +151,20 @@ fn random_allocations(resource: rmm::boundary::handles::rmmResource_t, count: us
 }
 
 /// As the benchmark's threaded workload: each thread keeps 64 blocks of log-uniform sizes
-/// (256 B to 1 MiB) on a stream of its own and replaces a random one `per_thread` times.
-/// Wall time over all the threads' allocations.
+/// (256 B to 1 MiB) on a stream of its own (SHARED_STREAM=1: all on the NULL stream) and
+/// replaces a random one `per_thread` times. Wall time over all the threads' allocations.
 fn threaded(resource: rmm::boundary::handles::rmmResource_t, threads: u64, per_thread: usize) -> f64 {
     let resource = resource as usize;
+    let shared = std::env::var("SHARED_STREAM").is_ok_and(|v| v == "1");
     let start = Instant::now();
     let workers: Vec<_> = (0..threads)
         .map(|t| {
             std::thread::spawn(move || {
                 let resource = resource as rmm::boundary::handles::rmmResource_t;
                 let mut stream = std::ptr::null_mut();
-                assert_eq!(rmmStreamCreate(&mut stream), RMM_SUCCESS);
+                if !shared {
+                    assert_eq!(rmmStreamCreate(&mut stream), RMM_SUCCESS);
+                }
                 let mut state = (100 + t).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
                 let mut size = move || {
                     state ^= state >> 12;
@@ -186,7 +191,9 @@ fn threaded(resource: rmm::boundary::handles::rmmResource_t, threads: u64, per_t
                 for (ptr, bytes) in live {
                     rmmResourceDeallocate(resource, ptr, bytes, stream);
                 }
-                assert_eq!(rmmStreamDestroy(stream), RMM_SUCCESS);
+                if !shared {
+                    assert_eq!(rmmStreamDestroy(stream), RMM_SUCCESS);
+                }
             })
         })
         .collect();

@@ -314,14 +314,17 @@ module rmm
     ! of its own. Current and total figures are exact once the threads using it have returned.
     ! The peak is never above the true peak and is exact while one thread uses the adaptor; with
     ! several at once it can fall short by less than 4 MiB and 64 allocations per other thread.
+    ! Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `upstream`,
+    ! RMM_ERROR_INVALID_ARGUMENT for a NULL `resource`); creating it takes no memory.
     integer(c_int) function rmmStatisticsAdaptorCreate(resource, upstream) &
         bind(c, name="rmmStatisticsAdaptorCreate")
       import :: c_int, c_ptr
-      type(c_ptr), intent(inout) :: resource
+      type(c_ptr), value :: resource
       type(c_ptr), value :: upstream
     end function rmmStatisticsAdaptorCreate
 
     ! Writes the figures of the innermost scope of a statistics adaptor to `*counts`.
+    ! A resource that is not a statistics adaptor: RMM_ERROR_INVALID_ARGUMENT.
     integer(c_int) function rmmStatisticsAdaptorGetCounts(resource, counts) &
         bind(c, name="rmmStatisticsAdaptorGetCounts")
       import :: c_int, c_ptr, rmmStatistics_t
@@ -330,6 +333,7 @@ module rmm
     end function rmmStatisticsAdaptorGetCounts
 
     ! Starts a nested scope: the figures start again from zero until the matching pop.
+    ! A resource that is not a statistics adaptor: RMM_ERROR_INVALID_ARGUMENT.
     integer(c_int) function rmmStatisticsAdaptorPushCounters(resource) &
         bind(c, name="rmmStatisticsAdaptorPushCounters")
       import :: c_int, c_ptr
@@ -381,6 +385,7 @@ module rmm
     end function rmmLimitingAdaptorCreate
 
     ! Writes the bytes a limiting adaptor counts as allocated to `*bytes`.
+    ! A resource that is not a limiting adaptor: RMM_ERROR_INVALID_ARGUMENT.
     integer(c_int) function rmmLimitingAdaptorGetAllocatedBytes(resource, bytes) &
         bind(c, name="rmmLimitingAdaptorGetAllocatedBytes")
       import :: c_int, c_ptr, c_size_t
@@ -392,10 +397,12 @@ module rmm
     ! size, stream, thread, the `RMM_ALLOC` call site and, when `capture_stacks` is true, a
     ! backtrace (slow: for debugging). Leaks are reported to the log (stderr) at `rmmFinalize`, at
     ! process exit and when the adaptor is destroyed.
+    ! Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `upstream`,
+    ! RMM_ERROR_INVALID_ARGUMENT for a NULL `resource`).
     integer(c_int) function rmmTrackingAdaptorCreate(resource, upstream, capture_stacks) &
         bind(c, name="rmmTrackingAdaptorCreate")
       import :: c_bool, c_int, c_ptr
-      type(c_ptr), intent(inout) :: resource
+      type(c_ptr), value :: resource
       type(c_ptr), value :: upstream
       logical(c_bool), value :: capture_stacks
     end function rmmTrackingAdaptorCreate
@@ -403,6 +410,8 @@ module rmm
     ! Lists the outstanding allocations of a tracking adaptor, by address: writes how many there
     ! are to `*count` and the first `capacity` of them to `records` (which may be NULL when
     ! `capacity` is 0).
+    ! A resource that is not a tracking adaptor, or `records` NULL with `capacity` above 0:
+    ! RMM_ERROR_INVALID_ARGUMENT.
     integer(c_int) function rmmTrackingAdaptorGetOutstanding(resource, records, capacity, count) &
         bind(c, name="rmmTrackingAdaptorGetOutstanding")
       import :: c_int, c_ptr, c_size_t
@@ -455,10 +464,12 @@ module rmm
 
     ! Creates a prefetch adaptor over `upstream`: each allocation of managed memory is migrated
     ! to the device in the order of its stream before it is handed out (other memory as is).
+    ! Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `upstream`,
+    ! RMM_ERROR_INVALID_ARGUMENT for a NULL `resource`).
     integer(c_int) function rmmPrefetchAdaptorCreate(resource, upstream) &
         bind(c, name="rmmPrefetchAdaptorCreate")
       import :: c_int, c_ptr
-      type(c_ptr), intent(inout) :: resource
+      type(c_ptr), value :: resource
       type(c_ptr), value :: upstream
     end function rmmPrefetchAdaptorCreate
 
@@ -500,6 +511,9 @@ module rmm
     ! pointer) from `resource` (NULL: the current device's resource), usable in the order of
     ! `stream`. The buffer keeps its own reference to the resource; the caller destroys the buffer
     ! with `rmmDeviceBufferDestroy`.
+    ! RMM_ERROR_OUT_OF_MEMORY when the resource cannot give `size` bytes;
+    ! RMM_ERROR_INVALID_ARGUMENT for a stream that is not live (or, for a pool, of another
+    ! device).
     integer(c_int) function rmmDeviceBufferCreate(buffer, size, stream, resource) &
         bind(c, name="rmmDeviceBufferCreate")
       import :: c_int, c_ptr, c_size_t
@@ -511,6 +525,9 @@ module rmm
 
     ! Creates a buffer holding a copy of the `size` bytes at `host` (NULL only when `size` is 0).
     ! The copy is complete when this returns, so `host` may be reused at once.
+    ! `host` NULL with `size` above 0: RMM_ERROR_INVALID_ARGUMENT; otherwise as
+    ! `rmmDeviceBufferCreate` (RMM_ERROR_OUT_OF_MEMORY), and RMM_ERROR_CUDA_ERROR when the copy
+    ! fails.
     integer(c_int) function rmmDeviceBufferCreateFromHost(buffer, host, size, stream, resource) &
         bind(c, name="rmmDeviceBufferCreateFromHost")
       import :: c_int, c_ptr, c_size_t
@@ -523,6 +540,8 @@ module rmm
 
     ! Copies the buffer's contents to `host`, which holds `host_size` bytes (at least the buffer's
     ! size), in the order of `stream`, and waits for the copy.
+    ! `host_size` below the buffer's size, or `host` NULL for a buffer that is not empty:
+    ! RMM_ERROR_INVALID_ARGUMENT; a failed copy or stream: RMM_ERROR_CUDA_ERROR.
     integer(c_int) function rmmDeviceBufferCopyToHost(buffer, host, host_size, stream) &
         bind(c, name="rmmDeviceBufferCopyToHost")
       import :: c_int, c_ptr, c_size_t
@@ -535,6 +554,8 @@ module rmm
     ! Sets the buffer's size: within its capacity nothing moves; beyond it the contents move to
     ! a new allocation of exactly `size` bytes, in the order of `stream` (new bytes are
     ! uninitialized). On failure the buffer is unchanged.
+    ! RMM_ERROR_OUT_OF_MEMORY when the new allocation cannot be made; RMM_ERROR_INVALID_ARGUMENT
+    ! for a stream that is not live; either way the buffer is unchanged.
     integer(c_int) function rmmDeviceBufferResize(buffer, size, stream) &
         bind(c, name="rmmDeviceBufferResize")
       import :: c_int, c_ptr, c_size_t
@@ -545,6 +566,8 @@ module rmm
 
     ! Gives back the capacity beyond the size (the contents move to an allocation of exactly
     ! the size), in the order of `stream`.
+    ! As `rmmDeviceBufferResize`: RMM_ERROR_OUT_OF_MEMORY or RMM_ERROR_INVALID_ARGUMENT, with the
+    ! buffer unchanged.
     integer(c_int) function rmmDeviceBufferShrinkToFit(buffer, stream) &
         bind(c, name="rmmDeviceBufferShrinkToFit")
       import :: c_int, c_ptr
@@ -554,6 +577,8 @@ module rmm
 
     ! Creates in `*copy` a new buffer with the same contents, copied in the order of `stream`,
     ! from `resource` (NULL: the source buffer's resource).
+    ! RMM_ERROR_OUT_OF_MEMORY when `resource` cannot hold the copy; RMM_ERROR_INVALID_ARGUMENT for
+    ! a stream that is not live; RMM_ERROR_CUDA_ERROR when the copy fails.
     integer(c_int) function rmmDeviceBufferCopy(copy, source, stream, resource) &
         bind(c, name="rmmDeviceBufferCopy")
       import :: c_int, c_ptr
@@ -565,24 +590,30 @@ module rmm
 
     ! Writes the buffer's device address to `*data` (NULL for an empty buffer). Valid until the
     ! buffer is resized beyond its capacity, shrunk or destroyed.
+    ! Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `buffer`,
+    ! RMM_ERROR_INVALID_ARGUMENT for a NULL `data`).
     integer(c_int) function rmmDeviceBufferData(buffer, data) bind(c, name="rmmDeviceBufferData")
       import :: c_int, c_ptr
       type(c_ptr), value :: buffer
-      type(c_ptr), intent(inout) :: data
+      type(c_ptr), value :: data
     end function rmmDeviceBufferData
 
     ! Writes the buffer's size in bytes to `*size` and, unless `capacity` is NULL, the bytes its
     ! allocation holds to `*capacity`.
+    ! Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `buffer`,
+    ! RMM_ERROR_INVALID_ARGUMENT for a NULL `size`).
     integer(c_int) function rmmDeviceBufferSize(buffer, size, capacity) &
         bind(c, name="rmmDeviceBufferSize")
-      import :: c_int, c_ptr, c_size_t
+      import :: c_int, c_ptr
       type(c_ptr), value :: buffer
-      integer(c_size_t), intent(inout) :: size
+      type(c_ptr), value :: size
       type(c_ptr), value :: capacity
     end function rmmDeviceBufferSize
 
     ! Makes `stream` the buffer's stream: later resizes default to it and the buffer is freed in
     ! its order.
+    ! Errors: only the general one (RMM_ERROR_INVALID_HANDLE for `buffer`); the stream is checked
+    ! when it is used.
     integer(c_int) function rmmDeviceBufferSetStream(buffer, stream) &
         bind(c, name="rmmDeviceBufferSetStream")
       import :: c_int, c_ptr
@@ -594,6 +625,8 @@ module rmm
     ! with `rmmDeviceBufferSetStream`) and destroys the handle. NULL is a no-op. If the memory
     ! cannot be freed (its stream was destroyed, say), the buffer and its handle stay as they were:
     ! set another stream and destroy it again.
+    ! When the memory cannot be freed, the free's error (RMM_ERROR_INVALID_ARGUMENT for a stream
+    ! that is no longer live), with the buffer kept.
     integer(c_int) function rmmDeviceBufferDestroy(buffer) bind(c, name="rmmDeviceBufferDestroy")
       import :: c_int, c_ptr
       type(c_ptr), value :: buffer
@@ -602,6 +635,8 @@ module rmm
     ! Makes `resource` the resource of `device` (the registry keeps its own reference, so the
     ! caller may destroy its handle). If `previous` is not NULL it receives a new handle to the
     ! resource replaced, owned by the caller. The resource must belong to `device`.
+    ! A `device` that does not exist, or a resource of another device (or of pinned host memory):
+    ! RMM_ERROR_INVALID_ARGUMENT.
     integer(c_int) function rmmSetPerDeviceResource(device, resource, previous) &
         bind(c, name="rmmSetPerDeviceResource")
       import :: c_int, c_ptr
@@ -612,6 +647,8 @@ module rmm
 
     ! Writes a new handle to `device`'s resource to `*resource` (a cuda resource unless one was
     ! set). The caller owns the handle and destroys it with `rmmResourceDestroy`.
+    ! A `device` that does not exist: RMM_ERROR_INVALID_ARGUMENT; RMM_ERROR_CUDA_ERROR without a
+    ! CUDA driver (and without `RMM_SIM_DEVICES`) or when the driver fails.
     integer(c_int) function rmmGetPerDeviceResource(device, resource) &
         bind(c, name="rmmGetPerDeviceResource")
       import :: c_int, c_ptr
@@ -620,6 +657,9 @@ module rmm
     end function rmmGetPerDeviceResource
 
     ! `rmmSetPerDeviceResource` for the calling thread's current device.
+    ! A resource of another device than the current one: RMM_ERROR_INVALID_ARGUMENT;
+    ! RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+    ! driver fails.
     integer(c_int) function rmmSetCurrentDeviceResource(resource, previous) &
         bind(c, name="rmmSetCurrentDeviceResource")
       import :: c_int, c_ptr
@@ -628,6 +668,8 @@ module rmm
     end function rmmSetCurrentDeviceResource
 
     ! `rmmGetPerDeviceResource` for the calling thread's current device.
+    ! RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+    ! driver fails.
     integer(c_int) function rmmGetCurrentDeviceResource(resource) &
         bind(c, name="rmmGetCurrentDeviceResource")
       import :: c_int, c_ptr
@@ -635,18 +677,24 @@ module rmm
     end function rmmGetCurrentDeviceResource
 
     ! Writes the calling thread's current device (as `cudaGetDevice`) to `*device`.
+    ! RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+    ! driver fails.
     integer(c_int) function rmmGetDevice(device) bind(c, name="rmmGetDevice")
       import :: c_int
       integer(c_int), intent(inout) :: device
     end function rmmGetDevice
 
     ! Makes `device` current on the calling thread (as `cudaSetDevice`: its primary context).
+    ! A `device` that does not exist: RMM_ERROR_INVALID_ARGUMENT; RMM_ERROR_CUDA_ERROR without a
+    ! CUDA driver (and without `RMM_SIM_DEVICES`) or when the driver fails.
     integer(c_int) function rmmSetDevice(device) bind(c, name="rmmSetDevice")
       import :: c_int
       integer(c_int), value :: device
     end function rmmSetDevice
 
     ! Writes the number of devices to `*count`.
+    ! RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+    ! driver fails.
     integer(c_int) function rmmGetDeviceCount(count) bind(c, name="rmmGetDeviceCount")
       import :: c_int
       integer(c_int), intent(inout) :: count
@@ -781,6 +829,9 @@ module rmm
     ! freed in that order, and `*ptr` updated. `*ptr` NULL allocates; `new_size` 0 frees and
     ! writes NULL. With `new_size` 0 a NULL out-pointer is accepted too and nothing happens;
     ! `file` may be NULL. On failure `*ptr` and its memory are unchanged.
+    ! Before rmm is initialized or configured: RMM_ERROR_NOT_INITIALIZED; `*ptr` not live:
+    ! RMM_ERROR_INVALID_ARGUMENT; no room for the new size: RMM_ERROR_OUT_OF_MEMORY, with the old
+    ! allocation unchanged.
     integer(c_int) function rmmRealloc(ptr, new_size, stream, file, line) &
         bind(c, name="rmmRealloc")
       import :: c_int, c_ptr, c_size_t
@@ -823,6 +874,7 @@ module rmm
     ! Copies the event log's CSV text into `buffer`: at most `buffer_size` bytes, as legacy RMM
     ! did, plus a terminating NUL when there is room for it (give `rmmLogSize() + 1` bytes for a
     ! C string).
+    ! `buffer` NULL: RMM_ERROR_INVALID_ARGUMENT.
     ! Easier from Fortran: rmm_get_log.
     integer(c_int) function rmmGetLog(buffer, buffer_size) bind(c, name="rmmGetLog")
       import :: c_char, c_int, c_size_t
@@ -841,6 +893,8 @@ module rmm
 
     ! Writes to `*offset` how far `ptr` lies from the start of the device allocation that holds
     ! it. `offset` may not be NULL; `ptr` must be device memory.
+    ! `ptr` not inside device memory: RMM_ERROR_INVALID_ARGUMENT; RMM_ERROR_CUDA_ERROR without a
+    ! CUDA driver (and without `RMM_SIM_DEVICES`) or when the driver fails.
     integer(c_int) function rmmGetAllocationOffset(offset, ptr, stream) &
         bind(c, name="rmmGetAllocationOffset")
       import :: c_int, c_intptr_t, c_ptr
@@ -896,6 +950,8 @@ module rmm
     ! Creates a resource that allocates device memory of the current device with `cudaMalloc`
     ! semantics (RMM's `cuda_memory_resource`) and writes its handle to `*resource`, which must
     ! not be NULL. The caller owns the handle and releases it with `rmmResourceDestroy`.
+    ! RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+    ! driver fails.
     integer(c_int) function rmmCudaResourceCreate(resource) bind(c, name="rmmCudaResourceCreate")
       import :: c_int, c_ptr
       type(c_ptr), intent(inout) :: resource
@@ -903,6 +959,8 @@ module rmm
 
     ! Creates a managed-memory resource (`cudaMallocManaged`) on the current device. Ownership as
     ! `rmmCudaResourceCreate`.
+    ! RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+    ! driver fails.
     integer(c_int) function rmmManagedResourceCreate(resource) &
         bind(c, name="rmmManagedResourceCreate")
       import :: c_int, c_ptr
@@ -939,6 +997,7 @@ module rmm
     ! It is not called when creation fails: `user_data` stays the caller's then. NULL
     ! `release_fn` is `rmmCallbackResourceCreate`. At process exit resources are not torn down,
     ! and `release_fn` may not run.
+    ! `allocate_fn` or `deallocate_fn` NULL: RMM_ERROR_INVALID_ARGUMENT.
     integer(c_int) function rmmCallbackResourceCreateWithRelease(allocate_fn, deallocate_fn, &
         release_fn, user_data, device, resource) &
         bind(c, name="rmmCallbackResourceCreateWithRelease")
@@ -1042,6 +1101,8 @@ module rmm
 
     ! Creates a resource of page-locked host memory (`cudaMallocHost`), usable from every device.
     ! Ownership as `rmmCudaResourceCreate`.
+    ! RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+    ! driver fails.
     integer(c_int) function rmmPinnedHostResourceCreate(resource) &
         bind(c, name="rmmPinnedHostResourceCreate")
       import :: c_int, c_ptr
@@ -1060,6 +1121,9 @@ module rmm
     ! Allocates `bytes` for use on `stream` from `resource` and writes the address to `*ptr`
     ! (NULL for 0 bytes). The caller owns the memory and returns it with `rmmResourceDeallocate`
     ! on the same resource, or with `rmmFree`.
+    ! RMM_ERROR_OUT_OF_MEMORY when the resource cannot give `bytes` (the message says what it
+    ! holds and why); RMM_ERROR_INVALID_ARGUMENT for a stream that is not live or, for a pool or
+    ! expandable resource, a stream of another device.
     integer(c_int) function rmmResourceAllocate(resource, ptr, bytes, stream) &
         bind(c, name="rmmResourceAllocate")
       import :: c_int, c_ptr, c_size_t
@@ -1082,22 +1146,26 @@ module rmm
     end function rmmResourceDeallocate
 
     ! Writes the device whose memory `resource` hands out to `*device`.
+    ! Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `resource`,
+    ! RMM_ERROR_INVALID_ARGUMENT for a NULL `device`).
     integer(c_int) function rmmResourceGetDevice(resource, device) &
         bind(c, name="rmmResourceGetDevice")
       import :: c_int, c_ptr
       type(c_ptr), value :: resource
-      integer(c_int), intent(inout) :: device
+      type(c_ptr), value :: device
     end function rmmResourceGetDevice
 
     ! Writes the kind of `resource` ("cuda", "managed", "cuda_async", "pinned_host", "pool",
     ! "arena", "binning", "fixed_size", or an adaptor's: "statistics", "logging", "limiting",
     ! "tracking", "failure_callback", "aligned", "prefetch") to `*name`: a static string, never
     ! to be freed.
+    ! Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `resource`,
+    ! RMM_ERROR_INVALID_ARGUMENT for a NULL `name`).
     ! Easier from Fortran: rmm_resource_get_name.
     integer(c_int) function rmmResourceGetName(resource, name) bind(c, name="rmmResourceGetName")
       import :: c_int, c_ptr
       type(c_ptr), value :: resource
-      type(c_ptr), intent(inout) :: name
+      type(c_ptr), value :: name
     end function rmmResourceGetName
 
     ! Describes `resource` and its upstream resources as JSON: one object per resource, its upstream
@@ -1145,6 +1213,8 @@ module rmm
     ! Creates a stream on the current device (as `cudaStreamCreate`: it synchronizes with the
     ! legacy default stream) and writes it to `*stream`. The caller destroys it with
     ! `rmmStreamDestroy`. rmm-rs recognizes it by its handle alone (see `rmmStreamRegister`).
+    ! RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+    ! driver fails.
     integer(c_int) function rmmStreamCreate(stream) bind(c, name="rmmStreamCreate")
       import :: c_int, c_ptr
       type(c_ptr), intent(inout) :: stream
@@ -1152,6 +1222,8 @@ module rmm
 
     ! Destroys a stream made by `rmmStreamCreate`, or by the program (`cudaStreamCreate`), after
     ! what `rmmStreamUnregister` does. The default streams cannot be destroyed.
+    ! A default stream, or a stream `rmmStreamCreate` did not make (or that is destroyed already):
+    ! RMM_ERROR_INVALID_ARGUMENT.
     integer(c_int) function rmmStreamDestroy(stream) bind(c, name="rmmStreamDestroy")
       import :: c_int, c_ptr
       type(c_ptr), value :: stream
@@ -1165,6 +1237,7 @@ module rmm
     ! be handed to a new stream while the old one's work still runs. Registering twice is
     ! harmless; the default streams need no registration and are refused. The preload library
     ! registers every stream the program creates.
+    ! A default stream, or a handle that is not a live stream: RMM_ERROR_INVALID_ARGUMENT.
     integer(c_int) function rmmStreamRegister(stream) bind(c, name="rmmStreamRegister")
       import :: c_int, c_ptr
       type(c_ptr), value :: stream
@@ -1175,12 +1248,15 @@ module rmm
     ! and no longer trusts it (a later stream may get the same handle). Any stream rmm-rs was
     ! used with may be unregistered, registered or not; `rmmStreamDestroy` does this itself.
     ! The default streams are refused.
+    ! A default stream, or a handle that is not a live stream: RMM_ERROR_INVALID_ARGUMENT.
     integer(c_int) function rmmStreamUnregister(stream) bind(c, name="rmmStreamUnregister")
       import :: c_int, c_ptr
       type(c_ptr), value :: stream
     end function rmmStreamUnregister
 
     ! Waits until all work enqueued on `stream` has finished.
+    ! A handle that is not a live stream: RMM_ERROR_INVALID_ARGUMENT; a failure on the device:
+    ! RMM_ERROR_CUDA_ERROR.
     integer(c_int) function rmmStreamSynchronize(stream) bind(c, name="rmmStreamSynchronize")
       import :: c_int, c_ptr
       type(c_ptr), value :: stream
@@ -1204,6 +1280,9 @@ module rmm
     ! limit). Allocations are stream-ordered: a block freed on one stream is reused on another
     ! only after an event orders the two, without host synchronization. The pool keeps its own
     ! reference to `upstream`; the caller owns the new handle (`rmmResourceDestroy`).
+    ! `initial_size` above a `maximum_size` that is not 0: RMM_ERROR_INVALID_ARGUMENT; the initial
+    ! size cannot be had from `upstream` (or lies past the address space):
+    ! RMM_ERROR_OUT_OF_MEMORY.
     integer(c_int) function rmmPoolResourceCreate(resource, upstream, initial_size, maximum_size) &
         bind(c, name="rmmPoolResourceCreate")
       import :: c_int, c_ptr, c_size_t
@@ -1235,6 +1314,7 @@ module rmm
     ! Gives memory that `resource` holds but does not use back to its upstream (a pool's wholly
     ! free chunks, after synchronizing the device), and writes the bytes released to
     ! `*released` unless it is NULL. Resources that hold nothing release 0 bytes.
+    ! A failure while the device is synchronized or memory given back: RMM_ERROR_CUDA_ERROR.
     integer(c_int) function rmmResourceRelease(resource, released) &
         bind(c, name="rmmResourceRelease")
       import :: c_int, c_ptr
@@ -1246,6 +1326,8 @@ module rmm
     ! grows on demand) and per-thread and per-stream arenas that take 4 MiB superblocks from it,
     ! so threads allocating small blocks do not contend. Requests over 256 KiB use the global
     ! arena. Ownership as `rmmPoolResourceCreate`.
+    ! The arena's size cannot be had from `upstream` (or lies past the address space):
+    ! RMM_ERROR_OUT_OF_MEMORY.
     integer(c_int) function rmmArenaResourceCreate(resource, upstream, arena_size) &
         bind(c, name="rmmArenaResourceCreate")
       import :: c_int, c_ptr, c_size_t
@@ -1258,6 +1340,7 @@ module rmm
     ! 2^max_size_exponent bytes (exponents 0 to 40; min > max makes no bins). A request goes to
     ! the smallest bin that holds it, larger ones to `upstream`. Ownership as
     ! `rmmPoolResourceCreate`.
+    ! Exponents outside 0 to 40: RMM_ERROR_INVALID_ARGUMENT.
     integer(c_int) function rmmBinningResourceCreate(resource, upstream, min_size_exponent, &
         max_size_exponent) bind(c, name="rmmBinningResourceCreate")
       import :: c_int, c_int8_t, c_ptr
@@ -1296,6 +1379,7 @@ module rmm
     ! Writes the version of the loaded library to `*major`, `*minor` and `*patch` (compare with
     ! `RMM_VERSION_MAJOR` ... to find a header and library that do not match). None may be NULL.
     ! Needs no initialization and is safe from any thread.
+    ! A NULL pointer: RMM_ERROR_INVALID_ARGUMENT.
     integer(c_int) function rmmGetVersion(major, minor, patch) bind(c, name="rmmGetVersion")
       import :: c_int
       integer(c_int), intent(inout) :: major

@@ -270,13 +270,17 @@ extern "C" {
 // of its own. Current and total figures are exact once the threads using it have returned.
 // The peak is never above the true peak and is exact while one thread uses the adaptor; with
 // several at once it can fall short by less than 4 MiB and 64 allocations per other thread.
+// Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `upstream`,
+// RMM_ERROR_INVALID_ARGUMENT for a NULL `resource`); creating it takes no memory.
 enum rmmError_t rmmStatisticsAdaptorCreate(rmmResource_t *resource, rmmResource_t upstream);
 
 // Writes the figures of the innermost scope of a statistics adaptor to `*counts`.
+// A resource that is not a statistics adaptor: RMM_ERROR_INVALID_ARGUMENT.
 enum rmmError_t rmmStatisticsAdaptorGetCounts(rmmResource_t resource,
                                               struct rmmStatistics_t *counts);
 
 // Starts a nested scope: the figures start again from zero until the matching pop.
+// A resource that is not a statistics adaptor: RMM_ERROR_INVALID_ARGUMENT.
 enum rmmError_t rmmStatisticsAdaptorPushCounters(rmmResource_t resource);
 
 // Ends the innermost scope and writes its figures to `*popped` unless it is NULL; its peak
@@ -307,12 +311,15 @@ enum rmmError_t rmmLimitingAdaptorCreate(rmmResource_t *resource,
                                          size_t limit);
 
 // Writes the bytes a limiting adaptor counts as allocated to `*bytes`.
+// A resource that is not a limiting adaptor: RMM_ERROR_INVALID_ARGUMENT.
 enum rmmError_t rmmLimitingAdaptorGetAllocatedBytes(rmmResource_t resource, size_t *bytes);
 
 // Creates a tracking adaptor over `upstream`: it records every outstanding allocation with
 // size, stream, thread, the `RMM_ALLOC` call site and, when `capture_stacks` is true, a
 // backtrace (slow: for debugging). Leaks are reported to the log (stderr) at `rmmFinalize`, at
 // process exit and when the adaptor is destroyed.
+// Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `upstream`,
+// RMM_ERROR_INVALID_ARGUMENT for a NULL `resource`).
 enum rmmError_t rmmTrackingAdaptorCreate(rmmResource_t *resource,
                                          rmmResource_t upstream,
                                          bool capture_stacks);
@@ -320,6 +327,8 @@ enum rmmError_t rmmTrackingAdaptorCreate(rmmResource_t *resource,
 // Lists the outstanding allocations of a tracking adaptor, by address: writes how many there
 // are to `*count` and the first `capacity` of them to `records` (which may be NULL when
 // `capacity` is 0).
+// A resource that is not a tracking adaptor, or `records` NULL with `capacity` above 0:
+// RMM_ERROR_INVALID_ARGUMENT.
 enum rmmError_t rmmTrackingAdaptorGetOutstanding(rmmResource_t resource,
                                                  struct rmmAllocationRecord_t *records,
                                                  size_t capacity,
@@ -355,6 +364,8 @@ enum rmmError_t rmmAlignedAdaptorCreate(rmmResource_t *resource,
 
 // Creates a prefetch adaptor over `upstream`: each allocation of managed memory is migrated
 // to the device in the order of its stream before it is handed out (other memory as is).
+// Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `upstream`,
+// RMM_ERROR_INVALID_ARGUMENT for a NULL `resource`).
 enum rmmError_t rmmPrefetchAdaptorCreate(rmmResource_t *resource, rmmResource_t upstream);
 
 // Sets up the resource stack each device gets on first use when the program has set none,
@@ -385,6 +396,9 @@ enum rmmError_t rmmGetReport(char *buffer, size_t size, size_t *length);
 // pointer) from `resource` (NULL: the current device's resource), usable in the order of
 // `stream`. The buffer keeps its own reference to the resource; the caller destroys the buffer
 // with `rmmDeviceBufferDestroy`.
+// RMM_ERROR_OUT_OF_MEMORY when the resource cannot give `size` bytes;
+// RMM_ERROR_INVALID_ARGUMENT for a stream that is not live (or, for a pool, of another
+// device).
 enum rmmError_t rmmDeviceBufferCreate(rmmDeviceBuffer_t *buffer,
                                       size_t size,
                                       cudaStream_t stream,
@@ -392,6 +406,9 @@ enum rmmError_t rmmDeviceBufferCreate(rmmDeviceBuffer_t *buffer,
 
 // Creates a buffer holding a copy of the `size` bytes at `host` (NULL only when `size` is 0).
 // The copy is complete when this returns, so `host` may be reused at once.
+// `host` NULL with `size` above 0: RMM_ERROR_INVALID_ARGUMENT; otherwise as
+// `rmmDeviceBufferCreate` (RMM_ERROR_OUT_OF_MEMORY), and RMM_ERROR_CUDA_ERROR when the copy
+// fails.
 enum rmmError_t rmmDeviceBufferCreateFromHost(rmmDeviceBuffer_t *buffer,
                                               const void *host,
                                               size_t size,
@@ -400,6 +417,8 @@ enum rmmError_t rmmDeviceBufferCreateFromHost(rmmDeviceBuffer_t *buffer,
 
 // Copies the buffer's contents to `host`, which holds `host_size` bytes (at least the buffer's
 // size), in the order of `stream`, and waits for the copy.
+// `host_size` below the buffer's size, or `host` NULL for a buffer that is not empty:
+// RMM_ERROR_INVALID_ARGUMENT; a failed copy or stream: RMM_ERROR_CUDA_ERROR.
 enum rmmError_t rmmDeviceBufferCopyToHost(rmmDeviceBuffer_t buffer,
                                           void *host,
                                           size_t host_size,
@@ -408,14 +427,20 @@ enum rmmError_t rmmDeviceBufferCopyToHost(rmmDeviceBuffer_t buffer,
 // Sets the buffer's size: within its capacity nothing moves; beyond it the contents move to
 // a new allocation of exactly `size` bytes, in the order of `stream` (new bytes are
 // uninitialized). On failure the buffer is unchanged.
+// RMM_ERROR_OUT_OF_MEMORY when the new allocation cannot be made; RMM_ERROR_INVALID_ARGUMENT
+// for a stream that is not live; either way the buffer is unchanged.
 enum rmmError_t rmmDeviceBufferResize(rmmDeviceBuffer_t buffer, size_t size, cudaStream_t stream);
 
 // Gives back the capacity beyond the size (the contents move to an allocation of exactly
 // the size), in the order of `stream`.
+// As `rmmDeviceBufferResize`: RMM_ERROR_OUT_OF_MEMORY or RMM_ERROR_INVALID_ARGUMENT, with the
+// buffer unchanged.
 enum rmmError_t rmmDeviceBufferShrinkToFit(rmmDeviceBuffer_t buffer, cudaStream_t stream);
 
 // Creates in `*copy` a new buffer with the same contents, copied in the order of `stream`,
 // from `resource` (NULL: the source buffer's resource).
+// RMM_ERROR_OUT_OF_MEMORY when `resource` cannot hold the copy; RMM_ERROR_INVALID_ARGUMENT for
+// a stream that is not live; RMM_ERROR_CUDA_ERROR when the copy fails.
 enum rmmError_t rmmDeviceBufferCopy(rmmDeviceBuffer_t *copy,
                                     rmmDeviceBuffer_t source,
                                     cudaStream_t stream,
@@ -423,46 +448,69 @@ enum rmmError_t rmmDeviceBufferCopy(rmmDeviceBuffer_t *copy,
 
 // Writes the buffer's device address to `*data` (NULL for an empty buffer). Valid until the
 // buffer is resized beyond its capacity, shrunk or destroyed.
+// Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `buffer`,
+// RMM_ERROR_INVALID_ARGUMENT for a NULL `data`).
 enum rmmError_t rmmDeviceBufferData(rmmDeviceBuffer_t buffer, void **data);
 
 // Writes the buffer's size in bytes to `*size` and, unless `capacity` is NULL, the bytes its
 // allocation holds to `*capacity`.
+// Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `buffer`,
+// RMM_ERROR_INVALID_ARGUMENT for a NULL `size`).
 enum rmmError_t rmmDeviceBufferSize(rmmDeviceBuffer_t buffer, size_t *size, size_t *capacity);
 
 // Makes `stream` the buffer's stream: later resizes default to it and the buffer is freed in
 // its order.
+// Errors: only the general one (RMM_ERROR_INVALID_HANDLE for `buffer`); the stream is checked
+// when it is used.
 enum rmmError_t rmmDeviceBufferSetStream(rmmDeviceBuffer_t buffer, cudaStream_t stream);
 
 // Frees the buffer's memory in the order of its stream (the last one used, or the one set
 // with `rmmDeviceBufferSetStream`) and destroys the handle. NULL is a no-op. If the memory
 // cannot be freed (its stream was destroyed, say), the buffer and its handle stay as they were:
 // set another stream and destroy it again.
+// When the memory cannot be freed, the free's error (RMM_ERROR_INVALID_ARGUMENT for a stream
+// that is no longer live), with the buffer kept.
 enum rmmError_t rmmDeviceBufferDestroy(rmmDeviceBuffer_t buffer);
 
 // Makes `resource` the resource of `device` (the registry keeps its own reference, so the
 // caller may destroy its handle). If `previous` is not NULL it receives a new handle to the
 // resource replaced, owned by the caller. The resource must belong to `device`.
+// A `device` that does not exist, or a resource of another device (or of pinned host memory):
+// RMM_ERROR_INVALID_ARGUMENT.
 enum rmmError_t rmmSetPerDeviceResource(int device,
                                         rmmResource_t resource,
                                         rmmResource_t *previous);
 
 // Writes a new handle to `device`'s resource to `*resource` (a cuda resource unless one was
 // set). The caller owns the handle and destroys it with `rmmResourceDestroy`.
+// A `device` that does not exist: RMM_ERROR_INVALID_ARGUMENT; RMM_ERROR_CUDA_ERROR without a
+// CUDA driver (and without `RMM_SIM_DEVICES`) or when the driver fails.
 enum rmmError_t rmmGetPerDeviceResource(int device, rmmResource_t *resource);
 
 // `rmmSetPerDeviceResource` for the calling thread's current device.
+// A resource of another device than the current one: RMM_ERROR_INVALID_ARGUMENT;
+// RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+// driver fails.
 enum rmmError_t rmmSetCurrentDeviceResource(rmmResource_t resource, rmmResource_t *previous);
 
 // `rmmGetPerDeviceResource` for the calling thread's current device.
+// RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+// driver fails.
 enum rmmError_t rmmGetCurrentDeviceResource(rmmResource_t *resource);
 
 // Writes the calling thread's current device (as `cudaGetDevice`) to `*device`.
+// RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+// driver fails.
 enum rmmError_t rmmGetDevice(int *device);
 
 // Makes `device` current on the calling thread (as `cudaSetDevice`: its primary context).
+// A `device` that does not exist: RMM_ERROR_INVALID_ARGUMENT; RMM_ERROR_CUDA_ERROR without a
+// CUDA driver (and without `RMM_SIM_DEVICES`) or when the driver fails.
 enum rmmError_t rmmSetDevice(int device);
 
 // Writes the number of devices to `*count`.
+// RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+// driver fails.
 enum rmmError_t rmmGetDeviceCount(int *count);
 
 // Writes true to `*simulated` when rmm runs on simulated devices (`RMM_SIM_DEVICES`), false
@@ -550,6 +598,9 @@ enum rmmError_t rmmAlloc(void **ptr,
 // freed in that order, and `*ptr` updated. `*ptr` NULL allocates; `new_size` 0 frees and
 // writes NULL. With `new_size` 0 a NULL out-pointer is accepted too and nothing happens;
 // `file` may be NULL. On failure `*ptr` and its memory are unchanged.
+// Before rmm is initialized or configured: RMM_ERROR_NOT_INITIALIZED; `*ptr` not live:
+// RMM_ERROR_INVALID_ARGUMENT; no room for the new size: RMM_ERROR_OUT_OF_MEMORY, with the old
+// allocation unchanged.
 enum rmmError_t rmmRealloc(void **ptr,
                            size_t new_size,
                            cudaStream_t stream,
@@ -576,6 +627,7 @@ size_t rmmLogSize(void);
 // Copies the event log's CSV text into `buffer`: at most `buffer_size` bytes, as legacy RMM
 // did, plus a terminating NUL when there is room for it (give `rmmLogSize() + 1` bytes for a
 // C string).
+// `buffer` NULL: RMM_ERROR_INVALID_ARGUMENT.
 enum rmmError_t rmmGetLog(char *buffer, size_t buffer_size);
 
 // Writes the free and total bytes of the current device. Neither pointer may be NULL.
@@ -584,6 +636,8 @@ enum rmmError_t rmmGetInfo(size_t *free_size, size_t *total_size, cudaStream_t s
 
 // Writes to `*offset` how far `ptr` lies from the start of the device allocation that holds
 // it. `offset` may not be NULL; `ptr` must be device memory.
+// `ptr` not inside device memory: RMM_ERROR_INVALID_ARGUMENT; RMM_ERROR_CUDA_ERROR without a
+// CUDA driver (and without `RMM_SIM_DEVICES`) or when the driver fails.
 enum rmmError_t rmmGetAllocationOffset(ptrdiff_t *offset, const void *ptr, cudaStream_t stream);
 
 // A static description of an error code, its name first ("RMM_ERROR_OUT_OF_MEMORY: out of
@@ -619,10 +673,14 @@ enum rmmError_t rmmTimelineReportWrite(rmmResource_t logged,
 // Creates a resource that allocates device memory of the current device with `cudaMalloc`
 // semantics (RMM's `cuda_memory_resource`) and writes its handle to `*resource`, which must
 // not be NULL. The caller owns the handle and releases it with `rmmResourceDestroy`.
+// RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+// driver fails.
 enum rmmError_t rmmCudaResourceCreate(rmmResource_t *resource);
 
 // Creates a managed-memory resource (`cudaMallocManaged`) on the current device. Ownership as
 // `rmmCudaResourceCreate`.
+// RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+// driver fails.
 enum rmmError_t rmmManagedResourceCreate(rmmResource_t *resource);
 
 // Creates a resource of `device` whose memory comes from the caller's functions (RAPIDS'
@@ -651,6 +709,7 @@ enum rmmError_t rmmCallbackResourceCreate(rmmAllocateCallback_t allocate_fn,
 // It is not called when creation fails: `user_data` stays the caller's then. NULL
 // `release_fn` is `rmmCallbackResourceCreate`. At process exit resources are not torn down,
 // and `release_fn` may not run.
+// `allocate_fn` or `deallocate_fn` NULL: RMM_ERROR_INVALID_ARGUMENT.
 enum rmmError_t rmmCallbackResourceCreateWithRelease(rmmAllocateCallback_t allocate_fn,
                                                      rmmDeallocateCallback_t deallocate_fn,
                                                      rmmReleaseCallback_t release_fn,
@@ -722,6 +781,8 @@ enum rmmError_t rmmResourceCreateFromSpec(const char *spec, int device, rmmResou
 
 // Creates a resource of page-locked host memory (`cudaMallocHost`), usable from every device.
 // Ownership as `rmmCudaResourceCreate`.
+// RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+// driver fails.
 enum rmmError_t rmmPinnedHostResourceCreate(rmmResource_t *resource);
 
 // Releases the caller's handle. The resource itself lives on while anything still uses it:
@@ -733,6 +794,9 @@ enum rmmError_t rmmResourceDestroy(rmmResource_t resource);
 // Allocates `bytes` for use on `stream` from `resource` and writes the address to `*ptr`
 // (NULL for 0 bytes). The caller owns the memory and returns it with `rmmResourceDeallocate`
 // on the same resource, or with `rmmFree`.
+// RMM_ERROR_OUT_OF_MEMORY when the resource cannot give `bytes` (the message says what it
+// holds and why); RMM_ERROR_INVALID_ARGUMENT for a stream that is not live or, for a pool or
+// expandable resource, a stream of another device.
 enum rmmError_t rmmResourceAllocate(rmmResource_t resource,
                                     void **ptr,
                                     size_t bytes,
@@ -747,12 +811,16 @@ enum rmmError_t rmmResourceDeallocate(rmmResource_t resource,
                                       cudaStream_t stream);
 
 // Writes the device whose memory `resource` hands out to `*device`.
+// Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `resource`,
+// RMM_ERROR_INVALID_ARGUMENT for a NULL `device`).
 enum rmmError_t rmmResourceGetDevice(rmmResource_t resource, int *device);
 
 // Writes the kind of `resource` ("cuda", "managed", "cuda_async", "pinned_host", "pool",
 // "arena", "binning", "fixed_size", or an adaptor's: "statistics", "logging", "limiting",
 // "tracking", "failure_callback", "aligned", "prefetch") to `*name`: a static string, never
 // to be freed.
+// Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `resource`,
+// RMM_ERROR_INVALID_ARGUMENT for a NULL `name`).
 enum rmmError_t rmmResourceGetName(rmmResource_t resource, const char **name);
 
 // Describes `resource` and its upstream resources as JSON: one object per resource, its
@@ -784,10 +852,14 @@ enum rmmError_t rmmResourceGetFootprint(rmmResource_t resource, struct rmmFootpr
 // Creates a stream on the current device (as `cudaStreamCreate`: it synchronizes with the
 // legacy default stream) and writes it to `*stream`. The caller destroys it with
 // `rmmStreamDestroy`. rmm-rs recognizes it by its handle alone (see `rmmStreamRegister`).
+// RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+// driver fails.
 enum rmmError_t rmmStreamCreate(cudaStream_t *stream);
 
 // Destroys a stream made by `rmmStreamCreate`, or by the program (`cudaStreamCreate`), after
 // what `rmmStreamUnregister` does. The default streams cannot be destroyed.
+// A default stream, or a stream `rmmStreamCreate` did not make (or that is destroyed already):
+// RMM_ERROR_INVALID_ARGUMENT.
 enum rmmError_t rmmStreamDestroy(cudaStream_t stream);
 
 // Tells rmm-rs that the program's live `stream` (from `cudaStreamCreate`, say) will be
@@ -798,6 +870,7 @@ enum rmmError_t rmmStreamDestroy(cudaStream_t stream);
 // be handed to a new stream while the old one's work still runs. Registering twice is
 // harmless; the default streams need no registration and are refused. The preload library
 // registers every stream the program creates.
+// A default stream, or a handle that is not a live stream: RMM_ERROR_INVALID_ARGUMENT.
 enum rmmError_t rmmStreamRegister(cudaStream_t stream);
 
 // Call with `stream` still alive, right before destroying it with `cudaStreamDestroy`:
@@ -805,9 +878,12 @@ enum rmmError_t rmmStreamRegister(cudaStream_t stream);
 // and no longer trusts it (a later stream may get the same handle). Any stream rmm-rs was
 // used with may be unregistered, registered or not; `rmmStreamDestroy` does this itself.
 // The default streams are refused.
+// A default stream, or a handle that is not a live stream: RMM_ERROR_INVALID_ARGUMENT.
 enum rmmError_t rmmStreamUnregister(cudaStream_t stream);
 
 // Waits until all work enqueued on `stream` has finished.
+// A handle that is not a live stream: RMM_ERROR_INVALID_ARGUMENT; a failure on the device:
+// RMM_ERROR_CUDA_ERROR.
 enum rmmError_t rmmStreamSynchronize(cudaStream_t stream);
 
 // Copies `bytes` from `src` to `dst` in the order of `stream`; either side may be device or
@@ -822,6 +898,9 @@ enum rmmError_t rmmMemcpyAsync(void *dst, const void *src, size_t bytes, cudaStr
 // limit). Allocations are stream-ordered: a block freed on one stream is reused on another
 // only after an event orders the two, without host synchronization. The pool keeps its own
 // reference to `upstream`; the caller owns the new handle (`rmmResourceDestroy`).
+// `initial_size` above a `maximum_size` that is not 0: RMM_ERROR_INVALID_ARGUMENT; the initial
+// size cannot be had from `upstream` (or lies past the address space):
+// RMM_ERROR_OUT_OF_MEMORY.
 enum rmmError_t rmmPoolResourceCreate(rmmResource_t *resource,
                                       rmmResource_t upstream,
                                       size_t initial_size,
@@ -839,12 +918,15 @@ enum rmmError_t rmmPoolResourceGetFree(rmmResource_t resource, size_t *size);
 // Gives memory that `resource` holds but does not use back to its upstream (a pool's wholly
 // free chunks, after synchronizing the device), and writes the bytes released to
 // `*released` unless it is NULL. Resources that hold nothing release 0 bytes.
+// A failure while the device is synchronized or memory given back: RMM_ERROR_CUDA_ERROR.
 enum rmmError_t rmmResourceRelease(rmmResource_t resource, size_t *released);
 
 // Creates an arena over `upstream`: a global arena that starts with `arena_size` bytes (0:
 // grows on demand) and per-thread and per-stream arenas that take 4 MiB superblocks from it,
 // so threads allocating small blocks do not contend. Requests over 256 KiB use the global
 // arena. Ownership as `rmmPoolResourceCreate`.
+// The arena's size cannot be had from `upstream` (or lies past the address space):
+// RMM_ERROR_OUT_OF_MEMORY.
 enum rmmError_t rmmArenaResourceCreate(rmmResource_t *resource,
                                        rmmResource_t upstream,
                                        size_t arena_size);
@@ -853,6 +935,7 @@ enum rmmError_t rmmArenaResourceCreate(rmmResource_t *resource,
 // 2^max_size_exponent bytes (exponents 0 to 40; min > max makes no bins). A request goes to
 // the smallest bin that holds it, larger ones to `upstream`. Ownership as
 // `rmmPoolResourceCreate`.
+// Exponents outside 0 to 40: RMM_ERROR_INVALID_ARGUMENT.
 enum rmmError_t rmmBinningResourceCreate(rmmResource_t *resource,
                                          rmmResource_t upstream,
                                          int8_t min_size_exponent,
@@ -879,6 +962,7 @@ enum rmmError_t rmmFixedSizeResourceCreate(rmmResource_t *resource,
 // Writes the version of the loaded library to `*major`, `*minor` and `*patch` (compare with
 // `RMM_VERSION_MAJOR` ... to find a header and library that do not match). None may be NULL.
 // Needs no initialization and is safe from any thread.
+// A NULL pointer: RMM_ERROR_INVALID_ARGUMENT.
 enum rmmError_t rmmGetVersion(int *major, int *minor, int *patch);
 
 #ifdef __cplusplus

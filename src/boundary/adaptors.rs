@@ -58,12 +58,15 @@ impl From<Counts> for rmmStatistics_t {
 /// of its own. Current and total figures are exact once the threads using it have returned.
 /// The peak is never above the true peak and is exact while one thread uses the adaptor; with
 /// several at once it can fall short by less than 4 MiB and 64 allocations per other thread.
+/// Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `upstream`,
+/// RMM_ERROR_INVALID_ARGUMENT for a NULL `resource`); creating it takes no memory.
 #[no_mangle]
 pub extern "C" fn rmmStatisticsAdaptorCreate(resource: *mut rmmResource_t, upstream: rmmResource_t) -> rmmError_t {
     create_over("rmmStatisticsAdaptorCreate", resource, upstream, |upstream| Ok(StatisticsAdaptor::new(upstream)))
 }
 
 /// Writes the figures of the innermost scope of a statistics adaptor to `*counts`.
+/// A resource that is not a statistics adaptor: RMM_ERROR_INVALID_ARGUMENT.
 #[no_mangle]
 pub extern "C" fn rmmStatisticsAdaptorGetCounts(resource: rmmResource_t, counts: *mut rmmStatistics_t) -> rmmError_t {
     boundary("rmmStatisticsAdaptorGetCounts", || {
@@ -74,6 +77,7 @@ pub extern "C" fn rmmStatisticsAdaptorGetCounts(resource: rmmResource_t, counts:
 }
 
 /// Starts a nested scope: the figures start again from zero until the matching pop.
+/// A resource that is not a statistics adaptor: RMM_ERROR_INVALID_ARGUMENT.
 #[no_mangle]
 pub extern "C" fn rmmStatisticsAdaptorPushCounters(resource: rmmResource_t) -> rmmError_t {
     boundary("rmmStatisticsAdaptorPushCounters", || {
@@ -125,6 +129,7 @@ pub extern "C" fn rmmLimitingAdaptorCreate(resource: *mut rmmResource_t, upstrea
 }
 
 /// Writes the bytes a limiting adaptor counts as allocated to `*bytes`.
+/// A resource that is not a limiting adaptor: RMM_ERROR_INVALID_ARGUMENT.
 #[no_mangle]
 pub extern "C" fn rmmLimitingAdaptorGetAllocatedBytes(resource: rmmResource_t, bytes: *mut usize) -> rmmError_t {
     boundary("rmmLimitingAdaptorGetAllocatedBytes", || {
@@ -154,6 +159,8 @@ pub struct rmmAllocationRecord_t {
 /// size, stream, thread, the `RMM_ALLOC` call site and, when `capture_stacks` is true, a
 /// backtrace (slow: for debugging). Leaks are reported to the log (stderr) at `rmmFinalize`, at
 /// process exit and when the adaptor is destroyed.
+/// Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `upstream`,
+/// RMM_ERROR_INVALID_ARGUMENT for a NULL `resource`).
 #[no_mangle]
 pub extern "C" fn rmmTrackingAdaptorCreate(resource: *mut rmmResource_t, upstream: rmmResource_t, capture_stacks: bool) -> rmmError_t {
     create_over("rmmTrackingAdaptorCreate", resource, upstream, |upstream| Ok(TrackingAdaptor::new(upstream, capture_stacks)))
@@ -162,6 +169,8 @@ pub extern "C" fn rmmTrackingAdaptorCreate(resource: *mut rmmResource_t, upstrea
 /// Lists the outstanding allocations of a tracking adaptor, by address: writes how many there
 /// are to `*count` and the first `capacity` of them to `records` (which may be NULL when
 /// `capacity` is 0).
+/// A resource that is not a tracking adaptor, or `records` NULL with `capacity` above 0:
+/// RMM_ERROR_INVALID_ARGUMENT.
 #[no_mangle]
 pub extern "C" fn rmmTrackingAdaptorGetOutstanding(
     resource: rmmResource_t,
@@ -250,6 +259,8 @@ pub extern "C" fn rmmAlignedAdaptorCreate(
 
 /// Creates a prefetch adaptor over `upstream`: each allocation of managed memory is migrated
 /// to the device in the order of its stream before it is handed out (other memory as is).
+/// Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `upstream`,
+/// RMM_ERROR_INVALID_ARGUMENT for a NULL `resource`).
 #[no_mangle]
 pub extern "C" fn rmmPrefetchAdaptorCreate(resource: *mut rmmResource_t, upstream: rmmResource_t) -> rmmError_t {
     create_over("rmmPrefetchAdaptorCreate", resource, upstream, |upstream| Ok(PrefetchAdaptor::new(upstream)))

@@ -59,6 +59,9 @@ fn resource_or_current(resource: rmmResource_t) -> Result<StackRef> {
 /// pointer) from `resource` (NULL: the current device's resource), usable in the order of
 /// `stream`. The buffer keeps its own reference to the resource; the caller destroys the buffer
 /// with `rmmDeviceBufferDestroy`.
+/// RMM_ERROR_OUT_OF_MEMORY when the resource cannot give `size` bytes;
+/// RMM_ERROR_INVALID_ARGUMENT for a stream that is not live (or, for a pool, of another
+/// device).
 #[no_mangle]
 pub extern "C" fn rmmDeviceBufferCreate(
     buffer: *mut rmmDeviceBuffer_t,
@@ -75,6 +78,9 @@ pub extern "C" fn rmmDeviceBufferCreate(
 
 /// Creates a buffer holding a copy of the `size` bytes at `host` (NULL only when `size` is 0).
 /// The copy is complete when this returns, so `host` may be reused at once.
+/// `host` NULL with `size` above 0: RMM_ERROR_INVALID_ARGUMENT; otherwise as
+/// `rmmDeviceBufferCreate` (RMM_ERROR_OUT_OF_MEMORY), and RMM_ERROR_CUDA_ERROR when the copy
+/// fails.
 #[no_mangle]
 pub extern "C" fn rmmDeviceBufferCreateFromHost(
     buffer: *mut rmmDeviceBuffer_t,
@@ -100,6 +106,8 @@ pub extern "C" fn rmmDeviceBufferCreateFromHost(
 
 /// Copies the buffer's contents to `host`, which holds `host_size` bytes (at least the buffer's
 /// size), in the order of `stream`, and waits for the copy.
+/// `host_size` below the buffer's size, or `host` NULL for a buffer that is not empty:
+/// RMM_ERROR_INVALID_ARGUMENT; a failed copy or stream: RMM_ERROR_CUDA_ERROR.
 #[no_mangle]
 pub extern "C" fn rmmDeviceBufferCopyToHost(
     buffer: rmmDeviceBuffer_t,
@@ -125,6 +133,8 @@ pub extern "C" fn rmmDeviceBufferCopyToHost(
 /// Sets the buffer's size: within its capacity nothing moves; beyond it the contents move to
 /// a new allocation of exactly `size` bytes, in the order of `stream` (new bytes are
 /// uninitialized). On failure the buffer is unchanged.
+/// RMM_ERROR_OUT_OF_MEMORY when the new allocation cannot be made; RMM_ERROR_INVALID_ARGUMENT
+/// for a stream that is not live; either way the buffer is unchanged.
 #[no_mangle]
 pub extern "C" fn rmmDeviceBufferResize(buffer: rmmDeviceBuffer_t, size: usize, stream: cudaStream_t) -> rmmError_t {
     boundary("rmmDeviceBufferResize", || lookup(buffer)?.lock().resize(size, stream_of(stream)))
@@ -132,6 +142,8 @@ pub extern "C" fn rmmDeviceBufferResize(buffer: rmmDeviceBuffer_t, size: usize, 
 
 /// Gives back the capacity beyond the size (the contents move to an allocation of exactly
 /// the size), in the order of `stream`.
+/// As `rmmDeviceBufferResize`: RMM_ERROR_OUT_OF_MEMORY or RMM_ERROR_INVALID_ARGUMENT, with the
+/// buffer unchanged.
 #[no_mangle]
 pub extern "C" fn rmmDeviceBufferShrinkToFit(buffer: rmmDeviceBuffer_t, stream: cudaStream_t) -> rmmError_t {
     boundary("rmmDeviceBufferShrinkToFit", || lookup(buffer)?.lock().shrink_to_fit(stream_of(stream)))
@@ -139,6 +151,8 @@ pub extern "C" fn rmmDeviceBufferShrinkToFit(buffer: rmmDeviceBuffer_t, stream: 
 
 /// Creates in `*copy` a new buffer with the same contents, copied in the order of `stream`,
 /// from `resource` (NULL: the source buffer's resource).
+/// RMM_ERROR_OUT_OF_MEMORY when `resource` cannot hold the copy; RMM_ERROR_INVALID_ARGUMENT for
+/// a stream that is not live; RMM_ERROR_CUDA_ERROR when the copy fails.
 #[no_mangle]
 pub extern "C" fn rmmDeviceBufferCopy(
     copy: *mut rmmDeviceBuffer_t,
@@ -156,6 +170,8 @@ pub extern "C" fn rmmDeviceBufferCopy(
 
 /// Writes the buffer's device address to `*data` (NULL for an empty buffer). Valid until the
 /// buffer is resized beyond its capacity, shrunk or destroyed.
+/// Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `buffer`,
+/// RMM_ERROR_INVALID_ARGUMENT for a NULL `data`).
 #[no_mangle]
 pub extern "C" fn rmmDeviceBufferData(buffer: rmmDeviceBuffer_t, data: *mut *mut c_void) -> rmmError_t {
     boundary("rmmDeviceBufferData", || {
@@ -167,6 +183,8 @@ pub extern "C" fn rmmDeviceBufferData(buffer: rmmDeviceBuffer_t, data: *mut *mut
 
 /// Writes the buffer's size in bytes to `*size` and, unless `capacity` is NULL, the bytes its
 /// allocation holds to `*capacity`.
+/// Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `buffer`,
+/// RMM_ERROR_INVALID_ARGUMENT for a NULL `size`).
 #[no_mangle]
 pub extern "C" fn rmmDeviceBufferSize(buffer: rmmDeviceBuffer_t, size: *mut usize, capacity: *mut usize) -> rmmError_t {
     boundary("rmmDeviceBufferSize", || {
@@ -183,6 +201,8 @@ pub extern "C" fn rmmDeviceBufferSize(buffer: rmmDeviceBuffer_t, size: *mut usiz
 
 /// Makes `stream` the buffer's stream: later resizes default to it and the buffer is freed in
 /// its order.
+/// Errors: only the general one (RMM_ERROR_INVALID_HANDLE for `buffer`); the stream is checked
+/// when it is used.
 #[no_mangle]
 pub extern "C" fn rmmDeviceBufferSetStream(buffer: rmmDeviceBuffer_t, stream: cudaStream_t) -> rmmError_t {
     boundary("rmmDeviceBufferSetStream", || {
@@ -195,6 +215,8 @@ pub extern "C" fn rmmDeviceBufferSetStream(buffer: rmmDeviceBuffer_t, stream: cu
 /// with `rmmDeviceBufferSetStream`) and destroys the handle. NULL is a no-op. If the memory
 /// cannot be freed (its stream was destroyed, say), the buffer and its handle stay as they were:
 /// set another stream and destroy it again.
+/// When the memory cannot be freed, the free's error (RMM_ERROR_INVALID_ARGUMENT for a stream
+/// that is no longer live), with the buffer kept.
 #[no_mangle]
 pub extern "C" fn rmmDeviceBufferDestroy(buffer: rmmDeviceBuffer_t) -> rmmError_t {
     boundary("rmmDeviceBufferDestroy", || {

@@ -20,6 +20,8 @@ fn set_resource(device: i32, resource: rmmResource_t, previous: *mut rmmResource
 /// Makes `resource` the resource of `device` (the registry keeps its own reference, so the
 /// caller may destroy its handle). If `previous` is not NULL it receives a new handle to the
 /// resource replaced, owned by the caller. The resource must belong to `device`.
+/// A `device` that does not exist, or a resource of another device (or of pinned host memory):
+/// RMM_ERROR_INVALID_ARGUMENT.
 #[no_mangle]
 pub extern "C" fn rmmSetPerDeviceResource(device: c_int, resource: rmmResource_t, previous: *mut rmmResource_t) -> rmmError_t {
     boundary("rmmSetPerDeviceResource", || set_resource(device, resource, previous))
@@ -27,6 +29,8 @@ pub extern "C" fn rmmSetPerDeviceResource(device: c_int, resource: rmmResource_t
 
 /// Writes a new handle to `device`'s resource to `*resource` (a cuda resource unless one was
 /// set). The caller owns the handle and destroys it with `rmmResourceDestroy`.
+/// A `device` that does not exist: RMM_ERROR_INVALID_ARGUMENT; RMM_ERROR_CUDA_ERROR without a
+/// CUDA driver (and without `RMM_SIM_DEVICES`) or when the driver fails.
 #[no_mangle]
 pub extern "C" fn rmmGetPerDeviceResource(device: c_int, resource: *mut rmmResource_t) -> rmmError_t {
     boundary("rmmGetPerDeviceResource", || {
@@ -36,12 +40,17 @@ pub extern "C" fn rmmGetPerDeviceResource(device: c_int, resource: *mut rmmResou
 }
 
 /// `rmmSetPerDeviceResource` for the calling thread's current device.
+/// A resource of another device than the current one: RMM_ERROR_INVALID_ARGUMENT;
+/// RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+/// driver fails.
 #[no_mangle]
 pub extern "C" fn rmmSetCurrentDeviceResource(resource: rmmResource_t, previous: *mut rmmResource_t) -> rmmError_t {
     boundary("rmmSetCurrentDeviceResource", || set_resource(backend()?.current_device()?, resource, previous))
 }
 
 /// `rmmGetPerDeviceResource` for the calling thread's current device.
+/// RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+/// driver fails.
 #[no_mangle]
 pub extern "C" fn rmmGetCurrentDeviceResource(resource: *mut rmmResource_t) -> rmmError_t {
     boundary("rmmGetCurrentDeviceResource", || {
@@ -51,6 +60,8 @@ pub extern "C" fn rmmGetCurrentDeviceResource(resource: *mut rmmResource_t) -> r
 }
 
 /// Writes the calling thread's current device (as `cudaGetDevice`) to `*device`.
+/// RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+/// driver fails.
 #[no_mangle]
 pub extern "C" fn rmmGetDevice(device: *mut c_int) -> rmmError_t {
     boundary("rmmGetDevice", || {
@@ -60,12 +71,16 @@ pub extern "C" fn rmmGetDevice(device: *mut c_int) -> rmmError_t {
 }
 
 /// Makes `device` current on the calling thread (as `cudaSetDevice`: its primary context).
+/// A `device` that does not exist: RMM_ERROR_INVALID_ARGUMENT; RMM_ERROR_CUDA_ERROR without a
+/// CUDA driver (and without `RMM_SIM_DEVICES`) or when the driver fails.
 #[no_mangle]
 pub extern "C" fn rmmSetDevice(device: c_int) -> rmmError_t {
     boundary("rmmSetDevice", || backend()?.set_device(device))
 }
 
 /// Writes the number of devices to `*count`.
+/// RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+/// driver fails.
 #[no_mangle]
 pub extern "C" fn rmmGetDeviceCount(count: *mut c_int) -> rmmError_t {
     boundary("rmmGetDeviceCount", || {

@@ -155,6 +155,9 @@ pub extern "C" fn rmmAlloc(ptr: *mut *mut c_void, size: usize, stream: cudaStrea
 /// freed in that order, and `*ptr` updated. `*ptr` NULL allocates; `new_size` 0 frees and
 /// writes NULL. With `new_size` 0 a NULL out-pointer is accepted too and nothing happens;
 /// `file` may be NULL. On failure `*ptr` and its memory are unchanged.
+/// Before rmm is initialized or configured: RMM_ERROR_NOT_INITIALIZED; `*ptr` not live:
+/// RMM_ERROR_INVALID_ARGUMENT; no room for the new size: RMM_ERROR_OUT_OF_MEMORY, with the old
+/// allocation unchanged.
 #[no_mangle]
 pub extern "C" fn rmmRealloc(
     ptr: *mut *mut c_void,
@@ -219,6 +222,7 @@ pub extern "C" fn rmmLogSize() -> usize {
 /// Copies the event log's CSV text into `buffer`: at most `buffer_size` bytes, as legacy RMM
 /// did, plus a terminating NUL when there is room for it (give `rmmLogSize() + 1` bytes for a
 /// C string).
+/// `buffer` NULL: RMM_ERROR_INVALID_ARGUMENT.
 #[no_mangle]
 pub extern "C" fn rmmGetLog(buffer: *mut c_char, buffer_size: usize) -> rmmError_t {
     boundary("rmmGetLog", || copy_text_truncated(&legacy_log::csv(), buffer, buffer_size))
@@ -240,6 +244,8 @@ pub extern "C" fn rmmGetInfo(free_size: *mut usize, total_size: *mut usize, stre
 
 /// Writes to `*offset` how far `ptr` lies from the start of the device allocation that holds
 /// it. `offset` may not be NULL; `ptr` must be device memory.
+/// `ptr` not inside device memory: RMM_ERROR_INVALID_ARGUMENT; RMM_ERROR_CUDA_ERROR without a
+/// CUDA driver (and without `RMM_SIM_DEVICES`) or when the driver fails.
 #[no_mangle]
 pub extern "C" fn rmmGetAllocationOffset(offset: *mut isize, ptr: *const c_void, stream: cudaStream_t) -> rmmError_t {
     let _ = stream;

@@ -38,6 +38,8 @@ fn create(function: &'static str, out: *mut rmmResource_t, make: impl FnOnce(i32
 /// Creates a resource that allocates device memory of the current device with `cudaMalloc`
 /// semantics (RMM's `cuda_memory_resource`) and writes its handle to `*resource`, which must
 /// not be NULL. The caller owns the handle and releases it with `rmmResourceDestroy`.
+/// RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+/// driver fails.
 #[no_mangle]
 pub extern "C" fn rmmCudaResourceCreate(resource: *mut rmmResource_t) -> rmmError_t {
     create("rmmCudaResourceCreate", resource, |device| Ok(Arc::new(DirectResource::cuda(device)?)))
@@ -45,6 +47,8 @@ pub extern "C" fn rmmCudaResourceCreate(resource: *mut rmmResource_t) -> rmmErro
 
 /// Creates a managed-memory resource (`cudaMallocManaged`) on the current device. Ownership as
 /// `rmmCudaResourceCreate`.
+/// RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+/// driver fails.
 #[no_mangle]
 pub extern "C" fn rmmManagedResourceCreate(resource: *mut rmmResource_t) -> rmmError_t {
     create("rmmManagedResourceCreate", resource, |device| Ok(Arc::new(DirectResource::managed(device)?)))
@@ -94,6 +98,7 @@ pub extern "C" fn rmmCallbackResourceCreate(
 /// It is not called when creation fails: `user_data` stays the caller's then. NULL
 /// `release_fn` is `rmmCallbackResourceCreate`. At process exit resources are not torn down,
 /// and `release_fn` may not run.
+/// `allocate_fn` or `deallocate_fn` NULL: RMM_ERROR_INVALID_ARGUMENT.
 #[no_mangle]
 pub extern "C" fn rmmCallbackResourceCreateWithRelease(
     allocate_fn: rmmAllocateCallback_t,
@@ -271,6 +276,8 @@ pub extern "C" fn rmmResourceCreateFromSpec(spec: *const c_char, device: c_int, 
 
 /// Creates a resource of page-locked host memory (`cudaMallocHost`), usable from every device.
 /// Ownership as `rmmCudaResourceCreate`.
+/// RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+/// driver fails.
 #[no_mangle]
 pub extern "C" fn rmmPinnedHostResourceCreate(resource: *mut rmmResource_t) -> rmmError_t {
     create("rmmPinnedHostResourceCreate", resource, |device| Ok(Arc::new(DirectResource::pinned_host(device)?)))
@@ -288,6 +295,9 @@ pub extern "C" fn rmmResourceDestroy(resource: rmmResource_t) -> rmmError_t {
 /// Allocates `bytes` for use on `stream` from `resource` and writes the address to `*ptr`
 /// (NULL for 0 bytes). The caller owns the memory and returns it with `rmmResourceDeallocate`
 /// on the same resource, or with `rmmFree`.
+/// RMM_ERROR_OUT_OF_MEMORY when the resource cannot give `bytes` (the message says what it
+/// holds and why); RMM_ERROR_INVALID_ARGUMENT for a stream that is not live or, for a pool or
+/// expandable resource, a stream of another device.
 #[no_mangle]
 pub extern "C" fn rmmResourceAllocate(resource: rmmResource_t, ptr: *mut *mut c_void, bytes: usize, stream: cudaStream_t) -> rmmError_t {
     boundary("rmmResourceAllocate", || {
@@ -311,6 +321,8 @@ pub extern "C" fn rmmResourceDeallocate(resource: rmmResource_t, ptr: *mut c_voi
 }
 
 /// Writes the device whose memory `resource` hands out to `*device`.
+/// Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `resource`,
+/// RMM_ERROR_INVALID_ARGUMENT for a NULL `device`).
 #[no_mangle]
 pub extern "C" fn rmmResourceGetDevice(resource: rmmResource_t, device: *mut c_int) -> rmmError_t {
     boundary("rmmResourceGetDevice", || {
@@ -323,6 +335,8 @@ pub extern "C" fn rmmResourceGetDevice(resource: rmmResource_t, device: *mut c_i
 /// "arena", "binning", "fixed_size", or an adaptor's: "statistics", "logging", "limiting",
 /// "tracking", "failure_callback", "aligned", "prefetch") to `*name`: a static string, never
 /// to be freed.
+/// Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `resource`,
+/// RMM_ERROR_INVALID_ARGUMENT for a NULL `name`).
 #[no_mangle]
 pub extern "C" fn rmmResourceGetName(resource: rmmResource_t, name: *mut *const c_char) -> rmmError_t {
     boundary("rmmResourceGetName", || {

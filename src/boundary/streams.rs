@@ -10,6 +10,8 @@ use crate::resources::streams;
 /// Creates a stream on the current device (as `cudaStreamCreate`: it synchronizes with the
 /// legacy default stream) and writes it to `*stream`. The caller destroys it with
 /// `rmmStreamDestroy`. rmm-rs recognizes it by its handle alone (see `rmmStreamRegister`).
+/// RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+/// driver fails.
 #[no_mangle]
 pub extern "C" fn rmmStreamCreate(stream: *mut cudaStream_t) -> rmmError_t {
     boundary("rmmStreamCreate", || {
@@ -21,6 +23,8 @@ pub extern "C" fn rmmStreamCreate(stream: *mut cudaStream_t) -> rmmError_t {
 
 /// Destroys a stream made by `rmmStreamCreate`, or by the program (`cudaStreamCreate`), after
 /// what `rmmStreamUnregister` does. The default streams cannot be destroyed.
+/// A default stream, or a stream `rmmStreamCreate` did not make (or that is destroyed already):
+/// RMM_ERROR_INVALID_ARGUMENT.
 #[no_mangle]
 pub extern "C" fn rmmStreamDestroy(stream: cudaStream_t) -> rmmError_t {
     boundary("rmmStreamDestroy", || streams::destroy(created_stream(stream)?))
@@ -34,6 +38,7 @@ pub extern "C" fn rmmStreamDestroy(stream: cudaStream_t) -> rmmError_t {
 /// be handed to a new stream while the old one's work still runs. Registering twice is
 /// harmless; the default streams need no registration and are refused. The preload library
 /// registers every stream the program creates.
+/// A default stream, or a handle that is not a live stream: RMM_ERROR_INVALID_ARGUMENT.
 #[no_mangle]
 pub extern "C" fn rmmStreamRegister(stream: cudaStream_t) -> rmmError_t {
     boundary("rmmStreamRegister", || streams::register(created_stream(stream)?))
@@ -44,6 +49,7 @@ pub extern "C" fn rmmStreamRegister(stream: cudaStream_t) -> rmmError_t {
 /// and no longer trusts it (a later stream may get the same handle). Any stream rmm-rs was
 /// used with may be unregistered, registered or not; `rmmStreamDestroy` does this itself.
 /// The default streams are refused.
+/// A default stream, or a handle that is not a live stream: RMM_ERROR_INVALID_ARGUMENT.
 #[no_mangle]
 pub extern "C" fn rmmStreamUnregister(stream: cudaStream_t) -> rmmError_t {
     boundary("rmmStreamUnregister", || streams::unregister(created_stream(stream)?))
@@ -60,6 +66,8 @@ fn created_stream(stream: cudaStream_t) -> crate::error::Result<Stream> {
 }
 
 /// Waits until all work enqueued on `stream` has finished.
+/// A handle that is not a live stream: RMM_ERROR_INVALID_ARGUMENT; a failure on the device:
+/// RMM_ERROR_CUDA_ERROR.
 #[no_mangle]
 pub extern "C" fn rmmStreamSynchronize(stream: cudaStream_t) -> rmmError_t {
     boundary("rmmStreamSynchronize", || backend()?.stream_synchronize(stream_of(stream)))

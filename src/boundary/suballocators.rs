@@ -27,6 +27,9 @@ pub(crate) fn create_over(
 /// limit). Allocations are stream-ordered: a block freed on one stream is reused on another
 /// only after an event orders the two, without host synchronization. The pool keeps its own
 /// reference to `upstream`; the caller owns the new handle (`rmmResourceDestroy`).
+/// `initial_size` above a `maximum_size` that is not 0: RMM_ERROR_INVALID_ARGUMENT; the initial
+/// size cannot be had from `upstream` (or lies past the address space):
+/// RMM_ERROR_OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn rmmPoolResourceCreate(
     resource: *mut rmmResource_t,
@@ -67,6 +70,7 @@ pub extern "C" fn rmmPoolResourceGetFree(resource: rmmResource_t, size: *mut usi
 /// Gives memory that `resource` holds but does not use back to its upstream (a pool's wholly
 /// free chunks, after synchronizing the device), and writes the bytes released to
 /// `*released` unless it is NULL. Resources that hold nothing release 0 bytes.
+/// A failure while the device is synchronized or memory given back: RMM_ERROR_CUDA_ERROR.
 #[no_mangle]
 pub extern "C" fn rmmResourceRelease(resource: rmmResource_t, released: *mut usize) -> rmmError_t {
     boundary("rmmResourceRelease", || {
@@ -82,6 +86,8 @@ pub extern "C" fn rmmResourceRelease(resource: rmmResource_t, released: *mut usi
 /// grows on demand) and per-thread and per-stream arenas that take 4 MiB superblocks from it,
 /// so threads allocating small blocks do not contend. Requests over 256 KiB use the global
 /// arena. Ownership as `rmmPoolResourceCreate`.
+/// The arena's size cannot be had from `upstream` (or lies past the address space):
+/// RMM_ERROR_OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn rmmArenaResourceCreate(resource: *mut rmmResource_t, upstream: rmmResource_t, arena_size: usize) -> rmmError_t {
     create_over("rmmArenaResourceCreate", resource, upstream, |upstream| Ok(Arc::new(ArenaResource::new(upstream, arena_size)?)))
@@ -91,6 +97,7 @@ pub extern "C" fn rmmArenaResourceCreate(resource: *mut rmmResource_t, upstream:
 /// 2^max_size_exponent bytes (exponents 0 to 40; min > max makes no bins). A request goes to
 /// the smallest bin that holds it, larger ones to `upstream`. Ownership as
 /// `rmmPoolResourceCreate`.
+/// Exponents outside 0 to 40: RMM_ERROR_INVALID_ARGUMENT.
 #[no_mangle]
 pub extern "C" fn rmmBinningResourceCreate(
     resource: *mut rmmResource_t,

@@ -18,6 +18,7 @@ pub const RMM_VERSION: u32 = 100;
 /// Writes the version of the loaded library to `*major`, `*minor` and `*patch` (compare with
 /// `RMM_VERSION_MAJOR` ... to find a header and library that do not match). None may be NULL.
 /// Needs no initialization and is safe from any thread.
+/// A NULL pointer: RMM_ERROR_INVALID_ARGUMENT.
 #[no_mangle]
 pub extern "C" fn rmmGetVersion(major: *mut c_int, minor: *mut c_int, patch: *mut c_int) -> rmmError_t {
     boundary("rmmGetVersion", || {
