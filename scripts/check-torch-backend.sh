@@ -5,13 +5,16 @@
 # from scripts/fetch-cccl.sh (CUDA_INCLUDE). Only the compile is checked; the backend runs in
 # scripts/gpu-torch-conformance.sh.
 #
-#   scripts/check-torch-backend.sh [DEST]   DEST caches the headers (default build/torch)
+#   scripts/check-torch-backend.sh [DEST]   DEST caches the headers (default build/torch;
+#                                           $RMM_OFFLINE_CACHE/torch under scripts/test.sh's
+#                                           offline route); TORCH_FETCH_ONLY=1 only fetches
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dest=${1:-build/torch}
+dest=${1:-${RMM_OFFLINE_CACHE:+$RMM_OFFLINE_CACHE/torch}}
+dest=${dest:-build/torch}
 version=${TORCH_VERSION:-2.11.0}
 cuda_include=${CUDA_INCLUDE:-build/cccl/include}
-[ -f "$cuda_include/cuda_runtime_api.h" ] || scripts/fetch-cccl.sh build/cccl
+[ "${TORCH_FETCH_ONLY:-0}" = 1 ] || [ -f "$cuda_include/cuda_runtime_api.h" ] || scripts/fetch-cccl.sh build/cccl
 if [ ! -f "$dest/$version/torch/include/c10/cuda/CUDACachingAllocator.h" ]; then
   rm -rf "$dest/wheel" && mkdir -p "$dest/wheel"
   python3 -m pip download --quiet --no-deps --dest "$dest/wheel" "torch==$version"
@@ -23,6 +26,7 @@ with zipfile.ZipFile(wheel) as z:
 PY
   rm -rf "$dest/wheel"
 fi
+[ "${TORCH_FETCH_ONLY:-0}" = 1 ] && exit 0
 include=$dest/$version/torch/include
 c++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -D_GLIBCXX_USE_CXX11_ABI=1 \
   -isystem "$include" -isystem "$include/torch/csrc/api/include" -isystem "$cuda_include" \

@@ -6,8 +6,18 @@
 # the PyTorch backend against PyTorch's headers. Installs what
 # it needs (cmake, ninja, a C/C++ compiler, gfortran; CCCL's and PyTorch's headers from PyPI) on a fresh
 # Debian/Ubuntu machine.
+#
+# Offline: RMM_OFFLINE_CACHE=DIR takes the crates and headers from DIR (made with network once
+# by scripts/offline-cache.sh DIR) and never touches the network for them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+cccl=build/cccl
+if [ -n "${RMM_OFFLINE_CACHE:-}" ]; then
+  RMM_OFFLINE_CACHE=$(cd "$RMM_OFFLINE_CACHE" && pwd)
+  export RMM_OFFLINE_CACHE CARGO_HOME=$RMM_OFFLINE_CACHE/cargo-home
+  cccl=$RMM_OFFLINE_CACHE/cccl
+  echo "offline: crates and headers from $RMM_OFFLINE_CACHE"
+fi
 
 missing=()
 command -v cmake >/dev/null || missing+=(cmake)
@@ -39,9 +49,9 @@ RMM_FUZZ_CALLS=1000000 cargo test --release --test fuzz_api --test fuzz_api_thre
 
 echo "== C/C++ suite (ctest, simulated devices)"
 # CCCL's and the CUDA runtime's headers from PyPI, for the RAPIDS-shaped C++ test.
-scripts/fetch-cccl.sh build/cccl
+scripts/fetch-cccl.sh "$cccl"
 build=build/test
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRMM_CCCL_DIR="$PWD/build/cccl" >/dev/null
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRMM_CCCL_DIR="$(cd "$cccl" && pwd)" >/dev/null
 cmake --build "$build"
 ctest --test-dir "$build" --output-on-failure -j2
 
@@ -55,4 +65,4 @@ echo "== Python module (simulated devices)"
 RMM_RS_LIBRARY="${CARGO_TARGET_DIR:-$PWD/target}/release/librmm.so" python3 python/test_rmm_rs.py
 
 echo "== PyTorch backend against PyTorch's headers (from its wheel)"
-scripts/check-torch-backend.sh
+CUDA_INCLUDE=$cccl/include scripts/check-torch-backend.sh

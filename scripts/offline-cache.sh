@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Prepares what scripts/test.sh downloads, so that it can run on a machine with no network:
+#
+#   scripts/offline-cache.sh DIR        (with network, once; DIR: e.g. ../rmm-offline)
+#   RMM_OFFLINE_CACHE=DIR scripts/test.sh   (then anywhere, offline)
+#
+# What the test command fetches, and where it goes in DIR:
+#   - the crates of Cargo.lock (crates.io)          -> DIR/vendor, with DIR/cargo-home/config.toml
+#     pointing cargo at it and turning cargo's network off;
+#   - CCCL's and the CUDA runtime's headers (PyPI)  -> DIR/cccl     (scripts/fetch-cccl.sh);
+#   - PyTorch's headers (the torch wheel, PyPI)     -> DIR/torch    (scripts/check-torch-backend.sh).
+# The Debian packages it installs when missing (cmake, ninja-build, g++, gfortran) are not in
+# DIR: install them beforehand (apt-get install cmake ninja-build g++ gfortran).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:?usage: scripts/offline-cache.sh DIR}
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+cargo vendor --locked --versioned-dirs --quiet "$dir/vendor" >/dev/null
+mkdir -p "$dir/cargo-home"
+cat > "$dir/cargo-home/config.toml" <<TOML
+# Written by scripts/offline-cache.sh: every crate from the vendored copy, never the network.
+[source.crates-io]
+replace-with = "vendored-sources"
+
+[source.vendored-sources]
+directory = "$dir/vendor"
+
+[net]
+offline = true
+TOML
+scripts/fetch-cccl.sh "$dir/cccl"
+TORCH_FETCH_ONLY=1 scripts/check-torch-backend.sh "$dir/torch"
+echo "offline cache ready: RMM_OFFLINE_CACHE=$dir scripts/test.sh"
