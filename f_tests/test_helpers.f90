@@ -257,9 +257,9 @@ contains
   ! RMM_ERROR_INVALID_ARGUMENT; nothing is freed and the pointer stays associated.
   ! cudaMalloc's and cudaFree's contract: no stream; a second free is refused.
   subroutine cuda_malloc_and_free()
-    type(c_ptr), target :: p
+    type(c_ptr) :: p
     p = c_null_ptr
-    call expect_ok(rmmCudaMalloc(c_loc(p), 4096_c_size_t), 'rmmCudaMalloc')
+    call expect_ok(rmmCudaMalloc(p, 4096_c_size_t), 'rmmCudaMalloc')
     call expect(c_associated(p), 'rmmCudaMalloc gives memory')
     call expect_ok(rmmCudaFree(p), 'rmmCudaFree')
     call expect_status(rmmCudaFree(p), RMM_ERROR_INVALID_ARGUMENT, 'rmmCudaFree of a pointer freed before')

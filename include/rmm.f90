@@ -315,11 +315,11 @@ module rmm
     ! The peak is never above the true peak and is exact while one thread uses the adaptor; with
     ! several at once it can fall short by less than 4 MiB and 64 allocations per other thread.
     ! Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `upstream`,
-    ! RMM_ERROR_INVALID_ARGUMENT for a NULL `resource`); creating it takes no memory.
+    ! RMM_ERROR_INVALID_ARGUMENT when `resource` is NULL); creating it takes no memory.
     integer(c_int) function rmmStatisticsAdaptorCreate(resource, upstream) &
         bind(c, name="rmmStatisticsAdaptorCreate")
       import :: c_int, c_ptr
-      type(c_ptr), value :: resource
+      type(c_ptr), intent(inout) :: resource
       type(c_ptr), value :: upstream
     end function rmmStatisticsAdaptorCreate
 
@@ -398,11 +398,11 @@ module rmm
     ! backtrace (slow: for debugging). Leaks are reported to the log (stderr) at `rmmFinalize`, at
     ! process exit and when the adaptor is destroyed.
     ! Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `upstream`,
-    ! RMM_ERROR_INVALID_ARGUMENT for a NULL `resource`).
+    ! RMM_ERROR_INVALID_ARGUMENT when `resource` is NULL).
     integer(c_int) function rmmTrackingAdaptorCreate(resource, upstream, capture_stacks) &
         bind(c, name="rmmTrackingAdaptorCreate")
       import :: c_bool, c_int, c_ptr
-      type(c_ptr), value :: resource
+      type(c_ptr), intent(inout) :: resource
       type(c_ptr), value :: upstream
       logical(c_bool), value :: capture_stacks
     end function rmmTrackingAdaptorCreate
@@ -465,11 +465,11 @@ module rmm
     ! Creates a prefetch adaptor over `upstream`: each allocation of managed memory is migrated
     ! to the device in the order of its stream before it is handed out (other memory as is).
     ! Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `upstream`,
-    ! RMM_ERROR_INVALID_ARGUMENT for a NULL `resource`).
+    ! RMM_ERROR_INVALID_ARGUMENT when `resource` is NULL).
     integer(c_int) function rmmPrefetchAdaptorCreate(resource, upstream) &
         bind(c, name="rmmPrefetchAdaptorCreate")
       import :: c_int, c_ptr
-      type(c_ptr), value :: resource
+      type(c_ptr), intent(inout) :: resource
       type(c_ptr), value :: upstream
     end function rmmPrefetchAdaptorCreate
 
@@ -591,22 +591,22 @@ module rmm
     ! Writes the buffer's device address to `*data` (NULL for an empty buffer). Valid until the
     ! buffer is resized beyond its capacity, shrunk or destroyed.
     ! Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `buffer`,
-    ! RMM_ERROR_INVALID_ARGUMENT for a NULL `data`).
+    ! RMM_ERROR_INVALID_ARGUMENT when `data` is NULL).
     integer(c_int) function rmmDeviceBufferData(buffer, data) bind(c, name="rmmDeviceBufferData")
       import :: c_int, c_ptr
       type(c_ptr), value :: buffer
-      type(c_ptr), value :: data
+      type(c_ptr), intent(inout) :: data
     end function rmmDeviceBufferData
 
     ! Writes the buffer's size in bytes to `*size` and, unless `capacity` is NULL, the bytes its
     ! allocation holds to `*capacity`.
     ! Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `buffer`,
-    ! RMM_ERROR_INVALID_ARGUMENT for a NULL `size`).
+    ! RMM_ERROR_INVALID_ARGUMENT when `size` is NULL).
     integer(c_int) function rmmDeviceBufferSize(buffer, size, capacity) &
         bind(c, name="rmmDeviceBufferSize")
-      import :: c_int, c_ptr
+      import :: c_int, c_ptr, c_size_t
       type(c_ptr), value :: buffer
-      type(c_ptr), value :: size
+      integer(c_size_t), intent(inout) :: size
       type(c_ptr), value :: capacity
     end function rmmDeviceBufferSize
 
@@ -784,12 +784,12 @@ module rmm
     ! Allocates `size` bytes from the current device's resource for use on any stream, as
     ! `cudaMalloc` does, and writes the address to `*ptr` (NULL for 0 bytes). Give it back with
     ! `rmmCudaFree` (or `rmmFree`). Ready as `rmmAlloc` is (RMM_ERROR_NOT_INITIALIZED unless rmm is
-    ! initialized or configured); RMM_ERROR_INVALID_ARGUMENT for a NULL `ptr`; out of memory after
+    ! initialized or configured); RMM_ERROR_INVALID_ARGUMENT when `ptr` is NULL; out of memory after
     ! memory that `rmmCudaFree` left waiting for the device came back. The preload library's
     ! `cudaMalloc` and `cuMemAlloc` are this.
     integer(c_int) function rmmCudaMalloc(ptr, size) bind(c, name="rmmCudaMalloc")
       import :: c_int, c_ptr, c_size_t
-      type(c_ptr), value :: ptr
+      type(c_ptr), intent(inout) :: ptr
       integer(c_size_t), value :: size
     end function rmmCudaMalloc
 
@@ -1147,12 +1147,12 @@ module rmm
 
     ! Writes the device whose memory `resource` hands out to `*device`.
     ! Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `resource`,
-    ! RMM_ERROR_INVALID_ARGUMENT for a NULL `device`).
+    ! RMM_ERROR_INVALID_ARGUMENT when `device` is NULL).
     integer(c_int) function rmmResourceGetDevice(resource, device) &
         bind(c, name="rmmResourceGetDevice")
       import :: c_int, c_ptr
       type(c_ptr), value :: resource
-      type(c_ptr), value :: device
+      integer(c_int), intent(inout) :: device
     end function rmmResourceGetDevice
 
     ! Writes the kind of `resource` ("cuda", "managed", "cuda_async", "pinned_host", "pool",
@@ -1160,12 +1160,12 @@ module rmm
     ! "tracking", "failure_callback", "aligned", "prefetch") to `*name`: a static string, never
     ! to be freed.
     ! Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `resource`,
-    ! RMM_ERROR_INVALID_ARGUMENT for a NULL `name`).
+    ! RMM_ERROR_INVALID_ARGUMENT when `name` is NULL).
     ! Easier from Fortran: rmm_resource_get_name.
     integer(c_int) function rmmResourceGetName(resource, name) bind(c, name="rmmResourceGetName")
       import :: c_int, c_ptr
       type(c_ptr), value :: resource
-      type(c_ptr), value :: name
+      type(c_ptr), intent(inout) :: name
     end function rmmResourceGetName
 
     ! Describes `resource` and its upstream resources as JSON: one object per resource, its upstream

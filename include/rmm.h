@@ -271,7 +271,7 @@ extern "C" {
 // The peak is never above the true peak and is exact while one thread uses the adaptor; with
 // several at once it can fall short by less than 4 MiB and 64 allocations per other thread.
 // Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `upstream`,
-// RMM_ERROR_INVALID_ARGUMENT for a NULL `resource`); creating it takes no memory.
+// RMM_ERROR_INVALID_ARGUMENT when `resource` is NULL); creating it takes no memory.
 enum rmmError_t rmmStatisticsAdaptorCreate(rmmResource_t *resource, rmmResource_t upstream);
 
 // Writes the figures of the innermost scope of a statistics adaptor to `*counts`.
@@ -319,7 +319,7 @@ enum rmmError_t rmmLimitingAdaptorGetAllocatedBytes(rmmResource_t resource, size
 // backtrace (slow: for debugging). Leaks are reported to the log (stderr) at `rmmFinalize`, at
 // process exit and when the adaptor is destroyed.
 // Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `upstream`,
-// RMM_ERROR_INVALID_ARGUMENT for a NULL `resource`).
+// RMM_ERROR_INVALID_ARGUMENT when `resource` is NULL).
 enum rmmError_t rmmTrackingAdaptorCreate(rmmResource_t *resource,
                                          rmmResource_t upstream,
                                          bool capture_stacks);
@@ -365,7 +365,7 @@ enum rmmError_t rmmAlignedAdaptorCreate(rmmResource_t *resource,
 // Creates a prefetch adaptor over `upstream`: each allocation of managed memory is migrated
 // to the device in the order of its stream before it is handed out (other memory as is).
 // Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `upstream`,
-// RMM_ERROR_INVALID_ARGUMENT for a NULL `resource`).
+// RMM_ERROR_INVALID_ARGUMENT when `resource` is NULL).
 enum rmmError_t rmmPrefetchAdaptorCreate(rmmResource_t *resource, rmmResource_t upstream);
 
 // Sets up the resource stack each device gets on first use when the program has set none,
@@ -449,13 +449,13 @@ enum rmmError_t rmmDeviceBufferCopy(rmmDeviceBuffer_t *copy,
 // Writes the buffer's device address to `*data` (NULL for an empty buffer). Valid until the
 // buffer is resized beyond its capacity, shrunk or destroyed.
 // Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `buffer`,
-// RMM_ERROR_INVALID_ARGUMENT for a NULL `data`).
+// RMM_ERROR_INVALID_ARGUMENT when `data` is NULL).
 enum rmmError_t rmmDeviceBufferData(rmmDeviceBuffer_t buffer, void **data);
 
 // Writes the buffer's size in bytes to `*size` and, unless `capacity` is NULL, the bytes its
 // allocation holds to `*capacity`.
 // Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `buffer`,
-// RMM_ERROR_INVALID_ARGUMENT for a NULL `size`).
+// RMM_ERROR_INVALID_ARGUMENT when `size` is NULL).
 enum rmmError_t rmmDeviceBufferSize(rmmDeviceBuffer_t buffer, size_t *size, size_t *capacity);
 
 // Makes `stream` the buffer's stream: later resizes default to it and the buffer is freed in
@@ -563,7 +563,7 @@ bool rmmIsInitialized(struct rmmOptions_t *options);
 // Allocates `size` bytes from the current device's resource for use on any stream, as
 // `cudaMalloc` does, and writes the address to `*ptr` (NULL for 0 bytes). Give it back with
 // `rmmCudaFree` (or `rmmFree`). Ready as `rmmAlloc` is (RMM_ERROR_NOT_INITIALIZED unless rmm is
-// initialized or configured); RMM_ERROR_INVALID_ARGUMENT for a NULL `ptr`; out of memory after
+// initialized or configured); RMM_ERROR_INVALID_ARGUMENT when `ptr` is NULL; out of memory after
 // memory that `rmmCudaFree` left waiting for the device came back. The preload library's
 // `cudaMalloc` and `cuMemAlloc` are this.
 enum rmmError_t rmmCudaMalloc(void **ptr, size_t size);
@@ -812,7 +812,7 @@ enum rmmError_t rmmResourceDeallocate(rmmResource_t resource,
 
 // Writes the device whose memory `resource` hands out to `*device`.
 // Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `resource`,
-// RMM_ERROR_INVALID_ARGUMENT for a NULL `device`).
+// RMM_ERROR_INVALID_ARGUMENT when `device` is NULL).
 enum rmmError_t rmmResourceGetDevice(rmmResource_t resource, int *device);
 
 // Writes the kind of `resource` ("cuda", "managed", "cuda_async", "pinned_host", "pool",
@@ -820,7 +820,7 @@ enum rmmError_t rmmResourceGetDevice(rmmResource_t resource, int *device);
 // "tracking", "failure_callback", "aligned", "prefetch") to `*name`: a static string, never
 // to be freed.
 // Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `resource`,
-// RMM_ERROR_INVALID_ARGUMENT for a NULL `name`).
+// RMM_ERROR_INVALID_ARGUMENT when `name` is NULL).
 enum rmmError_t rmmResourceGetName(rmmResource_t resource, const char **name);
 
 // Describes `resource` and its upstream resources as JSON: one object per resource, its

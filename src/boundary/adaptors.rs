@@ -59,7 +59,7 @@ impl From<Counts> for rmmStatistics_t {
 /// The peak is never above the true peak and is exact while one thread uses the adaptor; with
 /// several at once it can fall short by less than 4 MiB and 64 allocations per other thread.
 /// Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `upstream`,
-/// RMM_ERROR_INVALID_ARGUMENT for a NULL `resource`); creating it takes no memory.
+/// RMM_ERROR_INVALID_ARGUMENT when `resource` is NULL); creating it takes no memory.
 #[no_mangle]
 pub extern "C" fn rmmStatisticsAdaptorCreate(resource: *mut rmmResource_t, upstream: rmmResource_t) -> rmmError_t {
     create_over("rmmStatisticsAdaptorCreate", resource, upstream, |upstream| Ok(StatisticsAdaptor::new(upstream)))
@@ -160,7 +160,7 @@ pub struct rmmAllocationRecord_t {
 /// backtrace (slow: for debugging). Leaks are reported to the log (stderr) at `rmmFinalize`, at
 /// process exit and when the adaptor is destroyed.
 /// Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `upstream`,
-/// RMM_ERROR_INVALID_ARGUMENT for a NULL `resource`).
+/// RMM_ERROR_INVALID_ARGUMENT when `resource` is NULL).
 #[no_mangle]
 pub extern "C" fn rmmTrackingAdaptorCreate(resource: *mut rmmResource_t, upstream: rmmResource_t, capture_stacks: bool) -> rmmError_t {
     create_over("rmmTrackingAdaptorCreate", resource, upstream, |upstream| Ok(TrackingAdaptor::new(upstream, capture_stacks)))
@@ -260,7 +260,7 @@ pub extern "C" fn rmmAlignedAdaptorCreate(
 /// Creates a prefetch adaptor over `upstream`: each allocation of managed memory is migrated
 /// to the device in the order of its stream before it is handed out (other memory as is).
 /// Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `upstream`,
-/// RMM_ERROR_INVALID_ARGUMENT for a NULL `resource`).
+/// RMM_ERROR_INVALID_ARGUMENT when `resource` is NULL).
 #[no_mangle]
 pub extern "C" fn rmmPrefetchAdaptorCreate(resource: *mut rmmResource_t, upstream: rmmResource_t) -> rmmError_t {
     create_over("rmmPrefetchAdaptorCreate", resource, upstream, |upstream| Ok(PrefetchAdaptor::new(upstream)))

@@ -171,7 +171,7 @@ pub extern "C" fn rmmDeviceBufferCopy(
 /// Writes the buffer's device address to `*data` (NULL for an empty buffer). Valid until the
 /// buffer is resized beyond its capacity, shrunk or destroyed.
 /// Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `buffer`,
-/// RMM_ERROR_INVALID_ARGUMENT for a NULL `data`).
+/// RMM_ERROR_INVALID_ARGUMENT when `data` is NULL).
 #[no_mangle]
 pub extern "C" fn rmmDeviceBufferData(buffer: rmmDeviceBuffer_t, data: *mut *mut c_void) -> rmmError_t {
     boundary("rmmDeviceBufferData", || {
@@ -184,7 +184,7 @@ pub extern "C" fn rmmDeviceBufferData(buffer: rmmDeviceBuffer_t, data: *mut *mut
 /// Writes the buffer's size in bytes to `*size` and, unless `capacity` is NULL, the bytes its
 /// allocation holds to `*capacity`.
 /// Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `buffer`,
-/// RMM_ERROR_INVALID_ARGUMENT for a NULL `size`).
+/// RMM_ERROR_INVALID_ARGUMENT when `size` is NULL).
 #[no_mangle]
 pub extern "C" fn rmmDeviceBufferSize(buffer: rmmDeviceBuffer_t, size: *mut usize, capacity: *mut usize) -> rmmError_t {
     boundary("rmmDeviceBufferSize", || {

@@ -92,7 +92,7 @@ pub extern "C" fn rmmIsInitialized(options: *mut rmmOptions_t) -> bool {
 /// Allocates `size` bytes from the current device's resource for use on any stream, as
 /// `cudaMalloc` does, and writes the address to `*ptr` (NULL for 0 bytes). Give it back with
 /// `rmmCudaFree` (or `rmmFree`). Ready as `rmmAlloc` is (RMM_ERROR_NOT_INITIALIZED unless rmm is
-/// initialized or configured); RMM_ERROR_INVALID_ARGUMENT for a NULL `ptr`; out of memory after
+/// initialized or configured); RMM_ERROR_INVALID_ARGUMENT when `ptr` is NULL; out of memory after
 /// memory that `rmmCudaFree` left waiting for the device came back. The preload library's
 /// `cudaMalloc` and `cuMemAlloc` are this.
 #[no_mangle]

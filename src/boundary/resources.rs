@@ -322,7 +322,7 @@ pub extern "C" fn rmmResourceDeallocate(resource: rmmResource_t, ptr: *mut c_voi
 
 /// Writes the device whose memory `resource` hands out to `*device`.
 /// Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `resource`,
-/// RMM_ERROR_INVALID_ARGUMENT for a NULL `device`).
+/// RMM_ERROR_INVALID_ARGUMENT when `device` is NULL).
 #[no_mangle]
 pub extern "C" fn rmmResourceGetDevice(resource: rmmResource_t, device: *mut c_int) -> rmmError_t {
     boundary("rmmResourceGetDevice", || {
@@ -336,7 +336,7 @@ pub extern "C" fn rmmResourceGetDevice(resource: rmmResource_t, device: *mut c_i
 /// "tracking", "failure_callback", "aligned", "prefetch") to `*name`: a static string, never
 /// to be freed.
 /// Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `resource`,
-/// RMM_ERROR_INVALID_ARGUMENT for a NULL `name`).
+/// RMM_ERROR_INVALID_ARGUMENT when `name` is NULL).
 #[no_mangle]
 pub extern "C" fn rmmResourceGetName(resource: rmmResource_t, name: *mut *const c_char) -> rmmError_t {
     boundary("rmmResourceGetName", || {
