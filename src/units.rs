@@ -29,6 +29,23 @@ pub fn exact(bytes: usize) -> String {
     }
 }
 
+/// Parses sizes such as `8GiB`, `512MiB`, `1GB`, `4096`.
+pub fn parse_size(text: &str) -> Option<usize> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let number: usize = digits.parse().ok()?;
+    let multiplier: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => return None,
+    };
+    number.checked_mul(multiplier)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

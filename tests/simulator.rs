@@ -1,8 +1,9 @@
 //! The simulator's stream-ordering race checker: a block freed on one stream and handed out on
 //! another is a race unless an event wait or a synchronization orders the two.
 
-use rmm::platform::sim::{parse_size, RaceAction, SimDevices};
+use rmm::platform::sim::{RaceAction, SimDevices};
 use rmm::platform::{MemoryKind, Stream};
+use rmm::units::parse_size;
 
 const BLOCK: usize = 4096;
 

@@ -1,14 +1,14 @@
 //! Creating, using and destroying resource handles.
 
 use super::handles::{self, rmmResource_t};
-use super::types::{cudaStream_t, rmmExpandableOptions_t, stream_of, CallbackArgument, RMM_HANDLE_TYPES_ALL};
+use super::types::{cudaStream_t, rmmExpandableOptions_t, stream_of, CallbackArgument};
 use super::{boundary, non_null, optional_str, write_out};
 use crate::error::{rmmError_t, Error, Result};
 use crate::ownership::spec::Spec;
 use crate::ownership::{records, Expected, Holder};
 use crate::platform::{backend, Stream};
 use crate::resources::{
-    expandable_resource, AsyncResource, CallbackResource, DirectResource, ExpandableOptions, MemoryResource, ReleaseFn,
+    expandable_resource, handle_type, AsyncResource, CallbackResource, DirectResource, ExpandableOptions, MemoryResource, ReleaseFn,
 };
 use parking_lot::Mutex;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
@@ -172,7 +172,7 @@ pub extern "C" fn rmmAsyncResourceCreateExportable(
     handle_types: u32,
 ) -> rmmError_t {
     create("rmmAsyncResourceCreateExportable", resource, |device| {
-        if handle_types & !RMM_HANDLE_TYPES_ALL != 0 {
+        if handle_types & !handle_type::ALL != 0 {
             return Err(Error::invalid(format!(
                 "handle types {handle_types:#x}: only RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR (1), _WIN32 (2), _WIN32_KMT (4) and _FABRIC (8) exist"
             )));

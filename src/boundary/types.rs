@@ -116,8 +116,15 @@ pub const RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR: u32 = 1;
 pub const RMM_HANDLE_TYPE_WIN32: u32 = 2;
 pub const RMM_HANDLE_TYPE_WIN32_KMT: u32 = 4;
 pub const RMM_HANDLE_TYPE_FABRIC: u32 = 8;
-pub(crate) const RMM_HANDLE_TYPES_ALL: u32 =
-    RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | RMM_HANDLE_TYPE_WIN32 | RMM_HANDLE_TYPE_WIN32_KMT | RMM_HANDLE_TYPE_FABRIC;
+// cbindgen writes only literal values into rmm.h: the values live in the resource that
+// exports memory (`handle_type`), and these must stay equal to them.
+const _: () = {
+    use crate::resources::handle_type;
+    assert!(RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR == handle_type::POSIX_FILE_DESCRIPTOR);
+    assert!(RMM_HANDLE_TYPE_WIN32 == handle_type::WIN32);
+    assert!(RMM_HANDLE_TYPE_WIN32_KMT == handle_type::WIN32_KMT);
+    assert!(RMM_HANDLE_TYPE_FABRIC == handle_type::FABRIC);
+};
 
 /// Most devices `rmmOptions_t.devices` can list.
 pub const RMM_MAX_DEVICES: usize = 64;

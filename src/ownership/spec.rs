@@ -19,12 +19,12 @@
 //! zero or omitted argument.
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::platform::sim::parse_size;
 use crate::resources::adaptors::{AlignedAdaptor, LimitingAdaptor, LoggingAdaptor, PrefetchAdaptor, StatisticsAdaptor, TrackingAdaptor};
 use crate::resources::{
-    expandable_resource, ArenaResource, AsyncResource, BinningResource, DirectResource, ExpandableOptions, FixedSizeResource,
+    expandable_resource, handle_type, ArenaResource, AsyncResource, BinningResource, DirectResource, ExpandableOptions, FixedSizeResource,
     MemoryResource, PoolResource,
 };
+use crate::units::parse_size;
 use std::fmt;
 use std::sync::Arc;
 
@@ -36,10 +36,10 @@ const UNLIMITED: usize = usize::MAX;
 
 /// The CUDA handle types a cuda_async pool can export (`RMM_HANDLE_TYPE_*`), by spec name.
 const HANDLE_TYPES: [(&str, u32); 4] = [
-    ("posix_file_descriptor", crate::boundary::types::RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
-    ("win32", crate::boundary::types::RMM_HANDLE_TYPE_WIN32),
-    ("win32_kmt", crate::boundary::types::RMM_HANDLE_TYPE_WIN32_KMT),
-    ("fabric", crate::boundary::types::RMM_HANDLE_TYPE_FABRIC),
+    ("posix_file_descriptor", handle_type::POSIX_FILE_DESCRIPTOR),
+    ("win32", handle_type::WIN32),
+    ("win32_kmt", handle_type::WIN32_KMT),
+    ("fabric", handle_type::FABRIC),
 ];
 
 /// One layer of a resource stack.

@@ -123,23 +123,6 @@ thread_local! {
     static PER_THREAD_STREAMS: RefCell<HashMap<(usize, i32), usize>> = RefCell::new(HashMap::new());
 }
 
-/// Parses sizes such as `8GiB`, `512MiB`, `1GB`, `4096`.
-pub fn parse_size(text: &str) -> Option<usize> {
-    let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
-    let (digits, unit) = text.split_at(split);
-    let number: usize = digits.parse().ok()?;
-    let multiplier: usize = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        "t" | "tb" | "tib" => 1 << 40,
-        _ => return None,
-    };
-    number.checked_mul(multiplier)
-}
-
 fn sim_layout(bytes: usize) -> Option<Layout> {
     Layout::from_size_align(bytes, ALIGNMENT).ok()
 }
@@ -149,7 +132,7 @@ impl SimDevices {
     pub fn from_spec(spec: &str) -> Result<Self> {
         let bad = || Error::invalid(format!("RMM_SIM_DEVICES={spec:?}: expected N or N:BYTES, e.g. 2:8GiB (N from 1 to 64)"));
         let (count, capacity) = match spec.split_once(':') {
-            Some((n, bytes)) => (n.trim().parse::<usize>().map_err(|_| bad())?, parse_size(bytes).ok_or_else(bad)?),
+            Some((n, bytes)) => (n.trim().parse::<usize>().map_err(|_| bad())?, crate::units::parse_size(bytes).ok_or_else(bad)?),
             None => (spec.trim().parse::<usize>().map_err(|_| bad())?, DEFAULT_CAPACITY),
         };
         if !(1..=64).contains(&count) || capacity == 0 {

@@ -6,6 +6,17 @@ use super::{require_nonzero, MemoryResource};
 use crate::error::Result;
 use crate::platform::{backend, MemPool, Stream};
 
+/// The kinds of shareable handle the driver pool's memory can be exported as (CUDA's
+/// `CUmemAllocationHandleType` bits), for `AsyncResource::new`'s `handle_types`.
+pub mod handle_type {
+    pub const POSIX_FILE_DESCRIPTOR: u32 = 1;
+    pub const WIN32: u32 = 2;
+    pub const WIN32_KMT: u32 = 4;
+    pub const FABRIC: u32 = 8;
+    /// Every kind: other bits name none.
+    pub const ALL: u32 = POSIX_FILE_DESCRIPTOR | WIN32 | WIN32_KMT | FABRIC;
+}
+
 pub struct AsyncResource {
     device: i32,
     pool: MemPool,

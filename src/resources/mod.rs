@@ -18,7 +18,7 @@ pub mod streams;
 pub use arena::ArenaResource;
 pub use binning::BinningResource;
 pub use callback::{AllocateFn, CallbackResource, DeallocateFn, ReleaseFn};
-pub use cuda_async::AsyncResource;
+pub use cuda_async::{handle_type, AsyncResource};
 pub use direct::DirectResource;
 pub use expandable::{expandable_resource, ExpandableOptions, ExpandableResource};
 pub use fixed_size::FixedSizeResource;
