@@ -1,5 +1,5 @@
-//! Errors of the Rust core. `ffi/` maps each to an `rmmError_t` code and keeps the message for
-//! `rmmGetLastErrorMessage`.
+//! Errors of the Rust core. The C boundary (`boundary/`) maps each to an `rmmError_t` code and
+//! keeps the message for `rmmGetLastErrorMessage`.
 
 use std::fmt;
 

@@ -12,7 +12,9 @@
 //! - `platform`: the CUDA driver or simulated devices, and the few primitives of the hot path
 //!   that need `unsafe`.
 //!
-//! `replay` (with `bin/rmm-replay`) is a tool built on `resources`.
+//! `replay` replays RMM logs against stacks the spec language (`ownership::spec`) builds, and
+//! `report` draws a timeline page from them; `bin/rmm-replay` and the C API
+//! (`rmmTimelineReportWrite`) both use them.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
