@@ -399,8 +399,7 @@ class RmmBackend final : public CUDAAllocator {
                            std::function<bool(cudaStream_t)> filter) override {
     DeviceState &state = device_state(device);
     std::lock_guard<std::mutex> lock(state.mutex);
-    PrivatePool &pool = create_or_incref(state, device, mempool_id, nullptr);
-    (void)pool;
+    create_or_incref(state, device, mempool_id, nullptr);
     state.routes.push_back(Route{mempool_id, std::move(filter)});
     routing_.fetch_add(1);
   }
