@@ -1098,6 +1098,11 @@ _torch_allocator = None
 _TORCH_BACKEND_SOURCE = "rmm_rs_torch.cpp"
 
 
+def _torch_backend_cache() -> str:
+    """Where the backend is built when the module's own folder is not writable."""
+    return os.path.join(os.path.expanduser("~"), ".cache", "rmm_rs")
+
+
 def _torch_backend_name(torch_version: str) -> str:
     return "rmm_rs_torch-%s.so" % "".join(c if c.isalnum() else "_" for c in torch_version)
 
@@ -1140,7 +1145,7 @@ def build_torch_backend(directory: Optional[str] = None, compiler: Optional[str]
     if torch.version.cuda is None:
         raise RuntimeError(f"PyTorch {torch.__version__} is not a CUDA build")
     if directory is None:
-        directory = here if os.access(here, os.W_OK) else os.path.join(os.path.expanduser("~"), ".cache", "rmm_rs")
+        directory = here if os.access(here, os.W_OK) else _torch_backend_cache()
     os.makedirs(directory, exist_ok=True)
     output = os.path.join(directory, _torch_backend_name(torch.__version__))
     torch_root = os.path.dirname(os.path.abspath(torch.__file__))
@@ -1172,8 +1177,7 @@ def _torch_backend_library(torch: Any) -> str:
     module, one built earlier in ``~/.cache/rmm_rs``, or one built now."""
     name = _torch_backend_name(torch.__version__)
     here = os.path.dirname(os.path.abspath(__file__))
-    cache = os.path.join(os.path.expanduser("~"), ".cache", "rmm_rs")
-    for folder in (here, cache):
+    for folder in (here, _torch_backend_cache()):
         path = os.path.join(folder, name)
         if os.path.isfile(path) and os.path.getmtime(path) >= os.path.getmtime(os.path.join(here, _TORCH_BACKEND_SOURCE)):
             return path
