@@ -643,11 +643,10 @@ class RmmBackend final : public CUDAAllocator {
 
   static void free_fn(void *ptr);
 
-  static Shard &shard_of_impl(std::array<Shard, kShards> &shards, void *ptr) {
+  Shard &shard_of(void *ptr) {
     auto bits = reinterpret_cast<uintptr_t>(ptr) >> 8;
-    return shards[(bits ^ (bits >> 7)) % kShards];
+    return shards_[(bits ^ (bits >> 7)) % kShards];
   }
-  Shard &shard_of(void *ptr) { return shard_of_impl(shards_, ptr); }
 
   DeviceState &device_state(c10::DeviceIndex device) {
     if (!initialized_.load()) init(c10::cuda::device_count());
