@@ -12,8 +12,8 @@
 //! - `platform`: the CUDA driver or simulated devices, and the few primitives of the hot path
 //!   that need `unsafe`.
 //!
-//! `replay` replays RMM logs against stacks the spec language (`ownership::spec`) builds, and
-//! `report` draws a timeline page from them; `bin/rmm-replay` and the C API
+//! `replay/` replays RMM logs against stacks the spec language (`ownership::spec`) builds, and
+//! `replay::report` draws a timeline page from them; `bin/rmm-replay` and the C API
 //! (`rmmTimelineReportWrite`) both use them.
 
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -23,7 +23,6 @@ pub mod error;
 pub mod ownership;
 pub mod platform;
 pub mod replay;
-pub mod report;
 pub mod resources;
 pub mod units;
 

@@ -1,4 +1,4 @@
-//! `rmm::report` (`rmm-replay report`) on a simulated device: the figures embedded in the page
+//! `rmm::replay::report` (`rmm-replay report`) on a simulated device: the figures embedded in the page
 //! against the same figures worked out from the log here, and against a stack driven by hand.
 
 mod common;
@@ -6,7 +6,7 @@ mod common;
 use common::{setup_with, Rng};
 use rmm::platform::Stream;
 use rmm::replay::{replay_spec, Options, Spec};
-use rmm::report::{self, CallSites, LogFile, Settings};
+use rmm::replay::report::{self, CallSites, LogFile, Settings};
 use rmm::resources::adaptors::{LoggingAdaptor, TrackingAdaptor};
 use rmm::resources::{DirectResource, MemoryResource, PoolResource};
 use serde_json::Value;

@@ -1,10 +1,10 @@
 //! `rmm-replay`: replays an RMM allocation log against resource stacks and reports time per
 //! operation, peak footprint and fragmentation (see `--help`, and `rmm::replay`);
-//! `rmm-replay report` writes a memory timeline page (see `rmm::report`).
+//! `rmm-replay report` writes a memory timeline page (see `rmm::replay::report`).
 
 use rmm::error::ErrorKind;
 use rmm::replay::{self, Action, Event, FootprintSource, Options, Report, Spec};
-use rmm::report::{self, CallSites, LogFile, Settings};
+use rmm::replay::report::{self, CallSites, LogFile, Settings};
 use rmm::units;
 use serde_json::json;
 use std::io::{IsTerminal, Read, Write};

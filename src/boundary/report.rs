@@ -1,4 +1,4 @@
-//! Memory timeline reports of a live process (see `rmm::report`).
+//! Memory timeline reports of a live process (see `rmm::replay::report`).
 
 use super::handles::{self, rmmResource_t};
 use super::{boundary, optional_str};
@@ -25,6 +25,6 @@ pub extern "C" fn rmmTimelineReportWrite(logged: rmmResource_t, spec: *const c_c
         let html_path = optional_str(html_path, "html_path")?.ok_or_else(|| Error::invalid("html_path is NULL"))?;
         let spec = optional_str(spec, "spec")?;
         let stack = handles::get(logged)?;
-        crate::report::write_live(&*stack, spec, html_path).map(|_| ())
+        crate::replay::report::write_live(&*stack, spec, html_path).map(|_| ())
     })
 }

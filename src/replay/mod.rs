@@ -18,6 +18,8 @@
 //! streams to streams it creates, and measures time per operation, the peak footprint and
 //! fragmentation; [`replay_spec`] does so `repeat` times, each against a fresh stack.
 
+pub mod report;
+
 use crate::platform::{backend, Stream};
 use crate::resources::MemoryResource;
 use serde_json::{json, Value};
