@@ -1,7 +1,8 @@
 """The PEP 517 build backend of the rmm_rs package (pyproject.toml names it).
 
-The package is one pure-Python module, so the backend writes the wheel itself: pip then needs
-no build dependency, and installs it with no network (GPU machines often have none).
+The package is pure Python (``rmm_rs.py`` and ``rmm_rs_dask.py``, which is ``rmm_rs.dask``), so
+the backend writes the wheel itself: pip then needs no build dependency, and installs it with
+no network (GPU machines often have none).
 
 With the config setting ``bundle-library=PATH`` (``pip install -C bundle-library=PATH``), or
 ``$RMM_RS_BUNDLE_LIBRARY``, the wheel also ships that ``librmm.so`` beside the module, where
@@ -24,6 +25,8 @@ import zipfile
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _MODULE = "rmm_rs.py"
+# rmm_rs.dask: a module of its own beside rmm_rs.py (rmm_rs imports it on first access).
+_DASK_MODULE = "rmm_rs_dask.py"
 _TORCH_SOURCE = "rmm_rs_torch.cpp"
 
 
@@ -114,7 +117,7 @@ def _write_wheel(wheel_directory, config_settings, editable):
     if editable:  # a .pth that puts this folder on sys.path
         files.append(("%s.pth" % distribution, (_HERE + "\n").encode()))
     else:
-        for name in (_MODULE, _TORCH_SOURCE):
+        for name in (_MODULE, _DASK_MODULE, _TORCH_SOURCE):
             with open(os.path.join(_HERE, name), "rb") as f:
                 files.append((name, f.read()))
     if backend:
@@ -151,7 +154,7 @@ def build_sdist(sdist_directory, config_settings=None):
     project, _, stem = _names()
     name = stem + ".tar.gz"
     with tarfile.open(os.path.join(sdist_directory, name), "w:gz") as sdist:
-        for file in ("pyproject.toml", os.path.basename(__file__), _MODULE, _TORCH_SOURCE):
+        for file in ("pyproject.toml", os.path.basename(__file__), _MODULE, _DASK_MODULE, _TORCH_SOURCE):
             sdist.add(os.path.join(_HERE, file), arcname="%s/%s" % (stem, file))
         info = tarfile.TarInfo("%s/PKG-INFO" % stem)
         data = _metadata(project)

@@ -1463,7 +1463,16 @@ def use_for_numba():
 
 
 def __getattr__(name: str):
-    # PEP 562: RMMNumbaManager and `_numba_memory_manager` (what NUMBA_CUDA_MEMORY_MANAGER=rmm_rs
+    # PEP 562: `rmm_rs.dask` (and `from rmm_rs import dask`) is the sibling module rmm_rs_dask,
+    # imported on first access so that `import rmm_rs` never imports Dask; this module is one
+    # file, not a package, so the submodule lives beside it (docs/src/distributed.md).
+    if name == "dask":
+        try:
+            import rmm_rs_dask
+        except ImportError as error:
+            raise AttributeError(f"rmm_rs.dask needs Dask's distributed: {error}") from error
+        return rmm_rs_dask
+    # RMMNumbaManager and `_numba_memory_manager` (what NUMBA_CUDA_MEMORY_MANAGER=rmm_rs
     # looks up) are made on first access, importing Numba then.
     if name in ("RMMNumbaManager", "_numba_memory_manager"):
         try:

@@ -1041,6 +1041,104 @@ class NumbaTest(unittest.TestCase):
         self.assertIn("values 499500 allocations True", out)
 
 
+HAVE_DISTRIBUTED = have("distributed")
+
+
+class DaskAttributeTest(unittest.TestCase):
+    def test_dask_is_the_sibling_module_imported_on_first_access(self):
+        out = run_child("""
+            import sys
+            import rmm_rs
+            print("imported before", "rmm_rs_dask" in sys.modules, "distributed" in sys.modules)
+            try:
+                from rmm_rs import dask
+            except ImportError as error:  # distributed missing: the reason is in the message
+                print("missing", "distributed" in str(error.__cause__ or error))
+            else:
+                print("same", dask is sys.modules["rmm_rs_dask"], rmm_rs.dask.RmmRsPlugin.__module__)
+        """)
+        self.assertIn("imported before False False", out)
+        if HAVE_DISTRIBUTED:
+            self.assertIn("same True rmm_rs_dask", out)
+        else:
+            self.assertIn("missing True", out)
+
+    def test_wheel_ships_the_dask_module(self):
+        spec = importlib.util.spec_from_file_location("build_rmm_rs_for_dask", os.path.join(HERE, "build_rmm_rs.py"))
+        backend = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(backend)
+        with tempfile.TemporaryDirectory() as folder:
+            with zipfile.ZipFile(os.path.join(folder, backend.build_wheel(folder))) as wheel:
+                shipped = wheel.read("rmm_rs_dask.py").decode()
+        with open(os.path.join(HERE, "rmm_rs_dask.py"), encoding="utf-8") as f:
+            self.assertEqual(shipped, f.read())
+
+
+@unittest.skipUnless(HAVE_DISTRIBUTED, "dask's distributed is not installed (pip install dask distributed): "
+                     "the Dask plugin's cluster test is skipped")
+@unittest.skipIf(ON_GPU, "on a GPU the plugin is tested by bench/frameworks/dask_cupy.py (scripts/gpu-distributed.sh)")
+class DaskPluginTest(unittest.TestCase):
+    def test_arguments(self):
+        from rmm_rs import dask
+
+        with self.assertRaises(ValueError):
+            dask.RmmRsPlugin("statistics/pool", initial_pool_size="1GiB")  # a spec or sizes
+        with self.assertRaises(ValueError):
+            dask.RmmRsPlugin(device="first")
+        with self.assertRaises(ValueError):
+            dask.RmmRsPlugin(resource="slab")
+        self.assertEqual(dask.RmmRsPlugin(initial_pool_size="1GiB").resource, "pool")
+
+    def test_one_worker_per_simulated_device(self):
+        # A LocalCluster of two worker processes over two simulated devices: the plugin gives
+        # worker N device N (narrowing each process to it), builds the spec there, and tasks
+        # pinned to each worker allocate from that stack; registering the plugin again
+        # replaces the stack on the running workers.
+        out = run_child("""
+            import ctypes, os
+            os.environ["RMM_SIM_DEVICES"] = "2:256MiB"
+            import rmm_rs
+            from distributed import Client, LocalCluster
+
+            def fill_and_sum(n, value):
+                ptr = rmm_rs.alloc(n)
+                try:
+                    ctypes.memset(ptr, value, n)  # simulated device memory is host memory
+                    return sum(ctypes.string_at(ptr, n)), rmm_rs.get_device()
+                finally:
+                    rmm_rs.free(ptr)
+
+            if __name__ == "__main__":
+                with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, Client(cluster) as client:
+                    client.register_plugin(rmm_rs.dask.RmmRsPlugin(
+                        "statistics/pool:initial=32MiB,maximum=128MiB", device="name"))
+                    info = client.run(rmm_rs.dask.describe)
+                    for address, worker in sorted(info.items(), key=lambda item: item[1]["worker"]):
+                        print("worker", worker["worker"], "index", worker["index"], worker["visible"],
+                              "count", worker["device_count"], "stack", worker["stack"])
+                        futures = [client.submit(fill_and_sum, 1000 * (i + 1), 3, workers=[address], pure=False)
+                                   for i in range(4)]
+                        print("sums", client.gather(futures))
+                    for worker in sorted(client.run(rmm_rs.dask.describe).values(), key=lambda w: w["worker"]):
+                        print("counted", worker["worker"], worker["statistics"])
+                    client.register_plugin(rmm_rs.dask.RmmRsPlugin(
+                        resource="pool", initial_pool_size="16MiB", device="name"))
+                    for worker in sorted(client.run(rmm_rs.dask.describe).values(), key=lambda w: w["worker"]):
+                        print("again", worker["worker"], worker["index"], worker["stack"], worker["statistics"])
+        """, timeout=180)
+        for index in (0, 1):
+            self.assertIn(f"worker {index} index {index} RMM_SIM_DEVICES=1:256MiB (simulated device {index} of 2) "
+                          "count 1 stack statistics/pool/cuda", out)
+            # A fresh statistics adaptor counts from zero: the replaced stack is in use.
+            self.assertIn(f"again {index} {index} statistics/pool/cuda "
+                          "{'current_bytes': 0, 'peak_bytes': 0, 'total_count': 0}", out)
+        self.assertEqual(out.count("sums [(3000, 0), (6000, 0), (9000, 0), (12000, 0)]"), 2, out)
+        # Each worker's four tasks went through its stack: 4 allocations, the largest its peak.
+        for index in (0, 1):
+            self.assertIn(f"counted {index} {{'current_bytes': 0, 'peak_bytes': 4000, 'total_count': 4}}", out)
+
+
 def tearDownModule():
     if rmm_rs.is_simulated():
         assert rmm_rs.sim_race_count() == 0, f"{rmm_rs.sim_race_count()} stream-ordering races"
