@@ -12,6 +12,10 @@
 //! - `platform`: the CUDA driver or simulated devices, and the few primitives of the hot path
 //!   that need `unsafe`.
 //!
+//! `error` (the error type and its codes), `units` (sizes as people read them) and
+//! `log_format` (RMM's log CSV: the logging adaptor writes it, `replay` reads it) are leaves
+//! beside the layers: they use no layer, and every layer may use them.
+//!
 //! `replay/` replays RMM logs against stacks the spec language (`ownership::spec`) builds, and
 //! `replay::report` draws a timeline page from them; `bin/rmm-replay` and the C API
 //! (`rmmTimelineReportWrite`) both use them.
@@ -20,6 +24,7 @@
 
 pub mod boundary;
 pub mod error;
+pub mod log_format;
 pub mod ownership;
 pub mod platform;
 pub mod replay;

@@ -6,6 +6,7 @@
 mod common;
 
 use common::{races, setup_with, Rng};
+use rmm::log_format::{Lines, TimeOfDay, COLUMNS};
 use rmm::platform::{backend, Stream};
 use rmm::replay::{
     parse_log, replay, replay_spec, replayed_sequence, Action, Event, FootprintSource, Fragmentation, Options, Performed, Spec,
@@ -44,12 +45,38 @@ fn parses_our_format() {
                4031547,14:03:07.123470,free,0x7f3a40000000,1024,0\n\
                4031548,14:03:07.123480,allocate failure,(nil),99999999999,0x55d0c2a3b4c0\n";
     let events = parse_log(log).unwrap();
+    let time = |text: &str| Some(TimeOfDay::parse(text).unwrap());
+    assert_eq!(time("14:03:07.123456").unwrap().micros(), ((14 * 60 + 3) * 60 + 7) * 1_000_000 + 123_456);
     assert_eq!(
         events,
         vec![
-            Event { line: 2, thread: 4031547, action: Action::Allocate, pointer: 0x7f3a40000000, size: 1024, stream: 0 },
-            Event { line: 3, thread: 4031547, action: Action::Free, pointer: 0x7f3a40000000, size: 1024, stream: 0 },
-            Event { line: 4, thread: 4031548, action: Action::AllocateFailure, pointer: 0, size: 99999999999, stream: 0x55d0c2a3b4c0 },
+            Event {
+                line: 2,
+                thread: 4031547,
+                time: time("14:03:07.123456"),
+                action: Action::Allocate,
+                pointer: 0x7f3a40000000,
+                size: 1024,
+                stream: 0
+            },
+            Event {
+                line: 3,
+                thread: 4031547,
+                time: time("14:03:07.123470"),
+                action: Action::Free,
+                pointer: 0x7f3a40000000,
+                size: 1024,
+                stream: 0
+            },
+            Event {
+                line: 4,
+                thread: 4031548,
+                time: time("14:03:07.123480"),
+                action: Action::AllocateFailure,
+                pointer: 0,
+                size: 99999999999,
+                stream: 0x55d0c2a3b4c0
+            },
         ]
     );
     assert_eq!(parse_log("Thread,Time,Action,Pointer,Size,Stream\n").unwrap(), vec![], "a header alone");
@@ -61,6 +88,7 @@ fn parses_rapids_variants() {
     // blank lines, times in another format or missing.
     let events = parse_log(REORDERED).unwrap();
     let summary: Vec<_> = events.iter().map(|e| (e.line, e.thread, e.action, e.pointer, e.size, e.stream)).collect();
+    assert!(events.iter().all(|e| e.time.is_none()), "times that are no time of day are left out, not refused");
     assert_eq!(
         summary,
         vec![
@@ -543,6 +571,18 @@ fn a_log_written_by_the_logging_adaptor_replays_to_the_same_sequence() {
     let _ = std::fs::remove_file(&path);
     let events = parse_log(&text).unwrap();
     assert!(events.iter().all(|e| e.thread == events[0].thread && e.thread != 0));
+    // Every line reads back as it was written: written again from its event, the log is the
+    // same bytes, times of day included.
+    let mut rewritten = format!("{COLUMNS}\n").into_bytes();
+    let mut lines = Lines::new(1 << 12);
+    for e in &events {
+        if !lines.has_room_for_a_line() {
+            lines.write_out(&mut rewritten, &mut None);
+        }
+        lines.push(e.thread, e.time.expect("the adaptor writes a time of day"), e.action, e.pointer, e.size, e.stream);
+    }
+    lines.write_out(&mut rewritten, &mut None);
+    assert_eq!(String::from_utf8(rewritten).unwrap(), text);
     for stack in ["pool", "cuda", "statistics/arena"] {
         let got = sequence(&events, stack);
         assert_eq!(&got[..want.len()], &want[..], "{stack}");

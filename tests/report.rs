@@ -5,8 +5,8 @@ mod common;
 
 use common::{setup_with, Rng};
 use rmm::platform::Stream;
-use rmm::replay::{replay_spec, Options, Spec};
 use rmm::replay::report::{self, CallSites, LogFile, Settings};
+use rmm::replay::{replay_spec, Options, Spec};
 use rmm::resources::adaptors::{LoggingAdaptor, TrackingAdaptor};
 use rmm::resources::{DirectResource, MemoryResource, PoolResource};
 use serde_json::Value;
@@ -108,7 +108,7 @@ fn embedded(html: &str) -> Value {
 }
 
 fn page(logs: &[(&str, String)], spec: &str, call_sites: Option<&CallSites>) -> (String, Value) {
-    let logs: Vec<LogFile> = logs.iter().map(|(name, text)| LogFile::parse(name, text.clone()).unwrap()).collect();
+    let logs: Vec<LogFile> = logs.iter().map(|(name, text)| LogFile::parse(name, text).unwrap()).collect();
     let spec = Spec::parse(spec).unwrap();
     let options = Options::default();
     let timeline = report::build(&logs, &settings(&spec, &options, call_sites), &mut |_, _| {}).unwrap();

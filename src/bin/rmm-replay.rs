@@ -3,8 +3,8 @@
 //! `rmm-replay report` writes a memory timeline page (see `rmm::replay::report`).
 
 use rmm::error::ErrorKind;
-use rmm::replay::{self, Action, Event, FootprintSource, Options, Report, Spec};
 use rmm::replay::report::{self, CallSites, LogFile, Settings};
+use rmm::replay::{self, Action, Event, FootprintSource, Options, Report, Spec};
 use rmm::units;
 use serde_json::json;
 use std::io::{IsTerminal, Read, Write};
@@ -357,7 +357,7 @@ fn main_report(args: impl Iterator<Item = String>) -> ExitCode {
     };
     let mut logs = Vec::new();
     for name in &args.logs {
-        match read_log(name).map_err(|e| format!("{name}: {e}")).and_then(|text| LogFile::parse(name, text)) {
+        match read_log(name).map_err(|e| format!("{name}: {e}")).and_then(|text| LogFile::parse(name, &text)) {
             Ok(log) => logs.push(log),
             Err(e) => {
                 eprintln!("rmm-replay: {e}");

@@ -1,20 +1,11 @@
 //! Replays RMM allocation logs against a resource stack: the library half of `rmm-replay`
-//! (`src/bin/rmm-replay.rs`).
+//! (`src/bin/rmm-replay.rs`); [`report`] draws a memory timeline page from a replay.
 //!
 //! The log is the CSV of RAPIDS RMM's `logging_resource_adaptor`, which our logging adaptor
-//! writes too:
-//!
-//! ```text
-//! Thread,Time,Action,Pointer,Size,Stream
-//! 4031547,14:03:07.123456,allocate,0x7f3a40000000,1024,0
-//! 4031547,14:03:07.123470,free,0x7f3a40000000,1024,0
-//! 4031547,14:03:07.123480,allocate failure,(nil),99999999999,0x55d0c2a3b4c0
-//! ```
-//!
-//! [`parse_log`] reads it into [`Event`]s (columns found by name, in any order; the time is
-//! ignored: file order is event order). [`Spec`] describes a resource stack such as
-//! `statistics/pool:initial=1GiB/cuda`. [`replay`] performs the events in file order on the
-//! calling thread against a resource, mapping logged pointers to the new ones and logged
+//! writes too (the format: `crate::log_format`). [`parse_log`] reads it into [`Event`]s; the
+//! replay ignores their times: file order is event order. [`Spec`] describes a resource stack
+//! such as `statistics/pool:initial=1GiB/cuda`. [`replay`] performs the events in file order on
+//! the calling thread against a resource, mapping logged pointers to the new ones and logged
 //! streams to streams it creates, and measures time per operation, the peak footprint and
 //! fragmentation; [`replay_spec`] does so `repeat` times, each against a fresh stack.
 
@@ -24,191 +15,13 @@ use crate::platform::{backend, Stream};
 use crate::resources::MemoryResource;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
-use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 // ---------------------------------------------------------------------------------------------
-// The log
+// The log: its reader and its events are `log_format`'s, and the replay's input.
 
-/// What a log line records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Action {
-    Allocate,
-    Free,
-    /// An allocation the logged program saw fail (its pointer is `(nil)`).
-    AllocateFailure,
-}
-
-impl Action {
-    /// The word the log uses.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Action::Allocate => "allocate",
-            Action::Free => "free",
-            Action::AllocateFailure => "allocate failure",
-        }
-    }
-}
-
-impl fmt::Display for Action {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// One line of a log.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Event {
-    /// The line number in the file (1-based, counting the header and blank lines).
-    pub line: usize,
-    /// The OS thread id (0 when the log has no Thread column).
-    pub thread: u64,
-    pub action: Action,
-    /// The logged address; 0 for `(nil)`.
-    pub pointer: usize,
-    pub size: usize,
-    /// The logged stream handle; 0 for the default stream (and when there is no Stream column).
-    pub stream: usize,
-}
-
-/// The columns RMM writes, in the order it writes them.
-pub const LOG_COLUMNS: &str = "Thread,Time,Action,Pointer,Size,Stream";
-
-/// Where each column is in the lines of one log.
-struct Columns {
-    thread: Option<usize>,
-    action: usize,
-    pointer: usize,
-    size: usize,
-    stream: Option<usize>,
-    /// The fields a line needs: one past the last column used.
-    needed: usize,
-}
-
-impl Columns {
-    const STANDARD: Columns = Columns { thread: Some(0), action: 2, pointer: 3, size: 4, stream: Some(5), needed: 6 };
-
-    /// The columns a header line names; None when the line is no header (has no Action field).
-    fn from_header(fields: &[&str]) -> Option<Result<Columns, String>> {
-        let find = |name: &str| fields.iter().position(|f| f.trim().eq_ignore_ascii_case(name));
-        let action = find("action")?;
-        let require = |name: &str| find(name).ok_or_else(|| format!("the header has no {name} column (RMM writes {LOG_COLUMNS})"));
-        let columns = (|| {
-            let (pointer, size) = (require("Pointer")?, require("Size")?);
-            let (thread, stream) = (find("thread"), find("stream"));
-            let needed = [Some(action), Some(pointer), Some(size), thread, stream].into_iter().flatten().max().unwrap_or(0) + 1;
-            Ok(Columns { thread, action, pointer, size, stream, needed })
-        })();
-        Some(columns)
-    }
-
-    fn event(&self, line: usize, fields: &[&str]) -> Result<Event, String> {
-        if fields.len() < self.needed {
-            return Err(format!("{} fields where the header needs at least {}", fields.len(), self.needed));
-        }
-        Ok(Event {
-            line,
-            thread: self.thread.map_or(0, |at| parse_thread(fields[at])),
-            action: parse_action(fields[self.action])?,
-            pointer: parse_pointer(fields[self.pointer])?,
-            size: parse_bytes_field(fields[self.size])?,
-            stream: match self.stream {
-                Some(at) => parse_stream(fields[at])?,
-                None => 0,
-            },
-        })
-    }
-}
-
-/// A decimal number, or a hexadecimal one with a `0x` prefix.
-fn parse_number(text: &str) -> Option<u64> {
-    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-        Some(hex) if !hex.is_empty() => u64::from_str_radix(hex, 16).ok(),
-        Some(_) => None,
-        None => text.parse().ok(),
-    }
-}
-
-fn parse_action(text: &str) -> Result<Action, String> {
-    let words: Vec<String> = text.split_whitespace().map(str::to_ascii_lowercase).collect();
-    match words.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
-        ["allocate"] => Ok(Action::Allocate),
-        ["free"] | ["deallocate"] => Ok(Action::Free),
-        ["allocate", "failure"] | ["allocate_failure"] => Ok(Action::AllocateFailure),
-        _ => Err(format!("unknown action {:?} (expected allocate, free or allocate failure)", text.trim())),
-    }
-}
-
-fn parse_pointer(text: &str) -> Result<usize, String> {
-    let text = text.trim();
-    if ["(nil)", "nil", "null", "nullptr", "0"].iter().any(|null| text.eq_ignore_ascii_case(null)) {
-        return Ok(0);
-    }
-    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-        Some(hex) => usize::from_str_radix(hex, 16).ok(),
-        None => None,
-    }
-    .ok_or_else(|| format!("pointer {text:?} is neither 0x-prefixed hexadecimal nor (nil)"))
-}
-
-fn parse_bytes_field(text: &str) -> Result<usize, String> {
-    let text = text.trim();
-    text.parse().map_err(|_| format!("size {text:?} is not a decimal number of bytes"))
-}
-
-fn parse_stream(text: &str) -> Result<usize, String> {
-    let text = text.trim();
-    if text.eq_ignore_ascii_case("(nil)") {
-        return Ok(0);
-    }
-    parse_number(text)
-        .and_then(|n| usize::try_from(n).ok())
-        .ok_or_else(|| format!("stream {text:?} is neither 0, 0x-prefixed hexadecimal nor decimal"))
-}
-
-/// Threads are only told apart, so a thread id in an unexpected format is kept as a hash.
-fn parse_thread(text: &str) -> u64 {
-    let text = text.trim();
-    parse_number(text).unwrap_or_else(|| {
-        use std::hash::{Hash, Hasher};
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        text.hash(&mut hasher);
-        hasher.finish()
-    })
-}
-
-/// Reads a log. The first non-blank line is the header (columns are found by name, in any
-/// order, extra columns ignored; Action, Pointer and Size are required, Thread and Stream
-/// optional); a log without a header must have RMM's six columns in RMM's order. Blank lines
-/// are skipped. Errors name the line and what is wrong with it.
-pub fn parse_log(text: &str) -> Result<Vec<Event>, String> {
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .map(|(at, line)| (at + 1, line.trim_start_matches('\u{feff}').trim()))
-        .filter(|(_, line)| !line.is_empty());
-    let Some((first_number, first)) = lines.next() else {
-        return Err(format!("the log is empty (expected the header {LOG_COLUMNS})"));
-    };
-    let first_fields: Vec<&str> = first.split(',').collect();
-    let mut events = Vec::new();
-    let columns = match Columns::from_header(&first_fields) {
-        Some(columns) => columns.map_err(|e| format!("line {first_number}: {e}"))?,
-        None => {
-            let event = Columns::STANDARD
-                .event(first_number, &first_fields)
-                .map_err(|e| format!("line {first_number}: no header ({LOG_COLUMNS}) and not an event either: {e}"))?;
-            events.push(event);
-            Columns::STANDARD
-        }
-    };
-    for (number, line) in lines {
-        let fields: Vec<&str> = line.split(',').collect();
-        events.push(columns.event(number, &fields).map_err(|e| format!("line {number}: {e}"))?);
-    }
-    Ok(events)
-}
+pub use crate::log_format::{parse_log, Action, Event};
 
 // ---------------------------------------------------------------------------------------------
 // Resource stacks: the stack-spec language of `RMM_ALLOC_CONF`, in `ownership::spec`.
@@ -230,14 +43,21 @@ fn build(spec: &Spec, device: i32) -> Result<Arc<dyn MemoryResource>, String> {
 /// events included) and whether the call succeeded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Performed {
+    /// The log line replayed.
     pub line: usize,
+    /// That line's action.
     pub action: Action,
+    /// Bytes asked for or freed.
     pub size: usize,
+    /// 0: the default stream; i: the i-th stream the replay created.
     pub stream: usize,
+    /// Which allocation, numbered in the order the replay attempted them.
     pub allocation: usize,
+    /// Whether the call succeeded.
     pub ok: bool,
 }
 
+/// How to replay (the default: every event, no sequence kept).
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     /// Keep the sequence of calls made, in [`Report::sequence`].
@@ -253,8 +73,11 @@ pub struct Options {
 /// 1 - largest free block / free bytes (0: all free memory is one block).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Fragmentation {
+    /// Free bytes held by the pool-like levels together.
     pub free_bytes: usize,
+    /// The largest free block among them.
     pub largest_free_block: usize,
+    /// 1 - largest free block / free bytes.
     pub fragmentation: f64,
 }
 
@@ -310,7 +133,9 @@ pub enum FootprintSource {
 /// The best and the median of the repetitions.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Stat {
+    /// The lowest.
     pub best: f64,
+    /// The median (of an even count, the mean of the middle two).
     pub median: f64,
 }
 
@@ -334,6 +159,7 @@ impl Stat {
 /// not counted), and the cost of reading the clock is subtracted.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Timing {
+    /// Repetitions the statistics are over.
     pub repeats: usize,
     /// Mean ns per successful allocation.
     pub alloc_ns: Stat,
@@ -347,11 +173,15 @@ pub struct Timing {
     pub timer_overhead_ns: f64,
 }
 
+/// What a replay found: counts of what it did and skipped, the footprint and fragmentation of
+/// the stack, and the times of its calls (see `docs/src/replay.md` for how to read them).
 #[derive(Debug, Clone)]
 pub struct Report {
     /// The spec replayed against, or the resource's name.
     pub resource: String,
+    /// The device replayed on.
     pub device: i32,
+    /// Whether that device is simulated (`RMM_SIM_DEVICES`).
     pub simulated: bool,
     /// Events in the log.
     pub events: usize,
@@ -389,10 +219,13 @@ pub struct Report {
     pub peak_live_bytes: usize,
     /// The most bytes the stack held at once, sampled after every allocation.
     pub peak_footprint_bytes: usize,
+    /// What the footprint is measured from.
     pub footprint_source: FootprintSource,
-    /// At the log's peak of live bytes and at the end (before freeing what the log never frees).
+    /// At the log's peak of live bytes (None: the stack has no pool-like level).
     pub fragmentation_at_peak: Option<Fragmentation>,
+    /// At the end, before freeing what the log never frees.
     pub fragmentation_at_end: Option<Fragmentation>,
+    /// The times of the calls, over the repetitions.
     pub timing: Timing,
     /// The calls made, when [`Options::record_sequence`] asked for them (first repetition).
     pub sequence: Option<Vec<Performed>>,
@@ -404,6 +237,7 @@ impl Report {
         (self.peak_live_bytes > 0).then(|| self.peak_footprint_bytes as f64 / self.peak_live_bytes as f64)
     }
 
+    /// The report as `rmm-replay --json` prints it for one stack.
     pub fn to_json(&self) -> Value {
         let t = &self.timing;
         json!({
@@ -605,10 +439,15 @@ struct Pass {
 /// here is not made; an `allocate failure` event that succeeds here is freed at once), the
 /// bytes live after it, how far the replay is, and the stack.
 pub struct Sample<'a> {
+    /// The log line replayed.
     pub line: usize,
+    /// That line's action.
     pub action: Action,
+    /// Bytes asked for or freed.
     pub size: usize,
+    /// The stream, as in [`Performed`].
     pub stream: usize,
+    /// Whether the call was made and succeeded.
     pub ok: bool,
     /// Bytes live after the step (requested sizes of the allocations that succeeded here).
     pub live_bytes: usize,
@@ -616,9 +455,11 @@ pub struct Sample<'a> {
     pub at_log_peak: bool,
     /// Steps done, this one included, of `steps` per repetition.
     pub done: usize,
+    /// Steps per repetition.
     pub steps: usize,
     /// Which repetition of [`replay_spec_observed`] this is, from 0.
     pub repetition: usize,
+    /// The stack replayed against (for its snapshot).
     pub resource: &'a Arc<dyn MemoryResource>,
     footprint: &'a dyn Fn() -> Result<usize, String>,
 }

@@ -1,7 +1,7 @@
 //! Memory timeline reports: one self-contained HTML page (`rmm-replay report`,
 //! `rmmTimelineReportWrite`) that shows what a logged program held over time.
 //!
-//! A log (the CSV of a logging adaptor, see [`crate::replay`]) records allocations and frees,
+//! A log (the CSV of a logging adaptor, see `crate::log_format`) records allocations and frees,
 //! not what the resource reserved from the device to serve them. [`build`] therefore replays
 //! each log against a fresh stack (a [`Spec`]) on the current device, following the stack
 //! after every call: bytes live, bytes the stack holds (its footprint), and at the log's peak
@@ -10,6 +10,7 @@
 //! script on canvases, with no network use. Long logs are downsampled to a fixed number of
 //! time buckets that keep each bucket's minimum and maximum, so peaks survive.
 
+use crate::log_format::TimeOfDay;
 use crate::replay::{self, Action, Event, Options, Sample, Spec};
 use crate::units;
 use serde_json::{json, Value};
@@ -18,7 +19,8 @@ use std::collections::HashMap;
 /// The stack a report replays against unless told otherwise: `rmm-replay`'s first default.
 const DEFAULT_SPEC: &str = "pool";
 
-/// The page: its script and style inline, `/*REPORT-DATA*/` replaced by the figures.
+/// The page (`report/template.html`): its script and style inline, `/*REPORT-DATA*/` replaced
+/// by the figures.
 const TEMPLATE: &str = include_str!("report/template.html");
 const DATA_PLACEHOLDER: &str = "/*REPORT-DATA*/";
 
@@ -37,15 +39,14 @@ const MAP_BLOCKS: usize = 20_000;
 pub struct LogFile {
     /// How the page names it (its path).
     name: String,
-    text: String,
     events: Vec<Event>,
 }
 
 impl LogFile {
     /// Reads the events of `text` ([`replay::parse_log`]); errors name `name` and the line.
-    pub fn parse(name: &str, text: String) -> Result<LogFile, String> {
-        let events = replay::parse_log(&text).map_err(|e| format!("{name}: {e}"))?;
-        Ok(LogFile { name: name.to_string(), text, events })
+    pub fn parse(name: &str, text: &str) -> Result<LogFile, String> {
+        let events = replay::parse_log(text).map_err(|e| format!("{name}: {e}"))?;
+        Ok(LogFile { name: name.to_string(), events })
     }
 
     /// The most bytes the log's program held at once (its allocations less its frees).
@@ -132,6 +133,7 @@ pub struct Settings<'a> {
     pub spec: &'a Spec,
     /// `allocate failure` events: replayed (the default, as `rmm-replay` does) or left out.
     pub options: &'a Options,
+    /// Where the largest allocations at the peak were made, when known.
     pub call_sites: Option<&'a CallSites>,
 }
 
@@ -162,7 +164,7 @@ pub fn write_live(stack: &dyn crate::resources::MemoryResource, spec: Option<&st
     let path = logging_path(&snapshot)
         .ok_or_else(|| Error::invalid(format!("the {} stack has no logging adaptor, so there is no log to report on", stack.name())))?;
     let text = std::fs::read_to_string(path).map_err(|e| Error::Io(format!("cannot read the log {path}: {e}")))?;
-    let log = LogFile::parse(path, text).map_err(Error::invalid)?;
+    let log = LogFile::parse(path, &text).map_err(Error::invalid)?;
     let call_sites = CallSites::from_snapshot(&snapshot).ok();
     let settings = Settings { spec: &spec, options: &Options::default(), call_sites: call_sites.as_ref() };
     let timeline =
@@ -221,7 +223,7 @@ pub fn write(logs: &[LogFile], settings: &Settings<'_>, html: &str, progress: &m
 /// The figures of one log.
 fn device_timeline(index: usize, log: &LogFile, settings: &Settings<'_>, progress: &mut dyn FnMut(usize)) -> Result<Value, String> {
     let events = &log.events[..];
-    let times = EventTimes::read(&log.text, events);
+    let times = EventTimes::read(events);
     let event_of_line = {
         let mut map = vec![u32::MAX; events.last().map_or(0, |e| e.line + 1)];
         for (at, event) in events.iter().enumerate() {
@@ -323,7 +325,7 @@ fn device_timeline(index: usize, log: &LogFile, settings: &Settings<'_>, progres
         "allocate_failure": events.iter().filter(|e| e.action == Action::AllocateFailure).count(),
         "threads": report.threads,
         "time_unit": if times.seconds.is_some() { "s" } else { "event" },
-        "start_time_of_day": times.first_text,
+        "start_time_of_day": times.first.map(|time| time.to_string()),
         "failed_here": failed_here,
         "skipped": report.skipped_unknown_frees + report.skipped_null,
         "footprint_source": match report.footprint_source {
@@ -502,42 +504,36 @@ fn stream_series(streams: Vec<StreamSeries>) -> Value {
 }
 
 /// Event times from the log's Time column: seconds since the first event (RMM writes the
-/// local time of day, `HH:MM:SS.ffffff`; a day boundary is crossed forwards). Without a
-/// usable Time column, the event's place in the log stands for its time.
+/// local time of day; a day boundary is crossed forwards). Without a time of day on every
+/// event, the event's place in the log stands for its time.
 struct EventTimes {
     seconds: Option<Vec<f64>>,
-    first_text: Option<String>,
+    first: Option<TimeOfDay>,
 }
 
 impl EventTimes {
-    fn read(text: &str, events: &[Event]) -> EventTimes {
-        let none = EventTimes { seconds: None, first_text: None };
-        let lines: Vec<&str> = text.lines().collect();
-        let Some(header) = lines.iter().map(|l| l.trim_start_matches('\u{feff}').trim()).find(|l| !l.is_empty()) else {
-            return none;
+    fn read(events: &[Event]) -> EventTimes {
+        const DAY: u64 = 86_400_000_000;
+        let Some(times) = events.iter().map(|event| event.time).collect::<Option<Vec<TimeOfDay>>>() else {
+            return EventTimes { seconds: None, first: None };
         };
-        let fields: Vec<&str> = header.split(',').map(str::trim).collect();
-        let has_header = fields.iter().any(|f| f.eq_ignore_ascii_case("action"));
-        let column = match has_header {
-            true => fields.iter().position(|f| f.eq_ignore_ascii_case("time")),
-            false => Some(1), // RMM's column order
-        };
-        let Some(column) = column else { return none };
-        let (mut seconds, mut day, mut previous) = (Vec::with_capacity(events.len()), 0.0, None::<f64>);
-        let mut first_text = None;
-        for event in events {
-            let field = lines.get(event.line - 1).and_then(|line| line.split(',').nth(column)).map(str::trim);
-            let Some(of_day) = field.and_then(time_of_day) else { return none };
-            first_text.get_or_insert_with(|| field.unwrap_or_default().to_string());
-            if previous.is_some_and(|p| of_day + 43_200.0 < p) {
-                day += 86_400.0;
-            }
-            previous = Some(of_day);
-            seconds.push(of_day + day);
-        }
-        let start = seconds.first().copied().unwrap_or(0.0);
-        seconds.iter_mut().for_each(|s| *s -= start);
-        EventTimes { seconds: Some(seconds), first_text }
+        let (mut day, mut previous) = (0u64, None::<u64>);
+        let micros: Vec<u64> = times
+            .iter()
+            .map(|time| {
+                let of_day = time.micros();
+                if previous.is_some_and(|p| of_day + DAY / 2 < p) {
+                    day += DAY;
+                }
+                previous = Some(of_day);
+                of_day + day
+            })
+            .collect();
+        let start = micros.first().copied().unwrap_or(0);
+        // Lines of different threads may be a little out of time order: before the first is
+        // negative.
+        let seconds = micros.iter().map(|&m| (m as i64 - start as i64) as f64 / 1e6).collect();
+        EventTimes { seconds: Some(seconds), first: times.first().copied() }
     }
 
     /// The time of the `at`-th event.
@@ -547,15 +543,6 @@ impl EventTimes {
             None => at as f64,
         }
     }
-}
-
-/// `HH:MM:SS` or `HH:MM:SS.fraction` as seconds since midnight.
-fn time_of_day(text: &str) -> Option<f64> {
-    let mut parts = text.splitn(3, ':');
-    let (hours, minutes, seconds) = (parts.next()?, parts.next()?, parts.next()?);
-    let (hours, minutes): (u32, u32) = (hours.parse().ok()?, minutes.parse().ok()?);
-    let seconds: f64 = seconds.parse().ok().filter(|s: &f64| (0.0..61.0).contains(s))?;
-    (hours < 24 && minutes < 60).then(|| f64::from(hours * 3600 + minutes * 60) + seconds)
 }
 
 /// A step series over time reduced to [`BUCKETS`] buckets of equal time, each with the lowest
@@ -625,5 +612,26 @@ impl Downsampler {
                 "downsampled": true,
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EventTimes;
+    use crate::log_format::parse_log;
+
+    /// Seconds since the first event: across midnight forwards, and below zero for a line a
+    /// little earlier than the first (threads' lines are not quite in time order).
+    #[test]
+    fn event_times_cross_midnight_and_may_precede_the_first() {
+        let log = "Thread,Time,Action,Pointer,Size,Stream\n\
+                   1,23:59:59.500000,allocate,0x100,8,0\n\
+                   2,23:59:59.250000,allocate,0x200,8,0\n\
+                   1,00:00:00.750000,free,0x100,8,0\n";
+        let times = EventTimes::read(&parse_log(log).unwrap());
+        assert_eq!(times.seconds, Some(vec![0.0, -0.25, 1.25]));
+        assert_eq!(times.first.map(|time| time.to_string()).as_deref(), Some("23:59:59.500000"));
+        let untimed = EventTimes::read(&parse_log("Thread,Action,Pointer,Size,Stream\n1,allocate,0x100,8,0\n").unwrap());
+        assert_eq!((untimed.at(0), untimed.seconds, untimed.first), (0.0, None, None));
     }
 }
