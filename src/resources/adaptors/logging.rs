@@ -1,12 +1,5 @@
-//! Logging (RMM's `logging_resource_adaptor`): one CSV line per event, in RMM's format, so
-//! RAPIDS tools read our logs and `rmm-replay` reads theirs:
-//!
-//!   Thread,Time,Action,Pointer,Size,Stream
-//!   4031547,14:03:07.123456,allocate,0x7f3a40000000,1024,0
-//!
-//! Thread is the OS thread id, Time the local time of day with microseconds, Action one of
-//! `allocate`, `allocate failure`, `free`; a failed allocation's pointer is `(nil)`; the
-//! stream is the handle in hex (`0` for the default stream).
+//! Logging (RMM's `logging_resource_adaptor`): one CSV line per event, in RMM's format
+//! (`crate::log_format`, which writes the lines and which `rmm-replay` reads).
 //!
 //! An allocating thread only records its event (order, time, thread, action, pointer, size,
 //! stream: 48 bytes) in a buffer of its own (a shard, under a lock no other thread takes but
@@ -30,6 +23,7 @@
 use super::shards::{self, Shard, Shards};
 use super::Upstream;
 use crate::error::{Error, Result};
+use crate::log_format::{Action, Lines, TimeOfDay, COLUMNS};
 use crate::platform::bias::Bias;
 use crate::platform::biased_lock::{BiasedGuard, BiasedLock};
 use crate::platform::clock::{Anchor, OrderedCounter};
@@ -42,8 +36,6 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Weak};
 
-pub const HEADER: &str = "Thread,Time,Action,Pointer,Size,Stream\n";
-
 /// Events a thread buffers before every buffer goes to the writer thread (192 KiB a thread:
 /// fewer hand-overs, each of which wakes the writer).
 const BUFFER_EVENTS: usize = 4096;
@@ -53,23 +45,26 @@ const BUFFER_EVENTS: usize = 4096;
 /// alone for as long may stop fencing its readings (see `LoggingAdaptor::sole`).
 const ANCHOR_TICKS: u64 = 1 << 21;
 
+/// Bytes of lines the writer formats before it writes them (see `Lines::new`).
+const TEXT_BYTES: usize = 32 << 10;
+
 /// Emptied buffers the writer gives back for collections to swap in, at most.
 const SPARE_BUFFERS: usize = 64;
 
+/// What a thread records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-enum Action {
-    Allocate,
-    AllocateFailure,
-    Free,
+enum Kind {
+    /// A line of the log.
+    Line(Action),
     /// Not a line: a reading of both clocks (`time` the wall clock, `ptr` the counter) that
     /// dates the events after it.
     Anchor,
 }
 
-/// One line of the log, before formatting.
+/// One event or anchor as a thread records it: a line of the log before it is dated and
+/// formatted.
 #[derive(Debug, Clone, Copy)]
-struct Event {
+struct Record {
     /// The event's place in the adaptor's order of events (see `LoggingAdaptor::place`): its
     /// counter reading, or its number.
     order: u64,
@@ -79,14 +74,17 @@ struct Event {
     ptr: usize,
     size: usize,
     stream: usize,
-    /// The OS thread id (Linux's are below 2^22), beside the action in one word.
+    /// The OS thread id (Linux's are below 2^22), beside the kind in one word.
     thread: u32,
-    action: Action,
+    kind: Kind,
 }
 
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Record>() == 48, "a record is 48 bytes (see the module comment)");
+
 /// Events in the order one thread (or the nested lock's holders) recorded them.
-struct Events {
-    list: Vec<Event>,
+struct Records {
+    list: Vec<Record>,
     /// The place in the order from which the next event needs an anchor first.
     anchor_due: u64,
     /// The length of `list` at which the thread that logged stops to attend to the buffer:
@@ -94,15 +92,15 @@ struct Events {
     attend_at: usize,
 }
 
-impl Default for Events {
+impl Default for Records {
     fn default() -> Self {
-        Events { list: Vec::new(), anchor_due: 0, attend_at: BUFFER_EVENTS }
+        Records { list: Vec::new(), anchor_due: 0, attend_at: BUFFER_EVENTS }
     }
 }
 
-impl Events {
+impl Records {
     #[inline(always)]
-    fn record(&mut self, counter: Option<OrderedCounter>, event: Event) {
+    fn record(&mut self, counter: Option<OrderedCounter>, event: Record) {
         if event.order >= self.anchor_due {
             self.anchor(counter, event.order);
         }
@@ -119,7 +117,7 @@ impl Events {
             return;
         };
         let Anchor { ticks, ns } = counter.anchor();
-        self.list.push(Event { order, time: ns, ptr: ticks as usize, size: 0, stream: 0, thread: 0, action: Action::Anchor });
+        self.list.push(Record { order, time: ns, ptr: ticks as usize, size: 0, stream: 0, thread: 0, kind: Kind::Anchor });
         self.anchor_due = order.saturating_add(ANCHOR_TICKS);
         self.attend_at = 0;
     }
@@ -128,7 +126,7 @@ impl Events {
 /// One thread's events not yet handed to the writer. The lock is biased to its thread, which
 /// then takes it without an atomic read-modify-write.
 struct Buffer {
-    events: BiasedLock<Events>,
+    events: BiasedLock<Records>,
     /// The latest place in the order its events took (written by its thread only): the next
     /// is never below it, and other threads see from it how long ago the thread logged.
     last_order: AtomicU64,
@@ -142,7 +140,7 @@ impl Default for Buffer {
     /// Made on the thread that logs to it (see `Shards::with`).
     fn default() -> Self {
         Buffer {
-            events: BiasedLock::new(Events::default()),
+            events: BiasedLock::new(Records::default()),
             last_order: AtomicU64::new(0),
             thread: crate::platform::bias::thread_key(),
             os_thread: crate::platform::os_thread_id() as u32,
@@ -174,7 +172,7 @@ thread_local! {
 /// Every thread's buffered events (a list per buffer), and the place in the order below which
 /// all events are in this batch or an earlier one.
 struct Batch {
-    lists: Vec<Vec<Event>>,
+    lists: Vec<Vec<Record>>,
     complete_below: u64,
 }
 
@@ -188,7 +186,7 @@ enum Job {
 type Outcome<T> = (Result<T>, Option<(Action, usize)>);
 
 /// Emptied lists, from the writer back to collections.
-type Spares = Arc<Mutex<Vec<Vec<Event>>>>;
+type Spares = Arc<Mutex<Vec<Vec<Record>>>>;
 
 /// `LoggingAdaptor::sole` before any buffer has logged.
 const NO_BUFFER: usize = 0;
@@ -196,6 +194,8 @@ const NO_BUFFER: usize = 0;
 /// no buffer is at 0 or 1.
 const SHARED: usize = 1;
 
+/// Logs every allocation and free through it to a file in RMM's CSV format (see the module
+/// comment for how, and `crate::log_format` for the format).
 pub struct LoggingAdaptor {
     upstream: Upstream,
     path: String,
@@ -238,7 +238,7 @@ pub struct LoggingAdaptor {
     order_bias: Bias,
     /// Events of calls made from inside another logged call on the same thread, or from a
     /// thread whose thread-locals are gone (see `with_buffer`).
-    nested: ReentrantMutex<RefCell<Events>>,
+    nested: ReentrantMutex<RefCell<Records>>,
     /// The latest place a nested event took.
     nested_last_order: AtomicU64,
     spares: Spares,
@@ -266,7 +266,7 @@ impl LoggingAdaptor {
             return Err(Error::invalid("the log file path is empty"));
         }
         let mut file = std::fs::File::create(&path).map_err(|e| Error::Io(format!("cannot create log file {path}: {e}")))?;
-        file.write_all(HEADER.as_bytes()).map_err(|e| Error::Io(format!("cannot write log file {path}: {e}")))?;
+        file.write_all(format!("{COLUMNS}\n").as_bytes()).map_err(|e| Error::Io(format!("cannot write log file {path}: {e}")))?;
         let (sender, jobs) = channel::<Job>();
         // Seconds east of UTC, read once: the log shows local time as RMM's does.
         let utc_offset = crate::platform::local_utc_offset_seconds();
@@ -286,7 +286,7 @@ impl LoggingAdaptor {
             sole_buffer: Mutex::new(None),
             next_order: AtomicU64::new(0),
             order_bias: Bias::new(),
-            nested: ReentrantMutex::new(RefCell::new(Events::default())),
+            nested: ReentrantMutex::new(RefCell::new(Records::default())),
             nested_last_order: AtomicU64::new(0),
             spares,
             writer: Mutex::new(Some((sender, writer))),
@@ -302,6 +302,7 @@ impl LoggingAdaptor {
         Ok(adaptor)
     }
 
+    /// The log file.
     pub fn path(&self) -> &str {
         &self.path
     }
@@ -357,7 +358,7 @@ impl LoggingAdaptor {
     /// then, and such a nested call records under the reentrant `nested` lock instead
     /// (`logged_nested`), as does a call from a thread whose thread-locals are gone.
     #[inline(always)]
-    fn with_buffer<R>(&self, event: impl FnOnce(&mut Events, &Buffer, Option<OrderedCounter>) -> R, nested: impl FnOnce() -> R) -> R {
+    fn with_buffer<R>(&self, event: impl FnOnce(&mut Records, &Buffer, Option<OrderedCounter>) -> R, nested: impl FnOnce() -> R) -> R {
         let logged = CURRENT.try_with(|current| {
             let mut current = current.try_borrow_mut().ok()?;
             if !matches!(&*current, Some((adaptor, _)) if *adaptor == self.buffers.id()) {
@@ -392,7 +393,7 @@ impl LoggingAdaptor {
     /// `buffer`'s lock, once no other buffer is sole (see `sole`).
     #[cold]
     #[inline(never)]
-    fn lock_shared<'a>(&self, buffer: &'a Buffer) -> BiasedGuard<'a, Events> {
+    fn lock_shared<'a>(&self, buffer: &'a Buffer) -> BiasedGuard<'a, Records> {
         loop {
             self.end_sole();
             let events = buffer.events.lock();
@@ -521,8 +522,8 @@ impl LoggingAdaptor {
 
     /// The event at `place` (from `place`).
     #[inline(always)]
-    fn event(&self, (order, time): (u64, u64), action: Action, ptr: usize, size: usize, stream: Stream, thread: u32) -> Event {
-        Event { order, time, ptr, size, stream: stream.0, thread, action }
+    fn event(&self, (order, time): (u64, u64), action: Action, ptr: usize, size: usize, stream: Stream, thread: u32) -> Record {
+        Record { order, time, ptr, size, stream: stream.0, thread, kind: Kind::Line(action) }
     }
 
     /// The next event's place in the order and its wall-clock time where events are numbered
@@ -567,7 +568,7 @@ impl LoggingAdaptor {
         };
         let mut spares = std::mem::take(&mut *self.spares.lock());
         let mut lists = Vec::new();
-        let mut take = |events: &mut Events| {
+        let mut take = |events: &mut Records| {
             if !events.list.is_empty() {
                 let spare = spares.pop().unwrap_or_else(|| Vec::with_capacity(BUFFER_EVENTS));
                 lists.push(std::mem::replace(&mut events.list, spare));
@@ -620,7 +621,7 @@ pub fn flush_all_logs() {
 
 /// Adds a batch to the events held back, and takes out, in order, those that no later batch
 /// can precede. The batch's lists go back to `spares`, emptied.
-fn ready(held: &mut Vec<Event>, batch: Batch, spares: &Mutex<Vec<Vec<Event>>>) -> Vec<Event> {
+fn ready(held: &mut Vec<Record>, batch: Batch, spares: &Mutex<Vec<Vec<Record>>>) -> Vec<Record> {
     let mut lists = batch.lists;
     for list in &mut lists {
         held.append(list);
@@ -640,7 +641,8 @@ fn ready(held: &mut Vec<Event>, batch: Batch, spares: &Mutex<Vec<Vec<Event>>>) -
 /// Dates events: from their own wall-clock time where they are numbered, or from their
 /// counter reading through the latest anchor before it.
 struct Dates {
-    time_of_day: TimeOfDay,
+    /// Seconds east of UTC: the log shows local time, as RMM's does.
+    utc_offset: i64,
     counter: Option<OrderedCounter>,
     anchor: Option<Anchor>,
     rate: u64,
@@ -648,7 +650,7 @@ struct Dates {
 
 impl Dates {
     fn new(utc_offset: i64, counter: Option<OrderedCounter>) -> Self {
-        Dates { time_of_day: TimeOfDay::new(utc_offset), counter, anchor: None, rate: 0 }
+        Dates { utc_offset, counter, anchor: None, rate: 0 }
     }
 
     /// Before a batch: the counter's rate, as measured so far.
@@ -658,38 +660,43 @@ impl Dates {
         }
     }
 
-    /// Takes in an event in the order of the file; its time, ns since the Unix epoch, where it
-    /// makes a line (anchors make none).
-    fn time_of(&mut self, event: &Event) -> Option<u64> {
-        match self.counter {
-            None => Some(event.time),
-            Some(_) if event.action == Action::Anchor => {
-                self.anchor = Some(Anchor { ticks: event.ptr as u64, ns: event.time });
-                None
-            }
+    /// Takes in an anchor, in the order of the file: it dates the events after it.
+    fn take_anchor(&mut self, anchor: &Record) {
+        self.anchor = Some(Anchor { ticks: anchor.ptr as u64, ns: anchor.time });
+    }
+
+    /// The time of day of an event, taken in the order of the file.
+    fn time_of(&mut self, event: &Record) -> TimeOfDay {
+        let unix_ns = match self.counter {
+            None => event.time,
             // Every list starts with an anchor; none before an event would be a bug, but the
             // line is still worth writing, dated from now.
-            Some(counter) => Some(self.anchor.get_or_insert_with(|| counter.anchor()).wall_ns(event.order, self.rate)),
-        }
+            Some(counter) => self.anchor.get_or_insert_with(|| counter.anchor()).wall_ns(event.order, self.rate),
+        };
+        TimeOfDay::from_unix_ns(unix_ns, self.utc_offset)
     }
 }
 
-/// Writes events in order, as lines of `text`; the first write error goes to `failure`.
-fn write_events(events: Vec<Event>, dates: &mut Dates, text: &mut Text, file: &mut impl Write, failure: &mut Option<String>) {
+/// Writes records in order: events as lines, through `lines`; the first write error goes to
+/// `failure`.
+fn write_records(records: Vec<Record>, dates: &mut Dates, lines: &mut Lines, file: &mut impl Write, failure: &mut Option<String>) {
     dates.refresh();
-    for event in &events {
-        if let Some(time) = dates.time_of(event) {
-            if !text.has_room_for_a_line() {
-                text.write_out(file, failure);
+    for record in &records {
+        match record.kind {
+            Kind::Anchor => dates.take_anchor(record),
+            Kind::Line(action) => {
+                if !lines.has_room_for_a_line() {
+                    lines.write_out(file, failure);
+                }
+                lines.push(u64::from(record.thread), dates.time_of(record), action, record.ptr, record.size, record.stream);
             }
-            format_line(text, event, time, &mut dates.time_of_day);
         }
     }
-    text.write_out(file, failure);
+    lines.write_out(file, failure);
 }
 
 fn write_jobs(mut file: std::fs::File, jobs: std::sync::mpsc::Receiver<Job>, mut dates: Dates, spares: Spares) {
-    let mut text = Text::new(TEXT_BYTES);
+    let mut lines = Lines::new(TEXT_BYTES);
     let mut failure: Option<String> = None;
     let mut held = Vec::new();
     for job in jobs {
@@ -697,7 +704,7 @@ fn write_jobs(mut file: std::fs::File, jobs: std::sync::mpsc::Receiver<Job>, mut
             Job::Write(batch) => (batch, None),
             Job::Flush(batch, answer) => (batch, Some(answer)),
         };
-        write_events(ready(&mut held, batch, &spares), &mut dates, &mut text, &mut file, &mut failure);
+        write_records(ready(&mut held, batch, &spares), &mut dates, &mut lines, &mut file, &mut failure);
         if let Some(answer) = answer {
             if let Err(e) = file.flush() {
                 failure.get_or_insert(e.to_string());
@@ -707,58 +714,8 @@ fn write_jobs(mut file: std::fs::File, jobs: std::sync::mpsc::Receiver<Job>, mut
     }
     // The adaptor is gone: nothing can come before what is still held.
     let rest = ready(&mut held, Batch { lists: Vec::new(), complete_below: u64::MAX }, &spares);
-    write_events(rest, &mut dates, &mut text, &mut file, &mut failure);
+    write_records(rest, &mut dates, &mut lines, &mut file, &mut failure);
     let _ = file.flush();
-}
-
-/// `HH:MM:SS.` of local time, formatted once per second of log time.
-struct TimeOfDay {
-    utc_offset: i64,
-    second: u64,
-    text: [u8; 9],
-}
-
-impl TimeOfDay {
-    fn new(utc_offset: i64) -> Self {
-        TimeOfDay { utc_offset, second: u64::MAX, text: *b"00:00:00." }
-    }
-
-    fn of(&mut self, second: u64) -> &[u8; 9] {
-        if second != self.second {
-            let seconds = (second as i64 + self.utc_offset).rem_euclid(86_400) as u64;
-            for (at, value) in [(0, seconds / 3600), (3, seconds / 60 % 60), (6, seconds % 60)] {
-                self.text[at..at + 2].copy_from_slice(&PAIRS[value as usize * 2..value as usize * 2 + 2]);
-            }
-            self.second = second;
-        }
-        &self.text
-    }
-}
-
-/// Appends `thread,HH:MM:SS.ffffff,action,pointer,size,stream` and a newline, as RMM writes
-/// it, for an event at `time` (ns since the Unix epoch).
-fn format_line(text: &mut Text, event: &Event, time: u64, clock: &mut TimeOfDay) {
-    text.number(u64::from(event.thread));
-    text.put(b",", 1);
-    text.put(clock.of(time / 1_000_000_000), 9);
-    text.padded_6(time % 1_000_000_000 / 1000);
-    match event.action {
-        Action::Allocate => text.put(b",allocate,", 10),
-        Action::AllocateFailure => text.put(b",allocate failure,", 18),
-        Action::Free | Action::Anchor => text.put(b",free,", 6),
-    }
-    match event.ptr {
-        0 => text.put(b"(nil)", 5),
-        ptr => text.hex(ptr),
-    }
-    text.put(b",", 1);
-    text.number(event.size as u64);
-    text.put(b",", 1);
-    match event.stream {
-        0 => text.put(b"0", 1),
-        handle => text.hex(handle),
-    }
-    text.put(b"\n", 1);
 }
 
 impl Drop for LoggingAdaptor {
@@ -830,103 +787,14 @@ impl MemoryResource for LoggingAdaptor {
     crate::adaptor_forwarding_methods!(upstream);
 }
 
-/// The longest line: thread id (10 digits), time, the longest action, pointer, size and
-/// stream (16 hex digits each with "0x", 20 digits), commas and the newline.
-const LINE_MAX: usize = 10 + 1 + 15 + 1 + 16 + 1 + 18 + 1 + 20 + 1 + 18 + 1;
-
-/// Bytes of lines the writer formats before it writes them: few enough to stay in the
-/// processor's cache, which a store into memory not cached waits for.
-const TEXT_BYTES: usize = 32 << 10;
-
-/// Room past the end of the text, so that pieces are copied as fixed-size blocks (a move or
-/// two each, where a copy of a variable length is a call to memmove).
-const SLACK: usize = 40;
-
-/// Lines on their way to the file, formatted in place: formatting costs no allocation and no
-/// copy of a line.
-struct Text {
-    bytes: Vec<u8>,
-    len: usize,
-}
-
-/// "00" to "99", for writing two decimal digits at a time.
-const PAIRS: &[u8; 200] = b"00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
-
-impl Text {
-    /// Room for `capacity` bytes of lines.
-    fn new(capacity: usize) -> Self {
-        Text { bytes: vec![0; capacity.max(LINE_MAX) + SLACK], len: 0 }
-    }
-
-    fn has_room_for_a_line(&self) -> bool {
-        self.len + LINE_MAX + SLACK <= self.bytes.len()
-    }
-
-    /// Appends the first `len` bytes of `block` (all of it is copied). The caller has made
-    /// sure of room for a line, which no line's pieces together exceed.
-    #[inline]
-    fn put<const N: usize>(&mut self, block: &[u8; N], len: usize) {
-        const { assert!(N <= SLACK) };
-        self.bytes[self.len..self.len + N].copy_from_slice(block);
-        self.len += len.min(N);
-    }
-
-    fn number(&mut self, mut value: u64) {
-        let count = value.checked_ilog10().map_or(1, |log| log as usize + 1);
-        let mut digits = [0u8; 20];
-        let mut at = count;
-        while at >= 2 {
-            let pair = (value % 100) as usize * 2;
-            value /= 100;
-            at -= 2;
-            digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
-        }
-        if at == 1 {
-            digits[0] = b'0' + value as u8;
-        }
-        self.put(&digits, count);
-    }
-
-    /// `value` (below 10^6) in six digits, with leading zeros.
-    fn padded_6(&mut self, value: u64) {
-        let mut digits = [0u8; 6];
-        for (at, pair) in [(0, value / 10_000), (2, value / 100 % 100), (4, value % 100)] {
-            digits[at..at + 2].copy_from_slice(&PAIRS[pair as usize * 2..pair as usize * 2 + 2]);
-        }
-        self.put(&digits, 6);
-    }
-
-    fn hex(&mut self, value: usize) {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        let count = ((usize::BITS - value.leading_zeros()).div_ceil(4) as usize).max(1);
-        let mut digits = *b"0x0000000000000000";
-        for at in 0..count {
-            digits[2 + count - 1 - at] = DIGITS[(value >> (4 * at)) & 15];
-        }
-        self.put(&digits, 2 + count);
-    }
-
-    fn lines(&self) -> &[u8] {
-        &self.bytes[..self.len]
-    }
-
-    /// Writes the lines to `file` and empties the text; the first write error goes to
-    /// `failure`.
-    fn write_out(&mut self, file: &mut impl Write, failure: &mut Option<String>) {
-        if let Err(e) = file.write_all(self.lines()) {
-            failure.get_or_insert(e.to_string());
-        }
-        self.len = 0;
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{format_line, ready, Action, Batch, Dates, Event, Spares, Text, TimeOfDay};
+    use super::{ready, write_records, Action, Batch, Dates, Kind, Record, Spares};
+    use crate::log_format::{parse_log, Event, Lines, TimeOfDay, COLUMNS};
     use crate::platform::clock::OrderedCounter;
 
-    fn event(order: u64, action: Action) -> Event {
-        Event { order, time: 0, thread: 1, action, ptr: 0x100, size: 256, stream: 0 }
+    fn event(order: u64, action: Action) -> Record {
+        Record { order, time: 0, thread: 1, kind: Kind::Line(action), ptr: 0x100, size: 256, stream: 0 }
     }
 
     /// The writer writes events in their places' order across batches: what a batch brings at
@@ -938,7 +806,7 @@ mod tests {
             lists: lists.iter().map(|orders| orders.iter().map(|&o| event(o, Action::Free)).collect()).collect(),
             complete_below,
         };
-        let orders = |events: Vec<Event>| events.iter().map(|e| e.order).collect::<Vec<_>>();
+        let orders = |records: Vec<Record>| records.iter().map(|e| e.order).collect::<Vec<_>>();
         let spares = Spares::default();
         let mut held = Vec::new();
         assert_eq!(orders(ready(&mut held, batch(&[&[0, 5], &[2]], 3), &spares)), [0, 2]);
@@ -950,69 +818,63 @@ mod tests {
     }
 
     /// Where events carry counter readings, each is dated through the latest anchor before it
-    /// at the measured rate, and anchors make no line.
+    /// at the measured rate.
     #[test]
     fn counter_readings_are_dated_through_the_anchor_before_them() {
         let Some(counter) = OrderedCounter::get() else { return };
         let mut dates = Dates::new(0, Some(counter));
         dates.refresh();
         let rate = dates.rate;
-        let anchor = |ticks: u64, ns: u64| Event {
-            order: ticks,
-            time: ns,
-            thread: 0,
-            action: Action::Anchor,
-            ptr: ticks as usize,
-            size: 0,
-            stream: 0,
-        };
-        let time_of = |time: Option<u64>| {
-            let mut text = Text::new(0);
-            format_line(&mut text, &event(0, Action::Free), time.unwrap(), &mut TimeOfDay::new(0));
-            String::from_utf8(text.lines().to_vec()).unwrap().split(',').nth(1).unwrap().to_string()
-        };
-        assert!(dates.time_of(&anchor(1 << 40, 5_000_000_000)).is_none());
+        let anchor =
+            |ticks: u64, ns: u64| Record { order: ticks, time: ns, thread: 0, kind: Kind::Anchor, ptr: ticks as usize, size: 0, stream: 0 };
         // The fewest ticks that make `ns` at the measured rate.
         let ticks_for = |ns: u128| ((ns << 32).div_ceil(rate as u128)) as u64;
-        assert_eq!(time_of(dates.time_of(&event((1 << 40) + ticks_for(1_000_000_000), Action::Allocate))), "00:00:06.000000");
-        assert!(dates.time_of(&anchor(1 << 41, 7_000_000_000)).is_none());
-        assert_eq!(time_of(dates.time_of(&event((1 << 41) + ticks_for(500_000_000), Action::Free))), "00:00:07.500000");
-        assert_eq!(time_of(dates.time_of(&event((1 << 41) - ticks_for(1_000), Action::Free))), "00:00:06.999999");
+        let time_of = |dates: &mut Dates, order: u64| dates.time_of(&event(order, Action::Free)).to_string();
+        dates.take_anchor(&anchor(1 << 40, 5_000_000_000));
+        assert_eq!(time_of(&mut dates, (1 << 40) + ticks_for(1_000_000_000)), "00:00:06.000000");
+        dates.take_anchor(&anchor(1 << 41, 7_000_000_000));
+        assert_eq!(time_of(&mut dates, (1 << 41) + ticks_for(500_000_000)), "00:00:07.500000");
+        assert_eq!(time_of(&mut dates, (1 << 41) - ticks_for(1_000)), "00:00:06.999999");
     }
 
-    /// Lines come out exactly as RMM writes them, whatever the widths of the numbers.
+    /// What the writer writes, the replay's reader reads back as it was recorded: thread, time
+    /// of day (local, to the microsecond), action, pointer, size and stream, line by line,
+    /// across the writes of a small text.
     #[test]
-    fn lines_are_rmm_csv() {
-        let mut clock = TimeOfDay::new(3600);
-        // 1970-01-02 13:04:05.000042 UTC is 14:04:05.000042 an hour east of UTC.
-        let time = (86_400 + 13 * 3600 + 4 * 60 + 5) * 1_000_000_000 + 42_999;
-        let cases = [
-            (
-                Event { order: 0, time, thread: 7, action: Action::Allocate, ptr: 0x7f3a_4000_0000, size: 1024, stream: 0 },
-                "7,14:04:05.000042,allocate,0x7f3a40000000,1024,0\n",
-            ),
-            (
-                Event {
-                    order: 0,
-                    time,
-                    thread: 4031547,
-                    action: Action::AllocateFailure,
-                    ptr: 0,
-                    size: 123456789012,
-                    stream: 0x55d0_0a1b_2c30,
-                },
-                "4031547,14:04:05.000042,allocate failure,(nil),123456789012,0x55d00a1b2c30\n",
-            ),
-            (
-                Event { order: 0, time: 0, thread: u32::MAX, action: Action::Free, ptr: usize::MAX, size: 0, stream: 1 },
-                "4294967295,01:00:00.000000,free,0xffffffffffffffff,0,0x1\n",
-            ),
-        ];
-        let mut text = Text::new(0);
-        for (event, expected) in cases {
-            format_line(&mut text, &event, event.time, &mut clock);
-            assert_eq!(std::str::from_utf8(text.lines()).unwrap(), expected);
-            text.len = 0;
-        }
+    fn written_records_parse_back_as_recorded() {
+        let utc_offset = 5 * 3600 + 1800;
+        let actions = [Action::Allocate, Action::Free, Action::AllocateFailure];
+        let records: Vec<Record> = (0..300u64)
+            .map(|n| Record {
+                order: n,
+                // 2023-11-14 22:13:20.123456789 UTC, then a little under a second apart.
+                time: 1_700_000_000_123_456_789 + n * 987_654_321,
+                ptr: if n % 3 == 2 { 0 } else { (0x7f3a_4000_0000 + n * 0x1000) as usize >> (n % 40) },
+                size: (n as usize) << (n % 50),
+                stream: [0, 0x55d0_c2a3_b4c0, 2][n as usize % 3],
+                thread: (4_031_547 + n % 4) as u32,
+                kind: Kind::Line(actions[n as usize % 3]),
+            })
+            .collect();
+        let mut file = format!("{COLUMNS}\n").into_bytes();
+        let mut failure = None;
+        write_records(records.clone(), &mut Dates::new(utc_offset, None), &mut Lines::new(0), &mut file, &mut failure);
+        assert_eq!(failure, None);
+        let text = String::from_utf8(file).unwrap();
+        assert_eq!(text.lines().nth(1), Some("4031547,03:43:20.123456,allocate,0x7f3a40000000,0,0"), "5:30 east of UTC");
+        let expected: Vec<Event> = records
+            .iter()
+            .enumerate()
+            .map(|(at, record)| Event {
+                line: at + 2,
+                thread: u64::from(record.thread),
+                time: Some(TimeOfDay::from_unix_ns(record.time, utc_offset)),
+                action: actions[at % 3],
+                pointer: record.ptr,
+                size: record.size,
+                stream: record.stream,
+            })
+            .collect();
+        assert_eq!(parse_log(&text).unwrap(), expected);
     }
 }
