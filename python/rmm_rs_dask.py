@@ -109,7 +109,8 @@ def _chain(device: int) -> str:
 
 class RmmRsPlugin(WorkerPlugin):
     """Sets up rmm-rs on each worker when the worker starts (or at once on running workers):
-    picks the worker's GPU, builds its resource stack there and makes CuPy allocate from it.
+    picks the worker's GPU, builds its resource stack there and makes CuPy (and Numba) allocate
+    from it.
 
     The stack is, as in the rest of rmm_rs: `spec`, a stack spec (``RMM_ALLOC_CONF``'s
     language, e.g. ``"statistics/pool:initial=4GiB,maximum=60GiB"``; ``{name}`` and
@@ -126,7 +127,9 @@ class RmmRsPlugin(WorkerPlugin):
     anything in the worker starts CUDA: register the plugin before the first GPU task.
 
     `cupy`: True: ``rmm_rs.use_for_cupy()`` (CuPy must be installed); None: the same when
-    CuPy is importable; False: leave CuPy alone.
+    CuPy is importable; False: leave CuPy alone. `numba` likewise, ``rmm_rs.use_for_numba()``:
+    Dask moves CuPy arrays between workers into Numba device arrays (``distributed.protocol``
+    without RAPIDS RMM), so without it that memory bypasses the worker's stack.
     """
 
     name = "rmm-rs"  # one plugin per worker: registering another replaces it
@@ -135,7 +138,7 @@ class RmmRsPlugin(WorkerPlugin):
                  resource: Optional[str] = None, initial_pool_size: Union[int, str, None] = None,
                  maximum_pool_size: Union[int, str, None] = None,
                  release_threshold: Union[int, str, None] = None, log: Optional[str] = None,
-                 cupy: Optional[bool] = None):
+                 cupy: Optional[bool] = None, numba: Optional[bool] = None):
         kind_arguments = (resource, initial_pool_size, maximum_pool_size, release_threshold, log)
         if spec is not None and any(value is not None for value in kind_arguments):
             raise ValueError("RmmRsPlugin: give a spec, or resource and pool sizes, not both")
@@ -153,6 +156,7 @@ class RmmRsPlugin(WorkerPlugin):
         self.release_threshold = release_threshold
         self.log = log
         self.cupy = cupy
+        self.numba = numba
 
     def _index(self, worker: Any) -> Optional[int]:
         if self.device is None:
@@ -196,21 +200,30 @@ class RmmRsPlugin(WorkerPlugin):
             spec = self.spec if self.spec is not None else (os.environ.get("RMM_ALLOC_CONF") or rmm_rs.DEFAULT_SPEC)
             spec = spec.replace("{name}", name).replace("{device}", str(index if index is not None else device))
             _install_spec(spec, device)
-        hooked = False
-        if self.cupy or self.cupy is None:
+        hooked = {}
+        for library, wanted in (("cupy", self.cupy), ("numba", self.numba)):
+            hooked[library] = False
+            if wanted is False:
+                continue
             try:
-                import cupy
+                if library == "cupy":
+                    import cupy
+
+                    cupy.cuda.Device(device).use()
+                    rmm_rs.use_for_cupy()
+                else:
+                    import numba.cuda  # noqa: F401 - what use_for_numba() needs
+
+                    rmm_rs.use_for_numba()
             except ImportError:
-                if self.cupy:
+                if wanted:
                     raise
             else:
-                cupy.cuda.Device(device).use()
-                rmm_rs.use_for_cupy()
-                hooked = True
+                hooked[library] = True
         with _setup_lock:
             _setup.clear()
             _setup.update(worker=name, index=index, visible=visible, spec=spec, resource=self.resource,
-                          cupy=hooked)
+                          **hooked)
 
     def teardown(self, worker: Any) -> None:
         # The stack lives as long as the worker process (memory handed out stays valid);
@@ -224,7 +237,7 @@ def describe() -> Dict[str, Any]:
     the worker, the GPU index it chose (None: the worker's own device 0), what the process sees
     (``CUDA_VISIBLE_DEVICES`` or ``RMM_SIM_DEVICES``), the device count, the stack from the
     outermost layer down, its statistics (None without a statistics adaptor) and whether CuPy
-    allocates through rmm-rs."""
+    and Numba allocate through rmm-rs."""
     with _setup_lock:
         info = dict(_setup)
     if not info:
