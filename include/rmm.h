@@ -48,6 +48,9 @@ typedef struct rmmDeviceBuffer_st* rmmDeviceBuffer_t;
   } while (0)
 
 
+// Bytes of an `rmmIpcMemHandle_t`.
+#define RMM_IPC_HANDLE_SIZE 128
+
 // The kinds of shareable handle `rmmAsyncResourceCreateExportable` can export pool memory as
 // (CUDA's `cudaMemAllocationHandleType` values).
 #define RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR 1
@@ -128,6 +131,42 @@ typedef struct rmmAllocationRecord_t {
 // given at creation; returning true retries the allocation.
 typedef bool (*rmmFailureCallback_t)(size_t bytes, void *arg);
 
+// Options of `rmmExpandableResourceCreateWithOptions`. Zero-initialize it, then set what you
+// need: all zero is what `rmmExpandableResourceCreate(&r, 0)` makes.
+typedef struct rmmExpandableOptions_t {
+  // Bytes mapped at creation and kept for the resource's life (0: none).
+  size_t initial_size;
+  // The most bytes mapped at once, small and large blocks' pages together (0: the
+  // device's memory).
+  size_t maximum_size;
+  // Nonzero: whole free pages (at the ends of the resource's chunks and between blocks in
+  // use) are unmapped while more than `release_threshold` bytes are mapped, and go back to
+  // the device while more than `release_threshold` bytes are held (mapped, or kept
+  // unmapped for reuse), once the stream that freed them has passed that point (never
+  // waiting for it). 0: free pages stay held until `rmmResourceRelease` or until the
+  // device runs out of memory (a growth still maps the pages of holes before it creates
+  // new ones).
+  int release_free_pages;
+  // See `release_free_pages` (0 with it: give back every free page); it applies to the
+  // small blocks' pages and to the large blocks' pages each.
+  size_t release_threshold;
+  // The unit of mapping and release for blocks of 256 KiB or more (smaller blocks have
+  // pages of the granularity of their own): a multiple of the device's allocation
+  // granularity (0: 1/4096 of the maximum size rounded up to the granularity, from the
+  // granularity, 2 MiB on current GPUs, up to 20 MiB on devices of 80 GiB or more).
+  size_t page_size;
+  // Other devices given read and write access to the memory (NULL when `num_peers` is 0).
+  const int *peers;
+  size_t num_peers;
+} rmmExpandableOptions_t;
+
+// A handle that names an allocation for another process (`rmmIpcGetMemHandle`), as
+// `cudaIpcMemHandle_t` does: plain bytes, copied by value and sent to the other process any
+// way the program likes (a pipe, a socket, a file, a queue). Its contents are private.
+typedef struct rmmIpcMemHandle_t {
+  char reserved[RMM_IPC_HANDLE_SIZE];
+} rmmIpcMemHandle_t;
+
 // Legacy allocation-mode flags; combine with `|`.
 typedef uint32_t rmmAllocationMode_t;
 
@@ -197,35 +236,6 @@ typedef void (*rmmDeallocateCallback_t)(void *ptr,
 
 // Called once with `user_data` when a callback resource goes (`rmmCallbackResourceCreateWithRelease`).
 typedef void (*rmmReleaseCallback_t)(void *user_data);
-
-// Options of `rmmExpandableResourceCreateWithOptions`. Zero-initialize it, then set what you
-// need: all zero is what `rmmExpandableResourceCreate(&r, 0)` makes.
-typedef struct rmmExpandableOptions_t {
-  // Bytes mapped at creation and kept for the resource's life (0: none).
-  size_t initial_size;
-  // The most bytes mapped at once, small and large blocks' pages together (0: the
-  // device's memory).
-  size_t maximum_size;
-  // Nonzero: whole free pages (at the ends of the resource's chunks and between blocks in
-  // use) are unmapped while more than `release_threshold` bytes are mapped, and go back to
-  // the device while more than `release_threshold` bytes are held (mapped, or kept
-  // unmapped for reuse), once the stream that freed them has passed that point (never
-  // waiting for it). 0: free pages stay held until `rmmResourceRelease` or until the
-  // device runs out of memory (a growth still maps the pages of holes before it creates
-  // new ones).
-  int release_free_pages;
-  // See `release_free_pages` (0 with it: give back every free page); it applies to the
-  // small blocks' pages and to the large blocks' pages each.
-  size_t release_threshold;
-  // The unit of mapping and release for blocks of 256 KiB or more (smaller blocks have
-  // pages of the granularity of their own): a multiple of the device's allocation
-  // granularity (0: 1/4096 of the maximum size rounded up to the granularity, from the
-  // granularity, 2 MiB on current GPUs, up to 20 MiB on devices of 80 GiB or more).
-  size_t page_size;
-  // Other devices given read and write access to the memory (NULL when `num_peers` is 0).
-  const int *peers;
-  size_t num_peers;
-} rmmExpandableOptions_t;
 
 // What a resource holds and uses (`rmmResourceGetFootprint`).
 typedef struct rmmFootprint_t {
@@ -544,6 +554,72 @@ void *rmmCupyAllocate(void *param, size_t size, int32_t device);
 
 // CuPy's free function: returns `ptr` (from `rmmCupyAllocate`) on the legacy default stream.
 void rmmCupyDeallocate(void *param, void *ptr, int32_t device);
+
+// `rmmExpandableResourceCreateWithOptions` whose memory can be opened in other processes
+// (`rmmIpcGetMemHandle`): every page is created exportable as a POSIX file descriptor (and as
+// a fabric handle where the device offers one). Nothing else changes, and nothing becomes
+// shareable that is not asked for: a handle exists only for an allocation
+// `rmmIpcGetMemHandle` is called on. It costs a file descriptor per page of each allocation
+// handed out as a handle, while the handle lives. `options` may be NULL (the defaults of
+// `rmmExpandableResourceCreate(&r, 0)`). RMM_ERROR_NOT_SUPPORTED where the device or driver
+// cannot export virtual memory; other failures and ownership as
+// `rmmExpandableResourceCreateWithOptions`.
+enum rmmError_t rmmIpcExpandableResourceCreate(rmmResource_t *resource,
+                                               const struct rmmExpandableOptions_t *options);
+
+// Gives device `peer` read and write access to everything the expandable resource in
+// `resource`'s stack (it, or the resource under its adaptors) has mapped and maps from now
+// on (`cuMemSetAccess`). An expandable resource gives access at creation to every device
+// that can reach its own (`cuDeviceCanAccessPeer`), so this is needed only for a peer it
+// could not reach then; calling it again for a peer with access does nothing.
+// `cudaDeviceEnablePeerAccess` does not cover memory of the virtual-memory API: this is its
+// counterpart. A peer that cannot reach the resource's device or does not exist, or a NULL
+// or destroyed `resource`: RMM_ERROR_INVALID_ARGUMENT; a stack without an expandable
+// resource: RMM_ERROR_NOT_SUPPORTED (`cudaMalloc` memory is reached after
+// `cudaDeviceEnablePeerAccess`, which the program calls).
+enum rmmError_t rmmExpandableResourceGrantPeerAccess(rmmResource_t resource, int peer);
+
+// Writes to `*handle` a handle that another process opens `ptr` with
+// (`rmmIpcOpenMemHandle`). `ptr` must be an allocation rmm handed out and has not taken back
+// (`rmmAlloc`, `rmmResourceAllocate`, a device buffer's data), on any device. For memory of
+// a shareable expandable resource (`rmmIpcExpandableResourceCreate`) the handle names the
+// block's pages; while another process has it open, freeing `ptr` here keeps the block out
+// of the pool until that process closes it (or exits); once freed, the handle can no longer
+// be opened. Calling this again before the free answers the same handle. For memory from
+// `cudaMalloc` (a pool's chunks, the cuda resource) it is the driver's IPC handle of the
+// chunk and `ptr`'s offset in it: as with RMM and `cudaIpcGetMemHandle`, the block goes back
+// to the pool when freed here, whoever has it open, so keep it until the other processes
+// have closed it. Nothing is owned: the handle is bytes. NULL `handle` or `ptr`, a pointer
+// rmm did not hand out or already took back: RMM_ERROR_INVALID_ARGUMENT; memory that cannot
+// be shared (managed, pinned host, an expandable resource made without IPC, a cuda_async
+// pool): RMM_ERROR_NOT_SUPPORTED or the driver's refusal (RMM_ERROR_CUDA_ERROR).
+enum rmmError_t rmmIpcGetMemHandle(struct rmmIpcMemHandle_t *handle, const void *ptr);
+
+// Opens in this process the allocation another process's `rmmIpcGetMemHandle` named, for
+// the current device, and writes its address here to `*ptr`, which the caller uses as
+// device memory of the exporting process's device (also from peers that reach it) until
+// `rmmIpcCloseMemHandle(*ptr)`. The memory stays the exporter's: rmm never frees it here and
+// `rmmFree` refuses it. An allocation of expandable memory can be opened by a process that
+// may take file descriptors from the exporter (`pidfd_getfd`: Linux 5.6, the same user,
+// and under Yama's ptrace scope 1 a descendant of the exporter, or any process once the
+// exporter called `rmmIpcAllowOpeners`); it can also be opened in the process that exported
+// it. NULL `ptr` or `handle`, bytes that are no handle, an allocation freed by the exporter
+// or of an exporter that has exited, memory on a device this process does not see or that the
+// current device cannot reach: RMM_ERROR_INVALID_ARGUMENT with the reason.
+enum rmmError_t rmmIpcOpenMemHandle(void **ptr, const struct rmmIpcMemHandle_t *handle);
+
+// Closes what `rmmIpcOpenMemHandle` opened at `ptr`: it is unmapped here once the work that
+// used it is done (synchronize the streams that used it first, as for
+// `cudaIpcCloseMemHandle`), and the exporter may reuse the block once no process has it
+// open. NULL or an address not opened (or closed already): RMM_ERROR_INVALID_ARGUMENT.
+enum rmmError_t rmmIpcCloseMemHandle(void *ptr);
+
+// Lets every process of this user open this process's handles of expandable memory, where
+// the kernel's Yama ptrace scope is 1 (Ubuntu's default), which otherwise lets only the
+// exporter's ancestors take its file descriptors: `prctl(PR_SET_PTRACER,
+// PR_SET_PTRACER_ANY)`. It widens who may ptrace this process to every process of its user,
+// which is why rmm does not do it unasked. Without Yama it does nothing.
+enum rmmError_t rmmIpcAllowOpeners(void);
 
 // Initializes rmm: installs, on each device of `options->devices` (or the current device),
 // the resource `options->allocation_mode` names, replacing that device's resource until

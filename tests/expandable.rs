@@ -557,3 +557,88 @@ fn out_of_memory_takes_the_pages_of_holes_once_their_stream_has_passed() {
     assert_eq!(rmmStreamDestroy(stream), RMM_SUCCESS);
     assert!(races().is_empty(), "{:?}", races());
 }
+
+fn platform() -> &'static rmm::platform::Backend {
+    rmm::platform::backend().unwrap()
+}
+
+/// A copy of `bytes` on a stream of device 1, from `src` to `dst`.
+fn copy_on_device_1(dst: usize, src: usize, bytes: usize) -> rmm::Result<()> {
+    let stream = platform().stream_create(1).unwrap();
+    let copied = platform().copy_async(1, dst, src, bytes, stream);
+    platform().stream_synchronize(stream).unwrap();
+    platform().stream_destroy(stream).unwrap();
+    copied
+}
+
+fn set_access_calls(resource: rmmResource_t) -> u64 {
+    snapshot_of(resource)["activity"]["set_access_calls"].as_u64().unwrap()
+}
+
+/// Every mapping of device 0's expandable resource is accessible from device 1 when device 1
+/// can reach device 0, so a copy on device 1 reads and writes it as it would cudaMalloc memory
+/// with peer access (a model of PyTorch's `x.to("cuda:1")`); where the devices do not reach
+/// each other the copy is refused as on a GPU ("invalid argument"), and a peer granted later
+/// gets access to what is mapped and to what is mapped after.
+#[test]
+fn mappings_are_accessible_from_every_device_that_reaches_the_owner_and_from_peers_granted_later() {
+    let _guard = setup_with("2:256MiB");
+    let simulator = rmm::platform::simulator().unwrap();
+    let before = device_used();
+    let on_device_1 = platform().allocate(1, rmm::platform::MemoryKind::Device, 3 * MIB).unwrap();
+
+    let expandable = over(|h| rmmExpandableResourceCreate(h, 0));
+    assert_eq!(snapshot_of(expandable)["large"]["upstream"]["access"], serde_json::json!([0, 1]));
+    let (large, small) = (allocate(expandable, 3 * MIB, null_mut()).unwrap(), allocate(expandable, 4096, null_mut()).unwrap());
+    assert!(simulator.vmm_accessible_from(large, 3 * MIB, 1) && simulator.vmm_accessible_from(small, 4096, 1));
+    stamp(large, 3 * MIB, 0x21);
+    copy_on_device_1(on_device_1, large, 3 * MIB).unwrap();
+    assert!(stamped(on_device_1, 3 * MIB, 0x21), "device 1 read device 0's pages");
+    stamp(on_device_1, MIB, 0x43);
+    copy_on_device_1(small, on_device_1, 4096).unwrap();
+    assert!(stamped(small, 4096, 0x43), "device 1 wrote device 0's small pages");
+    let calls = set_access_calls(expandable);
+    assert_eq!(calls, 2, "one cuMemSetAccess per map, for both devices at once");
+    free(expandable, large, 3 * MIB, null_mut());
+    free(expandable, small, 4096, null_mut());
+    assert_eq!(rmmResourceDestroy(expandable), RMM_SUCCESS);
+
+    // Devices that do not reach each other: the owner alone has access, and a copy on the
+    // other is refused; granting access is refused too while the peer cannot reach it.
+    simulator.set_peer_access(false);
+    let apart = over(|h| rmmExpandableResourceCreate(h, 0));
+    let block = allocate(apart, 5 * MIB, null_mut()).unwrap();
+    assert!(!simulator.vmm_accessible_from(block, 5 * MIB, 1) && simulator.vmm_accessible_from(block, 5 * MIB, 0));
+    let refused = copy_on_device_1(on_device_1, block, MIB).unwrap_err();
+    assert!(refused.to_string().contains("access for device 1"), "{refused}");
+    assert_eq!(rmmExpandableResourceGrantPeerAccess(apart, 1), RMM_ERROR_INVALID_ARGUMENT);
+    assert!(common::last_message().contains("cannot reach"), "{}", common::last_message());
+
+    // The peer becomes reachable (a model of peer access enabled later): granted, it reaches
+    // what is mapped, through the adaptors over the resource, and every later growth.
+    simulator.set_peer_access(true);
+    let stats = over(|h| rmmStatisticsAdaptorCreate(h, apart));
+    let calls = set_access_calls(apart);
+    assert_eq!(rmmExpandableResourceGrantPeerAccess(stats, 1), RMM_SUCCESS, "{}", common::last_message());
+    assert_eq!(set_access_calls(apart), calls + 1, "one call for the one mapped range");
+    assert_eq!(rmmExpandableResourceGrantPeerAccess(apart, 1), RMM_SUCCESS, "again: nothing to do");
+    assert_eq!(set_access_calls(apart), calls + 1);
+    stamp(block, MIB, 0x65);
+    copy_on_device_1(on_device_1, block, MIB).unwrap();
+    assert!(stamped(on_device_1, MIB, 0x65));
+    let grown = allocate(apart, 40 * MIB, null_mut()).unwrap();
+    assert!(simulator.vmm_accessible_from(grown, 40 * MIB, 1), "a later map includes the granted peer");
+    assert_eq!(snapshot_of(apart)["large"]["upstream"]["access"], serde_json::json!([0, 1]));
+
+    assert_eq!(rmmExpandableResourceGrantPeerAccess(apart, 7), RMM_ERROR_INVALID_ARGUMENT, "no device 7");
+    assert_eq!(rmmExpandableResourceGrantPeerAccess(null_mut(), 1), RMM_ERROR_INVALID_HANDLE);
+    let cuda = over(|h| rmmCudaResourceCreate(h));
+    assert_eq!(rmmExpandableResourceGrantPeerAccess(cuda, 1), RMM_ERROR_NOT_SUPPORTED);
+    assert_eq!(rmmResourceDestroy(cuda), RMM_SUCCESS);
+    free(apart, block, 5 * MIB, null_mut());
+    free(apart, grown, 40 * MIB, null_mut());
+    assert_eq!(rmmResourceDestroy(stats), RMM_SUCCESS);
+    platform().free(1, rmm::platform::MemoryKind::Device, on_device_1).unwrap();
+    give_everything_back(apart, before);
+    assert!(races().is_empty(), "{:?}", races());
+}

@@ -46,6 +46,11 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuCtxSynchronize",
     "cuStreamGetId",
     "cuStreamGetCtx",
+    "cuDeviceCanAccessPeer",
+    "cuDeviceGetUuid",
+    "cuIpcGetMemHandle",
+    "cuIpcOpenMemHandle_v2",
+    "cuIpcCloseMemHandle",
 ];
 
 /// Needed only by the cuda_async resource; their absence makes it `NotSupported`.
@@ -259,11 +264,11 @@ impl CudaDriver {
         }
     }
 
-    /// Pinned device memory of `device`, not exportable.
-    fn physical_properties(device: i32) -> sys::CUmemAllocationProp {
+    /// Pinned device memory of `device`, exportable as `handle_types` (0: not exportable).
+    fn physical_properties(device: i32, handle_types: u32) -> sys::CUmemAllocationProp {
         sys::CUmemAllocationProp {
             type_: sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
-            requestedHandleTypes: sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
+            requestedHandleTypes: sys::CUmemAllocationHandleType(handle_types),
             location: sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: device },
             win32HandleMetaData: std::ptr::null_mut(),
             allocFlags: sys::CUmemAllocationProp_st__bindgen_ty_1 {
@@ -277,7 +282,7 @@ impl CudaDriver {
 
     pub fn vmm_granularity(&self, device: i32) -> Result<usize> {
         self.require_virtual_memory()?;
-        let properties = Self::physical_properties(device);
+        let properties = Self::physical_properties(device, 0);
         let mut granularity = 0;
         // SAFETY: out-pointer to a local; the properties live across the call.
         check("cuMemGetAllocationGranularity", unsafe {
@@ -303,13 +308,129 @@ impl CudaDriver {
         check("cuMemAddressFree", unsafe { sys::cuMemAddressFree(at as sys::CUdeviceptr, size) })
     }
 
-    pub fn vmm_create(&self, device: i32, size: usize) -> Result<super::PhysicalMemory> {
+    pub fn vmm_create(&self, device: i32, size: usize, handle_types: u32) -> Result<super::PhysicalMemory> {
         self.require_virtual_memory()?;
-        let properties = Self::physical_properties(device);
+        let properties = Self::physical_properties(device, handle_types);
         let mut handle: sys::CUmemGenericAllocationHandle = 0;
         // SAFETY: out-pointer to a local; the properties live across the call.
         check("cuMemCreate", unsafe { sys::cuMemCreate(&mut handle, size, &properties, 0) }).map_err(|e| with_requested(e, size))?;
         Ok(super::PhysicalMemory(handle))
+    }
+
+    /// POSIX file descriptors where the device says it exports them; fabric handles too where
+    /// it says so and a trial `cuMemCreate` asking for both succeeds (without an IMEX channel
+    /// the driver refuses fabric memory although the attribute is set): memory is then created
+    /// exportable as a file descriptor only, rather than not at all.
+    pub fn vmm_exportable_types(&self, device: i32) -> Result<u32> {
+        self.require_virtual_memory()?;
+        if !driver_symbol_present("cuMemExportToShareableHandle") || !driver_symbol_present("cuMemImportFromShareableHandle") {
+            return Ok(0);
+        }
+        let posix = sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED;
+        if Self::device_attribute(device, posix)? == 0 {
+            return Ok(0);
+        }
+        // CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED (CUDA 12.3): a driver that does not
+        // know it answers CUDA_ERROR_INVALID_VALUE, which means no.
+        const FABRIC_SUPPORTED: i32 = 128;
+        if raw_device_attribute(device, FABRIC_SUPPORTED).unwrap_or(0) == 0 {
+            return Ok(super::exportable_as::POSIX_FILE_DESCRIPTOR);
+        }
+        let both = super::exportable_as::POSIX_FILE_DESCRIPTOR | super::exportable_as::FABRIC;
+        let granularity = self.vmm_granularity(device)?;
+        match self.vmm_create(device, granularity, both) {
+            Ok(trial) => {
+                self.vmm_release(trial)?;
+                Ok(both)
+            }
+            Err(e) => {
+                log::info!("device {device} offers fabric handles but refused fabric memory ({e}): exporting file descriptors only");
+                Ok(super::exportable_as::POSIX_FILE_DESCRIPTOR)
+            }
+        }
+    }
+
+    pub fn vmm_export(&self, handle: super::PhysicalMemory) -> Result<std::os::fd::OwnedFd> {
+        use std::os::fd::FromRawFd;
+        let mut fd: std::ffi::c_int = -1;
+        // SAFETY: `handle` is live (callers keep it); for POSIX file descriptors the driver
+        // writes an int to the pointer.
+        check("cuMemExportToShareableHandle", unsafe {
+            sys::cuMemExportToShareableHandle(
+                &mut fd as *mut std::ffi::c_int as *mut c_void,
+                handle.0,
+                sys::CUmemAllocationHandleType(super::exportable_as::POSIX_FILE_DESCRIPTOR),
+                0,
+            )
+        })?;
+        // SAFETY: the driver just opened `fd` for us; nothing else owns it.
+        Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+    }
+
+    pub fn vmm_import(&self, fd: std::os::fd::BorrowedFd<'_>, _device: i32) -> Result<super::PhysicalMemory> {
+        use std::os::fd::AsRawFd;
+        self.require_virtual_memory()?;
+        let mut handle: sys::CUmemGenericAllocationHandle = 0;
+        // SAFETY: out-pointer to a local; for POSIX file descriptors the driver takes the
+        // descriptor's value cast to a pointer, and only reads it during the call.
+        check("cuMemImportFromShareableHandle", unsafe {
+            sys::cuMemImportFromShareableHandle(
+                &mut handle,
+                fd.as_raw_fd() as usize as *mut c_void,
+                sys::CUmemAllocationHandleType(super::exportable_as::POSIX_FILE_DESCRIPTOR),
+            )
+        })?;
+        Ok(super::PhysicalMemory(handle))
+    }
+
+    fn cu_device(device: i32) -> Result<sys::CUdevice> {
+        let mut dev: sys::CUdevice = 0;
+        // SAFETY: out-pointer to a local; the driver validates the ordinal.
+        check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut dev, device) })?;
+        Ok(dev)
+    }
+
+    pub fn can_access_peer(&self, device: i32, owner: i32) -> Result<bool> {
+        let (dev, peer) = (Self::cu_device(device)?, Self::cu_device(owner)?);
+        let mut can = 0;
+        // SAFETY: out-pointer to a local; both devices exist.
+        check("cuDeviceCanAccessPeer", unsafe { sys::cuDeviceCanAccessPeer(&mut can, dev, peer) })?;
+        Ok(can != 0)
+    }
+
+    pub fn device_uuid(&self, device: i32) -> Result<[u8; 16]> {
+        let dev = Self::cu_device(device)?;
+        let mut uuid = sys::CUuuid_st { bytes: [0; 16] };
+        // SAFETY: out-pointer to a local; the device exists.
+        check("cuDeviceGetUuid", unsafe { sys::cuDeviceGetUuid(&mut uuid, dev) })?;
+        Ok(uuid.bytes.map(|byte| byte as u8))
+    }
+
+    pub fn ipc_get_mem_handle(&self, device: i32, base: usize) -> Result<[u8; 64]> {
+        self.with_device(device, || {
+            let mut handle = sys::CUipcMemHandle_st { reserved: [0; 64] };
+            // SAFETY: out-pointer to a local; the driver validates `base`.
+            check("cuIpcGetMemHandle", unsafe { sys::cuIpcGetMemHandle(&mut handle, base as sys::CUdeviceptr) })?;
+            Ok(handle.reserved.map(|byte| byte as u8))
+        })
+    }
+
+    pub fn ipc_open_mem_handle(&self, device: i32, handle: &[u8; 64]) -> Result<usize> {
+        /// CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS: memory of another device is opened with peer
+        /// access, as cudaIpcOpenMemHandle does.
+        const LAZY_ENABLE_PEER_ACCESS: u32 = 1;
+        self.with_device(device, || {
+            let handle = sys::CUipcMemHandle_st { reserved: handle.map(|byte| byte as std::ffi::c_char) };
+            let mut at: sys::CUdeviceptr = 0;
+            // SAFETY: out-pointer to a local; the driver validates the handle.
+            check("cuIpcOpenMemHandle", unsafe { sys::cuIpcOpenMemHandle_v2(&mut at, handle, LAZY_ENABLE_PEER_ACCESS) })?;
+            Ok(at as usize)
+        })
+    }
+
+    pub fn ipc_close_mem_handle(&self, device: i32, base: usize) -> Result<()> {
+        // SAFETY: `base` came from cuIpcOpenMemHandle (callers keep it).
+        self.with_device(device, || check("cuIpcCloseMemHandle", unsafe { sys::cuIpcCloseMemHandle(base as sys::CUdeviceptr) }))
     }
 
     pub fn vmm_release(&self, handle: super::PhysicalMemory) -> Result<()> {
@@ -563,6 +684,20 @@ impl CudaDriver {
             check("cuStreamWaitEvent", unsafe { sys::cuStreamWaitEvent(stream.0 as sys::CUstream, event.0 as sys::CUevent, 0) })
         })
     }
+}
+
+/// `cuDeviceGetAttribute` with an attribute number the cudarc level we build against may not
+/// name (a Rust enum must not hold a value it has no variant for).
+fn raw_device_attribute(device: i32, attribute: i32) -> Result<i32> {
+    type GetAttribute = unsafe extern "C" fn(*mut std::ffi::c_int, std::ffi::c_int, sys::CUdevice) -> CUresult;
+    // SAFETY: the driver is loaded (only called on a loaded CudaDriver) and exports
+    // cuDeviceGetAttribute (a required symbol) with this signature.
+    let get = unsafe { sys::culib().get::<GetAttribute>(b"cuDeviceGetAttribute") }
+        .map_err(|e| Error::DriverUnavailable(format!("cuDeviceGetAttribute: {e}")))?;
+    let mut value = 0;
+    // SAFETY: out-pointer to a local; the driver validates the attribute and the device.
+    check("cuDeviceGetAttribute", unsafe { get(&mut value, attribute, CudaDriver::cu_device(device)?) })?;
+    Ok(value)
 }
 
 fn with_requested(error: Error, bytes: usize) -> Error {

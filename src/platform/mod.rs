@@ -7,6 +7,7 @@ pub mod biased_lock;
 pub mod call_site;
 pub mod clock;
 mod cuda;
+pub mod ipc;
 pub mod published;
 pub mod shared;
 pub mod sim;
@@ -41,6 +42,15 @@ pub struct MemPool(pub usize);
 /// into reserved address ranges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PhysicalMemory(pub u64);
+
+/// The kinds of shareable handle physical memory is created exportable as
+/// (`CUmemAllocationHandleType` bits; the same values as `resources::handle_type`).
+pub mod exportable_as {
+    /// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`.
+    pub const POSIX_FILE_DESCRIPTOR: u32 = 0x1;
+    /// `CU_MEM_HANDLE_TYPE_FABRIC`: across nodes, through IMEX.
+    pub const FABRIC: u32 = 0x8;
+}
 
 /// The kind of memory a platform allocation returns; frees must name the same kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -151,9 +161,68 @@ impl Backend {
     pub fn vmm_free_reservation(&self, at: usize, size: usize) -> Result<()> {
         dispatch!(self.vmm_free_reservation(at, size))
     }
-    /// Creates `size` bytes of physical memory on `device` (out of memory when it has no room).
-    pub fn vmm_create(&self, device: i32, size: usize) -> Result<PhysicalMemory> {
-        dispatch!(self.vmm_create(device, size))
+    /// Creates `size` bytes of physical memory on `device` (out of memory when it has no room),
+    /// exportable as `handle_types` (`exportable_as` bits; 0: not exportable). The handle
+    /// types are fixed here: memory created without one can never be shared.
+    pub fn vmm_create(&self, device: i32, size: usize, handle_types: u32) -> Result<PhysicalMemory> {
+        dispatch!(self.vmm_create(device, size, handle_types))
+    }
+    /// The handle types (`exportable_as` bits) physical memory of `device` can be created
+    /// exportable as: POSIX file descriptors, and fabric handles where the driver offers them.
+    /// 0 where the device exports none.
+    pub fn vmm_exportable_types(&self, device: i32) -> Result<u32> {
+        dispatch!(self.vmm_exportable_types(device))
+    }
+    /// A new POSIX file descriptor for `handle` (created exportable as a POSIX file descriptor), which
+    /// another process imports with `vmm_import`; the caller owns it.
+    pub fn vmm_export(&self, handle: PhysicalMemory) -> Result<std::os::fd::OwnedFd> {
+        dispatch!(self.vmm_export(handle))
+    }
+    /// Physical memory of `device` that another process (or this one) exported as `fd`: a
+    /// handle of this process's own, released with `vmm_release`, the memory staying alive
+    /// while any process holds a handle or a map of it.
+    pub fn vmm_import(&self, fd: std::os::fd::BorrowedFd<'_>, device: i32) -> Result<PhysicalMemory> {
+        dispatch!(self.vmm_import(fd, device))
+    }
+    /// Whether kernels and copies on `device` can reach memory of `owner`
+    /// (`cuDeviceCanAccessPeer`; a device always reaches its own).
+    pub fn can_access_peer(&self, device: i32, owner: i32) -> Result<bool> {
+        if device == owner {
+            return self.check_device(device).map(|()| true);
+        }
+        self.check_device(device)?;
+        self.check_device(owner)?;
+        dispatch!(self.can_access_peer(device, owner))
+    }
+    /// The devices, other than `owner`, that can reach memory of `owner`.
+    pub fn peers_of(&self, owner: i32) -> Result<Vec<i32>> {
+        let mut peers = Vec::new();
+        for device in (0..self.device_count()?).filter(|&device| device != owner) {
+            if self.can_access_peer(device, owner)? {
+                peers.push(device);
+            }
+        }
+        Ok(peers)
+    }
+    /// The device's UUID (`cuDeviceGetUuid`), which names it the same in every process,
+    /// whatever `CUDA_VISIBLE_DEVICES` numbers it there.
+    pub fn device_uuid(&self, device: i32) -> Result<[u8; 16]> {
+        self.check_device(device)?;
+        dispatch!(self.device_uuid(device))
+    }
+    /// The driver's IPC handle (`cuIpcGetMemHandle`) of the `cuMemAlloc` allocation that
+    /// starts at `base`, on `device`.
+    pub fn ipc_get_mem_handle(&self, device: i32, base: usize) -> Result<[u8; 64]> {
+        dispatch!(self.ipc_get_mem_handle(device, base))
+    }
+    /// Maps another process's `cuMemAlloc` allocation (`cuIpcOpenMemHandle`, with peer access
+    /// where the memory is another device's) into `device`'s context; its base here.
+    pub fn ipc_open_mem_handle(&self, device: i32, handle: &[u8; 64]) -> Result<usize> {
+        dispatch!(self.ipc_open_mem_handle(device, handle))
+    }
+    /// Unmaps what `ipc_open_mem_handle` mapped at `base`.
+    pub fn ipc_close_mem_handle(&self, device: i32, base: usize) -> Result<()> {
+        dispatch!(self.ipc_close_mem_handle(device, base))
     }
     /// Releases physical memory: it goes back to the device once no range maps it.
     pub fn vmm_release(&self, handle: PhysicalMemory) -> Result<()> {

@@ -93,6 +93,10 @@ pub struct SimDevices {
     race_action: AtomicU8,
     virtual_memory: Mutex<super::sim_vmm::VirtualMemory>,
     calls: [AtomicU64; 4],
+    /// Whether every device reaches every other's memory (`cuDeviceCanAccessPeer`), as on
+    /// NVLink-connected GPUs; `RMM_SIM_PEER_ACCESS=off` makes none reach another, as GPUs
+    /// on separate PCIe root complexes.
+    peer_access: std::sync::atomic::AtomicBool,
 }
 
 /// How many of the driver calls that cost on a real GPU the simulated devices answered, for
@@ -143,7 +147,69 @@ impl SimDevices {
             Ok("off") => RaceAction::Off,
             _ => RaceAction::Abort,
         };
-        Ok(Self::new(count, capacity, race_action))
+        let simulated = Self::new(count, capacity, race_action);
+        if matches!(std::env::var("RMM_SIM_PEER_ACCESS").as_deref(), Ok("off" | "0" | "none")) {
+            simulated.set_peer_access(false);
+        }
+        Ok(simulated)
+    }
+
+    /// Whether devices reach each other's memory from now on (see `peer_access`).
+    pub fn set_peer_access(&self, on: bool) {
+        self.peer_access.store(on, Ordering::Relaxed);
+    }
+
+    pub fn can_access_peer(&self, device: i32, owner: i32) -> Result<bool> {
+        self.check_device(device)?;
+        self.check_device(owner)?;
+        Ok(device == owner || self.peer_access.load(Ordering::Relaxed))
+    }
+
+    /// "RMM-SIM-DEVICE" and the ordinal: the same in every process on simulated devices.
+    pub fn device_uuid(&self, device: i32) -> Result<[u8; 16]> {
+        self.check_device(device)?;
+        let mut uuid = [0u8; 16];
+        uuid[..14].copy_from_slice(b"RMM-SIM-DEVICE");
+        uuid[14..].copy_from_slice(&(device as u16).to_be_bytes());
+        Ok(uuid)
+    }
+
+    /// A simulated `cuIpcGetMemHandle`: the handle names the process and the allocation. It
+    /// cannot be opened in another process (simulated `cuMemAlloc` memory is the exporting
+    /// process's heap), which `ipc_open_mem_handle` says; memory of the virtual-memory API is
+    /// a memory file and crosses processes (`vmm_export`).
+    pub fn ipc_get_mem_handle(&self, device: i32, base: usize) -> Result<[u8; 64]> {
+        let state = self.state.lock();
+        match state.allocations.get(&base) {
+            Some(a) if a.device == device && a.kind == MemoryKind::Device => {
+                let mut handle = [0u8; 64];
+                handle[..8].copy_from_slice(b"SIM-IPC\0");
+                handle[8..12].copy_from_slice(&std::process::id().to_le_bytes());
+                handle[16..24].copy_from_slice(&(base as u64).to_le_bytes());
+                handle[24..32].copy_from_slice(&(a.size as u64).to_le_bytes());
+                Ok(handle)
+            }
+            _ => Err(Error::invalid(format!("{base:#x} is not the start of a cuMemAlloc allocation of simulated device {device}"))),
+        }
+    }
+
+    pub fn ipc_open_mem_handle(&self, device: i32, handle: &[u8; 64]) -> Result<usize> {
+        self.check_device(device)?;
+        if &handle[..8] != b"SIM-IPC\0" {
+            return Err(Error::invalid("not an IPC handle of simulated memory"));
+        }
+        let exporter = u32::from_le_bytes(handle[8..12].try_into().expect("4 bytes"));
+        if exporter == std::process::id() {
+            // The driver refuses it too (CUDA_ERROR_INVALID_CONTEXT).
+            return Err(Error::invalid("an IPC handle cannot be opened in the process that made it"));
+        }
+        Err(Error::NotSupported(format!(
+            "simulated cuMemAlloc memory lives in the heap of process {exporter}: on simulated devices only expandable (virtual-memory) memory can be opened in another process"
+        )))
+    }
+
+    pub fn ipc_close_mem_handle(&self, _device: i32, base: usize) -> Result<()> {
+        Err(Error::invalid(format!("{base:#x} was not opened from an IPC handle")))
     }
 
     pub fn new(count: usize, capacity: usize, race_action: RaceAction) -> Self {
@@ -160,6 +226,7 @@ impl SimDevices {
             race_action: AtomicU8::new(race_action as u8),
             virtual_memory: Mutex::new(Default::default()),
             calls: Default::default(),
+            peer_access: std::sync::atomic::AtomicBool::new(true),
         }
     }
 
@@ -193,10 +260,25 @@ impl SimDevices {
 
     /// Physical memory counts against the device from creation until it is released and
     /// unmapped everywhere.
-    pub fn vmm_create(&self, device: i32, size: usize) -> Result<super::PhysicalMemory> {
+    pub fn vmm_create(&self, device: i32, size: usize, handle_types: u32) -> Result<super::PhysicalMemory> {
         self.check_device(device)?;
         self.reserve_capacity(device, size)?;
-        self.virtual_memory.lock().create(device, size).inspect_err(|_| *self.used[device as usize].lock() -= size)
+        self.virtual_memory.lock().create(device, size, handle_types).inspect_err(|_| *self.used[device as usize].lock() -= size)
+    }
+
+    /// As a Linux driver without a fabric manager: POSIX file descriptors.
+    pub fn vmm_exportable_types(&self, device: i32) -> Result<u32> {
+        self.check_device(device)?;
+        Ok(super::exportable_as::POSIX_FILE_DESCRIPTOR)
+    }
+
+    pub fn vmm_export(&self, handle: super::PhysicalMemory) -> Result<std::os::fd::OwnedFd> {
+        self.virtual_memory.lock().export(handle)
+    }
+
+    pub fn vmm_import(&self, fd: std::os::fd::BorrowedFd<'_>, device: i32) -> Result<super::PhysicalMemory> {
+        self.check_device(device)?;
+        self.virtual_memory.lock().import(fd, device)
     }
 
     pub fn vmm_release(&self, handle: super::PhysicalMemory) -> Result<()> {
@@ -242,7 +324,14 @@ impl SimDevices {
         for &device in devices {
             self.check_device(device)?;
         }
-        self.virtual_memory.lock().set_access(at, size)
+        let peers = self.peer_access.load(Ordering::Relaxed);
+        self.virtual_memory.lock().set_access(at, size, devices, |device, owner| device == owner || peers)
+    }
+
+    /// Whether `device` may use `[at, at + size)` of virtual memory (mapped, with access set
+    /// for it), for tests.
+    pub fn vmm_accessible_from(&self, at: usize, size: usize, device: i32) -> bool {
+        self.virtual_memory.lock().accessible_from(at, size, device) == Some(true)
     }
 
     pub fn vmm_is_accessible(&self, at: usize, size: usize) -> bool {
@@ -446,6 +535,17 @@ impl SimDevices {
                 Some((base, a)) if end <= base + a.size => {}
                 None if !ends_inside => {}
                 _ => return Err(Error::invalid(format!("copy {what} {ptr:#x}+{bytes} straddles the end of simulated memory"))),
+            }
+        }
+        // Virtual memory is usable from a device only where access was granted to it: a copy
+        // on a stream of device 1 from memory that device 0 mapped without access for device
+        // 1 fails on a GPU ("invalid argument"), although both see the same host bytes here.
+        let stream_device = state.streams.get(id).and_then(Option::as_ref).map_or(device, |s| s.device);
+        for (what, ptr) in [("destination", dst), ("source", src)] {
+            if self.virtual_memory.lock().accessible_from(ptr, bytes, stream_device) == Some(false) {
+                return Err(Error::invalid(format!(
+                    "copy {what} {ptr:#x}+{bytes}: virtual memory not mapped with access for device {stream_device} (cuMemSetAccess)"
+                )));
             }
         }
         state.enqueue(id);

@@ -21,12 +21,18 @@ struct Physical {
     device: i32,
     maps: usize,
     released: bool,
+    /// `exportable_as` bits it was created exportable as.
+    handle_types: u32,
+    /// Imported from a descriptor another process (or this one) exported: its bytes count
+    /// against the device in the process that created them, not here.
+    imported: bool,
 }
 
 struct Mapping {
     size: usize,
     handle: u64,
-    accessible: bool,
+    /// Bit `d`: device `d` may read and write it (`cuMemSetAccess`).
+    access: u64,
 }
 
 #[derive(Default)]
@@ -133,7 +139,12 @@ impl VirtualMemory {
 
     /// Physical memory of `size` bytes on `device`; the caller has counted it against the
     /// device (and uncounts it when `release`/`unmap` answer its size).
-    pub fn create(&mut self, device: i32, size: usize) -> Result<PhysicalMemory> {
+    pub fn create(&mut self, device: i32, size: usize, handle_types: u32) -> Result<PhysicalMemory> {
+        if handle_types & !super::exportable_as::POSIX_FILE_DESCRIPTOR != 0 {
+            return Err(Error::NotSupported(format!(
+                "simulated devices export physical memory as POSIX file descriptors only (handle types {handle_types:#x} asked)"
+            )));
+        }
         if size == 0 || !aligned(size) {
             return Err(Error::invalid(format!("physical memory of {size} bytes: not a multiple of the granularity {GRANULARITY}")));
         }
@@ -150,7 +161,60 @@ impl VirtualMemory {
             return Err(error);
         }
         self.next_handle += 1;
-        self.physical.insert(self.next_handle, Physical { fd, size, device, maps: 0, released: false });
+        self.physical.insert(self.next_handle, Physical { fd, size, device, maps: 0, released: false, handle_types, imported: false });
+        Ok(PhysicalMemory(self.next_handle))
+    }
+
+    /// A new descriptor of `handle`'s memory file, as `cuMemExportToShareableHandle` gives
+    /// one; refused for memory created without `crate::platform::exportable_as::POSIX_FILE_DESCRIPTOR`, as by the driver.
+    pub fn export(&self, handle: PhysicalMemory) -> Result<std::os::fd::OwnedFd> {
+        use std::os::fd::BorrowedFd;
+        let physical = self.physical.get(&handle.0).filter(|p| !p.released).ok_or_else(|| not_physical(handle))?;
+        if physical.handle_types & super::exportable_as::POSIX_FILE_DESCRIPTOR == 0 {
+            return Err(Error::invalid(format!(
+                "physical allocation {} was created without requestedHandleTypes POSIX file descriptor: it cannot be exported",
+                handle.0
+            )));
+        }
+        // SAFETY: `physical.fd` is open while the allocation lives, and we only duplicate it.
+        let copy = unsafe { BorrowedFd::borrow_raw(physical.fd) }.try_clone_to_owned().map_err(|e| Error::Internal(format!("dup: {e}")))?;
+        Ok(copy)
+    }
+
+    /// Physical memory of `device` from a descriptor `export` gave (in this process or
+    /// another): a handle of its own, over the same memory file.
+    pub fn import(&mut self, fd: std::os::fd::BorrowedFd<'_>, device: i32) -> Result<PhysicalMemory> {
+        use std::os::fd::{AsRawFd, IntoRawFd};
+        let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).map(|path| path.to_string_lossy().into_owned());
+        if !link.as_deref().is_ok_and(|name| name.starts_with("/memfd:rmm-sim-physical")) {
+            return Err(Error::invalid(format!(
+                "descriptor {} is not simulated physical memory ({})",
+                fd.as_raw_fd(),
+                link.unwrap_or_else(|e| e.to_string())
+            )));
+        }
+        // SAFETY: all-zero is a valid `stat` (plain integers).
+        let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstat writes only into the stat we own; the descriptor is open.
+        if unsafe { libc::fstat(fd.as_raw_fd(), &mut stat) } != 0 {
+            return Err(os_error("fstat"));
+        }
+        let size = stat.st_size as usize;
+        if size == 0 || !aligned(size) {
+            return Err(Error::invalid(format!("descriptor {} holds {size} bytes: not physical memory", fd.as_raw_fd())));
+        }
+        let own = fd.try_clone_to_owned().map_err(|e| Error::Internal(format!("dup: {e}")))?.into_raw_fd();
+        self.next_handle += 1;
+        let physical = Physical {
+            fd: own,
+            size,
+            device,
+            maps: 0,
+            released: false,
+            handle_types: super::exportable_as::POSIX_FILE_DESCRIPTOR,
+            imported: true,
+        };
+        self.physical.insert(self.next_handle, physical);
         Ok(PhysicalMemory(self.next_handle))
     }
 
@@ -170,7 +234,7 @@ impl VirtualMemory {
         let physical = self.physical.remove(&handle)?;
         // SAFETY: the file is no longer mapped anywhere and nothing else holds its descriptor.
         unsafe { libc::close(physical.fd) };
-        Some((physical.device, physical.size))
+        (!physical.imported).then_some((physical.device, physical.size))
     }
 
     pub fn map(&mut self, at: usize, size: usize, handle: PhysicalMemory) -> Result<()> {
@@ -196,7 +260,7 @@ impl VirtualMemory {
             return Err(os_error("mmap"));
         }
         self.physical.get_mut(&handle.0).expect("looked up above").maps += 1;
-        self.mappings.insert(at, Mapping { size, handle: handle.0, accessible: false });
+        self.mappings.insert(at, Mapping { size, handle: handle.0, access: 0 });
         Ok(())
     }
 
@@ -219,27 +283,68 @@ impl VirtualMemory {
         Ok(freed)
     }
 
-    /// Makes `[at, at + size)`, which must be wholly mapped, readable and writable.
-    pub fn set_access(&mut self, at: usize, size: usize) -> Result<()> {
+    /// Makes `[at, at + size)`, which must be wholly mapped, readable and writable from
+    /// `devices` (added to those that had access). `reaches(device, owner)` says whether a
+    /// device can reach another's memory: access for one that cannot is refused, as by the
+    /// driver.
+    pub fn set_access(&mut self, at: usize, size: usize, devices: &[i32], reaches: impl Fn(i32, i32) -> bool) -> Result<()> {
         let (starts, exact) = self.maps_covering(at, size);
         if !exact {
             return Err(Error::invalid(format!("access to {at:#x} (+{size} bytes): not all of it is mapped")));
+        }
+        let mut mask = 0u64;
+        for &device in devices {
+            for start in &starts {
+                let owner = self.physical.get(&self.mappings[start].handle).map_or(device, |p| p.device);
+                if !reaches(device, owner) {
+                    return Err(Error::invalid(format!(
+                        "access to {at:#x} (+{size} bytes) for device {device}: it cannot reach memory of device {owner} (no peer access)"
+                    )));
+                }
+            }
+            mask |= 1u64 << device;
         }
         // SAFETY: the range is wholly mapped from memory files this module owns.
         if unsafe { libc::mprotect(at as *mut libc::c_void, size, libc::PROT_READ | libc::PROT_WRITE) } != 0 {
             return Err(os_error("mprotect"));
         }
         for start in starts {
-            self.mappings.get_mut(&start).expect("found above").accessible = true;
+            self.mappings.get_mut(&start).expect("found above").access |= mask;
         }
         Ok(())
     }
 
-    /// Whether `[at, at + size)` is mapped and accessible (for tests and the race checker's
-    /// callers).
+    /// Whether `[at, at + size)` is mapped and accessible from some device (for tests).
     pub fn is_accessible(&self, at: usize, size: usize) -> bool {
         let (starts, exact) = self.maps_covering(at, size);
-        exact && starts.iter().all(|start| self.mappings[start].accessible)
+        exact && starts.iter().all(|start| self.mappings[start].access != 0)
+    }
+
+    /// Whether `device` can use `[at, at + size)`: None when the range lies in no
+    /// reservation (not virtual memory), else whether it is wholly mapped with access for
+    /// `device`.
+    pub fn accessible_from(&self, at: usize, size: usize, device: i32) -> Option<bool> {
+        self.reservation_holding(at, size.max(1))?;
+        let granted = |start: &usize| self.mappings[start].access & (1u64 << device) != 0;
+        Some(self.covers(at, size) && self.maps_in(at, size).iter().all(granted))
+    }
+
+    /// The starts of the maps that overlap `[at, at + size)`.
+    fn maps_in(&self, at: usize, size: usize) -> Vec<usize> {
+        let first = self.mappings.range(..=at).next_back().filter(|(&start, m)| start + m.size > at).map(|(&start, _)| start);
+        first.into_iter().chain(self.mappings.range(at + 1..at + size.max(1)).map(|(&start, _)| start)).collect()
+    }
+
+    /// Whether maps cover `[at, at + size)` with no gap.
+    fn covers(&self, at: usize, size: usize) -> bool {
+        let mut next = at;
+        for start in self.maps_in(at, size) {
+            if start > next {
+                return false;
+            }
+            next = next.max(start + self.mappings[&start].size);
+        }
+        next >= at + size
     }
 }
 

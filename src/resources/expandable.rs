@@ -18,6 +18,7 @@
 use super::stream_ordered::{Core, Growth};
 use super::{MemoryResource, PoolResource};
 use crate::error::{Error, Result};
+use crate::platform::ipc::Ticket;
 use crate::platform::{backend, PhysicalMemory, Stream};
 use parking_lot::Mutex;
 use rmm_suballoc::tlsf::Tlsf;
@@ -88,6 +89,27 @@ pub struct ExpandableResource {
     /// The small part's reservation: a free goes to the part whose range holds its address.
     small_range: std::ops::Range<usize>,
     held: Arc<HeldPages>,
+    /// Blocks exported to other processes (docs/src/ipc.md), and those freed while another
+    /// process still had them open, kept out of the pool until it closes them.
+    exports: Exports,
+}
+
+/// The exporting side of IPC: a ticket per exported block, by its address.
+#[derive(Default)]
+struct Exports {
+    /// Exported blocks and deferred frees, not counted: the free path checks this first and
+    /// touches nothing else while it is 0.
+    count: AtomicUsize,
+    state: Mutex<ExportState>,
+}
+
+#[derive(Default)]
+struct ExportState {
+    live: BTreeMap<usize, Arc<Ticket>>,
+    /// Blocks freed while another process had them open: (block, bytes, event recorded on
+    /// the freeing stream at the free, ticket). They go back to the pool once no process has
+    /// them open, in the order of that free.
+    deferred: Vec<(usize, usize, crate::platform::Event, Arc<Ticket>)>,
 }
 
 /// A pool over pages mapped on demand.
@@ -124,20 +146,38 @@ impl HeldPages {
 
 /// The expandable resource on `device`.
 pub fn expandable_resource(device: i32, options: &ExpandableOptions) -> Result<ExpandableResource> {
+    make(device, options, 0)
+}
+
+/// The expandable resource on `device` whose pages are created exportable as `handle_types`.
+fn make(device: i32, options: &ExpandableOptions, handle_types: u32) -> Result<ExpandableResource> {
     let granularity = backend()?.vmm_granularity(device)?;
     let held = Arc::new(HeldPages::default());
     let part = |options: &ExpandableOptions| -> Result<Part> {
-        let pages = Arc::new(MappedRanges::new(device, options, held.clone())?);
+        let pages = Arc::new(MappedRanges::new(device, options, held.clone(), handle_types)?);
         let growth = Growth::Expandable { page: pages.page, release_threshold: options.release_threshold };
         let pool = PoolResource::with_growth("expandable", pages.clone(), growth, options.initial_size, options.maximum_size)?;
         Ok(Part { core: pool.shared_core(), pool, pages })
     };
     let large = part(options)?;
     let small = part(&ExpandableOptions { initial_size: 0, page_size: granularity, ..options.clone() })?;
-    Ok(ExpandableResource { small_range: small.pages.usable_range(), small, large, held })
+    Ok(ExpandableResource { small_range: small.pages.usable_range(), small, large, held, exports: Exports::default() })
 }
 
 impl ExpandableResource {
+    /// `expandable_resource` whose physical memory is created exportable, so that blocks can
+    /// be opened in other processes (`export`). It must be chosen at creation: the driver
+    /// fixes a page's handle types in `cuMemCreate`. Pages are exportable as POSIX file
+    /// descriptors, and also as fabric handles where the device offers them (for UCX and
+    /// multi-node NVLink); a device that exports no file descriptors is `NotSupported`.
+    pub fn shareable(device: i32, options: &ExpandableOptions) -> Result<ExpandableResource> {
+        let handle_types = backend()?.vmm_exportable_types(device)?;
+        if handle_types & crate::platform::exportable_as::POSIX_FILE_DESCRIPTOR == 0 {
+            return Err(Error::NotSupported(format!("device {device} cannot export virtual memory as POSIX file descriptors")));
+        }
+        make(device, options, handle_types)
+    }
+
     fn parts(&self) -> [&PoolResource; 2] {
         [&self.small.pool, &self.large.pool]
     }
@@ -150,6 +190,126 @@ impl ExpandableResource {
         } else {
             &self.large
         }
+    }
+
+    fn part_of(&self, ptr: usize) -> &Part {
+        if self.small_range.contains(&ptr) {
+            &self.small
+        } else {
+            &self.large
+        }
+    }
+
+    /// The devices every mapping is accessible from: the resource's own first.
+    pub fn access_devices(&self) -> Vec<i32> {
+        self.large.pages.state.lock().access.clone()
+    }
+
+    /// Grants `peer` read and write access to everything mapped now and mapped from now on
+    /// (`cuMemSetAccess` on each mapped range): for a peer the resource did not give access to
+    /// at creation. Granting it again does nothing. A peer that cannot reach the device is
+    /// refused, as by the driver.
+    pub fn grant_peer_access(&self, peer: i32) -> Result<()> {
+        let platform = backend()?;
+        if !platform.can_access_peer(peer, self.device())? {
+            return Err(Error::invalid(format!("device {peer} cannot reach memory of device {} (cuDeviceCanAccessPeer)", self.device())));
+        }
+        self.small.pages.grant(peer)?;
+        self.large.pages.grant(peer)
+    }
+
+    /// Whether its pages are created exportable (`shareable_expandable_resource`).
+    pub fn is_shareable(&self) -> bool {
+        self.large.pages.handle_types != 0
+    }
+
+    /// Exports the block at `ptr` (`bytes` long, as handed out) to other processes: the
+    /// ticket that names its pages, the same for every call until the block is freed. The
+    /// block stays out of the pool while another process has it open, even once freed here
+    /// (see `free_exported`).
+    pub fn export(&self, ptr: usize, bytes: usize) -> Result<Arc<Ticket>> {
+        if !self.is_shareable() {
+            return Err(Error::NotSupported(
+                "the expandable resource was created without IPC (rmmIpcExpandableResourceCreate makes one whose memory can be shared)"
+                    .into(),
+            ));
+        }
+        let mut state = self.exports.state.lock();
+        if let Some(ticket) = state.live.get(&ptr) {
+            return Ok(ticket.clone());
+        }
+        let platform = backend()?;
+        let pages = &self.part_of(ptr).pages;
+        let first = ptr / pages.page * pages.page;
+        let end = (ptr + bytes.max(1)).next_multiple_of(pages.page);
+        let physical: Vec<PhysicalMemory> = {
+            let ranges = pages.state.lock();
+            let physical: Vec<PhysicalMemory> = ranges.mapped.range(first..end).map(|(_, &physical)| physical).collect();
+            if physical.len() != (end - first) / pages.page {
+                return Err(Error::invalid(format!("{ptr:#x} (+{bytes} bytes) is not wholly mapped: not a block of this resource")));
+            }
+            physical
+        };
+        let fds = physical.into_iter().map(|page| platform.vmm_export(page)).collect::<Result<Vec<_>>>()?;
+        let uuid = platform.device_uuid(self.device())?;
+        let ticket = Arc::new(Ticket::new(uuid, pages.page, ptr - first, bytes, fds)?);
+        state.live.insert(ptr, ticket.clone());
+        self.exports.count.fetch_add(1, Ordering::Release);
+        Ok(ticket)
+    }
+
+    /// The exporting side of a free: an exported block is revoked (no process can open it
+    /// from now on); one that another process still has open is kept out of the pool until
+    /// it is closed there (answers true: nothing more to do). Deferred frees whose blocks
+    /// are closed by now go back to the pool.
+    #[cold]
+    #[inline(never)]
+    fn free_exported(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<bool> {
+        self.settle_exports()?;
+        let mut state = self.exports.state.lock();
+        let Some(ticket) = state.live.remove(&ptr) else { return Ok(false) };
+        self.exports.count.fetch_sub(1, Ordering::Release);
+        ticket.revoke();
+        if ticket.opened() == 0 {
+            return Ok(false);
+        }
+        let platform = backend()?;
+        let event = platform.event_create(self.device())?;
+        if let Err(e) = platform.event_record(self.device(), event, stream) {
+            let _ = platform.event_destroy(event);
+            return Err(e);
+        }
+        log::info!("expandable resource: {ptr:#x} freed while another process has it open: it stays out of the pool until closed there");
+        state.deferred.push((ptr, bytes, event, ticket));
+        self.exports.count.fetch_add(1, Ordering::Release);
+        Ok(true)
+    }
+
+    /// Gives the pool back the deferred frees of blocks no other process has open any more,
+    /// on the device's default stream made to wait for the stream each was freed on.
+    pub fn settle_exports(&self) -> Result<()> {
+        let settled: Vec<_> = {
+            let mut state = self.exports.state.lock();
+            let (closed, open) = std::mem::take(&mut state.deferred).into_iter().partition(|(_, _, _, ticket)| ticket.opened() == 0);
+            state.deferred = open;
+            closed
+        };
+        let platform = backend()?;
+        let mut result = Ok(());
+        for (ptr, bytes, event, _ticket) in settled {
+            self.exports.count.fetch_sub(1, Ordering::Release);
+            let freed = platform
+                .stream_wait_event(self.device(), Stream::DEFAULT, event)
+                .and_then(|()| self.part_of(ptr).core.deallocate(ptr, Some(bytes), Stream::DEFAULT));
+            let destroyed = platform.event_destroy(event);
+            result = result.and(freed).and(destroyed);
+        }
+        result
+    }
+
+    /// Blocks freed here that another process still has open (kept out of the pool).
+    pub fn deferred_frees(&self) -> usize {
+        self.exports.state.lock().deferred.len()
     }
 
     /// `allocate`, at a multiple of `alignment` (see `Core::allocate_aligned`); the part is
@@ -168,8 +328,10 @@ impl MemoryResource for ExpandableResource {
 
     #[inline(always)]
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
-        let part = if self.small_range.contains(&ptr) { &self.small } else { &self.large };
-        part.core.deallocate(ptr, Some(bytes), stream)
+        if self.exports.count.load(Ordering::Acquire) != 0 && self.free_exported(ptr, bytes, stream)? {
+            return Ok(());
+        }
+        self.part_of(ptr).core.deallocate(ptr, Some(bytes), stream)
     }
 
     fn device(&self) -> i32 {
@@ -181,6 +343,7 @@ impl MemoryResource for ExpandableResource {
     }
 
     fn release(&self) -> Result<usize> {
+        self.settle_exports()?;
         Ok(self.small.pool.release()? + self.large.pool.release()?)
     }
 
@@ -229,8 +392,8 @@ struct MappedRanges {
     /// The most physical memory it creates with the other part (mapped and kept together).
     maximum: usize,
     held: Arc<HeldPages>,
-    /// Devices given access to what is mapped: `device` first, then its peers.
-    access: Vec<i32>,
+    /// `exportable_as` bits pages are created exportable as (0: not exportable).
+    handle_types: u32,
     /// The reservation as made, and its part aligned to `page` that pages go into.
     reservation: (usize, usize),
     state: Mutex<Ranges>,
@@ -253,14 +416,23 @@ struct Ranges {
     /// The most pages held (mapped and kept) at once.
     peak_pages: usize,
     activity: Activity,
+    /// Devices given access to what is mapped: the owner first, then the peers (those asked
+    /// for, every device that can reach the owner, and those granted later).
+    access: Vec<i32>,
 }
 
 /// What the page source has asked of the device so far, and the time those calls took: the
 /// cost of mapping on demand and stitching, shown in the snapshot.
 #[derive(Default, Clone, Copy)]
 struct Activity {
-    /// `map` calls that mapped pages (one `cuMemSetAccess` each).
+    /// `map` calls that mapped pages (one `cuMemSetAccess` each, and one more for a peer
+    /// granted while the map ran).
     maps: u64,
+    /// `cuMemSetAccess` calls (maps, and each mapped range when a peer is granted later) and
+    /// the nanoseconds they took (also counted in `device_call_ns`): the cost of access for
+    /// each device, which grows with the number of devices given access.
+    set_access_calls: u64,
+    set_access_ns: u64,
     pages_created: u64,
     pages_mapped: u64,
     /// Pages mapped that were lent (still mapped at their old address): stitched at once.
@@ -276,6 +448,8 @@ impl Activity {
     fn plus(self, other: Activity) -> Activity {
         Activity {
             maps: self.maps + other.maps,
+            set_access_calls: self.set_access_calls + other.set_access_calls,
+            set_access_ns: self.set_access_ns + other.set_access_ns,
             pages_created: self.pages_created + other.pages_created,
             pages_mapped: self.pages_mapped + other.pages_mapped,
             pages_mapped_lent: self.pages_mapped_lent + other.pages_mapped_lent,
@@ -288,6 +462,8 @@ impl Activity {
     fn json(&self) -> serde_json::Value {
         serde_json::json!({
             "maps": self.maps,
+            "set_access_calls": self.set_access_calls,
+            "set_access_ms": self.set_access_ns as f64 / 1e6,
             "pages_created": self.pages_created,
             "pages_mapped": self.pages_mapped,
             "pages_mapped_lent": self.pages_mapped_lent,
@@ -371,7 +547,7 @@ impl Ranges {
 }
 
 impl MappedRanges {
-    fn new(device: i32, options: &ExpandableOptions, held: Arc<HeldPages>) -> Result<Self> {
+    fn new(device: i32, options: &ExpandableOptions, held: Arc<HeldPages>, handle_types: u32) -> Result<Self> {
         let platform = backend()?;
         platform.check_device(device)?;
         for &peer in &options.peers {
@@ -396,16 +572,24 @@ impl MappedRanges {
         let size = usable.checked_add(page).ok_or_else(too_large)?;
         let start = platform.vmm_reserve(size)?;
         let aligned = start.next_multiple_of(page);
+        // Every device that can reach this one gets access to every mapping, as cudaMalloc
+        // memory is reachable from every peer once it enables peer access: without it, a
+        // copy or kernel on a peer fails with "invalid argument" (cudaDeviceEnablePeerAccess
+        // does not cover virtual memory). Peers asked for explicitly must be reachable.
         let mut access = vec![device];
-        access.extend(options.peers.iter().filter(|&&peer| peer != device));
-        let state = Ranges { unused: BTreeMap::from([(aligned, usable)]), ..Default::default() };
+        for peer in options.peers.iter().copied().chain(platform.peers_of(device)?) {
+            if !access.contains(&peer) {
+                access.push(peer);
+            }
+        }
+        let state = Ranges { unused: BTreeMap::from([(aligned, usable)]), access, ..Default::default() };
         // The initial size stays mapped in the core's chunks whatever the threshold.
         let keep_at_most = options.release_threshold.max(options.initial_size);
         let maximum = match options.maximum_size {
             0 => usize::MAX,
             size => size.next_multiple_of(page),
         };
-        Ok(MappedRanges { device, page, keep_at_most, maximum, held, access, reservation: (start, size), state: Mutex::new(state) })
+        Ok(MappedRanges { device, page, keep_at_most, maximum, held, handle_types, reservation: (start, size), state: Mutex::new(state) })
     }
 
     fn usable_start(&self) -> usize {
@@ -426,8 +610,10 @@ impl MappedRanges {
     fn map(&self, start: usize, size: usize, stream: Stream) -> Result<()> {
         let platform = backend()?;
         let count = size / self.page;
+        let access;
         let mut reused: Vec<(PhysicalMemory, Source)> = {
             let mut state = self.state.lock();
+            access = state.access.clone();
             let mut reused = Vec::with_capacity(count);
             let mut at = 0;
             while at < state.lent.len() && reused.len() < count {
@@ -467,11 +653,22 @@ impl MappedRanges {
                 }
             }
         }
+        let mut access_calls = 0;
+        let mut access_ns = 0;
         if result.is_ok() {
-            result = timed(&mut ns, || platform.vmm_set_access(start, size, &self.access));
+            access_calls += 1;
+            result = timed(&mut access_ns, || platform.vmm_set_access(start, size, &access));
         }
         let mut state = self.state.lock();
-        state.activity.device_call_ns += ns;
+        if result.is_ok() && state.access.len() > access.len() {
+            // A peer granted while this map ran: `grant` did not see these pages yet.
+            access_calls += 1;
+            let added = state.access[access.len()..].to_vec();
+            result = timed(&mut access_ns, || platform.vmm_set_access(start, size, &added));
+        }
+        state.activity.device_call_ns += ns + access_ns;
+        state.activity.set_access_calls += access_calls;
+        state.activity.set_access_ns += access_ns;
         for (physical, source) in reused {
             state.put_back(physical, source);
         }
@@ -509,8 +706,9 @@ impl MappedRanges {
         if let Err(held) = self.held.take(self.page, self.maximum) {
             return Err(Error::out_of_memory(self.page, format!("the expandable resource holds its maximum, {held} bytes")));
         }
-        let created = backend()
-            .and_then(|platform| super::caches::retry_after_releasing(self.device, || platform.vmm_create(self.device, self.page)));
+        let created = backend().and_then(|platform| {
+            super::caches::retry_after_releasing(self.device, || platform.vmm_create(self.device, self.page, self.handle_types))
+        });
         if created.is_err() {
             self.held.give(self.page);
         }
@@ -555,6 +753,38 @@ impl MappedRanges {
             released += self.page;
         }
         Ok(released)
+    }
+
+    /// Gives `peer` access to every mapped range and to every later map. Under the lock, so
+    /// that no range is unmapped while its access is set (unmaps take pages out of `mapped`
+    /// under it first) and a map running now sees the new peer when it records its pages.
+    fn grant(&self, peer: i32) -> Result<()> {
+        let platform = backend()?;
+        let mut state = self.state.lock();
+        if state.access.contains(&peer) {
+            return Ok(());
+        }
+        let mut ranges: Vec<(usize, usize)> = Vec::new();
+        for &at in state.mapped.keys() {
+            match ranges.last_mut() {
+                Some((begin, length)) if *begin + *length == at => *length += self.page,
+                _ => ranges.push((at, self.page)),
+            }
+        }
+        let mut ns = 0;
+        let mut result = Ok(());
+        for &(at, size) in &ranges {
+            result = timed(&mut ns, || platform.vmm_set_access(at, size, &[peer]));
+            if result.is_err() {
+                break;
+            }
+        }
+        state.activity.set_access_calls += ranges.len() as u64;
+        state.activity.set_access_ns += ns;
+        state.activity.device_call_ns += ns;
+        result?;
+        state.access.push(peer);
+        Ok(())
     }
 
     fn pages_for(&self, bytes: usize) -> Result<usize> {
@@ -699,6 +929,7 @@ impl MemoryResource for MappedRanges {
             "mapped": mapped,
             "kept_unmapped_pages": state.kept.len(),
             "kept_unmapped_bytes": state.kept.len() * self.page,
+            "access": state.access,
             "activity": state.activity.json(),
         })
     }
