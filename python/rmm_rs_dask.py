@@ -177,11 +177,18 @@ class RmmRsPlugin(WorkerPlugin):
                                    f"already; a process cannot move to GPU {index}")
             visible = _setup.get("visible")
         elif index is not None:
+            saved = {name: os.environ.get(name) for name in ("CUDA_VISIBLE_DEVICES", "RMM_SIM_DEVICES")}
             visible = _narrow(index)
             # The check that the narrowing took: a process whose CUDA had started already
             # keeps every device it saw (and one device is then all we can vouch for).
             count = rmm_rs.device_count()
             if count != 1:
+                # The environment goes back to what the process sees, for its children.
+                for name, value in saved.items():
+                    if value is None:
+                        os.environ.pop(name, None)
+                    else:
+                        os.environ[name] = value
                 raise RuntimeError(
                     f"RmmRsPlugin: worker {worker.name!r} sees {count} devices after {visible}: "
                     "CUDA had started in this worker before the plugin ran. Register the plugin "

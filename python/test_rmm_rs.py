@@ -1138,6 +1138,29 @@ class DaskPluginTest(unittest.TestCase):
         for index in (0, 1):
             self.assertIn(f"counted {index} {{'current_bytes': 0, 'peak_bytes': 4000, 'total_count': 4}}", out)
 
+    def test_refuses_a_worker_whose_devices_started_already(self):
+        # rmm-rs started in the worker before the plugin (as CUDA would after a GPU task): the
+        # process keeps both devices, so every thread's device 0 would not be the chosen one.
+        out = run_child("""
+            import os
+            os.environ["RMM_SIM_DEVICES"] = "2:256MiB"
+            import rmm_rs
+            from distributed import Client, LocalCluster
+
+            if __name__ == "__main__":
+                with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, Client(cluster) as client:
+                    print("started", list(client.run(rmm_rs.device_count).values()))
+                    try:
+                        client.register_plugin(rmm_rs.dask.RmmRsPlugin(device=1))
+                    except RuntimeError as error:
+                        print("refused:", error)
+                    print("environment after", list(client.run(os.environ.get, "RMM_SIM_DEVICES").values()))
+        """, timeout=120)
+        self.assertIn("started [2]", out)
+        self.assertIn("refused: RmmRsPlugin: worker 0 sees 2 devices after RMM_SIM_DEVICES=1:256MiB", out)
+        self.assertIn("environment after ['2:256MiB']", out)
+
 
 def tearDownModule():
     if rmm_rs.is_simulated():
