@@ -231,12 +231,16 @@ Result churn(A& a, int working_set, size_t max_size, int steps, cudaStream_t str
   return {ns, peak_reserved ? (double)peak_reserved / (double)peak_live : 0};
 }
 
-// `threads` threads, each on its own stream, each churning a working set of 64 blocks of
-// log-uniform sizes up to 1 MiB. ns per allocation in aggregate (wall time / allocations).
+// `threads` threads, each on its own stream (with `one_stream`, all on the legacy default
+// stream, as threads of a program that never made a stream do), each churning a working set
+// of 64 blocks of log-uniform sizes up to 1 MiB. ns per allocation in aggregate (wall time /
+// allocations).
 template <class A>
-Result threaded(A& a, int threads, int per_thread, int device) {
+Result threaded(A& a, int threads, int per_thread, int device, bool one_stream = false) {
   std::vector<cudaStream_t> streams(threads);
-  for (auto& s : streams) check_cuda(cudaStreamCreate(&s), "cudaStreamCreate");
+  for (auto& s : streams) {
+    if (!one_stream) check_cuda(cudaStreamCreate(&s), "cudaStreamCreate");
+  }
   auto work = [&](int t) {
     check_cuda(cudaSetDevice(device), "cudaSetDevice");
     Rng rng(100 + t);
@@ -259,7 +263,9 @@ Result threaded(A& a, int threads, int per_thread, int device) {
   for (int t = 0; t < threads; ++t) pool.emplace_back(work, t);
   for (auto& th : pool) th.join();
   double ns = ns_since(start) / ((double)threads * (per_thread + 64));
-  for (auto& s : streams) cudaStreamDestroy(s);
+  for (auto& s : streams) {
+    if (!one_stream) cudaStreamDestroy(s);
+  }
   return {ns, 0};
 }
 
@@ -321,7 +327,7 @@ void run_all(const std::string& name, A& a, bool slow, int device, bool short_li
   int scale = slow ? 50 : 1;
   auto row = [&](const char* workload, auto run) {
     std::optional<Pinned> pinned;
-    if (std::string(workload) != "threads_8") pinned.emplace();
+    if (std::string(workload).rfind("threads_", 0) != 0) pinned.emplace();
     Timings& t = timings_of(workload, name);
     Result first = run();
     if (t.footprint < 0) t.footprint = first.footprint;
@@ -334,6 +340,22 @@ void run_all(const std::string& name, A& a, bool slow, int device, bool short_li
   if (!short_list) row("churn_1000x16MiB", [&] { return churn(a, 1000, 16 << 20, 20000 / scale, stream); });
   row("threads_8", [&] { return threaded(a, 8, 20000 / scale, device); });
   check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
+// The threaded churn as programs spread it: one thread on the NULL stream (the reference),
+// eight threads sharing it, and eight and sixteen threads on streams of their own. Five timed
+// runs after a warm-up, unpinned (the threads spread over the processors).
+template <class A>
+void thread_rows(const std::string& name, A& a, int device) {
+  auto row = [&](const char* workload, int threads, bool one_stream) {
+    threaded(a, threads, 20000, device, one_stream);
+    Timings& t = timings_of(workload, name);
+    for (int i = 0; i < 5; ++i) t.ns.push_back(threaded(a, threads, 20000, device, one_stream).ns_per_alloc);
+  };
+  row("1 thread, NULL stream", 1, true);
+  row("8 threads, one NULL stream", 8, true);
+  row("8 threads, 8 streams", 8, false);
+  row("16 threads, 16 streams", 16, false);
 }
 
 // The streams programs allocate on, besides the legacy default stream (NULL): one the

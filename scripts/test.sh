@@ -46,6 +46,9 @@ RMM_LOG_CLOCK=system cargo test --release --test adaptors --test replay --test r
 echo "== C API fuzzers, a slice (scripts/fuzz.sh runs them long)"
 RMM_FUZZ_CALLS=1000000 cargo test --release --test fuzz_api --test fuzz_api_threads --test fuzz_api_oom -- --nocapture 2>&1 \
   | grep -E '^fuzz_api|^test result|panicked|assertion'
+echo "== the threaded C API fuzzer with a stream split into lanes as soon as two threads allocate there"
+RMM_LANES_SPLIT_AT=0 RMM_FUZZ_CALLS=300000 cargo test --release --test fuzz_api_threads -- --nocapture 2>&1 \
+  | grep -E '^fuzz_api|^test result|panicked|assertion'
 
 echo "== C/C++ suite (ctest, simulated devices)"
 # CCCL's and the CUDA runtime's headers from PyPI, for the RAPIDS-shaped C++ test.

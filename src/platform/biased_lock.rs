@@ -38,6 +38,8 @@ pub struct BiasedGuard<'a, T> {
     lock: &'a BiasedLock<T>,
     /// Some for the owner; None for the holder of the spin lock.
     inside: Option<Inside<'a>>,
+    /// Another thread held the spin lock when this one came.
+    contended: bool,
     _holder_thread: std::marker::PhantomData<*const ()>,
 }
 
@@ -54,7 +56,7 @@ impl<T> BiasedLock<T> {
     #[inline]
     pub fn lock(&self) -> BiasedGuard<'_, T> {
         match self.bias.enter() {
-            Some(inside) => BiasedGuard { lock: self, inside: Some(inside), _holder_thread: std::marker::PhantomData },
+            Some(inside) => BiasedGuard { lock: self, inside: Some(inside), contended: false, _holder_thread: std::marker::PhantomData },
             None => self.lock_slow(),
         }
     }
@@ -63,7 +65,9 @@ impl<T> BiasedLock<T> {
     #[inline(never)]
     fn lock_slow(&self) -> BiasedGuard<'_, T> {
         let mut spins = 0;
+        let mut contended = false;
         while self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            contended = true;
             while self.locked.load(Ordering::Relaxed) {
                 backoff(&mut spins);
             }
@@ -94,7 +98,7 @@ impl<T> BiasedLock<T> {
                 }
             }
         }
-        BiasedGuard { lock: self, inside: None, _holder_thread: std::marker::PhantomData }
+        BiasedGuard { lock: self, inside: None, contended, _holder_thread: std::marker::PhantomData }
     }
 
     /// Whether the lock is biased to the calling thread now (for tests).
@@ -110,6 +114,13 @@ impl<T> BiasedGuard<'_, T> {
     #[inline]
     pub fn is_biased(&self) -> bool {
         self.inside.is_some()
+    }
+
+    /// Whether another thread held the lock when this one came: threads that use the value at
+    /// the same time, not merely in turn.
+    #[inline]
+    pub fn was_contended(&self) -> bool {
+        self.contended
     }
 }
 

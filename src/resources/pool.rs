@@ -44,6 +44,11 @@ impl PoolResource {
         self.core.inject_missing_ordering(omit)
     }
 
+    #[doc(hidden)]
+    pub fn split_into_lanes(&self, stream: Stream) -> Result<()> {
+        self.core.split_into_lanes(stream)
+    }
+
     pub fn check_invariants(&self) -> std::result::Result<(), String> {
         self.core.check_invariants()
     }

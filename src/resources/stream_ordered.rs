@@ -20,6 +20,16 @@
 //! freeing stream's event pending on the owner's index: whoever reuses blocks from there waits
 //! on it first. Streams are keyed by identity, not handle value (RMM #2251; see
 //! `platform::streams` for when a handle alone is trusted).
+//!
+//! Threads that allocate on one stream at the same time would all meet on its shelf's lock.
+//! Once they collide there often enough (`Core::weigh_collision`), the stream splits into
+//! lanes: each thread allocates in a lane of its own, a state with the stream's identity and
+//! handle and an index of its own, so a thread that frees its own blocks touches no other
+//! thread's lock, and each free is still checked by the index that handed the block out.
+//! Lanes of one stream share its order, so memory moves between them (a block freed into
+//! another lane, a chunk taken from one) with no event. Threads that only take turns on a
+//! stream (PyTorch's forward and autograd threads) do not collide and keep one index, whose
+//! free memory they share.
 
 use crate::error::{Error, Result};
 use crate::platform::biased_lock::BiasedLock;
@@ -166,6 +176,18 @@ forward_block_index!(FixedBlocks);
 /// How many streams a thread's cache remembers per core.
 const STATE_CACHE_SIZE: usize = 8;
 
+/// The lanes a split stream has: a thread allocates in lane `1 + thread key % LANES`, so
+/// threads that come and go reuse lanes instead of leaving one each behind.
+const LANES: u64 = 64;
+/// A stream splits into lanes when its collision score reaches this: each allocation that
+/// found its shelf's lock held adds `COLLISION_WEIGHT`, and each that took the lock
+/// unopposed (but not through the bias) takes one away, so that threads taking turns, which
+/// collide only now and then, never split it. `RMM_LANES_SPLIT_AT` sets another score (the
+/// fuzzers use 0: split as soon as a second thread allocates).
+static SPLIT_AT: once_cell::sync::Lazy<u32> =
+    once_cell::sync::Lazy::new(|| std::env::var("RMM_LANES_SPLIT_AT").ok().and_then(|at| at.parse().ok()).unwrap_or(256));
+const COLLISION_WEIGHT: u32 = 8;
+
 thread_local! {
     /// Set when this thread's thread-locals begin to be destroyed (calls from their destructors
     /// still come): the per-core caches (`thread_local::ThreadLocal`, whose own thread-local
@@ -274,6 +296,8 @@ struct Shelf<I> {
     /// Such a stream parks no block, so that its frees tell when a chunk becomes free.
     donor: u8,
     recorder: Recorder,
+    /// The collision score (see `SPLIT_AT`).
+    collisions: u32,
 }
 
 /// How many events a donor stream records with nobody taking memory before it stops.
@@ -287,12 +311,23 @@ struct StreamState<I> {
     /// shelf's `recorder` is `AnyThread`.
     stream: Stream,
     identity: u64,
+    /// Its key in `Core::streams`: the stream's state is (key, 0), its lanes (key, 1..=LANES).
+    key: u64,
+    lane: u64,
+    /// Threads collided on this stream: each allocates in its own lane from now on.
+    split: AtomicBool,
     event: Event,
     shelf: BiasedLock<Shelf<I>>,
 }
 
 /// Chunk base -> (size, the stream whose index holds it).
 type ChunkOwners<I> = BTreeMap<usize, (usize, Arc<StreamState<I>>)>;
+
+/// (key, lane) -> state; see `StreamState::key`.
+type StreamStates<I> = HashMap<(u64, u64), Arc<StreamState<I>>>;
+
+/// A thread's lanes of split streams, each with the address of its stream's own state.
+type ThreadLanes<I> = std::cell::RefCell<Vec<(usize, Arc<StreamState<I>>)>>;
 
 /// Where expandable growth can map: after a chunk with `tail` free bytes at its end.
 struct GrowthSite {
@@ -327,7 +362,7 @@ pub struct Core<I: BlockIndex> {
     releasing: Mutex<Vec<PendingRelease>>,
     /// `releasing` is not empty: frees look whether its streams have passed.
     releases_pending: AtomicBool,
-    streams: RwLock<HashMap<u64, Arc<StreamState<I>>>>,
+    streams: RwLock<StreamStates<I>>,
     /// The legacy default stream's state (also in `streams`), reached without a lock.
     default_state: once_cell::sync::OnceCell<Arc<StreamState<I>>>,
     /// With per-thread default streams: each thread's state (also in `streams`), reached
@@ -336,6 +371,7 @@ pub struct Core<I: BlockIndex> {
     /// Each thread's most recently used stream states (`with_other_state`): spares a lookup
     /// under the shared map's lock, which every thread's allocations would otherwise meet on.
     state_cache: thread_local::ThreadLocal<std::cell::RefCell<Vec<CachedState<I>>>>,
+    lanes: thread_local::ThreadLocal<ThreadLanes<I>>,
     owners: RwLock<ChunkOwners<I>>,
     /// Serializes growth and reclaim, not the fast path.
     growing: Mutex<()>,
@@ -443,11 +479,13 @@ pub struct Usage {
     pub peak_reserved: usize,
     pub free: usize,
     pub live: usize,
-    /// The sum of each stream's peak in use.
+    /// The sum of each stream's (and lane's) peak in use.
     pub peak_live: usize,
     pub largest_free_block: usize,
     pub chunks: usize,
     pub streams: usize,
+    /// Lanes of streams split by the threads that allocate there (see the module comment).
+    pub lanes: usize,
 }
 
 impl Usage {
@@ -487,6 +525,7 @@ impl<I: BlockIndex> Core<I> {
             default_state: once_cell::sync::OnceCell::new(),
             thread_states: thread_local::ThreadLocal::new(),
             state_cache: thread_local::ThreadLocal::new(),
+            lanes: thread_local::ThreadLocal::new(),
             owners: RwLock::new(BTreeMap::new()),
             growing: Mutex::new(()),
             new_index: Box::new(new_index),
@@ -643,26 +682,107 @@ impl<I: BlockIndex> Core<I> {
             0 if self.per_thread_default_stream.load(Ordering::Relaxed) => (1 << 63) | crate::platform::bias::thread_key(),
             identity => identity,
         };
-        if let Some(state) = self.streams.read().get(&key) {
-            Self::learn_recorder(state, recorder);
-            return Ok(state.clone());
+        self.state_at(key, 0, identity, stream, recorder)
+    }
+
+    /// The state with `(key, lane)` in the map, made if new.
+    fn state_at(&self, key: u64, lane: u64, identity: u64, stream: Stream, recorder: Recorder) -> Result<Arc<StreamState<I>>> {
+        {
+            let streams = self.streams.read();
+            if let Some(state) = streams.get(&(key, lane)) {
+                Self::learn_recorder_of_stream(&streams, state, recorder);
+                return Ok(state.clone());
+            }
         }
         let mut streams = self.streams.write();
-        if let Some(state) = streams.get(&key) {
-            Self::learn_recorder(state, recorder);
+        if let Some(state) = streams.get(&(key, lane)) {
+            Self::learn_recorder_of_stream(&streams, state, recorder);
             return Ok(state.clone());
         }
-        self.refuse_other_devices_stream(stream)?;
+        if lane == 0 {
+            self.refuse_other_devices_stream(stream)?;
+        }
         let event = backend()?.event_create(self.device)?;
         let mut index = (self.new_index)();
         // Every stream's event is recorded when memory is taken from it, which covers blocks
         // parked for quick reuse too.
         index.set_parking(true);
-        let shelf =
-            BiasedLock::new(Shelf { index, pending: Vec::new(), unrecorded_frees: false, record_wanted: false, donor: 0, recorder });
-        let state = Arc::new(StreamState { stream, identity, event, shelf });
-        streams.insert(key, state.clone());
+        let shelf = BiasedLock::new(Shelf {
+            index,
+            pending: Vec::new(),
+            unrecorded_frees: false,
+            record_wanted: false,
+            donor: 0,
+            recorder,
+            collisions: 0,
+        });
+        let state = Arc::new(StreamState { stream, identity, key, lane, split: AtomicBool::new(false), event, shelf });
+        streams.insert((key, lane), state.clone());
         Ok(state)
+    }
+
+    /// The lane of the calling thread in the split stream whose own state is `stream_state`,
+    /// passed to `f` (the stream's own state when the thread's lanes cannot be reached: a call
+    /// from a thread-local's destructor, or one nested in a lane lookup).
+    #[inline(never)]
+    fn with_lane<R>(&self, stream_state: &StreamState<I>, f: impl FnOnce(&Arc<StreamState<I>>) -> Result<R>) -> Result<R> {
+        let address = stream_state as *const StreamState<I> as usize;
+        if CACHES_GONE.get() {
+            return self.with_state_of(stream_state, f);
+        }
+        let found = self
+            .lanes
+            .get()
+            .and_then(|lanes| lanes.try_borrow().ok())
+            .and_then(|lanes| std::cell::Ref::filter_map(lanes, |lanes| lanes.iter().find(|(of, _)| *of == address)).ok());
+        if let Some(lane) = found {
+            return f(&lane.1);
+        }
+        let recorder = stream_state.shelf.lock().recorder;
+        let lane_number = 1 + crate::platform::bias::thread_key() % LANES;
+        let lane = self.state_at(stream_state.key, lane_number, stream_state.identity, stream_state.stream, recorder)?;
+        let lanes = self.lanes.get_or_default();
+        let _ = CACHES_WATCH.try_with(|_| ());
+        if let Ok(mut lanes) = lanes.try_borrow_mut() {
+            lanes.push((address, lane.clone()));
+        }
+        f(&lane)
+    }
+
+    /// `f` on the `Arc` of a state known by reference (from the map, where every state lives).
+    fn with_state_of<R>(&self, state: &StreamState<I>, f: impl FnOnce(&Arc<StreamState<I>>) -> Result<R>) -> Result<R> {
+        let found = self.streams.read().get(&(state.key, state.lane)).cloned();
+        match found {
+            Some(state) => f(&state),
+            None => Err(Error::Internal(format!("stream state {:#x} is not in the {} resource's map", state.identity, self.name))),
+        }
+    }
+
+    /// An allocation on the stream's own state found its lock held (`contended`) or took it
+    /// unopposed through the spin lock: adds to or takes from the collision score, and splits
+    /// the stream into lanes when it reaches `SPLIT_AT`.
+    #[cold]
+    #[inline(never)]
+    fn weigh_collision(&self, state: &StreamState<I>, shelf: &mut Shelf<I>, contended: bool) {
+        if state.lane != 0 {
+            return;
+        }
+        shelf.collisions = match contended {
+            true => shelf.collisions.saturating_add(COLLISION_WEIGHT),
+            false => shelf.collisions.saturating_sub(1),
+        };
+        if shelf.collisions >= *SPLIT_AT {
+            state.split.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Test-only: splits `stream` into lanes now, as collisions would.
+    #[doc(hidden)]
+    pub fn split_into_lanes(&self, stream: Stream) -> Result<()> {
+        self.with_state(stream, true, |state| {
+            state.split.store(true, Ordering::Relaxed);
+            Ok(())
+        })
     }
 
     /// Memory of this device is ordered on a stream of this device: an event of the device can
@@ -697,6 +817,14 @@ impl<I: BlockIndex> Core<I> {
         }
     }
 
+    /// `learn_recorder` for a stream's own state and, once it is split, its lanes.
+    fn learn_recorder_of_stream(streams: &StreamStates<I>, state: &StreamState<I>, recorder: Recorder) {
+        Self::learn_recorder(state, recorder);
+        if state.lane == 0 && state.split.load(Ordering::Relaxed) {
+            (1..=LANES).filter_map(|lane| streams.get(&(state.key, lane))).for_each(|lane| Self::learn_recorder(lane, recorder));
+        }
+    }
+
     /// `bytes` (not 0) usable in the order of `stream`.
     #[inline(always)]
     pub fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
@@ -717,10 +845,28 @@ impl<I: BlockIndex> Core<I> {
 
     #[inline(always)]
     fn allocate_on(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<usize> {
+        if state.split.load(Ordering::Relaxed) {
+            return self.allocate_in_lane(state, bytes, stream);
+        }
+        self.allocate_in(state, bytes, stream)
+    }
+
+    #[inline(never)]
+    fn allocate_in_lane(&self, state: &StreamState<I>, bytes: usize, stream: Stream) -> Result<usize> {
+        self.with_lane(state, |lane| self.allocate_in(lane, bytes, stream))
+    }
+
+    /// `allocate_on` in `state` itself.
+    #[inline(always)]
+    fn allocate_in(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<usize> {
         {
             // The fast path: a block of the stream's own, with no other stream's free to wait for
             // and no event to record.
             let mut shelf = state.shelf.lock();
+            if !shelf.is_biased() {
+                let contended = shelf.was_contended();
+                self.weigh_collision(state, &mut shelf, contended);
+            }
             if shelf.pending.is_empty() && !shelf.record_wanted {
                 if let Some((addr, size)) = shelf.index.allocate(bytes) {
                     self.note_acquired(addr, size, stream);
@@ -787,6 +933,21 @@ impl<I: BlockIndex> Core<I> {
 
     #[inline(always)]
     fn deallocate_on(&self, state: &StreamState<I>, ptr: usize, bytes: Option<usize>, stream: Stream) -> Result<()> {
+        if state.split.load(Ordering::Relaxed) {
+            return self.deallocate_in_lane(state, ptr, bytes, stream);
+        }
+        self.deallocate_in(state, ptr, bytes, stream)
+    }
+
+    /// A thread mostly frees what it allocated: its own lane is looked at first.
+    #[inline(never)]
+    fn deallocate_in_lane(&self, state: &StreamState<I>, ptr: usize, bytes: Option<usize>, stream: Stream) -> Result<()> {
+        self.with_lane(state, |lane| self.deallocate_in(lane, ptr, bytes, stream))
+    }
+
+    /// `deallocate_on`, starting from `state` itself.
+    #[inline(always)]
+    fn deallocate_in(&self, state: &StreamState<I>, ptr: usize, bytes: Option<usize>, stream: Stream) -> Result<()> {
         match self.free_from_own_shelf(state, ptr, bytes, stream)? {
             Ok(()) => Ok(()),
             Err(refused) => self.free_elsewhere(state, ptr, bytes, stream, refused)?.map_err(|refused| self.refusal(ptr, bytes, refused)),
@@ -898,8 +1059,11 @@ impl<I: BlockIndex> Core<I> {
         bytes: Option<usize>,
         stream: Stream,
     ) -> Result<std::result::Result<(), Refused>> {
-        let platform = backend()?;
         let Some(owner) = self.owner_of(ptr) else { return Ok(Err(Refused::NotLive)) };
+        if owner.identity == state.identity {
+            return Ok(self.free_into_lane(&owner, ptr, bytes, stream));
+        }
+        let platform = backend()?;
         let event = self.event_of_stream(state, stream)?;
         let mut shelf = owner.shelf.lock();
         let Freed { size, .. } = match shelf.index.free_checked(ptr, bytes) {
@@ -913,6 +1077,16 @@ impl<I: BlockIndex> Core<I> {
             shelf.pending.push(event);
         }
         Ok(Ok(()))
+    }
+
+    /// Frees a block of another lane of the same stream (or the stream's own state): the
+    /// stream's order covers the free, so the block needs no event.
+    fn free_into_lane(&self, owner: &StreamState<I>, ptr: usize, bytes: Option<usize>, stream: Stream) -> std::result::Result<(), Refused> {
+        let mut shelf = owner.shelf.lock();
+        let Freed { size, .. } = shelf.index.free_checked(ptr, bytes)?;
+        self.note_released(ptr, size, stream);
+        shelf.unrecorded_frees = true;
+        Ok(())
     }
 
     /// The event of the stream `stream` names now, for a free the caller's cache gave `state`
@@ -1420,13 +1594,15 @@ impl<I: BlockIndex> Core<I> {
     /// it, so that the event covers every free made there, and never uses its handle again.
     /// (Its state stays: other streams' pending lists may hold its event.)
     pub fn retire_stream(&self, identity: u64, alive: Option<Stream>) -> Result<()> {
-        let Some(state) = self.streams.read().get(&identity).cloned() else { return Ok(()) };
-        let mut shelf = state.shelf.lock();
-        if let Some(stream) = alive.filter(|_| shelf.unrecorded_frees && shelf.recorder != Recorder::Nobody) {
-            backend()?.event_record(self.device, state.event, stream)?;
-            shelf.unrecorded_frees = false;
+        let states: Vec<_> = self.streams.read().iter().filter(|((key, _), _)| *key == identity).map(|(_, state)| state.clone()).collect();
+        for state in states {
+            let mut shelf = state.shelf.lock();
+            if let Some(stream) = alive.filter(|_| shelf.unrecorded_frees && shelf.recorder != Recorder::Nobody) {
+                backend()?.event_record(self.device, state.event, stream)?;
+                shelf.unrecorded_frees = false;
+            }
+            shelf.recorder = Recorder::Nobody;
         }
-        shelf.recorder = Recorder::Nobody;
         Ok(())
     }
 
@@ -1522,7 +1698,8 @@ impl<I: BlockIndex> Core<I> {
         let mut usage = Usage {
             reserved: self.reserved(),
             peak_reserved: self.peak_reserved.load(Ordering::Relaxed),
-            streams: streams.len(),
+            streams: streams.keys().filter(|(_, lane)| *lane == 0).count(),
+            lanes: streams.keys().filter(|(_, lane)| *lane != 0).count(),
             chunks: self.owners.read().len(),
             ..Default::default()
         };

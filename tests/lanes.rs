@@ -1,0 +1,240 @@
+//! Threads that allocate on one stream at the same time: the stream splits into lanes, one per
+//! thread, and still nothing is lost, handed out twice, freed unchecked or reordered; threads
+//! that only take turns keep one index.
+
+mod common;
+
+use common::*;
+use rmm::platform::sim::DriverCalls;
+use rmm::platform::{backend, simulator, Stream};
+use rmm::resources::{streams, DirectResource, MemoryResource, PoolResource};
+use std::sync::{mpsc, Arc, Barrier};
+
+const MIB: usize = 1 << 20;
+
+fn pool(maximum: usize) -> Arc<PoolResource> {
+    Arc::new(PoolResource::new(Arc::new(DirectResource::cuda(0).unwrap()), 0, maximum).unwrap())
+}
+
+fn calls() -> DriverCalls {
+    simulator().unwrap().driver_calls()
+}
+
+fn calls_since(before: DriverCalls) -> DriverCalls {
+    let after = calls();
+    DriverCalls {
+        stream_identity: after.stream_identity - before.stream_identity,
+        event_record: after.event_record - before.event_record,
+        stream_wait_event: after.stream_wait_event - before.stream_wait_event,
+        host_wait: after.host_wait - before.host_wait,
+    }
+}
+
+/// Runs `work(thread number)` on `threads` threads at once.
+fn on_threads<T: Send + 'static>(threads: usize, work: impl Fn(usize) -> T + Send + Sync + 'static) -> Vec<T> {
+    let work = Arc::new(work);
+    let start = Arc::new(Barrier::new(threads));
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let (work, start) = (work.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                work(t)
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+#[test]
+fn after_a_split_each_thread_allocates_in_a_lane_of_its_own_with_no_driver_call() {
+    let _guard = setup();
+    let pool = pool(0);
+    pool.split_into_lanes(Stream::DEFAULT).unwrap();
+    let before = calls();
+    let shared = pool.clone();
+    on_threads(4, move |t| {
+        let sizes = [256, 4096, 100_000, 3 * MIB];
+        for i in 0..2000 {
+            let bytes = sizes[(i + t) % sizes.len()];
+            let ptr = shared.allocate(bytes, Stream::DEFAULT).unwrap();
+            stamp(ptr, bytes.min(64), t as u8);
+            assert!(stamped(ptr, bytes.min(64), t as u8));
+            shared.deallocate(ptr, bytes, Stream::DEFAULT).unwrap();
+        }
+    });
+    let spent = calls_since(before);
+    assert_eq!((spent.event_record, spent.stream_wait_event, spent.host_wait), (0, 0, 0), "{spent:?}");
+    let usage = pool.usage();
+    assert!(usage.lanes >= 2, "four threads made {} lanes", usage.lanes);
+    assert_eq!(usage.streams, 1);
+    assert_eq!(usage.live, 0);
+    pool.check_invariants().unwrap();
+    assert!(races().is_empty(), "{:?}", races());
+}
+
+#[test]
+fn a_block_freed_by_another_thread_goes_back_to_the_lane_that_handed_it_out_checked() {
+    let _guard = setup();
+    let pool = pool(0);
+    pool.split_into_lanes(Stream::DEFAULT).unwrap();
+    let shared = pool.clone();
+    let blocks: Vec<(usize, usize)> =
+        std::thread::spawn(move || (1..=100).map(|i| (shared.allocate(i * 1000, Stream::DEFAULT).unwrap(), i * 1000)).collect())
+            .join()
+            .unwrap();
+    let (ptr, bytes) = blocks[7];
+    let wrong = pool.deallocate(ptr, bytes + 4096, Stream::DEFAULT).unwrap_err();
+    assert!(wrong.to_string().contains("bytes were given"), "{wrong}");
+    let before = calls();
+    for &(ptr, bytes) in &blocks {
+        pool.deallocate(ptr, bytes, Stream::DEFAULT).unwrap();
+    }
+    let spent = calls_since(before);
+    assert_eq!((spent.event_record, spent.stream_wait_event), (0, 0), "the same stream's order covers them: {spent:?}");
+    let twice = pool.deallocate(ptr, bytes, Stream::DEFAULT).unwrap_err();
+    assert!(twice.to_string().contains("not a live block"), "{twice}");
+    let inside = pool.deallocate(blocks[3].0 + 256, 256, Stream::DEFAULT).unwrap_err();
+    assert!(inside.to_string().contains("not"), "{inside}");
+    assert_eq!(pool.usage().live, 0);
+    pool.check_invariants().unwrap();
+}
+
+#[test]
+fn blocks_allocated_before_the_split_are_freed_after_it_by_any_thread() {
+    let _guard = setup();
+    let pool = pool(0);
+    let blocks: Vec<(usize, usize)> = (1..=40).map(|i| (pool.allocate(i * 4096, Stream::DEFAULT).unwrap(), i * 4096)).collect();
+    pool.split_into_lanes(Stream::DEFAULT).unwrap();
+    let halves: Vec<Vec<(usize, usize)>> = blocks.chunks(20).map(|half| half.to_vec()).collect();
+    let shared = pool.clone();
+    let halves = Arc::new(halves);
+    on_threads(2, move |t| {
+        for &(ptr, bytes) in &halves[t] {
+            shared.deallocate(ptr, bytes, Stream::DEFAULT).unwrap();
+        }
+    });
+    assert_eq!(pool.usage().live, 0);
+    assert!(pool.deallocate(blocks[0].0, blocks[0].1, Stream::DEFAULT).is_err(), "a second free is refused");
+    pool.check_invariants().unwrap();
+}
+
+#[test]
+fn a_lane_takes_memory_another_lane_freed_instead_of_failing_at_the_maximum() {
+    let _guard = setup();
+    let pool = pool(64 * MIB);
+    pool.split_into_lanes(Stream::DEFAULT).unwrap();
+    let allocate_and_free_all = |pool: Arc<PoolResource>| {
+        std::thread::spawn(move || {
+            let blocks: Vec<usize> = (0..12).map(|_| pool.allocate(4 * MIB, Stream::DEFAULT).unwrap()).collect();
+            for ptr in blocks {
+                pool.deallocate(ptr, 4 * MIB, Stream::DEFAULT).unwrap();
+            }
+        })
+        .join()
+        .unwrap()
+    };
+    allocate_and_free_all(pool.clone());
+    let before = calls();
+    allocate_and_free_all(pool.clone());
+    let spent = calls_since(before);
+    assert_eq!((spent.stream_wait_event, spent.host_wait), (0, 0), "{spent:?}");
+    assert!(pool.usage().reserved <= 64 * MIB);
+    assert!(pool.usage().lanes >= 2);
+    pool.check_invariants().unwrap();
+}
+
+#[test]
+fn a_split_streams_memory_reaches_another_stream_only_in_order() {
+    let _guard = setup();
+    let sim = simulator().unwrap();
+    for announced in [true, false] {
+        let pool = pool(4 * MIB);
+        let platform = backend().unwrap();
+        let split = match announced {
+            true => streams::create(0).unwrap(),
+            false => platform.stream_create(0).unwrap(),
+        };
+        // An allocation on the stream's own state first: a stream no thread allocated on has none.
+        pool.deallocate(pool.allocate(256, split).unwrap(), 256, split).unwrap();
+        pool.split_into_lanes(split).unwrap();
+        let shared = pool.clone();
+        std::thread::spawn(move || {
+            let block = shared.allocate(4 * MIB, split).unwrap();
+            sim.stream_hold(split).unwrap(); // a kernel still using the block
+            shared.deallocate(block, 4 * MIB, split).unwrap();
+        })
+        .join()
+        .unwrap();
+        let other = streams::create(0).unwrap();
+        let block = pool.allocate(4 * MIB, other).unwrap();
+        pool.deallocate(block, 4 * MIB, other).unwrap();
+        match announced {
+            true => streams::destroy(split).unwrap(),
+            false => platform.stream_destroy(split).unwrap(),
+        }
+        streams::destroy(other).unwrap();
+        assert!(races().is_empty(), "announced {announced}: {:?}", races());
+        pool.check_invariants().unwrap();
+    }
+}
+
+#[test]
+fn threads_that_take_turns_on_a_stream_keep_one_index() {
+    let _guard = setup();
+    let pool = pool(0);
+    let (to_worker, from_main) = mpsc::channel::<usize>();
+    let (to_main, from_worker) = mpsc::channel::<usize>();
+    let shared = pool.clone();
+    let worker = std::thread::spawn(move || {
+        for bytes in from_main {
+            let ptr = shared.allocate(bytes, Stream::DEFAULT).unwrap();
+            to_main.send(ptr).unwrap();
+        }
+    });
+    // Forward on this thread, backward on the other, as PyTorch's autograd does.
+    for step in 0..500 {
+        let mine = pool.allocate(4096 + step, Stream::DEFAULT).unwrap();
+        to_worker.send(8192).unwrap();
+        let theirs = from_worker.recv().unwrap();
+        pool.deallocate(theirs, 8192, Stream::DEFAULT).unwrap();
+        pool.deallocate(mine, 4096 + step, Stream::DEFAULT).unwrap();
+    }
+    drop(to_worker);
+    worker.join().unwrap();
+    assert_eq!(pool.usage().lanes, 0, "turns are not collisions");
+    pool.check_invariants().unwrap();
+}
+
+#[test]
+fn threads_that_collide_on_a_stream_lose_nothing_and_get_nothing_twice() {
+    let _guard = setup();
+    let pool = pool(0);
+    let shared = pool.clone();
+    on_threads(4, move |t| {
+        let mut rng = Rng::new(7 + t as u64);
+        let mut live: Vec<(usize, usize, u8)> = Vec::new();
+        for i in 0..6000 {
+            if live.len() < 32 && (live.is_empty() || rng.chance(55)) {
+                let bytes = rng.log_uniform(20).max(1);
+                let tag = (i % 251) as u8;
+                let ptr = shared.allocate(bytes, Stream::DEFAULT).unwrap();
+                stamp(ptr, bytes.min(256), tag);
+                live.push((ptr, bytes, tag));
+            } else {
+                let (ptr, bytes, tag) = live.swap_remove(rng.below(live.len() as u64) as usize);
+                assert!(stamped(ptr, bytes.min(256), tag), "block {ptr:#x} was handed out twice");
+                shared.deallocate(ptr, bytes, Stream::DEFAULT).unwrap();
+            }
+        }
+        for (ptr, bytes, tag) in live {
+            assert!(stamped(ptr, bytes.min(256), tag));
+            shared.deallocate(ptr, bytes, Stream::DEFAULT).unwrap();
+        }
+    });
+    let usage = pool.usage();
+    eprintln!("4 colliding threads: {} lanes", usage.lanes);
+    assert_eq!(usage.live, 0);
+    pool.check_invariants().unwrap();
+    assert!(races().is_empty(), "{:?}", races());
+}
