@@ -197,16 +197,21 @@ class RmmRsPlugin(WorkerPlugin):
             _narrowed_to = index
         device = 0
         rmm_rs.set_device(device)
-        name = str(worker.name)
+        name, gpu = str(worker.name), str(index if index is not None else device)
         if self.resource is not None:
-            log = self.log.replace("{name}", name).replace("{device}", str(device)) if self.log else None
+            log = self.log.replace("{name}", name).replace("{device}", gpu) if self.log else None
             rmm_rs.configure(self.resource, self.initial_pool_size, self.maximum_pool_size, log=log,
                              devices=device, release_threshold=self.release_threshold)
             spec = None
         else:
             spec = self.spec if self.spec is not None else (os.environ.get("RMM_ALLOC_CONF") or rmm_rs.DEFAULT_SPEC)
-            spec = spec.replace("{name}", name).replace("{device}", str(index if index is not None else device))
-            _install_spec(spec, device)
+            spec = spec.replace("{name}", name).replace("{device}", gpu)
+            if spec.replace("+", "/").split("/")[0].strip() in ("report", "async_free"):
+                # Keywords of default stacks, which only rmmConfigure takes: the device gets
+                # the stack at its first use (a fresh worker's device has none yet).
+                rmm_rs.configure_from_string(spec)
+            else:
+                _install_spec(spec, device)
         hooked = {}
         for library, wanted in (("cupy", self.cupy), ("numba", self.numba)):
             hooked[library] = False
