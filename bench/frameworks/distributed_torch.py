@@ -102,6 +102,13 @@ def choose_allocator(config, device):
         rmm_rs.use_for_torch()
 
 
+def deterministic(torch):
+    """The same losses run after run, so that allocators can be compared by them; without the
+    NaN fill of every torch.empty that deterministic mode adds, which would time the fill."""
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = False
+
+
 def batch_of(torch, step, rank, device):
     generator = torch.Generator().manual_seed(1000 * step + rank)
     tokens = torch.randint(0, VOCABULARY, (BATCH, SEQUENCE + 1), generator=generator)
@@ -143,8 +150,9 @@ def gpus_of_pids(pids):
         return None
     index_of = {}
     for line in gpus.strip().splitlines():
-        index, bus = [field.strip() for field in line.split(",")]
-        index_of[bus.lower()] = int(index)
+        fields = [field.strip() for field in line.split(",")]
+        if len(fields) == 2 and fields[0].isdigit():
+            index_of[fields[1].lower()] = int(fields[0])
     found = {pid: [] for pid in pids}
     for line in apps.strip().splitlines():
         fields = [field.strip() for field in line.split(",")]
@@ -161,7 +169,7 @@ def worker(mode, config, out, steps, warmup):
     import torch.distributed as dist
     from bench import gpt_model
 
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    deterministic(torch)
     torch.cuda.set_device(local_rank)
     device = torch.device("cuda", local_rank)
     dist.init_process_group("nccl", device_id=device)
@@ -218,7 +226,7 @@ def split(config, out, steps, warmup):
     import torch
     from bench import gpt_model
 
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    deterministic(torch)
     first, second = torch.device("cuda", 0), torch.device("cuda", 1)
     torch.zeros(1, device=first), torch.zeros(1, device=second)
     torch.cuda.synchronize(0), torch.cuda.synchronize(1)
