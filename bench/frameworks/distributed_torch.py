@@ -32,6 +32,7 @@ native-expandable's; the split model at most 1.03x native on every stack.
 """
 
 import argparse
+import importlib
 import json
 import os
 import statistics
@@ -106,7 +107,7 @@ def deterministic(torch):
     """The same losses run after run, so that allocators can be compared by them; without the
     NaN fill of every torch.empty that deterministic mode adds, which would time the fill."""
     torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.utils.deterministic.fill_uninitialized_memory = False
+    importlib.import_module("torch.utils.deterministic").fill_uninitialized_memory = False
 
 
 def batch_of(torch, step, rank, device):
