@@ -78,7 +78,9 @@ def main():
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as client:
         started = time.time() - start
-        client.register_plugin(rmm_rs.dask.RmmRsPlugin(args.spec, device="name"))
+        # register_plugin since distributed 2023.9; register_worker_plugin before it.
+        register = getattr(client, "register_plugin", None) or client.register_worker_plugin
+        register(rmm_rs.dask.RmmRsPlugin(args.spec, device="name"))
         info = client.run(rmm_rs.dask.describe)
         identity = client.run(gpu_identity)
         by_name = sorted(info, key=lambda address: int(info[address]["worker"]))
