@@ -80,15 +80,15 @@ module rmm
   !   uint32_t                 integer(c_int32_t)
   !   uint64_t                 integer(c_int64_t)
   !   unsigned int             integer(c_int)
-  public :: RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, RMM_HANDLE_TYPE_WIN32, &
+  public :: RMM_IPC_HANDLE_SIZE, RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, RMM_HANDLE_TYPE_WIN32, &
     RMM_HANDLE_TYPE_WIN32_KMT, RMM_HANDLE_TYPE_FABRIC, RMM_MAX_DEVICES, RMM_VERSION_MAJOR, &
     RMM_VERSION_MINOR, RMM_VERSION_PATCH, RMM_VERSION, RMM_SUCCESS, RMM_ERROR_CUDA_ERROR, &
     RMM_ERROR_INVALID_ARGUMENT, RMM_ERROR_NOT_INITIALIZED, RMM_ERROR_OUT_OF_MEMORY, &
     RMM_ERROR_UNKNOWN, RMM_ERROR_IO, RMM_ERROR_NOT_SUPPORTED, RMM_ERROR_INVALID_HANDLE, &
     RMM_ERROR_ALREADY_INITIALIZED, CudaDefaultAllocation, PoolAllocation, CudaManagedMemory, &
     CudaAsyncAllocation
-  public :: rmmStatistics_t, rmmAllocationRecord_t, rmmDeviceList_t, rmmOptions_t, &
-    rmmExpandableOptions_t, rmmFootprint_t, rmmFailureCallback_t, rmmAllocateCallback_t, &
+  public :: rmmStatistics_t, rmmAllocationRecord_t, rmmExpandableOptions_t, rmmIpcMemHandle_t, &
+    rmmDeviceList_t, rmmOptions_t, rmmFootprint_t, rmmFailureCallback_t, rmmAllocateCallback_t, &
     rmmDeallocateCallback_t, rmmReleaseCallback_t
   public :: rmmStatisticsAdaptorCreate, rmmStatisticsAdaptorGetCounts, &
     rmmStatisticsAdaptorPushCounters, rmmStatisticsAdaptorPopCounters, rmmLoggingAdaptorCreate, &
@@ -101,7 +101,9 @@ module rmm
     rmmDeviceBufferDestroy, rmmSetPerDeviceResource, rmmGetPerDeviceResource, &
     rmmSetCurrentDeviceResource, rmmGetCurrentDeviceResource, rmmGetDevice, rmmSetDevice, &
     rmmGetDeviceCount, rmmIsSimulated, rmmSimGetRaceCount, rmmTorchAllocate, rmmTorchDeallocate, &
-    rmmCupyAllocate, rmmCupyDeallocate, rmmInitialize, rmmFinalize, rmmIsInitialized, &
+    rmmCupyAllocate, rmmCupyDeallocate, rmmIpcExpandableResourceCreate, &
+    rmmExpandableResourceGrantPeerAccess, rmmIpcGetMemHandle, rmmIpcOpenMemHandle, &
+    rmmIpcCloseMemHandle, rmmIpcAllowOpeners, rmmInitialize, rmmFinalize, rmmIsInitialized, &
     rmmCudaMalloc, rmmCudaFree, rmmAlloc, rmmRealloc, rmmFree, rmmWriteLog, rmmLogSize, rmmGetLog, &
     rmmGetInfo, rmmGetAllocationOffset, rmmGetErrorString, rmmGetErrorName, &
     rmmGetLastErrorMessage, rmmTimelineReportWrite, rmmCudaResourceCreate, &
@@ -116,6 +118,8 @@ module rmm
     rmmResourceRelease, rmmArenaResourceCreate, rmmBinningResourceCreate, &
     rmmBinningResourceAddBin, rmmFixedSizeResourceCreate, rmmGetVersion
 
+  ! Bytes of an `rmmIpcMemHandle_t`.
+  integer(c_int32_t), parameter :: RMM_IPC_HANDLE_SIZE = 128
   ! The kinds of shareable handle `rmmAsyncResourceCreateExportable` can export pool memory as
   ! (CUDA's `cudaMemAllocationHandleType` values).
   integer(c_int32_t), parameter :: RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1
@@ -192,34 +196,6 @@ module rmm
     character(kind=c_char) :: file(256) = c_null_char
   end type rmmAllocationRecord_t
 
-  ! The devices `rmmInitialize` sets up. In C++ it also takes what legacy RMM's
-  ! `std::vector<int> devices` took: `options.devices = std::vector<int>{0, 1};`,
-  ! `options.devices = {0, 1};`, `push_back`, `size`, `empty`, `clear`, indexing and iteration.
-  type, bind(c) :: rmmDeviceList_t
-    ! How many entries of `ids` to set up; 0 sets up the calling thread's current device.
-    ! More than `RMM_MAX_DEVICES` is refused by `rmmInitialize`.
-    integer(c_int32_t) :: count = 0
-    ! Device ordinals to set up.
-    integer(c_int32_t) :: ids(RMM_MAX_DEVICES) = 0
-  end type rmmDeviceList_t
-
-  ! Options of `rmmInitialize`: legacy RMM's fields in legacy RMM's order, so legacy code's
-  ! positional initializer (`rmmOptions_t o = {PoolAllocation, 1 << 30, true};`) means what it
-  ! meant; fields rmm-rs added come after them, and zero means "as legacy RMM".
-  type, bind(c) :: rmmOptions_t
-    ! `CudaDefaultAllocation`, `PoolAllocation`, `CudaManagedMemory`, `CudaAsyncAllocation`,
-    ! or `PoolAllocation | CudaManagedMemory`.
-    integer(c_int32_t) :: allocation_mode = 0  ! rmmAllocationMode_t in C
-    ! Bytes the pool starts with (0: half of the free device memory, as legacy RMM did).
-    integer(c_size_t) :: initial_pool_size = 0
-    ! Record allocation events for `rmmWriteLog`.
-    logical(c_bool) :: enable_logging = .false.
-    ! Devices to set up (none: the calling thread's current device).
-    type(rmmDeviceList_t) :: devices
-    ! Bytes the pool may grow to (0: no limit, as legacy RMM's pool).
-    integer(c_size_t) :: maximum_pool_size = 0
-  end type rmmOptions_t
-
   ! Options of `rmmExpandableResourceCreateWithOptions`. Zero-initialize it, then set what you
   ! need: all zero is what `rmmExpandableResourceCreate(&r, 0)` makes.
   type, bind(c) :: rmmExpandableOptions_t
@@ -248,6 +224,41 @@ module rmm
     type(c_ptr) :: peers = c_null_ptr
     integer(c_size_t) :: num_peers = 0
   end type rmmExpandableOptions_t
+
+  ! A handle that names an allocation for another process (`rmmIpcGetMemHandle`), as
+  ! `cudaIpcMemHandle_t` does: plain bytes, copied by value and sent to the other process any
+  ! way the program likes (a pipe, a socket, a file, a queue). Its contents are private.
+  type, bind(c) :: rmmIpcMemHandle_t
+    character(kind=c_char) :: reserved(RMM_IPC_HANDLE_SIZE) = c_null_char
+  end type rmmIpcMemHandle_t
+
+  ! The devices `rmmInitialize` sets up. In C++ it also takes what legacy RMM's
+  ! `std::vector<int> devices` took: `options.devices = std::vector<int>{0, 1};`,
+  ! `options.devices = {0, 1};`, `push_back`, `size`, `empty`, `clear`, indexing and iteration.
+  type, bind(c) :: rmmDeviceList_t
+    ! How many entries of `ids` to set up; 0 sets up the calling thread's current device.
+    ! More than `RMM_MAX_DEVICES` is refused by `rmmInitialize`.
+    integer(c_int32_t) :: count = 0
+    ! Device ordinals to set up.
+    integer(c_int32_t) :: ids(RMM_MAX_DEVICES) = 0
+  end type rmmDeviceList_t
+
+  ! Options of `rmmInitialize`: legacy RMM's fields in legacy RMM's order, so legacy code's
+  ! positional initializer (`rmmOptions_t o = {PoolAllocation, 1 << 30, true};`) means what it
+  ! meant; fields rmm-rs added come after them, and zero means "as legacy RMM".
+  type, bind(c) :: rmmOptions_t
+    ! `CudaDefaultAllocation`, `PoolAllocation`, `CudaManagedMemory`, `CudaAsyncAllocation`,
+    ! or `PoolAllocation | CudaManagedMemory`.
+    integer(c_int32_t) :: allocation_mode = 0  ! rmmAllocationMode_t in C
+    ! Bytes the pool starts with (0: half of the free device memory, as legacy RMM did).
+    integer(c_size_t) :: initial_pool_size = 0
+    ! Record allocation events for `rmmWriteLog`.
+    logical(c_bool) :: enable_logging = .false.
+    ! Devices to set up (none: the calling thread's current device).
+    type(rmmDeviceList_t) :: devices
+    ! Bytes the pool may grow to (0: no limit, as legacy RMM's pool).
+    integer(c_size_t) :: maximum_pool_size = 0
+  end type rmmOptions_t
 
   ! What a resource holds and uses (`rmmResourceGetFootprint`).
   type, bind(c) :: rmmFootprint_t
@@ -757,6 +768,103 @@ module rmm
       type(c_ptr), value :: ptr
       integer(c_int32_t), value :: device
     end subroutine rmmCupyDeallocate
+
+    ! `rmmExpandableResourceCreateWithOptions` whose memory can be opened in other processes
+    ! (`rmmIpcGetMemHandle`): every page is created exportable as a POSIX file descriptor (and as
+    ! a fabric handle where the device offers one). Nothing else changes, and nothing becomes
+    ! shareable that is not asked for: a handle exists only for an allocation
+    ! `rmmIpcGetMemHandle` is called on. It costs a file descriptor per page of each allocation
+    ! handed out as a handle, while the handle lives. `options` may be NULL (the defaults of
+    ! `rmmExpandableResourceCreate(&r, 0)`). RMM_ERROR_NOT_SUPPORTED where the device or driver
+    ! cannot export virtual memory; other failures and ownership as
+    ! `rmmExpandableResourceCreateWithOptions`. The resource serves any number of threads at
+    ! once, as the expandable resource does.
+    integer(c_int) function rmmIpcExpandableResourceCreate(resource, options) &
+        bind(c, name="rmmIpcExpandableResourceCreate")
+      import :: c_int, c_ptr
+      type(c_ptr), intent(inout) :: resource
+      type(c_ptr), value :: options
+    end function rmmIpcExpandableResourceCreate
+
+    ! Gives device `peer` read and write access to everything the expandable resource in
+    ! `resource`'s stack (it, or the resource under its adaptors) has mapped and maps from now
+    ! on (`cuMemSetAccess`). An expandable resource gives access at creation to every device
+    ! that can reach its own (`cuDeviceCanAccessPeer`), so this is needed only for a peer it
+    ! could not reach then; calling it again for a peer with access does nothing.
+    ! `cudaDeviceEnablePeerAccess` does not cover memory of the virtual-memory API: this is its
+    ! counterpart. A peer that cannot reach the resource's device or does not exist, or a NULL
+    ! or destroyed `resource`: RMM_ERROR_INVALID_ARGUMENT; a stack without an expandable
+    ! resource: RMM_ERROR_NOT_SUPPORTED (`cudaMalloc` memory is reached after
+    ! `cudaDeviceEnablePeerAccess`, which the program calls). Other threads may allocate from
+    ! the resource meanwhile: what they map while the grant runs gets the peer's access too.
+    integer(c_int) function rmmExpandableResourceGrantPeerAccess(resource, peer) &
+        bind(c, name="rmmExpandableResourceGrantPeerAccess")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: resource
+      integer(c_int), value :: peer
+    end function rmmExpandableResourceGrantPeerAccess
+
+    ! Writes to `*handle` a handle that another process opens `ptr` with
+    ! (`rmmIpcOpenMemHandle`). `ptr` must be an allocation rmm handed out and has not taken back
+    ! (`rmmAlloc`, `rmmResourceAllocate`, a device buffer's data), on any device. For memory of
+    ! a shareable expandable resource (`rmmIpcExpandableResourceCreate`) the handle names the
+    ! block's pages; while another process has it open, freeing `ptr` here keeps the block out
+    ! of the pool until that process closes it (or exits); once freed, the handle can no longer
+    ! be opened. Calling this again before the free answers the same handle. For memory from
+    ! `cudaMalloc` (a pool's chunks, the cuda resource) it is the driver's IPC handle of the
+    ! chunk and `ptr`'s offset in it: as with RMM and `cudaIpcGetMemHandle`, the block goes back
+    ! to the pool when freed here, whoever has it open, so keep it until the other processes
+    ! have closed it. Nothing is owned: the handle is bytes. `handle` and `ptr` must not be NULL
+    ! (RMM_ERROR_INVALID_ARGUMENT), nor a pointer rmm did not hand out or already took back
+    ! (RMM_ERROR_INVALID_ARGUMENT); memory that cannot
+    ! be shared (managed, pinned host, an expandable resource made without IPC, a cuda_async
+    ! pool): RMM_ERROR_NOT_SUPPORTED or the driver's refusal (RMM_ERROR_CUDA_ERROR). Any
+    ! thread may call it, also while other threads allocate and free.
+    integer(c_int) function rmmIpcGetMemHandle(handle, ptr) bind(c, name="rmmIpcGetMemHandle")
+      import :: c_int, c_ptr, rmmIpcMemHandle_t
+      type(rmmIpcMemHandle_t), intent(inout) :: handle
+      type(c_ptr), value :: ptr
+    end function rmmIpcGetMemHandle
+
+    ! Opens in this process the allocation another process's `rmmIpcGetMemHandle` named, for
+    ! the current device, and writes its address here to `*ptr`, which the caller uses as
+    ! device memory of the exporting process's device (also from peers that reach it) until
+    ! `rmmIpcCloseMemHandle(*ptr)`. The memory stays the exporter's: rmm never frees it here and
+    ! `rmmFree` refuses it. An allocation of expandable memory can be opened by a process that
+    ! may take file descriptors from the exporter (`pidfd_getfd`: Linux 5.6, the same user,
+    ! and under Yama's ptrace scope 1 a descendant of the exporter, or any process once the
+    ! exporter called `rmmIpcAllowOpeners`); it can also be opened in the process that exported
+    ! it. `ptr` and `handle` must not be NULL (RMM_ERROR_INVALID_ARGUMENT); bytes that are no
+    ! handle, an allocation freed by the exporter or of an exporter that has exited, memory on a
+    ! device this process does not see or that the current device cannot reach:
+    ! RMM_ERROR_INVALID_ARGUMENT with the reason. Threads may open
+    ! and close handles at once.
+    integer(c_int) function rmmIpcOpenMemHandle(ptr, handle) bind(c, name="rmmIpcOpenMemHandle")
+      import :: c_int, c_ptr, rmmIpcMemHandle_t
+      type(c_ptr), intent(inout) :: ptr
+      type(rmmIpcMemHandle_t), intent(in) :: handle
+    end function rmmIpcOpenMemHandle
+
+    ! Closes what `rmmIpcOpenMemHandle` opened at `ptr`: it is unmapped here once the work that
+    ! used it is done (synchronize the streams that used it first, as for
+    ! `cudaIpcCloseMemHandle`), and the exporter may reuse the block once no process has it
+    ! open. NULL or an address not opened (or closed already): RMM_ERROR_INVALID_ARGUMENT.
+    ! Threads may open and close handles at once; each address is closed once.
+    integer(c_int) function rmmIpcCloseMemHandle(ptr) bind(c, name="rmmIpcCloseMemHandle")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: ptr
+    end function rmmIpcCloseMemHandle
+
+    ! Lets every process of this user open this process's handles of expandable memory, where
+    ! the kernel's Yama ptrace scope is 1 (Ubuntu's default), which otherwise lets only the
+    ! exporter's ancestors take its file descriptors: `prctl(PR_SET_PTRACER,
+    ! PR_SET_PTRACER_ANY)`. It widens who may ptrace this process to every process of its user,
+    ! which is why rmm does not do it unasked. Without Yama it does nothing. A refusal by the
+    ! kernel: RMM_ERROR_UNKNOWN with its reason. It applies to the whole process, whichever
+    ! thread calls it.
+    integer(c_int) function rmmIpcAllowOpeners() bind(c, name="rmmIpcAllowOpeners")
+      import :: c_int
+    end function rmmIpcAllowOpeners
 
     ! Initializes rmm: installs, on each device of `options->devices` (or the current device),
     ! the resource `options->allocation_mode` names, replacing that device's resource until

@@ -55,6 +55,10 @@ __all__ = [
     "free",
     "allocation_offset",
     "memory_info",
+    "ipc_get_handle",
+    "ipc_open_handle",
+    "ipc_close_handle",
+    "ipc_allow_openers",
     "device_count",
     "get_device",
     "set_device",
@@ -105,6 +109,12 @@ class _CExpandableOptions(ctypes.Structure):
         ("page_size", ctypes.c_size_t),
         ("peers", ctypes.POINTER(ctypes.c_int)),
         ("num_peers", ctypes.c_size_t),
+    ]
+
+
+class _CIpcMemHandle(ctypes.Structure):
+    _fields_ = [
+        ("reserved", ctypes.c_char * 128),
     ]
 
 
@@ -159,6 +169,14 @@ _SIGNATURES = {
         ctypes.c_void_p]),
     "rmmCupyAllocate": (ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int32]),
     "rmmCupyDeallocate": (None, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32]),
+    "rmmIpcExpandableResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p),
+        ctypes.POINTER(_CExpandableOptions)]),
+    "rmmExpandableResourceGrantPeerAccess": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
+    "rmmIpcGetMemHandle": (ctypes.c_int, [ctypes.POINTER(_CIpcMemHandle), ctypes.c_void_p]),
+    "rmmIpcOpenMemHandle": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p),
+        ctypes.POINTER(_CIpcMemHandle)]),
+    "rmmIpcCloseMemHandle": (ctypes.c_int, [ctypes.c_void_p]),
+    "rmmIpcAllowOpeners": (ctypes.c_int, []),
     "rmmAlloc": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_void_p,
         ctypes.c_char_p, ctypes.c_uint]),
     "rmmFree": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint]),
@@ -450,6 +468,40 @@ def stream_synchronize(stream: Any = None) -> None:
     _call("rmmStreamSynchronize", _stream(stream))
 
 
+def ipc_get_handle(ptr: int) -> bytes:
+    """The IPC handle (``RMM_IPC_HANDLE_SIZE`` bytes) another process opens the allocation at
+    `ptr` with (:func:`ipc_open_handle`): an allocation rmm-rs handed out, of a pool over
+    ``cudaMalloc`` memory, the cuda resource, or a :meth:`Resource.shareable_expandable`
+    resource (``rmmIpcGetMemHandle``). Send the bytes any way you like."""
+    handle = _CIpcMemHandle()
+    _call("rmmIpcGetMemHandle", ctypes.byref(handle), ptr or None)
+    return bytes(handle)  # the raw bytes: `.reserved` would stop at the first NUL
+
+
+def ipc_open_handle(handle: bytes) -> int:
+    """Maps the allocation another process's :func:`ipc_get_handle` named into this process,
+    for the current device; its address here, until :func:`ipc_close_handle`
+    (``rmmIpcOpenMemHandle``)."""
+    raw = bytes(handle)
+    if len(raw) != ctypes.sizeof(_CIpcMemHandle):
+        raise ValueError(f"an IPC handle has {ctypes.sizeof(_CIpcMemHandle)} bytes, not {len(raw)}")
+    c_handle = _CIpcMemHandle.from_buffer_copy(raw)
+    ptr = ctypes.c_void_p()
+    _call("rmmIpcOpenMemHandle", ctypes.byref(ptr), ctypes.byref(c_handle))
+    return ptr.value or 0
+
+
+def ipc_close_handle(ptr: int) -> None:
+    """Unmaps what :func:`ipc_open_handle` mapped at `ptr` (synchronize its users first)."""
+    _call("rmmIpcCloseMemHandle", ptr or None)
+
+
+def ipc_allow_openers() -> None:
+    """Lets every process of this user open this process's expandable-memory handles where
+    the kernel's Yama ptrace scope is 1 (``rmmIpcAllowOpeners``); see docs/src/ipc.md."""
+    _call("rmmIpcAllowOpeners")
+
+
 def _legacy_call(function: str, *args) -> None:
     """A legacy call (``rmmAlloc``, ``rmmGetInfo``), which the library refuses before rmm is
     set up: the first one sets up the stacks ``RMM_ALLOC_CONF`` names (unset: the defaults of
@@ -609,6 +661,19 @@ class Resource:
             num_peers=len(peer_list),
         )
         return cls._create("rmmExpandableResourceCreateWithOptions", ctypes.byref(options))
+
+    @classmethod
+    def shareable_expandable(cls, maximum_size: Union[int, str, None] = None, page_size: Union[int, str, None] = None) -> "Resource":
+        """:meth:`expandable` whose memory other processes can open (``rmmIpcExpandableResourceCreate``):
+        pages are created exportable, and :func:`ipc_get_handle` gives a handle for any of its
+        allocations. See docs/src/ipc.md."""
+        options = _CExpandableOptions(maximum_size=_size(maximum_size, "maximum_size"), page_size=_size(page_size, "page_size"))
+        return cls._create("rmmIpcExpandableResourceCreate", ctypes.byref(options))
+
+    def grant_peer_access(self, peer: int) -> None:
+        """Gives device `peer` access to what the expandable resource in this stack maps, now
+        and later (``rmmExpandableResourceGrantPeerAccess``)."""
+        _call("rmmExpandableResourceGrantPeerAccess", self._h(), int(peer))
 
     @classmethod
     def pinned_host(cls) -> "Resource":

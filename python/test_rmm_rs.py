@@ -1162,6 +1162,61 @@ class DaskPluginTest(unittest.TestCase):
         self.assertIn("environment after ['2:256MiB']", out)
 
 
+class IpcTest(unittest.TestCase):
+    """IPC handles of allocations: one of a shareable expandable resource opened in a child
+    process (the same bytes, on simulated devices, whose virtual memory is a memory file)."""
+
+    def test_an_allocation_opens_in_another_process_until_it_is_freed(self):
+        rmm_rs.ipc_allow_openers()  # the child takes the parent's descriptors (Yama scope 1)
+        resource = rmm_rs.Resource.shareable_expandable()
+        size = 3 * MiB
+        ptr = resource.allocate(size)
+        if not ON_GPU:
+            ctypes.memset(ptr, 0x5A, size)
+        handle = rmm_rs.ipc_get_handle(ptr)
+        self.assertEqual(len(handle), 128)
+        self.assertEqual(rmm_rs.ipc_get_handle(ptr), handle, "the same handle until freed")
+        out = run_child(f"""
+            import ctypes, rmm_rs
+            ptr = rmm_rs.ipc_open_handle(bytes.fromhex("{handle.hex()}"))
+            if rmm_rs.is_simulated():
+                print("same", ctypes.string_at(ptr, {size}) == b"\\x5a" * {size})
+                ctypes.memset(ptr, 0xC3, 4096)
+            rmm_rs.ipc_close_handle(ptr)
+            print("closed")
+        """)
+        self.assertIn("closed", out)
+        if not ON_GPU:
+            self.assertIn("same True", out)
+            self.assertEqual(ctypes.string_at(ptr, 4096), b"\xc3" * 4096, "the child wrote into the block")
+        resource.deallocate(ptr, size)
+        out = run_child(f"""
+            import rmm_rs
+            try:
+                rmm_rs.ipc_open_handle(bytes.fromhex("{handle.hex()}"))
+            except rmm_rs.RmmError as error:
+                print("refused", error.name, "freed" in error.message)
+        """)
+        self.assertIn("refused RMM_ERROR_INVALID_ARGUMENT True", out)
+        with self.assertRaises(rmm_rs.RmmError):
+            rmm_rs.ipc_get_handle(ptr)  # freed: no handle
+        with self.assertRaises(ValueError):
+            rmm_rs.ipc_open_handle(b"short")
+        with self.assertRaises(rmm_rs.RmmError):
+            rmm_rs.ipc_close_handle(ptr)  # never opened here
+        resource.close()
+
+    def test_memory_of_an_expandable_resource_made_without_ipc_has_no_handle(self):
+        resource = rmm_rs.Resource.expandable()
+        ptr = resource.allocate(MiB)
+        with self.assertRaises(rmm_rs.RmmError) as refused:
+            rmm_rs.ipc_get_handle(ptr)
+        self.assertEqual(refused.exception.code, rmm_rs.ERROR_NOT_SUPPORTED)
+        resource.grant_peer_access(0)  # its own device: nothing to do
+        resource.deallocate(ptr, MiB)
+        resource.close()
+
+
 def tearDownModule():
     if rmm_rs.is_simulated():
         assert rmm_rs.sim_race_count() == 0, f"{rmm_rs.sim_race_count()} stream-ordering races"

@@ -101,6 +101,11 @@ GROUPS = [
           "Streams and copies for code without the CUDA runtime, and for simulated devices.",
           r"^rmm(Stream\w*|Memcpy\w*)$",
           r"^cudaStream_t$"),
+    Group("ipc.md", "Sharing memory between processes",
+          "IPC handles of allocations, opened in another process, and the expandable resource "
+          "whose memory can be shared. See the [IPC guide](../ipc.md).",
+          r"^rmmIpc\w*$",
+          r"^(rmmIpcMemHandle_t|RMM_IPC_HANDLE_SIZE)$"),
     Group("frameworks.md", "Framework entry points",
           "Functions with the signatures PyTorch's and CuPy's pluggable allocators load by name "
           "from `librmm.so`. See the [frameworks guide](../frameworks.md).",

@@ -77,7 +77,8 @@ fn expandable_options(options: *const rmmExpandableOptions_t) -> Result<Expandab
 /// handed out as a handle, while the handle lives. `options` may be NULL (the defaults of
 /// `rmmExpandableResourceCreate(&r, 0)`). RMM_ERROR_NOT_SUPPORTED where the device or driver
 /// cannot export virtual memory; other failures and ownership as
-/// `rmmExpandableResourceCreateWithOptions`.
+/// `rmmExpandableResourceCreateWithOptions`. The resource serves any number of threads at
+/// once, as the expandable resource does.
 #[no_mangle]
 pub extern "C" fn rmmIpcExpandableResourceCreate(resource: *mut rmmResource_t, options: *const rmmExpandableOptions_t) -> rmmError_t {
     boundary("rmmIpcExpandableResourceCreate", || {
@@ -98,7 +99,8 @@ pub extern "C" fn rmmIpcExpandableResourceCreate(resource: *mut rmmResource_t, o
 /// counterpart. A peer that cannot reach the resource's device or does not exist, or a NULL
 /// or destroyed `resource`: RMM_ERROR_INVALID_ARGUMENT; a stack without an expandable
 /// resource: RMM_ERROR_NOT_SUPPORTED (`cudaMalloc` memory is reached after
-/// `cudaDeviceEnablePeerAccess`, which the program calls).
+/// `cudaDeviceEnablePeerAccess`, which the program calls). Other threads may allocate from
+/// the resource meanwhile: what they map while the grant runs gets the peer's access too.
 #[no_mangle]
 pub extern "C" fn rmmExpandableResourceGrantPeerAccess(resource: rmmResource_t, peer: c_int) -> rmmError_t {
     boundary("rmmExpandableResourceGrantPeerAccess", || {
@@ -121,10 +123,12 @@ pub extern "C" fn rmmExpandableResourceGrantPeerAccess(resource: rmmResource_t, 
 /// `cudaMalloc` (a pool's chunks, the cuda resource) it is the driver's IPC handle of the
 /// chunk and `ptr`'s offset in it: as with RMM and `cudaIpcGetMemHandle`, the block goes back
 /// to the pool when freed here, whoever has it open, so keep it until the other processes
-/// have closed it. Nothing is owned: the handle is bytes. NULL `handle` or `ptr`, a pointer
-/// rmm did not hand out or already took back: RMM_ERROR_INVALID_ARGUMENT; memory that cannot
+/// have closed it. Nothing is owned: the handle is bytes. `handle` and `ptr` must not be NULL
+/// (RMM_ERROR_INVALID_ARGUMENT), nor a pointer rmm did not hand out or already took back
+/// (RMM_ERROR_INVALID_ARGUMENT); memory that cannot
 /// be shared (managed, pinned host, an expandable resource made without IPC, a cuda_async
-/// pool): RMM_ERROR_NOT_SUPPORTED or the driver's refusal (RMM_ERROR_CUDA_ERROR).
+/// pool): RMM_ERROR_NOT_SUPPORTED or the driver's refusal (RMM_ERROR_CUDA_ERROR). Any
+/// thread may call it, also while other threads allocate and free.
 #[no_mangle]
 pub extern "C" fn rmmIpcGetMemHandle(handle: *mut rmmIpcMemHandle_t, ptr: *const c_void) -> rmmError_t {
     boundary("rmmIpcGetMemHandle", || {
@@ -167,9 +171,11 @@ pub extern "C" fn rmmIpcGetMemHandle(handle: *mut rmmIpcMemHandle_t, ptr: *const
 /// may take file descriptors from the exporter (`pidfd_getfd`: Linux 5.6, the same user,
 /// and under Yama's ptrace scope 1 a descendant of the exporter, or any process once the
 /// exporter called `rmmIpcAllowOpeners`); it can also be opened in the process that exported
-/// it. NULL `ptr` or `handle`, bytes that are no handle, an allocation freed by the exporter
-/// or of an exporter that has exited, memory on a device this process does not see or that the
-/// current device cannot reach: RMM_ERROR_INVALID_ARGUMENT with the reason.
+/// it. `ptr` and `handle` must not be NULL (RMM_ERROR_INVALID_ARGUMENT); bytes that are no
+/// handle, an allocation freed by the exporter or of an exporter that has exited, memory on a
+/// device this process does not see or that the current device cannot reach:
+/// RMM_ERROR_INVALID_ARGUMENT with the reason. Threads may open
+/// and close handles at once.
 #[no_mangle]
 pub extern "C" fn rmmIpcOpenMemHandle(ptr: *mut *mut c_void, handle: *const rmmIpcMemHandle_t) -> rmmError_t {
     boundary("rmmIpcOpenMemHandle", || {
@@ -187,6 +193,7 @@ pub extern "C" fn rmmIpcOpenMemHandle(ptr: *mut *mut c_void, handle: *const rmmI
 /// used it is done (synchronize the streams that used it first, as for
 /// `cudaIpcCloseMemHandle`), and the exporter may reuse the block once no process has it
 /// open. NULL or an address not opened (or closed already): RMM_ERROR_INVALID_ARGUMENT.
+/// Threads may open and close handles at once; each address is closed once.
 #[no_mangle]
 pub extern "C" fn rmmIpcCloseMemHandle(ptr: *mut c_void) -> rmmError_t {
     boundary("rmmIpcCloseMemHandle", || {
@@ -199,7 +206,9 @@ pub extern "C" fn rmmIpcCloseMemHandle(ptr: *mut c_void) -> rmmError_t {
 /// the kernel's Yama ptrace scope is 1 (Ubuntu's default), which otherwise lets only the
 /// exporter's ancestors take its file descriptors: `prctl(PR_SET_PTRACER,
 /// PR_SET_PTRACER_ANY)`. It widens who may ptrace this process to every process of its user,
-/// which is why rmm does not do it unasked. Without Yama it does nothing.
+/// which is why rmm does not do it unasked. Without Yama it does nothing. A refusal by the
+/// kernel: RMM_ERROR_UNKNOWN with its reason. It applies to the whole process, whichever
+/// thread calls it.
 #[no_mangle]
 pub extern "C" fn rmmIpcAllowOpeners() -> rmmError_t {
     boundary("rmmIpcAllowOpeners", ipc::allow_openers)
