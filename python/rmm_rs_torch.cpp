@@ -63,6 +63,7 @@ struct Footprint {  // rmmFootprint_t
 };
 constexpr int kRmmSuccess = 0;
 constexpr int kRmmOutOfMemory = 4;  // RMM_ERROR_OUT_OF_MEMORY, checked in rmm_rs_torch_install
+constexpr size_t kRmmIpcHandleSize = 128;  // RMM_IPC_HANDLE_SIZE
 
 struct RmmApi {
   int (*get_per_device_resource)(int, rmmResource_t *);
@@ -73,6 +74,11 @@ struct RmmApi {
   int (*release)(rmmResource_t, size_t *);
   int (*footprint)(rmmResource_t, Footprint *);
   int (*allocation_offset)(ptrdiff_t *, const void *, cudaStream_t);
+  // rmmIpcGetMemHandle / rmmIpcOpenMemHandle / rmmIpcCloseMemHandle; the handle is an
+  // rmmIpcMemHandle_t, kRmmIpcHandleSize bytes.
+  int (*ipc_get_mem_handle)(void *, const void *);
+  int (*ipc_open_mem_handle)(void **, const void *);
+  int (*ipc_close_mem_handle)(void *);
   const char *(*last_error)();
   const char *(*error_name)(int32_t);
 };
@@ -349,6 +355,12 @@ class RmmBackend final : public CUDAAllocator {
   }
 
   void *getBaseAllocation(void *ptr, size_t *size) override {
+    // Memory CUDA IPC cannot share (the expandable resource's virtual memory) is shared block
+    // by block with rmm-rs's own handle (shareIpcHandle): the block is its own base.
+    if (!cuda_ipc_capable(ptr)) {
+      if (size != nullptr) *size = base_size(ptr);
+      return ptr;
+    }
     ptrdiff_t offset = 0;
     TORCH_CHECK(rmm.allocation_offset(&offset, ptr, nullptr) == kRmmSuccess,
                 "rmm-rs: no device allocation holds ", ptr, ": ", rmm_message());
@@ -466,32 +478,52 @@ class RmmBackend final : public CUDAAllocator {
   }
 
   ShareableHandle shareIpcHandle(void *ptr) override {
+    // cudaMalloc memory (a pool's chunks) in PyTorch's own format (version 2, 'c', then the
+    // handle), so that a process using PyTorch's allocator can open it too.
     ptrdiff_t offset = 0;
-    TORCH_CHECK(rmm.allocation_offset(&offset, ptr, nullptr) == kRmmSuccess,
-                "rmm-rs: cannot share ", ptr, ": ", rmm_message());
-    void *base = static_cast<char *>(ptr) - offset;
-    cudaIpcMemHandle_t handle;
-    cudaError_t status = cudaIpcGetMemHandle(&handle, base);
-    TORCH_CHECK(status == cudaSuccess, "rmm-rs: CUDA IPC cannot share this memory (",
-                cudaGetErrorString(status),
-                "); the expandable resource's memory cannot be shared by CUDA IPC yet: configure a "
-                "pool (RMM_ALLOC_CONF=statistics/pool) for tensors shared between processes");
-    // PyTorch's own format (version 2, 'c' for cudaMalloc memory, then the handle), so that a
-    // process using PyTorch's allocator can open it too.
-    std::string text;
-    text.push_back(2);
-    text.push_back('c');
-    text.append(reinterpret_cast<const char *>(&handle), sizeof handle);
-    return ShareableHandle{offset, text};
+    if (cuda_ipc_capable(ptr) && rmm.allocation_offset(&offset, ptr, nullptr) == kRmmSuccess) {
+      void *base = static_cast<char *>(ptr) - offset;
+      cudaIpcMemHandle_t handle;
+      if (cudaIpcGetMemHandle(&handle, base) == cudaSuccess) {
+        std::string text;
+        text.push_back(2);
+        text.push_back('c');
+        text.append(reinterpret_cast<const char *>(&handle), sizeof handle);
+        return ShareableHandle{offset, text};
+      }
+      (void)cudaGetLastError();  // the refusal is not the program's error
+    }
+    // Memory of the virtual-memory API, which CUDA IPC refuses: rmm-rs's own handle ('r'),
+    // which a process with this backend opens (a shareable expandable resource; see
+    // docs/src/ipc.md). The handle names the block itself: offset 0.
+    std::string text(2 + kRmmIpcHandleSize, '\0');
+    text[0] = 2;
+    text[1] = 'r';
+    TORCH_CHECK(rmm.ipc_get_mem_handle(&text[2], ptr) == kRmmSuccess, "rmm-rs: cannot share ", ptr,
+                " with another process: ", rmm_message());
+    return ShareableHandle{0, text};
   }
 
   std::shared_ptr<void> getIpcDevPtr(std::string handle) override {
-    TORCH_CHECK(handle.size() == 2 + sizeof(cudaIpcMemHandle_t) && handle[0] == 2 && handle[1] == 'c',
+    const bool rmm_handle = handle.size() == 2 + kRmmIpcHandleSize && handle[0] == 2 && handle[1] == 'r';
+    TORCH_CHECK(rmm_handle || (handle.size() == 2 + sizeof(cudaIpcMemHandle_t) && handle[0] == 2 && handle[1] == 'c'),
                 "rmm-rs: unsupported CUDA IPC handle (", handle.size(), " bytes)");
     std::lock_guard<std::mutex> lock(ipc_mutex_);
     auto found = opened_.find(handle);
     if (found != opened_.end()) {
       if (auto alive = found->second.lock()) return alive;
+    }
+    if (rmm_handle) {
+      void *ptr = nullptr;
+      TORCH_CHECK(rmm.ipc_open_mem_handle(&ptr, handle.data() + 2) == kRmmSuccess,
+                  "rmm-rs: cannot open the IPC handle: ", rmm_message());
+      c10::DeviceIndex device = c10::cuda::current_device();
+      std::shared_ptr<void> opened(ptr, [device](void *p) {
+        c10::cuda::CUDAGuard guard(device);
+        rmm.ipc_close_mem_handle(p);
+      });
+      opened_[handle] = opened;
+      return opened;
     }
     cudaIpcMemHandle_t ipc;
     std::memcpy(&ipc, handle.data() + 2, sizeof ipc);
@@ -984,6 +1016,7 @@ class RmmBackend final : public CUDAAllocator {
   }
 
   static size_t base_size(void *base);
+  static bool cuda_ipc_capable(void *ptr);
 
   std::atomic<bool> initialized_{false};
   std::mutex init_mutex_;
@@ -1016,6 +1049,23 @@ size_t RmmBackend::base_size(void *base) {
   size_t size = 0;
   if (range == nullptr || range(&start, &size, reinterpret_cast<uintptr_t>(base)) != 0) return 0;
   return size;
+}
+
+// Whether CUDA IPC (cudaIpcGetMemHandle) can share the memory at `ptr`: cudaMalloc memory can,
+// memory of the virtual-memory API and of driver memory pools cannot
+// (CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, through the driver the runtime loaded).
+bool RmmBackend::cuda_ipc_capable(void *ptr) {
+  using Attribute = int (*)(void *, int, uintptr_t);
+  static Attribute attribute = [] {
+    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    return driver != nullptr ? reinterpret_cast<Attribute>(dlsym(driver, "cuPointerGetAttribute")) : nullptr;
+  }();
+  constexpr int kIsLegacyCudaIpcCapable = 10;
+  int capable = 1;
+  if (attribute == nullptr || attribute(&capable, kIsLegacyCudaIpcCapable, reinterpret_cast<uintptr_t>(ptr)) != 0) {
+    return true;  // unknown: CUDA IPC says for itself
+  }
+  return capable != 0;
 }
 
 // RMM_RS_TORCH_CRASH_TRACE=1: a crash prints the native frames (exported names) to stderr.
@@ -1064,6 +1114,9 @@ extern "C" __attribute__((visibility("default"))) int rmm_rs_torch_install(const
   find_symbol(handle, "rmmResourceRelease", rmm.release, missing);
   find_symbol(handle, "rmmResourceGetFootprint", rmm.footprint, missing);
   find_symbol(handle, "rmmGetAllocationOffset", rmm.allocation_offset, missing);
+  find_symbol(handle, "rmmIpcGetMemHandle", rmm.ipc_get_mem_handle, missing);
+  find_symbol(handle, "rmmIpcOpenMemHandle", rmm.ipc_open_mem_handle, missing);
+  find_symbol(handle, "rmmIpcCloseMemHandle", rmm.ipc_close_mem_handle, missing);
   find_symbol(handle, "rmmGetLastErrorMessage", rmm.last_error, missing);
   find_symbol(handle, "rmmGetErrorName", rmm.error_name, missing);
   if (!missing.empty()) return fail(std::string(library) + " lacks " + missing);

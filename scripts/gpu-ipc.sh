@@ -5,7 +5,8 @@
 # ways, checks that expandable memory freed while open elsewhere stays out of the pool until
 # it is closed there, and prints the bandwidth of a device-to-device copy from the opened
 # block against the same copy from cudaMalloc memory (target: within 5%), and what mapping
-# exportable pages costs. Then the Python module's IPC test on the GPU.
+# exportable pages costs. Then the Python module's IPC test on the GPU, and where PyTorch is
+# installed, a tensor of expandable memory sent to a child with torch.multiprocessing.
 #
 #   scripts/gpu-ipc.sh              run from anywhere inside the repository
 #
@@ -53,6 +54,14 @@ fi
 echo "== Python: rmm_rs.ipc_get_handle / ipc_open_handle in a child process"
 if command -v python3 >/dev/null; then
   RMM_RS_LIBRARY="$stage/lib/librmm.so" python3 python/test_rmm_rs.py --gpu IpcTest || status=$?
+  echo "== PyTorch: torch.multiprocessing with a shareable expandable resource (python/check_torch_ipc.py)"
+  torch_status=0
+  RMM_RS_LIBRARY="$stage/lib/librmm.so" python3 python/check_torch_ipc.py || torch_status=$?
+  case "$torch_status" in
+    0) ;;
+    77) echo "skipped" ;;
+    *) status=$torch_status ;;
+  esac
 else
   echo "python3 not found: skipped"
 fi
