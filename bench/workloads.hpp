@@ -352,10 +352,10 @@ void thread_rows(const std::string& name, A& a, int device) {
     Timings& t = timings_of(workload, name);
     for (int i = 0; i < 5; ++i) t.ns.push_back(threaded(a, threads, 20000, device, one_stream).ns_per_alloc);
   };
-  row("1 thread, NULL stream", 1, true);
-  row("8 threads, one NULL stream", 8, true);
-  row("8 threads, 8 streams", 8, false);
-  row("16 threads, 16 streams", 16, false);
+  row("1 thread on the NULL stream", 1, true);
+  row("8 threads on one NULL stream", 8, true);
+  row("8 threads on 8 streams", 8, false);
+  row("16 threads on 16 streams", 16, false);
 }
 
 // The streams programs allocate on, besides the legacy default stream (NULL): one the

@@ -10,7 +10,7 @@
 # BENCH_ROUNDS (default 3) rounds; the builds run in turn within each round.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${BENCH_OUT:-$(mktemp -d /tmp/rmm-threads.XXXXXX)}
+out=${BENCH_OUT:-${OUT:-$(mktemp -d /tmp/rmm-threads.XXXXXX)}}
 mkdir -p "$out"
 arch=${CUDA_ARCH:-sm_90}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
