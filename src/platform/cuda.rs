@@ -364,7 +364,12 @@ impl CudaDriver {
             )
         })?;
         // SAFETY: the driver just opened `fd` for us; nothing else owns it.
-        Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        // Kept open while the block is exported: a program that forks and executes another
+        // must not hand its device memory on to it.
+        // SAFETY: F_SETFD on a descriptor we own changes only its close-on-exec flag.
+        unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&fd), libc::F_SETFD, libc::FD_CLOEXEC) };
+        Ok(fd)
     }
 
     pub fn vmm_import(&self, fd: std::os::fd::BorrowedFd<'_>, _device: i32) -> Result<super::PhysicalMemory> {
