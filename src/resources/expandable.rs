@@ -15,7 +15,7 @@
 //! to the device above the release threshold, on `release`, and when the device runs out.
 //! See docs/src/expandable.md.
 
-use super::stream_ordered::{Core, Growth};
+use super::stream_ordered::{Core, Growth, MappedGrowth, PageMapper};
 use super::{MemoryResource, PoolResource};
 use crate::error::{Error, Result};
 use crate::platform::ipc::Ticket;
@@ -155,7 +155,7 @@ fn make(device: i32, options: &ExpandableOptions, handle_types: u32) -> Result<E
     let held = Arc::new(HeldPages::default());
     let part = |options: &ExpandableOptions| -> Result<Part> {
         let pages = Arc::new(MappedRanges::new(device, options, held.clone(), handle_types)?);
-        let growth = Growth::Expandable { page: pages.page, release_threshold: options.release_threshold };
+        let growth = Growth::Mapped(MappedGrowth::new(pages.clone(), pages.page, options.release_threshold));
         let pool = PoolResource::with_growth("expandable", pages.clone(), growth, options.initial_size, options.maximum_size)?;
         Ok(Part { core: pool.shared_core(), pool, pages })
     };
@@ -792,16 +792,7 @@ impl MappedRanges {
     }
 }
 
-impl MemoryResource for MappedRanges {
-    fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
-        let size = self.pages_for(bytes)?;
-        let start = self.state.lock().place(size, self.page, self.usable_start()).ok_or_else(|| {
-            Error::out_of_memory(bytes, format!("the expandable resource's {} bytes of address space are in use", self.reservation.1))
-        })?;
-        self.map(start, size, stream)?;
-        Ok(start)
-    }
-
+impl PageMapper for MappedRanges {
     fn extend(&self, end: usize, bytes: usize, stream: Stream) -> Result<bool> {
         let size = self.pages_for(bytes)?;
         if !end.is_multiple_of(self.page) || !self.state.lock().take_at(end, size) {
@@ -829,6 +820,17 @@ impl MemoryResource for MappedRanges {
             state.lent.push((stream, physical, at));
         }
         Ok(())
+    }
+}
+
+impl MemoryResource for MappedRanges {
+    fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
+        let size = self.pages_for(bytes)?;
+        let start = self.state.lock().place(size, self.page, self.usable_start()).ok_or_else(|| {
+            Error::out_of_memory(bytes, format!("the expandable resource's {} bytes of address space are in use", self.reservation.1))
+        })?;
+        self.map(start, size, stream)?;
+        Ok(start)
     }
 
     /// Ranges come back only once nothing on the device still uses them (the core waits for

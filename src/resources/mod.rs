@@ -59,19 +59,6 @@ pub trait MemoryResource: std::any::Any + Send + Sync + 'static {
     fn footprint(&self) -> Option<Footprint> {
         None
     }
-    /// Maps `bytes` more right after `end`, the end of memory this resource handed out, when
-    /// that memory is free to take (virtual-memory resources); false otherwise.
-    fn extend(&self, _end: usize, _bytes: usize, _stream: Stream) -> Result<bool> {
-        Ok(false)
-    }
-    /// Lends the memory of `[start, start + size)`, which this resource handed out and which
-    /// the caller gives back with `deallocate` once the work that used it is done, to the next
-    /// allocations for `stream` at once: the caller orders every use of it so far before
-    /// `stream`'s later work (virtual-memory resources map its physical memory again where
-    /// they need it; it stays mapped where it is until then). Others: nothing.
-    fn lend(&self, _start: usize, _size: usize, _stream: Stream) -> Result<()> {
-        Ok(())
-    }
     /// A JSON description of the resource and, nested, its upstream resources.
     fn snapshot(&self) -> serde_json::Value {
         serde_json::json!({ "resource": self.name(), "device": self.device() })

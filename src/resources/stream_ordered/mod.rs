@@ -31,6 +31,10 @@
 //! stream (PyTorch's forward and autograd threads) do not collide and keep one index, whose
 //! free memory they share.
 
+mod mapped;
+
+pub use mapped::{MappedGrowth, PageMapper};
+
 use crate::error::{Error, Result};
 use crate::platform::biased_lock::BiasedLock;
 use crate::platform::sim::SimDevices;
@@ -225,7 +229,6 @@ struct CachedState<I> {
 const GROWTH_CAP: usize = 32 << 20;
 
 /// How chunks are sized.
-#[derive(Debug, Clone, Copy)]
 pub enum Growth {
     /// Each new chunk is at least the request and at least half of what the stream already
     /// holds (that half capped at `GROWTH_CAP`), rounded up to `granularity`.
@@ -234,32 +237,27 @@ pub enum Growth {
     /// refuses one, halves of it down to `smallest`, so that memory left in pieces smaller
     /// than a whole chunk can still be used.
     Fixed { chunk: usize, smallest: usize },
-    /// Over mapped memory (the expandable resource): a chunk grows in place, at its end, by
-    /// whole pages, just what a request needs beyond the chunk's free end. Whole free pages,
-    /// at the ends of chunks or in the middle (which cuts the chunk in two), go back upstream
-    /// once the streams that freed them have passed that point: while more than
-    /// `release_threshold` bytes are held, before a growth maps new pages (so that the
-    /// upstream maps the pages of holes again where the request needs them, instead of
-    /// creating new ones), and on release.
-    Expandable { page: usize, release_threshold: usize },
+    /// Over an upstream that maps pages (the expandable resource): chunks grow in place and
+    /// give whole free pages back (see `mapped`).
+    Mapped(MappedGrowth),
 }
 
 impl Growth {
     /// The unit chunks are sized in.
     fn unit(&self) -> usize {
-        match *self {
-            Growth::Geometric { granularity } => granularity,
-            Growth::Fixed { smallest, .. } => smallest,
-            Growth::Expandable { page, .. } => page,
+        match self {
+            Growth::Geometric { granularity } => *granularity,
+            Growth::Fixed { smallest, .. } => *smallest,
+            Growth::Mapped(mapped) => mapped.page,
         }
     }
-}
 
-/// Ranges cut from chunks, given back upstream once `event` (recorded on the stream that
-/// freed them, after those frees) has completed.
-struct PendingRelease {
-    event: Event,
-    ranges: Vec<(usize, usize)>,
+    fn mapped(&self) -> Option<&MappedGrowth> {
+        match self {
+            Growth::Mapped(mapped) => Some(mapped),
+            _ => None,
+        }
+    }
 }
 
 /// Who may record a stream's event on its handle, to cover the frees made there since it was
@@ -329,22 +327,6 @@ type StreamStates<I> = HashMap<(u64, u64), Arc<StreamState<I>>>;
 /// A thread's lanes of split streams, each with the address of its stream's own state.
 type ThreadLanes<I> = std::cell::RefCell<Vec<(usize, Arc<StreamState<I>>)>>;
 
-/// Where expandable growth can map: after a chunk with `tail` free bytes at its end.
-struct GrowthSite {
-    chunk: Chunk,
-    tail: usize,
-    /// The unmapped gap up to the stream's next chunk, when the block fits across it.
-    gap: Option<Gap>,
-}
-
-#[derive(Clone, Copy)]
-struct Gap {
-    size: usize,
-    /// The free end before the gap, the gap and the next chunk's free start: mapping only
-    /// the gap joins the two chunks into this much free space.
-    across: usize,
-}
-
 /// A stream-ordered suballocator over an upstream resource. `StreamOrdered` owns it; a
 /// resource that calls it directly (an adaptor over a pool, binning over its bins) holds it
 /// too.
@@ -358,10 +340,6 @@ pub struct Core<I: BlockIndex> {
     maximum: usize,
     reserved: AtomicUsize,
     peak_reserved: AtomicUsize,
-    /// Released by the expandable growth, not yet given upstream.
-    releasing: Mutex<Vec<PendingRelease>>,
-    /// `releasing` is not empty: frees look whether its streams have passed.
-    releases_pending: AtomicBool,
     streams: RwLock<StreamStates<I>>,
     /// The legacy default stream's state (also in `streams`), reached without a lock.
     default_state: once_cell::sync::OnceCell<Arc<StreamState<I>>>,
@@ -519,8 +497,6 @@ impl<I: BlockIndex> Core<I> {
             maximum,
             reserved: AtomicUsize::new(0),
             peak_reserved: AtomicUsize::new(0),
-            releasing: Mutex::new(Vec::new()),
-            releases_pending: AtomicBool::new(false),
             streams: RwLock::new(HashMap::new()),
             default_state: once_cell::sync::OnceCell::new(),
             thread_states: thread_local::ThreadLocal::new(),
@@ -1019,10 +995,8 @@ impl<I: BlockIndex> Core<I> {
             self.record_for_takers(state, &mut shelf, stream)?;
         }
         drop(shelf);
-        if let Growth::Expandable { page, release_threshold } = self.growth {
-            if self.reserved.load(Ordering::Relaxed) > release_threshold || self.releases_pending.load(Ordering::Relaxed) {
-                self.release_free_ends(state, stream, page, release_threshold)?;
-            }
+        if let Some(mapped) = self.growth.mapped() {
+            self.after_free_mapped(mapped, state, stream)?;
         }
         Ok(Ok(()))
     }
@@ -1210,7 +1184,8 @@ impl<I: BlockIndex> Core<I> {
         let too_big = || Error::out_of_memory(bytes, "larger than the address space");
         match self.growth {
             Growth::Fixed { smallest, .. } => Ok(smallest),
-            Growth::Geometric { granularity: unit } | Growth::Expandable { page: unit, .. } => {
+            Growth::Geometric { .. } | Growth::Mapped(_) => {
+                let unit = self.growth.unit();
                 let rounded = bytes.checked_add(unit - 1).ok_or_else(too_big)? / unit * unit;
                 Ok(rounded.max(GRANULE))
             }
@@ -1280,17 +1255,16 @@ impl<I: BlockIndex> Core<I> {
         let room = self.maximum.saturating_sub(reserved) / GRANULE * GRANULE;
         let floor = match self.growth {
             Growth::Geometric { .. } => bytes.div_ceil(GRANULE) * GRANULE,
-            Growth::Fixed { .. } | Growth::Expandable { .. } => need,
+            Growth::Fixed { .. } | Growth::Mapped(_) => need,
         };
         if floor > room {
             return Err(Error::out_of_memory(bytes, format!("its maximum size, {}, is reached", units::exact(self.maximum))));
         }
         let need = need.min(room);
-        let mut size = match self.growth {
-            Growth::Fixed { chunk, .. } => chunk,
-            Growth::Expandable { page, .. } => {
-                self.cut_holes_for_growth(state, stream, page, need)?;
-                if let Some(addr) = self.grow_in_place(state, bytes, page, room, stream)? {
+        let mut size = match &self.growth {
+            Growth::Fixed { chunk, .. } => *chunk,
+            Growth::Mapped(mapped) => {
+                if let Some(addr) = self.grow_mapped(mapped, state, bytes, need, room, stream)? {
                     return Ok(addr);
                 }
                 need
@@ -1299,7 +1273,7 @@ impl<I: BlockIndex> Core<I> {
                 // Geometric in what this stream holds, not the whole pool: with many streams,
                 // growth compounded over the pool's total would reserve far more than is used.
                 let held = state.shelf.lock().index.chunk_bytes();
-                let geometric = (held / 2).min(GROWTH_CAP).div_ceil(granularity) * granularity;
+                let geometric = (held / 2).min(GROWTH_CAP).div_ceil(*granularity) * granularity;
                 need.max(geometric).min(room)
             }
         };
@@ -1317,247 +1291,9 @@ impl<I: BlockIndex> Core<I> {
         self.allocate_from_own(state, bytes, stream)?.ok_or_else(|| Error::Internal("a new chunk could not serve its request".into()))
     }
 
-    /// Expandable growth: maps what `bytes` needs beyond the free end of one of the stream's
-    /// chunks right after that chunk. Best fit first: the smallest unmapped gap up to the
-    /// stream's next chunk that the block fits across (free end, gap, that chunk's free start),
-    /// where only the gap is mapped; then the chunk with the largest free end.
-    fn grow_in_place(&self, state: &Arc<StreamState<I>>, bytes: usize, page: usize, room: usize, stream: Stream) -> Result<Option<usize>> {
-        let block = bytes.div_ceil(GRANULE) * GRANULE;
-        let mut sites: Vec<GrowthSite> = {
-            // Each of the stream's chunks, and the chunk after it in address order when that
-            // one is the stream's too (chunks do not overlap: the next entry is the next chunk).
-            let chunks: Vec<(usize, Option<usize>)> = {
-                let owners = self.owners.read();
-                let ours = |owner: &Arc<StreamState<I>>| std::ptr::eq(Arc::as_ptr(owner), &**state);
-                let mut entries = owners.iter().peekable();
-                let mut chunks = Vec::new();
-                while let Some((&base, (_, owner))) = entries.next() {
-                    if ours(owner) {
-                        chunks.push((base, entries.peek().filter(|(_, (_, next))| ours(next)).map(|(&next, _)| next)));
-                    }
-                }
-                chunks
-            };
-            let shelf = state.shelf.lock();
-            chunks
-                .into_iter()
-                .filter_map(|(base, next)| {
-                    let (chunk, tail) = shelf.index.free_tail(base)?;
-                    let end = chunk.base + chunk.size;
-                    let gap = next.filter(|&next| next > end).and_then(|next| {
-                        let across = tail + (next - end) + shelf.index.free_head(next)?;
-                        (across >= block).then_some(Gap { size: next - end, across })
-                    });
-                    Some(GrowthSite { chunk, tail, gap })
-                })
-                .collect()
-        };
-        sites.sort_by_key(|site| match site.gap {
-            Some(gap) => (0, gap.across),
-            None => (1, usize::MAX - site.tail),
-        });
-        for GrowthSite { chunk, tail, gap } in sites {
-            let mut extra = block.saturating_sub(tail).div_ceil(page).max(1) * page;
-            if let Some(gap) = gap {
-                extra = extra.min(gap.size);
-            }
-            if extra > room || !self.upstream.extend(chunk.base + chunk.size, extra, stream)? {
-                continue;
-            }
-            self.note_reserved(extra);
-            let end = chunk.base + chunk.size + extra;
-            // A chunk cut in two grows back up to its other part: they become one again.
-            let joined = {
-                let mut owners = self.owners.write();
-                let next = owners.get(&end).filter(|(_, owner)| std::ptr::eq(Arc::as_ptr(owner), &**state)).map(|(size, _)| *size);
-                if next.is_some() {
-                    owners.remove(&end);
-                }
-                if let Some((size, _)) = owners.get_mut(&chunk.base) {
-                    *size += extra + next.unwrap_or(0);
-                }
-                next.is_some()
-            };
-            let mut shelf = state.shelf.lock();
-            if !shelf.index.extend_chunk(chunk.base, extra) || (joined && !shelf.index.join_chunks(chunk.base, end)) {
-                return Err(Error::Internal(format!("chunk {:#x} could not grow", chunk.base)));
-            }
-            return self.take_from_shelf(state, &mut shelf, bytes, stream);
-        }
-        Ok(None)
-    }
-
-    /// Bases of the chunks `state`'s index holds.
-    fn chunks_of(&self, state: &StreamState<I>) -> Vec<usize> {
-        self.owners.read().iter().filter(|(_, (_, owner))| std::ptr::eq(Arc::as_ptr(owner), state)).map(|(&base, _)| base).collect()
-    }
-
     fn note_reserved(&self, bytes: usize) {
         let now = self.reserved.fetch_add(bytes, Ordering::Relaxed) + bytes;
         self.peak_reserved.fetch_max(now, Ordering::Relaxed);
-    }
-
-    /// Expandable growth, after a free on `stream` into `state`'s index while more than the
-    /// release threshold is reserved: cuts the free pages off the ends of the stream's chunks
-    /// (and takes its wholly free chunks) until no more than the threshold stays, and gives
-    /// them upstream once the stream has passed this point, without waiting for it here.
-    #[cold]
-    #[inline(never)]
-    fn release_free_ends(&self, state: &StreamState<I>, stream: Stream, page: usize, threshold: usize) -> Result<()> {
-        let Some(_growing) = self.growing.try_lock() else { return Ok(()) };
-        self.finish_releases(false)?;
-        // The initial size stays mapped for the resource's life.
-        let floor = threshold.max(self.initial);
-        let mut reserved = self.reserved();
-        if reserved <= floor {
-            return Ok(());
-        }
-        let bases = self.chunks_of(state);
-        let (mut cut, mut whole, mut holes) = (Vec::new(), Vec::new(), Vec::new());
-        {
-            let mut shelf = state.shelf.lock();
-            // Frees other streams made here are ordered by their events, not by this stream.
-            if !shelf.pending.is_empty() {
-                return Ok(());
-            }
-            for chunk in shelf.index.take_wholly_free_chunks() {
-                if reserved > floor && reserved - chunk.size >= self.initial {
-                    reserved -= chunk.size;
-                    whole.push((chunk.base, chunk.size));
-                } else {
-                    shelf.index.add_chunk(chunk.base, chunk.size);
-                }
-            }
-            for base in bases {
-                if reserved <= floor {
-                    break;
-                }
-                if let Some((start, size)) = shelf.index.trim_free_tail(base, page) {
-                    // Pages the initial size needs go back into the chunk (still mapped).
-                    let kept = self.initial.saturating_sub(reserved - size).next_multiple_of(page).min(size);
-                    if kept > 0 {
-                        shelf.index.extend_chunk(base, kept);
-                    }
-                    if kept < size {
-                        reserved -= size - kept;
-                        cut.push((base, start + kept, size - kept));
-                    }
-                }
-            }
-            let budget = reserved.saturating_sub(floor) / page * page;
-            if budget > 0 {
-                holes = shelf.index.cut_free_pages(page, budget);
-            }
-        }
-        if cut.is_empty() && whole.is_empty() && holes.is_empty() {
-            return Ok(());
-        }
-        {
-            let mut owners = self.owners.write();
-            for &(base, _) in &whole {
-                owners.remove(&base);
-            }
-            for &(base, _, size) in &cut {
-                if let Some((held, _)) = owners.get_mut(&base) {
-                    *held -= size;
-                }
-            }
-        }
-        self.apply_cuts(&holes);
-        let ranges: Vec<(usize, usize)> = whole
-            .into_iter()
-            .chain(cut.into_iter().map(|(_, start, size)| (start, size)))
-            .chain(holes.iter().map(|hole| (hole.start, hole.size)))
-            .collect();
-        self.queue_release(stream, ranges)
-    }
-
-    /// Takes `ranges`, cut from chunks, off the bytes reserved and gives them upstream once
-    /// `stream`, which freed (or waited for the frees of) everything in them, has passed this
-    /// point: now, if it already has.
-    fn queue_release(&self, stream: Stream, ranges: Vec<(usize, usize)>) -> Result<()> {
-        self.reserved.fetch_sub(ranges.iter().map(|&(_, size)| size).sum(), Ordering::Relaxed);
-        let platform = backend()?;
-        let event = platform.event_create(self.device)?;
-        platform.event_record(self.device, event, stream)?;
-        self.releasing.lock().push(PendingRelease { event, ranges });
-        self.releases_pending.store(true, Ordering::Relaxed);
-        self.finish_releases(false)
-    }
-
-    /// Records the chunks that cutting ranges out of the middle of chunks made.
-    fn apply_cuts(&self, cuts: &[Cut]) {
-        if cuts.is_empty() {
-            return;
-        }
-        let mut owners = self.owners.write();
-        for cut in cuts {
-            let Some((_, owner)) = owners.remove(&cut.chunk) else { continue };
-            for part in [cut.before, cut.after].into_iter().flatten() {
-                owners.insert(part.base, (part.size, owner.clone()));
-            }
-        }
-    }
-
-    /// Expandable growth, before mapping `need` bytes for a request on `stream`: cuts as many
-    /// whole free pages out of the middle of `state`'s chunks as the upstream lacks unmapped
-    /// pages for it, so that it maps those instead of creating new ones. They are `stream`'s
-    /// own free blocks, with other streams' frees into them already ordered before `stream`'s
-    /// later work, so the upstream lends their physical memory to this growth at once; their
-    /// old addresses are unmapped once `stream` has passed its frees (at once on an idle
-    /// device, else at a later growth or free).
-    #[cold]
-    fn cut_holes_for_growth(&self, state: &StreamState<I>, stream: Stream, page: usize, need: usize) -> Result<()> {
-        let cached = self.upstream.pool_free().unwrap_or(0);
-        let Some(budget) = need.checked_sub(cached).filter(|&budget| budget > 0) else { return Ok(()) };
-        let cuts = {
-            let mut shelf = state.shelf.lock();
-            if !shelf.pending.is_empty() {
-                self.settle(state, &mut shelf, stream)?;
-            }
-            shelf.index.cut_free_pages(page, budget)
-        };
-        if cuts.is_empty() {
-            return Ok(());
-        }
-        self.apply_cuts(&cuts);
-        for cut in &cuts {
-            self.upstream.lend(cut.start, cut.size, stream)?;
-        }
-        self.queue_release(stream, cuts.iter().map(|cut| (cut.start, cut.size)).collect())
-    }
-
-    /// Gives upstream the released ranges whose streams have passed their frees; with `wait`,
-    /// all of them, waiting for those streams.
-    fn finish_releases(&self, wait: bool) -> Result<()> {
-        let mut releasing = self.releasing.lock();
-        if releasing.is_empty() {
-            return Ok(());
-        }
-        let platform = backend()?;
-        let mut result = Ok(());
-        let mut kept = Vec::new();
-        for pending in releasing.drain(..) {
-            let passed = if wait { platform.event_synchronize(pending.event).map(|()| true) } else { platform.event_query(pending.event) };
-            match passed {
-                Ok(true) => {
-                    for &(start, size) in &pending.ranges {
-                        if let Err(e) = self.upstream.deallocate(start, size, Stream::DEFAULT) {
-                            result = Err(e);
-                        }
-                    }
-                    let _ = platform.event_destroy(pending.event);
-                }
-                Ok(false) => kept.push(pending),
-                Err(e) => {
-                    result = Err(e);
-                    kept.push(pending);
-                }
-            }
-        }
-        self.releases_pending.store(!kept.is_empty(), Ordering::Relaxed);
-        *releasing = kept;
-        result
     }
 
     fn allocate_from_own(&self, state: &StreamState<I>, bytes: usize, stream: Stream) -> Result<Option<usize>> {
@@ -1642,18 +1378,13 @@ impl<I: BlockIndex> Core<I> {
                     None => shelf.index.add_chunk(chunk.base, chunk.size),
                 }
             }
-            if let Growth::Expandable { page, .. } = self.growth {
-                let budget = staying.saturating_sub(keep) / page * page;
-                if budget > 0 {
-                    let cuts = shelf.index.cut_free_pages(page, budget);
-                    staying -= cuts.iter().map(|cut| cut.size).sum::<usize>();
-                    holes.extend(cuts);
-                }
+            if let Some(mapped) = self.growth.mapped() {
+                let cuts = Self::cut_pages_to_release(mapped, &mut shelf.index, staying, keep);
+                staying -= cuts.iter().map(|cut| cut.size).sum::<usize>();
+                holes.extend(cuts);
             }
         }
-        if !self.releasing.lock().is_empty() {
-            self.finish_releases(true)?;
-        }
+        self.finish_releases(true)?;
         let mut released = 0;
         if !chunks.is_empty() || !holes.is_empty() {
             self.apply_cuts(&holes);
@@ -1666,7 +1397,7 @@ impl<I: BlockIndex> Core<I> {
                 released += size;
             }
         }
-        if let Growth::Expandable { .. } = self.growth {
+        if let Growth::Mapped(_) = self.growth {
             // The upstream keeps unmapped pages for reuse: they go back to the device too.
             self.upstream.release()?;
             released = held_before.saturating_sub(self.held());
@@ -1677,10 +1408,7 @@ impl<I: BlockIndex> Core<I> {
     /// Bytes held from the device: the chunks' and, expandable, also the pages the upstream
     /// keeps unmapped for reuse and those it has still to unmap.
     pub fn held(&self) -> usize {
-        match self.growth {
-            Growth::Expandable { .. } => self.upstream.pool_size().unwrap_or_else(|| self.reserved()),
-            _ => self.reserved(),
-        }
+        self.growth.mapped().and_then(MappedGrowth::held).unwrap_or_else(|| self.reserved())
     }
 
     /// Test-only fault injection: hand memory across streams without ordering edges.
@@ -1703,11 +1431,9 @@ impl<I: BlockIndex> Core<I> {
             chunks: self.owners.read().len(),
             ..Default::default()
         };
-        if let Growth::Expandable { .. } = self.growth {
-            // Pages cut from chunks are held until the device has them back.
-            if let Some(physical) = self.upstream.footprint() {
-                (usage.reserved, usage.peak_reserved) = (physical.reserved, physical.peak_reserved);
-            }
+        // Pages cut from chunks are held until the device has them back.
+        if let Some(physical) = self.growth.mapped().and_then(MappedGrowth::footprint) {
+            (usage.reserved, usage.peak_reserved) = (physical.reserved, physical.peak_reserved);
         }
         for state in streams.values() {
             let shelf = state.shelf.lock();
@@ -1810,7 +1536,7 @@ impl<I: BlockIndex> super::caches::Cache for Core<I> {
     /// What a pool keeps for its whole life (its initial size) stays: another resource's
     /// refusal releases only what it grew beyond that.
     fn release_cached(&self) -> Result<usize> {
-        if let Growth::Expandable { .. } = self.growth {
+        if let Growth::Mapped(_) = self.growth {
             // Called from inside its own growth (the device refused a page the growth maps),
             // it leaves its chunks alone: the growth is changing one of them.
             let Some(_growing) = self.growing.try_lock() else { return Ok(0) };
