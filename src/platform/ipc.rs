@@ -461,8 +461,10 @@ impl Exporter {
                 Some(libc::EBADF) => Taken::Closed,
                 Some(libc::ESRCH) => Taken::Other(Error::invalid(format!("process {pid} that exported the allocation has exited"))),
                 Some(libc::EPERM) => Taken::Other(Error::invalid(format!(
-                    "not permitted to take descriptors from process {pid} (pidfd_getfd needs ptrace access: the same user, and \
-                     with kernel.yama.ptrace_scope=1 the exporter calls prctl(PR_SET_PTRACER) or is an ancestor)"
+                    "not permitted to take descriptors from process {pid} (pidfd_getfd needs ptrace access: the same user; \
+                     with kernel.yama.ptrace_scope=1 an ancestor of the exporter, or any process once the exporter called \
+                     rmmIpcAllowOpeners; in a container, a seccomp profile that allows pidfd_getfd, which Docker's default \
+                     allows only with CAP_SYS_PTRACE)"
                 ))),
                 Some(libc::ENOSYS) => Taken::Other(Error::NotSupported("this kernel has no pidfd_getfd (Linux 5.6)".into())),
                 _ => Taken::Other(Error::Internal(format!("pidfd_getfd({pid}, {fd}): {error}"))),
