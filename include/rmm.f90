@@ -837,7 +837,7 @@ module rmm
     ! it. `ptr` and `handle` must not be NULL (RMM_ERROR_INVALID_ARGUMENT); bytes that are no
     ! handle, an allocation freed by the exporter or of an exporter that has exited, memory on a
     ! device this process does not see or that the current device cannot reach:
-    ! RMM_ERROR_INVALID_ARGUMENT with the reason. Threads may open
+    ! RMM_ERROR_INVALID_ARGUMENT with the reason. Any number of threads may open
     ! and close handles at once.
     integer(c_int) function rmmIpcOpenMemHandle(ptr, handle) bind(c, name="rmmIpcOpenMemHandle")
       import :: c_int, c_ptr, rmmIpcMemHandle_t
@@ -849,7 +849,7 @@ module rmm
     ! used it is done (synchronize the streams that used it first, as for
     ! `cudaIpcCloseMemHandle`), and the exporter may reuse the block once no process has it
     ! open. NULL or an address not opened (or closed already): RMM_ERROR_INVALID_ARGUMENT.
-    ! Threads may open and close handles at once; each address is closed once.
+    ! Any number of threads may open and close handles at once; each address is closed once.
     integer(c_int) function rmmIpcCloseMemHandle(ptr) bind(c, name="rmmIpcCloseMemHandle")
       import :: c_int, c_ptr
       type(c_ptr), value :: ptr

@@ -610,7 +610,7 @@ enum rmmError_t rmmIpcGetMemHandle(struct rmmIpcMemHandle_t *handle, const void 
 // it. `ptr` and `handle` must not be NULL (RMM_ERROR_INVALID_ARGUMENT); bytes that are no
 // handle, an allocation freed by the exporter or of an exporter that has exited, memory on a
 // device this process does not see or that the current device cannot reach:
-// RMM_ERROR_INVALID_ARGUMENT with the reason. Threads may open
+// RMM_ERROR_INVALID_ARGUMENT with the reason. Any number of threads may open
 // and close handles at once.
 enum rmmError_t rmmIpcOpenMemHandle(void **ptr, const struct rmmIpcMemHandle_t *handle);
 
@@ -618,7 +618,7 @@ enum rmmError_t rmmIpcOpenMemHandle(void **ptr, const struct rmmIpcMemHandle_t *
 // used it is done (synchronize the streams that used it first, as for
 // `cudaIpcCloseMemHandle`), and the exporter may reuse the block once no process has it
 // open. NULL or an address not opened (or closed already): RMM_ERROR_INVALID_ARGUMENT.
-// Threads may open and close handles at once; each address is closed once.
+// Any number of threads may open and close handles at once; each address is closed once.
 enum rmmError_t rmmIpcCloseMemHandle(void *ptr);
 
 // Lets every process of this user open this process's handles of expandable memory, where

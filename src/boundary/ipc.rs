@@ -174,7 +174,7 @@ pub extern "C" fn rmmIpcGetMemHandle(handle: *mut rmmIpcMemHandle_t, ptr: *const
 /// it. `ptr` and `handle` must not be NULL (RMM_ERROR_INVALID_ARGUMENT); bytes that are no
 /// handle, an allocation freed by the exporter or of an exporter that has exited, memory on a
 /// device this process does not see or that the current device cannot reach:
-/// RMM_ERROR_INVALID_ARGUMENT with the reason. Threads may open
+/// RMM_ERROR_INVALID_ARGUMENT with the reason. Any number of threads may open
 /// and close handles at once.
 #[no_mangle]
 pub extern "C" fn rmmIpcOpenMemHandle(ptr: *mut *mut c_void, handle: *const rmmIpcMemHandle_t) -> rmmError_t {
@@ -193,7 +193,7 @@ pub extern "C" fn rmmIpcOpenMemHandle(ptr: *mut *mut c_void, handle: *const rmmI
 /// used it is done (synchronize the streams that used it first, as for
 /// `cudaIpcCloseMemHandle`), and the exporter may reuse the block once no process has it
 /// open. NULL or an address not opened (or closed already): RMM_ERROR_INVALID_ARGUMENT.
-/// Threads may open and close handles at once; each address is closed once.
+/// Any number of threads may open and close handles at once; each address is closed once.
 #[no_mangle]
 pub extern "C" fn rmmIpcCloseMemHandle(ptr: *mut c_void) -> rmmError_t {
     boundary("rmmIpcCloseMemHandle", || {
