@@ -642,3 +642,78 @@ fn mappings_are_accessible_from_every_device_that_reaches_the_owner_and_from_pee
     give_everything_back(apart, before);
     assert!(races().is_empty(), "{:?}", races());
 }
+
+/// A grant while other threads map and unmap pages: every range mapped once the grant has
+/// returned is accessible from the peer, whether it was mapped before the grant, while the
+/// grant ran (the map sees the new peer when it records its pages) or after it.
+#[test]
+fn a_peer_granted_while_other_threads_map_reaches_every_mapped_range() {
+    let _guard = setup_with("2:256MiB");
+    let simulator = rmm::platform::simulator().unwrap();
+    simulator.set_peer_access(false);
+    let resource = with_options(&rmmExpandableOptions_t { release_free_pages: 1, release_threshold: 0, ..options() });
+    let address = resource as usize;
+
+    // A map whose cuMemSetAccess is slow: the grant comes while it runs, before the map has
+    // recorded its pages, so only the map itself can give the peer access to them.
+    simulator.delay_set_access(std::time::Duration::from_millis(150));
+    let slow = std::thread::spawn(move || allocate(address as rmmResource_t, 5 * MIB, null_mut()).unwrap());
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    simulator.set_peer_access(true);
+    simulator.delay_set_access(std::time::Duration::ZERO);
+    assert_eq!(rmmExpandableResourceGrantPeerAccess(resource, 1), RMM_SUCCESS, "{}", common::last_message());
+    let during = slow.join().unwrap();
+    assert!(simulator.vmm_accessible_from(during, 5 * MIB, 1), "mapped while the grant ran: it has the peer's access too");
+    free(resource, during, 5 * MIB, null_mut());
+
+    // Then many maps and unmaps on four threads around another grant.
+    simulator.set_peer_access(false);
+    let resource = with_options(&rmmExpandableOptions_t { release_free_pages: 1, release_threshold: 0, ..options() });
+    let first = address as rmmResource_t;
+    let address = resource as usize;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let workers: Vec<_> = (0..4)
+        .map(|worker| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let resource = address as rmmResource_t;
+                let stream = new_stream();
+                let mut rounds = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) || rounds < 20 {
+                    let bytes = (1 + (worker + rounds) % 5) * 3 * MIB;
+                    let block = allocate(resource, bytes, stream).unwrap();
+                    free(resource, block, bytes, stream);
+                    assert_eq!(rmmStreamSynchronize(stream), RMM_SUCCESS);
+                    rounds += 1;
+                }
+                // One block stays mapped past the grant.
+                let kept = allocate(resource, 5 * MIB, stream).unwrap();
+                (stream as usize, kept)
+            })
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    simulator.set_peer_access(true);
+    assert_eq!(rmmExpandableResourceGrantPeerAccess(resource, 1), RMM_SUCCESS, "{}", common::last_message());
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let kept: Vec<(usize, usize)> = workers.into_iter().map(|worker| worker.join().unwrap()).collect();
+    let snapshot = snapshot_of(resource);
+    let mut checked = 0;
+    for part in ["small", "large"] {
+        for range in snapshot[part]["upstream"]["mapped"].as_array().unwrap() {
+            checked += 1;
+            let base = usize::from_str_radix(range["base"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+            let size = range["size"].as_u64().unwrap() as usize;
+            assert!(simulator.vmm_accessible_from(base, size, 1), "{part} range {base:#x} (+{size}) has no access for device 1");
+        }
+    }
+    assert!(checked >= 1, "the kept blocks are mapped");
+    for (stream, block) in kept {
+        assert!(simulator.vmm_accessible_from(block, 5 * MIB, 1));
+        free(resource, block, 5 * MIB, stream as cudaStream_t);
+        assert_eq!(rmmStreamDestroy(stream as cudaStream_t), RMM_SUCCESS);
+    }
+    assert_eq!(rmmResourceDestroy(resource), RMM_SUCCESS);
+    assert_eq!(rmmResourceDestroy(first), RMM_SUCCESS);
+    assert!(races().is_empty(), "{:?}", races());
+}

@@ -97,6 +97,9 @@ pub struct SimDevices {
     /// NVLink-connected GPUs; `RMM_SIM_PEER_ACCESS=off` makes none reach another, as GPUs
     /// on separate PCIe root complexes.
     peer_access: std::sync::atomic::AtomicBool,
+    /// Nanoseconds every `vmm_set_access` takes before it applies (0: none), for tests that
+    /// need another thread to act while a map grants access.
+    set_access_delay: AtomicU64,
 }
 
 /// How many of the driver calls that cost on a real GPU the simulated devices answered, for
@@ -152,6 +155,12 @@ impl SimDevices {
             simulated.set_peer_access(false);
         }
         Ok(simulated)
+    }
+
+    /// Makes every `vmm_set_access` from now on take `delay` before it applies, as a slow
+    /// driver call would (zero: none).
+    pub fn delay_set_access(&self, delay: std::time::Duration) {
+        self.set_access_delay.store(delay.as_nanos() as u64, Ordering::Relaxed);
     }
 
     /// Whether devices reach each other's memory from now on (see `peer_access`).
@@ -227,6 +236,7 @@ impl SimDevices {
             virtual_memory: Mutex::new(Default::default()),
             calls: Default::default(),
             peer_access: std::sync::atomic::AtomicBool::new(true),
+            set_access_delay: AtomicU64::new(0),
         }
     }
 
@@ -323,6 +333,10 @@ impl SimDevices {
     pub fn vmm_set_access(&self, at: usize, size: usize, devices: &[i32]) -> Result<()> {
         for &device in devices {
             self.check_device(device)?;
+        }
+        let delay = self.set_access_delay.load(Ordering::Relaxed);
+        if delay > 0 {
+            std::thread::sleep(std::time::Duration::from_nanos(delay));
         }
         let peers = self.peer_access.load(Ordering::Relaxed);
         self.virtual_memory.lock().set_access(at, size, devices, |device, owner| device == owner || peers)
