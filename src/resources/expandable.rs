@@ -200,11 +200,6 @@ impl ExpandableResource {
         }
     }
 
-    /// The devices every mapping is accessible from: the resource's own first.
-    pub fn access_devices(&self) -> Vec<i32> {
-        self.large.pages.state.lock().access.clone()
-    }
-
     /// Grants `peer` read and write access to everything mapped now and mapped from now on
     /// (`cuMemSetAccess` on each mapped range): for a peer the resource did not give access to
     /// at creation. Granting it again does nothing. A peer that cannot reach the device is
@@ -218,7 +213,7 @@ impl ExpandableResource {
         self.large.pages.grant(peer)
     }
 
-    /// Whether its pages are created exportable (`shareable_expandable_resource`).
+    /// Whether its pages are created exportable (`ExpandableResource::shareable`).
     pub fn is_shareable(&self) -> bool {
         self.large.pages.handle_types != 0
     }
@@ -305,11 +300,6 @@ impl ExpandableResource {
             result = result.and(freed).and(destroyed);
         }
         result
-    }
-
-    /// Blocks freed here that another process still has open (kept out of the pool).
-    pub fn deferred_frees(&self) -> usize {
-        self.exports.state.lock().deferred.len()
     }
 
     /// `allocate`, at a multiple of `alignment` (see `Core::allocate_aligned`); the part is
