@@ -769,9 +769,10 @@ module rmm
       integer(c_int32_t), value :: device
     end subroutine rmmCupyDeallocate
 
-    ! `rmmExpandableResourceCreateWithOptions` whose memory can be opened in other processes
-    ! (`rmmIpcGetMemHandle`): every page is created exportable as a POSIX file descriptor (and as
-    ! a fabric handle where the device offers one). Nothing else changes, and nothing becomes
+    ! `rmmExpandableResourceCreateWithOptions` whose pages are also exportable as fabric handles
+    ! where the device offers them. Every expandable resource's pages are exportable as POSIX file
+    ! descriptors where the device offers that, so its memory can be opened in other processes
+    ! (`rmmIpcGetMemHandle`); this one refuses to be made where it cannot. Nothing becomes
     ! shareable that is not asked for: a handle exists only for an allocation
     ! `rmmIpcGetMemHandle` is called on. It costs a file descriptor per page of each allocation
     ! handed out as a handle, while the handle lives. `options` may be NULL (the defaults of
@@ -804,22 +805,21 @@ module rmm
       integer(c_int), value :: peer
     end function rmmExpandableResourceGrantPeerAccess
 
-    ! Writes to `*handle` a handle that another process opens `ptr` with
-    ! (`rmmIpcOpenMemHandle`). `ptr` must be an allocation rmm handed out and has not taken back
-    ! (`rmmAlloc`, `rmmResourceAllocate`, a device buffer's data), on any device. For memory of
-    ! a shareable expandable resource (`rmmIpcExpandableResourceCreate`) the handle names the
-    ! block's pages; while another process has it open, freeing `ptr` here keeps the block out
-    ! of the pool until that process closes it (or exits); once freed, the handle can no longer
-    ! be opened. Calling this again before the free answers the same handle. For memory from
-    ! `cudaMalloc` (a pool's chunks, the cuda resource) it is the driver's IPC handle of the
-    ! chunk and `ptr`'s offset in it: as with RMM and `cudaIpcGetMemHandle`, the block goes back
-    ! to the pool when freed here, whoever has it open, so keep it until the other processes
-    ! have closed it. Nothing is owned: the handle is bytes. `handle` and `ptr` must not be NULL
-    ! (RMM_ERROR_INVALID_ARGUMENT), nor a pointer rmm did not hand out or already took back
-    ! (RMM_ERROR_INVALID_ARGUMENT); memory that cannot
-    ! be shared (managed, pinned host, an expandable resource made without IPC, a cuda_async
-    ! pool): RMM_ERROR_NOT_SUPPORTED or the driver's refusal (RMM_ERROR_CUDA_ERROR). Any
-    ! thread may call it, also while other threads allocate and free.
+    ! Writes to `*handle` a handle that another process opens `ptr` with (`rmmIpcOpenMemHandle`).
+    ! `ptr` must be an allocation rmm handed out and has not taken back (`rmmAlloc`,
+    ! `rmmResourceAllocate`, a device buffer's data), on any device. For memory of a shareable
+    ! expandable resource (`rmmIpcExpandableResourceCreate`) the handle names the block's pages;
+    ! while another process has it open, freeing `ptr` here keeps the block out of the pool until
+    ! that process closes it (or exits); once freed, the handle can no longer be opened. Calling
+    ! this again before the free answers the same handle. For memory from `cudaMalloc` (a pool's
+    ! chunks, the cuda resource) it is the driver's IPC handle of the chunk and `ptr`'s offset in
+    ! it: as with RMM and `cudaIpcGetMemHandle`, the block goes back to the pool when freed here,
+    ! whoever has it open, so keep it until the other processes have closed it. Nothing is owned:
+    ! the handle is bytes. `handle` and `ptr` must not be NULL (RMM_ERROR_INVALID_ARGUMENT), nor a
+    ! pointer rmm did not hand out or already took back (RMM_ERROR_INVALID_ARGUMENT); memory that
+    ! cannot be shared (managed, pinned host, an expandable resource on a device that cannot export
+    ! virtual memory, a cuda_async pool): RMM_ERROR_NOT_SUPPORTED or the driver's refusal
+    ! (RMM_ERROR_CUDA_ERROR). Any thread may call it, also while other threads allocate and free.
     integer(c_int) function rmmIpcGetMemHandle(handle, ptr) bind(c, name="rmmIpcGetMemHandle")
       import :: c_int, c_ptr, rmmIpcMemHandle_t
       type(rmmIpcMemHandle_t), intent(inout) :: handle

@@ -555,9 +555,10 @@ void *rmmCupyAllocate(void *param, size_t size, int32_t device);
 // CuPy's free function: returns `ptr` (from `rmmCupyAllocate`) on the legacy default stream.
 void rmmCupyDeallocate(void *param, void *ptr, int32_t device);
 
-// `rmmExpandableResourceCreateWithOptions` whose memory can be opened in other processes
-// (`rmmIpcGetMemHandle`): every page is created exportable as a POSIX file descriptor (and as
-// a fabric handle where the device offers one). Nothing else changes, and nothing becomes
+// `rmmExpandableResourceCreateWithOptions` whose pages are also exportable as fabric handles
+// where the device offers them. Every expandable resource's pages are exportable as POSIX file
+// descriptors where the device offers that, so its memory can be opened in other processes
+// (`rmmIpcGetMemHandle`); this one refuses to be made where it cannot. Nothing becomes
 // shareable that is not asked for: a handle exists only for an allocation
 // `rmmIpcGetMemHandle` is called on. It costs a file descriptor per page of each allocation
 // handed out as a handle, while the handle lives. `options` may be NULL (the defaults of
@@ -594,10 +595,11 @@ enum rmmError_t rmmExpandableResourceGrantPeerAccess(rmmResource_t resource, int
 // have closed it. Nothing is owned: the handle is bytes. `handle` and `ptr` must not be NULL
 // (RMM_ERROR_INVALID_ARGUMENT), nor a pointer rmm did not hand out or already took back
 // (RMM_ERROR_INVALID_ARGUMENT); memory that cannot
-// be shared (managed, pinned host, an expandable resource made without IPC, a cuda_async
-// pool): RMM_ERROR_NOT_SUPPORTED or the driver's refusal (RMM_ERROR_CUDA_ERROR). Any
+// be shared (managed, pinned host, an expandable resource on a device that cannot export
+// virtual memory, a cuda_async pool): RMM_ERROR_NOT_SUPPORTED or the driver's refusal (RMM_ERROR_CUDA_ERROR). Any
 // thread may call it, also while other threads allocate and free.
-enum rmmError_t rmmIpcGetMemHandle(struct rmmIpcMemHandle_t *handle, const void *ptr);
+enum rmmError_t rmmIpcGetMemHandle(struct rmmIpcMemHandle_t *handle,
+                                   const void *ptr);
 
 // Opens in this process the allocation another process's `rmmIpcGetMemHandle` named, for
 // the current device, and writes its address here to `*ptr`, which the caller uses as

@@ -292,12 +292,13 @@ fn what_cannot_be_shared_or_opened_is_refused_with_the_reason() {
     assert!(freed[0].contains("RMM_ERROR_INVALID_ARGUMENT") && freed[0].contains("freed"), "{freed:?}");
     check(rmmIpcOpenMemHandle(&mut opened, &handle), RMM_ERROR_INVALID_ARGUMENT, "freed");
 
-    // An expandable resource made without IPC cannot share its memory.
-    let private = over(|h| rmmExpandableResourceCreate(h, 0));
-    let block = allocate(private, MIB);
-    check(rmmIpcGetMemHandle(&mut handle, block as *const c_void), RMM_ERROR_NOT_SUPPORTED, "rmmIpcExpandableResourceCreate");
-    free(private, block, MIB);
-    assert_eq!(rmmResourceDestroy(private), RMM_SUCCESS);
+    // Any expandable resource's memory has a handle (its pages are exportable where the device
+    // offers it), but only once one is asked for; managed memory has none.
+    let plain = over(|h| rmmExpandableResourceCreate(h, 0));
+    let block = allocate(plain, MIB);
+    assert_eq!(rmmIpcGetMemHandle(&mut handle, block as *const c_void), RMM_SUCCESS, "{}", last_message());
+    free(plain, block, MIB);
+    assert_eq!(rmmResourceDestroy(plain), RMM_SUCCESS);
     let managed = over(|h| rmmManagedResourceCreate(h));
     let block = allocate(managed, MIB);
     check(rmmIpcGetMemHandle(&mut handle, block as *const c_void), RMM_ERROR_NOT_SUPPORTED, "managed");

@@ -69,9 +69,10 @@ fn expandable_options(options: *const rmmExpandableOptions_t) -> Result<Expandab
     })
 }
 
-/// `rmmExpandableResourceCreateWithOptions` whose memory can be opened in other processes
-/// (`rmmIpcGetMemHandle`): every page is created exportable as a POSIX file descriptor (and as
-/// a fabric handle where the device offers one). Nothing else changes, and nothing becomes
+/// `rmmExpandableResourceCreateWithOptions` whose pages are also exportable as fabric handles
+/// where the device offers them. Every expandable resource's pages are exportable as POSIX file
+/// descriptors where the device offers that, so its memory can be opened in other processes
+/// (`rmmIpcGetMemHandle`); this one refuses to be made where it cannot. Nothing becomes
 /// shareable that is not asked for: a handle exists only for an allocation
 /// `rmmIpcGetMemHandle` is called on. It costs a file descriptor per page of each allocation
 /// handed out as a handle, while the handle lives. `options` may be NULL (the defaults of
@@ -126,8 +127,8 @@ pub extern "C" fn rmmExpandableResourceGrantPeerAccess(resource: rmmResource_t, 
 /// have closed it. Nothing is owned: the handle is bytes. `handle` and `ptr` must not be NULL
 /// (RMM_ERROR_INVALID_ARGUMENT), nor a pointer rmm did not hand out or already took back
 /// (RMM_ERROR_INVALID_ARGUMENT); memory that cannot
-/// be shared (managed, pinned host, an expandable resource made without IPC, a cuda_async
-/// pool): RMM_ERROR_NOT_SUPPORTED or the driver's refusal (RMM_ERROR_CUDA_ERROR). Any
+/// be shared (managed, pinned host, an expandable resource on a device that cannot export
+/// virtual memory, a cuda_async pool): RMM_ERROR_NOT_SUPPORTED or the driver's refusal (RMM_ERROR_CUDA_ERROR). Any
 /// thread may call it, also while other threads allocate and free.
 #[no_mangle]
 pub extern "C" fn rmmIpcGetMemHandle(handle: *mut rmmIpcMemHandle_t, ptr: *const c_void) -> rmmError_t {

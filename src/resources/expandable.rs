@@ -144,9 +144,14 @@ impl HeldPages {
     }
 }
 
-/// The expandable resource on `device`.
+/// The expandable resource on `device`. Its pages are created exportable as POSIX file
+/// descriptors where the device offers that (no cost measured in mapping time on an H200:
+/// `scripts/gpu-ipc.sh`), so that a block can be opened in another process once the program
+/// asks for its handle (`export`); nothing is exported before that, and the choice cannot be
+/// made later (the driver fixes a page's handle types in `cuMemCreate`).
 pub fn expandable_resource(device: i32, options: &ExpandableOptions) -> Result<ExpandableResource> {
-    make(device, options, 0)
+    let exportable = backend()?.vmm_exportable_types(device)? & crate::platform::exportable_as::POSIX_FILE_DESCRIPTOR;
+    make(device, options, exportable)
 }
 
 /// The expandable resource on `device` whose pages are created exportable as `handle_types`.
@@ -165,11 +170,9 @@ fn make(device: i32, options: &ExpandableOptions, handle_types: u32) -> Result<E
 }
 
 impl ExpandableResource {
-    /// `expandable_resource` whose physical memory is created exportable, so that blocks can
-    /// be opened in other processes (`export`). It must be chosen at creation: the driver
-    /// fixes a page's handle types in `cuMemCreate`. Pages are exportable as POSIX file
-    /// descriptors, and also as fabric handles where the device offers them (for UCX and
-    /// multi-node NVLink); a device that exports no file descriptors is `NotSupported`.
+    /// `expandable_resource` whose pages are also exportable as fabric handles where the
+    /// device offers them (for UCX and multi-node NVLink); a device that exports no POSIX file
+    /// descriptors is `NotSupported` here (where `expandable_resource` makes private pages).
     pub fn shareable(device: i32, options: &ExpandableOptions) -> Result<ExpandableResource> {
         let handle_types = backend()?.vmm_exportable_types(device)?;
         if handle_types & crate::platform::exportable_as::POSIX_FILE_DESCRIPTOR == 0 {
