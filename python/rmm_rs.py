@@ -1532,10 +1532,12 @@ def __getattr__(name: str):
     # imported on first access so that `import rmm_rs` never imports Dask; this module is one
     # file, not a package, so the submodule lives beside it (docs/src/distributed.md).
     if name == "dask":
+        # ImportError, not AttributeError: `from rmm_rs import dask` turns an AttributeError
+        # into "cannot import name" and drops the reason (which module is missing).
         try:
             import rmm_rs_dask
         except ImportError as error:
-            raise AttributeError(f"rmm_rs.dask needs Dask's distributed: {error}") from error
+            raise ImportError(f"rmm_rs.dask needs Dask's distributed: {error}") from error
         return rmm_rs_dask
     # RMMNumbaManager and `_numba_memory_manager` (what NUMBA_CUDA_MEMORY_MANAGER=rmm_rs
     # looks up) are made on first access, importing Numba then.

@@ -1052,8 +1052,8 @@ class DaskAttributeTest(unittest.TestCase):
             print("imported before", "rmm_rs_dask" in sys.modules, "distributed" in sys.modules)
             try:
                 from rmm_rs import dask
-            except ImportError as error:  # distributed missing: the reason is in the message
-                print("missing", "distributed" in str(error.__cause__ or error))
+            except ImportError as error:  # distributed missing: the message says what it needs
+                print("missing", "distributed" in str(error), repr(error.__cause__))
             else:
                 print("same", dask is sys.modules["rmm_rs_dask"], rmm_rs.dask.RmmRsPlugin.__module__)
         """)
