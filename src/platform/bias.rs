@@ -114,7 +114,7 @@ impl Bias {
     /// Enters as the owner: Some when the calling thread holds the bias, or takes it because
     /// no thread has entered before. The owner entering again before it left (a reentrant
     /// call) panics: a second way in would alias the state the first one is changing.
-    #[inline]
+    #[inline(always)]
     pub fn enter(&self) -> Option<Inside<'_>> {
         // The key as it is, without assigning one: the owner's way in is then a load and a
         // compare, and a thread without a key matches no owner and takes the way below.

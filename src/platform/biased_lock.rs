@@ -53,7 +53,7 @@ impl<T> BiasedLock<T> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn lock(&self) -> BiasedGuard<'_, T> {
         match self.bias.enter() {
             Some(inside) => BiasedGuard { lock: self, inside: Some(inside), contended: false, _holder_thread: std::marker::PhantomData },

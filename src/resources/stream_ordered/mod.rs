@@ -690,7 +690,9 @@ impl<I: BlockIndex> Core<I> {
             record_wanted: false,
             donor: 0,
             recorder,
-            collisions: 0,
+            // A score to wear off makes the first allocation off the bias weigh it: with
+            // `SPLIT_AT` 0 that one splits the stream.
+            collisions: u32::from(*SPLIT_AT == 0),
         });
         let state = Arc::new(StreamState { stream, identity, key, lane, split: AtomicBool::new(false), event, shelf });
         streams.insert((key, lane), state.clone());
@@ -839,8 +841,10 @@ impl<I: BlockIndex> Core<I> {
             // The fast path: a block of the stream's own, with no other stream's free to wait for
             // and no event to record.
             let mut shelf = state.shelf.lock();
-            if !shelf.is_biased() {
-                let contended = shelf.was_contended();
+            // Only a collision, or a score left to wear off, is weighed (off the biased path,
+            // where the owner cannot collide).
+            let contended = shelf.was_contended();
+            if !shelf.is_biased() && (contended || shelf.collisions != 0) {
                 self.weigh_collision(state, &mut shelf, contended);
             }
             if shelf.pending.is_empty() && !shelf.record_wanted {
