@@ -206,15 +206,14 @@ impl Kind {
             .map(|(value, key)| value.ok_or_else(|| Error::Internal(format!("{} needs {}", self.name, key.name))));
         Ok(Params { kind: self, values: values.collect::<Result<_>>()? })
     }
+}
 
-    /// Builds the kind with `values` (the rest defaulted) at `place`.
-    pub fn build_with(
-        &'static self,
-        values: impl IntoIterator<Item = (&'static str, Value)>,
-        place: &Place,
-    ) -> Result<Arc<dyn MemoryResource>> {
-        self.params(values)?.build(place)
-    }
+/// Builds the kind called `name` with `values` (the rest at their defaults) at `place`: what
+/// the C create functions do, so that they and specs share one builder and one set of
+/// defaults. An unknown name or key is an internal error (the callers are this crate's).
+pub fn build(name: &str, values: impl IntoIterator<Item = (&'static str, Value)>, place: &Place) -> Result<Arc<dyn MemoryResource>> {
+    let kind = Kind::named(name).ok_or_else(|| Error::Internal(format!("no kind {name}")))?;
+    kind.params(values)?.build(place)
 }
 
 impl Params {
