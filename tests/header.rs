@@ -49,15 +49,26 @@ fn per_device_resource_hpp_knows_every_registered_class() {
     files.sort();
     files.dedup();
     for file in &files {
-        assert!(root.join("include/rmm/mr").join(file).exists(), "the registry names a class of include/rmm/mr/{file}, which does not exist");
+        assert!(
+            root.join("include/rmm/mr").join(file).exists(),
+            "the registry names a class of include/rmm/mr/{file}, which does not exist"
+        );
     }
     let includes: String = files.iter().map(|file| format!("#include \"{file}\"\n")).collect();
     let casts: String = classes.iter().map(|class| format!("  as(static_cast<{class} *>(nullptr));\n")).collect();
     let committed = std::fs::read_to_string(&path).expect("read per_device_resource.hpp");
     let mut generated = committed.clone();
     for (begin, end, lines) in [
-        ("// The registry's classes (src/resources/kinds.rs; tests/header.rs writes them):\n", "// End of the registry's classes.\n", &includes),
-        ("  // The registry's classes (src/resources/kinds.rs; tests/header.rs writes them):\n", "  // End of the registry's classes.\n", &casts),
+        (
+            "// The registry's classes (src/resources/kinds.rs; tests/header.rs writes them):\n",
+            "// End of the registry's classes.\n",
+            &includes,
+        ),
+        (
+            "  // The registry's classes (src/resources/kinds.rs; tests/header.rs writes them):\n",
+            "  // End of the registry's classes.\n",
+            &casts,
+        ),
     ] {
         let (start, old) = between(&generated, begin, end);
         let old_length = old.len();
