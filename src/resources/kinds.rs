@@ -529,6 +529,21 @@ mod tests {
         assert!(roles.is_sorted_by_key(|role| *role as u8), "adaptors, then suballocators, then device resources");
     }
 
+    /// The reference of the spec language documents each kind it takes, in a table row that
+    /// names every key.
+    #[test]
+    fn every_kind_a_spec_takes_is_documented_with_its_keys() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/src/configuration.md");
+        let doc = std::fs::read_to_string(path).expect("read docs/src/configuration.md");
+        for kind in KINDS.iter().filter(|kind| kind.build.is_some()) {
+            let row = doc.lines().find(|line| line.starts_with(&format!("| `{}` |", kind.name)));
+            let row = row.unwrap_or_else(|| panic!("configuration.md has no row for {}", kind.name));
+            for key in kind.keys {
+                assert!(row.contains(&format!("`{}`", key.name)), "configuration.md's row for {} does not name {}", kind.name, key.name);
+            }
+        }
+    }
+
     #[test]
     fn params_take_defaults_and_refuse_what_the_kind_does_not_take() {
         let pool = Kind::named("pool").unwrap();
