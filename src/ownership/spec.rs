@@ -452,11 +452,13 @@ pub struct Spec {
 
 /// A built stack and the layers the exit report reads.
 pub struct Built {
+    /// The outermost layer: what callers allocate from.
     pub top: Arc<dyn MemoryResource>,
     /// The outermost layer that is not an adaptor: the resource whose footprint is reported.
     pub base: Arc<dyn MemoryResource>,
-    /// The outermost statistics and tracking adaptors.
+    /// The outermost statistics adaptor.
     pub statistics: Option<Arc<StatisticsAdaptor>>,
+    /// The outermost tracking adaptor.
     pub tracking: Option<Arc<TrackingAdaptor>>,
 }
 

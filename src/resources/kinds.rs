@@ -165,6 +165,9 @@ pub struct Refusal {
 /// Builds a kind from its parameters.
 pub type Builder = fn(&Params, &Place) -> Result<Arc<dyn MemoryResource>>;
 
+/// Checks a kind's values together (`Kind::check`).
+pub type Check = fn(&Params) -> std::result::Result<(), Refusal>;
+
 /// One resource or adaptor kind.
 #[derive(Debug)]
 pub struct Kind {
@@ -179,7 +182,7 @@ pub struct Kind {
     pub build: Option<Builder>,
     /// What a spec refuses that each value alone allows, so that the message can point at
     /// the text; the C create functions leave the same values to the resource itself.
-    pub check: Option<fn(&Params) -> std::result::Result<(), Refusal>>,
+    pub check: Option<Check>,
     /// Its classes in `include/rmm/mr/` (RAPIDS' names), which `per_device_resource.hpp`
     /// recognises; empty where there is none.
     pub cxx_classes: &'static [&'static str],
@@ -514,14 +517,18 @@ mod tests {
         for (at, kind) in KINDS.iter().enumerate() {
             assert!(KINDS[..at].iter().all(|other| other.name != kind.name), "{} is listed twice", kind.name);
             for key in kind.keys {
-                let fits = match (&key.default, key.ty) {
-                    (None, _) => true,
-                    (Some(Value::Size(_)), Size | Threshold) | (Some(Value::Count(_)), Count) => true,
-                    (Some(Value::Exponent(_)), Exponent) | (Some(Value::Flag(_)), Flag) => true,
-                    (Some(Value::Sizes(_)), Sizes) | (Some(Value::Devices(_)), Devices) => true,
-                    (Some(Value::HandleTypes(_)), HandleTypes) | (Some(Value::Path(_)), Path) => true,
-                    _ => false,
-                };
+                let fits = matches!(
+                    (&key.default, key.ty),
+                    (None, _)
+                        | (Some(Value::Size(_)), Size | Threshold)
+                        | (Some(Value::Count(_)), Count)
+                        | (Some(Value::Exponent(_)), Exponent)
+                        | (Some(Value::Flag(_)), Flag)
+                        | (Some(Value::Sizes(_)), Sizes)
+                        | (Some(Value::Devices(_)), Devices)
+                        | (Some(Value::HandleTypes(_)), HandleTypes)
+                        | (Some(Value::Path(_)), Path)
+                );
                 assert!(fits, "{}: the default of {} is not a {:?}", kind.name, key.name, key.ty);
             }
         }
