@@ -5,7 +5,8 @@
 //! thing, and an omitted value means the same there as here), and the tests, the C++ header's
 //! list of classes and `rmm-replay --help` are checked against or generated from it.
 //!
-//! Adding a kind: a row in `KINDS`; nothing else keeps a list.
+//! Adding a kind: a row in `KINDS`; nothing else keeps a list (docs/src/contributing.md says
+//! what else a new kind brings: tests and docs).
 
 use super::adaptors::{AlignedAdaptor, LimitingAdaptor, LoggingAdaptor, PrefetchAdaptor, StatisticsAdaptor, TrackingAdaptor};
 use super::{
@@ -51,6 +52,23 @@ pub enum Type {
     HandleTypes,
     /// Text; in a spec, `{device}` in it stands for the device the stack is built on.
     Path,
+}
+
+impl Type {
+    /// Whether `value` is of this type.
+    pub fn holds(self, value: &Value) -> bool {
+        matches!(
+            (self, value),
+            (Type::Size | Type::Threshold, Value::Size(_))
+                | (Type::Count, Value::Count(_))
+                | (Type::Exponent, Value::Exponent(_))
+                | (Type::Flag, Value::Flag(_))
+                | (Type::Sizes, Value::Sizes(_))
+                | (Type::Devices, Value::Devices(_))
+                | (Type::HandleTypes, Value::HandleTypes(_))
+                | (Type::Path, Value::Path(_))
+        )
+    }
 }
 
 /// The value of one parameter.
@@ -194,13 +212,14 @@ impl Kind {
         KINDS.iter().find(|kind| kind.name == name)
     }
 
-    /// `values` by key name, the rest from the defaults; a name the kind does not take or a
-    /// required key left out is an internal error (the callers are this crate's).
+    /// `values` by key name, the rest from the defaults; a name the kind does not take, a
+    /// value of another type or a required key left out is an internal error (the callers
+    /// are this crate's).
     pub fn params(&'static self, values: impl IntoIterator<Item = (&'static str, Value)>) -> Result<Params> {
         let mut given: Vec<Option<Value>> = self.keys.iter().map(|key| key.default.clone()).collect();
         for (name, value) in values {
-            let at = self.keys.iter().position(|key| key.name == name);
-            let at = at.ok_or_else(|| Error::Internal(format!("{} takes no {name}", self.name)))?;
+            let at = self.keys.iter().position(|key| key.name == name && key.ty.holds(&value));
+            let at = at.ok_or_else(|| Error::Internal(format!("{} takes no {name} of {value:?}", self.name)))?;
             given[at] = Some(value);
         }
         let values = given
@@ -230,10 +249,10 @@ impl Params {
         self.kind.keys.iter().zip(&self.values)
     }
 
-    /// Sets `key` (one of the kind's).
+    /// Sets `key` (one of the kind's, `value` of its type).
     pub fn set(&mut self, key: &str, value: Value) -> Result<()> {
-        let at = self.kind.keys.iter().position(|k| k.name == key);
-        let at = at.ok_or_else(|| Error::Internal(format!("{} takes no {key}", self.kind.name)))?;
+        let at = self.kind.keys.iter().position(|k| k.name == key && k.ty.holds(&value));
+        let at = at.ok_or_else(|| Error::Internal(format!("{} takes no {key} of {value:?}", self.kind.name)))?;
         self.values[at] = value;
         Ok(())
     }
@@ -517,18 +536,7 @@ mod tests {
         for (at, kind) in KINDS.iter().enumerate() {
             assert!(KINDS[..at].iter().all(|other| other.name != kind.name), "{} is listed twice", kind.name);
             for key in kind.keys {
-                let fits = matches!(
-                    (&key.default, key.ty),
-                    (None, _)
-                        | (Some(Value::Size(_)), Size | Threshold)
-                        | (Some(Value::Count(_)), Count)
-                        | (Some(Value::Exponent(_)), Exponent)
-                        | (Some(Value::Flag(_)), Flag)
-                        | (Some(Value::Sizes(_)), Sizes)
-                        | (Some(Value::Devices(_)), Devices)
-                        | (Some(Value::HandleTypes(_)), HandleTypes)
-                        | (Some(Value::Path(_)), Path)
-                );
+                let fits = key.default.as_ref().is_none_or(|default| key.ty.holds(default));
                 assert!(fits, "{}: the default of {} is not a {:?}", kind.name, key.name, key.ty);
             }
         }
@@ -556,6 +564,7 @@ mod tests {
         let pool = Kind::named("pool").unwrap();
         assert_eq!(pool.params([("initial", Value::Size(4096))]).unwrap().size("maximum").unwrap(), 0);
         assert!(pool.params([("limit", Value::Size(1))]).is_err());
+        assert!(pool.params([("initial", Value::Count(1))]).is_err(), "a count is not a size");
         assert!(Kind::named("limiting").unwrap().params([]).is_err(), "limit has no default");
     }
 }
