@@ -812,7 +812,7 @@ mod tests {
         // (spec, the token quoted, its column, what the message says)
         let cases = [
             ("", "", 1, "an empty spec"),
-            ("slab", "slab", 1, "unknown layer \"slab\": expected a resource (pool, binning, arena, fixed_size, cuda, managed, pinned_host, cuda_async, expandable) or an adaptor (statistics, tracking, limiting, aligned, logging, prefetch)"),
+            ("slab", "slab", 1, "unknown layer \"slab\": expected a resource (pool, binning, arena, fixed_size, cuda, managed, pinned_host, cuda_async, expandable) or an adaptor (statistics, "),
             ("statistics/pool:inital=1GiB", "inital", 17, "unknown key \"inital\" for pool: pool takes initial, maximum"),
             ("pool:initial=lots", "lots", 14, "pool: initial=lots is not a size"),
             ("pool:initial=1GiB,initial=2GiB", "initial", 19, "initial is given twice (first at column 6)"),
@@ -866,6 +866,22 @@ mod tests {
             assert_eq!(caret.find('^'), Some(4 + column - 1), "{text:?}: the caret line {caret:?} is under column {column}");
             assert_eq!(caret.trim().len(), token.chars().count().max(1), "{text:?}: {caret:?} underlines {token:?}");
         }
+    }
+
+    #[test]
+    fn an_unknown_layer_is_answered_with_every_layer_a_spec_takes() {
+        let message = error("slab");
+        let listed = |after: &str| -> Vec<String> {
+            let start = message.find(after).unwrap_or_else(|| panic!("{message:?} has no {after:?}")) + after.len();
+            let length = message[start..].find(')').unwrap_or_default();
+            message[start..start + length].split(", ").map(str::to_string).collect()
+        };
+        let registered = |adaptors: bool| -> Vec<String> {
+            let buildable = KINDS.iter().filter(|kind| kind.build.is_some() && (kind.role == Role::Adaptor) == adaptors);
+            buildable.map(|kind| kind.name.to_string()).collect()
+        };
+        assert_eq!(listed("expected a resource ("), registered(false));
+        assert_eq!(listed("or an adaptor ("), registered(true));
     }
 
     #[test]
