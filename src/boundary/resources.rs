@@ -1,13 +1,13 @@
 //! Creating, using and destroying resource handles.
 
 use super::handles::{self, rmmResource_t};
-use super::types::{cudaStream_t, rmmExpandableOptions_t, stream_of, CallbackArgument};
+use super::types::{cudaStream_t, expandable_values, rmmExpandableOptions_t, stream_of, CallbackArgument};
 use super::{boundary, non_null, optional_str, write_out};
 use crate::error::{rmmError_t, Error, Result};
 use crate::ownership::spec::Spec;
 use crate::ownership::{records, Expected, Holder};
 use crate::platform::{backend, Stream};
-use crate::resources::kinds::{self, Place, Value, UNLIMITED};
+use crate::resources::kinds::{self, Place, Value};
 use crate::resources::{handle_type, AsyncResource, CallbackResource, MemoryResource, ReleaseFn};
 use parking_lot::Mutex;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
@@ -236,22 +236,7 @@ pub extern "C" fn rmmExpandableResourceCreateWithOptions(
 ) -> rmmError_t {
     create("rmmExpandableResourceCreateWithOptions", resource, |device| {
         non_null(options.cast_mut(), "options")?;
-        // SAFETY: non-NULL, and the caller promises a readable rmmExpandableOptions_t.
-        let options = unsafe { *options };
-        let peers = match (options.peers.is_null(), options.num_peers) {
-            (_, 0) => Vec::new(),
-            (true, _) => return Err(crate::error::Error::invalid("options.peers is NULL but options.num_peers is not 0")),
-            // SAFETY: the caller promises `num_peers` readable ints at `peers`.
-            (false, count) => unsafe { std::slice::from_raw_parts(options.peers, count) }.to_vec(),
-        };
-        let values = [
-            ("initial", Value::Size(options.initial_size)),
-            ("maximum", Value::Size(options.maximum_size)),
-            ("release_threshold", Value::Size(if options.release_free_pages != 0 { options.release_threshold } else { UNLIMITED })),
-            ("page_size", Value::Size(options.page_size)),
-            ("peers", Value::Devices(peers)),
-        ];
-        kinds::build("expandable", values, &Place::on(device))
+        kinds::build("expandable", expandable_values(options)?, &Place::on(device))
     })
 }
 

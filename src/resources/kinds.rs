@@ -501,20 +501,23 @@ pub static KINDS: [Kind; 17] = [
             Key::or("page_size", Size, Value::Size(0)),
             Key::or("peers", Devices, Value::Devices(Vec::new())),
         ],
-        build: Some(|p, place| {
-            let options = ExpandableOptions {
-                initial_size: p.size("initial")?,
-                maximum_size: p.size("maximum")?,
-                release_threshold: p.size("release_threshold")?,
-                page_size: p.size("page_size")?,
-                peers: p.devices("peers")?.to_vec(),
-            };
-            Ok(Arc::new(expandable_resource(place.device, &options)?))
-        }),
+        build: Some(|p, place| Ok(Arc::new(expandable_resource(place.device, &expandable_options(p)?)?))),
         check: Some(initial_below_maximum),
         cxx_classes: &[],
     },
 ];
+
+/// The options of an expandable kind's `p`: for its builder, and for the C API's shareable
+/// variant (`rmmIpcExpandableResourceCreate`), which no spec names.
+pub fn expandable_options(p: &Params) -> Result<ExpandableOptions> {
+    Ok(ExpandableOptions {
+        initial_size: p.size("initial")?,
+        maximum_size: p.size("maximum")?,
+        release_threshold: p.size("release_threshold")?,
+        page_size: p.size("page_size")?,
+        peers: p.devices("peers")?.to_vec(),
+    })
+}
 
 /// A pool's or an expandable resource's `initial` above a `maximum` that is not 0.
 fn initial_below_maximum(p: &Params) -> std::result::Result<(), Refusal> {
@@ -557,6 +560,14 @@ mod tests {
                 assert!(row.contains(&format!("`{}`", key.name)), "configuration.md's row for {} does not name {}", kind.name, key.name);
             }
         }
+    }
+
+    /// Rust callers of `expandable_resource` take `ExpandableOptions::default()`: the same
+    /// defaults as the registry's.
+    #[test]
+    fn expandable_options_default_to_the_registrys_defaults() {
+        let registry = expandable_options(&Kind::named("expandable").unwrap().params([]).unwrap()).unwrap();
+        assert_eq!(registry, ExpandableOptions::default());
     }
 
     #[test]
