@@ -46,6 +46,20 @@ pub fn parse_size(text: &str) -> Option<usize> {
     number.checked_mul(multiplier)
 }
 
+/// A size as specs write it: the largest binary unit that divides it, `unlimited` for
+/// SIZE_MAX (a threshold that keeps everything); `parse_size` reads it back.
+pub fn spec_size(bytes: usize) -> String {
+    if bytes == usize::MAX {
+        return "unlimited".to_string();
+    }
+    for (unit, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+        if bytes != 0 && bytes.is_multiple_of(1usize << shift) {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    bytes.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -807,3 +807,37 @@ fn adaptor_stack_over_a_pool_against_the_shadow_model() {
     }
     assert!(races().is_empty(), "{:?}", races());
 }
+
+/// Each kind a spec can name builds under its own name: the registry's name is the one
+/// `rmmResourceGetName`, logs and snapshots give (the resource says it itself).
+#[test]
+fn every_registered_kind_builds_from_a_spec_under_its_registered_name() {
+    use rmm::resources::kinds::{Role, Type, KINDS};
+    let _guard = setup();
+    let log = std::env::temp_dir().join(format!("rmm-kinds-{}.csv", std::process::id()));
+    for kind in KINDS.iter().filter(|kind| kind.build.is_some()) {
+        let values: Vec<String> = kind
+            .keys
+            .iter()
+            .filter_map(|key| match (key.ty, &key.default) {
+                (Type::Path, _) => Some(format!("{}={}", key.name, log.display())),
+                (_, None) => Some(format!("{}=4KiB", key.name)),
+                _ => None,
+            })
+            .collect();
+        let layer = match values.is_empty() {
+            true => kind.name.to_string(),
+            false => format!("{}:{}", kind.name, values.join(",")),
+        };
+        // A device resource stands alone; the others go over cuda (prefetch over managed).
+        let spec = match (kind.role, kind.name) {
+            (Role::Device, _) => layer,
+            (_, "prefetch") => format!("{layer}+managed"),
+            _ => format!("{layer}+cuda"),
+        };
+        let built = rmm::ownership::spec::Spec::parse(&spec).and_then(|spec| spec.build_on(0));
+        let built = built.unwrap_or_else(|e| panic!("{spec}: {e}"));
+        assert_eq!(built.name(), kind.name, "{spec}");
+    }
+    let _ = std::fs::remove_file(log);
+}

@@ -134,28 +134,7 @@ impl World {
         if self.model.nodes.len() > 40 {
             return;
         }
-        let kinds = [
-            Kind::Cuda,
-            Kind::Managed,
-            Kind::Pool,
-            Kind::Arena,
-            Kind::Binning,
-            Kind::FixedSize { block: 4096 },
-            Kind::FixedSize { block: 1 << 16 },
-            Kind::Statistics,
-            Kind::Statistics,
-            Kind::Limiting { limit: 8 << 20 },
-            Kind::Limiting { limit: 64 << 20 },
-            Kind::Tracking,
-            Kind::Logging,
-            Kind::FailureCallback,
-            Kind::Aligned { alignment: 4096, threshold: 1000 },
-            Kind::Aligned { alignment: 1 << 16, threshold: 0 },
-            Kind::Prefetch,
-            Kind::Expandable { release: false },
-            Kind::Expandable { release: true },
-        ];
-        let kind = *self.rng.pick(&kinds);
+        let kind = *self.rng.pick(&FUZZED);
         let (upstream_handle, upstream, device) = match kind {
             Kind::Cuda | Kind::Managed | Kind::Expandable { .. } => (null_mut(), None, self.rng.below(DEVICES as u64) as i32),
             _ => {
@@ -819,6 +798,19 @@ fn run_seed(seed: u64, budget: &Budget, finalized: bool) -> bool {
         world.step();
     }
     world.finish(&baseline)
+}
+
+/// A kind added to the registry fails here until the fuzzer creates it or says why not.
+#[test]
+fn the_fuzzer_creates_every_registered_kind_or_says_why_not() {
+    let mut fuzzed: Vec<&str> = FUZZED.iter().filter_map(|kind| kind.name()).collect();
+    fuzzed.sort();
+    fuzzed.dedup();
+    let mut covered: Vec<&str> = fuzzed.iter().copied().chain(NOT_FUZZED.iter().map(|(name, _)| *name)).collect();
+    covered.sort();
+    let mut registered: Vec<&str> = rmm::resources::kinds::KINDS.iter().map(|kind| kind.name).collect();
+    registered.sort();
+    assert_eq!(covered, registered, "FUZZED and NOT_FUZZED (tests/fuzz/mod.rs) together list each registered kind once");
 }
 
 #[test]

@@ -648,6 +648,10 @@ fn the_command_line_tool() {
     let (code, out, _) = rmm_replay(&["--help"]);
     assert_eq!(code, 0);
     assert!(out.contains("RESOURCE SPECS") && out.contains("one thread"), "{out}");
+    // The layers come from the kinds registry: required keys bare, optional ones bracketed.
+    for item in ["limiting:limit,", "tracking[:stacks],", "pool[:initial,maximum],", "fixed_size[:block,prealloc]"] {
+        assert!(out.contains(item), "the help does not list {item:?}:\n{out}");
+    }
 
     let bad = std::env::temp_dir().join(format!("rmm-replay-bad-{}.csv", std::process::id()));
     std::fs::write(&bad, "Thread,Time,Action,Pointer,Size,Stream\n1,t,allocate,0x100,8,0\n1,t,resize,0x100,8,0\n").unwrap();

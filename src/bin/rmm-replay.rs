@@ -5,6 +5,7 @@
 use rmm::error::ErrorKind;
 use rmm::replay::report::{self, CallSites, LogFile, Settings};
 use rmm::replay::{self, Action, Event, FootprintSource, Options, Report, Spec};
+use rmm::resources::kinds::{Role, KINDS};
 use rmm::units;
 use serde_json::json;
 use std::io::{IsTerminal, Read, Write};
@@ -51,13 +52,7 @@ RESOURCE SPECS:
         logging:path=/tmp/replayed.csv+pool
     Each layer is NAME or NAME:KEY=VALUE,KEY=VALUE; a stack that does not end in a device
     resource ends in cuda. Sizes: 4096, 64KiB, 512MiB, 8GiB.
-      device resources  cuda, managed, pinned_host, cuda_async[:initial,release_threshold,
-                        handle_types], expandable[:initial,maximum,release_threshold,
-                        page_size,peers]
-      suballocators     pool[:initial,maximum], binning[:min,max,bins], arena[:size],
-                        fixed_size[:block,prealloc]
-      adaptors          statistics, tracking[:stacks], limiting:limit, aligned:alignment
-                        [,threshold], logging[:path], prefetch
+{layers}
 
 THE TABLE:
     ops            calls replayed: allocations and frees
@@ -102,6 +97,57 @@ EXIT STATUS:
     1  a replay failed (no device, a resource could not be built, a free was refused)
     2  bad command line, unreadable log, a log line that does not parse, a bad spec
 ";
+
+/// The layers a spec takes, by role, each with its keys (`name:required[,optional]`), as the
+/// kinds registry lists them, wrapped to the help's width.
+fn layers_help() -> String {
+    const WIDTH: usize = 90;
+    let indent = " ".repeat(24);
+    let mut help = String::new();
+    for (role, label) in [(Role::Device, "device resources"), (Role::Suballocator, "suballocators"), (Role::Adaptor, "adaptors")] {
+        let kinds = KINDS.iter().filter(|kind| kind.role == role && kind.build.is_some());
+        let items: Vec<String> = kinds
+            .map(|kind| {
+                let names = |required: bool| kind.keys.iter().filter(move |key| key.default.is_none() == required).map(|key| key.name);
+                let (required, optional) = (names(true).collect::<Vec<_>>().join(","), names(false).collect::<Vec<_>>().join(","));
+                let mut item = kind.name.to_string();
+                if !required.is_empty() {
+                    item += &format!(":{required}");
+                }
+                if !optional.is_empty() {
+                    item += &format!("[{}{optional}]", if required.is_empty() { ":" } else { "," });
+                }
+                item
+            })
+            .collect();
+        // Lines break after a comma or before a bracket.
+        let text = items.join(", ");
+        let mut pieces: Vec<&str> = Vec::new();
+        let mut start = 0;
+        for (at, c) in text.char_indices() {
+            if c == '[' && at > start {
+                pieces.push(&text[start..at]);
+                start = at;
+            } else if c == ',' && !text[..at].ends_with('[') {
+                pieces.push(&text[start..=at]);
+                start = at + 1;
+            }
+        }
+        pieces.push(&text[start..]);
+        let mut line = format!("      {label:<18}");
+        for piece in pieces {
+            if line.len() + piece.len() > WIDTH && line.len() > indent.len() {
+                help += line.trim_end();
+                help.push('\n');
+                line = indent.clone();
+            }
+            line += if line.len() == indent.len() { piece.trim_start() } else { piece };
+        }
+        help += &line;
+        help.push('\n');
+    }
+    help
+}
 
 const REPORT_HELP: &str = "\
 rmm-replay report: writes a memory timeline of allocation logs as one HTML page that any
@@ -291,7 +337,7 @@ fn main() -> ExitCode {
     let args = match parse_args(args) {
         Ok(Parsed::Run(args)) => args,
         Ok(Parsed::Help) => {
-            print!("{HELP}");
+            print!("{}", HELP.replace("{layers}\n", &layers_help()));
             return ExitCode::SUCCESS;
         }
         Err(e) => {

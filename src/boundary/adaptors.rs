@@ -7,9 +7,8 @@ use super::suballocators::create_over;
 use super::types::{cudaStream_t, CallbackArgument};
 use super::{boundary, copy_text, non_null, optional_str, write_out};
 use crate::error::{rmmError_t, Error, Result};
-use crate::resources::adaptors::{
-    AlignedAdaptor, Counts, FailureCallbackAdaptor, LimitingAdaptor, LoggingAdaptor, PrefetchAdaptor, StatisticsAdaptor, TrackingAdaptor,
-};
+use crate::resources::adaptors::{Counts, FailureCallbackAdaptor, LimitingAdaptor, LoggingAdaptor, StatisticsAdaptor, TrackingAdaptor};
+use crate::resources::kinds::{self, Place, Value};
 use crate::resources::MemoryResource;
 use std::any::Any;
 use std::ffi::{c_char, c_void};
@@ -62,7 +61,7 @@ impl From<Counts> for rmmStatistics_t {
 /// RMM_ERROR_INVALID_ARGUMENT when `resource` is NULL); creating it takes no memory.
 #[no_mangle]
 pub extern "C" fn rmmStatisticsAdaptorCreate(resource: *mut rmmResource_t, upstream: rmmResource_t) -> rmmError_t {
-    create_over("rmmStatisticsAdaptorCreate", resource, upstream, |upstream| Ok(StatisticsAdaptor::new(upstream)))
+    create_over("rmmStatisticsAdaptorCreate", resource, upstream, |upstream| kinds::build("statistics", [], &Place::over(upstream)))
 }
 
 /// Writes the figures of the innermost scope of a statistics adaptor to `*counts`.
@@ -110,7 +109,10 @@ pub extern "C" fn rmmStatisticsAdaptorPopCounters(resource: rmmResource_t, poppe
 /// adaptor write them out.
 #[no_mangle]
 pub extern "C" fn rmmLoggingAdaptorCreate(resource: *mut rmmResource_t, upstream: rmmResource_t, path: *const c_char) -> rmmError_t {
-    create_over("rmmLoggingAdaptorCreate", resource, upstream, |upstream| Ok(LoggingAdaptor::new(upstream, optional_str(path, "path")?)?))
+    create_over("rmmLoggingAdaptorCreate", resource, upstream, |upstream| {
+        let path = optional_str(path, "path")?.map(str::to_string);
+        kinds::build("logging", [("path", Value::Path(path))], &Place::over(upstream))
+    })
 }
 
 /// Writes every buffered line of a logging adaptor to its file and flushes the file.
@@ -125,7 +127,9 @@ pub extern "C" fn rmmLoggingAdaptorFlush(resource: rmmResource_t) -> rmmError_t 
 /// with the limit in the message. A `limit` of 0 is RMM_ERROR_INVALID_ARGUMENT.
 #[no_mangle]
 pub extern "C" fn rmmLimitingAdaptorCreate(resource: *mut rmmResource_t, upstream: rmmResource_t, limit: usize) -> rmmError_t {
-    create_over("rmmLimitingAdaptorCreate", resource, upstream, |upstream| Ok(LimitingAdaptor::new(upstream, limit)?))
+    create_over("rmmLimitingAdaptorCreate", resource, upstream, |upstream| {
+        kinds::build("limiting", [("limit", Value::Size(limit))], &Place::over(upstream))
+    })
 }
 
 /// Writes the bytes a limiting adaptor counts as allocated to `*bytes`.
@@ -163,7 +167,9 @@ pub struct rmmAllocationRecord_t {
 /// RMM_ERROR_INVALID_ARGUMENT when `resource` is NULL).
 #[no_mangle]
 pub extern "C" fn rmmTrackingAdaptorCreate(resource: *mut rmmResource_t, upstream: rmmResource_t, capture_stacks: bool) -> rmmError_t {
-    create_over("rmmTrackingAdaptorCreate", resource, upstream, |upstream| Ok(TrackingAdaptor::new(upstream, capture_stacks)))
+    create_over("rmmTrackingAdaptorCreate", resource, upstream, |upstream| {
+        kinds::build("tracking", [("stacks", Value::Flag(capture_stacks))], &Place::over(upstream))
+    })
 }
 
 /// Lists the outstanding allocations of a tracking adaptor, by address: writes how many there
@@ -254,7 +260,10 @@ pub extern "C" fn rmmAlignedAdaptorCreate(
     alignment: usize,
     threshold: usize,
 ) -> rmmError_t {
-    create_over("rmmAlignedAdaptorCreate", resource, upstream, |upstream| Ok(AlignedAdaptor::new(upstream, alignment, threshold)?))
+    create_over("rmmAlignedAdaptorCreate", resource, upstream, |upstream| {
+        let values = [("alignment", Value::Size(alignment)), ("threshold", Value::Size(threshold))];
+        kinds::build("aligned", values, &Place::over(upstream))
+    })
 }
 
 /// Creates a prefetch adaptor over `upstream`: each allocation of managed memory is migrated
@@ -263,5 +272,5 @@ pub extern "C" fn rmmAlignedAdaptorCreate(
 /// RMM_ERROR_INVALID_ARGUMENT when `resource` is NULL).
 #[no_mangle]
 pub extern "C" fn rmmPrefetchAdaptorCreate(resource: *mut rmmResource_t, upstream: rmmResource_t) -> rmmError_t {
-    create_over("rmmPrefetchAdaptorCreate", resource, upstream, |upstream| Ok(PrefetchAdaptor::new(upstream)))
+    create_over("rmmPrefetchAdaptorCreate", resource, upstream, |upstream| kinds::build("prefetch", [], &Place::over(upstream)))
 }

@@ -3,12 +3,13 @@
 //! (docs/src/ipc.md).
 
 use super::handles::{self, rmmResource_t};
-use super::types::rmmExpandableOptions_t;
+use super::types::{expandable_values, rmmExpandableOptions_t};
 use super::{boundary, non_null, write_out};
-use crate::error::{rmmError_t, Error, Result};
+use crate::error::{rmmError_t, Error};
 use crate::ownership::records;
 use crate::platform::{backend, ipc};
-use crate::resources::{ExpandableOptions, ExpandableResource, MemoryResource};
+use crate::resources::kinds::{self, Kind};
+use crate::resources::{ExpandableResource, MemoryResource};
 use std::any::Any;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
@@ -48,27 +49,6 @@ fn innermost(resource: &dyn MemoryResource) -> &'static str {
     name
 }
 
-fn expandable_options(options: *const rmmExpandableOptions_t) -> Result<ExpandableOptions> {
-    if options.is_null() {
-        return Ok(ExpandableOptions::default());
-    }
-    // SAFETY: non-NULL, and the caller promises a readable rmmExpandableOptions_t.
-    let options = unsafe { *options };
-    let peers = match (options.peers.is_null(), options.num_peers) {
-        (_, 0) => Vec::new(),
-        (true, _) => return Err(Error::invalid("options.peers is NULL but options.num_peers is not 0")),
-        // SAFETY: the caller promises `num_peers` readable ints at `peers`.
-        (false, count) => unsafe { std::slice::from_raw_parts(options.peers, count) }.to_vec(),
-    };
-    Ok(ExpandableOptions {
-        initial_size: options.initial_size,
-        maximum_size: options.maximum_size,
-        release_threshold: if options.release_free_pages != 0 { options.release_threshold } else { usize::MAX },
-        page_size: options.page_size,
-        peers,
-    })
-}
-
 /// `rmmExpandableResourceCreateWithOptions` whose pages are also exportable as fabric handles
 /// where the device offers them. Every expandable resource's pages are exportable as POSIX file
 /// descriptors where the device offers that, so its memory can be opened in other processes
@@ -84,7 +64,9 @@ fn expandable_options(options: *const rmmExpandableOptions_t) -> Result<Expandab
 pub extern "C" fn rmmIpcExpandableResourceCreate(resource: *mut rmmResource_t, options: *const rmmExpandableOptions_t) -> rmmError_t {
     boundary("rmmIpcExpandableResourceCreate", || {
         non_null(resource, "resource")?;
-        let options = expandable_options(options)?;
+        // The expandable kind's values, so that NULL options mean what they mean elsewhere.
+        let kind = Kind::named("expandable").ok_or_else(|| Error::Internal("no kind expandable".into()))?;
+        let options = kinds::expandable_options(&kind.params(expandable_values(options)?)?)?;
         let device = backend()?.current_device()?;
         let made: Arc<dyn MemoryResource> = Arc::new(ExpandableResource::shareable(device, &options)?);
         write_out(resource, "resource", handles::create(made)?)

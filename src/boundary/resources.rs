@@ -1,15 +1,14 @@
 //! Creating, using and destroying resource handles.
 
 use super::handles::{self, rmmResource_t};
-use super::types::{cudaStream_t, rmmExpandableOptions_t, stream_of, CallbackArgument};
+use super::types::{cudaStream_t, expandable_values, rmmExpandableOptions_t, stream_of, CallbackArgument};
 use super::{boundary, non_null, optional_str, write_out};
 use crate::error::{rmmError_t, Error, Result};
 use crate::ownership::spec::Spec;
 use crate::ownership::{records, Expected, Holder};
 use crate::platform::{backend, Stream};
-use crate::resources::{
-    expandable_resource, handle_type, AsyncResource, CallbackResource, DirectResource, ExpandableOptions, MemoryResource, ReleaseFn,
-};
+use crate::resources::kinds::{self, Place, Value};
+use crate::resources::{handle_type, AsyncResource, CallbackResource, MemoryResource, ReleaseFn};
 use parking_lot::Mutex;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::Arc;
@@ -42,7 +41,7 @@ fn create(function: &'static str, out: *mut rmmResource_t, make: impl FnOnce(i32
 /// driver fails.
 #[no_mangle]
 pub extern "C" fn rmmCudaResourceCreate(resource: *mut rmmResource_t) -> rmmError_t {
-    create("rmmCudaResourceCreate", resource, |device| Ok(Arc::new(DirectResource::cuda(device)?)))
+    create("rmmCudaResourceCreate", resource, |device| kinds::build("cuda", [], &Place::on(device)))
 }
 
 /// Creates a managed-memory resource (`cudaMallocManaged`) on the current device. Ownership as
@@ -51,7 +50,7 @@ pub extern "C" fn rmmCudaResourceCreate(resource: *mut rmmResource_t) -> rmmErro
 /// driver fails.
 #[no_mangle]
 pub extern "C" fn rmmManagedResourceCreate(resource: *mut rmmResource_t) -> rmmError_t {
-    create("rmmManagedResourceCreate", resource, |device| Ok(Arc::new(DirectResource::managed(device)?)))
+    create("rmmManagedResourceCreate", resource, |device| kinds::build("managed", [], &Place::on(device)))
 }
 
 /// Allocates `bytes` for use on `stream` and returns the address, or NULL when it cannot (out
@@ -155,7 +154,10 @@ fn create_callback_resource(
 /// `rmmCudaResourceCreate`.
 #[no_mangle]
 pub extern "C" fn rmmAsyncResourceCreate(resource: *mut rmmResource_t, initial_pool_size: usize, release_threshold: usize) -> rmmError_t {
-    create("rmmAsyncResourceCreate", resource, |device| Ok(Arc::new(AsyncResource::new(device, initial_pool_size, release_threshold, 0)?)))
+    create("rmmAsyncResourceCreate", resource, |device| {
+        let values = [("initial", Value::Size(initial_pool_size)), ("release_threshold", Value::Size(release_threshold))];
+        kinds::build("cuda_async", values, &Place::on(device))
+    })
 }
 
 /// `rmmAsyncResourceCreate` for memory other processes can map: the driver pool's memory can be
@@ -177,7 +179,12 @@ pub extern "C" fn rmmAsyncResourceCreateExportable(
                 "handle types {handle_types:#x}: only RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR (1), _WIN32 (2), _WIN32_KMT (4) and _FABRIC (8) exist"
             )));
         }
-        Ok(Arc::new(AsyncResource::new(device, initial_pool_size, release_threshold, handle_types)?))
+        let values = [
+            ("initial", Value::Size(initial_pool_size)),
+            ("release_threshold", Value::Size(release_threshold)),
+            ("handle_types", Value::HandleTypes(handle_types)),
+        ];
+        kinds::build("cuda_async", values, &Place::on(device))
     })
 }
 
@@ -214,8 +221,9 @@ pub extern "C" fn rmmAsyncResourceGetPool(resource: rmmResource_t, pool: *mut *m
 /// API. Ownership as `rmmCudaResourceCreate`.
 #[no_mangle]
 pub extern "C" fn rmmExpandableResourceCreate(resource: *mut rmmResource_t, maximum_size: usize) -> rmmError_t {
-    let options = ExpandableOptions { maximum_size, ..Default::default() };
-    create("rmmExpandableResourceCreate", resource, |device| Ok(Arc::new(expandable_resource(device, &options)?)))
+    create("rmmExpandableResourceCreate", resource, |device| {
+        kinds::build("expandable", [("maximum", Value::Size(maximum_size))], &Place::on(device))
+    })
 }
 
 /// `rmmExpandableResourceCreate` with every option (see `rmmExpandableOptions_t`): an initial
@@ -228,22 +236,7 @@ pub extern "C" fn rmmExpandableResourceCreateWithOptions(
 ) -> rmmError_t {
     create("rmmExpandableResourceCreateWithOptions", resource, |device| {
         non_null(options.cast_mut(), "options")?;
-        // SAFETY: non-NULL, and the caller promises a readable rmmExpandableOptions_t.
-        let options = unsafe { *options };
-        let peers = match (options.peers.is_null(), options.num_peers) {
-            (_, 0) => Vec::new(),
-            (true, _) => return Err(crate::error::Error::invalid("options.peers is NULL but options.num_peers is not 0")),
-            // SAFETY: the caller promises `num_peers` readable ints at `peers`.
-            (false, count) => unsafe { std::slice::from_raw_parts(options.peers, count) }.to_vec(),
-        };
-        let options = ExpandableOptions {
-            initial_size: options.initial_size,
-            maximum_size: options.maximum_size,
-            release_threshold: if options.release_free_pages != 0 { options.release_threshold } else { usize::MAX },
-            page_size: options.page_size,
-            peers,
-        };
-        Ok(Arc::new(expandable_resource(device, &options)?))
+        kinds::build("expandable", expandable_values(options)?, &Place::on(device))
     })
 }
 
@@ -280,7 +273,7 @@ pub extern "C" fn rmmResourceCreateFromSpec(spec: *const c_char, device: c_int, 
 /// driver fails.
 #[no_mangle]
 pub extern "C" fn rmmPinnedHostResourceCreate(resource: *mut rmmResource_t) -> rmmError_t {
-    create("rmmPinnedHostResourceCreate", resource, |device| Ok(Arc::new(DirectResource::pinned_host(device)?)))
+    create("rmmPinnedHostResourceCreate", resource, |device| kinds::build("pinned_host", [], &Place::on(device)))
 }
 
 /// Releases the caller's handle. The resource itself lives on while anything still uses it:

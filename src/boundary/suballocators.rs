@@ -3,7 +3,8 @@
 use super::handles::{self, rmmResource_t};
 use super::{boundary, non_null, write_out};
 use crate::error::{rmmError_t, Error, Result};
-use crate::resources::{ArenaResource, BinningResource, FixedSizeResource, MemoryResource, PoolResource};
+use crate::resources::kinds::{self, Place, Value};
+use crate::resources::{BinningResource, MemoryResource};
 use std::any::Any;
 use std::sync::Arc;
 
@@ -38,7 +39,8 @@ pub extern "C" fn rmmPoolResourceCreate(
     maximum_size: usize,
 ) -> rmmError_t {
     create_over("rmmPoolResourceCreate", resource, upstream, |upstream| {
-        Ok(Arc::new(PoolResource::new(upstream, initial_size, maximum_size)?))
+        let values = [("initial", Value::Size(initial_size)), ("maximum", Value::Size(maximum_size))];
+        kinds::build("pool", values, &Place::over(upstream))
     })
 }
 
@@ -90,7 +92,9 @@ pub extern "C" fn rmmResourceRelease(resource: rmmResource_t, released: *mut usi
 /// RMM_ERROR_OUT_OF_MEMORY.
 #[no_mangle]
 pub extern "C" fn rmmArenaResourceCreate(resource: *mut rmmResource_t, upstream: rmmResource_t, arena_size: usize) -> rmmError_t {
-    create_over("rmmArenaResourceCreate", resource, upstream, |upstream| Ok(Arc::new(ArenaResource::new(upstream, arena_size)?)))
+    create_over("rmmArenaResourceCreate", resource, upstream, |upstream| {
+        kinds::build("arena", [("size", Value::Size(arena_size))], &Place::over(upstream))
+    })
 }
 
 /// Creates a binning resource over `upstream` with fixed-size bins of 2^min_size_exponent ..
@@ -106,7 +110,8 @@ pub extern "C" fn rmmBinningResourceCreate(
     max_size_exponent: i8,
 ) -> rmmError_t {
     create_over("rmmBinningResourceCreate", resource, upstream, |upstream| {
-        Ok(Arc::new(BinningResource::new(upstream, min_size_exponent, max_size_exponent)?))
+        let values = [("min", Value::Exponent(min_size_exponent)), ("max", Value::Exponent(max_size_exponent))];
+        kinds::build("binning", values, &Place::over(upstream))
     })
 }
 
@@ -139,6 +144,7 @@ pub extern "C" fn rmmFixedSizeResourceCreate(
     blocks_to_preallocate: usize,
 ) -> rmmError_t {
     create_over("rmmFixedSizeResourceCreate", resource, upstream, |upstream| {
-        Ok(Arc::new(FixedSizeResource::new(upstream, block_size, blocks_to_preallocate)?))
+        let values = [("block", Value::Size(block_size)), ("prealloc", Value::Count(blocks_to_preallocate))];
+        kinds::build("fixed_size", values, &Place::over(upstream))
     })
 }

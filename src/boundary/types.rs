@@ -1,6 +1,8 @@
 //! Types shared by the exported functions. `cudaStream_t` and `rmmResource_t` are written
 //! into the header by cbindgen.toml so that they match CUDA's own typedef exactly.
 
+use crate::error::{Error, Result};
+use crate::resources::kinds::{Value, UNLIMITED};
 use std::ffi::{c_int, c_void};
 
 /// CUDA's stream type; `cudaStream_t` in C.
@@ -78,6 +80,29 @@ pub struct rmmExpandableOptions_t {
     /// Other devices given read and write access to the memory (NULL when `num_peers` is 0).
     pub peers: *const c_int,
     pub num_peers: usize,
+}
+
+/// The values of the expandable kind (`resources::kinds`) that `options` gives; NULL gives
+/// none, so every one is the registry's default.
+pub(crate) fn expandable_values(options: *const rmmExpandableOptions_t) -> Result<Vec<(&'static str, Value)>> {
+    if options.is_null() {
+        return Ok(Vec::new());
+    }
+    // SAFETY: non-NULL, and the caller promises a readable rmmExpandableOptions_t.
+    let options = unsafe { *options };
+    let peers = match (options.peers.is_null(), options.num_peers) {
+        (_, 0) => Vec::new(),
+        (true, _) => return Err(Error::invalid("options.peers is NULL but options.num_peers is not 0")),
+        // SAFETY: the caller promises `num_peers` readable ints at `peers`.
+        (false, count) => unsafe { std::slice::from_raw_parts(options.peers, count) }.to_vec(),
+    };
+    Ok(vec![
+        ("initial", Value::Size(options.initial_size)),
+        ("maximum", Value::Size(options.maximum_size)),
+        ("release_threshold", Value::Size(if options.release_free_pages != 0 { options.release_threshold } else { UNLIMITED })),
+        ("page_size", Value::Size(options.page_size)),
+        ("peers", Value::Devices(peers)),
+    ])
 }
 
 /// What a resource holds and uses (`rmmResourceGetFootprint`).

@@ -15,24 +15,20 @@
 //! that `RMM_ALLOC_CONF` always took (`resource:pool,initial_pool_size:4GiB,stats:1,...`) is
 //! recognised by its first key and translated here into the layers it always meant.
 //!
-//! Every default below is the C API's: what the matching `rmm*Create` call documents for a
-//! zero or omitted argument.
+//! The layers, their keys and their defaults are the registry's (`resources::kinds`), which
+//! the C create functions build through too: an omitted key means what the C API's omitted or
+//! zero argument means.
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::resources::adaptors::{AlignedAdaptor, LimitingAdaptor, LoggingAdaptor, PrefetchAdaptor, StatisticsAdaptor, TrackingAdaptor};
-use crate::resources::{
-    expandable_resource, handle_type, ArenaResource, AsyncResource, BinningResource, DirectResource, ExpandableOptions, FixedSizeResource,
-    MemoryResource, PoolResource,
-};
-use crate::units::parse_size;
+use crate::resources::adaptors::{StatisticsAdaptor, TrackingAdaptor};
+use crate::resources::kinds::{self, Kind, Place, Role, Type, Value, KINDS, UNLIMITED};
+use crate::resources::{handle_type, MemoryResource};
+use crate::units::{parse_size, spec_size};
 use std::fmt;
 use std::sync::Arc;
 
 /// The stack a device gets when nothing configures it: RMM's `cuda_memory_resource`.
 pub(crate) const DEFAULT_STACK: &str = "cuda";
-
-/// A release threshold that keeps everything (`SIZE_MAX` in the C API).
-const UNLIMITED: usize = usize::MAX;
 
 /// The CUDA handle types a cuda_async pool can export (`RMM_HANDLE_TYPE_*`), by spec name.
 const HANDLE_TYPES: [(&str, u32); 4] = [
@@ -42,92 +38,129 @@ const HANDLE_TYPES: [(&str, u32); 4] = [
     ("fabric", handle_type::FABRIC),
 ];
 
-/// One layer of a resource stack.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Layer {
-    // Adaptors.
-    Statistics,
-    /// `stacks`: capture a backtrace per allocation (the call site of `RMM_ALLOC` is always kept).
-    Tracking {
-        stacks: bool,
-    },
-    Limiting {
-        limit: usize,
-    },
-    Aligned {
-        alignment: usize,
-        threshold: usize,
-    },
-    /// None: the file `RMM_LOG_FILE` names, as `rmmLoggingAdaptorCreate(NULL)`.
-    Logging {
-        path: Option<String>,
-    },
-    Prefetch,
-    // Suballocators.
-    Pool {
-        initial: usize,
-        maximum: usize,
-    },
-    /// `bins`: extra fixed-size bins, one per size, as `rmmBinningResourceAddBin(.., NULL)`.
-    Binning {
-        min: i8,
-        max: i8,
-        bins: Vec<usize>,
-    },
-    Arena {
-        size: usize,
-    },
-    FixedSize {
-        block: usize,
-        prealloc: usize,
-    },
-    // Device resources: the bottom of every stack.
-    Cuda,
-    Managed,
-    PinnedHost,
-    CudaAsync {
-        initial: usize,
-        release_threshold: usize,
-        handle_types: u32,
-    },
-    Expandable {
-        initial: usize,
-        maximum: usize,
-        release_threshold: usize,
-        page_size: usize,
-        peers: Vec<i32>,
-    },
+/// One layer of a resource stack: a kind of the registry (`resources::kinds`) and the values
+/// of its parameters.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Layer {
+    params: kinds::Params,
 }
 
-/// What a layer does with requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Role {
-    /// Passes every request on to the next layer.
-    Adaptor,
-    /// Serves requests from memory it takes from the next layer.
-    Suballocator,
-    /// Takes memory from the driver itself: the last layer.
-    Device,
+impl fmt::Debug for Layer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.canonical())
+    }
 }
 
-/// Every layer name with its role and the keys it takes, for parsing and for messages.
-const LAYERS: [(&str, Role, &[&str]); 15] = [
-    ("statistics", Role::Adaptor, &[]),
-    ("tracking", Role::Adaptor, &["stacks"]),
-    ("limiting", Role::Adaptor, &["limit"]),
-    ("aligned", Role::Adaptor, &["alignment", "threshold"]),
-    ("logging", Role::Adaptor, &["path"]),
-    ("prefetch", Role::Adaptor, &[]),
-    ("pool", Role::Suballocator, &["initial", "maximum"]),
-    ("binning", Role::Suballocator, &["min", "max", "bins"]),
-    ("arena", Role::Suballocator, &["size"]),
-    ("fixed_size", Role::Suballocator, &["block", "prealloc"]),
-    ("cuda", Role::Device, &[]),
-    ("managed", Role::Device, &[]),
-    ("pinned_host", Role::Device, &[]),
-    ("cuda_async", Role::Device, &["initial", "release_threshold", "handle_types"]),
-    ("expandable", Role::Device, &["initial", "maximum", "release_threshold", "page_size", "peers"]),
-];
+impl Layer {
+    /// The layer of kind `name` with `values`, the other parameters at their defaults; `name`
+    /// is a kind the registry can build.
+    fn of(name: &str, values: impl IntoIterator<Item = (&'static str, Value)>) -> Result<Layer> {
+        let kind = Kind::named(name).ok_or_else(|| Error::Internal(format!("no kind {name}")))?;
+        Ok(Layer { params: kind.params(values)? })
+    }
+
+    /// The kind's name, e.g. `pool`.
+    pub fn name(&self) -> &'static str {
+        self.params.kind().name
+    }
+
+    /// The kind's parameters.
+    pub fn params(&self) -> &kinds::Params {
+        &self.params
+    }
+
+    fn role(&self) -> Role {
+        self.params.kind().role
+    }
+
+    /// True for the resources that take memory from the driver themselves (no upstream).
+    pub fn is_device(&self) -> bool {
+        self.role() == Role::Device
+    }
+
+    /// True for the adaptors, which pass every request on to the next layer.
+    pub fn is_adaptor(&self) -> bool {
+        self.role() == Role::Adaptor
+    }
+
+    /// `name:key=value,...` with every parameter spelled out (empty lists, no handle types
+    /// and an unset path left out: leaving them out reads back as the same).
+    fn canonical(&self) -> String {
+        let params = self.params.iter().filter(|(_, value)| !value.is_empty()).map(|(key, value)| {
+            let text = match value {
+                Value::Size(bytes) => spec_size(*bytes),
+                Value::Count(count) => count.to_string(),
+                Value::Exponent(exponent) => exponent.to_string(),
+                Value::Flag(flag) => flag.to_string(),
+                Value::Sizes(sizes) => format!("[{}]", sizes.iter().map(|b| spec_size(*b)).collect::<Vec<_>>().join(",")),
+                Value::Devices(devices) => format!("[{}]", devices.iter().map(i32::to_string).collect::<Vec<_>>().join(",")),
+                Value::HandleTypes(bits) => {
+                    let names = HANDLE_TYPES.iter().filter(|(_, bit)| bits & bit != 0).map(|(name, _)| *name);
+                    format!("[{}]", names.collect::<Vec<_>>().join(","))
+                }
+                Value::Path(path) => path.clone().unwrap_or_default(),
+            };
+            format!("{}={text}", key.name)
+        });
+        let params = params.collect::<Vec<_>>().join(",");
+        match params.is_empty() {
+            true => self.name().to_string(),
+            false => format!("{}:{params}", self.name()),
+        }
+    }
+
+    /// The layer `piece` names (`name` or `name:key=value,...`).
+    fn parse(source: &Source, piece: Piece) -> Result<Layer> {
+        let (name, params) = match piece.split_once(source, ':')? {
+            Some((name, params)) => (name.trim(), Some(params.trim())),
+            None => (piece, None),
+        };
+        if name.text.is_empty() {
+            return Err(source.error(name, "an empty layer name: expected a layer such as pool or statistics"));
+        }
+        let lower = name.text.to_ascii_lowercase();
+        let Some(kind) = Kind::named(&lower).filter(|kind| kind.build.is_some()) else {
+            return Err(source.error(name, &format!("unknown layer {:?}: {}", name.text, known_layers())));
+        };
+        let keys: Vec<&str> = kind.keys.iter().map(|key| key.name).collect();
+        let p = Params::parse(source, &lower, &keys, params)?;
+        let mut values = Vec::new();
+        for key in kind.keys {
+            let value = match (p.value(key.name), &key.default) {
+                (Some(value), _) => p.read(key.name, key.ty, value)?,
+                (None, Some(default)) => default.clone(),
+                (None, None) => return Err(source.error(name, &format!("{lower} needs {}=...", key.name))),
+            };
+            values.push((key.name, value));
+        }
+        let layer = Layer { params: kind.params(values)? };
+        if let Err(refusal) = layer.params.check() {
+            let at = refusal.at.iter().find_map(|key| p.piece(key)).unwrap_or(name);
+            return Err(source.error(at, &refusal.message));
+        }
+        Ok(layer)
+    }
+
+    fn build(&self, upstream: Option<Arc<dyn MemoryResource>>, device: i32, reported: bool) -> Result<Arc<dyn MemoryResource>> {
+        // A path in a spec is per device: one spec configures every device's stack.
+        let mut params = self.params.clone();
+        for (key, value) in self.params.iter() {
+            if let Value::Path(Some(path)) = value {
+                params.set(key.name, Value::Path(Some(log_path(path, device))))?;
+            }
+        }
+        params.build(&Place { upstream, device, leaks_reported: reported })
+    }
+}
+
+/// The layer names a spec takes, for messages.
+fn known_layers() -> String {
+    let names = |adaptors: bool| {
+        let named = KINDS.iter().filter(|kind| kind.build.is_some() && (kind.role == Role::Adaptor) == adaptors);
+        named.map(|kind| kind.name).collect::<Vec<_>>().join(", ")
+    };
+    format!("expected a resource ({}) or an adaptor ({})", names(false), names(true))
+}
 
 /// The keys of the `key:value` shorthand.
 const SHORTHAND_KEYS: [&str; 10] = [
@@ -175,217 +208,6 @@ impl Options {
     }
 }
 
-impl Layer {
-    pub fn name(&self) -> &'static str {
-        match self {
-            Layer::Statistics => "statistics",
-            Layer::Tracking { .. } => "tracking",
-            Layer::Limiting { .. } => "limiting",
-            Layer::Aligned { .. } => "aligned",
-            Layer::Logging { .. } => "logging",
-            Layer::Prefetch => "prefetch",
-            Layer::Pool { .. } => "pool",
-            Layer::Binning { .. } => "binning",
-            Layer::Arena { .. } => "arena",
-            Layer::FixedSize { .. } => "fixed_size",
-            Layer::Cuda => "cuda",
-            Layer::Managed => "managed",
-            Layer::PinnedHost => "pinned_host",
-            Layer::CudaAsync { .. } => "cuda_async",
-            Layer::Expandable { .. } => "expandable",
-        }
-    }
-
-    fn role(&self) -> Role {
-        LAYERS.iter().find(|(name, _, _)| *name == self.name()).map_or(Role::Device, |(_, role, _)| *role)
-    }
-
-    /// True for the resources that take memory from the driver themselves (no upstream).
-    pub fn is_device(&self) -> bool {
-        self.role() == Role::Device
-    }
-
-    /// True for the adaptors, which pass every request on to the next layer.
-    pub fn is_adaptor(&self) -> bool {
-        self.role() == Role::Adaptor
-    }
-
-    /// `name:key=value,...` with every parameter spelled out (empty lists and an unset log
-    /// path left out).
-    fn canonical(&self) -> String {
-        let s = spec_size;
-        let params = match self {
-            Layer::Tracking { stacks } => format!("stacks={stacks}"),
-            Layer::Limiting { limit } => format!("limit={}", s(*limit)),
-            Layer::Aligned { alignment, threshold } => format!("alignment={},threshold={}", s(*alignment), s(*threshold)),
-            Layer::Logging { path: Some(path) } => format!("path={path}"),
-            Layer::Pool { initial, maximum } => format!("initial={},maximum={}", s(*initial), s(*maximum)),
-            Layer::Binning { min, max, bins } => {
-                let bins = match bins.is_empty() {
-                    true => String::new(),
-                    false => format!(",bins=[{}]", bins.iter().map(|b| s(*b)).collect::<Vec<_>>().join(",")),
-                };
-                format!("min={min},max={max}{bins}")
-            }
-            Layer::Arena { size } => format!("size={}", s(*size)),
-            Layer::FixedSize { block, prealloc } => format!("block={},prealloc={prealloc}", s(*block)),
-            Layer::CudaAsync { initial, release_threshold, handle_types } => {
-                let names: Vec<&str> = HANDLE_TYPES.iter().filter(|(_, bit)| handle_types & bit != 0).map(|(name, _)| *name).collect();
-                let handles = match names.is_empty() {
-                    true => String::new(),
-                    false => format!(",handle_types=[{}]", names.join(",")),
-                };
-                format!("initial={},release_threshold={}{handles}", s(*initial), s(*release_threshold))
-            }
-            Layer::Expandable { initial, maximum, release_threshold, page_size, peers } => {
-                let peers = match peers.is_empty() {
-                    true => String::new(),
-                    false => format!(",peers=[{}]", peers.iter().map(i32::to_string).collect::<Vec<_>>().join(",")),
-                };
-                format!(
-                    "initial={},maximum={},release_threshold={},page_size={}{peers}",
-                    s(*initial),
-                    s(*maximum),
-                    s(*release_threshold),
-                    s(*page_size)
-                )
-            }
-            _ => String::new(),
-        };
-        match params.is_empty() {
-            true => self.name().to_string(),
-            false => format!("{}:{params}", self.name()),
-        }
-    }
-
-    /// The layer `piece` names (`name` or `name:key=value,...`).
-    fn parse(source: &Source, piece: Piece) -> Result<Layer> {
-        let (name, params) = match piece.split_once(source, ':')? {
-            Some((name, params)) => (name.trim(), Some(params.trim())),
-            None => (piece, None),
-        };
-        if name.text.is_empty() {
-            return Err(source.error(name, "an empty layer name: expected a layer such as pool or statistics"));
-        }
-        let lower = name.text.to_ascii_lowercase();
-        let Some((_, _, keys)) = LAYERS.iter().find(|(known, _, _)| *known == lower) else {
-            return Err(source.error(name, &format!("unknown layer {:?}: {}", name.text, known_layers())));
-        };
-        let p = Params::parse(source, &lower, keys, params)?;
-        let layer = match lower.as_str() {
-            "statistics" => Layer::Statistics,
-            "tracking" => Layer::Tracking { stacks: p.boolean("stacks", false)? },
-            "limiting" => Layer::Limiting { limit: p.required("limit", name, Params::size)? },
-            "aligned" => Layer::Aligned {
-                alignment: p.required("alignment", name, Params::size)?,
-                // RAPIDS' aligned_resource_adaptor default (64 KiB).
-                threshold: p.get("threshold", 64 << 10, Params::size)?,
-            },
-            "logging" => Layer::Logging { path: p.value("path").map(|v| v.text.to_string()) },
-            "prefetch" => Layer::Prefetch,
-            "pool" => {
-                let (initial, maximum) = (p.get("initial", 0, Params::size)?, p.get("maximum", 0, Params::size)?);
-                check_initial_below_maximum(source, &p, name, initial, maximum)?;
-                Layer::Pool { initial, maximum }
-            }
-            "binning" => {
-                let (min, max) = (p.get("min", 8, Params::exponent)?, p.get("max", 20, Params::exponent)?);
-                if min > max {
-                    let at = p.piece("max").or(p.piece("min")).unwrap_or(name);
-                    return Err(source.error(at, &format!("binning: min={min} is above max={max}")));
-                }
-                Layer::Binning { min, max, bins: p.get("bins", Vec::new(), Params::sizes)? }
-            }
-            "arena" => Layer::Arena { size: p.get("size", 0, Params::size)? },
-            "fixed_size" => {
-                let block = p.get("block", 1 << 20, Params::size)?;
-                if block == 0 {
-                    return Err(source.error(p.piece("block").unwrap_or(name), "fixed_size: block=0: expected a block size above 0"));
-                }
-                Layer::FixedSize { block, prealloc: p.get("prealloc", 128, Params::count)? }
-            }
-            "cuda" => Layer::Cuda,
-            "managed" => Layer::Managed,
-            "pinned_host" => Layer::PinnedHost,
-            "cuda_async" => Layer::CudaAsync {
-                initial: p.get("initial", 0, Params::size)?,
-                release_threshold: p.get("release_threshold", UNLIMITED, Params::threshold)?,
-                handle_types: p.get("handle_types", 0, Params::handle_types)?,
-            },
-            "expandable" => {
-                let (initial, maximum) = (p.get("initial", 0, Params::size)?, p.get("maximum", 0, Params::size)?);
-                check_initial_below_maximum(source, &p, name, initial, maximum)?;
-                Layer::Expandable {
-                    initial,
-                    maximum,
-                    release_threshold: p.get("release_threshold", UNLIMITED, Params::threshold)?,
-                    page_size: p.get("page_size", 0, Params::size)?,
-                    peers: p.get("peers", Vec::new(), Params::devices)?,
-                }
-            }
-            other => unreachable!("{other} is in LAYERS"),
-        };
-        Ok(layer)
-    }
-
-    fn build(&self, upstream: Option<Arc<dyn MemoryResource>>, device: i32, reported: bool) -> Result<Arc<dyn MemoryResource>> {
-        let up = || upstream.clone().ok_or_else(|| Error::Internal(format!("{} has no upstream", self.name())));
-        Ok(match self {
-            Layer::Statistics => StatisticsAdaptor::new(up()?),
-            // A reported stack's exit report lists its leaks: the adaptor need not list them too.
-            Layer::Tracking { stacks } if reported => TrackingAdaptor::new_unreported(up()?, *stacks),
-            Layer::Tracking { stacks } => TrackingAdaptor::new(up()?, *stacks),
-            Layer::Limiting { limit } => LimitingAdaptor::new(up()?, *limit)?,
-            Layer::Aligned { alignment, threshold } => AlignedAdaptor::new(up()?, *alignment, *threshold)?,
-            Layer::Logging { path } => LoggingAdaptor::new(up()?, path.as_deref().map(|path| log_path(path, device)).as_deref())?,
-            Layer::Prefetch => PrefetchAdaptor::new(up()?),
-            Layer::Pool { initial, maximum } => Arc::new(PoolResource::new(up()?, *initial, *maximum)?),
-            Layer::Binning { min, max, bins } => {
-                let binning = BinningResource::new(up()?, *min, *max)?;
-                for bin in bins {
-                    binning.add_bin(*bin, None)?;
-                }
-                Arc::new(binning)
-            }
-            Layer::Arena { size } => Arc::new(ArenaResource::new(up()?, *size)?),
-            Layer::FixedSize { block, prealloc } => Arc::new(FixedSizeResource::new(up()?, *block, *prealloc)?),
-            Layer::Cuda => Arc::new(DirectResource::cuda(device)?),
-            Layer::Managed => Arc::new(DirectResource::managed(device)?),
-            Layer::PinnedHost => Arc::new(DirectResource::pinned_host(device)?),
-            Layer::CudaAsync { initial, release_threshold, handle_types } => {
-                Arc::new(AsyncResource::new(device, *initial, *release_threshold, *handle_types)?)
-            }
-            Layer::Expandable { initial, maximum, release_threshold, page_size, peers } => Arc::new(expandable_resource(
-                device,
-                &ExpandableOptions {
-                    initial_size: *initial,
-                    maximum_size: *maximum,
-                    release_threshold: *release_threshold,
-                    page_size: *page_size,
-                    peers: peers.clone(),
-                },
-            )?),
-        })
-    }
-}
-
-fn known_layers() -> String {
-    let names = |adaptors: bool| {
-        let names = LAYERS.iter().filter(|(_, role, _)| (*role == Role::Adaptor) == adaptors).map(|(name, _, _)| *name);
-        names.collect::<Vec<_>>().join(", ")
-    };
-    format!("expected a resource ({}) or an adaptor ({})", names(false), names(true))
-}
-
-fn check_initial_below_maximum(source: &Source, p: &Params, layer: Piece, initial: usize, maximum: usize) -> Result<()> {
-    if maximum != 0 && initial > maximum {
-        let at = p.piece("maximum").unwrap_or(layer);
-        return Err(source.error(at, &format!("initial={} exceeds maximum={}", spec_size(initial), spec_size(maximum))));
-    }
-    Ok(())
-}
-
-/// The log file of `device`: `{device}` in `path` is replaced by the device; without it,
 /// devices other than 0 write to `<path>.<device>`, so that two devices never share a file.
 fn log_path(path: &str, device: i32) -> String {
     match (path.contains("{device}"), device) {
@@ -393,19 +215,6 @@ fn log_path(path: &str, device: i32) -> String {
         (false, 0) => path.to_string(),
         (false, _) => format!("{path}.{device}"),
     }
-}
-
-/// A size as specs write it: the largest binary unit that divides it, `unlimited` for SIZE_MAX.
-fn spec_size(bytes: usize) -> String {
-    if bytes == UNLIMITED {
-        return "unlimited".to_string();
-    }
-    for (unit, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {
-        if bytes != 0 && bytes.is_multiple_of(1usize << shift) {
-            return format!("{}{unit}", bytes >> shift);
-        }
-    }
-    bytes.to_string()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -539,15 +348,19 @@ impl<'s, 'a> Params<'s, 'a> {
         self.pairs.iter().find(|(k, _)| k.text == key).map(|(k, v)| Piece { text: &self.source.text[k.at..v.at + v.text.len()], at: k.at })
     }
 
-    fn get<T>(&self, key: &str, default: T, read: fn(&Self, &str, Piece<'a>) -> Result<T>) -> Result<T> {
-        self.value(key).map_or(Ok(default), |value| read(self, key, value))
-    }
-
-    fn required<T>(&self, key: &str, layer: Piece, read: fn(&Self, &str, Piece<'a>) -> Result<T>) -> Result<T> {
-        match self.value(key) {
-            Some(value) => read(self, key, value),
-            None => Err(self.source.error(layer, &format!("{} needs {key}=...", self.layer))),
-        }
+    /// `value`, given for `key`, read as a `ty`.
+    fn read(&self, key: &str, ty: Type, value: Piece<'a>) -> Result<Value> {
+        Ok(match ty {
+            Type::Size => Value::Size(self.size(key, value)?),
+            Type::Threshold => Value::Size(self.threshold(key, value)?),
+            Type::Count => Value::Count(self.count(key, value)?),
+            Type::Exponent => Value::Exponent(self.exponent(key, value)?),
+            Type::Flag => Value::Flag(parse_flag(value.text).ok_or_else(|| self.bad(key, value, "true or false"))?),
+            Type::Sizes => Value::Sizes(self.sizes(key, value)?),
+            Type::Devices => Value::Devices(self.devices(key, value)?),
+            Type::HandleTypes => Value::HandleTypes(self.handle_types(key, value)?),
+            Type::Path => Value::Path(Some(value.text.to_string())),
+        })
     }
 
     fn bad(&self, key: &str, value: Piece, expected: &str) -> Error {
@@ -577,11 +390,6 @@ impl<'s, 'a> Params<'s, 'a> {
             .ok()
             .filter(|e| (0..=40).contains(e))
             .ok_or_else(|| self.bad(key, value, "a power-of-two exponent from 0 to 40"))
-    }
-
-    fn boolean(&self, key: &str, default: bool) -> Result<bool> {
-        let Some(value) = self.value(key) else { return Ok(default) };
-        parse_flag(value.text).ok_or_else(|| self.bad(key, value, "true or false"))
     }
 
     /// `[a,b,...]` or one item.
@@ -644,11 +452,13 @@ pub struct Spec {
 
 /// A built stack and the layers the exit report reads.
 pub struct Built {
+    /// The outermost layer: what callers allocate from.
     pub top: Arc<dyn MemoryResource>,
     /// The outermost layer that is not an adaptor: the resource whose footprint is reported.
     pub base: Arc<dyn MemoryResource>,
-    /// The outermost statistics and tracking adaptors.
+    /// The outermost statistics adaptor.
     pub statistics: Option<Arc<StatisticsAdaptor>>,
+    /// The outermost tracking adaptor.
     pub tracking: Option<Arc<TrackingAdaptor>>,
 }
 
@@ -691,7 +501,8 @@ impl Spec {
     /// The stack with every parameter spelled out, e.g. `pool:initial=0,maximum=0/cuda`;
     /// it parses to this spec again.
     pub fn canonical(&self) -> String {
-        let holds_slash = self.layers.iter().any(|l| matches!(l, Layer::Logging { path: Some(path) } if path.contains('/')));
+        // Only a path holds a "/".
+        let holds_slash = self.layers.iter().any(|l| l.canonical().contains('/'));
         let separator = if holds_slash { "+" } else { "/" };
         let keywords = self.options.keywords().map(str::to_string);
         keywords.chain(self.layers.iter().map(Layer::canonical)).collect::<Vec<_>>().join(separator)
@@ -786,7 +597,7 @@ fn parse_stack(source: &Source, whole: Piece) -> Result<(Options, Vec<Layer>)> {
         return Err(source.error(whole, "no layer: expected a stack after the keywords, such as report/statistics/pool"));
     }
     if !layers.last().is_some_and(Layer::is_device) {
-        layers.push(Layer::Cuda);
+        layers.push(Layer::of(DEFAULT_STACK, [])?);
     }
     Ok((options, layers))
 }
@@ -843,31 +654,37 @@ fn parse_shorthand(source: &Source, whole: Piece) -> Result<(Options, Vec<Layer>
         let at = maximum_at.unwrap_or(whole);
         return Err(source.error(at, &format!("initial_pool_size {} exceeds maximum_pool_size {}", spec_size(initial), spec_size(maximum))));
     }
-    let pool = Layer::Pool { initial, maximum };
-    let mut layers: Vec<Layer> = log.map(|path| Layer::Logging { path: Some(path) }).into_iter().collect();
+    let pool = || Layer::of("pool", [("initial", Value::Size(initial)), ("maximum", Value::Size(maximum))]);
+    let mut layers = Vec::new();
+    if let Some(path) = log {
+        layers.push(Layer::of("logging", [("path", Value::Path(Some(path)))])?);
+    }
     if stats || report {
-        layers.push(Layer::Statistics);
+        layers.push(Layer::of("statistics", [])?);
     }
     if report {
-        layers.push(Layer::Tracking { stacks: false });
+        layers.push(Layer::of("tracking", [])?);
     }
+    let cuda = || Layer::of("cuda", []);
     let base = match resource.0.as_str() {
-        "pool" => vec![pool, Layer::Cuda],
-        "arena" => vec![Layer::Arena { size: initial }, Layer::Cuda],
-        "binning" => vec![Layer::Binning { min: 8, max: 20, bins: Vec::new() }, pool, Layer::Cuda],
-        "cuda" => vec![Layer::Cuda],
+        "pool" => vec![pool()?, cuda()?],
+        "arena" => vec![Layer::of("arena", [("size", Value::Size(initial))])?, cuda()?],
+        "binning" => vec![Layer::of("binning", [])?, pool()?, cuda()?],
+        "cuda" => vec![cuda()?],
         "cuda_async" | "async" => {
             let threshold = release_threshold.unwrap_or(if maximum == 0 { UNLIMITED } else { maximum });
-            vec![Layer::CudaAsync { initial, release_threshold: threshold, handle_types: 0 }]
+            vec![Layer::of("cuda_async", [("initial", Value::Size(initial)), ("release_threshold", Value::Size(threshold))])?]
         }
-        "managed" => vec![Layer::Managed],
-        "expandable" => vec![Layer::Expandable {
-            initial,
-            maximum,
-            release_threshold: release_threshold.unwrap_or(UNLIMITED),
-            page_size,
-            peers: Vec::new(),
-        }],
+        "managed" => vec![Layer::of("managed", [])?],
+        "expandable" => vec![Layer::of(
+            "expandable",
+            [
+                ("initial", Value::Size(initial)),
+                ("maximum", Value::Size(maximum)),
+                ("release_threshold", Value::Size(release_threshold.unwrap_or(UNLIMITED))),
+                ("page_size", Value::Size(page_size)),
+            ],
+        )?],
         other => {
             let at = resource.1.unwrap_or(whole);
             return Err(
@@ -925,7 +742,7 @@ mod tests {
             assert_eq!(spec(&parsed.canonical()), Spec { text: text.to_string(), ..parsed.clone() });
             names.push(parsed.layers()[0].name());
         }
-        let mut all: Vec<&str> = LAYERS.iter().map(|(name, _, _)| *name).collect();
+        let mut all: Vec<&str> = KINDS.iter().filter(|kind| kind.build.is_some()).map(|kind| kind.name).collect();
         names.sort();
         all.sort();
         assert_eq!(names, all, "every layer is covered");
@@ -951,9 +768,10 @@ mod tests {
         for (text, canonical) in cases {
             assert_eq!(spec(text).canonical(), canonical, "{text}");
         }
-        assert_eq!(spec(DEFAULT_STACK).layers(), &[Layer::Cuda]);
+        assert_eq!(spec(DEFAULT_STACK).layers(), &[Layer::of("cuda", []).unwrap()]);
         assert_eq!(spec("expandable:peers=[]").layers(), spec("expandable").layers());
-        assert_eq!(spec("pool:initial=4096").layers(), &[Layer::Pool { initial: 4096, maximum: 0 }, Layer::Cuda]);
+        let pool = Layer::of("pool", [("initial", Value::Size(4096))]).unwrap();
+        assert_eq!(spec("pool:initial=4096").layers(), &[pool, Layer::of("cuda", []).unwrap()]);
         assert_eq!(spec(" arena ").text(), "arena");
     }
 
@@ -994,7 +812,7 @@ mod tests {
         // (spec, the token quoted, its column, what the message says)
         let cases = [
             ("", "", 1, "an empty spec"),
-            ("slab", "slab", 1, "unknown layer \"slab\": expected a resource (pool, binning, arena, fixed_size, cuda, managed, pinned_host, cuda_async, expandable) or an adaptor (statistics, tracking, limiting, aligned, logging, prefetch)"),
+            ("slab", "slab", 1, "unknown layer \"slab\": expected a resource (pool, binning, arena, fixed_size, cuda, managed, pinned_host, cuda_async, expandable) or an adaptor (statistics, "),
             ("statistics/pool:inital=1GiB", "inital", 17, "unknown key \"inital\" for pool: pool takes initial, maximum"),
             ("pool:initial=lots", "lots", 14, "pool: initial=lots is not a size"),
             ("pool:initial=1GiB,initial=2GiB", "initial", 19, "initial is given twice (first at column 6)"),
@@ -1048,6 +866,22 @@ mod tests {
             assert_eq!(caret.find('^'), Some(4 + column - 1), "{text:?}: the caret line {caret:?} is under column {column}");
             assert_eq!(caret.trim().len(), token.chars().count().max(1), "{text:?}: {caret:?} underlines {token:?}");
         }
+    }
+
+    #[test]
+    fn an_unknown_layer_is_answered_with_every_layer_a_spec_takes() {
+        let message = error("slab");
+        let listed = |after: &str| -> Vec<String> {
+            let start = message.find(after).unwrap_or_else(|| panic!("{message:?} has no {after:?}")) + after.len();
+            let length = message[start..].find(')').unwrap_or_default();
+            message[start..start + length].split(", ").map(str::to_string).collect()
+        };
+        let registered = |adaptors: bool| -> Vec<String> {
+            let buildable = KINDS.iter().filter(|kind| kind.build.is_some() && (kind.role == Role::Adaptor) == adaptors);
+            buildable.map(|kind| kind.name.to_string()).collect()
+        };
+        assert_eq!(listed("expected a resource ("), registered(false));
+        assert_eq!(listed("or an adaptor ("), registered(true));
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod cuda_async;
 mod direct;
 mod expandable;
 mod fixed_size;
+pub mod kinds;
 mod pool;
 pub mod snapshot;
 pub mod stream_ordered;

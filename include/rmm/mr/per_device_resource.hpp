@@ -13,6 +13,7 @@
 #define RMM_MR_PER_DEVICE_RESOURCE_HPP
 
 #include "../process_is_exiting.hpp"
+// The registry's classes (src/resources/kinds.rs; tests/header.rs writes them):
 #include "aligned_resource_adaptor.hpp"
 #include "arena_memory_resource.hpp"
 #include "binning_memory_resource.hpp"
@@ -29,6 +30,7 @@
 #include "prefetch_resource_adaptor.hpp"
 #include "statistics_resource_adaptor.hpp"
 #include "tracking_resource_adaptor.hpp"
+// End of the registry's classes.
 
 #include <map>
 #include <mutex>
@@ -124,23 +126,25 @@ inline rmm_rs_resource const *rmm_rs_resource_in([[maybe_unused]] any_device_res
   };
   as(static_cast<rmm_rs_resource *>(nullptr));
   as(static_cast<registered_resource *>(nullptr));
+  // The registry's classes (src/resources/kinds.rs; tests/header.rs writes them):
+  as(static_cast<statistics_resource_adaptor *>(nullptr));
+  as(static_cast<tracking_resource_adaptor *>(nullptr));
+  as(static_cast<limiting_resource_adaptor *>(nullptr));
+  as(static_cast<aligned_resource_adaptor *>(nullptr));
+  as(static_cast<logging_resource_adaptor *>(nullptr));
+  as(static_cast<prefetch_resource_adaptor *>(nullptr));
+  as(static_cast<failure_callback_resource_adaptor<> *>(nullptr));
+  as(static_cast<failure_callback_resource_adaptor<rmm::bad_alloc> *>(nullptr));
+  as(static_cast<pool_memory_resource *>(nullptr));
+  as(static_cast<binning_memory_resource *>(nullptr));
+  as(static_cast<arena_memory_resource *>(nullptr));
+  as(static_cast<fixed_size_memory_resource *>(nullptr));
+  as(static_cast<callback_memory_resource *>(nullptr));
   as(static_cast<cuda_memory_resource *>(nullptr));
   as(static_cast<managed_memory_resource *>(nullptr));
   as(static_cast<pinned_host_memory_resource *>(nullptr));
   as(static_cast<cuda_async_memory_resource *>(nullptr));
-  as(static_cast<pool_memory_resource *>(nullptr));
-  as(static_cast<arena_memory_resource *>(nullptr));
-  as(static_cast<binning_memory_resource *>(nullptr));
-  as(static_cast<fixed_size_memory_resource *>(nullptr));
-  as(static_cast<callback_memory_resource *>(nullptr));
-  as(static_cast<statistics_resource_adaptor *>(nullptr));
-  as(static_cast<tracking_resource_adaptor *>(nullptr));
-  as(static_cast<logging_resource_adaptor *>(nullptr));
-  as(static_cast<limiting_resource_adaptor *>(nullptr));
-  as(static_cast<aligned_resource_adaptor *>(nullptr));
-  as(static_cast<prefetch_resource_adaptor *>(nullptr));
-  as(static_cast<failure_callback_resource_adaptor<> *>(nullptr));
-  as(static_cast<failure_callback_resource_adaptor<rmm::bad_alloc> *>(nullptr));
+  // End of the registry's classes.
   return found;
 #else
   return nullptr;
