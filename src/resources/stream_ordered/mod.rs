@@ -59,17 +59,27 @@ pub trait BlockIndex: Send + 'static {
     fn free_checked(&mut self, addr: usize, bytes: Option<usize>) -> std::result::Result<Freed, Refused>;
     /// The blocks of the chunk at `base`, for snapshots.
     fn chunk_blocks(&self, base: usize) -> Vec<BlockView>;
+    /// Blocks handed out and not yet freed.
     fn used_blocks(&self) -> usize;
     /// Lets the index keep recently freed blocks aside for quick reuse, or not (see `Tlsf`).
     fn set_parking(&mut self, _on: bool) {}
+    /// Adds `[base, base + size)`, a chunk from upstream, as free memory of the index.
     fn add_chunk(&mut self, base: usize, size: usize);
+    /// Removes every chunk with nothing in use and returns them, for release upstream.
     fn take_wholly_free_chunks(&mut self) -> Vec<Chunk>;
+    /// Removes one chunk of at least `bytes` with nothing in use (the smallest such), for another
+    /// stream to take.
     fn take_free_chunk(&mut self, bytes: usize) -> Option<Chunk>;
+    /// Bytes free for allocation (parked blocks included).
     fn free_bytes(&self) -> usize;
+    /// Bytes of all chunks the index holds, used and free.
     fn chunk_bytes(&self) -> usize;
+    /// The size of the largest block one allocation could get now (0 when none is free).
     fn largest_free_block(&self) -> usize;
     /// The most bytes in use at once.
     fn peak_used_bytes(&self) -> usize;
+    /// Checks the index's internal consistency; the first broken invariant, in words. Tests call
+    /// it after every operation.
     fn check_invariants(&self) -> std::result::Result<(), String>;
     /// The chunk at `base` and the free bytes at its end (indexes whose chunks can grow).
     fn free_tail(&self, _base: usize) -> Option<(Chunk, usize)> {
@@ -232,10 +242,13 @@ const GROWTH_CAP: usize = 32 << 20;
 pub enum Growth {
     /// Each new chunk is at least the request and at least half of what the stream already
     /// holds (that half capped at `GROWTH_CAP`), rounded up to `granularity`.
+    /// `granularity`: the unit chunk sizes round up to (bytes, a power of two).
     Geometric { granularity: usize },
     /// Chunks of `chunk` bytes (fixed-size blocks, arena superblocks); when the upstream
     /// refuses one, halves of it down to `smallest`, so that memory left in pieces smaller
     /// than a whole chunk can still be used.
+    /// `chunk`: bytes of a chunk when the upstream grants it whole. `smallest`: the smallest
+    /// piece tried when it refuses, also the unit chunk sizes round to.
     Fixed { chunk: usize, smallest: usize },
     /// Over an upstream that maps pages (the expandable resource): chunks grow in place and
     /// give whole free pages back (see `mapped`).
@@ -453,20 +466,28 @@ impl<I: BlockIndex> std::ops::Deref for StreamOrdered<I> {
 /// Figures for introspection and tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
+    /// Bytes of chunks held from upstream.
     pub reserved: usize,
+    /// The most bytes `reserved` has been.
     pub peak_reserved: usize,
+    /// Bytes inside chunks that are free for allocation on some stream.
     pub free: usize,
+    /// Bytes inside chunks that are handed out (blocks rounded up to the index's unit).
     pub live: usize,
     /// The sum of each stream's (and lane's) peak in use.
     pub peak_live: usize,
+    /// The largest block one allocation could get without growing, on the stream that holds it.
     pub largest_free_block: usize,
+    /// Chunks held from upstream.
     pub chunks: usize,
+    /// Streams that have a state here (lanes not counted).
     pub streams: usize,
     /// Lanes of streams split by the threads that allocate there (see the module comment).
     pub lanes: usize,
 }
 
 impl Usage {
+    /// The figures in the form every resource reports (`MemoryResource::footprint`).
     pub fn footprint(&self) -> crate::resources::Footprint {
         crate::resources::Footprint {
             reserved: self.reserved,
@@ -540,10 +561,12 @@ impl<I: BlockIndex> Core<I> {
         self.streams.read().values().map(|state| state.shelf.lock().index.used_blocks()).sum()
     }
 
+    /// The device the upstream allocates on, and with it every chunk.
     pub fn device(&self) -> i32 {
         self.device
     }
 
+    /// The resource chunks come from and go back to.
     pub fn upstream(&self) -> &dyn MemoryResource {
         &*self.upstream
     }
@@ -1417,10 +1440,14 @@ impl<I: BlockIndex> Core<I> {
         self.omit_ordering.store(omit, Ordering::Relaxed);
     }
 
+    /// Bytes of chunks held from upstream now (what `Usage::reserved` reports, before any pages
+    /// an expandable upstream holds beyond the chunks).
     pub fn reserved(&self) -> usize {
         self.reserved.load(Ordering::Relaxed)
     }
 
+    /// The figures of all streams and lanes, gathered under each stream's lock in turn (so not
+    /// one instant's, while others allocate).
     pub fn usage(&self) -> Usage {
         let streams = self.streams.read();
         let mut usage = Usage {
