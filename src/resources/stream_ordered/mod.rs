@@ -242,14 +242,20 @@ const GROWTH_CAP: usize = 32 << 20;
 pub enum Growth {
     /// Each new chunk is at least the request and at least half of what the stream already
     /// holds (that half capped at `GROWTH_CAP`), rounded up to `granularity`.
-    /// `granularity`: the unit chunk sizes round up to (bytes, a power of two).
-    Geometric { granularity: usize },
+    Geometric {
+        /// Bytes chunk sizes are rounded up to a multiple of.
+        granularity: usize,
+    },
     /// Chunks of `chunk` bytes (fixed-size blocks, arena superblocks); when the upstream
     /// refuses one, halves of it down to `smallest`, so that memory left in pieces smaller
     /// than a whole chunk can still be used.
-    /// `chunk`: bytes of a chunk when the upstream grants it whole. `smallest`: the smallest
-    /// piece tried when it refuses, also the unit chunk sizes round to.
-    Fixed { chunk: usize, smallest: usize },
+    Fixed {
+        /// Bytes of a chunk when the upstream grants one whole.
+        chunk: usize,
+        /// The smallest piece asked for once the upstream refuses whole chunks; also the unit
+        /// chunk sizes round to.
+        smallest: usize,
+    },
     /// Over an upstream that maps pages (the expandable resource): chunks grow in place and
     /// give whole free pages back (see `mapped`).
     Mapped(MappedGrowth),
