@@ -21,6 +21,8 @@ pub struct rmmDeviceBuffer_st {
     _opaque: [u8; 0],
 }
 
+/// A device buffer handle as C holds it: a number in pointer form, never dereferenced. The
+/// header declares it itself (cbindgen.toml).
 #[allow(non_camel_case_types)]
 pub type rmmDeviceBuffer_t = *mut rmmDeviceBuffer_st;
 
