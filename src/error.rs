@@ -51,8 +51,8 @@ pub enum ErrorKind {
     InvalidArgument(String),
     /// The call needs `rmmInitialize` first (it came before it, or after `rmmFinalize`).
     NotInitialized(String),
-    /// The memory could not be had even after the resource reclaimed what it could (and its
-    /// failure callback, where one is set, gave up).
+    /// The memory could not be had: the device, an upstream or a limit had too little for the
+    /// request.
     OutOfMemory {
         /// Bytes the caller asked for.
         requested: usize,

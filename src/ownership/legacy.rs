@@ -36,7 +36,7 @@ pub struct Options {
     /// `mode` flags, ORed.
     pub allocation_mode: u32,
     /// Bytes a pool starts with; 0 takes half the device's free memory, as legacy RMM. For
-    /// `CUDA_ASYNC`, bytes the driver's pool keeps reserved.
+    /// `CUDA_ASYNC`, bytes the driver's pool is primed with (allocated and freed once).
     pub initial_pool_size: usize,
     /// The most bytes a pool grows to (0: no limit). For `CUDA_ASYNC`, the release threshold
     /// (0: keep everything).

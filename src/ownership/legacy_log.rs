@@ -35,11 +35,11 @@ pub struct Call {
     pub kind: EventKind,
     /// The device the memory is on.
     pub device: i32,
-    /// The pointer handed out, or freed (0 for a failed realloc's new pointer).
+    /// The pointer handed out (the new one, for a realloc) or freed.
     pub ptr: usize,
     /// The raw `cudaStream_t` the call named.
     pub stream: usize,
-    /// Bytes asked for (for a free, the allocation's size).
+    /// Bytes asked for (for a free, the allocation's size as recorded; 0 if it was unknown).
     pub size: usize,
     /// When the call began; its end is taken when it is recorded.
     pub start: Instant,

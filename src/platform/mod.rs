@@ -270,8 +270,8 @@ impl Backend {
         dispatch!(self.vmm_set_access(at, size, devices))
     }
     /// Frees what `allocate` returned, naming the same `device` and `kind` (`cuMemFree`, which
-    /// implicitly synchronizes the device, or `cuMemFreeHost`). The caller's records prove `ptr`
-    /// is such an allocation: the driver cannot tell a wrong kind.
+    /// implicitly synchronizes the device, or `cuMemFreeHost`). The caller's records must vouch
+    /// for `ptr` and its kind: the driver does not check the kind.
     pub fn free(&self, device: i32, kind: MemoryKind, ptr: usize) -> Result<()> {
         dispatch!(self.free(device, kind, ptr))
     }
@@ -281,7 +281,8 @@ impl Backend {
     pub fn mem_pool_create(&self, device: i32, release_threshold: usize, handle_types: u32) -> Result<MemPool> {
         dispatch!(self.mem_pool_create(device, release_threshold, handle_types))
     }
-    /// Destroys a pool `mem_pool_create` made; its memory must all have been freed to it.
+    /// Destroys a pool `mem_pool_create` made. Memory still allocated from it stays valid: the
+    /// driver lets the pool go once all of it is freed.
     pub fn mem_pool_destroy(&self, device: i32, pool: MemPool) -> Result<()> {
         dispatch!(self.mem_pool_destroy(device, pool))
     }

@@ -125,8 +125,9 @@ fn backtrace() -> Box<Stack> {
 }
 
 impl TrackingAdaptor {
-    /// A tracker over `upstream` (capturing a backtrace per allocation when `capture_stacks`,
-    /// which costs microseconds each) whose leaks are reported at `rmmFinalize` and at exit.
+    /// A tracker over `upstream` whose leaks are reported at `rmmFinalize` and at exit. With
+    /// `capture_stacks`, each allocation also walks and formats the thread's stack, which costs
+    /// far more than the allocation.
     pub fn new(upstream: Arc<dyn MemoryResource>, capture_stacks: bool) -> Arc<Self> {
         let adaptor = Self::new_unreported(upstream, capture_stacks);
         let mut trackers = TRACKERS.lock();

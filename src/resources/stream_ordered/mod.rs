@@ -472,7 +472,8 @@ impl<I: BlockIndex> std::ops::Deref for StreamOrdered<I> {
 /// Figures for introspection and tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
-    /// Bytes of chunks held from upstream.
+    /// Bytes of chunks held from upstream (for the expandable resource, the physical pages it
+    /// holds, mapped or kept for reuse).
     pub reserved: usize,
     /// The most bytes `reserved` has been.
     pub peak_reserved: usize,
@@ -1446,8 +1447,8 @@ impl<I: BlockIndex> Core<I> {
         self.omit_ordering.store(omit, Ordering::Relaxed);
     }
 
-    /// Bytes of chunks held from upstream now (what `Usage::reserved` reports, before any pages
-    /// an expandable upstream holds beyond the chunks).
+    /// Bytes of chunks held from upstream now (`Usage::reserved` reports the physical pages
+    /// instead for the expandable resource).
     pub fn reserved(&self) -> usize {
         self.reserved.load(Ordering::Relaxed)
     }
