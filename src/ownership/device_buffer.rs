@@ -1,5 +1,5 @@
 //! A stream-ordered, untyped device allocation that knows its size, as RMM's
-//! `rmm::ownership::device_buffer` / `rmm.DeviceBuffer`: created empty, with a size or from host bytes,
+//! `rmm::device_buffer` / `rmm.DeviceBuffer`: created empty, with a size or from host bytes,
 //! resized (growing copies into a new allocation; shrinking keeps the memory until
 //! `shrink_to_fit`), deep-copied, and freed in the order of the stream it was last used on.
 //! Its memory is recorded as the buffer's own: only the buffer frees it.
