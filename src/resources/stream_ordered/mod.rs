@@ -1,4 +1,5 @@
-//! The stream-ordered machinery shared by the pool and fixed-size resources.
+//! The stream-ordered machinery shared by the pool-like resources: the pool, the arena, the
+//! fixed-size resource (and with it binning's bins) and the expandable resource's parts.
 //!
 //! Each stream has its own free-block index, so threads on different streams never meet on a
 //! lock, and a block freed on a stream is reused on that stream with no synchronization. Each
