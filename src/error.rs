@@ -84,37 +84,37 @@ pub type Result<T> = std::result::Result<T, Error>;
 /// the variant it builds.
 #[allow(non_snake_case)]
 impl Error {
-    /// `ErrorKind::DriverUnavailable`.
+    /// No usable driver: it could not be loaded or lacks what rmm-rs calls; `message` says which.
     #[cold]
     pub fn DriverUnavailable(message: String) -> Self {
         ErrorKind::DriverUnavailable(message).into()
     }
-    /// `ErrorKind::InvalidArgument`.
+    /// An argument refused with nothing changed; `message` says which and why.
     #[cold]
     pub fn InvalidArgument(message: String) -> Self {
         ErrorKind::InvalidArgument(message).into()
     }
-    /// `ErrorKind::NotInitialized`.
+    /// A legacy call outside `rmmInitialize`...`rmmFinalize`; `message` names the call.
     #[cold]
     pub fn NotInitialized(message: String) -> Self {
         ErrorKind::NotInitialized(message).into()
     }
-    /// `ErrorKind::NotSupported`.
+    /// A valid request that this resource, device, driver or build cannot serve.
     #[cold]
     pub fn NotSupported(message: String) -> Self {
         ErrorKind::NotSupported(message).into()
     }
-    /// `ErrorKind::InvalidHandle`.
+    /// A handle that was destroyed, is of another kind, or was never made.
     #[cold]
     pub fn InvalidHandle(message: String) -> Self {
         ErrorKind::InvalidHandle(message).into()
     }
-    /// `ErrorKind::Io`.
+    /// A file that could not be read or written; `message` names it and the system's reason.
     #[cold]
     pub fn Io(message: String) -> Self {
         ErrorKind::Io(message).into()
     }
-    /// `ErrorKind::Internal`.
+    /// A broken invariant or a caught panic: a bug, which C sees as RMM_ERROR_UNKNOWN.
     #[cold]
     pub fn Internal(message: String) -> Self {
         ErrorKind::Internal(message).into()
@@ -198,7 +198,7 @@ impl Error {
         ErrorKind::Cuda { call, code, message }.into()
     }
 
-    /// `ErrorKind::AlreadyInitialized`.
+    /// `rmmInitialize` called again without `rmmFinalize` in between.
     #[cold]
     pub fn already_initialized() -> Self {
         ErrorKind::AlreadyInitialized.into()

@@ -231,9 +231,9 @@ impl SimDevices {
         Err(Error::invalid(format!("{base:#x} was not opened from an IPC handle")))
     }
 
-    /// `count` devices of `capacity` bytes each, whose races do `race_action`; devices reach each
-    /// other's memory (peer access on) and `vmm_set_access` takes no time. Ignores the environment
-    /// (`from_spec` reads it).
+    /// `count` devices of `capacity` bytes each, where a race found does what `race_action` says;
+    /// devices reach each other's memory (peer access on) and `vmm_set_access` takes no time.
+    /// Ignores the environment (`from_spec` reads it).
     pub fn new(count: usize, capacity: usize, race_action: RaceAction) -> Self {
         let mut state = SimState { next_handle: HANDLE_BASE, ..Default::default() };
         for device in 0..count {

@@ -68,8 +68,8 @@ pub trait BlockIndex: Send + 'static {
     fn add_chunk(&mut self, base: usize, size: usize);
     /// Removes every chunk with nothing in use and returns them, for release upstream.
     fn take_wholly_free_chunks(&mut self) -> Vec<Chunk>;
-    /// Removes one chunk of at least `bytes` with nothing in use (the smallest such), for another
-    /// stream to take.
+    /// Removes one chunk of at least `bytes` with nothing in use (`Tlsf` takes the smallest such),
+    /// for another stream to take.
     fn take_free_chunk(&mut self, bytes: usize) -> Option<Chunk>;
     /// Bytes free for allocation (parked blocks included).
     fn free_bytes(&self) -> usize;
