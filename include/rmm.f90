@@ -121,10 +121,15 @@ module rmm
   ! Bytes of an `rmmIpcMemHandle_t`.
   integer(c_int32_t), parameter :: RMM_IPC_HANDLE_SIZE = 128
   ! The kinds of shareable handle `rmmAsyncResourceCreateExportable` can export pool memory as
-  ! (CUDA's `cudaMemAllocationHandleType` values).
+  ! (CUDA's `cudaMemAllocationHandleType` values); this one and the three below. This one:
+  ! `cudaMemHandleTypePosixFileDescriptor`, a file descriptor (what Linux drivers offer).
   integer(c_int32_t), parameter :: RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1
+  ! `cudaMemHandleTypeWin32`: a Windows NT handle (not offered on Linux).
   integer(c_int32_t), parameter :: RMM_HANDLE_TYPE_WIN32 = 2
+  ! `cudaMemHandleTypeWin32Kmt`: a Windows D3DKMT handle (not offered on Linux).
   integer(c_int32_t), parameter :: RMM_HANDLE_TYPE_WIN32_KMT = 4
+  ! `cudaMemHandleTypeFabric`: a fabric handle, which crosses nodes through IMEX, where the
+  ! driver offers it.
   integer(c_int32_t), parameter :: RMM_HANDLE_TYPE_FABRIC = 8
   ! Most devices `rmmOptions_t.devices` can list.
   integer(c_int32_t), parameter :: RMM_MAX_DEVICES = 64
@@ -222,6 +227,7 @@ module rmm
     integer(c_size_t) :: page_size = 0
     ! Other devices given read and write access to the memory (NULL when `num_peers` is 0).
     type(c_ptr) :: peers = c_null_ptr
+    ! How many devices `peers` lists (0: none).
     integer(c_size_t) :: num_peers = 0
   end type rmmExpandableOptions_t
 
@@ -229,6 +235,7 @@ module rmm
   ! `cudaIpcMemHandle_t` does: plain bytes, copied by value and sent to the other process any
   ! way the program likes (a pipe, a socket, a file, a queue). Its contents are private.
   type, bind(c) :: rmmIpcMemHandle_t
+    ! The handle's bytes; what they mean is private to rmm-rs.
     character(kind=c_char) :: reserved(RMM_IPC_HANDLE_SIZE) = c_null_char
   end type rmmIpcMemHandle_t
 
@@ -264,10 +271,14 @@ module rmm
   type, bind(c) :: rmmFootprint_t
     ! Bytes held from the device (a pool's chunks, mapped pages), now and at most.
     integer(c_size_t) :: reserved_bytes = 0
+    ! The most `reserved_bytes` has been since the resource was made.
     integer(c_size_t) :: peak_reserved_bytes = 0
     ! Bytes in blocks handed out, now and at most (block sizes, rounded up as handed out).
     integer(c_size_t) :: live_bytes = 0
+    ! The most `live_bytes` has been; with several streams, the sum of each stream's most,
+    ! which bounds the true figure from above.
     integer(c_size_t) :: peak_live_bytes = 0
+    ! Bytes of the largest block one allocation could get without the resource growing.
     integer(c_size_t) :: largest_free_block = 0
     ! 1 - live / reserved: the share of what is held that is not in use; NaN while nothing is
     ! in use (no figure).

@@ -52,13 +52,18 @@ typedef struct rmmDeviceBuffer_st* rmmDeviceBuffer_t;
 #define RMM_IPC_HANDLE_SIZE 128
 
 // The kinds of shareable handle `rmmAsyncResourceCreateExportable` can export pool memory as
-// (CUDA's `cudaMemAllocationHandleType` values).
+// (CUDA's `cudaMemAllocationHandleType` values); this one and the three below. This one:
+// `cudaMemHandleTypePosixFileDescriptor`, a file descriptor (what Linux drivers offer).
 #define RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR 1
 
+// `cudaMemHandleTypeWin32`: a Windows NT handle (not offered on Linux).
 #define RMM_HANDLE_TYPE_WIN32 2
 
+// `cudaMemHandleTypeWin32Kmt`: a Windows D3DKMT handle (not offered on Linux).
 #define RMM_HANDLE_TYPE_WIN32_KMT 4
 
+// `cudaMemHandleTypeFabric`: a fabric handle, which crosses nodes through IMEX, where the
+// driver offers it.
 #define RMM_HANDLE_TYPE_FABRIC 8
 
 // Most devices `rmmOptions_t.devices` can list.
@@ -157,6 +162,7 @@ typedef struct rmmExpandableOptions_t {
   size_t page_size;
   // Other devices given read and write access to the memory (NULL when `num_peers` is 0).
   const int *peers;
+  // How many devices `peers` lists (0: none).
   size_t num_peers;
 } rmmExpandableOptions_t;
 
@@ -164,6 +170,7 @@ typedef struct rmmExpandableOptions_t {
 // `cudaIpcMemHandle_t` does: plain bytes, copied by value and sent to the other process any
 // way the program likes (a pipe, a socket, a file, a queue). Its contents are private.
 typedef struct rmmIpcMemHandle_t {
+  // The handle's bytes; what they mean is private to rmm-rs.
   char reserved[RMM_IPC_HANDLE_SIZE];
 } rmmIpcMemHandle_t;
 
@@ -241,10 +248,14 @@ typedef void (*rmmReleaseCallback_t)(void *user_data);
 typedef struct rmmFootprint_t {
   // Bytes held from the device (a pool's chunks, mapped pages), now and at most.
   size_t reserved_bytes;
+  // The most `reserved_bytes` has been since the resource was made.
   size_t peak_reserved_bytes;
   // Bytes in blocks handed out, now and at most (block sizes, rounded up as handed out).
   size_t live_bytes;
+  // The most `live_bytes` has been; with several streams, the sum of each stream's most,
+  // which bounds the true figure from above.
   size_t peak_live_bytes;
+  // Bytes of the largest block one allocation could get without the resource growing.
   size_t largest_free_block;
   // 1 - live / reserved: the share of what is held that is not in use; NaN while nothing is
   // in use (no figure).

@@ -36,21 +36,36 @@ pub enum rmmError_t {
 pub enum ErrorKind {
     /// A CUDA driver call failed: the call's name and the driver's own description.
     Cuda {
+        /// The driver function that failed, as CUDA spells it (`cuMemAlloc`).
         call: &'static str,
+        /// The driver's `CUresult` value.
         code: i32,
+        /// The driver's description of the code (`cuGetErrorString`).
         message: String,
     },
     /// No usable CUDA driver (missing `libcuda.so.1`, too old, missing symbols).
     DriverUnavailable(String),
+    /// An argument was refused with nothing changed: NULL where a value is needed, a pointer
+    /// rmm-rs did not hand out, a double free, a size or device that does not fit. The text says
+    /// which and why.
     InvalidArgument(String),
+    /// The call needs `rmmInitialize` first (it came before it, or after `rmmFinalize`).
     NotInitialized(String),
+    /// The memory could not be had: the device, an upstream or a limit had too little for the
+    /// request.
     OutOfMemory {
+        /// Bytes the caller asked for.
         requested: usize,
+        /// Why not, in words: what the device or the limit had left, or the upstream's own error.
         detail: String,
     },
+    /// Valid, but this resource, device, driver or build cannot do it.
     NotSupported(String),
+    /// A handle that was destroyed, is of another kind, or never was a handle.
     InvalidHandle(String),
+    /// `rmmInitialize` again without `rmmFinalize` in between.
     AlreadyInitialized,
+    /// Reading or writing a file (a log, a report, a snapshot) failed; the text names the file.
     Io(String),
     /// A panic caught at the C boundary, or a broken invariant.
     Internal(String),
@@ -62,36 +77,44 @@ pub enum ErrorKind {
 #[derive(Clone, PartialEq, Eq)]
 pub struct Error(Box<ErrorKind>);
 
+/// The result of every fallible call of the Rust core.
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// Constructors named as the kinds they make, so `Error::InvalidArgument(message)` reads as
 /// the variant it builds.
 #[allow(non_snake_case)]
 impl Error {
+    /// No usable driver: it could not be loaded or lacks what rmm-rs calls; `message` says which.
     #[cold]
     pub fn DriverUnavailable(message: String) -> Self {
         ErrorKind::DriverUnavailable(message).into()
     }
+    /// An argument refused with nothing changed; `message` says which and why.
     #[cold]
     pub fn InvalidArgument(message: String) -> Self {
         ErrorKind::InvalidArgument(message).into()
     }
+    /// A legacy call outside `rmmInitialize`...`rmmFinalize`; `message` names the call.
     #[cold]
     pub fn NotInitialized(message: String) -> Self {
         ErrorKind::NotInitialized(message).into()
     }
+    /// A valid request that this resource, device, driver or build cannot serve.
     #[cold]
     pub fn NotSupported(message: String) -> Self {
         ErrorKind::NotSupported(message).into()
     }
+    /// A handle that was destroyed, is of another kind, or was never made.
     #[cold]
     pub fn InvalidHandle(message: String) -> Self {
         ErrorKind::InvalidHandle(message).into()
     }
+    /// A file that could not be read or written; `message` names it and the system's reason.
     #[cold]
     pub fn Io(message: String) -> Self {
         ErrorKind::Io(message).into()
     }
+    /// A broken invariant or a caught panic: a bug, which C sees as RMM_ERROR_UNKNOWN.
     #[cold]
     pub fn Internal(message: String) -> Self {
         ErrorKind::Internal(message).into()
@@ -106,14 +129,18 @@ impl From<ErrorKind> for Error {
 }
 
 impl Error {
+    /// What went wrong, to match on.
     pub fn kind(&self) -> &ErrorKind {
         &self.0
     }
 
+    /// What went wrong, taken out of the box (to move the message out).
     pub fn into_kind(self) -> ErrorKind {
         *self.0
     }
 
+    /// The C API code for this error (e.g. a driver error and a missing driver are both
+    /// `RMM_ERROR_CUDA_ERROR`); the message goes to `rmmGetLastErrorMessage`.
     pub fn code(&self) -> rmmError_t {
         use rmmError_t::*;
         match self.kind() {
@@ -129,6 +156,8 @@ impl Error {
         }
     }
 
+    /// Whether this is out of memory, the one error a resource may answer by reclaiming or
+    /// growing and trying again.
     pub fn is_out_of_memory(&self) -> bool {
         matches!(self.kind(), ErrorKind::OutOfMemory { .. })
     }
@@ -151,21 +180,25 @@ impl Error {
         }
     }
 
+    /// `ErrorKind::InvalidArgument` from anything that converts into a message.
     #[cold]
     pub fn invalid(msg: impl Into<String>) -> Self {
         Error::InvalidArgument(msg.into())
     }
 
+    /// `ErrorKind::OutOfMemory` for a request of `requested` bytes, with why.
     #[cold]
     pub fn out_of_memory(requested: usize, detail: impl Into<String>) -> Self {
         ErrorKind::OutOfMemory { requested, detail: detail.into() }.into()
     }
 
+    /// `ErrorKind::Cuda`: driver function `call` returned `code`, described as `message`.
     #[cold]
     pub fn cuda(call: &'static str, code: i32, message: String) -> Self {
         ErrorKind::Cuda { call, code, message }.into()
     }
 
+    /// `rmmInitialize` called again without `rmmFinalize` in between.
     #[cold]
     pub fn already_initialized() -> Self {
         ErrorKind::AlreadyInitialized.into()

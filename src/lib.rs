@@ -21,6 +21,7 @@
 //! (`rmmTimelineReportWrite`) both use them.
 
 #![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
 
 pub mod boundary;
 pub mod error;

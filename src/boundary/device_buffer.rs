@@ -1,6 +1,6 @@
 //! Device buffers (`rmmDeviceBuffer_t`): stream-ordered allocations that know their size, as
-//! `rmm::ownership::device_buffer`. Handles are numbers never reused, so a destroyed or made-up handle is
-//! refused with RMM_ERROR_INVALID_HANDLE.
+//! RMM's `rmm::device_buffer`. Handles are numbers never reused, so a destroyed or made-up
+//! handle is refused with RMM_ERROR_INVALID_HANDLE.
 
 use super::handles::{self, rmmResource_t};
 use super::types::{cudaStream_t, stream_of};
@@ -21,6 +21,8 @@ pub struct rmmDeviceBuffer_st {
     _opaque: [u8; 0],
 }
 
+/// A device buffer handle as C holds it: a number in pointer form, never dereferenced. The
+/// header declares it itself (cbindgen.toml).
 #[allow(non_camel_case_types)]
 pub type rmmDeviceBuffer_t = *mut rmmDeviceBuffer_st;
 

@@ -20,6 +20,8 @@ pub struct rmmResource_st {
     _opaque: [u8; 0],
 }
 
+/// A resource handle as C holds it: a pointer that is never dereferenced, only decoded into
+/// a slot and its generation. The header declares it itself (cbindgen.toml).
 #[allow(non_camel_case_types)]
 pub type rmmResource_t = *mut rmmResource_st;
 

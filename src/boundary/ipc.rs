@@ -25,6 +25,7 @@ const _: () = assert!(RMM_IPC_HANDLE_SIZE == ipc::HANDLE_SIZE);
 #[derive(Clone, Copy)]
 #[allow(non_camel_case_types)]
 pub struct rmmIpcMemHandle_t {
+    /// The handle's bytes; what they mean is private to rmm-rs.
     pub reserved: [c_char; RMM_IPC_HANDLE_SIZE],
 }
 

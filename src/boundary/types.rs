@@ -11,9 +11,12 @@ pub struct CUstream_st {
     _opaque: [u8; 0],
 }
 
+/// A stream as C passes it: CUDA's `cudaStream_t` (0 is the legacy default stream). The
+/// header declares it itself (cbindgen.toml), identical to CUDA's typedef.
 #[allow(non_camel_case_types)]
 pub type cudaStream_t = *mut CUstream_st;
 
+/// The platform's view of a stream the caller passed: its raw handle value, unchecked.
 pub fn stream_of(stream: cudaStream_t) -> crate::platform::Stream {
     crate::platform::Stream(stream as usize)
 }
@@ -29,6 +32,7 @@ unsafe impl Send for CallbackArgument {}
 unsafe impl Sync for CallbackArgument {}
 
 impl CallbackArgument {
+    /// The pointer the caller gave, to hand back to its callback.
     pub fn get(self) -> *mut c_void {
         self.0
     }
@@ -79,6 +83,7 @@ pub struct rmmExpandableOptions_t {
     pub page_size: usize,
     /// Other devices given read and write access to the memory (NULL when `num_peers` is 0).
     pub peers: *const c_int,
+    /// How many devices `peers` lists (0: none).
     pub num_peers: usize,
 }
 
@@ -112,10 +117,14 @@ pub(crate) fn expandable_values(options: *const rmmExpandableOptions_t) -> Resul
 pub struct rmmFootprint_t {
     /// Bytes held from the device (a pool's chunks, mapped pages), now and at most.
     pub reserved_bytes: usize,
+    /// The most `reserved_bytes` has been since the resource was made.
     pub peak_reserved_bytes: usize,
     /// Bytes in blocks handed out, now and at most (block sizes, rounded up as handed out).
     pub live_bytes: usize,
+    /// The most `live_bytes` has been; with several streams, the sum of each stream's most,
+    /// which bounds the true figure from above.
     pub peak_live_bytes: usize,
+    /// Bytes of the largest block one allocation could get without the resource growing.
     pub largest_free_block: usize,
     /// 1 - live / reserved: the share of what is held that is not in use; NaN while nothing is
     /// in use (no figure).
@@ -136,10 +145,15 @@ impl From<crate::resources::Footprint> for rmmFootprint_t {
 }
 
 /// The kinds of shareable handle `rmmAsyncResourceCreateExportable` can export pool memory as
-/// (CUDA's `cudaMemAllocationHandleType` values).
+/// (CUDA's `cudaMemAllocationHandleType` values); this one and the three below. This one:
+/// `cudaMemHandleTypePosixFileDescriptor`, a file descriptor (what Linux drivers offer).
 pub const RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR: u32 = 1;
+/// `cudaMemHandleTypeWin32`: a Windows NT handle (not offered on Linux).
 pub const RMM_HANDLE_TYPE_WIN32: u32 = 2;
+/// `cudaMemHandleTypeWin32Kmt`: a Windows D3DKMT handle (not offered on Linux).
 pub const RMM_HANDLE_TYPE_WIN32_KMT: u32 = 4;
+/// `cudaMemHandleTypeFabric`: a fabric handle, which crosses nodes through IMEX, where the
+/// driver offers it.
 pub const RMM_HANDLE_TYPE_FABRIC: u32 = 8;
 // cbindgen writes only literal values into rmm.h: the values live in the resource that
 // exports memory (`handle_type`), and these must stay equal to them.
@@ -189,6 +203,8 @@ pub struct rmmOptions_t {
 }
 
 impl rmmOptions_t {
+    /// The C form of options `initialize` was given (`rmmIsInitialized`); only the first
+    /// `RMM_MAX_DEVICES` devices fit.
     pub fn from_options(options: &crate::ownership::legacy::Options) -> Self {
         let mut ids = [0; RMM_MAX_DEVICES];
         for (slot, device) in ids.iter_mut().zip(&options.devices) {
@@ -203,6 +219,8 @@ impl rmmOptions_t {
         }
     }
 
+    /// The Rust form of options a caller passed; `InvalidArgument` when `devices.count` is
+    /// negative or more than `RMM_MAX_DEVICES`.
     pub fn to_options(&self) -> crate::error::Result<crate::ownership::legacy::Options> {
         let count = self.devices.count;
         if count < 0 || count as usize > RMM_MAX_DEVICES {

@@ -1,5 +1,5 @@
 //! A stream-ordered, untyped device allocation that knows its size, as RMM's
-//! `rmm::ownership::device_buffer` / `rmm.DeviceBuffer`: created empty, with a size or from host bytes,
+//! `rmm::device_buffer` / `rmm.DeviceBuffer`: created empty, with a size or from host bytes,
 //! resized (growing copies into a new allocation; shrinking keeps the memory until
 //! `shrink_to_fit`), deep-copied, and freed in the order of the stream it was last used on.
 //! Its memory is recorded as the buffer's own: only the buffer frees it.
@@ -8,6 +8,8 @@ use crate::error::{Error, Result};
 use crate::ownership::{records, Expected, Holder, StackRef};
 use crate::platform::{backend, Stream};
 
+/// A device allocation of a known size, owned by the buffer and freed in the order of its
+/// stream when dropped (see the module comment).
 pub struct DeviceBuffer {
     ptr: usize,
     size: usize,
@@ -35,26 +37,32 @@ impl DeviceBuffer {
         Ok(buffer)
     }
 
+    /// The device address of the buffer's first byte; valid in the order of `stream()`.
     pub fn data(&self) -> usize {
         self.ptr
     }
 
+    /// Bytes of the buffer's contents.
     pub fn size(&self) -> usize {
         self.size
     }
 
+    /// Bytes allocated, at least `size()`: shrinking keeps the allocation until `shrink_to_fit`.
     pub fn capacity(&self) -> usize {
         self.capacity
     }
 
+    /// The stream of the last operation, in whose order the buffer is freed.
     pub fn stream(&self) -> Stream {
         self.stream
     }
 
+    /// The device the buffer's memory is on (its stack's).
     pub fn device(&self) -> i32 {
         self.stack.device()
     }
 
+    /// The stack the buffer's memory came from and goes back to.
     pub fn stack(&self) -> &StackRef {
         &self.stack
     }

@@ -17,18 +17,31 @@ use std::sync::Arc;
 
 /// Allocation-mode flags, as legacy RMM's `rmmAllocationMode_t`.
 pub mod mode {
+    /// `CudaDefaultAllocation`: plain `cuMemAlloc`, no pool.
     pub const CUDA_DEFAULT: u32 = 0;
+    /// `PoolAllocation`: a pool over device memory (over managed memory with `CUDA_MANAGED`).
     pub const POOL: u32 = 1;
+    /// `CudaManagedMemory`: managed memory (`cuMemAllocManaged`), alone or under a pool.
     pub const CUDA_MANAGED: u32 = 2;
+    /// `CudaAsyncAllocation`: the driver's stream-ordered pool (`cuMemAllocAsync`); combines
+    /// with no other flag.
     pub const CUDA_ASYNC: u32 = 4;
+    /// Every flag defined; any other bit is refused.
     pub const ALL: u32 = POOL | CUDA_MANAGED | CUDA_ASYNC;
 }
 
+/// Legacy RMM's `rmmOptions_t`: what `rmmInitialize` installs on each device.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Options {
+    /// `mode` flags, ORed.
     pub allocation_mode: u32,
+    /// Bytes a pool starts with; 0 takes half the device's free memory, as legacy RMM. For
+    /// `CUDA_ASYNC`, bytes the driver's pool is primed with (allocated and freed once).
     pub initial_pool_size: usize,
+    /// The most bytes a pool grows to (0: no limit). For `CUDA_ASYNC`, the release threshold
+    /// (0: keep everything).
     pub maximum_pool_size: usize,
+    /// Record every legacy call for `rmmWriteLog` and `rmmGetLog` (see `legacy_log`).
     pub enable_logging: bool,
     /// Devices to set up; empty means the calling thread's current device.
     pub devices: Vec<i32>,
@@ -84,6 +97,10 @@ fn resource_for(options: &Options, device: i32) -> Result<Arc<dyn MemoryResource
     Ok(Arc::new(DirectResource::cuda(device)?))
 }
 
+/// `rmmInitialize`: installs a resource made from `options` (None: the defaults, plain
+/// `cuMemAlloc` on the current device) as each listed device's current resource, remembering
+/// the ones replaced. `AlreadyInitialized` when initialized; on any other error, nothing is
+/// installed.
 pub fn initialize(options: Option<Options>) -> Result<()> {
     let mut state = STATE.lock();
     if matches!(*state, State::Initialized { .. }) {
@@ -126,6 +143,9 @@ fn restore(replaced: Vec<(i32, StackRef)>) {
     }
 }
 
+/// `rmmFinalize`: puts back the resources `initialize` replaced and stops the event log.
+/// Memory still live stays valid (a warning counts it) and can be freed later.
+/// `NotInitialized` without a matching `initialize`.
 pub fn finalize() -> Result<()> {
     let mut state = STATE.lock();
     if !matches!(*state, State::Initialized { .. }) {

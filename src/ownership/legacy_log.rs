@@ -14,25 +14,38 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+/// The CSV's first line, as legacy RMM wrote it (see the module comment for the columns).
 pub const HEADER: &str =
     "Event Type,Device ID,Address,Stream,Size (bytes),Free Memory,Total Memory,Current Allocs,Start,End,Elapsed,Location\n";
 
+/// Which legacy call an event records (the CSV's Event Type).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventKind {
+    /// `rmmAlloc`.
     Alloc,
+    /// `rmmRealloc`: the new pointer is recorded; the old one stops being live.
     Realloc,
+    /// `rmmFree`.
     Free,
 }
 
 /// A call to record: what, where and when.
 pub struct Call {
+    /// Which call.
     pub kind: EventKind,
+    /// The device the memory is on.
     pub device: i32,
+    /// The pointer handed out (the new one, for a realloc) or freed.
     pub ptr: usize,
+    /// The raw `cudaStream_t` the call named.
     pub stream: usize,
+    /// Bytes asked for (for a free, the allocation's size as recorded; 0 if it was unknown).
     pub size: usize,
+    /// When the call began; its end is taken when it is recorded.
     pub start: Instant,
+    /// The caller's source file (`__FILE__` through the `RMM_ALLOC` macros), when it gave one.
     pub file: Option<String>,
+    /// The caller's source line (0 when it gave no file).
     pub line: u32,
 }
 
@@ -59,6 +72,8 @@ pub fn enable(on: bool) {
     ENABLED.store(on, Ordering::Release);
 }
 
+/// Whether calls are being recorded now (between `rmmInitialize` with `enable_logging` and
+/// `rmmFinalize`); callers check it before gathering a `Call`.
 pub fn enabled() -> bool {
     ENABLED.load(Ordering::Acquire)
 }

@@ -13,6 +13,8 @@ use std::sync::Arc;
 /// Words of the bitmap of record shards a stack has entries in (64 shards a word).
 pub(super) const SHARD_WORDS: usize = 16;
 
+/// A stack's top resource with what the records need to know about it (see the module
+/// comment); shared through `Arc` between its `StackRef`s and the records of its live memory.
 pub struct Stack {
     /// Reached on every allocation and free: a pool on top is called directly, so its fast
     /// path inlines into the entry points instead of costing an indirect call.
@@ -29,6 +31,7 @@ pub struct Stack {
 }
 
 impl Stack {
+    /// The resource on top of the stack, which allocations and frees go to.
     #[inline(always)]
     pub fn resource(&self) -> &dyn MemoryResource {
         &*self.top
@@ -52,6 +55,7 @@ impl Stack {
         self.top.deallocate(ptr, bytes, stream)
     }
 
+    /// The device the stack allocates on (its top resource's).
     #[inline(always)]
     pub fn device(&self) -> i32 {
         self.device

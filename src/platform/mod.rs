@@ -2,13 +2,18 @@
 //! (`sim.rs`), chosen once per process. The simulator runs only when `RMM_SIM_DEVICES` asks
 //! for it; a machine without a driver gets an error, never a silent simulation.
 
+#[allow(missing_docs)] // documented on its own branch
 pub mod bias;
+#[allow(missing_docs)] // documented on its own branch
 pub mod biased_lock;
 pub mod call_site;
+#[allow(missing_docs)] // documented on its own branch
 pub mod clock;
 mod cuda;
 pub mod ipc;
+#[allow(missing_docs)] // documented on its own branch
 pub mod published;
+#[allow(missing_docs)] // documented on its own branch
 pub mod shared;
 pub mod sim;
 mod sim_vmm;
@@ -25,8 +30,12 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 pub struct Stream(pub usize);
 
 impl Stream {
+    /// The legacy default stream of the current device (`0`, CUDA's default `cudaStream_t`).
     pub const DEFAULT: Stream = Stream(0);
+    /// `cudaStreamLegacy` (`CU_STREAM_LEGACY`): the legacy default stream by name, whatever a
+    /// handle of 0 means to code compiled with per-thread default streams.
     pub const LEGACY: Stream = Stream(1);
+    /// `cudaStreamPerThread`: the calling thread's own default stream on the current device.
     pub const PER_THREAD: Stream = Stream(2);
 }
 
@@ -55,13 +64,23 @@ pub mod exportable_as {
 /// The kind of memory a platform allocation returns; frees must name the same kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MemoryKind {
+    /// `cuMemAlloc` memory: usable by the device only.
     Device,
+    /// `cuMemAllocManaged` memory: reachable from the host and every device, migrated on demand
+    /// (`prefetch` moves it ahead of use).
     Managed,
+    /// `cuMemHostAlloc` memory: page-locked host memory the device reaches directly. It does not
+    /// count against a device's capacity.
     PinnedHost,
 }
 
+/// The device backend of the process, chosen once on first use (see `backend`): every call
+/// to a device goes through its methods, which check their arguments and forward to the
+/// backend.
 pub enum Backend {
+    /// The CUDA driver API, loaded at run time from `libcuda.so.1`.
     Cuda(cuda::CudaDriver),
+    /// Simulated devices, because `RMM_SIM_DEVICES` asked for them.
     Sim(Box<sim::SimDevices>),
 }
 
@@ -118,9 +137,12 @@ macro_rules! dispatch {
 }
 
 impl Backend {
+    /// Whether the process runs on simulated devices (`RMM_SIM_DEVICES`) rather than the driver.
     pub fn is_simulated(&self) -> bool {
         matches!(self, Backend::Sim(_))
     }
+    /// How many devices the process sees (after `CUDA_VISIBLE_DEVICES`); the valid ordinals are
+    /// 0 to that less one.
     pub fn device_count(&self) -> Result<i32> {
         dispatch!(self.device_count())
     }
@@ -129,10 +151,14 @@ impl Backend {
     pub fn current_device(&self) -> Result<i32> {
         dispatch!(self.current_device())
     }
+    /// Makes `device` current for the calling thread (its primary context, as `cudaSetDevice`);
+    /// a nonexistent device is `InvalidArgument` with nothing changed.
     pub fn set_device(&self, device: i32) -> Result<()> {
         self.check_device(device)?;
         dispatch!(self.set_device(device))
     }
+    /// `InvalidArgument`, with a message that names the devices that do exist, when `device` is
+    /// not one of them.
     pub fn check_device(&self, device: i32) -> Result<()> {
         let count = self.device_count()?;
         if device < 0 || device >= count {
@@ -145,6 +171,9 @@ impl Backend {
         }
         Ok(())
     }
+    /// `bytes` of memory of `kind` on `device` (`cuMemAlloc`, `cuMemAllocManaged` or
+    /// `cuMemHostAlloc`), synchronously and with no stream; out of memory is `OutOfMemory`. Freed
+    /// with `free` and the same kind.
     pub fn allocate(&self, device: i32, kind: MemoryKind, bytes: usize) -> Result<usize> {
         dispatch!(self.allocate(device, kind, bytes))
     }
@@ -240,6 +269,9 @@ impl Backend {
     pub fn vmm_set_access(&self, at: usize, size: usize, devices: &[i32]) -> Result<()> {
         dispatch!(self.vmm_set_access(at, size, devices))
     }
+    /// Frees what `allocate` returned, naming the same `device` and `kind` (`cuMemFree`, which
+    /// implicitly synchronizes the device, or `cuMemFreeHost`). The caller's records must vouch
+    /// for `ptr` and its kind: the driver does not check the kind.
     pub fn free(&self, device: i32, kind: MemoryKind, ptr: usize) -> Result<()> {
         dispatch!(self.free(device, kind, ptr))
     }
@@ -249,15 +281,23 @@ impl Backend {
     pub fn mem_pool_create(&self, device: i32, release_threshold: usize, handle_types: u32) -> Result<MemPool> {
         dispatch!(self.mem_pool_create(device, release_threshold, handle_types))
     }
+    /// Destroys a pool `mem_pool_create` made. Memory still allocated from it stays valid: the
+    /// driver lets the pool go once all of it is freed.
     pub fn mem_pool_destroy(&self, device: i32, pool: MemPool) -> Result<()> {
         dispatch!(self.mem_pool_destroy(device, pool))
     }
+    /// Releases what `pool` keeps reserved beyond `keep` bytes back to the device
+    /// (`cuMemPoolTrimTo`); memory in use is never released.
     pub fn mem_pool_trim(&self, device: i32, pool: MemPool, keep: usize) -> Result<()> {
         dispatch!(self.mem_pool_trim(device, pool, keep))
     }
+    /// `bytes` of device memory from `pool` in the order of `stream` (`cuMemAllocFromPoolAsync`):
+    /// usable by work on `stream` at once, by other streams only after they are ordered after it.
     pub fn allocate_from_pool(&self, device: i32, pool: MemPool, bytes: usize, stream: Stream) -> Result<usize> {
         dispatch!(self.allocate_from_pool(device, pool, bytes, stream))
     }
+    /// Frees `ptr` to `pool` in the order of `stream` (`cuMemFreeAsync`): the pool may hand it out
+    /// again to work ordered after that point.
     pub fn free_to_pool(&self, device: i32, pool: MemPool, ptr: usize, stream: Stream) -> Result<()> {
         dispatch!(self.free_to_pool(device, pool, ptr, stream))
     }
@@ -340,12 +380,17 @@ impl Backend {
         ordered.and(destroyed).map(|()| Stream::DEFAULT)
     }
 
+    /// A new stream of `device` that synchronizes with the legacy default stream, as
+    /// `cudaStreamCreate` makes (`cuStreamCreate` with no flags).
     pub fn stream_create(&self, device: i32) -> Result<Stream> {
         dispatch!(self.stream_create(device))
     }
+    /// Destroys a stream `stream_create` made. Work already enqueued on it still runs; the driver
+    /// may hand the same handle to a later stream (`stream_identity` tells them apart).
     pub fn stream_destroy(&self, stream: Stream) -> Result<()> {
         dispatch!(self.stream_destroy(stream))
     }
+    /// Blocks the calling thread until all work enqueued on `stream` so far is done.
     pub fn stream_synchronize(&self, stream: Stream) -> Result<()> {
         dispatch!(self.stream_synchronize(stream))
     }
@@ -353,9 +398,12 @@ impl Backend {
     pub fn device_synchronize(&self, device: i32) -> Result<()> {
         dispatch!(self.device_synchronize(device))
     }
+    /// A new event of `device`, with timing off (used only to order streams and the host).
     pub fn event_create(&self, device: i32) -> Result<Event> {
         dispatch!(self.event_create(device))
     }
+    /// Destroys `event`; when it is recorded and not yet complete, the driver defers the
+    /// destruction until it completes.
     pub fn event_destroy(&self, event: Event) -> Result<()> {
         dispatch!(self.event_destroy(event))
     }
@@ -364,6 +412,7 @@ impl Backend {
     pub fn event_record(&self, device: i32, event: Event, stream: Stream) -> Result<()> {
         dispatch!(self.event_record(device, event, stream))
     }
+    /// Blocks the calling thread until the work before `event`'s last record is done.
     pub fn event_synchronize(&self, event: Event) -> Result<()> {
         dispatch!(self.event_synchronize(event))
     }
@@ -434,6 +483,7 @@ pub(crate) fn at_exit(hook: fn()) {
 pub struct Process(u32);
 
 impl Process {
+    /// The calling process, as its operating-system process id.
     pub fn current() -> Self {
         Process(std::process::id())
     }
@@ -444,6 +494,7 @@ impl Process {
         self != Process::current()
     }
 
+    /// The operating-system id of the process (`getpid`).
     pub fn id(self) -> u32 {
         self.0
     }

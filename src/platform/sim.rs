@@ -86,6 +86,9 @@ struct SimState {
     held_work: Vec<(usize, u64)>,
 }
 
+/// Simulated devices (`RMM_SIM_DEVICES=N[:BYTES]`): the backend that answers every driver call
+/// of `Backend` with host memory and keeps the vector clocks the race checker compares. One per
+/// process, behind `platform::simulator()`; tests also make their own with `new`.
 pub struct SimDevices {
     capacities: Vec<usize>,
     used: Vec<Mutex<usize>>,
@@ -168,6 +171,8 @@ impl SimDevices {
         self.peer_access.store(on, Ordering::Relaxed);
     }
 
+    /// Whether kernels on `device` reach memory of `owner`: always for its own, for another
+    /// device as `set_peer_access` (or `RMM_SIM_PEER_ACCESS`) says. Nonexistent devices are errors.
     pub fn can_access_peer(&self, device: i32, owner: i32) -> Result<bool> {
         self.check_device(device)?;
         self.check_device(owner)?;
@@ -202,6 +207,9 @@ impl SimDevices {
         }
     }
 
+    /// Refuses every handle, as simulated `cuMemAlloc` memory cannot cross processes: a handle
+    /// made in this process is `InvalidArgument` (as the driver's CUDA_ERROR_INVALID_CONTEXT), one
+    /// from another process `NotSupported`, with a message that points at virtual memory.
     pub fn ipc_open_mem_handle(&self, device: i32, handle: &[u8; 64]) -> Result<usize> {
         self.check_device(device)?;
         if &handle[..8] != b"SIM-IPC\0" {
@@ -217,10 +225,15 @@ impl SimDevices {
         )))
     }
 
+    /// Always `InvalidArgument`: `ipc_open_mem_handle` never opens anything here, so no base
+    /// can have come from it.
     pub fn ipc_close_mem_handle(&self, _device: i32, base: usize) -> Result<()> {
         Err(Error::invalid(format!("{base:#x} was not opened from an IPC handle")))
     }
 
+    /// `count` devices of `capacity` bytes each, where a race found does what `race_action` says;
+    /// devices reach each other's memory (peer access on) and `vmm_set_access` takes no time.
+    /// Ignores the environment (`from_spec` reads it).
     pub fn new(count: usize, capacity: usize, race_action: RaceAction) -> Self {
         let mut state = SimState { next_handle: HANDLE_BASE, ..Default::default() };
         for device in 0..count {
@@ -255,15 +268,20 @@ impl SimDevices {
         }
     }
 
+    /// The virtual-memory granularity of `device`: 2 MiB, as on current GPUs.
     pub fn vmm_granularity(&self, device: i32) -> Result<usize> {
         self.check_device(device)?;
         Ok(super::sim_vmm::GRANULARITY)
     }
 
+    /// Reserves `size` bytes of address space (a multiple of the granularity), aligned to the
+    /// granularity, with nothing mapped: touching it before a map faults, as on a GPU.
     pub fn vmm_reserve(&self, size: usize) -> Result<usize> {
         self.virtual_memory.lock().reserve(size)
     }
 
+    /// Frees the reservation `[at, at + size)` made by `vmm_reserve`; refused while anything is
+    /// mapped in it.
     pub fn vmm_free_reservation(&self, at: usize, size: usize) -> Result<()> {
         self.virtual_memory.lock().free_reservation(at, size)
     }
@@ -282,21 +300,30 @@ impl SimDevices {
         Ok(super::exportable_as::POSIX_FILE_DESCRIPTOR)
     }
 
+    /// A new memory file descriptor for `handle`, which must have been created exportable as a
+    /// POSIX file descriptor; the caller owns it, and another process imports it with
+    /// `vmm_import`.
     pub fn vmm_export(&self, handle: super::PhysicalMemory) -> Result<std::os::fd::OwnedFd> {
         self.virtual_memory.lock().export(handle)
     }
 
+    /// Physical memory of `device` from a descriptor `vmm_export` made, in this or another
+    /// process: a handle of this process's own, released with `vmm_release`.
     pub fn vmm_import(&self, fd: std::os::fd::BorrowedFd<'_>, device: i32) -> Result<super::PhysicalMemory> {
         self.check_device(device)?;
         self.virtual_memory.lock().import(fd, device)
     }
 
+    /// Releases `handle`; its bytes count against the device until the last map of it is gone
+    /// as well.
     pub fn vmm_release(&self, handle: super::PhysicalMemory) -> Result<()> {
         let freed = self.virtual_memory.lock().release(handle)?;
         self.return_capacity(freed);
         Ok(())
     }
 
+    /// Maps all `size` bytes of `handle` at `at`, inside a reservation and over nothing mapped.
+    /// A new map is accessible from no device until `vmm_set_access`.
     pub fn vmm_map(&self, at: usize, size: usize, handle: super::PhysicalMemory) -> Result<()> {
         self.virtual_memory.lock().map(at, size, handle)
     }
@@ -330,6 +357,9 @@ impl SimDevices {
         Ok(())
     }
 
+    /// Grants `devices` read and write access to `[at, at + size)`, which must be wholly mapped.
+    /// A device other than the memory's owner is refused when peer access is off. Takes the delay
+    /// `delay_set_access` set before it applies.
     pub fn vmm_set_access(&self, at: usize, size: usize, devices: &[i32]) -> Result<()> {
         for &device in devices {
             self.check_device(device)?;
@@ -348,6 +378,8 @@ impl SimDevices {
         self.virtual_memory.lock().accessible_from(at, size, device) == Some(true)
     }
 
+    /// Whether `[at, at + size)` is made of whole maps that each grant access to some device,
+    /// for tests that check a map's access was set.
     pub fn vmm_is_accessible(&self, at: usize, size: usize) -> bool {
         self.virtual_memory.lock().is_accessible(at, size)
     }
@@ -358,6 +390,8 @@ impl SimDevices {
         }
     }
 
+    /// Changes what a race found from now on does (tests switch to `Record` to read
+    /// `race_reports`).
     pub fn set_race_action(&self, action: RaceAction) {
         self.race_action.store(action as u8, Ordering::Relaxed);
     }
@@ -375,14 +409,17 @@ impl SimDevices {
         self.state.lock().races.clone()
     }
 
+    /// How many devices were simulated (1 to 64); never fails.
     pub fn device_count(&self) -> Result<i32> {
         Ok(self.capacities.len() as i32)
     }
 
+    /// The calling thread's current device (0 until `set_device`); never fails.
     pub fn current_device(&self) -> Result<i32> {
         Ok(CURRENT_DEVICE.with(Cell::get))
     }
 
+    /// Makes `device` current for the calling thread; a nonexistent device is `InvalidArgument`.
     pub fn set_device(&self, device: i32) -> Result<()> {
         self.check_device(device)?;
         CURRENT_DEVICE.with(|c| c.set(device));
@@ -406,6 +443,9 @@ impl SimDevices {
         Ok(())
     }
 
+    /// Host memory of `bytes` bytes, 256-byte aligned, standing in for memory of `kind` on
+    /// `device`. Device and managed memory count against the device's capacity (out of memory
+    /// beyond it); pinned host memory does not. Zero bytes is `InvalidArgument`.
     pub fn allocate(&self, device: i32, kind: MemoryKind, bytes: usize) -> Result<usize> {
         self.check_device(device)?;
         if bytes == 0 {
@@ -428,6 +468,9 @@ impl SimDevices {
         Ok(ptr)
     }
 
+    /// Frees `ptr`, which must be the start of an allocation `allocate` made with the same
+    /// `device` and `kind` (anything else is `InvalidArgument`, with nothing freed). Pending
+    /// releases inside it are forgotten.
     pub fn free(&self, device: i32, kind: MemoryKind, ptr: usize) -> Result<()> {
         let mut state = self.state.lock();
         match state.allocations.get(&ptr) {
@@ -453,6 +496,9 @@ impl SimDevices {
         Ok(())
     }
 
+    /// A simulated driver memory pool of `device`: only a handle, whose allocations are ordinary
+    /// simulated device memory. `handle_types` other than POSIX file descriptors (bit 0) are
+    /// `NotSupported`, as on a Linux driver without a fabric manager.
     pub fn mem_pool_create(&self, device: i32, _release_threshold: usize, handle_types: u32) -> Result<MemPool> {
         self.check_device(device)?;
         // A simulated device exports as a Linux driver without a fabric manager does: POSIX
@@ -468,6 +514,7 @@ impl SimDevices {
         Ok(MemPool(handle))
     }
 
+    /// Destroys `pool`; a handle that is not a live simulated pool is `InvalidArgument`.
     pub fn mem_pool_destroy(&self, _device: i32, pool: MemPool) -> Result<()> {
         match self.state.lock().pools.remove(&pool.0) {
             Some(_) => Ok(()),
@@ -475,6 +522,7 @@ impl SimDevices {
         }
     }
 
+    /// Checks `pool` is live and does nothing else: simulated pools keep no memory to trim.
     pub fn mem_pool_trim(&self, _device: i32, pool: MemPool, _keep: usize) -> Result<()> {
         match self.state.lock().pools.contains_key(&pool.0) {
             true => Ok(()),
@@ -482,6 +530,8 @@ impl SimDevices {
         }
     }
 
+    /// Device memory from `pool` in the order of `stream` (a stream of `device`): the stream's
+    /// clock ticks, then as `allocate`.
     pub fn allocate_from_pool(&self, device: i32, pool: MemPool, bytes: usize, stream: Stream) -> Result<usize> {
         {
             let mut state = self.state.lock();
@@ -494,6 +544,8 @@ impl SimDevices {
         self.allocate(device, MemoryKind::Device, bytes)
     }
 
+    /// Frees `ptr` to its pool in the order of `stream`: the stream's clock ticks, then as
+    /// `free`. The memory is freed at once (simulated work is done when enqueued).
     pub fn free_to_pool(&self, device: i32, _pool: MemPool, ptr: usize, stream: Stream) -> Result<()> {
         {
             let mut state = self.state.lock();
@@ -503,12 +555,17 @@ impl SimDevices {
         self.free(device, MemoryKind::Device, ptr)
     }
 
+    /// (free, total) bytes of `device`: its capacity, less what device and managed allocations
+    /// and physical memory hold.
     pub fn mem_get_info(&self, device: i32) -> Result<(usize, usize)> {
         self.check_device(device)?;
         let capacity = self.capacities[device as usize];
         Ok((capacity - *self.used[device as usize].lock(), capacity))
     }
 
+    /// Checks that `[ptr, ptr + bytes)` lies in one managed allocation and counts the bytes for
+    /// `prefetched_bytes`; anything else is `InvalidArgument`, as the driver's
+    /// CUDA_ERROR_INVALID_VALUE. Nothing moves: the host holds all simulated memory.
     pub fn prefetch(&self, device: i32, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
         self.check_device(device)?;
         let mut state = self.state.lock();
@@ -527,6 +584,8 @@ impl SimDevices {
         self.state.lock().prefetched_bytes
     }
 
+    /// (base, size) of the simulated allocation that contains `ptr`; `InvalidArgument` when none
+    /// does.
     pub fn address_range(&self, _device: i32, ptr: usize) -> Result<(usize, usize)> {
         let state = self.state.lock();
         state
@@ -535,6 +594,9 @@ impl SimDevices {
             .ok_or_else(|| Error::invalid(format!("{ptr:#x} is not inside a simulated allocation")))
     }
 
+    /// Copies at once, as the work of `stream` (whose clock ticks). A range that starts or ends
+    /// inside a simulated allocation must lie wholly inside it; virtual memory must be mapped
+    /// with access for the stream's device, else `InvalidArgument` as on a GPU.
     pub fn copy_async(&self, device: i32, dst: usize, src: usize, bytes: usize, stream: Stream) -> Result<()> {
         let mut state = self.state.lock();
         let id = state.resolve_stream_on(stream, device)?;
@@ -570,6 +632,9 @@ impl SimDevices {
         Ok(())
     }
 
+    /// A new stream of `device` that synchronizes with the legacy default stream, as
+    /// `cudaStreamCreate`'s default. Its handle may be one a destroyed stream had, as the driver
+    /// may reuse them.
     pub fn stream_create(&self, device: i32) -> Result<Stream> {
         self.check_device(device)?;
         let mut state = self.state.lock();
@@ -579,17 +644,23 @@ impl SimDevices {
         Ok(Stream(handle))
     }
 
+    /// An identity unique to this stream for the process's life, even when its handle is reused
+    /// (counted as a `cuStreamGetId` call); never 0, which `Backend` keeps for the legacy default
+    /// stream.
     pub fn stream_identity(&self, stream: Stream) -> Result<u64> {
         self.count(Call::StreamIdentity);
         Ok(self.state.lock().resolve_stream(stream)? as u64 + 1)
     }
 
+    /// The device whose stream `stream` is; an unknown handle is `InvalidArgument`.
     pub fn stream_device(&self, stream: Stream) -> Result<i32> {
         let mut state = self.state.lock();
         let id = state.resolve_stream(stream)?;
         Ok(state.stream(id).device)
     }
 
+    /// Destroys a stream `stream_create` made; its enqueued work still counts for a later device
+    /// synchronization. Its handle may be handed to the next stream created.
     pub fn stream_destroy(&self, stream: Stream) -> Result<()> {
         let mut state = self.state.lock();
         let id = state
@@ -603,6 +674,8 @@ impl SimDevices {
         Ok(())
     }
 
+    /// The host waits for all work enqueued on `stream` so far (counted as a host wait): the
+    /// host's clock joins the stream's, and held work on it finishes.
     pub fn stream_synchronize(&self, stream: Stream) -> Result<()> {
         self.count(Call::HostWait);
         let mut state = self.state.lock();
@@ -630,6 +703,7 @@ impl SimDevices {
         Ok(())
     }
 
+    /// A new event of `device`, recorded nowhere yet (waiting for it waits for nothing).
     pub fn event_create(&self, device: i32) -> Result<Event> {
         self.check_device(device)?;
         let mut state = self.state.lock();
@@ -638,6 +712,7 @@ impl SimDevices {
         Ok(Event(handle))
     }
 
+    /// Destroys `event`; a handle that is not a live simulated event is `InvalidArgument`.
     pub fn event_destroy(&self, event: Event) -> Result<()> {
         match self.state.lock().events.remove(&event.0) {
             Some(_) => Ok(()),
@@ -645,6 +720,8 @@ impl SimDevices {
         }
     }
 
+    /// Records `event` at the current end of `stream` (a stream of `device`): waiting for the
+    /// event from then on waits for all work enqueued there so far.
     pub fn event_record(&self, device: i32, event: Event, stream: Stream) -> Result<()> {
         self.count(Call::EventRecord);
         let mut state = self.state.lock();
@@ -700,6 +777,8 @@ impl SimDevices {
         Ok(())
     }
 
+    /// Makes later work on `stream` (of `device`) wait for `event`'s last record: the stream's
+    /// clock joins the event's. This is the ordering edge the race checker looks for.
     pub fn stream_wait_event(&self, device: i32, stream: Stream, event: Event) -> Result<()> {
         self.count(Call::StreamWaitEvent);
         let mut state = self.state.lock();
@@ -714,6 +793,9 @@ impl SimDevices {
         Ok(())
     }
 
+    /// Records that a suballocator freed `[ptr, ptr + bytes)` in the order of `stream`, for
+    /// `note_acquired` to check against; `platform::note_released` calls it. Nothing when races
+    /// are off; an unknown stream is logged and ignored.
     pub fn note_released(&self, device: i32, ptr: usize, bytes: usize, stream: Stream) {
         if self.race_action() == RaceAction::Off {
             return;
@@ -728,6 +810,9 @@ impl SimDevices {
         state.releases.insert(ptr, Release { end: ptr + bytes, device, stream_id: id, stream_handle: stream.0, tick });
     }
 
+    /// Checks a suballocator's hand-out of `[ptr, ptr + bytes)` on `stream` against the
+    /// releases recorded inside it: one on another stream that `stream` has not waited for
+    /// (event wait or synchronization) is a stream-ordering race, reported as `RaceAction` says.
     pub fn note_acquired(&self, device: i32, ptr: usize, bytes: usize, stream: Stream) {
         if self.race_action() == RaceAction::Off {
             return;

@@ -17,6 +17,8 @@ pub const SUPERBLOCK_SIZE: usize = 4 << 20;
 /// Requests above this go to the global arena.
 pub const LOCAL_LIMIT: usize = 256 << 10;
 
+/// The arena resource (see the module comment): a global pool and per-thread or per-stream
+/// arenas over it.
 pub struct ArenaResource {
     global: Arc<PoolResource>,
     local: StreamOrdered<Tlsf>,
@@ -44,6 +46,7 @@ impl ArenaResource {
         (self.global.usage(), self.local.usage())
     }
 
+    /// Checks the global and the local arenas; the first broken invariant, in words (tests).
     pub fn check_invariants(&self) -> std::result::Result<(), String> {
         self.global.check_invariants()?;
         self.local.check_invariants()

@@ -106,6 +106,8 @@ impl Bins {
 const UPSTREAM: u32 = 0;
 const RECORD_SHARDS: usize = 16;
 
+/// The binning resource (see the module comment): routes each request by size to a bin or
+/// to the upstream, and each free back to whatever served the block.
 pub struct BinningResource {
     upstream: Arc<dyn MemoryResource>,
     /// (largest size served, resource), sorted by size; replaced whole by `add_bin`, read
@@ -249,6 +251,7 @@ impl BinningResource {
         self.bins.get().bin_for(bytes)
     }
 
+    /// The largest size each bin serves, smallest first (the bins `add_bin` added included).
     pub fn bin_sizes(&self) -> Vec<usize> {
         self.bins.get().bins.iter().map(|(size, _)| *size).collect()
     }

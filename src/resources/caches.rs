@@ -19,6 +19,8 @@ pub trait Cache: Send + Sync {
 /// (device, cache); entries whose resource is gone are dropped as new ones come.
 static CACHES: Mutex<Vec<(i32, Weak<dyn Cache>)>> = Mutex::new(Vec::new());
 
+/// Lists `cache` among the resources of `device` that `retry_after_releasing` asks to give
+/// back what they keep; the list holds it weakly, so a resource that goes is dropped from it.
 pub fn register(device: i32, cache: Weak<dyn Cache>) {
     let mut caches = CACHES.lock().unwrap_or_else(|e| e.into_inner());
     caches.retain(|(_, cache)| cache.strong_count() > 0);

@@ -58,6 +58,8 @@ fn calling_user<T>(freeing: bool, function: impl FnOnce() -> T) -> T {
 /// Called once when the resource goes, after its last use: what the functions need may go then.
 pub type ReleaseFn = Box<dyn FnOnce() + Send + Sync>;
 
+/// A resource whose memory comes from the caller's functions (see the module comment); it
+/// counts what they hand out, and checks nothing about the memory itself.
 pub struct CallbackResource {
     device: i32,
     allocate: AllocateFn,

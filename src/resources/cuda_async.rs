@@ -9,14 +9,20 @@ use crate::platform::{backend, MemPool, Stream};
 /// The kinds of shareable handle the driver pool's memory can be exported as (CUDA's
 /// `CUmemAllocationHandleType` bits), for `AsyncResource::new`'s `handle_types`.
 pub mod handle_type {
+    /// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`: a file descriptor (Linux).
     pub const POSIX_FILE_DESCRIPTOR: u32 = 1;
+    /// `CU_MEM_HANDLE_TYPE_WIN32`: a Windows NT handle.
     pub const WIN32: u32 = 2;
+    /// `CU_MEM_HANDLE_TYPE_WIN32_KMT`: a Windows D3DKMT handle.
     pub const WIN32_KMT: u32 = 4;
+    /// `CU_MEM_HANDLE_TYPE_FABRIC`: a fabric handle, across nodes through IMEX.
     pub const FABRIC: u32 = 8;
     /// Every kind: other bits name none.
     pub const ALL: u32 = POSIX_FILE_DESCRIPTOR | WIN32 | WIN32_KMT | FABRIC;
 }
 
+/// Allocates from a driver memory pool (`cuMemPoolCreate`) that belongs to the resource
+/// alone and is destroyed with it (see the module comment).
 pub struct AsyncResource {
     device: i32,
     pool: MemPool,

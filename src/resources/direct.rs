@@ -6,6 +6,8 @@ use super::{require_nonzero, Footprint, LiveBytes, MemoryResource};
 use crate::error::Result;
 use crate::platform::{backend, MemoryKind, Stream};
 
+/// A resource that takes every allocation from the platform and frees it at once (see the
+/// module comment); it keeps nothing, so it has nothing to release.
 pub struct DirectResource {
     device: i32,
     kind: MemoryKind,

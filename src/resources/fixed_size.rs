@@ -12,6 +12,8 @@ use std::sync::Arc;
 /// Blocks per upstream chunk when the caller does not say.
 pub const DEFAULT_BLOCKS_PER_CHUNK: usize = 128;
 
+/// Hands out blocks of one size from the stream-ordered core (see the module comment); a
+/// request larger than a block is refused.
 pub struct FixedSizeResource {
     block_size: usize,
     core: StreamOrdered<FixedBlocks>,
@@ -34,6 +36,7 @@ impl FixedSizeResource {
         Ok(FixedSizeResource { block_size, core })
     }
 
+    /// Bytes of every block (the size asked for, rounded up to 256 bytes).
     pub fn block_size(&self) -> usize {
         self.block_size
     }
@@ -55,10 +58,12 @@ impl FixedSizeResource {
         ))
     }
 
+    /// The core's figures: chunks held, blocks free and in use, streams.
     pub fn usage(&self) -> Usage {
         self.core.usage()
     }
 
+    /// Checks the core and every stream's index; the first broken invariant, in words (tests).
     pub fn check_invariants(&self) -> std::result::Result<(), String> {
         self.core.check_invariants()
     }

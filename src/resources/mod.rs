@@ -73,12 +73,18 @@ pub trait MemoryResource: std::any::Any + Send + Sync + 'static {
 /// since the resource was made, and its largest free block.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Footprint {
+    /// Bytes held from the device now: a pool's chunks, mapped pages, or what a direct resource
+    /// handed out.
     pub reserved: usize,
+    /// The most `reserved` has been.
     pub peak_reserved: usize,
+    /// Bytes handed out and not yet freed (block sizes, rounded up as handed out).
     pub live: usize,
     /// Exact for a resource used on one stream; with several streams, the sum of each
     /// stream's peak, which bounds the true peak from above.
     pub peak_live: usize,
+    /// Bytes of the largest block one allocation could get without the resource growing (for a
+    /// direct resource, 0: it keeps nothing free).
     pub largest_free_block: usize,
 }
 
@@ -112,12 +118,14 @@ pub struct LiveBytes {
 }
 
 impl LiveBytes {
+    /// Counts `bytes` handed out, raising the peak when the total passes it.
     pub fn add(&self, bytes: usize) {
         use std::sync::atomic::Ordering::Relaxed;
         let now = self.current.fetch_add(bytes, Relaxed) + bytes;
         self.peak.fetch_max(now, Relaxed);
     }
 
+    /// Counts `bytes` given back.
     pub fn remove(&self, bytes: usize) {
         self.current.fetch_sub(bytes, std::sync::atomic::Ordering::Relaxed);
     }

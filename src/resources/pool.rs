@@ -12,6 +12,8 @@ use std::sync::Arc;
 /// Chunks beyond the initial one are multiples of this.
 const CHUNK_GRANULARITY: usize = 2 << 20;
 
+/// The pool resource (see the module comment): a TLSF index per stream over upstream
+/// chunks, on the stream-ordered core.
 pub struct PoolResource {
     core: StreamOrdered<Tlsf>,
 }
@@ -35,6 +37,7 @@ impl PoolResource {
         Ok(PoolResource { core: StreamOrdered::new(name, upstream, growth, initial_size, maximum_size, Tlsf::new)? })
     }
 
+    /// The core's figures: chunks held, bytes free and in use, streams and lanes.
     pub fn usage(&self) -> Usage {
         self.core.usage()
     }
@@ -49,6 +52,7 @@ impl PoolResource {
         self.core.split_into_lanes(stream)
     }
 
+    /// Checks the core and every stream's index; the first broken invariant, in words (tests).
     pub fn check_invariants(&self) -> std::result::Result<(), String> {
         self.core.check_invariants()
     }

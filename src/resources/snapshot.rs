@@ -5,6 +5,8 @@ use crate::resources::Footprint;
 use rmm_suballoc::tlsf::BlockView;
 use serde_json::{json, Value};
 
+/// An address as snapshots write it: a hexadecimal string ("0x7f0000000000"), which JSON
+/// readers keep exact where a number above 2^53 would not be.
 pub fn address(addr: usize) -> Value {
     format!("{addr:#x}").into()
 }
@@ -18,6 +20,8 @@ pub fn stream_label(identity: u64) -> Value {
     }
 }
 
+/// A block as snapshots list it: its address, size and state ("used", with the bytes asked
+/// for, or "free").
 pub fn block(view: &BlockView) -> Value {
     match view.requested {
         Some(requested) => json!({ "address": address(view.addr), "size": view.size, "state": "used", "requested": requested }),

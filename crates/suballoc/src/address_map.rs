@@ -8,6 +8,8 @@
 const EMPTY: usize = usize::MAX;
 const MIN_CAPACITY: usize = 16;
 
+/// The hash of a 256-byte aligned address: the aligned low bits dropped, then a Fibonacci
+/// multiply so that the top bits (which pick a slot) depend on every remaining bit.
 pub fn address_hash(address: usize) -> u64 {
     ((address as u64) >> 8).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
@@ -40,6 +42,7 @@ pub const RECORD_WINDOW_BITS: u32 = 22;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Slot(usize);
 
+/// A map from addresses (aligned and never `usize::MAX`) to `V` (see the module comment).
 #[derive(Clone)]
 pub struct AddressMap<V> {
     /// (key, value); EMPTY keys mark free slots (their value is None).
@@ -56,14 +59,17 @@ impl<V> Default for AddressMap<V> {
 }
 
 impl<V> AddressMap<V> {
+    /// An empty map; it allocates nothing until the first insertion.
     pub const fn new() -> Self {
         AddressMap { slots: Vec::new(), len: 0, shift: 64 }
     }
 
+    /// The number of entries.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether the map has no entries.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -90,11 +96,13 @@ impl<V> AddressMap<V> {
         }
     }
 
+    /// The value stored for `key`.
     #[inline]
     pub fn get(&self, key: &usize) -> Option<&V> {
         self.find(*key).and_then(|at| self.slots[at].1.as_ref())
     }
 
+    /// Whether `key` has an entry.
     #[inline]
     pub fn contains_key(&self, key: &usize) -> bool {
         self.find(*key).is_some()
@@ -134,6 +142,7 @@ impl<V> AddressMap<V> {
         self.remove_at(slot.0)
     }
 
+    /// Removes `key`'s entry and returns its value; None (nothing changed) when there is none.
     #[inline]
     pub fn remove(&mut self, key: &usize) -> Option<V> {
         let at = self.find(*key)?;
@@ -179,10 +188,12 @@ impl<V> AddressMap<V> {
         }
     }
 
+    /// Every entry, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&usize, &V)> {
         self.slots.iter().filter_map(|(key, value)| value.as_ref().map(|value| (key, value)))
     }
 
+    /// Every value, in no particular order.
     pub fn values(&self) -> impl Iterator<Item = &V> {
         self.iter().map(|(_, value)| value)
     }

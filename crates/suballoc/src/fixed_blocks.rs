@@ -25,6 +25,8 @@ struct ChunkBlocks {
     requested: Vec<usize>,
 }
 
+/// A free-block index whose blocks all have one size (see the module comment): a block serves
+/// any request up to that size, so nothing splits or coalesces.
 pub struct FixedBlocks {
     block_size: usize,
     /// log2(block_size) when it is a power of two: a shift instead of a division.
@@ -44,6 +46,7 @@ pub struct FixedBlocks {
 }
 
 impl FixedBlocks {
+    /// An index with no chunks, whose blocks will be `block_size` bytes.
     pub fn new(block_size: usize) -> Self {
         FixedBlocks {
             block_size,
@@ -58,6 +61,8 @@ impl FixedBlocks {
         }
     }
 
+    /// Adds `[base, base + size)`, a chunk from upstream, cut into whole blocks (a remainder
+    /// smaller than a block stays unused). The chunk must hold at least one block.
     pub fn add_chunk(&mut self, base: usize, size: usize) {
         let blocks = size / self.block_size;
         debug_assert!(blocks > 0 && blocks <= u32::MAX as usize);
@@ -78,6 +83,8 @@ impl FixedBlocks {
         self.free.extend((0..blocks).rev().map(|i| FreeBlock { addr: base + i * self.block_size, slot, index: i as u32 }));
     }
 
+    /// (address, block size) of a free block, for a request of 1 to `block_size` bytes; None
+    /// when none is free or the request is 0 or larger than a block.
     #[inline(always)]
     pub fn allocate(&mut self, bytes: usize) -> Option<(usize, usize)> {
         if bytes > self.block_size || bytes == 0 {
@@ -129,6 +136,7 @@ impl FixedBlocks {
         (index * self.block_size == offset && index < chunk.requested.len()).then_some(index)
     }
 
+    /// The block size when `addr` is the start of a used block; None otherwise.
     pub fn block_size(&self, addr: usize) -> Option<usize> {
         self.used_block(addr).map(|(size, _)| size)
     }
@@ -154,6 +162,7 @@ impl FixedBlocks {
             .collect()
     }
 
+    /// Blocks handed out and not yet freed.
     pub fn used_blocks(&self) -> usize {
         self.used
     }
@@ -163,6 +172,8 @@ impl FixedBlocks {
         self.peak_used * self.block_size
     }
 
+    /// Frees the used block at `addr` whatever size it was handed out for: its size, or None
+    /// (nothing changed) when `addr` is not the start of a used block.
     pub fn free(&mut self, addr: usize) -> Option<usize> {
         self.free_checked(addr, None).ok().map(|freed| freed.size)
     }
@@ -205,10 +216,13 @@ impl FixedBlocks {
         taken
     }
 
+    /// Removes every chunk with no block in use and returns them, for release upstream.
     pub fn take_wholly_free_chunks(&mut self) -> Vec<Chunk> {
         self.remove_chunks(|_| true)
     }
 
+    /// Removes one chunk of at least `bytes` with no block in use (the first found, not the
+    /// smallest), for another index to take.
     pub fn take_free_chunk(&mut self, bytes: usize) -> Option<Chunk> {
         let mut found = false;
         self.remove_chunks(|size| {
@@ -219,14 +233,17 @@ impl FixedBlocks {
         .pop()
     }
 
+    /// Bytes in free blocks.
     pub fn free_bytes(&self) -> usize {
         self.free.len() * self.block_size
     }
 
+    /// Bytes of all chunks held, used and free (remainders smaller than a block included).
     pub fn chunk_bytes(&self) -> usize {
         self.chunk_bytes
     }
 
+    /// The block size when a block is free, else 0.
     pub fn largest_free_block(&self) -> usize {
         if self.free.is_empty() {
             0
@@ -235,6 +252,8 @@ impl FixedBlocks {
         }
     }
 
+    /// Checks that the free list, the chunks' records and the counters agree; the first
+    /// inconsistency, in words. Tests call it after every operation.
     pub fn check_invariants(&self) -> Result<(), String> {
         let live = || self.chunks.iter().flatten();
         let capacity: usize = live().map(|chunk| chunk.requested.len()).sum();

@@ -15,6 +15,7 @@
 //! another size, a block that is not in use, or an address inside a block.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod address_map;
 pub mod fixed_blocks;

@@ -42,9 +42,13 @@ struct Block {
     requested: usize,
 }
 
+/// One upstream allocation an index manages: blocks are cut from it and coalesce only within
+/// it, and it goes back upstream whole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Chunk {
+    /// The chunk's first address.
     pub base: usize,
+    /// The chunk's length in bytes.
     pub size: usize,
 }
 
@@ -60,7 +64,9 @@ pub enum Refused {
 /// A block, for snapshots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockView {
+    /// The block's first address.
     pub addr: usize,
+    /// The block's length in bytes (whole granules: at least what was asked for).
     pub size: usize,
     /// None for free blocks; the bytes asked for, for used ones.
     pub requested: Option<usize>,
@@ -70,17 +76,24 @@ pub struct BlockView {
 /// `chunk` became `before` (the part before the range, same base) and `after` (the rest).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cut {
+    /// The first address of the range cut out.
     pub start: usize,
+    /// The range's length in bytes (whole `unit`s).
     pub size: usize,
+    /// The base the chunk had before the cut.
     pub chunk: usize,
+    /// What is left before the range (based at `chunk`); None when the range began the chunk.
     pub before: Option<Chunk>,
+    /// What is left after the range; None when the range ended the chunk.
     pub after: Option<Chunk>,
 }
 
 /// A freed block's size, and whether the free left its whole chunk free.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Freed {
+    /// The block's length in bytes (whole granules: what was reserved, not what was asked).
     pub size: usize,
+    /// Whether no block of the chunk is in use any more, so the chunk could go back upstream.
     pub chunk_now_free: bool,
 }
 
@@ -137,6 +150,8 @@ impl Parked {
     }
 }
 
+/// A TLSF free-block index over chunks of address space (see the module comment): O(1)
+/// allocation and free, exact ownership checks on free, and coalescing within a chunk.
 pub struct Tlsf {
     blocks: Vec<Block>,
     spare_blocks: Vec<u32>,
@@ -186,6 +201,7 @@ impl Default for Tlsf {
 }
 
 impl Tlsf {
+    /// An index with no chunks: nothing can be allocated until `add_chunk`. Parking is off.
     pub fn new() -> Self {
         Tlsf {
             blocks: Vec::new(),
@@ -217,6 +233,7 @@ impl Tlsf {
         self.chunk_bytes
     }
 
+    /// Blocks handed out and not yet freed (parked blocks are free and not counted).
     pub fn used_blocks(&self) -> usize {
         self.used.len() - self.parked.len
     }

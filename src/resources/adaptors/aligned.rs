@@ -1,11 +1,12 @@
 //! Aligned (RMM's `aligned_resource_adaptor`): allocations of at least `threshold` bytes get
-//! `alignment` (a power of two above 256); smaller ones pass through. Over a pool or the
-//! expandable resource, the pool's index places the block at an aligned address itself (what
-//! lies before it stays free), so the block is the pool's own, freed as any other, and nothing
-//! is padded or recorded. Over any other resource the adaptor over-allocates by the alignment,
-//! as RMM does, and hands out the aligned address inside: then the pointer is not the upstream
-//! block's, so the adaptor keeps the offsets as `BlockRecords`, sharded by address window as
-//! the ownership records are, and `rmmFree` finds its pointers through the per-pointer registry.
+//! `alignment` (a power of two from 256 bytes, which every block has anyway, to 1 GiB);
+//! smaller ones pass through. Over a pool or the expandable resource, the pool's index places
+//! the block at an aligned address itself (what lies before it stays free), so the block is
+//! the pool's own, freed as any other, and nothing is padded or recorded. Over any other
+//! resource the adaptor over-allocates by the alignment, as RMM does, and hands out the
+//! aligned address inside: then the pointer is not the upstream block's, so the adaptor keeps
+//! the offsets as `BlockRecords`, sharded by address window as the ownership records are, and
+//! `rmmFree` finds its pointers through the per-pointer registry.
 
 use super::block_records::BlockRecords;
 use super::Upstream;
@@ -19,6 +20,8 @@ use std::sync::Arc;
 /// granularity.
 const MAX_ALIGNMENT: usize = 1 << 30;
 
+/// Hands out allocations of at least a threshold at a larger alignment (see the module
+/// comment).
 pub struct AlignedAdaptor {
     upstream: Upstream,
     alignment: usize,
@@ -28,6 +31,10 @@ pub struct AlignedAdaptor {
 }
 
 impl AlignedAdaptor {
+    /// An adaptor over `upstream` that aligns allocations of `threshold` bytes or more to
+    /// `alignment`, a power of two from 256 bytes to 1 GiB (anything else is `InvalidArgument`).
+    /// Over a pool or the expandable resource nothing is recorded; over any other resource each
+    /// aligned block is.
     pub fn new(upstream: Arc<dyn MemoryResource>, alignment: usize, threshold: usize) -> Result<Arc<Self>> {
         if !alignment.is_power_of_two() || !(ALIGNMENT..=MAX_ALIGNMENT).contains(&alignment) {
             return Err(Error::invalid(format!(

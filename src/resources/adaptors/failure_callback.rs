@@ -11,12 +11,16 @@ use std::sync::Arc;
 /// Returns true to have the allocation tried again.
 pub type FailureCallback = Box<dyn Fn(usize) -> bool + Send + Sync>;
 
+/// Calls a callback when the upstream is out of memory and retries while it asks to (see the
+/// module comment).
 pub struct FailureCallbackAdaptor {
     upstream: Upstream,
     callback: FailureCallback,
 }
 
 impl FailureCallbackAdaptor {
+    /// An adaptor over `upstream` that calls `callback` with the bytes asked for after each
+    /// out-of-memory failure; other errors pass through without a call.
     pub fn new(upstream: Arc<dyn MemoryResource>, callback: FailureCallback) -> Arc<Self> {
         Arc::new(FailureCallbackAdaptor { upstream: Upstream::new(upstream), callback })
     }

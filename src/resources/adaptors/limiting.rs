@@ -40,6 +40,8 @@ thread_local! {
 /// The most a thread takes from the budget at once, beyond what an allocation needs.
 const MAX_SLICE: usize = 4 << 20;
 
+/// Refuses allocations beyond a limit on the bytes handed out through it (see the module
+/// comment).
 pub struct LimitingAdaptor {
     upstream: Upstream,
     limit: usize,
@@ -54,6 +56,8 @@ fn counted(bytes: usize) -> usize {
 }
 
 impl LimitingAdaptor {
+    /// An adaptor over `upstream` that hands out at most `limit` bytes (counted in 256-byte
+    /// units) at once; a limit of 0 is `InvalidArgument`.
     pub fn new(upstream: Arc<dyn MemoryResource>, limit: usize) -> Result<Arc<Self>> {
         if limit == 0 {
             return Err(Error::invalid("a limit of 0 bytes would refuse every allocation"));
@@ -75,6 +79,7 @@ impl LimitingAdaptor {
         taken.saturating_sub(credit)
     }
 
+    /// The limit in bytes, as given to `new`.
     pub fn limit(&self) -> usize {
         self.limit
     }

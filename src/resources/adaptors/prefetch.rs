@@ -11,6 +11,8 @@ use crate::resources::MemoryResource;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+/// Prefetches each allocation to its device in the order of its stream (see the module
+/// comment).
 pub struct PrefetchAdaptor {
     upstream: Upstream,
     /// The upstream handed out memory that cannot be prefetched.
@@ -18,6 +20,8 @@ pub struct PrefetchAdaptor {
 }
 
 impl PrefetchAdaptor {
+    /// An adaptor over `upstream`, which should hand out managed memory (other memory is passed
+    /// through once the driver refuses to prefetch it).
     pub fn new(upstream: Arc<dyn MemoryResource>) -> Arc<Self> {
         Arc::new(PrefetchAdaptor { upstream: Upstream::new(upstream), not_managed: AtomicBool::new(false) })
     }

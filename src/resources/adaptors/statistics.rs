@@ -40,11 +40,18 @@ use std::sync::Arc;
 /// scope that frees memory allocated before it was pushed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
+    /// Bytes allocated and not yet freed (as asked for, not rounded).
     pub current_bytes: i64,
+    /// The most `current_bytes` has been (see the module comment for how far it can fall short
+    /// while several threads allocate).
     pub peak_bytes: i64,
+    /// Bytes allocated in all, freed or not.
     pub total_bytes: i64,
+    /// Allocations not yet freed.
     pub current_count: i64,
+    /// The most `current_count` has been.
     pub peak_count: i64,
+    /// Allocations made in all.
     pub total_count: i64,
 }
 
@@ -202,6 +209,7 @@ impl StatisticsAdaptor {
         (PUBLISH_BYTES, PUBLISH_COUNT)
     }
 
+    /// An adaptor over `upstream` with one scope, whose figures start at zero.
     pub fn new(upstream: Arc<dyn MemoryResource>) -> Arc<Self> {
         Arc::new(StatisticsAdaptor {
             upstream: Upstream::new(upstream),

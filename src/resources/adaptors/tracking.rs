@@ -51,16 +51,24 @@ impl Record {
 /// One live allocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutstandingAllocation {
+    /// The address handed out.
     pub ptr: usize,
+    /// Bytes asked for.
     pub size: usize,
+    /// The raw stream handle the allocation was made on.
     pub stream: usize,
+    /// The operating-system id of the thread that allocated (as RMM's logs show it).
     pub thread: u64,
     /// The call site `RMM_ALLOC` passed, when there was one.
     pub file: Option<&'static str>,
+    /// The call site's line (0 when there was no call site).
     pub line: u32,
+    /// The allocating thread's stack as text, when the adaptor captures stacks.
     pub backtrace: Option<String>,
 }
 
+/// Records every allocation that passes through it until it is freed, to report leaks (see
+/// the module comment); frees of pointers it did not record pass on untouched.
 pub struct TrackingAdaptor {
     upstream: Upstream,
     capture_stacks: bool,
@@ -117,6 +125,9 @@ fn backtrace() -> Box<Stack> {
 }
 
 impl TrackingAdaptor {
+    /// A tracker over `upstream` whose leaks are reported at `rmmFinalize` and at exit. With
+    /// `capture_stacks`, each allocation also walks and formats the thread's stack, which costs
+    /// far more than the allocation.
     pub fn new(upstream: Arc<dyn MemoryResource>, capture_stacks: bool) -> Arc<Self> {
         let adaptor = Self::new_unreported(upstream, capture_stacks);
         let mut trackers = TRACKERS.lock();
@@ -145,6 +156,7 @@ impl TrackingAdaptor {
         all
     }
 
+    /// Bytes asked for by the allocations still outstanding, summed under every shard's lock.
     pub fn outstanding_bytes(&self) -> usize {
         let shards = self.live.lock_all();
         shards.iter().map(|records| records.values().map(|record| record.size).sum::<usize>()).sum()

@@ -14,18 +14,24 @@ use crate::resources::{ExpandableResource, MemoryResource, PoolResource};
 use rmm_suballoc::tlsf::Tlsf;
 use std::sync::Arc;
 
+/// An adaptor's upstream resource, held so that the usual kinds are called without dynamic
+/// dispatch (see the module comment).
 pub enum Upstream {
     /// The pool keeps its core working (dropping the pool orphans the core).
     Pool {
+        /// The pool, held so that its core keeps working.
         pool: Arc<PoolResource>,
+        /// The pool's stream-ordered core, which calls go to.
         core: Arc<Core<Tlsf>>,
     },
     /// The expandable resource: its two parts' cores, called directly too.
     Expandable(Arc<ExpandableResource>),
+    /// Any other resource, called through `dyn MemoryResource`.
     Other(Shared<dyn MemoryResource>),
 }
 
 impl Upstream {
+    /// Holds `upstream`, as the variant that calls it most directly.
     pub fn new(upstream: Arc<dyn MemoryResource>) -> Self {
         let any: Arc<dyn std::any::Any + Send + Sync> = upstream.clone();
         let any = match any.downcast::<PoolResource>() {
@@ -38,6 +44,8 @@ impl Upstream {
         }
     }
 
+    /// Allocates `bytes` from the upstream in the order of `stream`, as
+    /// `MemoryResource::allocate`.
     #[inline(always)]
     pub fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
         match self {
@@ -65,6 +73,7 @@ impl Upstream {
         }
     }
 
+    /// Frees what `allocate` returned (with the same `bytes`) in the order of `stream`.
     #[inline(always)]
     pub fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
         match self {

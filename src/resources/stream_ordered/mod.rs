@@ -1,4 +1,5 @@
-//! The stream-ordered machinery shared by the pool and fixed-size resources.
+//! The stream-ordered machinery shared by the pool-like resources: the pool, the arena, the
+//! fixed-size resource (and with it binning's bins) and the expandable resource's parts.
 //!
 //! Each stream has its own free-block index, so threads on different streams never meet on a
 //! lock, and a block freed on a stream is reused on that stream with no synchronization. Each
@@ -59,17 +60,27 @@ pub trait BlockIndex: Send + 'static {
     fn free_checked(&mut self, addr: usize, bytes: Option<usize>) -> std::result::Result<Freed, Refused>;
     /// The blocks of the chunk at `base`, for snapshots.
     fn chunk_blocks(&self, base: usize) -> Vec<BlockView>;
+    /// Blocks handed out and not yet freed.
     fn used_blocks(&self) -> usize;
     /// Lets the index keep recently freed blocks aside for quick reuse, or not (see `Tlsf`).
     fn set_parking(&mut self, _on: bool) {}
+    /// Adds `[base, base + size)`, a chunk from upstream, as free memory of the index.
     fn add_chunk(&mut self, base: usize, size: usize);
+    /// Removes every chunk with nothing in use and returns them, for release upstream.
     fn take_wholly_free_chunks(&mut self) -> Vec<Chunk>;
+    /// Removes one chunk of at least `bytes` with nothing in use (`Tlsf` takes the smallest such),
+    /// for another stream to take.
     fn take_free_chunk(&mut self, bytes: usize) -> Option<Chunk>;
+    /// Bytes free for allocation (parked blocks included).
     fn free_bytes(&self) -> usize;
+    /// Bytes of all chunks the index holds, used and free.
     fn chunk_bytes(&self) -> usize;
+    /// The size of the largest block one allocation could get now (0 when none is free).
     fn largest_free_block(&self) -> usize;
     /// The most bytes in use at once.
     fn peak_used_bytes(&self) -> usize;
+    /// Checks the index's internal consistency; the first broken invariant, in words. Tests call
+    /// it after every operation.
     fn check_invariants(&self) -> std::result::Result<(), String>;
     /// The chunk at `base` and the free bytes at its end (indexes whose chunks can grow).
     fn free_tail(&self, _base: usize) -> Option<(Chunk, usize)> {
@@ -232,11 +243,20 @@ const GROWTH_CAP: usize = 32 << 20;
 pub enum Growth {
     /// Each new chunk is at least the request and at least half of what the stream already
     /// holds (that half capped at `GROWTH_CAP`), rounded up to `granularity`.
-    Geometric { granularity: usize },
+    Geometric {
+        /// Bytes chunk sizes are rounded up to a multiple of.
+        granularity: usize,
+    },
     /// Chunks of `chunk` bytes (fixed-size blocks, arena superblocks); when the upstream
     /// refuses one, halves of it down to `smallest`, so that memory left in pieces smaller
     /// than a whole chunk can still be used.
-    Fixed { chunk: usize, smallest: usize },
+    Fixed {
+        /// Bytes of a chunk when the upstream grants one whole.
+        chunk: usize,
+        /// The smallest piece asked for once the upstream refuses whole chunks; also the unit
+        /// chunk sizes round to.
+        smallest: usize,
+    },
     /// Over an upstream that maps pages (the expandable resource): chunks grow in place and
     /// give whole free pages back (see `mapped`).
     Mapped(MappedGrowth),
@@ -453,20 +473,29 @@ impl<I: BlockIndex> std::ops::Deref for StreamOrdered<I> {
 /// Figures for introspection and tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
+    /// Bytes of chunks held from upstream (for the expandable resource, the physical pages it
+    /// holds, mapped or kept for reuse).
     pub reserved: usize,
+    /// The most bytes `reserved` has been.
     pub peak_reserved: usize,
+    /// Bytes inside chunks that are free for allocation on some stream.
     pub free: usize,
+    /// Bytes inside chunks that are handed out (blocks rounded up to the index's unit).
     pub live: usize,
     /// The sum of each stream's (and lane's) peak in use.
     pub peak_live: usize,
+    /// The largest block one allocation could get without growing, on the stream that holds it.
     pub largest_free_block: usize,
+    /// Chunks held from upstream.
     pub chunks: usize,
+    /// Streams that have a state here (lanes not counted).
     pub streams: usize,
     /// Lanes of streams split by the threads that allocate there (see the module comment).
     pub lanes: usize,
 }
 
 impl Usage {
+    /// The figures in the form every resource reports (`MemoryResource::footprint`).
     pub fn footprint(&self) -> crate::resources::Footprint {
         crate::resources::Footprint {
             reserved: self.reserved,
@@ -540,10 +569,12 @@ impl<I: BlockIndex> Core<I> {
         self.streams.read().values().map(|state| state.shelf.lock().index.used_blocks()).sum()
     }
 
+    /// The device the upstream allocates on, and with it every chunk.
     pub fn device(&self) -> i32 {
         self.device
     }
 
+    /// The resource chunks come from and go back to.
     pub fn upstream(&self) -> &dyn MemoryResource {
         &*self.upstream
     }
@@ -1421,10 +1452,14 @@ impl<I: BlockIndex> Core<I> {
         self.omit_ordering.store(omit, Ordering::Relaxed);
     }
 
+    /// Bytes of chunks held from upstream now (`Usage::reserved` reports the physical pages
+    /// instead for the expandable resource).
     pub fn reserved(&self) -> usize {
         self.reserved.load(Ordering::Relaxed)
     }
 
+    /// The figures of all streams and lanes, gathered under each stream's lock in turn (so not
+    /// one instant's, while others allocate).
     pub fn usage(&self) -> Usage {
         let streams = self.streams.read();
         let mut usage = Usage {
