@@ -180,24 +180,34 @@ module rmm
   ! `statistics_resource_adaptor` counts them: bytes as requested, allocations as calls.
   ! Current values can be negative within a scope that frees memory allocated before it.
   type, bind(c) :: rmmStatistics_t
+    ! Bytes allocated and not yet freed (in the scope: since it was pushed).
     integer(c_int64_t) :: current_bytes = 0
+    ! The most `current_bytes` has been.
     integer(c_int64_t) :: peak_bytes = 0
+    ! Bytes of every allocation ever made, freed or not.
     integer(c_int64_t) :: total_bytes = 0
+    ! Allocations made and not yet freed.
     integer(c_int64_t) :: current_count = 0
+    ! The most `current_count` has been.
     integer(c_int64_t) :: peak_count = 0
+    ! Allocations ever made.
     integer(c_int64_t) :: total_count = 0
   end type rmmStatistics_t
 
   ! One outstanding allocation of a tracking adaptor.
   type, bind(c) :: rmmAllocationRecord_t
+    ! The allocation's address.
     type(c_ptr) :: ptr = c_null_ptr
+    ! The bytes it was asked for.
     integer(c_size_t) :: size = 0
+    ! The stream it was allocated on.
     type(c_ptr) :: stream = c_null_ptr
     ! The OS id of the allocating thread.
     integer(c_int64_t) :: thread = 0  ! uint64_t in C
     ! The `RMM_ALLOC` call site (line 0 and file "" when unknown); a long file name keeps its
     ! end.
     integer(c_int32_t) :: line = 0  ! uint32_t in C
+    ! The call site's file name, NUL-terminated.
     character(kind=c_char) :: file(256) = c_null_char
   end type rmmAllocationRecord_t
 

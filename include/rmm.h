@@ -111,24 +111,34 @@ typedef enum rmmError_t {
 // `statistics_resource_adaptor` counts them: bytes as requested, allocations as calls.
 // Current values can be negative within a scope that frees memory allocated before it.
 typedef struct rmmStatistics_t {
+  // Bytes allocated and not yet freed (in the scope: since it was pushed).
   int64_t current_bytes;
+  // The most `current_bytes` has been.
   int64_t peak_bytes;
+  // Bytes of every allocation ever made, freed or not.
   int64_t total_bytes;
+  // Allocations made and not yet freed.
   int64_t current_count;
+  // The most `current_count` has been.
   int64_t peak_count;
+  // Allocations ever made.
   int64_t total_count;
 } rmmStatistics_t;
 
 // One outstanding allocation of a tracking adaptor.
 typedef struct rmmAllocationRecord_t {
+  // The allocation's address.
   void *ptr;
+  // The bytes it was asked for.
   size_t size;
+  // The stream it was allocated on.
   cudaStream_t stream;
   // The OS id of the allocating thread.
   uint64_t thread;
   // The `RMM_ALLOC` call site (line 0 and file "" when unknown); a long file name keeps its
   // end.
   uint32_t line;
+  // The call site's file name, NUL-terminated.
   char file[256];
 } rmmAllocationRecord_t;
 

@@ -31,11 +31,17 @@ fn adaptor<A: MemoryResource, T>(resource: rmmResource_t, what: &str, f: impl Fn
 #[derive(Debug, Clone, Copy, Default)]
 #[allow(non_camel_case_types)]
 pub struct rmmStatistics_t {
+    /// Bytes allocated and not yet freed (in the scope: since it was pushed).
     pub current_bytes: i64,
+    /// The most `current_bytes` has been.
     pub peak_bytes: i64,
+    /// Bytes of every allocation ever made, freed or not.
     pub total_bytes: i64,
+    /// Allocations made and not yet freed.
     pub current_count: i64,
+    /// The most `current_count` has been.
     pub peak_count: i64,
+    /// Allocations ever made.
     pub total_count: i64,
 }
 
@@ -148,14 +154,18 @@ pub extern "C" fn rmmLimitingAdaptorGetAllocatedBytes(resource: rmmResource_t, b
 #[derive(Debug, Clone, Copy)]
 #[allow(non_camel_case_types)]
 pub struct rmmAllocationRecord_t {
+    /// The allocation's address.
     pub ptr: *mut c_void,
+    /// The bytes it was asked for.
     pub size: usize,
+    /// The stream it was allocated on.
     pub stream: cudaStream_t,
     /// The OS id of the allocating thread.
     pub thread: u64,
     /// The `RMM_ALLOC` call site (line 0 and file "" when unknown); a long file name keeps its
     /// end.
     pub line: u32,
+    /// The call site's file name, NUL-terminated.
     pub file: [c_char; 256],
 }
 

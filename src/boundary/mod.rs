@@ -6,7 +6,6 @@
 // carries a SAFETY note on what the C caller promises.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
-#[allow(missing_docs)] // documented on its own branch
 mod adaptors;
 mod configure;
 mod device_buffer;

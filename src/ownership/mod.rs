@@ -13,7 +13,6 @@ pub mod legacy_log;
 pub mod per_device;
 #[allow(missing_docs)] // documented on its own branch
 pub mod records;
-#[allow(missing_docs)] // documented on its own branch
 pub mod spec;
 pub mod stack;
 
