@@ -67,6 +67,7 @@ fn after_a_split_each_thread_allocates_in_a_lane_of_its_own_with_no_driver_call(
     assert_eq!((spent.event_record, spent.stream_wait_event, spent.host_wait), (0, 0, 0), "{spent:?}");
     let usage = pool.usage();
     assert!(usage.lanes >= 2, "four threads made {} lanes", usage.lanes);
+    assert_eq!(pool.snapshot()["lanes"], usage.lanes);
     assert_eq!(usage.streams, 1);
     assert_eq!(usage.live, 0);
     pool.check_invariants().unwrap();

@@ -1507,6 +1507,7 @@ impl<I: BlockIndex> Core<I> {
         figures["device"] = self.device.into();
         figures["maximum_size"] = if self.maximum == usize::MAX { serde_json::Value::Null } else { self.maximum.into() };
         figures["streams"] = usage.streams.into();
+        figures["lanes"] = usage.lanes.into();
         figures["chunks"] = chunks.into();
         figures["upstream"] = self.upstream.snapshot();
         figures
