@@ -15,13 +15,10 @@ mkdir -p "$out"
 arch=${CUDA_ARCH:-sm_90}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 lscpu | grep -E "^Model name|^CPU\(s\)" || true
+# shellcheck source=scripts/bench-libs.sh
+. scripts/bench-libs.sh
 declare -A libs=()
-if [ -n "${1:-}" ]; then
-  for gz in "$1"/librmm_*.a.gz; do [ -e "$gz" ] && gunzip -kf "$gz"; done
-  for lib in "$1"/librmm_*.a; do name=$(basename "$lib" .a); libs[${name#librmm_}]=$lib; done
-else
-  libs[stage]=stage/lib/librmm.a
-fi
+bench_libs "${1:-}"
 csvs=()
 for name in "${!libs[@]}"; do
   nvcc -std=c++17 -O3 -arch="$arch" -Iinclude -Ibench bench/bench_threads.cu "${libs[$name]}" \

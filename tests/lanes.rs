@@ -5,7 +5,6 @@
 mod common;
 
 use common::*;
-use rmm::platform::sim::DriverCalls;
 use rmm::platform::{backend, simulator, Stream};
 use rmm::resources::{streams, DirectResource, MemoryResource, PoolResource};
 use std::sync::{mpsc, Arc, Barrier};
@@ -14,20 +13,6 @@ const MIB: usize = 1 << 20;
 
 fn pool(maximum: usize) -> Arc<PoolResource> {
     Arc::new(PoolResource::new(Arc::new(DirectResource::cuda(0).unwrap()), 0, maximum).unwrap())
-}
-
-fn calls() -> DriverCalls {
-    simulator().unwrap().driver_calls()
-}
-
-fn calls_since(before: DriverCalls) -> DriverCalls {
-    let after = calls();
-    DriverCalls {
-        stream_identity: after.stream_identity - before.stream_identity,
-        event_record: after.event_record - before.event_record,
-        stream_wait_event: after.stream_wait_event - before.stream_wait_event,
-        host_wait: after.host_wait - before.host_wait,
-    }
 }
 
 /// Runs `work(thread number)` on `threads` threads at once.
@@ -51,7 +36,7 @@ fn after_a_split_each_thread_allocates_in_a_lane_of_its_own_with_no_driver_call(
     let _guard = setup();
     let pool = pool(0);
     pool.split_into_lanes(Stream::DEFAULT).unwrap();
-    let before = calls();
+    let before = driver_calls();
     let shared = pool.clone();
     on_threads(4, move |t| {
         let sizes = [256, 4096, 100_000, 3 * MIB];
@@ -63,7 +48,7 @@ fn after_a_split_each_thread_allocates_in_a_lane_of_its_own_with_no_driver_call(
             shared.deallocate(ptr, bytes, Stream::DEFAULT).unwrap();
         }
     });
-    let spent = calls_since(before);
+    let spent = driver_calls_since(before);
     assert_eq!((spent.event_record, spent.stream_wait_event, spent.host_wait), (0, 0, 0), "{spent:?}");
     let usage = pool.usage();
     assert!(usage.lanes >= 2, "four threads made {} lanes", usage.lanes);
@@ -87,11 +72,11 @@ fn a_block_freed_by_another_thread_goes_back_to_the_lane_that_handed_it_out_chec
     let (ptr, bytes) = blocks[7];
     let wrong = pool.deallocate(ptr, bytes + 4096, Stream::DEFAULT).unwrap_err();
     assert!(wrong.to_string().contains("bytes were given"), "{wrong}");
-    let before = calls();
+    let before = driver_calls();
     for &(ptr, bytes) in &blocks {
         pool.deallocate(ptr, bytes, Stream::DEFAULT).unwrap();
     }
-    let spent = calls_since(before);
+    let spent = driver_calls_since(before);
     assert_eq!((spent.event_record, spent.stream_wait_event), (0, 0), "the same stream's order covers them: {spent:?}");
     let twice = pool.deallocate(ptr, bytes, Stream::DEFAULT).unwrap_err();
     assert!(twice.to_string().contains("not a live block"), "{twice}");
@@ -136,9 +121,9 @@ fn a_lane_takes_memory_another_lane_freed_instead_of_failing_at_the_maximum() {
         .unwrap()
     };
     allocate_and_free_all(pool.clone());
-    let before = calls();
+    let before = driver_calls();
     allocate_and_free_all(pool.clone());
-    let spent = calls_since(before);
+    let spent = driver_calls_since(before);
     assert_eq!((spent.stream_wait_event, spent.host_wait), (0, 0), "{spent:?}");
     assert!(pool.usage().reserved <= 64 * MIB);
     assert!(pool.usage().lanes >= 2);

@@ -18,10 +18,6 @@ fn pool(maximum: usize) -> PoolResource {
     PoolResource::new(Arc::new(DirectResource::cuda(0).unwrap()), 0, maximum).unwrap()
 }
 
-fn calls() -> DriverCalls {
-    simulator().unwrap().driver_calls()
-}
-
 /// What `pairs` allocate+free pairs of mixed sizes on `stream` cost in driver calls, after a
 /// round of warm-up pairs (which may take memory from other streams).
 fn calls_of_pairs(pool: &PoolResource, stream: Stream, pairs: usize) -> DriverCalls {
@@ -29,19 +25,13 @@ fn calls_of_pairs(pool: &PoolResource, stream: Stream, pairs: usize) -> DriverCa
     for bytes in sizes {
         pool.deallocate(pool.allocate(bytes, stream).unwrap(), bytes, stream).unwrap();
     }
-    let before = calls();
+    let before = driver_calls();
     for i in 0..pairs {
         let bytes = sizes[i % sizes.len()];
         let ptr = pool.allocate(bytes, stream).unwrap();
         pool.deallocate(ptr, bytes, stream).unwrap();
     }
-    let after = calls();
-    DriverCalls {
-        stream_identity: after.stream_identity - before.stream_identity,
-        event_record: after.event_record - before.event_record,
-        stream_wait_event: after.stream_wait_event - before.stream_wait_event,
-        host_wait: after.host_wait - before.host_wait,
-    }
+    driver_calls_since(before)
 }
 
 #[test]
@@ -96,17 +86,11 @@ fn reuse_after_destruction(announced: bool) -> (DriverCalls, usize, usize) {
     }
     let new = platform.stream_create(0).unwrap();
     assert_eq!(new, old, "the simulator hands a destroyed stream's handle out again, as CUDA may");
-    let before = calls();
+    let before = driver_calls();
     let again = pool.allocate(4 * MIB, new).unwrap();
-    let after = calls();
+    let spent = driver_calls_since(before);
     pool.deallocate(again, 4 * MIB, new).unwrap();
     platform.stream_destroy(new).unwrap();
-    let spent = DriverCalls {
-        stream_identity: after.stream_identity - before.stream_identity,
-        event_record: after.event_record - before.event_record,
-        stream_wait_event: after.stream_wait_event - before.stream_wait_event,
-        host_wait: after.host_wait - before.host_wait,
-    };
     (spent, block, again)
 }
 
@@ -138,21 +122,21 @@ fn a_stream_only_its_own_allocations_may_record_is_asked_and_records_at_its_next
     let kept = pool.allocate(256, own).unwrap(); // a 2 MiB chunk
     pool.deallocate(whole, 4 * MIB, own).unwrap();
     // The taker may not record `own`'s event: it leaves the free chunk, grows, and asks.
-    let before = calls();
+    let before = driver_calls();
     let grown = pool.allocate(4 * MIB, taker).unwrap();
     assert_ne!(grown, whole);
-    assert_eq!(calls().event_record, before.event_record);
+    assert_eq!(driver_calls().event_record, before.event_record);
     // `own`'s next allocation records its event, once...
     let small = pool.allocate(256, own).unwrap();
-    assert_eq!(calls().event_record - before.event_record, 1);
+    assert_eq!(driver_calls().event_record - before.event_record, 1);
     let other = pool.allocate(256, own).unwrap();
-    assert_eq!(calls().event_record - before.event_record, 1, "asked once, recorded once");
+    assert_eq!(driver_calls().event_record - before.event_record, 1, "asked once, recorded once");
     // ...so a stream at the maximum takes the free chunk by waiting on that event, without a
     // host synchronization.
-    let before = calls();
+    let before = driver_calls();
     let taken = pool.allocate(4 * MIB, third).unwrap();
     assert_eq!(taken, whole);
-    assert_eq!(calls().host_wait, before.host_wait);
+    assert_eq!(driver_calls().host_wait, before.host_wait);
     assert!(races().is_empty(), "{:?}", races());
     for (ptr, bytes, stream) in [(taken, 4 * MIB, third), (grown, 4 * MIB, taker), (small, 256, own), (other, 256, own), (kept, 256, own)] {
         pool.deallocate(ptr, bytes, stream).unwrap();
@@ -183,7 +167,7 @@ fn streams_rmm_did_not_see_made_hand_memory_on_by_events_while_others_take_it() 
     let pool = pool(4 * MIB); // one chunk, passed back and forth
     let (a, b) = (platform.stream_create(0).unwrap(), platform.stream_create(0).unwrap());
     let exchange = |rounds: usize| {
-        let before = calls();
+        let before = driver_calls();
         for round in 0..rounds {
             let (from, to) = if round % 2 == 0 { (a, b) } else { (b, a) };
             let block = pool.allocate(4 * MIB, from).unwrap();
@@ -192,7 +176,7 @@ fn streams_rmm_did_not_see_made_hand_memory_on_by_events_while_others_take_it() 
             assert_eq!(again, block);
             pool.deallocate(again, 4 * MIB, to).unwrap();
         }
-        let after = calls();
+        let after = driver_calls();
         (after.host_wait - before.host_wait, after.event_record - before.event_record)
     };
     // The first takes ask, and synchronize; once both streams donate, events alone order them.
@@ -203,18 +187,18 @@ fn streams_rmm_did_not_see_made_hand_memory_on_by_events_while_others_take_it() 
     assert!(records >= 20, "{records}");
     assert!(races().is_empty(), "{:?}", races());
     // Left alone, a stream stops recording for takers that no longer come.
-    let before = calls();
+    let before = driver_calls();
     for _ in 0..100 {
         let block = pool.allocate(4 * MIB, a).unwrap();
         pool.deallocate(block, 4 * MIB, a).unwrap();
     }
-    assert!(calls().event_record - before.event_record <= 8, "{:?}", calls());
-    let before = calls();
+    assert!(driver_calls().event_record - before.event_record <= 8, "{:?}", driver_calls());
+    let before = driver_calls();
     for _ in 0..100 {
         let block = pool.allocate(4 * MIB, a).unwrap();
         pool.deallocate(block, 4 * MIB, a).unwrap();
     }
-    assert_eq!(calls().event_record, before.event_record);
+    assert_eq!(driver_calls().event_record, before.event_record);
     pool.check_invariants().unwrap();
     platform.stream_destroy(a).unwrap();
     platform.stream_destroy(b).unwrap();
@@ -264,12 +248,12 @@ fn a_pair_through_another_devices_resource_makes_no_driver_call() {
             let mut ptr = std::ptr::null_mut();
             assert_eq!(rmmResourceAllocate(pool, &mut ptr, 256, on), RMM_SUCCESS);
             assert_eq!(rmmResourceDeallocate(pool, ptr, 256, on), RMM_SUCCESS);
-            let before = calls();
+            let before = driver_calls();
             for _ in 0..100 {
                 assert_eq!(rmmResourceAllocate(pool, &mut ptr, 256, on), RMM_SUCCESS);
                 assert_eq!(rmmResourceDeallocate(pool, ptr, 256, on), RMM_SUCCESS);
             }
-            let after = calls();
+            let after = driver_calls();
             assert_eq!(
                 (after.event_record - before.event_record, after.stream_wait_event - before.stream_wait_event),
                 (0, 0),

@@ -32,6 +32,22 @@ pub fn configure_legacy_api() {
     std::env::set_var("RMM_ALLOC_CONF", "resource:cuda,stats:0");
 }
 
+/// The driver calls the simulated devices have counted so far.
+pub fn driver_calls() -> rmm::platform::sim::DriverCalls {
+    simulator().expect("simulated").driver_calls()
+}
+
+/// The driver calls made since `before` (a `driver_calls()` reading).
+pub fn driver_calls_since(before: rmm::platform::sim::DriverCalls) -> rmm::platform::sim::DriverCalls {
+    let after = driver_calls();
+    rmm::platform::sim::DriverCalls {
+        stream_identity: after.stream_identity - before.stream_identity,
+        event_record: after.event_record - before.event_record,
+        stream_wait_event: after.stream_wait_event - before.stream_wait_event,
+        host_wait: after.host_wait - before.host_wait,
+    }
+}
+
 pub fn races() -> Vec<String> {
     simulator().expect("simulated").race_reports()
 }
