@@ -9,8 +9,12 @@
 //!   log, `RMM_ALLOC_CONF`.
 //! - `resources`: the memory resources and adaptors, and the stream-ordered core of the
 //!   pool-like ones (over the `rmm-suballoc` crate's free-block indexes).
-//! - `platform`: the CUDA driver or simulated devices, and the few primitives of the hot path
-//!   that need `unsafe`.
+//! - `platform`: the CUDA driver or simulated devices (their streams and IPC handles), and the
+//!   process they run in (its exit, forks, thread ids).
+//! - `sync`: the hot path's concurrency primitives (biased ownership and locks, published
+//!   values, shared pointers, the log clock, the call site of the C call in progress). It is
+//!   the bottom layer: it uses no other module of the crate, and every layer above it,
+//!   `platform` included, may use it.
 //!
 //! `error` (the error type and its codes), `units` (sizes as people read them) and
 //! `log_format` (RMM's log CSV: the logging adaptor writes it, `replay` reads it) are leaves
@@ -30,6 +34,7 @@ pub mod ownership;
 pub mod platform;
 pub mod replay;
 pub mod resources;
+pub mod sync;
 pub mod units;
 
 pub use error::{Error, ErrorKind, Result};

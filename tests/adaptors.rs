@@ -307,7 +307,7 @@ fn statistics_bias_moves_to_a_thread_that_counts_alone_for_a_while() {
 }
 
 fn platform_biases() -> bool {
-    rmm::platform::bias::barriers_available()
+    rmm::sync::bias::barriers_available()
 }
 
 /// Budget another thread holds as credit is taken back before an allocation is refused: the
@@ -392,7 +392,7 @@ fn tracking_lists_outstanding_allocations_with_call_sites() {
     let tracking = TrackingAdaptor::new(pool(), true);
     let outer = StackRef::new(tracking.clone());
     let file = c"kernel.cu";
-    let ptr = rmm::platform::call_site::with(file.as_ptr(), 42, || records::allocate(outer.stack(), 5000, S, Holder::Caller)).unwrap();
+    let ptr = rmm::sync::call_site::with(file.as_ptr(), 42, || records::allocate(outer.stack(), 5000, S, Holder::Caller)).unwrap();
     let other = records::allocate(outer.stack(), 100, S, Holder::Caller).unwrap();
     let outstanding = tracking.outstanding();
     assert_eq!(outstanding.len(), 2);
@@ -416,7 +416,7 @@ fn tracking_records_each_call_sites_own_file() {
     let tracking = TrackingAdaptor::new(pool(), false);
     let outer = StackRef::new(tracking.clone());
     let allocate_at = |file: *const std::ffi::c_char, line| {
-        rmm::platform::call_site::with(file, line, || records::allocate(outer.stack(), 256, S, Holder::Caller)).unwrap()
+        rmm::sync::call_site::with(file, line, || records::allocate(outer.stack(), 256, S, Holder::Caller)).unwrap()
     };
     let mut buffer = *b"first.cu\0";
     let mut expected = vec![
@@ -564,7 +564,7 @@ fn logging_keeps_blocks_in_order_when_a_thread_starts_and_stops_logging_alone() 
     let _guard = setup();
     let path = std::env::temp_dir().join(format!("rmm-log-alone-{}.csv", std::process::id()));
     let logging = LoggingAdaptor::new(pool(), Some(path.to_str().unwrap())).unwrap();
-    let counted = rmm::platform::clock::OrderedCounter::get().is_some();
+    let counted = rmm::sync::clock::OrderedCounter::get().is_some();
     let (to_other, from_main) = std::sync::mpsc::channel::<usize>();
     let (to_main, from_other) = std::sync::mpsc::channel::<usize>();
     std::thread::scope(|scope| {

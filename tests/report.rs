@@ -256,8 +256,7 @@ fn call_sites_come_from_a_tracking_snapshot_for_allocations_still_live() {
     let tracking = TrackingAdaptor::new(Arc::new(PoolResource::new(Arc::new(DirectResource::cuda(0).unwrap()), 0, 0).unwrap()), false);
     let logging = LoggingAdaptor::new(tracking.clone(), Some(path.to_str().unwrap())).unwrap();
     let file = c"solver.cu";
-    let at =
-        |line: u32, size: usize| rmm::platform::call_site::with(file.as_ptr(), line, || logging.allocate(size, Stream::DEFAULT)).unwrap();
+    let at = |line: u32, size: usize| rmm::sync::call_site::with(file.as_ptr(), line, || logging.allocate(size, Stream::DEFAULT)).unwrap();
     let kept = at(10, 8 << 20);
     let freed_later = at(20, 4 << 20);
     let small = at(30, 1 << 20);

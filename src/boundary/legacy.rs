@@ -6,7 +6,7 @@ use super::{copy_text_truncated, optional_str};
 use crate::error::{code_description, code_name, rmmError_t, Error};
 use crate::ownership::legacy;
 use crate::ownership::legacy_log::{self, Call, EventKind};
-use crate::platform::call_site;
+use crate::sync::call_site;
 use std::ffi::{c_char, c_uint, c_void};
 use std::time::Instant;
 

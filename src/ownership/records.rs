@@ -13,9 +13,9 @@
 
 use super::stack::{Stack, SHARD_WORDS};
 use crate::error::{Error, Result};
-use crate::platform::biased_lock::BiasedLock;
 use crate::platform::{backend, Stream};
 use crate::resources::{callback, MemoryResource};
+use crate::sync::biased_lock::BiasedLock;
 use rmm_suballoc::address_map::{address_hash, window_shard_of, RECORD_WINDOW_BITS};
 use std::sync::Arc;
 

@@ -2,19 +2,8 @@
 //! (`sim.rs`), chosen once per process. The simulator runs only when `RMM_SIM_DEVICES` asks
 //! for it; a machine without a driver gets an error, never a silent simulation.
 
-#[allow(missing_docs)] // documented on its own branch
-pub mod bias;
-#[allow(missing_docs)] // documented on its own branch
-pub mod biased_lock;
-pub mod call_site;
-#[allow(missing_docs)] // documented on its own branch
-pub mod clock;
 mod cuda;
 pub mod ipc;
-#[allow(missing_docs)] // documented on its own branch
-pub mod published;
-#[allow(missing_docs)] // documented on its own branch
-pub mod shared;
 pub mod sim;
 mod sim_vmm;
 pub mod streams;

@@ -41,7 +41,7 @@ pub fn epoch() -> u64 {
 /// process, with no driver call.
 #[inline]
 pub fn per_thread_identity() -> u64 {
-    PER_THREAD | super::bias::thread_key()
+    PER_THREAD | crate::sync::bias::thread_key()
 }
 
 /// Whether `identity` is a thread's per-thread default stream's.

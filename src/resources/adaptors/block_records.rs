@@ -4,7 +4,7 @@
 //! One thread records with plain loads and stores, and threads allocating on their own
 //! streams, whose blocks come from chunks of their own, meet different shards.
 
-use crate::platform::biased_lock::{BiasedGuard, BiasedLock};
+use crate::sync::biased_lock::{BiasedGuard, BiasedLock};
 use rmm_suballoc::address_map::{window_shard_of, AddressMap, RECORD_WINDOW_BITS};
 
 /// Enough shards that eight threads seldom meet in one.

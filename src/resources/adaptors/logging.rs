@@ -24,11 +24,11 @@ use super::shards::{self, Shard, Shards};
 use super::Upstream;
 use crate::error::{Error, Result};
 use crate::log_format::{Action, Lines, TimeOfDay, COLUMNS};
-use crate::platform::bias::Bias;
-use crate::platform::biased_lock::{BiasedGuard, BiasedLock};
-use crate::platform::clock::{Anchor, OrderedCounter};
 use crate::platform::Stream;
 use crate::resources::MemoryResource;
+use crate::sync::bias::Bias;
+use crate::sync::biased_lock::{BiasedGuard, BiasedLock};
+use crate::sync::clock::{Anchor, OrderedCounter};
 use parking_lot::{Mutex, ReentrantMutex};
 use std::cell::RefCell;
 use std::io::Write;
@@ -142,7 +142,7 @@ impl Default for Buffer {
         Buffer {
             events: BiasedLock::new(Records::default()),
             last_order: AtomicU64::new(0),
-            thread: crate::platform::bias::thread_key(),
+            thread: crate::sync::bias::thread_key(),
             os_thread: crate::platform::os_thread_id() as u32,
         }
     }
@@ -311,10 +311,7 @@ impl LoggingAdaptor {
     /// without the fence while its buffer's lock is biased to it (see `sole`; for tests).
     pub fn logs_alone(&self) -> bool {
         let sole = self.sole.load(Ordering::Acquire);
-        self.sole_buffer
-            .lock()
-            .as_ref()
-            .is_some_and(|buffer| buffer.address() == sole && buffer.thread == crate::platform::bias::thread_key())
+        self.sole_buffer.lock().as_ref().is_some_and(|buffer| buffer.address() == sole && buffer.thread == crate::sync::bias::thread_key())
     }
 
     /// Whether this process is a fork of the one whose writer thread writes the log (see
@@ -477,7 +474,7 @@ impl LoggingAdaptor {
                 // Another thread's: its event in progress ends first. A buffer of this thread's
                 // own (one it has dropped from its list of shards): its events came before, in
                 // this thread's order.
-                let _events = (buffer.thread != crate::platform::bias::thread_key()).then(|| buffer.events.lock());
+                let _events = (buffer.thread != crate::sync::bias::thread_key()).then(|| buffer.events.lock());
                 let _ = self.sole.compare_exchange(buffer.address(), SHARED, Ordering::AcqRel, Ordering::Relaxed);
             }
             None => {
@@ -500,9 +497,7 @@ impl LoggingAdaptor {
             let nested = self.nested.lock();
             match self.sole.load(Ordering::Acquire) {
                 SHARED => break nested,
-                _ if self.sole_buffer.lock().as_ref().is_some_and(|sole| sole.thread == crate::platform::bias::thread_key()) => {
-                    break nested
-                }
+                _ if self.sole_buffer.lock().as_ref().is_some_and(|sole| sole.thread == crate::sync::bias::thread_key()) => break nested,
                 _ => {
                     drop(nested);
                     self.end_sole();
@@ -537,7 +532,7 @@ impl LoggingAdaptor {
         let reading = match (unfenced, self.counter) {
             (Some(counter), _) => counter.read_unfenced(),
             (None, Some(counter)) => counter.read(),
-            (None, None) => return (self.next_number(), crate::platform::clock::wall_clock_ns()),
+            (None, None) => return (self.next_number(), crate::sync::clock::wall_clock_ns()),
         };
         let place = reading.max(last_order.load(Ordering::Relaxed));
         last_order.store(place, Ordering::Relaxed);
@@ -791,7 +786,7 @@ impl MemoryResource for LoggingAdaptor {
 mod tests {
     use super::{ready, write_records, Action, Batch, Dates, Kind, Record, Spares};
     use crate::log_format::{parse_log, Event, Lines, TimeOfDay, COLUMNS};
-    use crate::platform::clock::OrderedCounter;
+    use crate::sync::clock::OrderedCounter;
 
     fn event(order: u64, action: Action) -> Record {
         Record { order, time: 0, thread: 1, kind: Kind::Line(action), ptr: 0x100, size: 256, stream: 0 }

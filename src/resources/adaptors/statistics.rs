@@ -2,7 +2,7 @@
 //! allocation counts, without locks, so threads never wait on each other here.
 //!
 //! While one thread does all the allocating (the common case), it holds the adaptor's bias
-//! (`platform::bias`) and counts with plain loads and stores. Once another thread allocates
+//! (`sync::bias`) and counts with plain loads and stores. Once another thread allocates
 //! or frees through the adaptor, the bias is revoked, the owner's live figures are folded into
 //! shared ones, and from then on each thread counts in a shard of its own, which only it
 //! writes: no atomic read-modify-write and no shared cache line on the allocation path, so
@@ -29,9 +29,9 @@
 use super::shards::{self, Shard, Shards};
 use super::Upstream;
 use crate::error::{Error, Result};
-use crate::platform::bias::{thread_key, thread_running, Bias};
 use crate::platform::Stream;
 use crate::resources::MemoryResource;
+use crate::sync::bias::{thread_key, thread_running, Bias};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;

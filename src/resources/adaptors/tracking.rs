@@ -101,7 +101,7 @@ fn call_site() -> (Option<&'static str>, u32) {
     thread_local! {
         static LAST: std::cell::Cell<Option<&'static str>> = const { std::cell::Cell::new(None) };
     }
-    let site = crate::platform::call_site::with_current(|file, line| {
+    let site = crate::sync::call_site::with_current(|file, line| {
         let cached = LAST.try_with(|last| match last.get() {
             Some(name) if name.as_bytes() == file.to_bytes() => name,
             _ => {

@@ -7,10 +7,10 @@
 //! pointer less than through the pool. The expandable resource, whose parts are pools, too.
 
 use crate::error::Result;
-use crate::platform::shared::Shared;
 use crate::platform::Stream;
 use crate::resources::stream_ordered::Core;
 use crate::resources::{ExpandableResource, MemoryResource, PoolResource};
+use crate::sync::shared::Shared;
 use rmm_suballoc::tlsf::Tlsf;
 use std::sync::Arc;
 

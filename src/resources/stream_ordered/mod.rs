@@ -37,10 +37,10 @@ mod mapped;
 pub use mapped::{MappedGrowth, PageMapper};
 
 use crate::error::{Error, Result};
-use crate::platform::biased_lock::BiasedLock;
 use crate::platform::sim::SimDevices;
 use crate::platform::{backend, streams, Event, Stream};
 use crate::resources::MemoryResource;
+use crate::sync::biased_lock::BiasedLock;
 use crate::units;
 use parking_lot::{Mutex, RwLock};
 use rmm_suballoc::fixed_blocks::FixedBlocks;
@@ -630,7 +630,7 @@ impl<I: BlockIndex> Core<I> {
             return Ok(None);
         };
         let current = match (stream, allocating && entry.check_identity) {
-            (Stream::PER_THREAD, _) => entry.thread == crate::platform::bias::thread_key(),
+            (Stream::PER_THREAD, _) => entry.thread == crate::sync::bias::thread_key(),
             (_, true) => self.identity_matches(&entry.state, stream)?,
             (_, false) => true,
         };
@@ -674,7 +674,7 @@ impl<I: BlockIndex> Core<I> {
             if cache.len() == STATE_CACHE_SIZE {
                 cache.remove(0);
             }
-            let thread = crate::platform::bias::thread_key();
+            let thread = crate::sync::bias::thread_key();
             cache.insert(0, CachedState { handle: stream.0, epoch, check_identity, thread, state: state.clone() });
         }
         f(&state)
@@ -686,7 +686,7 @@ impl<I: BlockIndex> Core<I> {
     fn state_from_map(&self, identity: u64, stream: Stream, recorder: Recorder) -> Result<Arc<StreamState<I>>> {
         let key = match identity {
             // A key no stream identity uses (top bit set), unique to the thread.
-            0 if self.per_thread_default_stream.load(Ordering::Relaxed) => (1 << 63) | crate::platform::bias::thread_key(),
+            0 if self.per_thread_default_stream.load(Ordering::Relaxed) => (1 << 63) | crate::sync::bias::thread_key(),
             identity => identity,
         };
         self.state_at(key, 0, identity, stream, recorder)
@@ -748,7 +748,7 @@ impl<I: BlockIndex> Core<I> {
             return f(&lane.1);
         }
         let recorder = stream_state.shelf.lock().recorder;
-        let lane_number = 1 + crate::platform::bias::thread_key() % LANES;
+        let lane_number = 1 + crate::sync::bias::thread_key() % LANES;
         let lane = self.state_at(stream_state.key, lane_number, stream_state.identity, stream_state.stream, recorder)?;
         let lanes = self.lanes.get_or_default();
         let _ = CACHES_WATCH.try_with(|_| ());

@@ -53,6 +53,8 @@ impl Drop for Ending {
     }
 }
 
+/// The calling thread's key: unique for the life of the process, so an owner that has ended
+/// is never mistaken for a later thread (thread ids are reused; keys are not).
 #[inline]
 pub fn thread_key() -> u64 {
     match THREAD_KEY.get() {
@@ -79,6 +81,8 @@ pub fn thread_running(key: u64) -> bool {
     RUNNING.lock().as_ref().is_some_and(|running| running.contains(&key))
 }
 
+/// Shared state's owner thread, if it has one, and whether that owner is inside (see the
+/// module's comment for the handshake with a revoker).
 pub struct Bias {
     /// FRESH, the key of the owning thread, REVOKING or UNBIASED.
     owner: AtomicU64,
@@ -107,6 +111,7 @@ impl Default for Bias {
 }
 
 impl Bias {
+    /// A bias no thread holds yet: the first to enter gets it.
     pub const fn new() -> Self {
         Bias { owner: AtomicU64::new(FRESH), owner_inside: AtomicBool::new(false) }
     }
@@ -230,6 +235,9 @@ fn reentered() -> ! {
 /// Spins this many times before yielding the processor.
 const SPINS_BEFORE_YIELD: u32 = 100;
 
+/// Waits a little before a thread tries again for what another holds: spins first, for a
+/// holder about to leave, then yields the processor, so that a holder that lost its own
+/// gets to run. `spins` counts the tries so far.
 pub fn backoff(spins: &mut u32) {
     if *spins < SPINS_BEFORE_YIELD {
         std::hint::spin_loop();

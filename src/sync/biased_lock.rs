@@ -20,6 +20,8 @@ struct Streak {
     needed: u32,
 }
 
+/// A value behind a lock whose usual thread enters with plain loads and stores (see the
+/// module's comment).
 pub struct BiasedLock<T> {
     bias: Bias,
     /// The spin lock of every thread but the owner (and of revokers).
@@ -33,7 +35,8 @@ pub struct BiasedLock<T> {
 unsafe impl<T: Send> Sync for BiasedLock<T> {}
 unsafe impl<T: Send> Send for BiasedLock<T> {}
 
-/// Not `Send`: the owner's way in is a flag only the owner may clear.
+/// Access to a `BiasedLock`'s value until it drops. Not `Send`: the owner's way in is a flag
+/// only the owner may clear.
 pub struct BiasedGuard<'a, T> {
     lock: &'a BiasedLock<T>,
     /// Some for the owner; None for the holder of the spin lock.
@@ -44,6 +47,8 @@ pub struct BiasedGuard<'a, T> {
 }
 
 impl<T> BiasedLock<T> {
+    /// An unlocked lock around `value`, biased to no thread yet: `const`, so that statics
+    /// (the pointer records' shards) need no lazy initialization on the hot path.
     pub const fn new(value: T) -> Self {
         BiasedLock {
             bias: Bias::new(),
@@ -53,6 +58,9 @@ impl<T> BiasedLock<T> {
         }
     }
 
+    /// Locks, through the bias when the calling thread holds it or may take it, else through
+    /// the spin lock (revoking another thread's bias first). Not reentrant: locking again on
+    /// the thread inside panics.
     #[inline(always)]
     pub fn lock(&self) -> BiasedGuard<'_, T> {
         match self.bias.enter() {

@@ -6,6 +6,7 @@
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
+/// A value read with one acquire load and replaced with `update` (see the module's comment).
 pub struct Published<T> {
     current: AtomicPtr<T>,
     /// Every value ever published (from `Box::into_raw`), the current one last: readers may
@@ -14,11 +15,14 @@ pub struct Published<T> {
 }
 
 impl<T> Published<T> {
+    /// Publishes `value` as the first value.
     pub fn new(value: T) -> Self {
         let first = Box::into_raw(Box::new(value));
         Published { current: AtomicPtr::new(first), all: Mutex::new(vec![first]) }
     }
 
+    /// The value published last (when another thread updates at the same time, either the
+    /// one before or the new one).
     #[inline]
     pub fn get(&self) -> &T {
         // SAFETY: `current` always points into a box in `all`, which is only emptied by

@@ -69,7 +69,9 @@ pub struct OrderedCounter(());
 /// A reading of the counter and of the system clock, taken together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Anchor {
+    /// The counter's reading.
     pub ticks: u64,
+    /// The system clock's reading (nanoseconds since the Unix epoch) at the same moment.
     pub ns: u64,
 }
 

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+/// An `Arc<T>` and the address of its value, worked out once (see the module's comment).
 pub struct Shared<T: ?Sized> {
     value: *const T,
     owner: Arc<T>,
@@ -15,6 +16,7 @@ unsafe impl<T: ?Sized + Send + Sync> Send for Shared<T> {}
 unsafe impl<T: ?Sized + Send + Sync> Sync for Shared<T> {}
 
 impl<T: ?Sized> Shared<T> {
+    /// Keeps `owner` and the address of its value.
     pub fn new(owner: Arc<T>) -> Self {
         Shared { value: Arc::as_ptr(&owner), owner }
     }
