@@ -111,6 +111,33 @@ impl<V> AddressMap<V> {
     /// Inserts or replaces; returns the value replaced.
     #[inline(always)]
     pub fn insert(&mut self, key: usize, value: V) -> Option<V> {
+        match self.probe_for(key) {
+            Ok(vacant) => {
+                self.fill(vacant, key, value);
+                None
+            }
+            Err(occupied) => self.slots[occupied].1.replace(value),
+        }
+    }
+
+    /// Inserts unless `key` is present; then changes nothing and gives `value` back. For
+    /// records where a second entry under one key is an error to report, and the first entry
+    /// must survive it.
+    #[inline(always)]
+    pub fn try_insert(&mut self, key: usize, value: V) -> Result<(), V> {
+        match self.probe_for(key) {
+            Ok(vacant) => {
+                self.fill(vacant, key, value);
+                Ok(())
+            }
+            Err(_) => Err(value),
+        }
+    }
+
+    /// Grows the table if one more entry would make it more than half full, then looks for
+    /// `key`: Ok(the vacant slot it would go into) or Err(the slot that holds it).
+    #[inline(always)]
+    fn probe_for(&mut self, key: usize) -> Result<usize, usize> {
         debug_assert!(key != EMPTY, "{key:#x} cannot be a key");
         if (self.len + 1) * 2 > self.slots.len() {
             self.grow();
@@ -119,14 +146,24 @@ impl<V> AddressMap<V> {
         let mut at = self.home(key);
         loop {
             match self.slots[at].0 {
-                EMPTY => break,
-                k if k == key => return self.slots[at].1.replace(value),
+                EMPTY => return Ok(at),
+                k if k == key => return Err(at),
                 _ => at = (at + 1) & mask,
             }
         }
-        self.slots[at] = (key, Some(value));
+    }
+
+    #[inline(always)]
+    fn fill(&mut self, vacant: usize, key: usize, value: V) {
+        self.slots[vacant] = (key, Some(value));
         self.len += 1;
-        None
+    }
+
+    /// The value of `key`, to change in place.
+    #[inline]
+    pub fn get_mut(&mut self, key: &usize) -> Option<&mut V> {
+        let at = self.find(*key)?;
+        self.slots[at].1.as_mut()
     }
 
     /// The slot of `key` and its value, to look at before removing it with `remove_slot`.
@@ -201,6 +238,7 @@ impl<V> AddressMap<V> {
 
 #[cfg(test)]
 mod tests {
+    use super::AddressMap;
     use crate::model::{check_address_map, Xorshift};
 
     /// Against std's map (`model::check_address_map`), keys crowded into few home slots or
@@ -210,5 +248,39 @@ mod tests {
         for seed in 1..=12 {
             check_address_map(&mut Xorshift(seed), 20_000);
         }
+    }
+
+    /// A second `try_insert` of a key is refused and leaves the first value, also when the
+    /// table is about to grow (the refusal may grow it, but must not lose or move the key).
+    #[test]
+    fn try_insert_keeps_the_first_value() {
+        let mut map = AddressMap::new();
+        for key in 1..=8usize {
+            assert_eq!(map.try_insert(key << 8, key), Ok(()));
+        }
+        assert_eq!(map.len(), 8);
+        assert_eq!(map.try_insert(3 << 8, 30), Err(30));
+        assert_eq!(map.try_insert(8 << 8, 80), Err(80));
+        assert_eq!(map.len(), 8);
+        assert_eq!(map.get(&(3 << 8)), Some(&3));
+        assert_eq!(map.get(&(8 << 8)), Some(&8));
+        assert_eq!(map.remove(&(3 << 8)), Some(3));
+        assert_eq!(map.try_insert(3 << 8, 30), Ok(()));
+        assert_eq!(map.get(&(3 << 8)), Some(&30));
+    }
+
+    /// `get_mut` changes the value where it lies: a later lookup, `get_slot` and removal see
+    /// the change, and an absent key gives None.
+    #[test]
+    fn get_mut_changes_in_place() {
+        let mut map = AddressMap::new();
+        map.insert(0x1000, 'a');
+        map.insert(0x2000, 'b');
+        *map.get_mut(&0x1000).unwrap() = 'c';
+        assert_eq!(map.get_mut(&0x3000), None);
+        assert_eq!(map.get_slot(&0x1000).map(|(_, &value)| value), Some('c'));
+        assert_eq!(map.remove(&0x1000), Some('c'));
+        assert_eq!(map.get_mut(&0x1000), None);
+        assert_eq!(map.len(), 1);
     }
 }

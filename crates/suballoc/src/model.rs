@@ -5,6 +5,7 @@
 use crate::address_map::AddressMap;
 use crate::fixed_blocks::FixedBlocks;
 use crate::tlsf::{Refused, Tlsf, GRANULE};
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 
 /// Where the checks get their choices from.
@@ -277,8 +278,9 @@ fn chunk_base(choices: &mut impl Choices) -> usize {
     (1usize << 36) + (choices.below(1 << 20) as usize) * (1 << 16)
 }
 
-/// The address map against std's `HashMap`, with keys crowded into a spread the source picks
-/// (few keys: probes wrap around and removals shift long runs).
+/// The address map against std's `HashMap` (insert, try_insert, get, get_mut, remove, and
+/// removal by slot), with keys crowded into a spread the source picks (few keys: probes wrap
+/// around and removals shift long runs).
 pub fn check_address_map(choices: &mut impl Choices, steps: usize) {
     let spread = [8u64, 64, 1 << 20][choices.below(3) as usize];
     let mut map = AddressMap::default();
@@ -288,8 +290,19 @@ pub fn check_address_map(choices: &mut impl Choices, steps: usize) {
             break;
         }
         let key = (choices.below(spread) as usize + 1) << 8;
-        match choices.below(8) {
-            0..=2 => assert_eq!(map.insert(key, step), model.insert(key, step), "step {step}"),
+        match choices.below(10) {
+            0..=1 => assert_eq!(map.insert(key, step), model.insert(key, step), "step {step}"),
+            2 => {
+                let expected = match model.entry(key) {
+                    Entry::Occupied(_) => Err(step),
+                    Entry::Vacant(vacant) => {
+                        vacant.insert(step);
+                        Ok(())
+                    }
+                };
+                assert_eq!(map.try_insert(key, step), expected, "step {step}");
+                assert_eq!(map.get(&key), model.get(&key), "step {step}: the first value stays");
+            }
             3..=4 => assert_eq!(map.remove(&key), model.remove(&key), "step {step}"),
             5 => {
                 let found = map.get_slot(&key).map(|(slot, &value)| (slot, value));
@@ -297,6 +310,10 @@ pub fn check_address_map(choices: &mut impl Choices, steps: usize) {
                 if let Some((slot, value)) = found {
                     assert_eq!(map.remove_slot(slot), value, "step {step}");
                 }
+            }
+            6 => {
+                let changed = map.get_mut(&key).map(|value| *value = step).is_some();
+                assert_eq!(changed, model.get_mut(&key).map(|value| *value = step).is_some(), "step {step}");
             }
             _ => assert_eq!(map.get(&key), model.get(&key), "step {step}"),
         }
