@@ -79,18 +79,20 @@ impl<V> AddressMap<V> {
         (address_hash(key) >> self.shift) as usize
     }
 
-    /// The slot holding `key`, if any.
+    /// The slot holding `key` and its value, if any. The value comes from the same look at the
+    /// slot as the key: indexing the slot again costs a free through the pointer records a
+    /// measurable few instructions (a second bounds check and a reload).
     #[inline(always)]
-    fn find(&self, key: usize) -> Option<usize> {
+    fn find(&self, key: usize) -> Option<(usize, &V)> {
         if self.slots.is_empty() {
             return None;
         }
         let mask = self.slots.len() - 1;
         let mut at = self.home(key);
         loop {
-            match self.slots[at].0 {
-                k if k == key => return Some(at),
-                EMPTY => return None,
+            match &self.slots[at] {
+                (k, value) if *k == key => return value.as_ref().map(|value| (at, value)),
+                (EMPTY, _) => return None,
                 _ => at = (at + 1) & mask,
             }
         }
@@ -99,7 +101,7 @@ impl<V> AddressMap<V> {
     /// The value stored for `key`.
     #[inline]
     pub fn get(&self, key: &usize) -> Option<&V> {
-        self.find(*key).and_then(|at| self.slots[at].1.as_ref())
+        self.find(*key).map(|(_, value)| value)
     }
 
     /// Whether `key` has an entry.
@@ -162,15 +164,14 @@ impl<V> AddressMap<V> {
     /// The value of `key`, to change in place.
     #[inline]
     pub fn get_mut(&mut self, key: &usize) -> Option<&mut V> {
-        let at = self.find(*key)?;
+        let (at, _) = self.find(*key)?;
         self.slots[at].1.as_mut()
     }
 
     /// The slot of `key` and its value, to look at before removing it with `remove_slot`.
     #[inline(always)]
     pub fn get_slot(&self, key: &usize) -> Option<(Slot, &V)> {
-        let at = self.find(*key)?;
-        self.slots[at].1.as_ref().map(|value| (Slot(at), value))
+        self.find(*key).map(|(at, value)| (Slot(at), value))
     }
 
     /// Removes the entry `get_slot` found (the map must not have changed since).
@@ -182,13 +183,15 @@ impl<V> AddressMap<V> {
     /// Removes `key`'s entry and returns its value; None (nothing changed) when there is none.
     #[inline]
     pub fn remove(&mut self, key: &usize) -> Option<V> {
-        let at = self.find(*key)?;
+        let (at, _) = self.find(*key)?;
         Some(self.remove_at(at))
     }
 
     /// Empties slot `at` and moves back the entries after it that would otherwise no longer be
-    /// found from their home slot.
-    #[inline]
+    /// found from their home slot. Always inlined: a call costs a free through the pointer
+    /// records more than the loop itself (the value returned through memory, the registers
+    /// saved), and most callers drop the value, which inlined needs no copy.
+    #[inline(always)]
     fn remove_at(&mut self, mut at: usize) -> V {
         let mask = self.slots.len() - 1;
         let value = std::mem::replace(&mut self.slots[at], (EMPTY, None)).1.expect("occupied slots hold values");
