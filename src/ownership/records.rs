@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::platform::{backend, Stream};
 use crate::resources::{callback, MemoryResource};
 use crate::sync::biased_lock::BiasedLock;
-use rmm_suballoc::address_map::{address_hash, window_shard_of, RECORD_WINDOW_BITS};
+use rmm_suballoc::address_map::{window_shard_of, AddressMap, RECORD_WINDOW_BITS};
 use std::sync::Arc;
 
 const SHARDS: usize = SHARD_WORDS * 64;
@@ -35,6 +35,9 @@ pub enum Holder {
     Freeing,
 }
 
+/// A live pointer's record. The address map keeps an `Option<Record>` per slot, which the
+/// spare values of `Holder` make no larger than a `Record` (the assertion below): a slot stays
+/// 24 bytes, so a shard's table touches as many cache lines per lookup as a bare one would.
 #[derive(Clone, Copy)]
 struct Record {
     size: usize,
@@ -43,103 +46,7 @@ struct Record {
     holder: Holder,
 }
 
-/// A shard's records by address: open addressing with linear probing, at most half full, and
-/// removal that shifts the entries after a hole back (no tombstones). Address 0 is never handed
-/// out, so it marks an empty slot; the generic `AddressMap` pays for an `Option` per slot
-/// instead, and this table is on every allocation's and free's path.
-struct Table {
-    /// (address, record); address 0: empty.
-    slots: Vec<(usize, Record)>,
-    len: usize,
-    /// 64 - log2(slots.len()): the hash's top bits pick the home slot.
-    shift: u32,
-}
-
-const VACANT: (usize, Record) = (0, Record { size: 0, entry: 0, holder: Holder::Caller });
-
-impl Table {
-    const fn new() -> Self {
-        Table { slots: Vec::new(), len: 0, shift: 64 }
-    }
-
-    #[inline(always)]
-    fn home(&self, ptr: usize) -> usize {
-        (address_hash(ptr) >> self.shift) as usize
-    }
-
-    /// The slot of `ptr` and its record, if it is recorded.
-    #[inline(always)]
-    fn find(&self, ptr: usize) -> Option<(usize, &Record)> {
-        let mask = self.slots.len().wrapping_sub(1);
-        if self.slots.is_empty() {
-            return None;
-        }
-        let mut at = self.home(ptr);
-        loop {
-            match &self.slots[at] {
-                (key, record) if *key == ptr => return Some((at, record)),
-                (0, _) => return None,
-                _ => at = (at + 1) & mask,
-            }
-        }
-    }
-
-    /// Records `ptr`, or answers the record it already has (and changes nothing).
-    #[inline(always)]
-    fn insert(&mut self, ptr: usize, record: Record) -> std::result::Result<(), Record> {
-        if (self.len + 1) * 2 > self.slots.len() {
-            self.grow();
-        }
-        let mask = self.slots.len() - 1;
-        let mut at = self.home(ptr);
-        loop {
-            match self.slots[at] {
-                (0, _) => break,
-                (key, existing) if key == ptr => return Err(existing),
-                _ => at = (at + 1) & mask,
-            }
-        }
-        self.slots[at] = (ptr, record);
-        self.len += 1;
-        Ok(())
-    }
-
-    /// Empties slot `at` and moves back the entries after it that would otherwise no longer be
-    /// found from their home slot.
-    #[inline(always)]
-    fn remove_at(&mut self, mut at: usize) {
-        let mask = self.slots.len() - 1;
-        self.slots[at] = VACANT;
-        self.len -= 1;
-        let mut next = (at + 1) & mask;
-        while self.slots[next].0 != 0 {
-            let home = self.home(self.slots[next].0);
-            // Move the entry at `next` into the hole unless its home lies cyclically in (at, next].
-            let stays = if at <= next { at < home && home <= next } else { at < home || home <= next };
-            if !stays {
-                self.slots.swap(at, next);
-                at = next;
-            }
-            next = (next + 1) & mask;
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn grow(&mut self) {
-        let capacity = (self.slots.len() * 2).max(16);
-        let old = std::mem::replace(&mut self.slots, vec![VACANT; capacity]);
-        self.shift = 64 - capacity.trailing_zeros();
-        self.len = 0;
-        for (ptr, record) in old.into_iter().filter(|(ptr, _)| *ptr != 0) {
-            let _ = self.insert(ptr, record);
-        }
-    }
-
-    fn records(&self) -> impl Iterator<Item = &Record> {
-        self.slots.iter().filter(|(ptr, _)| *ptr != 0).map(|(_, record)| record)
-    }
-}
+const _: () = assert!(std::mem::size_of::<Option<Record>>() == std::mem::size_of::<Record>());
 
 /// A stack the shard has records of, and how many.
 struct Entry {
@@ -158,7 +65,8 @@ impl Entry {
 }
 
 struct Shard {
-    records: Table,
+    /// The shard's live pointers, by address.
+    records: AddressMap<Record>,
     /// By entry number; None: vacant.
     entries: Vec<Option<Entry>>,
     /// The entry the last record used, tried first by the next.
@@ -167,7 +75,7 @@ struct Shard {
 
 impl Shard {
     const fn new() -> Self {
-        Shard { records: Table::new(), entries: Vec::new(), recent: 0 }
+        Shard { records: AddressMap::new(), entries: Vec::new(), recent: 0 }
     }
 
     /// The entry of `stack` (made if there is none), counting one more record of it.
@@ -258,7 +166,7 @@ pub fn allocate(stack: &Arc<Stack>, bytes: usize, stream: Stream, holder: Holder
     let index = shard_index(ptr);
     let mut shard = RECORDS[index].0.lock();
     let entry = shard.count_record_of(stack, index);
-    if shard.records.insert(ptr, Record { size: bytes, entry, holder }).is_err() {
+    if shard.records.try_insert(ptr, Record { size: bytes, entry, holder }).is_err() {
         // The resource handed out memory that is still live: keep the first record, whose
         // owner still uses it, and leave this block alone rather than free it under them.
         let unused = match shard.entry_mut(entry).forget_one() {
@@ -286,7 +194,7 @@ pub fn free(ptr: usize, stream: Stream, expected: Expected) -> Result<()> {
     let index = shard_index(ptr);
     let mut guard = RECORDS[index].0.lock();
     let shard = &mut *guard;
-    let Some((slot, &record)) = shard.records.find(ptr) else {
+    let Some((slot, &record)) = shard.records.get_slot(&ptr) else {
         drop(guard);
         return match callback::running_on_this_thread() {
             // An allocate callback giving back what it (or another) took from rmm-rs.
@@ -308,7 +216,7 @@ pub fn free(ptr: usize, stream: Stream, expected: Expected) -> Result<()> {
         true => shard.take_entry(record.entry, index),
         false => None,
     };
-    shard.records.remove_at(slot);
+    shard.records.remove_slot(slot);
     drop(guard);
     drop(unused);
     Ok(())
@@ -342,7 +250,7 @@ pub struct Found {
 /// The live record of `ptr`, if there is one.
 pub fn find(ptr: usize) -> Option<Found> {
     let shard = RECORDS[shard_index(ptr)].0.lock();
-    let (_, &record) = shard.records.find(ptr)?;
+    let record = shard.records.get(&ptr)?;
     Some(Found { stack: shard.entry(record.entry).stack.clone(), size: record.size, holder: record.holder })
 }
 
@@ -352,28 +260,24 @@ pub fn find(ptr: usize) -> Option<Found> {
 pub fn hand_over(ptr: usize, from: Holder, to: Holder) -> Result<i32> {
     let mut guard = RECORDS[shard_index(ptr)].0.lock();
     let shard = &mut *guard;
-    let Some((slot, &record)) = shard.records.find(ptr) else {
+    let Some(record) = shard.records.get_mut(&ptr) else {
         return Err(not_handed_out(ptr, Expected { stack: None, size: None, holder: from }));
     };
-    let device = shard.entry(record.entry).stack.device();
     if record.holder != from {
-        return Err(mismatch(
-            ptr,
-            record.size,
-            record.holder,
-            &shard.entry(record.entry).stack,
-            Expected { stack: None, size: None, holder: from },
-        ));
+        let record = *record;
+        let expected = Expected { stack: None, size: None, holder: from };
+        return Err(mismatch(ptr, record.size, record.holder, &shard.entry(record.entry).stack, expected));
     }
-    shard.records.slots[slot].1.holder = to;
-    Ok(device)
+    record.holder = to;
+    let entry = record.entry;
+    Ok(shard.entry(entry).stack.device())
 }
 
 /// The number and total bytes of live records.
 pub fn totals() -> (usize, usize) {
     RECORDS.iter().fold((0, 0), |(count, bytes), shard| {
         let shard = shard.0.lock();
-        (count + shard.records.len, bytes + shard.records.records().map(|record| record.size).sum::<usize>())
+        (count + shard.records.len(), bytes + shard.records.values().map(|record| record.size).sum::<usize>())
     })
 }
 
