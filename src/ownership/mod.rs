@@ -11,7 +11,6 @@ pub mod device_buffer;
 pub mod legacy;
 pub mod legacy_log;
 pub mod per_device;
-#[allow(missing_docs)] // documented on its own branch
 pub mod records;
 pub mod spec;
 pub mod stack;

@@ -144,6 +144,8 @@ pub struct Expected<'a> {
     pub stack: Option<&'a Stack>,
     /// The size it must have been allocated with.
     pub size: Option<usize>,
+    /// Who the free is made for: the caller's free refuses a device buffer's memory, and the
+    /// other way round.
     pub holder: Holder,
 }
 
@@ -242,8 +244,11 @@ fn free_in_callback(ptr: usize, stream: Stream, expected: Expected) -> Result<()
 
 /// What a live record says: its stack, size and holder.
 pub struct Found {
+    /// The stack it was allocated from, and that frees it.
     pub stack: Arc<Stack>,
+    /// The size asked for.
     pub size: usize,
+    /// Who may free it.
     pub holder: Holder,
 }
 
@@ -347,10 +352,12 @@ fn handed_out_twice(ptr: usize, stack: &Stack) -> Error {
 pub struct StackRef(Arc<Stack>);
 
 impl StackRef {
+    /// A new stack over `resource`, held by this reference alone.
     pub fn new(resource: Arc<dyn MemoryResource>) -> Self {
         StackRef(Stack::new_held(resource))
     }
 
+    /// The stack, to allocate from (`allocate` takes the `Arc` so that a record can keep one).
     pub fn stack(&self) -> &Arc<Stack> {
         &self.0
     }
