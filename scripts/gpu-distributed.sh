@@ -23,10 +23,9 @@ stage=${STAGE_DIR:-$root/stage}
 python=${PYTHON:-python3}
 section() { printf '\n== %s\n' "$*"; }
 
-if [ ! -f "$stage/lib/librmm.so" ]; then
-  echo "gpu-distributed.sh: $stage/lib/librmm.so is missing: run scripts/stage.sh on a machine with Rust and carry stage/ here" >&2
-  exit 2
-fi
+# shellcheck source=scripts/gpu-common.sh
+. scripts/gpu-common.sh
+require_staged gpu-distributed.sh "$stage/lib/librmm.so"
 export RMM_RS_LIBRARY=$stage/lib/librmm.so PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 export PYTHONPATH=$root/python${PYTHONPATH:+:$PYTHONPATH}
 unset RMM_SIM_DEVICES RMM_SIM_ON_RACE RMM_ALLOC_CONF PYTORCH_CUDA_ALLOC_CONF CUDA_VISIBLE_DEVICES

@@ -21,10 +21,9 @@ python=${PYTHON:-python3}
 
 section() { printf '\n== %s\n' "$*"; }
 
-if [ ! -f "$stage/lib/librmm.so" ]; then
-  echo "gpu-frameworks.sh: $stage/lib/librmm.so is missing: run scripts/stage.sh on a machine with Rust and carry stage/ here" >&2
-  exit 2
-fi
+# shellcheck source=scripts/gpu-common.sh
+. scripts/gpu-common.sh
+require_staged gpu-frameworks.sh "$stage/lib/librmm.so"
 export RMM_RS_LIBRARY=$stage/lib/librmm.so
 unset RMM_SIM_DEVICES RMM_SIM_ON_RACE RMM_ALLOC_CONF
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1

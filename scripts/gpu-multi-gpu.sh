@@ -19,17 +19,10 @@ build=${BUILD_DIR:-$(mktemp -d /tmp/rmm-gpu-multi.XXXXXX)}
 arch=${CUDA_ARCHS:-90}
 rounds=${ROUNDS:-200}
 
-for file in "$stage/lib/librmm.so" "$stage/include/rmm.h"; do
-  if [ ! -f "$file" ]; then
-    echo "gpu-multi-gpu.sh: $file is missing: run scripts/stage.sh on a machine with Rust and carry stage/ here" >&2
-    exit 2
-  fi
-done
-nvcc=${CUDACXX:-$(command -v nvcc || ls /usr/local/cuda/bin/nvcc /usr/local/cuda-*/bin/nvcc 2>/dev/null | head -n 1 || true)}
-if [ -z "$nvcc" ] || [ ! -x "$nvcc" ]; then
-  echo "gpu-multi-gpu.sh: nvcc not found (set CUDACXX)" >&2
-  exit 2
-fi
+# shellcheck source=scripts/gpu-common.sh
+. scripts/gpu-common.sh
+require_staged gpu-multi-gpu.sh "$stage/lib/librmm.so" "$stage/include/rmm.h"
+find_nvcc gpu-multi-gpu.sh
 unset RMM_SIM_DEVICES
 
 echo "== machine"
