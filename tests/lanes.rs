@@ -82,6 +82,7 @@ fn a_block_freed_by_another_thread_goes_back_to_the_lane_that_handed_it_out_chec
     assert!(twice.to_string().contains("not a live block"), "{twice}");
     let inside = pool.deallocate(blocks[3].0 + 256, 256, Stream::DEFAULT).unwrap_err();
     assert!(inside.to_string().contains("not"), "{inside}");
+    assert_eq!(pool.usage().lanes, 1, "a thread that only frees gets no lane");
     assert_eq!(pool.usage().live, 0);
     pool.check_invariants().unwrap();
 }

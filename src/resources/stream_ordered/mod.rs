@@ -739,12 +739,7 @@ impl<I: BlockIndex> Core<I> {
         if CACHES_GONE.get() {
             return self.with_state_of(stream_state, f);
         }
-        let found = self
-            .lanes
-            .get()
-            .and_then(|lanes| lanes.try_borrow().ok())
-            .and_then(|lanes| std::cell::Ref::filter_map(lanes, |lanes| lanes.iter().find(|(of, _)| *of == address)).ok());
-        if let Some(lane) = found {
+        if let Some(lane) = self.own_lane(address) {
             return f(&lane.1);
         }
         let recorder = stream_state.shelf.lock().recorder;
@@ -756,6 +751,15 @@ impl<I: BlockIndex> Core<I> {
             lanes.push((address, lane.clone()));
         }
         f(&lane)
+    }
+
+    /// The calling thread's lane of the stream whose own state lies at `address`, if it has one.
+    fn own_lane(&self, address: usize) -> Option<std::cell::Ref<'_, (usize, Arc<StreamState<I>>)>> {
+        if CACHES_GONE.get() {
+            return None;
+        }
+        let lanes = self.lanes.get()?.try_borrow().ok()?;
+        std::cell::Ref::filter_map(lanes, |lanes| lanes.iter().find(|(of, _)| *of == address)).ok()
     }
 
     /// `f` on the `Arc` of a state known by reference (from the map, where every state lives).
@@ -950,10 +954,14 @@ impl<I: BlockIndex> Core<I> {
         self.deallocate_in(state, ptr, bytes, stream)
     }
 
-    /// A thread mostly frees what it allocated: its own lane is looked at first.
+    /// A thread mostly frees what it allocated: its own lane is looked at first. A thread with
+    /// no lane (one that only frees) gets none: the block's owner is found by its address.
     #[inline(never)]
     fn deallocate_in_lane(&self, state: &StreamState<I>, ptr: usize, bytes: Option<usize>, stream: Stream) -> Result<()> {
-        self.with_lane(state, |lane| self.deallocate_in(lane, ptr, bytes, stream))
+        match self.own_lane(state as *const StreamState<I> as usize) {
+            Some(lane) => self.deallocate_in(&lane.1, ptr, bytes, stream),
+            None => self.free_into_owner(state, ptr, bytes, stream)?.map_err(|refused| self.refusal(ptr, bytes, refused)),
+        }
     }
 
     /// `deallocate_on`, starting from `state` itself.
