@@ -731,16 +731,16 @@ impl<I: BlockIndex> Core<I> {
     }
 
     /// The lane of the calling thread in the split stream whose own state is `stream_state`,
-    /// passed to `f` (the stream's own state when the thread's lanes cannot be reached: a call
-    /// from a thread-local's destructor, or one nested in a lane lookup).
+    /// passed to `f`, made if new (the stream's own state for a call from a thread-local's
+    /// destructor, when the thread's lanes are gone).
     #[inline(never)]
-    fn with_lane<R>(&self, stream_state: &StreamState<I>, f: impl FnOnce(&Arc<StreamState<I>>) -> Result<R>) -> Result<R> {
-        let address = stream_state as *const StreamState<I> as usize;
-        if CACHES_GONE.get() {
-            return self.with_state_of(stream_state, f);
-        }
+    fn with_lane<R>(&self, stream_state: &Arc<StreamState<I>>, f: impl FnOnce(&Arc<StreamState<I>>) -> Result<R>) -> Result<R> {
+        let address = Arc::as_ptr(stream_state) as usize;
         if let Some(lane) = self.own_lane(address) {
             return f(&lane.1);
+        }
+        if CACHES_GONE.get() {
+            return f(stream_state);
         }
         let recorder = stream_state.shelf.lock().recorder;
         let lane_number = 1 + crate::sync::bias::thread_key() % LANES;
@@ -760,15 +760,6 @@ impl<I: BlockIndex> Core<I> {
         }
         let lanes = self.lanes.get()?.try_borrow().ok()?;
         std::cell::Ref::filter_map(lanes, |lanes| lanes.iter().find(|(of, _)| *of == address)).ok()
-    }
-
-    /// `f` on the `Arc` of a state known by reference (from the map, where every state lives).
-    fn with_state_of<R>(&self, state: &StreamState<I>, f: impl FnOnce(&Arc<StreamState<I>>) -> Result<R>) -> Result<R> {
-        let found = self.streams.read().get(&(state.key, state.lane)).cloned();
-        match found {
-            Some(state) => f(&state),
-            None => Err(Error::Internal(format!("stream state {:#x} is not in the {} resource's map", state.identity, self.name))),
-        }
     }
 
     /// An allocation on the stream's own state found its lock held (`contended`) or took it
@@ -865,7 +856,7 @@ impl<I: BlockIndex> Core<I> {
     }
 
     #[inline(never)]
-    fn allocate_in_lane(&self, state: &StreamState<I>, bytes: usize, stream: Stream) -> Result<usize> {
+    fn allocate_in_lane(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<usize> {
         self.with_lane(state, |lane| self.allocate_in(lane, bytes, stream))
     }
 
