@@ -1,4 +1,8 @@
-# Sourced by the GPU scripts that run against a staged build: the checks they all make first.
+# Sourced by the GPU scripts that run against a staged build: the checks they all make first,
+# and their section headings.
+
+# Prints a section heading of the script's output.
+section() { printf '\n== %s\n' "$*"; }
 
 # Exits 2 with a message unless every one of FILES (paths under the stage folder) exists.
 #   require_staged SCRIPT FILE...

@@ -21,7 +21,6 @@ cd "$(dirname "$0")/.."
 root=$PWD
 stage=${STAGE_DIR:-$root/stage}
 python=${PYTHON:-python3}
-section() { printf '\n== %s\n' "$*"; }
 
 # shellcheck source=scripts/gpu-common.sh
 . scripts/gpu-common.sh

@@ -19,7 +19,6 @@ root=$PWD
 stage=${STAGE_DIR:-$root/stage}
 python=${PYTHON:-python3}
 
-section() { printf '\n== %s\n' "$*"; }
 
 # shellcheck source=scripts/gpu-common.sh
 . scripts/gpu-common.sh

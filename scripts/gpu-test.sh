@@ -14,14 +14,9 @@ stage=${STAGE_DIR:-$root/stage}
 build=${BUILD_DIR:-$(mktemp -d /tmp/rmm-gpu-test.XXXXXX)}
 archs=${CUDA_ARCHS:-90}
 
-section() { printf '\n== %s\n' "$*"; }
-
-for file in "$stage/lib/librmm.so" "$stage/lib/librmm.a" "$stage/include/rmm.h"; do
-  if [ ! -f "$file" ]; then
-    echo "gpu-test.sh: $file is missing: run scripts/stage.sh on a machine with Rust and carry stage/ here" >&2
-    exit 2
-  fi
-done
+# shellcheck source=scripts/gpu-common.sh
+. scripts/gpu-common.sh
+require_staged gpu-test.sh "$stage/lib/librmm.so" "$stage/lib/librmm.a" "$stage/include/rmm.h"
 
 section "machine"
 if command -v nvidia-smi >/dev/null; then
