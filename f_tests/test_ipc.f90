@@ -1,6 +1,7 @@
 ! IPC handles from Fortran, in one process: an allocation of a shareable expandable resource,
 ! its handle (a bind(c) type), opened again in this process (the same memory
-! at another address), closed, and refused once the allocation is freed; peer access granted
+! at another address), closed, and refused once the allocation is freed; its pages and their
+! file descriptors (rmmIpcGetMemPages), mapped again from them (rmmIpcOpenMemPages); peer access granted
 ! to the resource's own device (nothing to do). The bytes are compared only on simulated
 ! devices, whose device memory is host memory.
 program test_ipc
@@ -12,6 +13,13 @@ program test_ipc
   integer(c_size_t), parameter :: BYTES = 4_c_size_t * 1024 * 1024
   type(rmmIpcMemHandle_t) :: handle, again
   type(c_ptr) :: resource, ptr, opened
+  type(rmmIpcMemPages_t) :: pages
+  integer(c_int), target :: fds(64)
+  interface
+    integer(c_int) function c_getpid() bind(c, name="getpid")
+      import :: c_int
+    end function c_getpid
+  end interface
   integer(c_int8_t), pointer :: original(:) => null(), mapped(:) => null()
 
   call expect_ok(rmmSetDevice(0), 'rmmSetDevice(0)')
@@ -40,6 +48,14 @@ program test_ipc
   end if
   call expect_ok(rmmIpcCloseMemHandle(opened), 'rmmIpcCloseMemHandle')
   call expect_status(rmmIpcCloseMemHandle(opened), RMM_ERROR_INVALID_ARGUMENT, 'closed twice')
+
+  call expect_ok(rmmIpcGetMemPages(pages, c_null_ptr, 0_c_size_t, ptr), 'rmmIpcGetMemPages(count)')
+  call expect(pages%page_count >= 1 .and. pages%page_count <= 64, 'the pages that hold the allocation')
+  call expect_ok(rmmIpcGetMemPages(pages, c_loc(fds), 64_c_size_t, ptr), 'rmmIpcGetMemPages')
+  call expect_ok(rmmIpcOpenMemPages(opened, c_getpid(), pages%page_size, fds(1), pages%page_count), &
+    'rmmIpcOpenMemPages')
+  call expect(c_associated(opened) .and. .not. c_associated(opened, pages%first_page), 'pages mapped at another address')
+  call expect_ok(rmmIpcCloseMemHandle(opened), 'rmmIpcCloseMemHandle(pages)')
 
   call expect_ok(rmmResourceDeallocate(resource, ptr, BYTES, c_null_ptr), 'rmmResourceDeallocate')
   call expect_status(rmmIpcOpenMemHandle(opened, handle), RMM_ERROR_INVALID_ARGUMENT, 'opened after the free')

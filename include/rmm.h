@@ -184,6 +184,19 @@ typedef struct rmmIpcMemHandle_t {
   char reserved[RMM_IPC_HANDLE_SIZE];
 } rmmIpcMemHandle_t;
 
+// The pages of virtual memory that hold an allocation (`rmmIpcGetMemPages`): what another
+// process needs, with each page's file descriptor, to map them as they are mapped here.
+typedef struct rmmIpcMemPages_t {
+  // The first page's address, at or below the allocation's: the allocation starts
+  // `ptr - first_page` bytes into the pages.
+  void *first_page;
+  // Bytes of each page (a multiple of the device's mapping granularity).
+  size_t page_size;
+  // How many pages hold the allocation: from the one that holds its first byte to the one
+  // that holds its last.
+  size_t page_count;
+} rmmIpcMemPages_t;
+
 // Legacy allocation-mode flags; combine with `|`.
 typedef uint32_t rmmAllocationMode_t;
 
@@ -652,6 +665,53 @@ enum rmmError_t rmmIpcCloseMemHandle(void *ptr);
 // kernel: RMM_ERROR_UNKNOWN with its reason. It applies to the whole process, whichever
 // thread calls it.
 enum rmmError_t rmmIpcAllowOpeners(void);
+
+// Writes to `*pages` where the pages of virtual memory that hold `ptr` start, their size and
+// how many there are, and to `fds[0..page_count]` each page's POSIX file descriptor in this
+// process, in address order: what another process needs to map the same memory
+// (`pidfd_getfd` on each, then `rmmIpcOpenMemPages`), as PyTorch's expandable segments share
+// theirs (docs/src/ipc.md). `ptr` must be an allocation rmm handed out and has not taken
+// back, of an expandable resource (under any adaptors) whose pages are exportable (every
+// expandable resource's are where the device offers POSIX file descriptors). The
+// descriptors stay rmm's: do not close them. Each stays open, with the same number at every
+// call, while its page is mapped in this process, and is closed when the page is unmapped
+// (once no block on it is allocated) or released, so no descriptor is made per call.
+// Nothing else keeps the memory: unlike `rmmIpcGetMemHandle`, a block freed here goes back to
+// the pool whoever has it open, so keep it allocated while other processes may open or use
+// it. `fds` may be NULL when `capacity` is 0: then only `*pages` is written (to learn the
+// count); otherwise `capacity` must be at least the count. `pages` or `ptr` NULL, `fds` NULL
+// with a `capacity`, a `capacity` below the count, a pointer rmm did not hand out or took
+// back: RMM_ERROR_INVALID_ARGUMENT. Memory that is not virtual memory of an expandable
+// resource (a pool's or the cuda resource's `cudaMalloc` memory, which
+// `cudaIpcGetMemHandle` shares, managed, pinned host) or whose pages are private:
+// RMM_ERROR_NOT_SUPPORTED. Nothing is written on failure. Any thread may call it, also
+// while other threads allocate and free.
+enum rmmError_t rmmIpcGetMemPages(struct rmmIpcMemPages_t *pages,
+                                  int *fds,
+                                  size_t capacity,
+                                  const void *ptr);
+
+// Maps in this process, for the current device, the `count` pages of virtual memory that
+// process `pid` holds as the file descriptors `fds[0..count]` (numbers in that process, as
+// `rmmIpcGetMemPages` gives them, or as PyTorch's expandable segments share them), each
+// `page_size` bytes, one after the other, and writes the first page's address here to
+// `*ptr`; the memory is usable from the current device (it must be the memory's device or
+// reach it) until `rmmIpcCloseMemHandle(*ptr)`. Each descriptor is taken with `pidfd_getfd`
+// (Linux 5.6), which the kernel allows to a process that may ptrace `pid`: the same user,
+// and under Yama's ptrace scope 1 a descendant of it or any process once it called
+// `rmmIpcAllowOpeners` (PyTorch's processes do not: run the opener as their child, or set
+// the scope to 0); the kernel's refusal is RMM_ERROR_INVALID_ARGUMENT with that reason. The
+// mapping holds its own reference to the memory, which stays valid when `pid` unmaps it or
+// exits; what the memory holds then is the exporter's business, as with CUDA IPC. `ptr` or
+// `fds` NULL, `count` 0, a page size that is not a multiple of the device's granularity, a
+// process that has exited or a descriptor it does not have (closed: its block was freed):
+// RMM_ERROR_INVALID_ARGUMENT; the driver's refusal: RMM_ERROR_CUDA_ERROR. Nothing is
+// written on failure. Any number of threads may open and close at once.
+enum rmmError_t rmmIpcOpenMemPages(void **ptr,
+                                   int pid,
+                                   size_t page_size,
+                                   const int *fds,
+                                   size_t count);
 
 // Initializes rmm: installs, on each device of `options->devices` (or the current device),
 // the resource `options->allocation_mode` names, replacing that device's resource until

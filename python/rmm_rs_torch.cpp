@@ -64,6 +64,25 @@ struct Footprint {  // rmmFootprint_t
 constexpr int kRmmSuccess = 0;
 constexpr int kRmmOutOfMemory = 4;  // RMM_ERROR_OUT_OF_MEMORY, checked in rmm_rs_torch_install
 constexpr size_t kRmmIpcHandleSize = 128;  // RMM_IPC_HANDLE_SIZE
+constexpr int kRmmNotSupported = 7;       // RMM_ERROR_NOT_SUPPORTED
+struct IpcMemPages {                      // rmmIpcMemPages_t
+  void *first_page;
+  size_t page_size, page_count;
+};
+
+// PyTorch's shareable handle (c10/cuda/CUDACachingAllocator.cpp, shareIpcHandle; the layout of
+// PyTorch 2.11): a version byte (2), a type ('c': a cudaIpcMemHandle_t follows; 'e': pages of
+// an expandable segment follow), then for 'e' this header, in the machine's byte order with its
+// padding zeroed (PyTorch's receiver caches mappings by the handle's bytes), then one int per
+// page: the page's POSIX file descriptor number in the sender, which the receiver takes with
+// pidfd_getfd, imports and maps, page after page, from an address range of its own.
+constexpr char kTorchHandleVersion = 2;
+struct TorchShareHeader {
+  int32_t pid;  // pid_t
+  size_t segment_size;
+  size_t num_handles;
+};
+static_assert(sizeof(TorchShareHeader) == 24, "PyTorch's ShareHeader: pid_t, padding, two size_t");
 
 struct RmmApi {
   int (*get_per_device_resource)(int, rmmResource_t *);
@@ -74,11 +93,14 @@ struct RmmApi {
   int (*release)(rmmResource_t, size_t *);
   int (*footprint)(rmmResource_t, Footprint *);
   int (*allocation_offset)(ptrdiff_t *, const void *, cudaStream_t);
-  // rmmIpcGetMemHandle / rmmIpcOpenMemHandle / rmmIpcCloseMemHandle; the handle is an
-  // rmmIpcMemHandle_t, kRmmIpcHandleSize bytes.
-  int (*ipc_get_mem_handle)(void *, const void *);
+  // rmmIpcOpenMemHandle / rmmIpcCloseMemHandle; the handle is an rmmIpcMemHandle_t,
+  // kRmmIpcHandleSize bytes.
   int (*ipc_open_mem_handle)(void **, const void *);
   int (*ipc_close_mem_handle)(void *);
+  // rmmIpcGetMemPages / rmmIpcOpenMemPages: the pages of expandable memory and their file
+  // descriptors, PyTorch's expandable-segment handle ('e').
+  int (*ipc_get_mem_pages)(IpcMemPages *, int *, size_t, const void *);
+  int (*ipc_open_mem_pages)(void **, int, size_t, const int *, size_t);
   const char *(*last_error)();
   const char *(*error_name)(int32_t);
 };
@@ -356,7 +378,7 @@ class RmmBackend final : public CUDAAllocator {
 
   void *getBaseAllocation(void *ptr, size_t *size) override {
     // Memory CUDA IPC cannot share (the expandable resource's virtual memory) is shared block
-    // by block with rmm-rs's own handle (shareIpcHandle): the block is its own base.
+    // by block, as the pages that hold it (shareIpcHandle): the block is its own base.
     if (!cuda_ipc_capable(ptr)) {
       if (size != nullptr) *size = base_size(ptr);
       return ptr;
@@ -486,56 +508,110 @@ class RmmBackend final : public CUDAAllocator {
       cudaIpcMemHandle_t handle;
       if (cudaIpcGetMemHandle(&handle, base) == cudaSuccess) {
         std::string text;
-        text.push_back(2);
+        text.push_back(kTorchHandleVersion);
         text.push_back('c');
         text.append(reinterpret_cast<const char *>(&handle), sizeof handle);
         return ShareableHandle{offset, text};
       }
       (void)cudaGetLastError();  // the refusal is not the program's error
     }
-    // Memory of the virtual-memory API, which CUDA IPC refuses: rmm-rs's own handle ('r'),
-    // which a process with this backend opens (a shareable expandable resource; see
-    // docs/src/ipc.md). The handle names the block itself: offset 0.
-    std::string text(2 + kRmmIpcHandleSize, '\0');
-    text[0] = 2;
-    text[1] = 'r';
-    TORCH_CHECK(rmm.ipc_get_mem_handle(&text[2], ptr) == kRmmSuccess, "rmm-rs: cannot share ", ptr,
-                " with another process: ", rmm_message());
-    return ShareableHandle{0, text};
+    // Memory of the virtual-memory API (an expandable resource), which CUDA IPC refuses: the
+    // pages that hold the block, as PyTorch's expandable segments share theirs ('e'), so that
+    // PyTorch's allocator opens it too. The descriptors stay open in this process while the
+    // pages are mapped, and the block stays allocated while a receiver holds the tensor
+    // (PyTorch's CUDA IPC reference counting), so the receivers can take them meanwhile. The
+    // offset is the block's in its first page.
+    IpcMemPages pages{};
+    int status = rmm.ipc_get_mem_pages(&pages, nullptr, 0, ptr);
+    std::vector<int> fds(status == kRmmSuccess ? pages.page_count : 0);
+    if (status == kRmmSuccess) status = rmm.ipc_get_mem_pages(&pages, fds.data(), fds.size(), ptr);
+    TORCH_CHECK(status == kRmmSuccess, "rmm-rs: cannot share ", ptr, " with another process: ", rmm_message(),
+                status == kRmmNotSupported ? " (memory of a pool or the cuda resource is shared through CUDA IPC)" : "");
+    TorchShareHeader header{};
+    std::memset(&header, 0, sizeof header);  // the padding too: equal shares are equal bytes
+    header.pid = static_cast<int32_t>(getpid());
+    header.segment_size = pages.page_size;
+    header.num_handles = pages.page_count;
+    std::string text;
+    text.push_back(kTorchHandleVersion);
+    text.push_back('e');
+    text.append(reinterpret_cast<const char *>(&header), sizeof header);
+    text.append(reinterpret_cast<const char *>(fds.data()), fds.size() * sizeof(int));
+    return ShareableHandle{static_cast<char *>(ptr) - static_cast<char *>(pages.first_page), text};
   }
 
+  // Opens what a sender's shareIpcHandle gave, this backend's or PyTorch's own allocator's:
+  // 'c' (cudaMalloc memory) with CUDA IPC, 'e' (pages of virtual memory, from this backend or
+  // PyTorch's expandable segments) with rmmIpcOpenMemPages, and 'r' (rmm-rs's own handle,
+  // which senders on this backend made before they shared pages as 'e') with
+  // rmmIpcOpenMemHandle. The same handle opened twice is one mapping while it is in use, as
+  // PyTorch's allocator does; the last reference unmaps it.
   std::shared_ptr<void> getIpcDevPtr(std::string handle) override {
-    const bool rmm_handle = handle.size() == 2 + kRmmIpcHandleSize && handle[0] == 2 && handle[1] == 'r';
-    TORCH_CHECK(rmm_handle || (handle.size() == 2 + sizeof(cudaIpcMemHandle_t) && handle[0] == 2 && handle[1] == 'c'),
-                "rmm-rs: unsupported CUDA IPC handle (", handle.size(), " bytes)");
+    TORCH_CHECK(handle.size() >= 2 && handle[0] == kTorchHandleVersion && (handle[1] == 'c' || handle[1] == 'e' || handle[1] == 'r'),
+                "rmm-rs: unsupported CUDA IPC handle (", handle.size(), " bytes",
+                handle.size() >= 2 ? ", version " + std::to_string(handle[0]) + ", type '" + std::string(1, handle[1]) + "'" : "",
+                ")");
+    const char type = handle[1];
+    if (type == 'c') {
+      TORCH_CHECK(handle.size() == 2 + sizeof(cudaIpcMemHandle_t), "rmm-rs: a CUDA IPC handle of ", handle.size(), " bytes");
+    } else if (type == 'r') {
+      TORCH_CHECK(handle.size() == 2 + kRmmIpcHandleSize, "rmm-rs: an rmm-rs IPC handle of ", handle.size(), " bytes");
+    }
     std::lock_guard<std::mutex> lock(ipc_mutex_);
     auto found = opened_.find(handle);
     if (found != opened_.end()) {
       if (auto alive = found->second.lock()) return alive;
     }
-    if (rmm_handle) {
-      void *ptr = nullptr;
+    c10::DeviceIndex device = c10::cuda::current_device();
+    void *ptr = nullptr;
+    std::shared_ptr<void> opened;
+    if (type == 'e') {
+      ptr = open_pages(handle);
+    } else if (type == 'r') {
       TORCH_CHECK(rmm.ipc_open_mem_handle(&ptr, handle.data() + 2) == kRmmSuccess,
                   "rmm-rs: cannot open the IPC handle: ", rmm_message());
-      c10::DeviceIndex device = c10::cuda::current_device();
-      std::shared_ptr<void> opened(ptr, [device](void *p) {
+    } else {
+      cudaIpcMemHandle_t ipc;
+      std::memcpy(&ipc, handle.data() + 2, sizeof ipc);
+      C10_CUDA_CHECK(cudaIpcOpenMemHandle(&ptr, ipc, cudaIpcMemLazyEnablePeerAccess));
+      opened = std::shared_ptr<void>(ptr, [device](void *p) {
         c10::cuda::CUDAGuard guard(device);
-        rmm.ipc_close_mem_handle(p);
+        cudaIpcCloseMemHandle(p);
       });
-      opened_[handle] = opened;
-      return opened;
     }
-    cudaIpcMemHandle_t ipc;
-    std::memcpy(&ipc, handle.data() + 2, sizeof ipc);
-    void *ptr = nullptr;
-    C10_CUDA_CHECK(cudaIpcOpenMemHandle(&ptr, ipc, cudaIpcMemLazyEnablePeerAccess));
-    c10::DeviceIndex device = c10::cuda::current_device();
-    std::shared_ptr<void> opened(ptr, [device](void *p) {
-      c10::cuda::CUDAGuard guard(device);
-      cudaIpcCloseMemHandle(p);
-    });
+    if (opened == nullptr) {
+      // rmmIpcCloseMemHandle closes what rmmIpcOpenMemPages and rmmIpcOpenMemHandle opened. Like
+      // PyTorch's allocator, wait for the device's work on it before it is unmapped.
+      opened = std::shared_ptr<void>(ptr, [device](void *p) {
+        c10::cuda::CUDAGuard guard(device);
+        (void)cudaDeviceSynchronize();
+        if (rmm.ipc_close_mem_handle(p) != kRmmSuccess) TORCH_WARN("rmm-rs: closing IPC memory at ", p, ": ", rmm_message());
+      });
+    }
     opened_[handle] = opened;
     return opened;
+  }
+
+  // Maps the pages of a 'e' handle for the current device: what PyTorch's expandable segments
+  // do (pidfd_open + pidfd_getfd on each descriptor number, import, map one after the other,
+  // access for this device), through rmm-rs.
+  static void *open_pages(const std::string &handle) {
+    TorchShareHeader header{};
+    TORCH_CHECK(handle.size() >= 2 + sizeof header, "rmm-rs: an expandable-segment IPC handle of ", handle.size(),
+                " bytes is shorter than its header");
+    std::memcpy(&header, handle.data() + 2, sizeof header);
+    const size_t count = header.num_handles;
+    const size_t fds_bytes = handle.size() - 2 - sizeof header;
+    TORCH_CHECK(count > 0 && count <= fds_bytes / sizeof(int) && fds_bytes == count * sizeof(int),
+                "rmm-rs: an expandable-segment IPC handle of ", count, " pages has ", fds_bytes,
+                " bytes of handles: only POSIX file descriptors (4 bytes a page) can be opened here, not fabric handles");
+    std::vector<int> fds(count);
+    std::memcpy(fds.data(), handle.data() + 2 + sizeof header, count * sizeof(int));
+    void *ptr = nullptr;
+    TORCH_CHECK(rmm.ipc_open_mem_pages(&ptr, header.pid, header.segment_size, fds.data(), count) == kRmmSuccess,
+                "rmm-rs: cannot open the expandable-segment IPC handle of process ", header.pid, " (", count, " pages of ",
+                header.segment_size, " bytes): ", rmm_message());
+    return ptr;
   }
 
   bool isHistoryEnabled() override {
@@ -1114,9 +1190,10 @@ extern "C" __attribute__((visibility("default"))) int rmm_rs_torch_install(const
   find_symbol(handle, "rmmResourceRelease", rmm.release, missing);
   find_symbol(handle, "rmmResourceGetFootprint", rmm.footprint, missing);
   find_symbol(handle, "rmmGetAllocationOffset", rmm.allocation_offset, missing);
-  find_symbol(handle, "rmmIpcGetMemHandle", rmm.ipc_get_mem_handle, missing);
   find_symbol(handle, "rmmIpcOpenMemHandle", rmm.ipc_open_mem_handle, missing);
   find_symbol(handle, "rmmIpcCloseMemHandle", rmm.ipc_close_mem_handle, missing);
+  find_symbol(handle, "rmmIpcGetMemPages", rmm.ipc_get_mem_pages, missing);
+  find_symbol(handle, "rmmIpcOpenMemPages", rmm.ipc_open_mem_pages, missing);
   find_symbol(handle, "rmmGetLastErrorMessage", rmm.last_error, missing);
   find_symbol(handle, "rmmGetErrorName", rmm.error_name, missing);
   if (!missing.empty()) return fail(std::string(library) + " lacks " + missing);

@@ -105,7 +105,7 @@ GROUPS = [
           "IPC handles of allocations, opened in another process, and the expandable resource "
           "whose memory can be shared. See the [IPC guide](../ipc.md).",
           r"^rmmIpc\w*$",
-          r"^(rmmIpcMemHandle_t|RMM_IPC_HANDLE_SIZE)$"),
+          r"^(rmmIpcMemHandle_t|rmmIpcMemPages_t|RMM_IPC_HANDLE_SIZE)$"),
     Group("frameworks.md", "Framework entry points",
           "Functions with the signatures PyTorch's and CuPy's pluggable allocators load by name "
           "from `librmm.so`. See the [frameworks guide](../frameworks.md).",

@@ -6,7 +6,10 @@
 # it is closed there, and prints the bandwidth of a device-to-device copy from the opened
 # block against the same copy from cudaMalloc memory (target: within 5%), and what mapping
 # exportable pages costs. Then the Python module's IPC test on the GPU, and where PyTorch is
-# installed, a tensor of expandable memory sent to a child with torch.multiprocessing.
+# installed, a tensor of expandable memory sent with torch.multiprocessing to a child on the
+# backend and to one on PyTorch's own allocator (python/check_torch_ipc.py), and the
+# conformance cases ipc (a child on PyTorch's allocator opens each stack's tensor) and
+# ipc_from_expandable (a child on PyTorch's expandable segments sends, each stack opens).
 #
 #   scripts/gpu-ipc.sh              run from anywhere inside the repository
 #
@@ -55,6 +58,11 @@ if command -v python3 >/dev/null; then
     77) echo "skipped" ;;
     *) status=$torch_status ;;
   esac
+  if [ "$torch_status" != 77 ]; then
+    echo "== PyTorch: PyTorch's own allocator opens tensors of rmm-rs's stacks, rmm-rs opens PyTorch's expandable segments"
+    RMM_RS_LIBRARY="$stage/lib/librmm.so" python3 bench/frameworks/torch_conformance.py \
+      --configs native,native-expandable,rmm-default,rmm-expandable,rmm-pool --cases ipc,ipc_from_expandable || status=$?
+  fi
 else
   echo "python3 not found: skipped"
 fi

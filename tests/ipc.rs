@@ -155,6 +155,23 @@ fn child() {
             free(resource, ptr, 6 * MIB);
             assert_eq!(rmmResourceDestroy(resource), RMM_SUCCESS);
         }
+        // Decodes PyTorch's expandable-segment handle in RMM_IPC_TEST_TORCH as PyTorch's
+        // allocator does, maps its pages, checks the exporter's bytes at the handle's offset
+        // (RMM_IPC_TEST_OFFSET), writes its own over the block's first 4 KiB and closes.
+        "torch" => {
+            let text = std::env::var("RMM_IPC_TEST_TORCH").unwrap();
+            let bytes_of_handle: Vec<u8> =
+                (0..text.len()).step_by(2).map(|at| u8::from_str_radix(&text[at..at + 2], 16).unwrap()).collect();
+            let offset: usize = std::env::var("RMM_IPC_TEST_OFFSET").unwrap().parse().unwrap();
+            let (pid, page, fds) = torch_decode(&bytes_of_handle);
+            let mut base: *mut c_void = null_mut();
+            assert_eq!(rmmIpcOpenMemPages(&mut base, pid, page, fds.as_ptr(), fds.len()), RMM_SUCCESS, "{}", last_message());
+            let ptr = base as usize + offset;
+            assert!(stamped(ptr, bytes, 0x5A), "the opened pages show the exporter's bytes at the offset");
+            stamp(ptr, bytes.min(4096), 0xC3);
+            assert_eq!(rmmIpcCloseMemHandle(base), RMM_SUCCESS, "{}", last_message());
+            say("closed");
+        }
         other => panic!("unknown action {other}"),
     }
 }
@@ -332,5 +349,186 @@ fn what_cannot_be_shared_or_opened_is_refused_with_the_reason() {
     check(rmmIpcExpandableResourceCreate(null_mut(), std::ptr::null()), RMM_ERROR_INVALID_ARGUMENT, "resource is NULL");
     assert!(refused.is_null());
     assert_eq!(rmmIpcAllowOpeners(), RMM_SUCCESS, "{}", last_message());
+    assert_eq!(rmmResourceDestroy(resource), RMM_SUCCESS);
+}
+
+/// The pages that hold `ptr`, and their descriptors.
+fn pages_of(ptr: usize) -> Result<(rmmIpcMemPages_t, Vec<i32>), rmmError_t> {
+    let mut pages = rmmIpcMemPages_t { first_page: null_mut(), page_size: 0, page_count: 0 };
+    match rmmIpcGetMemPages(&mut pages, null_mut(), 0, ptr as *const c_void) {
+        RMM_SUCCESS => {}
+        error => return Err(error),
+    }
+    let mut fds = vec![-1; pages.page_count];
+    match rmmIpcGetMemPages(&mut pages, fds.as_mut_ptr(), fds.len(), ptr as *const c_void) {
+        RMM_SUCCESS => Ok((pages, fds)),
+        error => Err(error),
+    }
+}
+
+/// PyTorch's handle of an expandable segment's pages (c10/cuda/CUDACachingAllocator.cpp,
+/// 2.11: `shareIpcHandle` and `ExpandableSegment::share`), as python/rmm_rs_torch.cpp writes
+/// it: version 2, 'e', a `ShareHeader` { pid_t pid (4 bytes, 4 zero bytes of padding),
+/// size_t segment_size, size_t num_handles } in the machine's byte order, then one int per
+/// page, its descriptor number in the sender.
+fn torch_encode(pid: u32, pages: &rmmIpcMemPages_t, fds: &[i32]) -> Vec<u8> {
+    let mut bytes = vec![2u8, b'e'];
+    bytes.extend_from_slice(&pid.to_ne_bytes());
+    bytes.extend_from_slice(&[0; 4]);
+    bytes.extend_from_slice(&(pages.page_size as u64).to_ne_bytes());
+    bytes.extend_from_slice(&(pages.page_count as u64).to_ne_bytes());
+    for fd in fds {
+        bytes.extend_from_slice(&fd.to_ne_bytes());
+    }
+    bytes
+}
+
+/// What PyTorch's receiver reads from such a handle: the sender's pid, the page size and the
+/// descriptor numbers; the layout is checked on the way.
+fn torch_decode(bytes: &[u8]) -> (i32, usize, Vec<i32>) {
+    assert!(bytes.len() >= 26 && bytes[0] == 2 && bytes[1] == b'e', "version 2, 'e'");
+    let field = |at: usize| u64::from_ne_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+    let pid = i32::from_ne_bytes(bytes[2..6].try_into().unwrap());
+    assert_eq!(&bytes[6..10], &[0; 4], "the header's padding is zero, so equal shares are equal bytes");
+    let (page, count) = (field(10), field(18));
+    assert_eq!(bytes.len(), 26 + 4 * count, "one int per page after the 24-byte header");
+    let fds = (0..count).map(|at| i32::from_ne_bytes(bytes[26 + 4 * at..30 + 4 * at].try_into().unwrap())).collect();
+    (pid, page, fds)
+}
+
+fn descriptor_open(fd: i32) -> bool {
+    // SAFETY: F_GETFD only reads the descriptor's flags.
+    unsafe { libc::fcntl(fd, libc::F_GETFD) != -1 }
+}
+
+/// Expandable memory in PyTorch's expandable-segment format: the pages that hold a block,
+/// each page's descriptor (the same at every call, closed once the page is unmapped), opened
+/// by another process as PyTorch's allocator opens them, and by this one.
+#[test]
+fn pages_of_expandable_memory_open_elsewhere_as_pytorch_shares_them() {
+    let _guard = setup_with("2:256MiB");
+    // The default stack's expandable resource (not only a shareable one) has exportable pages.
+    let resource = over(|h| rmmExpandableResourceCreate(h, 0));
+    let spacer = allocate(resource, 3 * MIB);
+    for bytes in [45 * MIB, 3000, 5 * MIB + 512] {
+        let ptr = allocate(resource, bytes);
+        stamp(ptr, bytes, 0x5A);
+        let (pages, fds) = pages_of(ptr).unwrap_or_else(|_| panic!("{}", last_message()));
+        let first = pages.first_page as usize;
+        let page = pages.page_size;
+        assert!(page > 0 && first.is_multiple_of(page) && first <= ptr && ptr - first < page, "{pages:?} for {ptr:#x}");
+        assert_eq!(pages.page_count, (ptr + bytes).next_multiple_of(page).saturating_sub(first) / page, "pages from first to last byte");
+        assert!(fds.iter().all(|&fd| descriptor_open(fd)), "{fds:?}");
+        assert_eq!(pages_of(ptr).unwrap().1, fds, "the same descriptors at every call: none made per call");
+        let mut distinct = fds.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), fds.len(), "one descriptor per page");
+
+        let handle = torch_encode(std::process::id(), &pages, &fds);
+        assert_eq!(torch_decode(&handle), (std::process::id() as i32, page, fds.clone()));
+        let text: String = handle.iter().map(|byte| format!("{byte:02x}")).collect();
+        let offset = (ptr - first).to_string();
+        let extra = [("RMM_IPC_TEST_TORCH", text.as_str()), ("RMM_IPC_TEST_OFFSET", &offset), ("RMM_IPC_TEST_BYTES", &bytes.to_string())];
+        let unused = rmmIpcMemHandle_t { reserved: [0; RMM_IPC_HANDLE_SIZE] };
+        assert_eq!(finish(spawn("torch", &unused, &extra)), ["closed"]);
+        let written = bytes.min(4096);
+        assert!(stamped(ptr, written, 0xC3), "the other process's writes reach this one");
+        assert!(stamped(ptr + written, bytes - written, 0x5A));
+
+        // This process opens its own pages too: the same memory at another address.
+        let mut base: *mut c_void = null_mut();
+        assert_eq!(
+            rmmIpcOpenMemPages(&mut base, std::process::id() as i32, page, fds.as_ptr(), fds.len()),
+            RMM_SUCCESS,
+            "{}",
+            last_message()
+        );
+        assert_ne!(base as usize, first);
+        assert!(stamped(base as usize + (ptr - first), written, 0xC3));
+        assert_eq!(rmmIpcCloseMemHandle(base), RMM_SUCCESS, "{}", last_message());
+        free(resource, ptr, bytes);
+    }
+
+    // Released, the pages are unmapped and their descriptors closed.
+    let ptr = allocate(resource, 40 * MIB);
+    let (_, fds) = pages_of(ptr).unwrap();
+    free(resource, ptr, 40 * MIB);
+    free(resource, spacer, 3 * MIB);
+    assert!(fds.iter().all(|&fd| descriptor_open(fd)), "freed, the pages stay mapped in the pool until released");
+    assert_eq!(rmmResourceRelease(resource, null_mut()), RMM_SUCCESS, "{}", last_message());
+    assert!(fds.iter().all(|&fd| !descriptor_open(fd)), "descriptors of unmapped pages are closed: {fds:?}");
+    assert_eq!(rmmResourceDestroy(resource), RMM_SUCCESS);
+    assert!(common::races().is_empty(), "{:?}", common::races());
+}
+
+#[test]
+fn pages_that_cannot_be_shared_or_opened_are_refused_with_the_reason() {
+    let _guard = setup_with("2:256MiB");
+    let resource = shareable();
+    let ptr = allocate(resource, 4 * MIB);
+    let check = |code: rmmError_t, expected: rmmError_t, words: &str| {
+        assert_eq!(code, expected, "{}", last_message());
+        assert!(last_message().contains(words), "{words:?} not in {}", last_message());
+    };
+    let mut pages = rmmIpcMemPages_t { first_page: null_mut(), page_size: 0, page_count: 0 };
+    let mut fds = [-1; 8];
+    let at = ptr as *const c_void;
+    check(rmmIpcGetMemPages(null_mut(), fds.as_mut_ptr(), 8, at), RMM_ERROR_INVALID_ARGUMENT, "pages is NULL");
+    check(rmmIpcGetMemPages(&mut pages, fds.as_mut_ptr(), 8, std::ptr::null()), RMM_ERROR_INVALID_ARGUMENT, "ptr is NULL");
+    check(rmmIpcGetMemPages(&mut pages, null_mut(), 8, at), RMM_ERROR_INVALID_ARGUMENT, "fds is NULL");
+    check(rmmIpcGetMemPages(&mut pages, fds.as_mut_ptr(), 1, at), RMM_ERROR_INVALID_ARGUMENT, "room for 1");
+    let foreign = [0u8; 64];
+    check(rmmIpcGetMemPages(&mut pages, fds.as_mut_ptr(), 8, foreign.as_ptr().cast()), RMM_ERROR_INVALID_ARGUMENT, "not an allocation");
+    check(
+        rmmIpcGetMemPages(&mut pages, fds.as_mut_ptr(), 8, (ptr + 256) as *const c_void),
+        RMM_ERROR_INVALID_ARGUMENT,
+        "not an allocation",
+    );
+    assert!(pages.first_page.is_null() && pages.page_count == 0 && fds == [-1; 8], "nothing written on failure");
+
+    // Not virtual memory: a pool's cudaMalloc chunks and managed memory.
+    let cuda = over(|h| rmmCudaResourceCreate(h));
+    let pool = over(|h| rmmPoolResourceCreate(h, cuda, 16 * MIB, 0));
+    let block = allocate(pool, MIB);
+    check(rmmIpcGetMemPages(&mut pages, fds.as_mut_ptr(), 8, block as *const c_void), RMM_ERROR_NOT_SUPPORTED, "cudaIpcGetMemHandle");
+    free(pool, block, MIB);
+    assert_eq!(rmmResourceDestroy(pool), RMM_SUCCESS);
+    assert_eq!(rmmResourceDestroy(cuda), RMM_SUCCESS);
+    let managed = over(|h| rmmManagedResourceCreate(h));
+    let block = allocate(managed, MIB);
+    check(rmmIpcGetMemPages(&mut pages, fds.as_mut_ptr(), 8, block as *const c_void), RMM_ERROR_NOT_SUPPORTED, "managed");
+    free(managed, block, MIB);
+    assert_eq!(rmmResourceDestroy(managed), RMM_SUCCESS);
+
+    // Opening: bad arguments, a process that has exited, a descriptor it does not have.
+    let (pages, fds) = pages_of(ptr).unwrap();
+    let me = std::process::id() as i32;
+    let mut opened: *mut c_void = null_mut();
+    let (page, count) = (pages.page_size, pages.page_count);
+    check(rmmIpcOpenMemPages(null_mut(), me, page, fds.as_ptr(), count), RMM_ERROR_INVALID_ARGUMENT, "ptr is NULL");
+    check(rmmIpcOpenMemPages(&mut opened, me, page, std::ptr::null(), count), RMM_ERROR_INVALID_ARGUMENT, "fds is NULL");
+    check(rmmIpcOpenMemPages(&mut opened, me, page, fds.as_ptr(), 0), RMM_ERROR_INVALID_ARGUMENT, "count is 0");
+    check(rmmIpcOpenMemPages(&mut opened, me, page + 4096, fds.as_ptr(), count), RMM_ERROR_INVALID_ARGUMENT, "granularity");
+    check(rmmIpcOpenMemPages(&mut opened, -3, page, fds.as_ptr(), count), RMM_ERROR_INVALID_ARGUMENT, "not a process id");
+    let mut gone = Command::new("true").spawn().unwrap();
+    let gone_pid = gone.id() as i32;
+    gone.wait().unwrap();
+    check(rmmIpcOpenMemPages(&mut opened, gone_pid, page, fds.as_ptr(), count), RMM_ERROR_INVALID_ARGUMENT, "has exited");
+    let closed = [987_654];
+    check(rmmIpcOpenMemPages(&mut opened, me, page, closed.as_ptr(), 1), RMM_ERROR_INVALID_ARGUMENT, "freed");
+    assert!(opened.is_null(), "nothing written on failure");
+
+    // Freed and legacy-finalized pointers are no allocation.
+    free(resource, ptr, 4 * MIB);
+    let mut fds = [-1; 8];
+    let mut pages = rmmIpcMemPages_t { first_page: null_mut(), page_size: 0, page_count: 0 };
+    check(rmmIpcGetMemPages(&mut pages, fds.as_mut_ptr(), 8, at), RMM_ERROR_INVALID_ARGUMENT, "already freed");
+    assert_eq!(rmmInitialize(std::ptr::null()), RMM_SUCCESS, "{}", last_message());
+    let mut legacy: *mut c_void = null_mut();
+    assert_eq!(rmmAlloc(&mut legacy, MIB, null_mut(), std::ptr::null(), 0), RMM_SUCCESS, "{}", last_message());
+    assert_eq!(rmmFree(legacy, null_mut(), std::ptr::null(), 0), RMM_SUCCESS);
+    assert_eq!(rmmFinalize(), RMM_SUCCESS);
+    check(rmmIpcGetMemPages(&mut pages, fds.as_mut_ptr(), 8, legacy), RMM_ERROR_INVALID_ARGUMENT, "not an allocation");
     assert_eq!(rmmResourceDestroy(resource), RMM_SUCCESS);
 }

@@ -266,31 +266,89 @@ def case_mempool(torch):
     torch.cuda.synchronize()
 
 
+IPC_N = 1 << 20
+
+
 def _ipc_child(queue_in, queue_out):
+    # PyTorch's own allocator (the child never installs rmm-rs): it must open what the parent's
+    # allocator shared, whichever it is ('c' for cudaMalloc memory, 'e' for expandable memory).
     import torch
 
     tensor = queue_in.get()
+    expected = torch.arange(IPC_N, device=tensor.device, dtype=torch.float32)
+    seen = bool(torch.equal(tensor, expected))
     tensor += 1
     torch.cuda.synchronize()
-    queue_out.put(float(tensor.sum()))
+    queue_out.put(seen)
     queue_in.get()  # until the parent is done
 
 
 def case_ipc(torch):
+    """A tensor sent to a spawned child on PyTorch's own allocator (a DataLoader worker's or
+    consumer's view): the child reads the parent's values and its writes reach the parent."""
     import torch.multiprocessing as mp
 
     context = mp.get_context("spawn")
     queue_in, queue_out = context.Queue(), context.Queue()
     child = context.Process(target=_ipc_child, args=(queue_in, queue_out))
     child.start()
-    x = torch.zeros(1 << 20, device="cuda")
+    pad = torch.empty(3 << 20, dtype=torch.uint8, device="cuda")  # the tensor does not start a page
+    x = torch.arange(IPC_N, device="cuda", dtype=torch.float32)
+    torch.cuda.synchronize()
     queue_in.put(x)
-    got = queue_out.get(timeout=120)
+    seen = queue_out.get(timeout=120)
     torch.cuda.synchronize()
     queue_in.put(None)
     child.join(60)
-    assert got == float(1 << 20), got
-    assert float(x.sum()) == float(1 << 20), float(x.sum())
+    assert seen, "the child did not see the parent's values"
+    torch.testing.assert_close(x, torch.arange(IPC_N, device="cuda", dtype=torch.float32) + 1)
+    del pad
+
+
+def _ipc_sender_child(queue_in, queue_out):
+    # PyTorch's own allocator with expandable segments (the environment the parent gave it):
+    # its tensor is shared as PyTorch's expandable-segment handle ('e').
+    import torch
+
+    pad = torch.empty(3 << 20, dtype=torch.uint8, device="cuda")
+    x = torch.arange(IPC_N, device="cuda", dtype=torch.float32)
+    torch.cuda.synchronize()
+    queue_out.put(x)
+    queue_in.get()  # the parent has read and written it
+    torch.cuda.synchronize()
+    queue_out.put(bool(torch.equal(x, torch.arange(IPC_N, device="cuda", dtype=torch.float32) + 1)))
+    queue_in.get()
+    del pad, x
+
+
+def case_ipc_from_expandable(torch):
+    """The other way: a spawned child on PyTorch's own allocator with expandable_segments:True
+    sends a tensor, and this process (on its configuration's allocator) opens it."""
+    import torch.multiprocessing as mp
+
+    context = mp.get_context("spawn")
+    queue_in, queue_out = context.Queue(), context.Queue()
+    saved = os.environ.get("PYTORCH_CUDA_ALLOC_CONF")
+    os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+    try:
+        child = context.Process(target=_ipc_sender_child, args=(queue_in, queue_out))
+        child.start()
+    finally:
+        if saved is None:
+            del os.environ["PYTORCH_CUDA_ALLOC_CONF"]
+        else:
+            os.environ["PYTORCH_CUDA_ALLOC_CONF"] = saved
+    x = queue_out.get(timeout=120)
+    torch.testing.assert_close(x, torch.arange(IPC_N, device="cuda", dtype=torch.float32))
+    x += 1
+    torch.cuda.synchronize()
+    del x
+    queue_in.put(None)
+    written = queue_out.get(timeout=120)
+    queue_in.put(None)
+    child.join(60)
+    assert written, "the child did not see this process's writes"
+    assert child.exitcode == 0, child.exitcode
 
 
 def case_cross_device(torch):

@@ -29,6 +29,22 @@ pub struct rmmIpcMemHandle_t {
     pub reserved: [c_char; RMM_IPC_HANDLE_SIZE],
 }
 
+/// The pages of virtual memory that hold an allocation (`rmmIpcGetMemPages`): what another
+/// process needs, with each page's file descriptor, to map them as they are mapped here.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+#[allow(non_camel_case_types)]
+pub struct rmmIpcMemPages_t {
+    /// The first page's address, at or below the allocation's: the allocation starts
+    /// `ptr - first_page` bytes into the pages.
+    pub first_page: *mut c_void,
+    /// Bytes of each page (a multiple of the device's mapping granularity).
+    pub page_size: usize,
+    /// How many pages hold the allocation: from the one that holds its first byte to the one
+    /// that holds its last.
+    pub page_count: usize,
+}
+
 /// Runs `f` on the first expandable resource in `resource`'s stack (it or an upstream of it).
 fn with_expandable<T>(resource: &dyn MemoryResource, f: &mut dyn FnMut(&ExpandableResource) -> T) -> Option<T> {
     if let Some(expandable) = (resource as &dyn Any).downcast_ref::<ExpandableResource>() {
@@ -196,4 +212,90 @@ pub extern "C" fn rmmIpcCloseMemHandle(ptr: *mut c_void) -> rmmError_t {
 #[no_mangle]
 pub extern "C" fn rmmIpcAllowOpeners() -> rmmError_t {
     boundary("rmmIpcAllowOpeners", ipc::allow_openers)
+}
+
+/// Writes to `*pages` where the pages of virtual memory that hold `ptr` start, their size and
+/// how many there are, and to `fds[0..page_count]` each page's POSIX file descriptor in this
+/// process, in address order: what another process needs to map the same memory
+/// (`pidfd_getfd` on each, then `rmmIpcOpenMemPages`), as PyTorch's expandable segments share
+/// theirs (docs/src/ipc.md). `ptr` must be an allocation rmm handed out and has not taken
+/// back, of an expandable resource (under any adaptors) whose pages are exportable (every
+/// expandable resource's are where the device offers POSIX file descriptors). The
+/// descriptors stay rmm's: do not close them. Each stays open, with the same number at every
+/// call, while its page is mapped in this process, and is closed when the page is unmapped
+/// (once no block on it is allocated) or released, so no descriptor is made per call.
+/// Nothing else keeps the memory: unlike `rmmIpcGetMemHandle`, a block freed here goes back to
+/// the pool whoever has it open, so keep it allocated while other processes may open or use
+/// it. `fds` may be NULL when `capacity` is 0: then only `*pages` is written (to learn the
+/// count); otherwise `capacity` must be at least the count. `pages` or `ptr` NULL, `fds` NULL
+/// with a `capacity`, a `capacity` below the count, a pointer rmm did not hand out or took
+/// back: RMM_ERROR_INVALID_ARGUMENT. Memory that is not virtual memory of an expandable
+/// resource (a pool's or the cuda resource's `cudaMalloc` memory, which
+/// `cudaIpcGetMemHandle` shares, managed, pinned host) or whose pages are private:
+/// RMM_ERROR_NOT_SUPPORTED. Nothing is written on failure. Any thread may call it, also
+/// while other threads allocate and free.
+#[no_mangle]
+pub extern "C" fn rmmIpcGetMemPages(pages: *mut rmmIpcMemPages_t, fds: *mut c_int, capacity: usize, ptr: *const c_void) -> rmmError_t {
+    boundary("rmmIpcGetMemPages", || {
+        non_null(pages, "pages")?;
+        non_null(ptr.cast_mut(), "ptr")?;
+        if fds.is_null() && capacity > 0 {
+            return Err(Error::invalid(format!("fds is NULL with a capacity of {capacity}")));
+        }
+        let ptr = ptr as usize;
+        let found = records::find(ptr).ok_or_else(|| {
+            Error::invalid(format!("{ptr:#x} is not an allocation rmm handed out (a foreign pointer, or one already freed)"))
+        })?;
+        let top = found.stack.resource();
+        let shared = with_expandable(top, &mut |expandable| expandable.pages(ptr, found.size)).unwrap_or_else(|| {
+            Err(Error::NotSupported(format!(
+                "memory of a {} resource is not virtual memory of an expandable resource (cudaMalloc memory of a pool or the \
+                 cuda resource is shared with rmmIpcGetMemHandle or cudaIpcGetMemHandle)",
+                innermost(top)
+            )))
+        })?;
+        let count = shared.fds.len();
+        if !fds.is_null() {
+            if capacity < count {
+                return Err(Error::invalid(format!("{ptr:#x} is held by {count} pages: fds has room for {capacity} descriptors")));
+            }
+            // SAFETY: non-NULL, and the caller promises room for `capacity` ints, which is at
+            // least `count`.
+            unsafe { std::ptr::copy_nonoverlapping(shared.fds.as_ptr(), fds, count) };
+        }
+        write_out(pages, "pages", rmmIpcMemPages_t { first_page: shared.first as *mut c_void, page_size: shared.page, page_count: count })
+    })
+}
+
+/// Maps in this process, for the current device, the `count` pages of virtual memory that
+/// process `pid` holds as the file descriptors `fds[0..count]` (numbers in that process, as
+/// `rmmIpcGetMemPages` gives them, or as PyTorch's expandable segments share them), each
+/// `page_size` bytes, one after the other, and writes the first page's address here to
+/// `*ptr`; the memory is usable from the current device (it must be the memory's device or
+/// reach it) until `rmmIpcCloseMemHandle(*ptr)`. Each descriptor is taken with `pidfd_getfd`
+/// (Linux 5.6), which the kernel allows to a process that may ptrace `pid`: the same user,
+/// and under Yama's ptrace scope 1 a descendant of it or any process once it called
+/// `rmmIpcAllowOpeners` (PyTorch's processes do not: run the opener as their child, or set
+/// the scope to 0); the kernel's refusal is RMM_ERROR_INVALID_ARGUMENT with that reason. The
+/// mapping holds its own reference to the memory, which stays valid when `pid` unmaps it or
+/// exits; what the memory holds then is the exporter's business, as with CUDA IPC. `ptr` or
+/// `fds` NULL, `count` 0, a page size that is not a multiple of the device's granularity, a
+/// process that has exited or a descriptor it does not have (closed: its block was freed):
+/// RMM_ERROR_INVALID_ARGUMENT; the driver's refusal: RMM_ERROR_CUDA_ERROR. Nothing is
+/// written on failure. Any number of threads may open and close at once.
+#[no_mangle]
+pub extern "C" fn rmmIpcOpenMemPages(ptr: *mut *mut c_void, pid: c_int, page_size: usize, fds: *const c_int, count: usize) -> rmmError_t {
+    boundary("rmmIpcOpenMemPages", || {
+        non_null(ptr, "ptr")?;
+        non_null(fds.cast_mut(), "fds")?;
+        if count == 0 {
+            return Err(Error::invalid("count is 0: no pages to open"));
+        }
+        let pid = u32::try_from(pid).ok().filter(|&pid| pid > 0).ok_or_else(|| Error::invalid(format!("{pid} is not a process id")))?;
+        // SAFETY: non-NULL, and the caller promises `count` readable ints.
+        let fds = unsafe { std::slice::from_raw_parts(fds, count) };
+        let device = backend()?.current_device()?;
+        let opened = ipc::open_descriptors(pid, page_size, fds, device)?;
+        write_out(ptr, "ptr", opened as *mut c_void)
+    })
 }

@@ -225,8 +225,24 @@ fn read_u32(handle: &[u8; HANDLE_SIZE], at: usize) -> u32 {
 
 /// What `open` mapped, by the address it answered.
 enum Opened {
-    Driver { device: i32, base: usize, count: usize },
-    Pages { reservation: usize, page: usize, pages: usize, view: SharedView, slot: usize },
+    Driver {
+        device: i32,
+        base: usize,
+        count: usize,
+    },
+    Pages {
+        reservation: usize,
+        page: usize,
+        pages: usize,
+        view: SharedView,
+        slot: usize,
+    },
+    /// Pages named by descriptor numbers alone (`open_descriptors`): no ticket.
+    Descriptors {
+        reservation: usize,
+        page: usize,
+        pages: usize,
+    },
 }
 
 static OPENED: Mutex<BTreeMap<usize, Opened>> = Mutex::new(BTreeMap::new());
@@ -340,6 +356,35 @@ fn open_pages(handle: &[u8; HANDLE_SIZE], owner: i32, device: i32, offset: usize
     }
 }
 
+/// Maps the pages that process `pid` exported as the descriptors numbered `fds` there, each
+/// `page` bytes, one after the other into an address range of this process, with access for
+/// `device` (whose memory they must be, or which must reach it); the first page's address
+/// here, until `close`. This is how PyTorch's expandable segments travel (docs/src/ipc.md):
+/// unlike a handle of `Ticket`, nothing says whether the exporter still holds the memory for
+/// the block it was shared for; keeping it allocated meanwhile is the exporter's part.
+pub fn open_descriptors(pid: u32, page: usize, fds: &[RawFd], device: i32) -> Result<usize> {
+    let platform = backend()?;
+    let granularity = platform.vmm_granularity(device)?;
+    if fds.is_empty() {
+        return Err(Error::invalid("no page descriptors (count is 0)"));
+    }
+    if page == 0 || !page.is_multiple_of(granularity) {
+        return Err(Error::invalid(format!(
+            "a page size of {page} bytes is not a multiple of device {device}'s mapping granularity, {granularity}"
+        )));
+    }
+    if fds.len().checked_mul(page).is_none() {
+        return Err(Error::invalid(format!("{} pages of {page} bytes do not fit in the address space", fds.len())));
+    }
+    if let Some(fd) = fds.iter().find(|&&fd| fd < 0) {
+        return Err(Error::invalid(format!("{fd} is not a descriptor number")));
+    }
+    let exporter = Exporter::open(pid)?;
+    let reservation = map_pages(&exporter, fds, page, device, device)?;
+    OPENED.lock().insert(reservation, Opened::Descriptors { reservation, page, pages: fds.len() });
+    Ok(reservation)
+}
+
 fn claim_slot(view: &SharedView) -> Result<usize> {
     let pid = std::process::id();
     for slot in 0..OPENERS {
@@ -407,16 +452,26 @@ pub fn close(ptr: usize) -> Result<()> {
             Ok(())
         }
         Opened::Pages { reservation, page, pages, view, slot } => {
-            let (reservation, page, pages) = (*reservation, *page, *pages);
-            for at in 0..pages {
-                platform.vmm_unmap(reservation + at * page, page)?;
-            }
-            platform.vmm_free_reservation(reservation, pages * page)?;
+            unmap_pages(*reservation, *page, *pages)?;
             view.u32_at(AT_SLOTS + 4 * *slot).store(0, Ordering::SeqCst);
             opened.remove(&ptr);
             Ok(())
         }
+        Opened::Descriptors { reservation, page, pages } => {
+            unmap_pages(*reservation, *page, *pages)?;
+            opened.remove(&ptr);
+            Ok(())
+        }
     }
+}
+
+/// Unmaps what `map_pages` mapped and frees its address range.
+fn unmap_pages(reservation: usize, page: usize, pages: usize) -> Result<()> {
+    let platform = backend()?;
+    for at in 0..pages {
+        platform.vmm_unmap(reservation + at * page, page)?;
+    }
+    platform.vmm_free_reservation(reservation, pages * page)
 }
 
 /// The exporting process, as a pidfd.

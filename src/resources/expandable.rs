@@ -22,7 +22,8 @@ use crate::platform::ipc::Ticket;
 use crate::platform::{backend, PhysicalMemory, Stream};
 use parking_lot::Mutex;
 use rmm_suballoc::tlsf::Tlsf;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -79,6 +80,17 @@ impl Default for ExpandableOptions {
 /// 1.169 to 1.111 with 16 MiB pages for the large part and from 1.111 to 1.068 with 2 MiB
 /// pages; splits at 128 KiB, 512 KiB and 1 MiB did no better over both.
 const SMALL_BLOCKS_BELOW: usize = 256 << 10;
+
+/// The pages that hold a block (`ExpandableResource::pages`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedPages {
+    /// The first page's address (at or below the block's).
+    pub first: usize,
+    /// Bytes of each page.
+    pub page: usize,
+    /// Each page's POSIX file descriptor in this process, in address order.
+    pub fds: Vec<RawFd>,
+}
 
 /// The expandable resource: a stream-ordered core over pages mapped on demand for blocks of
 /// `SMALL_BLOCKS_BELOW` and more, and another for smaller blocks, each part in an address
@@ -256,6 +268,24 @@ impl ExpandableResource {
         Ok(ticket)
     }
 
+    /// The pages that hold the block at `ptr` (`bytes` long, as handed out), for another
+    /// process to map them as they are mapped here: the first page's address, the page size
+    /// and each page's POSIX file descriptor. The descriptors stay this resource's, open while
+    /// their pages are mapped here (the same numbers at every call meanwhile); unlike
+    /// `export`, nothing keeps the block out of the pool once it is freed here, so the program
+    /// keeps it allocated while other processes may still open or use it.
+    pub fn pages(&self, ptr: usize, bytes: usize) -> Result<SharedPages> {
+        let pages = &self.part_of(ptr).pages;
+        if pages.handle_types & crate::platform::exportable_as::POSIX_FILE_DESCRIPTOR == 0 {
+            return Err(Error::NotSupported(format!(
+                "the expandable resource's pages are private: device {} cannot export virtual memory as POSIX file descriptors",
+                self.device()
+            )));
+        }
+        let (first, fds) = pages.descriptors(ptr, bytes)?;
+        Ok(SharedPages { first, page: pages.page, fds })
+    }
+
     /// The exporting side of a free: an exported block is revoked (no process can open it
     /// from now on); one that another process still has open is kept out of the pool until
     /// it is closed there (answers true: nothing more to do). Deferred frees whose blocks
@@ -412,6 +442,10 @@ struct Ranges {
     /// Devices given access to what is mapped: the owner first, then the peers (those asked
     /// for, every device that can reach the owner, and those granted later).
     access: Vec<i32>,
+    /// POSIX file descriptors of mapped pages that `descriptors` exported, one per physical
+    /// page, open until the page is mapped nowhere any more (other processes take them with
+    /// `pidfd_getfd` while the block they hold is allocated).
+    descriptors: HashMap<PhysicalMemory, OwnedFd>,
 }
 
 /// What the page source has asked of the device so far, and the time those calls took: the
@@ -742,6 +776,7 @@ impl MappedRanges {
                 return Err(e);
             }
             state.activity.pages_released += 1;
+            state.descriptors.remove(&physical);
             self.held.give(self.page);
             released += self.page;
         }
@@ -782,6 +817,34 @@ impl MappedRanges {
 
     fn pages_for(&self, bytes: usize) -> Result<usize> {
         bytes.checked_next_multiple_of(self.page).ok_or_else(|| Error::out_of_memory(bytes, "larger than the address space"))
+    }
+
+    /// The pages that hold `[ptr, ptr + bytes)`: the first one's address and each one's POSIX
+    /// file descriptor, exported at the first call for a page and the same number at every
+    /// later call while the page stays mapped.
+    fn descriptors(&self, ptr: usize, bytes: usize) -> Result<(usize, Vec<RawFd>)> {
+        let platform = backend()?;
+        let first = ptr / self.page * self.page;
+        let end = ptr.checked_add(bytes.max(1)).and_then(|end| end.checked_next_multiple_of(self.page)).unwrap_or(usize::MAX);
+        let mut state = self.state.lock();
+        let physical: Vec<PhysicalMemory> = state.mapped.range(first..end).map(|(_, &physical)| physical).collect();
+        if physical.len() != (end - first) / self.page {
+            return Err(Error::invalid(format!("{ptr:#x} (+{bytes} bytes) is not wholly mapped: not a block of this resource")));
+        }
+        let mut fds = Vec::with_capacity(physical.len());
+        for page in physical {
+            let fd = match state.descriptors.get(&page) {
+                Some(fd) => fd.as_raw_fd(),
+                None => {
+                    let fd = platform.vmm_export(page)?;
+                    let raw = fd.as_raw_fd();
+                    state.descriptors.insert(page, fd);
+                    raw
+                }
+            };
+            fds.push(fd);
+        }
+        Ok((first, fds))
     }
 }
 
@@ -858,6 +921,11 @@ impl MemoryResource for MappedRanges {
                 continue;
             }
             state.activity.pages_unmapped += 1;
+            // A lent page may be mapped at another address too: its descriptor stays open
+            // until it is mapped nowhere.
+            if state.descriptors.contains_key(&physical) && !state.mapped.values().any(|&other| other == physical) {
+                state.descriptors.remove(&physical);
+            }
             if state.lent_from.remove(&at) {
                 // Lent: kept once no stream's map took it, else mapped elsewhere already.
                 if let Some(unused) = state.lent.iter().position(|&(_, _, mapped_at)| mapped_at == at) {

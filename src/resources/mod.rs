@@ -21,7 +21,7 @@ pub use binning::BinningResource;
 pub use callback::{AllocateFn, CallbackResource, DeallocateFn, ReleaseFn};
 pub use cuda_async::{handle_type, AsyncResource};
 pub use direct::DirectResource;
-pub use expandable::{expandable_resource, ExpandableOptions, ExpandableResource};
+pub use expandable::{expandable_resource, ExpandableOptions, ExpandableResource, SharedPages};
 pub use fixed_size::FixedSizeResource;
 pub use pool::PoolResource;
 
