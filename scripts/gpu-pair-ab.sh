@@ -6,7 +6,9 @@
 #
 #   scripts/gpu-pair-ab.sh DIR     DIR holds librmm_<name>.so (or .so.gz, to carry less)
 #
-# ROUNDS (default 1000) turns and PAIRS (default 20000) pairs a batch, passed to pair_ab.
+# ROUNDS (default 1000) turns, PAIRS (default 20000) pairs a batch; then, in a process of its
+# own, THREADS (default 16; 0: none) churning threads on streams of their own, STEPS
+# (default 2000) churn steps per thread a batch; see bench/pair_ab.c.
 # Runs on simulated devices too (RMM_SIM_DEVICES=1), for trying it without a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +24,10 @@ done
 last=${libs[${#libs[@]}-1]}
 cp "$last" "${last%.so}_copy.so"
 libs+=("${last%.so}_copy.so")
-cc -O2 -Wall -Wextra -Werror -Iinclude bench/pair_ab.c -ldl -o "$out/pair_ab"
+cc -O2 -Wall -Wextra -Werror -Iinclude bench/pair_ab.c -ldl -lm -lpthread -o "$out/pair_ab"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true
-ROUNDS=${ROUNDS:-1000} PAIRS=${PAIRS:-20000} "$out/pair_ab" "${libs[@]}"
+# The pairs alone, then the threads alone: idle threads in the process disturb the pairs.
+ROUNDS=${ROUNDS:-1000} PAIRS=${PAIRS:-20000} THREADS=0 "$out/pair_ab" "${libs[@]}"
+if [ "${THREADS:-16}" -gt 0 ]; then
+  ROUNDS=${ROUNDS:-1000} PAIRS=0 THREADS=${THREADS:-16} STEPS=${STEPS:-2000} "$out/pair_ab" "${libs[@]}"
+fi

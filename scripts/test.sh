@@ -67,5 +67,13 @@ ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$asan" --output-on-failure -j2 -L 
 echo "== Python module (simulated devices)"
 RMM_RS_LIBRARY="${CARGO_TARGET_DIR:-$PWD/target}/release/librmm.so" python3 python/test_rmm_rs.py
 
+echo "== the build comparison benchmark still builds and runs (scripts/gpu-pair-ab.sh, a tiny run)"
+ab=$(mktemp -d)
+cp "${CARGO_TARGET_DIR:-$PWD/target}/release/librmm.so" "$ab/librmm_this.so"
+compared=$(RMM_SIM_DEVICES=1 RMM_SIM_ON_RACE=off ROUNDS=4 PAIRS=100 THREADS=2 STEPS=20 scripts/gpu-pair-ab.sh "$ab" | grep -c quartiles)
+rm -rf "$ab"
+# Three pair cases and the threads case, each for the build and its copy.
+[ "$compared" -eq 8 ] || { echo "pair_ab compared $compared figures, not 8" >&2; exit 1; }
+
 echo "== PyTorch backend against PyTorch's headers (from its wheel)"
 CUDA_INCLUDE=$cccl/include scripts/check-torch-backend.sh
