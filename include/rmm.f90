@@ -657,8 +657,8 @@ module rmm
 
     ! Makes `stream` the buffer's stream: later resizes default to it and the buffer is freed in
     ! its order.
-    ! Errors: only the general one (RMM_ERROR_INVALID_HANDLE for `buffer`); the stream is checked
-    ! when it is used.
+    ! A handle that is not a live stream (one destroyed already, say): RMM_ERROR_INVALID_ARGUMENT,
+    ! with the buffer's stream unchanged, so that its destroy still frees it.
     integer(c_int) function rmmDeviceBufferSetStream(buffer, stream) &
         bind(c, name="rmmDeviceBufferSetStream")
       import :: c_int, c_ptr

@@ -504,8 +504,8 @@ enum rmmError_t rmmDeviceBufferSize(rmmDeviceBuffer_t buffer, size_t *size, size
 
 // Makes `stream` the buffer's stream: later resizes default to it and the buffer is freed in
 // its order.
-// Errors: only the general one (RMM_ERROR_INVALID_HANDLE for `buffer`); the stream is checked
-// when it is used.
+// A handle that is not a live stream (one destroyed already, say): RMM_ERROR_INVALID_ARGUMENT,
+// with the buffer's stream unchanged, so that its destroy still frees it.
 enum rmmError_t rmmDeviceBufferSetStream(rmmDeviceBuffer_t buffer, cudaStream_t stream);
 
 // Frees the buffer's memory in the order of its stream (the last one used, or the one set

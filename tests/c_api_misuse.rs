@@ -217,3 +217,19 @@ fn initial_sizes_past_the_address_space_are_out_of_memory_with_their_size() {
     }
     assert_eq!(rmmResourceDestroy(cuda), RMM_SUCCESS);
 }
+
+#[test]
+fn a_device_buffer_refuses_a_destroyed_stream_and_keeps_its_own() {
+    let _guard = setup();
+    let mut buffer = std::ptr::null_mut();
+    assert_eq!(rmmDeviceBufferCreate(&mut buffer, 4096, NULL_STREAM, std::ptr::null_mut()), RMM_SUCCESS, "{}", last_message());
+    let mut stream: cudaStream_t = std::ptr::null_mut();
+    assert_eq!(rmmStreamCreate(&mut stream), RMM_SUCCESS, "{}", last_message());
+    assert_eq!(rmmDeviceBufferSetStream(buffer, stream), RMM_SUCCESS, "{}", last_message());
+    assert_eq!(rmmDeviceBufferSetStream(buffer, NULL_STREAM), RMM_SUCCESS, "{}", last_message());
+    assert_eq!(rmmStreamDestroy(stream), RMM_SUCCESS, "{}", last_message());
+    assert_eq!(rmmDeviceBufferSetStream(buffer, stream), RMM_ERROR_INVALID_ARGUMENT);
+    assert!(last_message().contains("not a live stream"), "{}", last_message());
+    // The buffer kept the NULL stream: its memory is freed in that order.
+    assert_eq!(rmmDeviceBufferDestroy(buffer), RMM_SUCCESS, "{}", last_message());
+}

@@ -203,12 +203,16 @@ pub extern "C" fn rmmDeviceBufferSize(buffer: rmmDeviceBuffer_t, size: *mut usiz
 
 /// Makes `stream` the buffer's stream: later resizes default to it and the buffer is freed in
 /// its order.
-/// Errors: only the general one (RMM_ERROR_INVALID_HANDLE for `buffer`); the stream is checked
-/// when it is used.
+/// A handle that is not a live stream (one destroyed already, say): RMM_ERROR_INVALID_ARGUMENT,
+/// with the buffer's stream unchanged, so that its destroy still frees it.
 #[no_mangle]
 pub extern "C" fn rmmDeviceBufferSetStream(buffer: rmmDeviceBuffer_t, stream: cudaStream_t) -> rmmError_t {
     boundary("rmmDeviceBufferSetStream", || {
-        lookup(buffer)?.lock().set_stream(stream_of(stream));
+        let shared = lookup(buffer)?;
+        let stream = stream_of(stream);
+        // Asked now rather than at the destroy, which would fail and keep the memory.
+        backend()?.stream_device(stream)?;
+        shared.lock().set_stream(stream);
         Ok(())
     })
 }
