@@ -15,7 +15,10 @@
 //! recorded (also chunks merged from several frees); the taker waits on it. Recording needs a
 //! live handle, so who may record is part of a stream's state (`Recorder`): anyone for the
 //! legacy default stream and for streams whose destruction the library sees (they record once
-//! more and retire when destroyed, `Core::retire_stream`); only the stream's own allocations for
+//! more and retire when destroyed, `Core::retire_stream`, after which their state leaves the
+//! core once it holds no live block: its free chunks wait in a graveyard state for any stream,
+//! with the events a taker waits on, and its event is reused once no pending list holds it, so
+//! a stream per request costs nothing once gone); only the stream's own allocations for
 //! per-thread default streams and for streams the library did not see made (a taker asks, and
 //! takes elsewhere meanwhile). A block freed on a stream other than its owner's leaves the
 //! freeing stream's event pending on the owner's index: whoever reuses blocks from there waits
@@ -292,7 +295,9 @@ enum Recorder {
     /// handle the driver's id confirms at each allocation.
     OwnAllocations,
     /// Nobody: the stream is gone. Retiring recorded its event last; frees made into its index
-    /// since are covered only by a device synchronization.
+    /// since on its handle are covered only by a device synchronization (other streams' leave
+    /// their events pending). The state leaves the core once it holds no live block
+    /// (`Core::prune`).
     Nobody,
 }
 
@@ -346,7 +351,10 @@ type StreamStates<I> = HashMap<(u64, u64), Arc<StreamState<I>>>;
 
 /// A thread's lanes of split streams, each with its stream's own state (held, so that its
 /// address, which `own_lane` looks lanes up by, is not another state's while the entry lasts).
-type ThreadLanes<I> = std::cell::RefCell<Vec<(Arc<StreamState<I>>, Arc<StreamState<I>>)>>;
+type ThreadLanes<I> = std::cell::RefCell<Vec<LaneOf<I>>>;
+
+/// (a split stream's own state, the thread's lane of it).
+type LaneOf<I> = (Arc<StreamState<I>>, Arc<StreamState<I>>);
 
 /// What is left of retired streams (`Core::retire_stream`).
 struct Retired<I> {
@@ -796,7 +804,7 @@ impl<I: BlockIndex> Core<I> {
     }
 
     /// The calling thread's lane of the stream whose own state lies at `address`, if it has one.
-    fn own_lane(&self, address: usize) -> Option<std::cell::Ref<'_, (Arc<StreamState<I>>, Arc<StreamState<I>>)>> {
+    fn own_lane(&self, address: usize) -> Option<std::cell::Ref<'_, LaneOf<I>>> {
         if CACHES_GONE.get() {
             return None;
         }
@@ -1619,7 +1627,10 @@ impl<I: BlockIndex> Core<I> {
     /// a device synchronization so no enqueued work still uses them. Returns the bytes released.
     pub fn release_free_chunks(&self) -> Result<usize> {
         let _growing = self.growing.lock();
-        self.release_unused(0)
+        let released = self.release_unused(0)?;
+        // Retired states whose frees only the synchronization covered can go now.
+        self.prune_retired()?;
+        Ok(released)
     }
 
     /// As `release_free_chunks`, but keeps free memory while fewer than `keep` bytes would
