@@ -48,8 +48,9 @@ fn a_stream_per_request_leaves_nothing_behind_over_twenty_thousand_requests() {
         }
     }
     let (first, all) = (first_thousand.unwrap(), started.elapsed());
-    // Flat: the last 19,000 cost about 19 times the first 1,000, not hundreds of times.
-    assert!(all < first * 60, "the first 1,000 took {first:?}, all 20,000 {all:?}");
+    // Flat: all 20,000 cost about 20 times the first 1,000 (with room for a loaded machine),
+    // where keeping every stream's state made it about 600 times.
+    assert!(all < first * 100, "the first 1,000 took {first:?}, all 20,000 {all:?}");
     let usage = pool.usage();
     assert_eq!((usage.live, usage.free), (0, 64 * MIB), "{usage:?}");
     assert_eq!(pool.snapshot()["streams"], usage.streams);
