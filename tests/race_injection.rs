@@ -23,9 +23,33 @@ fn the_checker_reports_a_pool_that_skips_the_ordering_edge() {
     // Without them, the same move is a race.
     pool.deallocate(second, 4 << 20, b).unwrap();
     pool.inject_missing_ordering(true);
+    let before = races().len();
     let third = pool.allocate(4 << 20, a).unwrap();
     assert_eq!(third, first);
     let reports = races();
-    assert_eq!(reports.len(), 1, "{reports:?}");
-    assert!(reports[0].contains("stream-ordering race"), "{}", reports[0]);
+    assert_eq!(reports.len(), before + 1, "{reports:?}");
+    assert!(reports[before].contains("stream-ordering race"), "{}", reports[before]);
+}
+
+#[test]
+fn the_checker_reports_memory_of_a_destroyed_stream_handed_on_without_its_events() {
+    let _guard = setup();
+    let pool = PoolResource::new(Arc::new(DirectResource::cuda(0).unwrap()), 0, 4 << 20).unwrap();
+    pool.inject_missing_ordering(true);
+    // Freed on the stream, which is then destroyed: its state goes, and its chunk with it to
+    // whichever stream takes it next, which skips waiting on the destroyed stream's event.
+    let old = streams::create(0).unwrap();
+    let first = pool.allocate(4 << 20, old).unwrap();
+    pool.deallocate(first, 4 << 20, old).unwrap();
+    streams::destroy(old).unwrap();
+    assert_eq!(pool.usage().streams, 0);
+    let before = races().len();
+    let new = streams::create(0).unwrap();
+    let second = pool.allocate(4 << 20, new).unwrap();
+    assert_eq!(second, first);
+    let reports = races();
+    assert_eq!(reports.len(), before + 1, "{reports:?}");
+    assert!(reports[before].contains("stream-ordering race"), "{}", reports[before]);
+    pool.deallocate(second, 4 << 20, new).unwrap();
+    streams::destroy(new).unwrap();
 }

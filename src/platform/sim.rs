@@ -12,11 +12,13 @@ use crate::error::{Error, Result};
 use parking_lot::Mutex;
 use std::alloc::Layout;
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 const DEFAULT_CAPACITY: usize = 8 << 30;
 const ALIGNMENT: usize = 256;
+/// Destroyed streams clocks may keep knowing of before they are dropped from every clock.
+const DEAD_STREAMS_KEPT: usize = 64;
 /// Handles of created streams and events start here, far from the special stream values 0-2
 /// and from anything that looks like a small integer.
 const HANDLE_BASE: usize = 0x5153_0000_0000;
@@ -64,7 +66,13 @@ struct Release {
 #[derive(Default)]
 struct SimState {
     allocations: BTreeMap<usize, SimAllocation>,
-    streams: Vec<Option<StreamState>>,
+    /// Live streams by id (ids are never reused: 0..devices are the legacy default streams).
+    streams: BTreeMap<usize, StreamState>,
+    next_stream_id: usize,
+    /// Ids of destroyed streams that clocks may still know of (`forget_dead_streams`).
+    dead_streams: Vec<usize>,
+    /// How many dead streams make `stream_destroy` drop them from every clock.
+    forget_dead_at: usize,
     stream_handles: HashMap<usize, usize>,
     events: HashMap<usize, (i32, VectorClock)>,
     pools: HashMap<usize, i32>,
@@ -235,10 +243,13 @@ impl SimDevices {
     /// devices reach each other's memory (peer access on) and `vmm_set_access` takes no time.
     /// Ignores the environment (`from_spec` reads it).
     pub fn new(count: usize, capacity: usize, race_action: RaceAction) -> Self {
-        let mut state = SimState { next_handle: HANDLE_BASE, ..Default::default() };
+        let mut state =
+            SimState { next_handle: HANDLE_BASE, next_stream_id: count, forget_dead_at: DEAD_STREAMS_KEPT, ..Default::default() };
         for device in 0..count {
             // Stream id `device` is that device's legacy default stream.
-            state.streams.push(Some(StreamState { device: device as i32, clock: VectorClock::default(), legacy: true, blocking: true }));
+            state
+                .streams
+                .insert(device, StreamState { device: device as i32, clock: VectorClock::default(), legacy: true, blocking: true });
         }
         log::info!("simulated devices: {count} of {capacity} bytes each");
         SimDevices {
@@ -616,7 +627,7 @@ impl SimDevices {
         // Virtual memory is usable from a device only where access was granted to it: a copy
         // on a stream of device 1 from memory that device 0 mapped without access for device
         // 1 fails on a GPU ("invalid argument"), although both see the same host bytes here.
-        let stream_device = state.streams.get(id).and_then(Option::as_ref).map_or(device, |s| s.device);
+        let stream_device = state.streams.get(&id).map_or(device, |s| s.device);
         for (what, ptr) in [("destination", dst), ("source", src)] {
             if self.virtual_memory.lock().accessible_from(ptr, bytes, stream_device) == Some(false) {
                 return Err(Error::invalid(format!(
@@ -668,8 +679,12 @@ impl SimDevices {
             .remove(&stream.0)
             .ok_or_else(|| Error::invalid(format!("stream {:#x} is not a live created stream", stream.0)))?;
         state.free_stream_handles.push(stream.0);
-        if let Some(destroyed) = state.streams[id].take() {
+        if let Some(destroyed) = state.streams.remove(&id) {
             state.retired_clocks.entry(destroyed.device).or_default().join(&destroyed.clock);
+            state.dead_streams.push(id);
+            if state.dead_streams.len() >= state.forget_dead_at {
+                state.forget_dead_streams();
+            }
         }
         Ok(())
     }
@@ -692,7 +707,7 @@ impl SimDevices {
         self.count(Call::HostWait);
         let mut state = self.state.lock();
         let mut clock = state.host_clock.clone();
-        for stream in state.streams.iter().flatten().filter(|s| s.device == device) {
+        for stream in state.streams.values().filter(|s| s.device == device) {
             clock.join(&stream.clock);
         }
         if let Some(retired) = state.retired_clocks.get(&device) {
@@ -886,16 +901,40 @@ impl SimState {
     }
 
     fn add_stream(&mut self, device: i32, blocking: bool) -> usize {
-        self.streams.push(Some(StreamState { device, clock: VectorClock::default(), legacy: false, blocking }));
-        self.streams.len() - 1
+        let id = self.next_stream_id;
+        self.next_stream_id += 1;
+        self.streams.insert(id, StreamState { device, clock: VectorClock::default(), legacy: false, blocking });
+        id
     }
 
     fn stream(&self, id: usize) -> &StreamState {
-        self.streams[id].as_ref().expect("resolved streams are live")
+        self.streams.get(&id).expect("resolved streams are live")
     }
 
     fn stream_mut(&mut self, id: usize) -> &mut StreamState {
-        self.streams[id].as_mut().expect("resolved streams are live")
+        self.streams.get_mut(&id).expect("resolved streams are live")
+    }
+
+    /// Drops destroyed streams from every clock once nothing compares against them: no free
+    /// made on them waits to be checked (`releases`) and no held work of theirs runs. What a
+    /// clock knows of a stream is only ever compared with that stream's frees and held work, so
+    /// the checks stay the same; without this, clocks grow with every stream ever made (a
+    /// program that makes a stream per request). Amortized: runs when the dead streams kept
+    /// have doubled.
+    fn forget_dead_streams(&mut self) {
+        let compared: HashSet<usize> =
+            self.releases.values().map(|release| release.stream_id).chain(self.held_work.iter().map(|&(id, _)| id)).collect();
+        let (kept, gone): (Vec<usize>, Vec<usize>) = self.dead_streams.iter().partition(|id| compared.contains(id));
+        let gone: HashSet<usize> = gone.into_iter().collect();
+        if !gone.is_empty() {
+            let clocks = self.streams.values_mut().map(|stream| &mut stream.clock);
+            let events = self.events.values_mut().map(|(_, clock)| clock);
+            for clock in clocks.chain(events).chain(self.retired_clocks.values_mut()).chain([&mut self.host_clock]) {
+                clock.forget(&gone);
+            }
+        }
+        self.forget_dead_at = (2 * kept.len()).max(DEAD_STREAMS_KEPT);
+        self.dead_streams = kept;
     }
 
     fn containing(&self, ptr: usize) -> Option<(usize, &SimAllocation)> {
@@ -937,7 +976,7 @@ impl SimState {
         let this = self.stream(id);
         let device = this.device;
         if this.legacy {
-            for other in self.streams.iter().flatten().filter(|s| s.blocking && s.device == device) {
+            for other in self.streams.values().filter(|s| s.blocking && s.device == device) {
                 clock.join(&other.clock);
             }
         } else if this.blocking {

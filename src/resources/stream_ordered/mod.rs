@@ -15,7 +15,10 @@
 //! recorded (also chunks merged from several frees); the taker waits on it. Recording needs a
 //! live handle, so who may record is part of a stream's state (`Recorder`): anyone for the
 //! legacy default stream and for streams whose destruction the library sees (they record once
-//! more and retire when destroyed, `Core::retire_stream`); only the stream's own allocations for
+//! more and retire when destroyed, `Core::retire_stream`, after which their state leaves the
+//! core once it holds no live block: its free chunks wait in a graveyard state for any stream,
+//! with the events a taker waits on, and its event is reused once no pending list holds it, so
+//! a stream per request costs nothing once gone); only the stream's own allocations for
 //! per-thread default streams and for streams the library did not see made (a taker asks, and
 //! takes elsewhere meanwhile). A block freed on a stream other than its owner's leaves the
 //! freeing stream's event pending on the owner's index: whoever reuses blocks from there waits
@@ -292,7 +295,9 @@ enum Recorder {
     /// handle the driver's id confirms at each allocation.
     OwnAllocations,
     /// Nobody: the stream is gone. Retiring recorded its event last; frees made into its index
-    /// since are covered only by a device synchronization.
+    /// since on its handle are covered only by a device synchronization (other streams' leave
+    /// their events pending). The state leaves the core once it holds no live block
+    /// (`Core::prune`).
     Nobody,
 }
 
@@ -344,8 +349,39 @@ type ChunkOwners<I> = BTreeMap<usize, (usize, Arc<StreamState<I>>)>;
 /// (key, lane) -> state; see `StreamState::key`.
 type StreamStates<I> = HashMap<(u64, u64), Arc<StreamState<I>>>;
 
-/// A thread's lanes of split streams, each with the address of its stream's own state.
-type ThreadLanes<I> = std::cell::RefCell<Vec<(usize, Arc<StreamState<I>>)>>;
+/// A thread's lanes of split streams, each with its stream's own state (held, so that its
+/// address, which `own_lane` looks lanes up by, is not another state's while the entry lasts).
+type ThreadLanes<I> = std::cell::RefCell<Vec<LaneOf<I>>>;
+
+/// (a split stream's own state, the thread's lane of it).
+type LaneOf<I> = (Arc<StreamState<I>>, Arc<StreamState<I>>);
+
+/// What is left of retired streams (`Core::retire_stream`).
+struct Retired<I> {
+    /// Retired states still in the map: they hold live blocks, or frees their last event does
+    /// not cover (until a device synchronization), or they could not be pruned yet.
+    lingering: Vec<Arc<StreamState<I>>>,
+    /// Holds the free chunks of pruned states (owners name it), for any stream to take once it
+    /// waits on the chunk's events; made with the first such chunk. Not in the map.
+    graveyard: Option<Arc<StreamState<I>>>,
+    /// Chunk base in the graveyard -> the events a taker waits on: the pruned state's own, last
+    /// recorded when its stream retired, and those pending on its index then.
+    chunk_events: HashMap<usize, Vec<Event>>,
+    /// Events of pruned states that a pending list or `chunk_events` may still hold; each is
+    /// made spare (`Core::spare_events`) once none does.
+    events: Vec<Event>,
+    /// The peaks in use of pruned states, which `Usage::peak_live` still sums.
+    peak_used_bytes: usize,
+}
+
+impl<I> Default for Retired<I> {
+    fn default() -> Self {
+        Retired { lingering: Vec::new(), graveyard: None, chunk_events: HashMap::new(), events: Vec::new(), peak_used_bytes: 0 }
+    }
+}
+
+/// The identity of the graveyard (`Retired::graveyard`): no stream's.
+const GRAVEYARD: u64 = u64::MAX;
 
 /// A stream-ordered suballocator over an upstream resource. `StreamOrdered` owns it; a
 /// resource that calls it directly (an adaptor over a pool, binning over its bins) holds it
@@ -371,8 +407,14 @@ pub struct Core<I: BlockIndex> {
     state_cache: thread_local::ThreadLocal<std::cell::RefCell<Vec<CachedState<I>>>>,
     lanes: thread_local::ThreadLocal<ThreadLanes<I>>,
     owners: RwLock<ChunkOwners<I>>,
-    /// Serializes growth and reclaim, not the fast path.
+    /// Serializes growth and reclaim, not the fast path; also pruning retired states and making
+    /// their events spare, so that events copied out of a pending list to be waited on (which
+    /// happens under it) are not given to a new state meanwhile.
     growing: Mutex<()>,
+    retired: Mutex<Retired<I>>,
+    /// Events no pending list or chunk holds any more, for new states (a lock of its own, taken
+    /// under the map's).
+    spare_events: Mutex<Vec<Event>>,
     new_index: Box<dyn Fn() -> I + Send + Sync>,
     /// Give each thread its own index for the legacy default stream (arenas): blocks stay on
     /// one stream, so no ordering is needed between those indexes.
@@ -533,6 +575,8 @@ impl<I: BlockIndex> Core<I> {
             lanes: thread_local::ThreadLocal::new(),
             owners: RwLock::new(BTreeMap::new()),
             growing: Mutex::new(()),
+            retired: Mutex::new(Retired::default()),
+            spare_events: Mutex::new(Vec::new()),
             new_index: Box::new(new_index),
             omit_ordering: AtomicBool::new(false),
             race_checker: crate::platform::simulator(),
@@ -709,7 +753,11 @@ impl<I: BlockIndex> Core<I> {
         if lane == 0 {
             self.refuse_other_devices_stream(stream)?;
         }
-        let event = backend()?.event_create(self.device)?;
+        let spare = self.spare_events.lock().pop();
+        let event = match spare {
+            Some(event) => event,
+            None => backend()?.event_create(self.device)?,
+        };
         let mut index = (self.new_index)();
         // Every stream's event is recorded when memory is taken from it, which covers blocks
         // parked for quick reuse too.
@@ -748,18 +796,20 @@ impl<I: BlockIndex> Core<I> {
         let lanes = self.lanes.get_or_default();
         let _ = CACHES_WATCH.try_with(|_| ());
         if let Ok(mut lanes) = lanes.try_borrow_mut() {
-            lanes.push((address, lane.clone()));
+            // Lanes of retired streams are of no more use (and hold their states).
+            lanes.retain(|(of, _)| of.shelf.lock().recorder != Recorder::Nobody);
+            lanes.push((stream_state.clone(), lane.clone()));
         }
         f(&lane)
     }
 
     /// The calling thread's lane of the stream whose own state lies at `address`, if it has one.
-    fn own_lane(&self, address: usize) -> Option<std::cell::Ref<'_, (usize, Arc<StreamState<I>>)>> {
+    fn own_lane(&self, address: usize) -> Option<std::cell::Ref<'_, LaneOf<I>>> {
         if CACHES_GONE.get() {
             return None;
         }
         let lanes = self.lanes.get()?.try_borrow().ok()?;
-        std::cell::Ref::filter_map(lanes, |lanes| lanes.iter().find(|(of, _)| *of == address)).ok()
+        std::cell::Ref::filter_map(lanes, |lanes| lanes.iter().find(|(of, _)| Arc::as_ptr(of) as usize == address)).ok()
     }
 
     /// An allocation on the stream's own state found its lock held (`contended`) or took it
@@ -1084,6 +1134,13 @@ impl<I: BlockIndex> Core<I> {
         if !shelf.pending.contains(&event) {
             shelf.pending.push(event);
         }
+        if shelf.recorder == Recorder::Nobody && shelf.index.used_blocks() == 0 {
+            // The last block of a retired stream: its state can go (else at the next prune).
+            drop(shelf);
+            if let Some(_growing) = self.growing.try_lock() {
+                self.prune_retired()?;
+            }
+        }
         Ok(Ok(()))
     }
 
@@ -1169,6 +1226,7 @@ impl<I: BlockIndex> Core<I> {
     fn allocate_slow(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<usize> {
         let _guard = self.growing.lock();
         self.finish_releases(false)?;
+        self.prune_retired()?;
         if let Some(addr) = self.allocate_from_own(state, bytes, stream)? {
             return Ok(addr);
         }
@@ -1227,6 +1285,9 @@ impl<I: BlockIndex> Core<I> {
     }
 
     fn steal_free_chunk(&self, state: &Arc<StreamState<I>>, bytes: usize, need: usize, stream: Stream) -> Result<Option<usize>> {
+        if let Some(addr) = self.take_retired_chunk(state, bytes, need, stream)? {
+            return Ok(Some(addr));
+        }
         let others: Vec<_> = self.streams.read().values().filter(|s| !Arc::ptr_eq(s, state)).cloned().collect();
         for other in others {
             let (chunk, events) = {
@@ -1248,10 +1309,33 @@ impl<I: BlockIndex> Core<I> {
         Ok(None)
     }
 
+    /// Takes the smallest free chunk of at least `need` bytes that retired streams left (the
+    /// graveyard's), waiting on its events as `steal_free_chunk` waits on its source's, and
+    /// serves `bytes` from it. The caller holds `growing`.
+    fn take_retired_chunk(&self, state: &Arc<StreamState<I>>, bytes: usize, need: usize, stream: Stream) -> Result<Option<usize>> {
+        let (chunk, events) = {
+            let mut retired = self.retired.lock();
+            let Some(graveyard) = retired.graveyard.clone() else { return Ok(None) };
+            let Some(chunk) = graveyard.shelf.lock().index.take_free_chunk(need) else { return Ok(None) };
+            (chunk, retired.chunk_events.remove(&chunk.base).unwrap_or_default())
+        };
+        if !self.omit_ordering.load(Ordering::Relaxed) {
+            self.wait_all(stream, &events)?;
+        }
+        self.owners.write().insert(chunk.base, (chunk.size, state.clone()));
+        let mut shelf = state.shelf.lock();
+        shelf.index.add_chunk(chunk.base, chunk.size);
+        self.take_from_shelf(state, &mut shelf, bytes, stream)
+    }
+
     /// Under memory pressure only: takes one free block from another stream's index. Such a
     /// block may have been freed after that stream last recorded its event; unless this thread
     /// may record it now, the device is synchronized first.
     fn take_block_from_other_stream(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<Option<usize>> {
+        // A free chunk of a retired stream smaller than a chunk `steal_free_chunk` looks for.
+        if let Some(addr) = self.take_retired_chunk(state, bytes, bytes, stream)? {
+            return Ok(Some(addr));
+        }
         let others: Vec<_> = self.streams.read().values().filter(|s| !Arc::ptr_eq(s, state)).cloned().collect();
         let mut synchronized = false;
         for other in others {
@@ -1362,10 +1446,27 @@ impl<I: BlockIndex> Core<I> {
     /// The stream with `identity` is about to be destroyed, or its handle was handed to another
     /// stream already (`alive` None): records its event one last time while `alive` still names
     /// it, so that the event covers every free made there, and never uses its handle again.
-    /// (Its state stays: other streams' pending lists may hold its event.)
+    ///
+    /// Its state (and its lanes') then goes, so that streams made and destroyed by the million
+    /// cost nothing once gone (`prune_retired`, here when no growth runs, else at the next slow
+    /// allocation): its free chunks move to the graveyard with the events a taker must wait on
+    /// (its own and those pending on its index), as a stream taking them from its state would
+    /// have; its event is given to a new state once no pending list or chunk holds it. A state
+    /// that still holds live blocks stays until the last one is freed (by address, from
+    /// another stream), one whose frees its last event does not cover (`alive` None) until a
+    /// device synchronization.
     pub fn retire_stream(&self, identity: u64, alive: Option<Stream>) -> Result<()> {
-        let states: Vec<_> = self.streams.read().iter().filter(|((key, _), _)| *key == identity).map(|(_, state)| state.clone()).collect();
-        for state in states {
+        let states: Vec<_> = {
+            let streams = self.streams.read();
+            let own = streams.get(&(identity, 0)).cloned();
+            let split = own.as_ref().is_some_and(|state| state.split.load(Ordering::Relaxed));
+            let lanes = (1..=LANES).filter(|_| split).filter_map(|lane| streams.get(&(identity, lane)).cloned());
+            own.into_iter().chain(lanes.collect::<Vec<_>>()).collect()
+        };
+        if states.is_empty() {
+            return Ok(());
+        }
+        for state in &states {
             let mut shelf = state.shelf.lock();
             if let Some(stream) = alive.filter(|_| shelf.unrecorded_frees && shelf.recorder != Recorder::Nobody) {
                 backend()?.event_record(self.device, state.event, stream)?;
@@ -1373,7 +1474,143 @@ impl<I: BlockIndex> Core<I> {
             }
             shelf.recorder = Recorder::Nobody;
         }
-        Ok(())
+        {
+            let mut retired = self.retired.lock();
+            for state in states {
+                if !retired.lingering.iter().any(|lingering| Arc::ptr_eq(lingering, &state)) {
+                    retired.lingering.push(state);
+                }
+            }
+        }
+        match self.growing.try_lock() {
+            Some(_growing) => self.prune_retired(),
+            None => Ok(()),
+        }
+    }
+
+    /// Prunes every retired state that can go now, then makes spare the events of pruned
+    /// states that nothing holds any more. The caller holds `growing`.
+    fn prune_retired(&self) -> Result<()> {
+        let lingering = std::mem::take(&mut self.retired.lock().lingering);
+        if lingering.is_empty() && self.retired.lock().events.is_empty() {
+            return Ok(());
+        }
+        let mut staying = Vec::new();
+        let mut result = Ok(());
+        for state in lingering {
+            match result.is_ok().then(|| self.prune(&state)) {
+                Some(Ok(true)) => {}
+                Some(Err(e)) => {
+                    result = Err(e);
+                    staying.push(state);
+                }
+                _ => staying.push(state),
+            }
+        }
+        self.retired.lock().lingering.extend(staying);
+        self.spare_unheld_events();
+        result
+    }
+
+    /// Takes the retired `state` out of the map when it holds no live block and its event
+    /// covers every free made there (its stream's before it retired, others' by the pending
+    /// events): its chunks, all free, go to the graveyard with those events. Whether it went.
+    /// The caller holds `growing`.
+    fn prune(&self, state: &Arc<StreamState<I>>) -> Result<bool> {
+        {
+            let shelf = state.shelf.lock();
+            if shelf.recorder != Recorder::Nobody || shelf.unrecorded_frees || shelf.index.used_blocks() > 0 {
+                return Ok(false);
+            }
+        }
+        let graveyard = self.graveyard()?;
+        let mut retired = self.retired.lock();
+        {
+            let mut streams = self.streams.write();
+            match streams.get(&(state.key, state.lane)) {
+                Some(found) if Arc::ptr_eq(found, state) => streams.remove(&(state.key, state.lane)),
+                _ => return Ok(true),
+            };
+        }
+        let mut shelf = state.shelf.lock();
+        let chunks = shelf.index.take_wholly_free_chunks();
+        if shelf.index.used_blocks() > 0 {
+            // A block handed out since the check (by no caller that keeps stream order's rules):
+            // the state stays.
+            chunks.iter().for_each(|chunk| shelf.index.add_chunk(chunk.base, chunk.size));
+            drop(shelf);
+            self.streams.write().insert((state.key, state.lane), state.clone());
+            return Ok(false);
+        }
+        let mut events: Vec<Event> = shelf.pending.drain(..).collect();
+        events.push(state.event);
+        retired.peak_used_bytes += shelf.index.peak_used_bytes();
+        drop(shelf);
+        if !chunks.is_empty() {
+            let mut owners = self.owners.write();
+            for chunk in &chunks {
+                owners.insert(chunk.base, (chunk.size, graveyard.clone()));
+            }
+            drop(owners);
+            let mut shelf = graveyard.shelf.lock();
+            for chunk in &chunks {
+                shelf.index.add_chunk(chunk.base, chunk.size);
+                retired.chunk_events.insert(chunk.base, events.clone());
+            }
+        }
+        retired.events.push(state.event);
+        Ok(true)
+    }
+
+    /// The graveyard (`Retired::graveyard`), made if new.
+    fn graveyard(&self) -> Result<Arc<StreamState<I>>> {
+        if let Some(graveyard) = &self.retired.lock().graveyard {
+            return Ok(graveyard.clone());
+        }
+        let event = backend()?.event_create(self.device)?;
+        let shelf = BiasedLock::new(Shelf {
+            index: (self.new_index)(),
+            pending: Vec::new(),
+            unrecorded_frees: false,
+            record_wanted: false,
+            donor: 0,
+            recorder: Recorder::Nobody,
+            collisions: 0,
+        });
+        let graveyard = Arc::new(StreamState {
+            stream: Stream::DEFAULT,
+            identity: GRAVEYARD,
+            key: GRAVEYARD,
+            lane: 0,
+            split: AtomicBool::new(false),
+            event,
+            shelf,
+        });
+        Ok(self.retired.lock().graveyard.get_or_insert(graveyard).clone())
+    }
+
+    /// Makes spare the events of pruned states that no pending list and no graveyard chunk
+    /// holds. The caller holds `growing`, under which events are copied out of those lists to
+    /// be waited on.
+    fn spare_unheld_events(&self) {
+        let mut retired = self.retired.lock();
+        if retired.events.is_empty() {
+            return;
+        }
+        let mut held: std::collections::HashSet<Event> = retired.chunk_events.values().flatten().copied().collect();
+        for state in self.streams.read().values() {
+            held.extend(state.shelf.lock().pending.iter().copied());
+        }
+        let mut spare = Vec::new();
+        retired.events.retain(|event| match held.contains(event) {
+            true => true,
+            false => {
+                spare.push(*event);
+                false
+            }
+        });
+        drop(retired);
+        self.spare_events.lock().extend(spare);
     }
 
     /// Waits for all work on the device: every free on every stream is then complete, so no
@@ -1390,7 +1627,10 @@ impl<I: BlockIndex> Core<I> {
     /// a device synchronization so no enqueued work still uses them. Returns the bytes released.
     pub fn release_free_chunks(&self) -> Result<usize> {
         let _growing = self.growing.lock();
-        self.release_unused(0)
+        let released = self.release_unused(0)?;
+        // Retired states whose frees only the synchronization covered can go now.
+        self.prune_retired()?;
+        Ok(released)
     }
 
     /// As `release_free_chunks`, but keeps free memory while fewer than `keep` bytes would
@@ -1416,6 +1656,23 @@ impl<I: BlockIndex> Core<I> {
                 let cuts = Self::cut_pages_to_release(mapped, &mut shelf.index, staying, keep);
                 staying -= cuts.iter().map(|cut| cut.size).sum::<usize>();
                 holes.extend(cuts);
+            }
+        }
+        {
+            // Retired streams' chunks, all wholly free (not cut: their events are kept by base).
+            let mut retired = self.retired.lock();
+            if let Some(graveyard) = retired.graveyard.clone() {
+                let mut shelf = graveyard.shelf.lock();
+                for chunk in shelf.index.take_wholly_free_chunks() {
+                    match staying.checked_sub(chunk.size).filter(|&left| left >= keep) {
+                        Some(left) => {
+                            staying = left;
+                            retired.chunk_events.remove(&chunk.base);
+                            chunks.push(chunk);
+                        }
+                        None => shelf.index.add_chunk(chunk.base, chunk.size),
+                    }
+                }
             }
         }
         self.finish_releases(true)?;
@@ -1460,6 +1717,10 @@ impl<I: BlockIndex> Core<I> {
     /// The figures of all streams and lanes, gathered under each stream's lock in turn (so not
     /// one instant's, while others allocate).
     pub fn usage(&self) -> Usage {
+        let (graveyard, retired_peak) = {
+            let retired = self.retired.lock();
+            (retired.graveyard.clone(), retired.peak_used_bytes)
+        };
         let streams = self.streams.read();
         let mut usage = Usage {
             reserved: self.reserved(),
@@ -1473,7 +1734,8 @@ impl<I: BlockIndex> Core<I> {
         if let Some(physical) = self.growth.mapped().and_then(MappedGrowth::footprint) {
             (usage.reserved, usage.peak_reserved) = (physical.reserved, physical.peak_reserved);
         }
-        for state in streams.values() {
+        usage.peak_live += retired_peak;
+        for state in streams.values().chain(&graveyard) {
             let shelf = state.shelf.lock();
             let index = &shelf.index;
             usage.free += index.free_bytes();
@@ -1496,7 +1758,10 @@ impl<I: BlockIndex> Core<I> {
                 serde_json::json!({
                     "base": crate::resources::snapshot::address(*base),
                     "size": size,
-                    "stream": crate::resources::snapshot::stream_label(owner.identity),
+                    "stream": match owner.identity {
+                        GRAVEYARD => "retired".into(),
+                        identity => crate::resources::snapshot::stream_label(identity),
+                    },
                     "blocks": blocks,
                 })
             })
@@ -1514,13 +1779,38 @@ impl<I: BlockIndex> Core<I> {
 
     /// Checks every stream's index and the chunk bookkeeping.
     pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        let (graveyard, lingering, chunk_events) = {
+            let retired = self.retired.lock();
+            let chunk_events: Vec<usize> = retired.chunk_events.keys().copied().collect();
+            (retired.graveyard.clone(), retired.lingering.clone(), chunk_events)
+        };
         let streams = self.streams.read();
         let mut chunk_bytes = 0;
-        for state in streams.values() {
+        for state in streams.values().chain(&graveyard) {
             let shelf = state.shelf.lock();
             let index = &shelf.index;
             index.check_invariants()?;
             chunk_bytes += index.chunk_bytes();
+        }
+        for state in &lingering {
+            if !streams.get(&(state.key, state.lane)).is_some_and(|found| Arc::ptr_eq(found, state)) {
+                return Err(format!("retired stream state ({}, {}) is not in the map", state.key, state.lane));
+            }
+            if state.shelf.lock().recorder != Recorder::Nobody {
+                return Err(format!("lingering stream state ({}, {}) is not retired", state.key, state.lane));
+            }
+        }
+        if let Some(graveyard) = &graveyard {
+            let shelf = graveyard.shelf.lock();
+            if shelf.index.used_blocks() > 0 || shelf.index.free_bytes() != shelf.index.chunk_bytes() {
+                return Err("the graveyard holds memory in use".into());
+            }
+            let owners = self.owners.read();
+            for base in chunk_events {
+                if !owners.get(&base).is_some_and(|(_, owner)| Arc::ptr_eq(owner, graveyard)) {
+                    return Err(format!("events kept for chunk {base:#x}, which the graveyard does not hold"));
+                }
+            }
         }
         let owned: usize = self.owners.read().values().map(|(size, _)| size).sum();
         if chunk_bytes != owned || owned != self.reserved() {
@@ -1606,7 +1896,8 @@ impl<I: BlockIndex> Drop for Core<I> {
             log::warn!("{} resource: giving back released pages: {e}", self.name);
         }
         let mut free_chunks = Vec::new();
-        for state in self.streams.get_mut().values() {
+        let retired = std::mem::take(self.retired.get_mut());
+        for state in self.streams.get_mut().values().chain(&retired.graveyard) {
             free_chunks.extend(state.shelf.lock().index.take_wholly_free_chunks());
         }
         let in_use = self.used_blocks();
@@ -1619,8 +1910,9 @@ impl<I: BlockIndex> Drop for Core<I> {
                 log::warn!("{} resource: returning chunk {:#x} upstream: {e}", self.name, chunk.base);
             }
         }
-        for state in self.streams.get_mut().values() {
-            let _ = platform.event_destroy(state.event);
+        let events = self.streams.get_mut().values().chain(&retired.graveyard).map(|state| state.event);
+        for event in events.chain(retired.events).chain(self.spare_events.get_mut().drain(..)) {
+            let _ = platform.event_destroy(event);
         }
     }
 }
