@@ -53,3 +53,28 @@ fn the_checker_reports_memory_of_a_destroyed_stream_handed_on_without_its_events
     pool.deallocate(second, 4 << 20, new).unwrap();
     streams::destroy(new).unwrap();
 }
+
+#[test]
+fn the_checker_reports_memory_of_a_stream_destroyed_unannounced_handed_on_without_its_events() {
+    let _guard = setup();
+    let platform = rmm::platform::backend().unwrap();
+    let pool = PoolResource::new(Arc::new(DirectResource::cuda(0).unwrap()), 0, 4 << 20).unwrap();
+    pool.inject_missing_ordering(true);
+    // A stream the library is never told of: freed on, then destroyed. The next stream made
+    // gets its handle, which shows it gone; its chunk goes to that stream, which skips waiting
+    // on the event the old stream's free recorded.
+    let old = platform.stream_create(0).unwrap();
+    let first = pool.allocate(4 << 20, old).unwrap();
+    pool.deallocate(first, 4 << 20, old).unwrap();
+    platform.stream_destroy(old).unwrap();
+    let before = races().len();
+    let new = platform.stream_create(0).unwrap();
+    let second = pool.allocate(4 << 20, new).unwrap();
+    assert_eq!(second, first);
+    assert_eq!(pool.usage().streams, 1, "the old stream's state went: {:?}", pool.usage());
+    let reports = races();
+    assert_eq!(reports.len(), before + 1, "{reports:?}");
+    assert!(reports[before].contains("stream-ordering race"), "{}", reports[before]);
+    pool.deallocate(second, 4 << 20, new).unwrap();
+    platform.stream_destroy(new).unwrap();
+}

@@ -1,8 +1,8 @@
 //! What a stream costs and what it is trusted with: allocations on the streams rmm-rs can
 //! recognize by their handle make no driver call, other streams' allocations check the
 //! driver's id, and a destroyed stream's memory reaches a new stream that got its handle only
-//! in order after the old stream's work (RMM #2251), by its last event when rmm-rs saw the
-//! destruction coming and by a device synchronization when it did not.
+//! in order after the old stream's work (RMM #2251), by its last event: recorded when rmm-rs saw
+//! the destruction coming, and by its young frees when it did not.
 
 mod common;
 
@@ -60,7 +60,11 @@ fn a_stream_rmm_did_not_see_made_is_checked_once_per_allocation() {
     let pool = pool(0);
     let stream = backend().unwrap().stream_create(0).unwrap();
     let spent = calls_of_pairs(&pool, stream, 1000);
-    assert_eq!(spent, DriverCalls { stream_identity: 1000, ..Default::default() });
+    // And, while it is young, each of its first frees that leave a chunk wholly free records
+    // its event (on its handle checked first), so that memory it freed is covered when it is
+    // destroyed unannounced: at most `DONOR_PATIENCE` (8) over its life.
+    assert!(spent.event_record <= 8, "{spent:?}");
+    assert_eq!(spent, DriverCalls { stream_identity: 1000 + spent.event_record, event_record: spent.event_record, ..Default::default() });
     // Registered, it is checked no more.
     streams::register(stream).unwrap();
     assert_eq!(calls_of_pairs(&pool, stream, 1000), DriverCalls::default());
@@ -103,12 +107,14 @@ fn a_destroyed_streams_memory_goes_to_a_new_stream_with_its_handle_only_in_order
     assert_eq!(again, block, "the only chunk the maximum allows");
     assert_eq!(spent.host_wait, 0, "ordered by an event, not by waiting: {spent:?}");
     assert!(spent.stream_wait_event >= 1, "{spent:?}");
-    // Unannounced: the handle's new id gives the new stream a state of its own, and the old
-    // stream's memory comes only after a device synchronization.
+    // Unannounced: the handle's new id gives the new stream a state of its own and shows the
+    // old stream gone; its memory comes in the order of the event its free recorded (a young
+    // unannounced stream records at a free that leaves a chunk wholly free).
     let (spent, block, again) = reuse_after_destruction(false);
     assert!(races().is_empty(), "{:?}", races());
     assert_eq!(again, block);
-    assert!(spent.host_wait >= 1, "{spent:?}");
+    assert_eq!(spent.host_wait, 0, "ordered by an event, not by waiting: {spent:?}");
+    assert!(spent.stream_wait_event >= 1, "{spent:?}");
 }
 
 #[test]
@@ -118,8 +124,12 @@ fn a_stream_only_its_own_allocations_may_record_is_asked_and_records_at_its_next
     let pool = pool(10 * MIB);
     let own = platform.stream_create(0).unwrap(); // rmm-rs did not see it made
     let (taker, third) = (streams::create(0).unwrap(), streams::create(0).unwrap());
+    // Past its young donations: its first frees that leave a chunk wholly free record its event.
+    for _ in 0..8 {
+        pool.deallocate(pool.allocate(256, own).unwrap(), 256, own).unwrap(); // a 2 MiB chunk
+    }
     let whole = pool.allocate(4 * MIB, own).unwrap(); // a 4 MiB chunk
-    let kept = pool.allocate(256, own).unwrap(); // a 2 MiB chunk
+    let kept = pool.allocate(256, own).unwrap(); // from the 2 MiB chunk
     pool.deallocate(whole, 4 * MIB, own).unwrap();
     // The taker may not record `own`'s event: it leaves the free chunk, grows, and asks.
     let before = driver_calls();
@@ -179,9 +189,10 @@ fn streams_rmm_did_not_see_made_hand_memory_on_by_events_while_others_take_it() 
         let after = driver_calls();
         (after.host_wait - before.host_wait, after.event_record - before.event_record)
     };
-    // The first takes ask, and synchronize; once both streams donate, events alone order them.
+    // Young, both streams donate from the start (and keep donating while the other takes):
+    // events alone order them.
     let (waits, _) = exchange(4);
-    assert!(waits >= 1);
+    assert_eq!(waits, 0);
     let (waits, records) = exchange(20);
     assert_eq!(waits, 0, "no host synchronization once the streams donate");
     assert!(records >= 20, "{records}");

@@ -87,6 +87,9 @@ struct SimState {
     /// first), as the CUDA driver may: code that trusts a stale handle then meets another
     /// stream, and the race checker sees what it does with it.
     free_stream_handles: Vec<usize>,
+    /// Tests turn handing out destroyed streams' handles again off (`reuse_stream_handles`):
+    /// every stream made then gets a handle never seen before.
+    fresh_stream_handles: bool,
     /// Bytes prefetched so far, for tests of the prefetch adaptor.
     prefetched_bytes: usize,
     /// Work that tests hold running (stream id, its tick): events after it have not completed
@@ -649,10 +652,20 @@ impl SimDevices {
     pub fn stream_create(&self, device: i32) -> Result<Stream> {
         self.check_device(device)?;
         let mut state = self.state.lock();
-        let handle = state.free_stream_handles.pop().unwrap_or_else(|| state.new_handle());
+        let reused = match state.fresh_stream_handles {
+            true => None,
+            false => state.free_stream_handles.pop(),
+        };
+        let handle = reused.unwrap_or_else(|| state.new_handle());
         let id = state.add_stream(device, true);
         state.stream_handles.insert(handle, id);
         Ok(Stream(handle))
+    }
+
+    /// Whether streams made from now on get handles of destroyed streams again (the default, as
+    /// the CUDA driver often does) or only handles never seen before (as it may too).
+    pub fn reuse_stream_handles(&self, on: bool) {
+        self.state.lock().fresh_stream_handles = !on;
     }
 
     /// An identity unique to this stream for the process's life, even when its handle is reused

@@ -39,7 +39,7 @@ mod mapped;
 
 pub use mapped::{MappedGrowth, PageMapper};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::platform::sim::SimDevices;
 use crate::platform::{backend, streams, Event, Stream};
 use crate::resources::MemoryResource;
@@ -372,13 +372,42 @@ struct Retired<I> {
     events: Vec<Event>,
     /// The peaks in use of pruned states, which `Usage::peak_live` still sums.
     peak_used_bytes: usize,
+    /// Lingering states, found at the last prune, that hold no live block but frees no event
+    /// covers: only a device synchronization lets them go (`Core::cover_dead_streams`).
+    uncovered: usize,
 }
 
 impl<I> Default for Retired<I> {
     fn default() -> Self {
-        Retired { lingering: Vec::new(), graveyard: None, chunk_events: HashMap::new(), events: Vec::new(), peak_used_bytes: 0 }
+        Retired {
+            lingering: Vec::new(),
+            graveyard: None,
+            chunk_events: HashMap::new(),
+            events: Vec::new(),
+            peak_used_bytes: 0,
+            uncovered: 0,
+        }
     }
 }
+
+/// The streams of the states made for handles the library does not trust (`Recorder::
+/// OwnAllocations`, other than per-thread default streams), which nothing tells the core of
+/// when they are destroyed: `Core::note_unannounced` and `Core::sweep_unannounced` find the
+/// dead ones.
+struct Unannounced {
+    /// Handle -> the identity of the stream whose state was last made for it, until retired.
+    handles: HashMap<usize, u64>,
+    /// How many handles make the next sweep: `SWEEP_AT`, or twice those the last sweep left
+    /// (so that a program with many live streams pays O(1) driver calls per new stream).
+    sweep_at: usize,
+}
+
+/// Unannounced streams whose states make the first sweep (`Unannounced::sweep_at`).
+const SWEEP_AT: usize = 64;
+
+/// Retired states that only a device synchronization lets go (their frees no event covers)
+/// before one synchronization covers them all (`Core::cover_dead_streams`).
+const UNCOVERED_SYNC_AT: usize = 64;
 
 /// The identity of the graveyard (`Retired::graveyard`): no stream's.
 const GRAVEYARD: u64 = u64::MAX;
@@ -412,6 +441,8 @@ pub struct Core<I: BlockIndex> {
     /// happens under it) are not given to a new state meanwhile.
     growing: Mutex<()>,
     retired: Mutex<Retired<I>>,
+    /// Unannounced streams' handles (taken under the map's lock, never on the fast path).
+    unannounced: Mutex<Unannounced>,
     /// Events no pending list or chunk holds any more, for new states (a lock of its own, taken
     /// under the map's).
     spare_events: Mutex<Vec<Event>>,
@@ -576,6 +607,7 @@ impl<I: BlockIndex> Core<I> {
             owners: RwLock::new(BTreeMap::new()),
             growing: Mutex::new(()),
             retired: Mutex::new(Retired::default()),
+            unannounced: Mutex::new(Unannounced { handles: HashMap::new(), sweep_at: SWEEP_AT }),
             spare_events: Mutex::new(Vec::new()),
             new_index: Box::new(new_index),
             omit_ordering: AtomicBool::new(false),
@@ -759,15 +791,18 @@ impl<I: BlockIndex> Core<I> {
             None => backend()?.event_create(self.device)?,
         };
         let mut index = (self.new_index)();
+        let unannounced = lane == 0 && recorder == Recorder::OwnAllocations && !streams::is_per_thread(identity);
         // Every stream's event is recorded when memory is taken from it, which covers blocks
-        // parked for quick reuse too.
-        index.set_parking(true);
+        // parked for quick reuse too. An unannounced stream starts as a donor: its first frees
+        // that leave a chunk wholly free record its event, so that once it is destroyed (which
+        // nothing tells the core of) what it freed is covered (see `note_unannounced`).
+        index.set_parking(!unannounced);
         let shelf = BiasedLock::new(Shelf {
             index,
             pending: Vec::new(),
             unrecorded_frees: false,
             record_wanted: false,
-            donor: 0,
+            donor: if unannounced { DONOR_PATIENCE } else { 0 },
             recorder,
             // A score to wear off makes the first allocation off the bias weigh it: with
             // `SPLIT_AT` 0 that one splits the stream.
@@ -775,7 +810,101 @@ impl<I: BlockIndex> Core<I> {
         });
         let state = Arc::new(StreamState { stream, identity, key, lane, split: AtomicBool::new(false), event, shelf });
         streams.insert((key, lane), state.clone());
+        let replaced = match unannounced {
+            true => self.unannounced.lock().handles.insert(stream.0, identity).filter(|&old| old != identity),
+            false => return Ok(state),
+        };
+        drop(streams);
+        self.note_unannounced(replaced);
         Ok(state)
+    }
+
+    /// A state was just made for an unannounced stream; `replaced` is the identity of the
+    /// stream whose state was made for its handle before. Two live streams never share a
+    /// handle, so that stream is gone: it retires (its last event covers what it freed when
+    /// its frees recorded it, see `state_at`). Then, once enough unannounced streams have come
+    /// since the last sweep, the driver is asked which of them are gone (`sweep_unannounced`).
+    /// Failures are logged: the caller's allocation or free goes on.
+    #[cold]
+    #[inline(never)]
+    fn note_unannounced(&self, replaced: Option<u64>) {
+        let swept = self.sweep_unannounced();
+        let retired = self.retire_dead(replaced.into_iter().chain(swept.iter().flatten().copied()).collect());
+        if swept.is_some() {
+            let mut unannounced = self.unannounced.lock();
+            unannounced.sweep_at = (2 * unannounced.handles.len()).max(SWEEP_AT);
+        }
+        if let Err(e) = retired.and_then(|()| self.cover_dead_streams()) {
+            log::warn!("{} resource: letting destroyed streams go: {e}", self.name);
+        }
+    }
+
+    /// When the unannounced streams' handles reach `Unannounced::sweep_at`: asks the driver the
+    /// identity each handle names now, and returns the streams whose handle names another
+    /// stream or none (destroyed); None when it is not time to sweep. The library already asks
+    /// this of an unannounced handle at each allocation on it. The caller sets the next sweep
+    /// at twice the handles left once the dead are retired, so a program with many live
+    /// streams pays O(1) amortized calls per new stream.
+    fn sweep_unannounced(&self) -> Option<Vec<u64>> {
+        let handles: Vec<(usize, u64)> = {
+            let mut unannounced = self.unannounced.lock();
+            if unannounced.handles.len() < unannounced.sweep_at || crate::platform::process_exiting() {
+                return None;
+            }
+            // One sweep at a time: others see no threshold until this one sets it again.
+            unannounced.sweep_at = usize::MAX;
+            unannounced.handles.iter().map(|(&handle, &identity)| (handle, identity)).collect()
+        };
+        let mut dead = Vec::new();
+        if let Ok(platform) = backend() {
+            for (handle, identity) in handles {
+                match platform.stream_identity(Stream(handle)) {
+                    Ok(now) if now == identity => {}
+                    Ok(_) => dead.push(identity),
+                    Err(e) if Self::names_no_stream(&e) => dead.push(identity),
+                    // The driver could not tell (it is shutting down?): nothing is taken for dead.
+                    Err(_) => {
+                        dead.clear();
+                        break;
+                    }
+                }
+            }
+        }
+        Some(dead)
+    }
+
+    /// Whether the driver's answer to a question about a stream handle says it names no stream.
+    fn names_no_stream(error: &Error) -> bool {
+        // CUDA_ERROR_INVALID_HANDLE, CUDA_ERROR_CONTEXT_IS_DESTROYED; the simulator's refusal.
+        matches!(error.kind(), ErrorKind::InvalidArgument(_) | ErrorKind::InvalidHandle(_) | ErrorKind::Cuda { code: 400 | 709, .. })
+    }
+
+    /// Retires the unannounced streams with `identities`, found destroyed (`alive` None), and
+    /// prunes what can go.
+    fn retire_dead(&self, identities: Vec<u64>) -> Result<()> {
+        if identities.is_empty() {
+            return Ok(());
+        }
+        for identity in identities {
+            self.retire_states(identity, None)?;
+        }
+        match self.growing.try_lock() {
+            Some(_growing) => self.prune_retired(),
+            None => Ok(()),
+        }
+    }
+
+    /// Once `UNCOVERED_SYNC_AT` retired states linger only for frees no event covers (streams
+    /// destroyed unannounced after frees their own allocations never recorded, e.g. more chunk
+    /// emptyings than `DONOR_PATIENCE`): one device synchronization covers them all, and they
+    /// go. Amortized: one synchronization per `UNCOVERED_SYNC_AT` such streams.
+    fn cover_dead_streams(&self) -> Result<()> {
+        if self.retired.lock().uncovered < UNCOVERED_SYNC_AT {
+            return Ok(());
+        }
+        let Some(_growing) = self.growing.try_lock() else { return Ok(()) };
+        self.synchronize_device()?;
+        self.prune_retired()
     }
 
     /// The lane of the calling thread in the split stream whose own state is `stream_state`,
@@ -1456,6 +1585,17 @@ impl<I: BlockIndex> Core<I> {
     /// another stream), one whose frees its last event does not cover (`alive` None) until a
     /// device synchronization.
     pub fn retire_stream(&self, identity: u64, alive: Option<Stream>) -> Result<()> {
+        if !self.retire_states(identity, alive)? {
+            return Ok(());
+        }
+        match self.growing.try_lock() {
+            Some(_growing) => self.prune_retired(),
+            None => Ok(()),
+        }
+    }
+
+    /// `retire_stream` without the prune: whether the stream had a state here.
+    fn retire_states(&self, identity: u64, alive: Option<Stream>) -> Result<bool> {
         let states: Vec<_> = {
             let streams = self.streams.read();
             let own = streams.get(&(identity, 0)).cloned();
@@ -1464,7 +1604,13 @@ impl<I: BlockIndex> Core<I> {
             own.into_iter().chain(lanes.collect::<Vec<_>>()).collect()
         };
         if states.is_empty() {
-            return Ok(());
+            return Ok(false);
+        }
+        if let Some(own) = states.first().filter(|own| own.lane == 0) {
+            let mut unannounced = self.unannounced.lock();
+            if unannounced.handles.get(&own.stream.0) == Some(&identity) {
+                unannounced.handles.remove(&own.stream.0);
+            }
         }
         for state in &states {
             let mut shelf = state.shelf.lock();
@@ -1482,10 +1628,7 @@ impl<I: BlockIndex> Core<I> {
                 }
             }
         }
-        match self.growing.try_lock() {
-            Some(_growing) => self.prune_retired(),
-            None => Ok(()),
-        }
+        Ok(true)
     }
 
     /// Prunes every retired state that can go now, then makes spare the events of pruned
@@ -1507,7 +1650,17 @@ impl<I: BlockIndex> Core<I> {
                 _ => staying.push(state),
             }
         }
-        self.retired.lock().lingering.extend(staying);
+        let uncovered = staying
+            .iter()
+            .filter(|state| {
+                let shelf = state.shelf.lock();
+                shelf.unrecorded_frees && shelf.index.used_blocks() == 0
+            })
+            .count();
+        let mut retired = self.retired.lock();
+        retired.uncovered = uncovered;
+        retired.lingering.extend(staying);
+        drop(retired);
         self.spare_unheld_events();
         result
     }
