@@ -12,7 +12,9 @@
 //!
 //! Any other handle (a program's own `cudaStreamCreate` stream, linked against librmm) is
 //! checked against the driver's stream id (`cuStreamGetId`) wherever reusing its memory
-//! depends on it.
+//! depends on it. The suballocators find such streams destroyed by themselves: a new stream
+//! given an older one's handle, or the driver asked now and then which handles still name
+//! their streams (`resources::stream_ordered::Core::note_unannounced`).
 //!
 //! Every `forget`, and every `register` of a new stream, moves the epoch on: a cache of handles
 //! (the suballocators' per-thread caches) made in an earlier epoch is looked up again.

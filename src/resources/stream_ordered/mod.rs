@@ -20,9 +20,13 @@
 //! with the events a taker waits on, and its event is reused once no pending list holds it, so
 //! a stream per request costs nothing once gone); only the stream's own allocations for
 //! per-thread default streams and for streams the library did not see made (a taker asks, and
-//! takes elsewhere meanwhile). A block freed on a stream other than its owner's leaves the
-//! freeing stream's event pending on the owner's index: whoever reuses blocks from there waits
-//! on it first. Streams are keyed by identity, not handle value (RMM #2251; see
+//! takes elsewhere meanwhile). Streams the library did not see made retire too, once found
+//! destroyed (`Core::note_unannounced`: a state made for a handle an older state had, or an
+//! amortized sweep asking the driver); while young, such a stream records its event at its
+//! first frees that leave a chunk wholly free, so that what it freed is covered when it goes
+//! with no word, and its memory goes on by events. A block freed on a stream other than its
+//! owner's leaves the freeing stream's event pending on the owner's index: whoever reuses
+//! blocks from there waits on it first. Streams are keyed by identity, not handle value (RMM #2251; see
 //! `platform::streams` for when a handle alone is trusted).
 //!
 //! Threads that allocate on one stream at the same time would all meet on its shelf's lock.
@@ -862,11 +866,8 @@ impl<I: BlockIndex> Core<I> {
                     Ok(now) if now == identity => {}
                     Ok(_) => dead.push(identity),
                     Err(e) if Self::names_no_stream(&e) => dead.push(identity),
-                    // The driver could not tell (it is shutting down?): nothing is taken for dead.
-                    Err(_) => {
-                        dead.clear();
-                        break;
-                    }
+                    // The driver could not tell: the stream is kept (at worst, a state stays).
+                    Err(_) => {}
                 }
             }
         }
