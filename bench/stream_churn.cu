@@ -4,7 +4,10 @@
 //   unannounced   cudaStreamCreate/cudaStreamDestroy (rmm-rs is told nothing), same pool calls;
 //   RMM_ALLOC     cudaStreamCreate/cudaStreamDestroy, RMM_ALLOC/RMM_FREE with the pool as the
 //                 device's resource;
-//   cudaMallocAsync  cudaStreamCreate/cudaStreamDestroy, cudaMallocAsync/cudaFreeAsync.
+//   cudaMallocAsync  cudaStreamCreate/cudaStreamDestroy, cudaMallocAsync/cudaFreeAsync;
+//   batches       as unannounced, 256 streams live at once per iteration (N / 256 iterations):
+//                 rmm-rs's sweep then also asks the driver about handles destroyed a batch ago
+//                 that no new stream has taken yet.
 // Prints, per variant, us per iteration for each fifth of the run with the process's RSS after
 // it, and the pool's reserved bytes at the end. Flat fifths and a flat RSS mean a destroyed
 // stream costs nothing once gone. Built by scripts/gpu-stream-churn.sh.
@@ -43,7 +46,9 @@ double rss_mib() {
   return double(resident) * 4096.0 / (1 << 20);
 }
 
-enum class Variant { Announced, Unannounced, Legacy, CudaMallocAsync };
+enum class Variant { Announced, Unannounced, Legacy, CudaMallocAsync, Batches };
+
+constexpr int kBatch = 256;
 
 const char* name_of(Variant variant) {
   switch (variant) {
@@ -51,6 +56,7 @@ const char* name_of(Variant variant) {
     case Variant::Unannounced: return "cudaStreamCreate + rmmResourceAllocate (pool)";
     case Variant::Legacy: return "cudaStreamCreate + RMM_ALLOC (pool as device resource)";
     case Variant::CudaMallocAsync: return "cudaStreamCreate + cudaMallocAsync";
+    case Variant::Batches: return "256 cudaStreamCreate streams at once + rmmResourceAllocate (pool), per iteration";
   }
   return "?";
 }
@@ -85,6 +91,17 @@ void iterate(Variant variant, rmmResource_t pool) {
       check_cuda(cudaFreeAsync(ptr, stream), "cudaFreeAsync");
       check_cuda(cudaStreamDestroy(stream), "cudaStreamDestroy");
       return;
+    case Variant::Batches: {
+      cudaStream_t streams[kBatch];
+      void* ptrs[kBatch];
+      for (int i = 0; i < kBatch; ++i) {
+        check_cuda(cudaStreamCreate(&streams[i]), "cudaStreamCreate");
+        ok(rmmResourceAllocate(pool, &ptrs[i], bytes, streams[i]), "rmmResourceAllocate");
+      }
+      for (int i = 0; i < kBatch; ++i) ok(rmmResourceDeallocate(pool, ptrs[i], bytes, streams[i]), "rmmResourceDeallocate");
+      for (int i = 0; i < kBatch; ++i) check_cuda(cudaStreamDestroy(streams[i]), "cudaStreamDestroy");
+      return;
+    }
   }
 }
 
@@ -96,6 +113,7 @@ void run(Variant variant, long iterations, rmmResource_t cuda) {
   if (variant == Variant::Legacy) {
     ok(rmmSetCurrentDeviceResource(pool, &previous), "rmmSetCurrentDeviceResource");
   }
+  if (variant == Variant::Batches) iterations = iterations / kBatch > 5 ? iterations / kBatch : 5;
   std::printf("== %s: %ld iterations\n", name_of(variant), iterations);
   const long fifth = iterations / 5 > 0 ? iterations / 5 : 1;
   for (long done = 0, part = 1; done < iterations; ++part) {
@@ -125,7 +143,7 @@ void run(Variant variant, long iterations, rmmResource_t cuda) {
 
 int main(int argc, char** argv) {
   const long iterations = argc > 1 ? std::atol(argv[1]) : 100000;
-  // VARIANTS: a subset, e.g. "unannounced,cudaMallocAsync" (default: all four).
+  // VARIANTS: a subset, e.g. "unannounced,cudaMallocAsync" (default: all five).
   const char* only = std::getenv("VARIANTS");
   check_cuda(cudaSetDevice(0), "cudaSetDevice");
   check_cuda(cudaFree(nullptr), "cudaFree(0)");
@@ -137,7 +155,8 @@ int main(int argc, char** argv) {
   } variants[] = {{Variant::Announced, "announced"},
                   {Variant::Unannounced, "unannounced"},
                   {Variant::Legacy, "RMM_ALLOC"},
-                  {Variant::CudaMallocAsync, "cudaMallocAsync"}};
+                  {Variant::CudaMallocAsync, "cudaMallocAsync"},
+                  {Variant::Batches, "batches"}};
   const std::string wanted = only == nullptr ? std::string() : "," + std::string(only) + ",";
   for (const auto& v : variants) {
     if (only != nullptr && wanted.find("," + std::string(v.key) + ",") == std::string::npos) continue;

@@ -8,7 +8,7 @@
 # streams cost nothing once gone. Needs stage/ from scripts/stage.sh.
 #
 #   scripts/gpu-stream-churn.sh [N]      VARIANTS=unannounced,cudaMallocAsync runs a subset
-#                                        (announced, unannounced, RMM_ALLOC, cudaMallocAsync)
+#                                        (announced, unannounced, RMM_ALLOC, cudaMallocAsync, batches)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/gpu-common.sh

@@ -849,7 +849,13 @@ impl<I: BlockIndex> Core<I> {
     /// this of an unannounced handle at each allocation on it. The caller sets the next sweep
     /// at twice the handles left once the dead are retired, so a program with many live
     /// streams pays O(1) amortized calls per new stream.
+    ///
+    /// On simulated devices only: a CUDA driver asked about the handle of a stream destroyed
+    /// long ago crashed (a segmentation fault on an H200, 256 streams made and destroyed at a
+    /// time, `bench/stream_churn.cu`'s batches), where asking about the handle a program passes
+    /// now is the program's own risk. On a GPU only handle reuse finds dead streams.
     fn sweep_unannounced(&self) -> Option<Vec<u64>> {
+        crate::platform::simulator()?;
         let handles: Vec<(usize, u64)> = {
             let mut unannounced = self.unannounced.lock();
             if unannounced.handles.len() < unannounced.sweep_at || crate::platform::process_exiting() {
