@@ -895,10 +895,7 @@ impl<I: BlockIndex> Core<I> {
         for identity in identities {
             self.retire_states(identity, None)?;
         }
-        match self.growing.try_lock() {
-            Some(_growing) => self.prune_retired(),
-            None => Ok(()),
-        }
+        self.prune_retired_unless_growing()
     }
 
     /// Once `UNCOVERED_SYNC_AT` retired states linger only for frees no event covers (streams
@@ -1273,9 +1270,7 @@ impl<I: BlockIndex> Core<I> {
         if shelf.recorder == Recorder::Nobody && shelf.index.used_blocks() == 0 {
             // The last block of a retired stream: its state can go (else at the next prune).
             drop(shelf);
-            if let Some(_growing) = self.growing.try_lock() {
-                self.prune_retired()?;
-            }
+            self.prune_retired_unless_growing()?;
         }
         Ok(Ok(()))
     }
@@ -1595,10 +1590,7 @@ impl<I: BlockIndex> Core<I> {
         if !self.retire_states(identity, alive)? {
             return Ok(());
         }
-        match self.growing.try_lock() {
-            Some(_growing) => self.prune_retired(),
-            None => Ok(()),
-        }
+        self.prune_retired_unless_growing()
     }
 
     /// `retire_stream` without the prune: whether the stream had a state here.
@@ -1636,6 +1628,15 @@ impl<I: BlockIndex> Core<I> {
             }
         }
         Ok(true)
+    }
+
+    /// `prune_retired` now, unless a growth or reclaim holds `growing` (which prunes itself at
+    /// the next slow allocation): callers on the free and retire paths never wait for it.
+    fn prune_retired_unless_growing(&self) -> Result<()> {
+        match self.growing.try_lock() {
+            Some(_growing) => self.prune_retired(),
+            None => Ok(()),
+        }
     }
 
     /// Prunes every retired state that can go now, then makes spare the events of pruned
