@@ -47,7 +47,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::platform::sim::SimDevices;
 use crate::platform::{backend, streams, Event, Stream};
 use crate::resources::MemoryResource;
-use crate::sync::biased_lock::BiasedLock;
+use crate::sync::biased_lock::{BiasedGuard, BiasedLock};
 use crate::units;
 use parking_lot::{Mutex, RwLock};
 use rmm_suballoc::fixed_blocks::FixedBlocks;
@@ -522,7 +522,7 @@ impl<I: BlockIndex> StreamOrdered<I> {
         if initial > 0 {
             core.with_state(Stream::DEFAULT, true, |state| {
                 let _guard = core.growing.lock();
-                core.add_upstream_chunk(state, initial, Stream::DEFAULT)
+                core.add_upstream_chunk(state, initial, Stream::DEFAULT).map(drop)
             })?;
         }
         Ok(StreamOrdered { core })
@@ -1526,9 +1526,9 @@ impl<I: BlockIndex> Core<I> {
                 need.max(geometric).min(room)
             }
         };
-        loop {
+        let mut shelf = loop {
             match self.add_upstream_chunk(state, size, stream) {
-                Ok(()) => break,
+                Ok(shelf) => break shelf,
                 Err(e) if e.is_out_of_memory() && size > floor => {
                     let unit = self.growth.unit();
                     let halved = ((size / 2).div_ceil(unit) * unit).max(need);
@@ -1536,8 +1536,11 @@ impl<I: BlockIndex> Core<I> {
                 }
                 Err(e) => return Err(e),
             }
-        }
-        self.allocate_from_own(state, bytes, stream)?.ok_or_else(|| Error::Internal("a new chunk could not serve its request".into()))
+        };
+        // Still under the lock the chunk went in with: another thread of this stream (whose
+        // allocations take no growth lock) cannot take the new chunk's memory first.
+        self.take_from_shelf(state, &mut shelf, bytes, stream)?
+            .ok_or_else(|| Error::Internal("a new chunk could not serve its request".into()))
     }
 
     fn note_reserved(&self, bytes: usize) {
@@ -1560,7 +1563,9 @@ impl<I: BlockIndex> Core<I> {
         Ok(Some(addr))
     }
 
-    fn add_upstream_chunk(&self, state: &Arc<StreamState<I>>, size: usize, stream: Stream) -> Result<()> {
+    /// Adds a chunk of `size` bytes from upstream to `state`'s index; returns the shelf still
+    /// locked, so that the caller can take its block before any other thread sees the chunk.
+    fn add_upstream_chunk<'s>(&self, state: &'s Arc<StreamState<I>>, size: usize, stream: Stream) -> Result<BiasedGuard<'s, Shelf<I>>> {
         let size =
             size.div_ceil(GRANULE).checked_mul(GRANULE).ok_or_else(|| Error::out_of_memory(size, "larger than the address space"))?;
         let base = self.upstream.allocate(size, stream)?;
@@ -1570,8 +1575,9 @@ impl<I: BlockIndex> Core<I> {
         }
         self.note_reserved(size);
         self.owners.write().insert(base, (size, state.clone()));
-        state.shelf.lock().index.add_chunk(base, size);
-        Ok(())
+        let mut shelf = state.shelf.lock();
+        shelf.index.add_chunk(base, size);
+        Ok(shelf)
     }
 
     /// The stream with `identity` is about to be destroyed, or its handle was handed to another
