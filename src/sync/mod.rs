@@ -8,14 +8,16 @@
 //! - `shared`: an `Arc` of a trait object with its value's address worked out once.
 //! - `clock`: the wall clock for log lines, and a counter that orders events across threads.
 //! - `call_site`: the file and line of the C call in progress, for the adaptors below it.
+//! - `per_thread`: a value per thread, on cache lines no other thread's value shares.
 //!
 //! This is the bottom layer, beside `platform`: it uses no other module of the crate (only
-//! `std`, `libc` and `parking_lot`), and every layer, `platform` included, may use it. Nothing
+//! `std`, `libc`, `parking_lot` and `thread_local`), and every layer, `platform` included, may use it. Nothing
 //! here knows about devices or streams.
 
 pub mod bias;
 pub mod biased_lock;
 pub mod call_site;
 pub mod clock;
+pub mod per_thread;
 pub mod published;
 pub mod shared;

@@ -48,6 +48,7 @@ use crate::platform::sim::SimDevices;
 use crate::platform::{backend, streams, Event, Stream};
 use crate::resources::MemoryResource;
 use crate::sync::biased_lock::{BiasedGuard, BiasedLock};
+use crate::sync::per_thread::PerThread;
 use crate::units;
 use parking_lot::{Mutex, RwLock};
 use rmm_suballoc::fixed_blocks::FixedBlocks;
@@ -195,7 +196,7 @@ macro_rules! forward_block_index {
 forward_block_index!(Tlsf, growable);
 forward_block_index!(FixedBlocks);
 
-/// How many streams a thread's cache remembers per core.
+/// How many streams a thread's cache remembers.
 const STATE_CACHE_SIZE: usize = 8;
 
 /// The lanes a split stream has: a thread allocates in lane `1 + thread key % LANES`, so
@@ -212,10 +213,10 @@ const COLLISION_WEIGHT: u32 = 8;
 
 thread_local! {
     /// Set when this thread's thread-locals begin to be destroyed (calls from their destructors
-    /// still come): the per-core caches (`thread_local::ThreadLocal`, whose own thread-local
+    /// still come): the per-thread caches (`PerThread`, whose `thread_local::ThreadLocal`
     /// panics once destroyed) are not touched from then on.
     static CACHES_GONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    /// Made right after a thread first uses a per-core cache, so that (thread-locals are
+    /// Made right after a thread first uses a per-thread cache, so that (thread-locals are
     /// destroyed last made, first gone) it goes before the cache's thread-local does.
     static CACHES_WATCH: CachesWatch = const { CachesWatch };
 }
@@ -434,11 +435,11 @@ pub struct Core<I: BlockIndex> {
     default_state: once_cell::sync::OnceCell<Arc<StreamState<I>>>,
     /// With per-thread default streams: each thread's state (also in `streams`), reached
     /// without a lock or a reference count.
-    thread_states: thread_local::ThreadLocal<Arc<StreamState<I>>>,
+    thread_states: PerThread<Arc<StreamState<I>>>,
     /// Each thread's most recently used stream states (`with_other_state`): spares a lookup
     /// under the shared map's lock, which every thread's allocations would otherwise meet on.
-    state_cache: thread_local::ThreadLocal<std::cell::RefCell<Vec<CachedState<I>>>>,
-    lanes: thread_local::ThreadLocal<ThreadLanes<I>>,
+    state_cache: PerThread<std::cell::RefCell<Vec<CachedState<I>>>>,
+    lanes: PerThread<ThreadLanes<I>>,
     owners: RwLock<ChunkOwners<I>>,
     /// Serializes growth and reclaim, not the fast path; also pruning retired states and making
     /// their events spare, so that events copied out of a pending list to be waited on (which
@@ -605,9 +606,9 @@ impl<I: BlockIndex> Core<I> {
             peak_reserved: AtomicUsize::new(0),
             streams: RwLock::new(HashMap::new()),
             default_state: once_cell::sync::OnceCell::new(),
-            thread_states: thread_local::ThreadLocal::new(),
-            state_cache: thread_local::ThreadLocal::new(),
-            lanes: thread_local::ThreadLocal::new(),
+            thread_states: PerThread::default(),
+            state_cache: PerThread::default(),
+            lanes: PerThread::default(),
             owners: RwLock::new(BTreeMap::new()),
             growing: Mutex::new(()),
             retired: Mutex::new(Retired::default()),
