@@ -24,19 +24,23 @@ pub fn shard_of(address: usize, shards: usize) -> usize {
     (address_hash(address) >> 8) as usize & (shards - 1)
 }
 
-/// Which of `shards` holds `address` when every address in one aligned window of
-/// `2^window_bits` bytes shares a shard. A stream's blocks come from chunks of its own (an
-/// arena's from a thread's own superblocks), so threads that allocate on their own streams
-/// mostly meet different shards, and a shard's lock can stay biased to one thread; sharding by
-/// every address would have all threads take every shard.
+/// Which of `shards` (a power of two) holds `address` when every address in one aligned
+/// window of `2^window_bits` bytes shares a shard. A stream's or a thread's blocks come from
+/// chunks of its own (an arena's from a thread's own superblocks), so threads that allocate on
+/// their own streams or lanes meet different shards, and a shard's lock can stay biased to one
+/// thread; sharding by every address would have all threads take every shard. Consecutive
+/// windows go to consecutive shards (not hashed): chunks a device hands out side by side never
+/// share a shard, where a hash would put some of them together for the program's whole run.
 #[inline]
 pub fn window_shard_of(address: usize, window_bits: u32, shards: usize) -> usize {
-    shard_of(address >> window_bits << 8, shards)
+    debug_assert!(shards.is_power_of_two());
+    (address >> window_bits) & (shards - 1)
 }
 
-/// The address window (4 MiB) whose blocks share a shard in the maps kept per block handed out
-/// (`window_shard_of`).
-pub const RECORD_WINDOW_BITS: u32 = 22;
+/// The address window whose blocks share a shard in the maps kept per block handed out
+/// (`window_shard_of`): 2 MiB, the granularity and alignment of the chunks pools take from a
+/// device, so that no window holds two chunks, which two threads' lanes may own.
+pub const RECORD_WINDOW_BITS: u32 = 21;
 
 /// Where an entry lies, from `get_slot`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,11 +245,25 @@ impl<V> AddressMap<V> {
 
 #[cfg(test)]
 mod tests {
-    use super::AddressMap;
+    use super::{window_shard_of, AddressMap, RECORD_WINDOW_BITS};
     use crate::model::{check_address_map, Xorshift};
 
     /// Against std's map (`model::check_address_map`), keys crowded into few home slots or
     /// spread wide.
+    /// Chunks a device hands out side by side (2 MiB aligned, as pools take them) never share
+    /// a shard, and every block of one shares its chunk's.
+    #[test]
+    fn neighbouring_chunks_get_shards_of_their_own() {
+        let (window, shards) = (1usize << RECORD_WINDOW_BITS, 1024);
+        let base = 0x7f12_3400_0000;
+        let of = |chunk: usize, offset: usize| window_shard_of(base + chunk * window + offset, RECORD_WINDOW_BITS, shards);
+        let mut seen = std::collections::HashSet::new();
+        for chunk in 0..shards {
+            assert!(seen.insert(of(chunk, 0)), "chunk {chunk} shares a shard with an earlier neighbour");
+            assert_eq!(of(chunk, window - 256), of(chunk, 0));
+        }
+    }
+
     #[test]
     fn behaves_as_a_hash_map() {
         for seed in 1..=12 {
