@@ -443,3 +443,165 @@ struct CudaMallocAsync {
 };
 
 }  // namespace bench
+
+// Threads that start together, and rings of live blocks for them (bench/threads_matrix.hpp).
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+
+namespace bench {
+
+// Threads kept for the whole program, as a program's own workers are, so that what a thread
+// sets up once (its per-thread default stream, an allocator's per-thread caches) lasts from
+// one run to the next. Each thread makes `device` current once.
+class Crew {
+ public:
+  Crew(int size, int device) : device_(device), ends_(size) {
+    for (int t = 0; t < size; ++t) threads_.emplace_back(&Crew::work, this, t);
+  }
+  ~Crew() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& thread : threads_) thread.join();
+  }
+  Crew(const Crew&) = delete;
+  Crew& operator=(const Crew&) = delete;
+
+  int size() const { return (int)threads_.size(); }
+
+  // Runs job(t) on the first `threads` threads (t = 0 .. threads - 1). Each job prepares
+  // what it will not time, calls start() once, which returns when every job has called it,
+  // calls stop(t) once at the end of what is timed, and cleans up. Answers the wall time in
+  // ns from the moment all started to the last stop.
+  double run(int threads, const std::function<void(int)>& job) {
+    if (threads < 1 || threads > size()) {
+      std::fprintf(stderr, "Crew::run: %d threads asked of a crew of %d\n", threads, size());
+      std::exit(1);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job_ = &job;
+      active_ = threads;
+      done_ = 0;
+      ready_.store(0);
+      go_.store(false);
+      ++generation_;
+    }
+    wake_.notify_all();
+    while (ready_.load(std::memory_order_acquire) < threads) std::this_thread::yield();
+    auto start = clock_type::now();
+    go_.store(true, std::memory_order_release);
+    std::unique_lock<std::mutex> lock(mutex_);
+    finished_.wait(lock, [&] { return done_ == active_; });
+    auto last = *std::max_element(ends_.begin(), ends_.begin() + threads);
+    return std::chrono::duration<double, std::nano>(last - start).count();
+  }
+
+  // For jobs: waits until every job of the run is ready (yielding, for hosts with fewer
+  // processors than threads).
+  void start() {
+    ready_.fetch_add(1, std::memory_order_acq_rel);
+    while (!go_.load(std::memory_order_acquire)) std::this_thread::yield();
+  }
+  // For jobs: the end of job t's timed part.
+  void stop(int t) { ends_[t] = clock_type::now(); }
+
+ private:
+  void work(int t) {
+    check_cuda(cudaSetDevice(device_), "cudaSetDevice");
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        if (stop_) return;
+        seen = generation_;
+        if (t >= active_) continue;
+      }
+      (*job_)(t);
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (++done_ == active_) finished_.notify_one();
+    }
+  }
+
+  int device_;
+  std::mutex mutex_;
+  std::condition_variable wake_, finished_;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+  int active_ = 0, done_ = 0;
+  const std::function<void(int)>* job_ = nullptr;
+  std::atomic<int> ready_{0};
+  std::atomic<bool> go_{false};
+  std::vector<clock_type::time_point> ends_;
+  std::vector<std::thread> threads_;
+};
+
+// What a ring allocates: 256 B every time; one of kMixedSizes (256 B to 32 KiB) at random; or
+// uniform in [1 B, 4 MiB], as RMM's random_allocations draws.
+enum class RingSizes { b256, mixed, random4m };
+
+inline size_t ring_size(RingSizes sizes, Rng& rng) {
+  switch (sizes) {
+    case RingSizes::b256:
+      return 256;
+    case RingSizes::mixed:
+      return kMixedSizes[rng.below(8)];
+    default:
+      return 1 + rng.below((size_t)4 << 20);
+  }
+}
+
+// One thread's ring of 8 live blocks on `stream`: each pair frees the oldest block and
+// allocates one in its place. The sizes come from an Rng seeded with the thread's index, so
+// every allocator and every build sees the same sequence.
+template <class A>
+struct Ring {
+  static constexpr int kLive = 8;
+  A& a;
+  cudaStream_t stream;
+  RingSizes sizes;
+  Rng rng;
+  std::pair<void*, size_t> live[kLive];
+  Ring(A& a, cudaStream_t stream, RingSizes sizes, int thread)
+      : a(a), stream(stream), sizes(sizes), rng(1000 + thread) {
+    for (auto& block : live) allocate(block);
+  }
+  ~Ring() {
+    for (auto& [ptr, size] : live) a.deallocate(ptr, size, stream);
+  }
+  Ring(const Ring&) = delete;
+  Ring& operator=(const Ring&) = delete;
+  void allocate(std::pair<void*, size_t>& block) {
+    block.second = ring_size(sizes, rng);
+    block.first = a.allocate(block.second, stream);
+  }
+  void pairs(long count) {
+    for (long i = 0; i < count; ++i) {
+      auto& block = live[i % kLive];
+      a.deallocate(block.first, block.second, stream);
+      allocate(block);
+    }
+  }
+};
+
+// `threads` threads of `crew`, thread t with a Ring on streams[t], all starting together,
+// `per_thread` pairs each: ns per pair in aggregate (wall time over every thread's pairs).
+// Filling and emptying the rings is not timed.
+template <class A>
+double ring_pairs(Crew& crew, A& a, int threads, long per_thread, const std::vector<cudaStream_t>& streams,
+                  RingSizes sizes) {
+  double ns = crew.run(threads, [&](int t) {
+    Ring<A> ring(a, streams[t], sizes, t);
+    crew.start();
+    ring.pairs(per_thread);
+    crew.stop(t);
+  });
+  return ns / ((double)threads * (double)per_thread);
+}
+
+}  // namespace bench
