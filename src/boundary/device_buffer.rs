@@ -211,7 +211,7 @@ pub extern "C" fn rmmDeviceBufferSetStream(buffer: rmmDeviceBuffer_t, stream: cu
         let shared = lookup(buffer)?;
         let stream = stream_of(stream);
         // Asked now rather than at the destroy, which would fail and keep the memory.
-        backend()?.stream_device(stream)?;
+        crate::platform::streams::check_live(stream)?;
         shared.lock().set_stream(stream);
         Ok(())
     })

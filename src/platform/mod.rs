@@ -354,11 +354,9 @@ impl Backend {
             return Ok(stream);
         }
         // A created stream is its own device's, whichever device is current; rmm-rs knows the
-        // device of the streams whose life it sees without asking the driver.
-        let stream_device = match streams::known_device(stream) {
-            Some(known) => known,
-            None => self.stream_device(stream)?,
-        };
+        // device of the streams whose life it sees without asking the driver. A handle that
+        // names no live stream is refused, as at the allocations (`streams::check_live`).
+        let stream_device = streams::live_device(stream)?;
         if stream_device == device {
             return Ok(stream);
         }

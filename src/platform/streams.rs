@@ -83,6 +83,33 @@ pub fn known_device(stream: Stream) -> Option<i32> {
     KNOWN.read().as_ref()?.get(&stream.0).map(|&(_, device)| device)
 }
 
+/// The device of `stream`, which must be live: the default streams are the current device's,
+/// a trusted handle's device is known without asking the driver, and any other handle is asked
+/// of the driver, which refuses one that names no live stream (made up, or destroyed).
+///
+/// The one liveness check that allocations and frees share: `check_live` at the allocations of
+/// the resources that do not look the stream up themselves, and `Backend::stream_on_device` at
+/// every free with several devices. (The stream-ordered resources look every new stream up by
+/// its driver id, which refuses the same handles.)
+pub fn live_device(stream: Stream) -> Result<i32> {
+    match known_device(stream) {
+        Some(device) => Ok(device),
+        None => backend()?.stream_device(stream),
+    }
+}
+
+/// Refuses `stream` unless it is a default stream (NULL, `cudaStreamLegacy`,
+/// `cudaStreamPerThread`) or a live stream (`live_device`): an allocation on it could not be
+/// freed on it. No cost on the default streams; a map lookup for a trusted handle; otherwise
+/// one driver call.
+#[inline(always)]
+pub fn check_live(stream: Stream) -> Result<()> {
+    match stream {
+        Stream::DEFAULT | Stream::LEGACY | Stream::PER_THREAD => Ok(()),
+        stream => live_device(stream).map(drop),
+    }
+}
+
 /// The live streams of `device` whose handles are trusted.
 pub fn known_streams(device: i32) -> Vec<Stream> {
     KNOWN.read().iter().flatten().filter(|(_, &(_, of))| of == device).map(|(&handle, _)| Stream(handle)).collect()

@@ -4,7 +4,7 @@
 
 use super::{caches, Footprint, LiveBytes, MemoryResource, ALIGNMENT};
 use crate::error::{Error, Result};
-use crate::platform::{backend, Stream};
+use crate::platform::{backend, streams, Stream};
 use std::cell::Cell;
 
 /// `bytes, stream -> address` (None: the allocator had no memory for it).
@@ -93,6 +93,9 @@ impl Drop for CallbackResource {
 impl MemoryResource for CallbackResource {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
         super::require_nonzero(bytes, self.name())?;
+        // The functions get the stream as it is; one that is not live is refused before them,
+        // as by every other resource (`streams::check_live`).
+        streams::check_live(stream)?;
         let ptr = caches::retry_after_releasing(self.device, || {
             calling_user(false, || (self.allocate)(bytes, stream))
                 .ok_or_else(|| Error::out_of_memory(bytes, "the allocate callback returned NULL"))

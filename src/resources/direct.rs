@@ -1,10 +1,12 @@
 //! Resources that go straight to the platform for every call: device memory (`cudaMalloc`,
 //! here `cuMemAlloc`), managed memory (`cuMemAllocManaged`) and page-locked host memory
-//! (`cuMemHostAlloc`). Frees are immediate, not stream-ordered, as with `cudaFree`.
+//! (`cuMemHostAlloc`). Frees are immediate, not stream-ordered, as with `cudaFree`. The stream
+//! an allocation names must be live all the same (a default stream, or one the driver knows),
+//! as for every other resource.
 
 use super::{require_nonzero, Footprint, LiveBytes, MemoryResource};
 use crate::error::Result;
-use crate::platform::{backend, MemoryKind, Stream};
+use crate::platform::{backend, streams, MemoryKind, Stream};
 
 /// A resource that takes every allocation from the platform and frees it at once (see the
 /// module comment); it keeps nothing, so it has nothing to release.
@@ -38,8 +40,11 @@ impl DirectResource {
 }
 
 impl MemoryResource for DirectResource {
-    fn allocate(&self, bytes: usize, _stream: Stream) -> Result<usize> {
+    fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
         require_nonzero(bytes, self.name())?;
+        // The memory is usable at once whatever the stream, but its free may name the stream,
+        // which must then be live (`Backend::stream_on_device`): refused here as there.
+        streams::check_live(stream)?;
         let allocate = || backend()?.allocate(self.device, self.kind, bytes);
         let ptr = match self.kind {
             // Host memory: what the device's resources keep free would not help.
