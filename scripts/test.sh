@@ -43,8 +43,13 @@ cargo test --workspace
 echo "== the logging adaptor's numbered order (where the time-stamp counter cannot order events)"
 RMM_LOG_CLOCK=system cargo test --release --test adaptors --test replay --test release_on_oom 2>&1 | grep -E '^test result|panicked'
 
-echo "== C API fuzzers, a slice (scripts/fuzz.sh runs them long)"
+echo "== C API fuzzers, a slice, on two simulated devices with the current one switched between calls (scripts/fuzz.sh runs them long)"
 RMM_FUZZ_CALLS=1000000 cargo test --release --test fuzz_api --test fuzz_api_threads --test fuzz_api_oom -- --nocapture 2>&1 \
+  | grep -E '^fuzz_api|^test result|panicked|assertion'
+echo "== the C API fuzzer in sequences of about 20,000 calls on two devices (issue 39's shape), then on one device"
+RMM_FUZZ_SEED=1001 RMM_FUZZ_STEPS=8000 RMM_FUZZ_CALLS=400000 cargo test --release --test fuzz_api -- --nocapture 2>&1 \
+  | grep -E '^fuzz_api|^test result|panicked|assertion'
+RMM_FUZZ_DEVICES=1 RMM_FUZZ_CALLS=400000 cargo test --release --test fuzz_api -- --nocapture 2>&1 \
   | grep -E '^fuzz_api|^test result|panicked|assertion'
 echo "== the threaded C API fuzzer with a stream split into lanes as soon as two threads allocate there"
 RMM_LANES_SPLIT_AT=0 RMM_FUZZ_CALLS=300000 cargo test --release --test fuzz_api_threads -- --nocapture 2>&1 \
