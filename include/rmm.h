@@ -755,6 +755,9 @@ enum rmmError_t rmmCudaFree(void *ptr);
 // `file` may be NULL.
 // As RMM 0.14: RMM_ERROR_NOT_INITIALIZED before `rmmInitialize` and after `rmmFinalize`,
 // unless the program configured rmm (`RMM_ALLOC_CONF`, `rmmConfigure`, a per-device resource).
+// RMM_ERROR_INVALID_ARGUMENT for a stream that is not live (a made-up or destroyed handle),
+// whatever the resource and whichever device is current, as the free on it would be, or, for
+// a pool or expandable resource, a stream of another device.
 enum rmmError_t rmmAlloc(void **ptr,
                          size_t size,
                          cudaStream_t stream,
@@ -768,7 +771,7 @@ enum rmmError_t rmmAlloc(void **ptr,
 // `file` may be NULL. On failure `*ptr` and its memory are unchanged.
 // Before rmm is initialized or configured: RMM_ERROR_NOT_INITIALIZED; `*ptr` not live:
 // RMM_ERROR_INVALID_ARGUMENT; no room for the new size: RMM_ERROR_OUT_OF_MEMORY, with the old
-// allocation unchanged.
+// allocation unchanged. A stream that is not live: RMM_ERROR_INVALID_ARGUMENT, as `rmmAlloc`.
 enum rmmError_t rmmRealloc(void **ptr,
                            size_t new_size,
                            cudaStream_t stream,
@@ -779,7 +782,12 @@ enum rmmError_t rmmRealloc(void **ptr,
 // `stream`; `file` may be NULL. NULL is a no-op. A pointer rmm did not hand out, or one
 // already freed, is RMM_ERROR_INVALID_ARGUMENT and nothing is freed. Live pointers can be
 // freed at any time, but NULL before `rmmInitialize` or after `rmmFinalize` is
-// RMM_ERROR_NOT_INITIALIZED, as in RMM 0.14 (see `rmmAlloc`).
+// RMM_ERROR_NOT_INITIALIZED, as in RMM 0.14 (see `rmmAlloc`). `stream` may be any live stream
+// (another device's too) or a default stream; NULL always works, also once the stream the
+// memory was allocated on is destroyed. A handle that is not live (made up, destroyed) is
+// RMM_ERROR_INVALID_ARGUMENT, with nothing freed, where the free needs the stream: on a
+// stream-ordered resource (pool, arena, binning, fixed_size, expandable, cuda_async), and on
+// any resource with several devices.
 enum rmmError_t rmmFree(void *ptr, cudaStream_t stream, const char *file, unsigned int line);
 
 // Writes the event log (`enable_logging` in `rmmOptions_t`) to the file `filename` as legacy
@@ -963,8 +971,9 @@ enum rmmError_t rmmResourceDestroy(rmmResource_t resource);
 // (NULL for 0 bytes). The caller owns the memory and returns it with `rmmResourceDeallocate`
 // on the same resource, or with `rmmFree`.
 // RMM_ERROR_OUT_OF_MEMORY when the resource cannot give `bytes` (the message says what it
-// holds and why); RMM_ERROR_INVALID_ARGUMENT for a stream that is not live or, for a pool or
-// expandable resource, a stream of another device.
+// holds and why); RMM_ERROR_INVALID_ARGUMENT for a stream that is not live (a made-up or
+// destroyed handle: every resource refuses it, whichever device is current, as the free on it
+// would be) or, for a pool or expandable resource, a stream of another device.
 enum rmmError_t rmmResourceAllocate(rmmResource_t resource,
                                     void **ptr,
                                     size_t bytes,
@@ -972,7 +981,7 @@ enum rmmError_t rmmResourceAllocate(rmmResource_t resource,
 
 // Returns `ptr`, allocated from `resource` with size `bytes`, in the order of `stream`. NULL
 // is a no-op. A pointer from another resource, of another size, already freed or never
-// allocated is RMM_ERROR_INVALID_ARGUMENT, and nothing is freed.
+// allocated is RMM_ERROR_INVALID_ARGUMENT, and nothing is freed. `stream`: as `rmmFree`'s.
 enum rmmError_t rmmResourceDeallocate(rmmResource_t resource,
                                       void *ptr,
                                       size_t bytes,

@@ -136,6 +136,9 @@ fn null_out_pointer(size: usize) -> crate::error::Result<()> {
 /// `file` may be NULL.
 /// As RMM 0.14: RMM_ERROR_NOT_INITIALIZED before `rmmInitialize` and after `rmmFinalize`,
 /// unless the program configured rmm (`RMM_ALLOC_CONF`, `rmmConfigure`, a per-device resource).
+/// RMM_ERROR_INVALID_ARGUMENT for a stream that is not live (a made-up or destroyed handle),
+/// whatever the resource and whichever device is current, as the free on it would be, or, for
+/// a pool or expandable resource, a stream of another device.
 #[no_mangle]
 pub extern "C" fn rmmAlloc(ptr: *mut *mut c_void, size: usize, stream: cudaStream_t, file: *const c_char, line: c_uint) -> rmmError_t {
     boundary("rmmAlloc", || {
@@ -157,7 +160,7 @@ pub extern "C" fn rmmAlloc(ptr: *mut *mut c_void, size: usize, stream: cudaStrea
 /// `file` may be NULL. On failure `*ptr` and its memory are unchanged.
 /// Before rmm is initialized or configured: RMM_ERROR_NOT_INITIALIZED; `*ptr` not live:
 /// RMM_ERROR_INVALID_ARGUMENT; no room for the new size: RMM_ERROR_OUT_OF_MEMORY, with the old
-/// allocation unchanged.
+/// allocation unchanged. A stream that is not live: RMM_ERROR_INVALID_ARGUMENT, as `rmmAlloc`.
 #[no_mangle]
 pub extern "C" fn rmmRealloc(
     ptr: *mut *mut c_void,
@@ -184,7 +187,12 @@ pub extern "C" fn rmmRealloc(
 /// `stream`; `file` may be NULL. NULL is a no-op. A pointer rmm did not hand out, or one
 /// already freed, is RMM_ERROR_INVALID_ARGUMENT and nothing is freed. Live pointers can be
 /// freed at any time, but NULL before `rmmInitialize` or after `rmmFinalize` is
-/// RMM_ERROR_NOT_INITIALIZED, as in RMM 0.14 (see `rmmAlloc`).
+/// RMM_ERROR_NOT_INITIALIZED, as in RMM 0.14 (see `rmmAlloc`). `stream` may be any live stream
+/// (another device's too) or a default stream; NULL always works, also once the stream the
+/// memory was allocated on is destroyed. A handle that is not live (made up, destroyed) is
+/// RMM_ERROR_INVALID_ARGUMENT, with nothing freed, where the free needs the stream: on a
+/// stream-ordered resource (pool, arena, binning, fixed_size, expandable, cuda_async), and on
+/// any resource with several devices.
 #[no_mangle]
 pub extern "C" fn rmmFree(ptr: *mut c_void, stream: cudaStream_t, file: *const c_char, line: c_uint) -> rmmError_t {
     boundary("rmmFree", || {

@@ -289,8 +289,9 @@ pub extern "C" fn rmmResourceDestroy(resource: rmmResource_t) -> rmmError_t {
 /// (NULL for 0 bytes). The caller owns the memory and returns it with `rmmResourceDeallocate`
 /// on the same resource, or with `rmmFree`.
 /// RMM_ERROR_OUT_OF_MEMORY when the resource cannot give `bytes` (the message says what it
-/// holds and why); RMM_ERROR_INVALID_ARGUMENT for a stream that is not live or, for a pool or
-/// expandable resource, a stream of another device.
+/// holds and why); RMM_ERROR_INVALID_ARGUMENT for a stream that is not live (a made-up or
+/// destroyed handle: every resource refuses it, whichever device is current, as the free on it
+/// would be) or, for a pool or expandable resource, a stream of another device.
 #[no_mangle]
 pub extern "C" fn rmmResourceAllocate(resource: rmmResource_t, ptr: *mut *mut c_void, bytes: usize, stream: cudaStream_t) -> rmmError_t {
     boundary("rmmResourceAllocate", || {
@@ -302,7 +303,7 @@ pub extern "C" fn rmmResourceAllocate(resource: rmmResource_t, ptr: *mut *mut c_
 
 /// Returns `ptr`, allocated from `resource` with size `bytes`, in the order of `stream`. NULL
 /// is a no-op. A pointer from another resource, of another size, already freed or never
-/// allocated is RMM_ERROR_INVALID_ARGUMENT, and nothing is freed.
+/// allocated is RMM_ERROR_INVALID_ARGUMENT, and nothing is freed. `stream`: as `rmmFree`'s.
 #[no_mangle]
 pub extern "C" fn rmmResourceDeallocate(resource: rmmResource_t, ptr: *mut c_void, bytes: usize, stream: cudaStream_t) -> rmmError_t {
     boundary("rmmResourceDeallocate", || {
