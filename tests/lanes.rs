@@ -1,6 +1,6 @@
 //! Threads that allocate on one stream at the same time: the stream splits into lanes, one per
 //! thread, and still nothing is lost, handed out twice, freed unchecked or reordered; threads
-//! that only take turns keep one index.
+//! that take turns in runs of allocations keep one index.
 
 mod common;
 
@@ -166,31 +166,61 @@ fn a_split_streams_memory_reaches_another_stream_only_in_order() {
     }
 }
 
-#[test]
-fn threads_that_take_turns_on_a_stream_keep_one_index() {
-    let _guard = setup();
-    let pool = pool(0);
-    let (to_worker, from_main) = mpsc::channel::<usize>();
-    let (to_main, from_worker) = mpsc::channel::<usize>();
+/// Runs `steps` steps of a worker thread that allocates what the main thread sends it (a
+/// block of each size) on the NULL stream and sends the blocks back.
+fn with_worker(pool: &Arc<PoolResource>, work: impl FnOnce(&mpsc::Sender<Vec<usize>>, &mpsc::Receiver<Vec<usize>>)) {
+    let (to_worker, from_main) = mpsc::channel::<Vec<usize>>();
+    let (to_main, from_worker) = mpsc::channel::<Vec<usize>>();
     let shared = pool.clone();
     let worker = std::thread::spawn(move || {
-        for bytes in from_main {
-            let ptr = shared.allocate(bytes, Stream::DEFAULT).unwrap();
-            to_main.send(ptr).unwrap();
+        for sizes in from_main {
+            to_main.send(sizes.into_iter().map(|bytes| shared.allocate(bytes, Stream::DEFAULT).unwrap()).collect()).unwrap();
         }
     });
-    // Forward on this thread, backward on the other, as PyTorch's autograd does.
-    for step in 0..500 {
-        let mine = pool.allocate(4096 + step, Stream::DEFAULT).unwrap();
-        to_worker.send(8192).unwrap();
-        let theirs = from_worker.recv().unwrap();
-        pool.deallocate(theirs, 8192, Stream::DEFAULT).unwrap();
-        pool.deallocate(mine, 4096 + step, Stream::DEFAULT).unwrap();
-    }
+    work(&to_worker, &from_worker);
     drop(to_worker);
     worker.join().unwrap();
+}
+
+#[test]
+fn threads_that_take_turns_in_runs_on_a_stream_keep_one_index() {
+    let _guard = setup();
+    let pool = pool(0);
+    // The forward pass on this thread, the backward pass on the other, as PyTorch's autograd
+    // runs them: each allocates a run of blocks while the other waits.
+    with_worker(&pool, |to_worker, from_worker| {
+        for step in 0..50 {
+            let forward: Vec<usize> = (0..32).map(|i| pool.allocate(4096 + step + i, Stream::DEFAULT).unwrap()).collect();
+            to_worker.send(vec![8192; 32]).unwrap();
+            let backward = from_worker.recv().unwrap();
+            backward.into_iter().for_each(|ptr| pool.deallocate(ptr, 8192, Stream::DEFAULT).unwrap());
+            forward.into_iter().zip(0..).for_each(|(ptr, i)| pool.deallocate(ptr, 4096 + step + i, Stream::DEFAULT).unwrap());
+        }
+    });
     assert_eq!(pool.usage().lanes, 0, "turns are not collisions");
     pool.check_invariants().unwrap();
+}
+
+#[test]
+fn threads_that_interleave_allocation_by_allocation_split_the_stream() {
+    let _guard = setup();
+    let pool = pool(0);
+    // Never at the same time (the lock is never found held), but each allocation by another
+    // thread than the one before: the two share the index's cache lines as colliding threads do.
+    with_worker(&pool, |to_worker, from_worker| {
+        for step in 0..500 {
+            let mine = pool.allocate(4096 + step, Stream::DEFAULT).unwrap();
+            to_worker.send(vec![8192]).unwrap();
+            let theirs = from_worker.recv().unwrap()[0];
+            pool.deallocate(theirs, 8192, Stream::DEFAULT).unwrap();
+            pool.deallocate(mine, 4096 + step, Stream::DEFAULT).unwrap();
+        }
+    });
+    let usage = pool.usage();
+    assert!(usage.lanes >= 1, "the stream did not split: {usage:?}");
+    assert_eq!(usage.live, 0);
+    pool.check_invariants().unwrap();
+    assert!(races().is_empty(), "{:?}", races());
 }
 
 #[test]

@@ -1,12 +1,12 @@
-//! Threads that allocate on one stream at the same time would all meet on its shelf's lock.
-//! Once they collide there often enough (`Core::weigh_collision`), the stream splits into
-//! lanes: each thread allocates in a lane of its own, a state with the stream's identity and
+//! Threads that allocate on one stream at the same time would all meet on its shelf's lock and
+//! its index's cache lines. Once they interleave there often enough (`Core::weigh_collision`),
+//! the stream splits into lanes: each thread allocates in a lane of its own, a state with the stream's identity and
 //! handle and an index of its own, so a thread that frees its own blocks touches no other
 //! thread's lock, and each free is still checked by the index that handed the block out.
 //! Lanes of one stream share its order, so memory moves between them (a block freed into
-//! another lane, a chunk taken from one) with no event. Threads that only take turns on a
-//! stream (PyTorch's forward and autograd threads) do not collide and keep one index, whose
-//! free memory they share.
+//! another lane, a chunk taken from one) with no event. Threads that take turns on a stream in
+//! runs of allocations (PyTorch's forward pass on one thread, its backward pass on the
+//! autograd thread) keep one index, whose free memory they share.
 
 use super::ordering::Recorder;
 use super::{BlockIndex, Core, Shelf, StreamState, CACHES_GONE, CACHES_WATCH};
@@ -19,11 +19,15 @@ use std::sync::Arc;
 /// The lanes a split stream has: a thread allocates in lane `1 + thread key % LANES`, so
 /// threads that come and go reuse lanes instead of leaving one each behind.
 pub(super) const LANES: u64 = 64;
-/// A stream splits into lanes when its collision score reaches this: each allocation that
-/// found its shelf's lock held adds `COLLISION_WEIGHT`, and each that took the lock
-/// unopposed (but not through the bias) takes one away, so that threads taking turns, which
-/// collide only now and then, never split it. `RMM_LANES_SPLIT_AT` sets another score (the
-/// fuzzers use 0: split as soon as a second thread allocates).
+/// A stream splits into lanes when its collision score reaches this: each allocation off the
+/// bias made by another thread than the one before (or that found the shelf's lock held) adds
+/// `COLLISION_WEIGHT`, and each by the same thread as the one before takes one away. Threads
+/// that interleave allocation by allocation split the stream after a few dozen; threads that
+/// take turns in runs of more than `COLLISION_WEIGHT` allocations never do. Only finding the
+/// lock held misses threads whose time inside it is short: two threads on one stream then
+/// shared its lock and index unsplit for good, at nine times one thread's cost per pair on an
+/// H200. `RMM_LANES_SPLIT_AT` sets another score (the fuzzers use 0: split as soon as a second
+/// thread allocates).
 pub(super) static SPLIT_AT: once_cell::sync::Lazy<u32> =
     once_cell::sync::Lazy::new(|| std::env::var("RMM_LANES_SPLIT_AT").ok().and_then(|at| at.parse().ok()).unwrap_or(256));
 const COLLISION_WEIGHT: u32 = 8;
@@ -70,16 +74,19 @@ impl<I: BlockIndex> Core<I> {
         std::cell::Ref::filter_map(lanes, |lanes| lanes.iter().find(|(of, _)| Arc::as_ptr(of) as usize == address)).ok()
     }
 
-    /// An allocation on the stream's own state found its lock held (`contended`) or took it
-    /// unopposed through the spin lock: adds to or takes from the collision score, and splits
-    /// the stream into lanes when it reaches `SPLIT_AT`.
+    /// An allocation by thread `me` took the lock of the stream's own state off the bias: adds
+    /// to the collision score when another thread allocated there last or held the lock
+    /// (`contended`), takes
+    /// from it otherwise, and splits the stream into lanes when it reaches `SPLIT_AT`.
     #[cold]
     #[inline(never)]
-    pub(super) fn weigh_collision(&self, state: &StreamState<I>, shelf: &mut Shelf<I>, contended: bool) {
+    pub(super) fn weigh_collision(&self, state: &StreamState<I>, shelf: &mut Shelf<I>, me: u64, contended: bool) {
         if state.lane != 0 {
             return;
         }
-        shelf.collisions = match contended {
+        let interleaved = shelf.last_allocator != me || contended;
+        shelf.last_allocator = me;
+        shelf.collisions = match interleaved {
             true => shelf.collisions.saturating_add(COLLISION_WEIGHT),
             false => shelf.collisions.saturating_sub(1),
         };

@@ -223,6 +223,8 @@ struct Shelf<I> {
     recorder: Recorder,
     /// The collision score (see `SPLIT_AT`).
     collisions: u32,
+    /// The thread that last allocated here off the bias (`sync::bias::thread_key`; 0: none yet).
+    last_allocator: u64,
 }
 
 /// Aligned to two cache lines: its shelf is written on every allocation and free, and must
@@ -521,11 +523,13 @@ impl<I: BlockIndex> Core<I> {
             // The fast path: a block of the stream's own, with no other stream's free to wait for
             // and no event to record.
             let mut shelf = state.shelf.lock();
-            // Only a collision, or a score left to wear off, is weighed (off the biased path,
-            // where the owner cannot collide).
-            let contended = shelf.was_contended();
-            if !shelf.is_biased() && (contended || shelf.collisions != 0) {
-                self.weigh_collision(state, &mut shelf, contended);
+            // Only another thread's allocation, or a score left to wear off, is weighed (off
+            // the biased path, where the owner is alone).
+            if !shelf.is_biased() {
+                let (me, contended) = (crate::sync::bias::thread_key(), shelf.was_contended());
+                if shelf.last_allocator != me || shelf.collisions != 0 || contended {
+                    self.weigh_collision(state, &mut shelf, me, contended);
+                }
             }
             if shelf.pending.is_empty() && !shelf.record_wanted {
                 if let Some((addr, size)) = shelf.index.allocate(bytes) {

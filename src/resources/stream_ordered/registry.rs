@@ -207,6 +207,7 @@ impl<I: BlockIndex> Core<I> {
             // A score to wear off makes the first allocation off the bias weigh it: with
             // `SPLIT_AT` 0 that one splits the stream.
             collisions: u32::from(*SPLIT_AT == 0),
+            last_allocator: 0,
         });
         let state = Arc::new(StreamState { stream, identity, key, lane, split: AtomicBool::new(false), event, shelf });
         streams.insert((key, lane), state.clone());

@@ -243,6 +243,7 @@ impl<I: BlockIndex> Core<I> {
             donor: 0,
             recorder: Recorder::Nobody,
             collisions: 0,
+            last_allocator: 0,
         });
         let graveyard = Arc::new(StreamState {
             stream: Stream::DEFAULT,
