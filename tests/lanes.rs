@@ -255,3 +255,62 @@ fn threads_that_collide_on_a_stream_lose_nothing_and_get_nothing_twice() {
     pool.check_invariants().unwrap();
     assert!(races().is_empty(), "{:?}", races());
 }
+
+/// Fork while threads hold blocks in their lanes, alive but idle: the child allocates in a lane
+/// of its own and frees the threads' blocks, checked, with nothing corrupted; the parent goes on
+/// unchanged.
+#[test]
+fn a_child_forked_while_threads_hold_lanes_allocates_and_frees() {
+    let _guard = setup();
+    let pool = pool(0);
+    pool.split_into_lanes(Stream::DEFAULT).unwrap();
+    let (held_tx, held_rx) = mpsc::channel::<Vec<(usize, usize)>>();
+    let release = Arc::new(Barrier::new(5));
+    let workers: Vec<_> = (0..4)
+        .map(|t| {
+            let (shared, held_tx, release) = (pool.clone(), held_tx.clone(), release.clone());
+            std::thread::spawn(move || {
+                let blocks: Vec<(usize, usize)> =
+                    (1..=16).map(|i| (shared.allocate(i * 1000 + t, Stream::DEFAULT).unwrap(), i * 1000 + t)).collect();
+                held_tx.send(blocks).unwrap();
+                release.wait();
+            })
+        })
+        .collect();
+    let held: Vec<(usize, usize)> = (0..4).flat_map(|_| held_rx.recv().unwrap()).collect();
+    // SAFETY: the child only runs rmm's allocator and leaves with _exit.
+    let child = unsafe { libc::fork() };
+    assert!(child >= 0, "fork failed");
+    if child == 0 {
+        let mut ok = held.iter().all(|&(ptr, bytes)| pool.deallocate(ptr, bytes, Stream::DEFAULT).is_ok());
+        ok &= held.iter().all(|&(ptr, bytes)| pool.deallocate(ptr, bytes, Stream::DEFAULT).is_err());
+        for bytes in [256, 5000, 3 * MIB] {
+            ok &= pool.allocate(bytes, Stream::DEFAULT).and_then(|ptr| pool.deallocate(ptr, bytes, Stream::DEFAULT)).is_ok();
+        }
+        ok &= pool.check_invariants().is_ok() && pool.usage().live == 0;
+        // SAFETY: leaves the child at once, running no destructor or exit hook of the parent's.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut status = 0;
+    // SAFETY: waits for the child just forked, without blocking.
+    while unsafe { libc::waitpid(child, &mut status, libc::WNOHANG) } == 0 {
+        if std::time::Instant::now() > deadline {
+            // SAFETY: the child is ours.
+            unsafe { libc::kill(child, libc::SIGKILL) };
+            panic!("the forked child hung");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "child status {status:#x}");
+    release.wait();
+    workers.into_iter().for_each(|worker| worker.join().unwrap());
+    // The parent's blocks are untouched by the child's frees.
+    for &(ptr, bytes) in &held {
+        pool.deallocate(ptr, bytes, Stream::DEFAULT).unwrap();
+    }
+    assert_eq!(pool.usage().live, 0);
+    pool.check_invariants().unwrap();
+    assert!(pool.release().unwrap() > 0);
+    assert_eq!(pool.usage().reserved, 0, "a released pool holds nothing, lanes included");
+}
