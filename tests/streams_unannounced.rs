@@ -265,3 +265,31 @@ fn dead_streams_whose_frees_no_event_covers_go_after_one_synchronization_per_man
     pool.check_invariants().unwrap();
     assert!(races().is_empty(), "{:?}", races());
 }
+
+/// A young unannounced stream records its event when a free leaves a chunk wholly free (so that
+/// what it freed is covered if it goes unannounced); one that lives on with nobody taking its
+/// memory stops after `DONOR_QUIET_FREES` frees and parks blocks as any other
+/// stream does: a chunk it empties then costs no driver call.
+#[test]
+fn an_unannounced_stream_that_lives_on_stops_donating_and_parks() {
+    let _guard = setup();
+    let pool = pool(0, 0);
+    let empties_a_chunk = |stream: Stream, pairs: usize| {
+        let kept = pool.allocate(4096, stream).unwrap();
+        for _ in 0..pairs {
+            let ptr = pool.allocate(256, stream).unwrap();
+            pool.deallocate(ptr, 256, stream).unwrap();
+        }
+        let before = driver_calls();
+        pool.deallocate(kept, 4096, stream).unwrap();
+        driver_calls_since(before).event_record
+    };
+    let young = unannounced();
+    assert_eq!(empties_a_chunk(young, 10), 1, "a young stream's free that empties its chunk records its event");
+    let settled = unannounced();
+    assert_eq!(empties_a_chunk(settled, 400), 0, "a stream that freed 400 blocks parks the block: no chunk empties, no record");
+    pool.check_invariants().unwrap();
+    destroy_unannounced(young);
+    destroy_unannounced(settled);
+    assert!(races().is_empty(), "{:?}", races());
+}

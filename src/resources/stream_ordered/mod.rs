@@ -220,6 +220,9 @@ struct Shelf<I> {
     /// the event for them, unless one takes memory meanwhile (which starts the count again).
     /// Such a stream parks no block, so that its frees tell when a chunk becomes free.
     donor: u8,
+    /// While a donor: how many more of its own frees, with no other stream taking memory from
+    /// it, it makes before it stops donating (and parks blocks again).
+    donor_quiet: u16,
     recorder: Recorder,
     /// The collision score (see `SPLIT_AT`).
     collisions: u32,
@@ -652,8 +655,8 @@ impl<I: BlockIndex> Core<I> {
         self.note_released(ptr, size, stream);
         // The stream's event is recorded when another stream takes memory from here.
         shelf.unrecorded_frees = true;
-        if chunk_now_free && shelf.donor > 0 {
-            self.record_for_takers(state, &mut shelf, stream)?;
+        if shelf.donor > 0 {
+            self.donor_freed(state, &mut shelf, stream, chunk_now_free)?;
         }
         drop(shelf);
         if let Some(mapped) = self.growth.mapped() {

@@ -10,7 +10,7 @@
 //! goes with no word, and its memory goes on by events.
 
 use super::lanes::{LANES, SPLIT_AT};
-use super::ordering::{Recorder, DONOR_PATIENCE};
+use super::ordering::{Recorder, DONOR_PATIENCE, DONOR_QUIET_FREES};
 use super::{BlockIndex, Core, Shelf, StreamState, CACHES_GONE, CACHES_WATCH};
 use crate::error::{Error, ErrorKind, Result};
 use crate::platform::{backend, streams, Stream};
@@ -203,6 +203,7 @@ impl<I: BlockIndex> Core<I> {
             unrecorded_frees: false,
             record_wanted: false,
             donor: if unannounced { DONOR_PATIENCE } else { 0 },
+            donor_quiet: DONOR_QUIET_FREES,
             recorder,
             // A score to wear off makes the first allocation off the bias weigh it: with
             // `SPLIT_AT` 0 that one splits the stream.

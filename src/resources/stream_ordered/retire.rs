@@ -241,6 +241,7 @@ impl<I: BlockIndex> Core<I> {
             unrecorded_frees: false,
             record_wanted: false,
             donor: 0,
+            donor_quiet: 0,
             recorder: Recorder::Nobody,
             collisions: 0,
             last_allocator: 0,
