@@ -54,6 +54,9 @@ RMM_FUZZ_DEVICES=1 RMM_FUZZ_CALLS=400000 cargo test --release --test fuzz_api --
 echo "== the threaded C API fuzzer with a stream split into lanes as soon as two threads allocate there"
 RMM_LANES_SPLIT_AT=0 RMM_FUZZ_CALLS=300000 cargo test --release --test fuzz_api_threads -- --nocapture 2>&1 \
   | grep -E '^fuzz_api|^test result|panicked|assertion'
+echo "== the threaded C API fuzzer's growth mode: stacks rebuilt empty every round, 16 threads growing them at once"
+RMM_FUZZ_GROWTH=1 RMM_FUZZ_SECONDS=10 RMM_FUZZ_CALLS=400000 cargo test --release --test fuzz_api_threads -- --nocapture 2>&1 \
+  | grep -E '^fuzz_api|^test result|panicked|assertion|out of memory'
 
 echo "== C/C++ suite (ctest, simulated devices)"
 # CCCL's and the CUDA runtime's headers from PyPI, for the RAPIDS-shaped C++ test.

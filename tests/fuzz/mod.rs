@@ -17,6 +17,8 @@
 //!
 //! Budgets: RMM_FUZZ_CALLS (C API calls per variant), RMM_FUZZ_SECONDS (wall-clock limit),
 //! RMM_FUZZ_SEED (first seed), RMM_FUZZ_STEPS (steps per seed). Defaults suit `cargo test`; scripts/fuzz.sh runs long.
+//! RMM_FUZZ_GROWTH=1: the threaded variant's growth mode (stacks rebuilt empty every round,
+//! threads growing them at once, out of memory without a limit a failure).
 
 #![allow(dead_code)]
 
