@@ -314,3 +314,57 @@ fn a_child_forked_while_threads_hold_lanes_allocates_and_frees() {
     assert!(pool.release().unwrap() > 0);
     assert_eq!(pool.usage().reserved, 0, "a released pool holds nothing, lanes included");
 }
+
+/// Producers allocate on the NULL stream and hand every block to consumers, which check its
+/// stamp and free it, all at once: each free goes back, checked, to the lane of the thread
+/// that allocated it, nothing is handed out twice or lost, and the producers' lanes go on
+/// serving them with what the consumers freed.
+#[test]
+fn producers_and_consumers_on_one_stream_lose_nothing() {
+    let _guard = setup();
+    let pool = pool(64 * MIB);
+    pool.split_into_lanes(Stream::DEFAULT).unwrap();
+    let (to_consumers, from_producers) = mpsc::sync_channel::<(usize, usize, u8)>(64);
+    let from_producers = Arc::new(std::sync::Mutex::new(from_producers));
+    let producers: Vec<_> = (0..3)
+        .map(|t| {
+            let (shared, to_consumers) = (pool.clone(), to_consumers.clone());
+            std::thread::spawn(move || {
+                let mut rng = Rng::new(40 + t);
+                for i in 0..3000u64 {
+                    let bytes = 1 + rng.below(64 << 10) as usize;
+                    let tag = ((t * 89 + i) % 251) as u8;
+                    let ptr = shared.allocate(bytes, Stream::DEFAULT).unwrap();
+                    stamp(ptr, bytes.min(128), tag);
+                    to_consumers.send((ptr, bytes, tag)).unwrap();
+                }
+            })
+        })
+        .collect();
+    drop(to_consumers);
+    let consumers: Vec<_> = (0..2)
+        .map(|_| {
+            let (shared, from_producers) = (pool.clone(), from_producers.clone());
+            std::thread::spawn(move || {
+                let mut freed = 0;
+                loop {
+                    let next = from_producers.lock().unwrap().recv();
+                    let Ok((ptr, bytes, tag)) = next else { return freed };
+                    assert!(stamped(ptr, bytes.min(128), tag), "block {ptr:#x} was handed out twice");
+                    assert!(shared.deallocate(ptr, bytes + 256, Stream::DEFAULT).is_err(), "a wrong size is refused");
+                    shared.deallocate(ptr, bytes, Stream::DEFAULT).unwrap();
+                    freed += 1;
+                }
+            })
+        })
+        .collect();
+    producers.into_iter().for_each(|producer| producer.join().unwrap());
+    let freed: usize = consumers.into_iter().map(|consumer| consumer.join().unwrap()).sum();
+    assert_eq!(freed, 9000);
+    let usage = pool.usage();
+    assert!(usage.lanes >= 2, "the producers allocated in {} lanes", usage.lanes);
+    assert_eq!(usage.live, 0);
+    assert!(usage.reserved <= 64 * MIB, "the pool grew past its maximum: {usage:?}");
+    pool.check_invariants().unwrap();
+    assert!(races().is_empty(), "{:?}", races());
+}
