@@ -13,6 +13,7 @@
 #endif
 
 #include "cuda_device.hpp"
+#include "cuda_stream.hpp"  // RAPIDS RMM's device_buffer.hpp brings rmm::cuda_stream too
 #include "cuda_stream_view.hpp"
 #include "mr/per_device_resource.hpp"
 #include "resource_ref.hpp"

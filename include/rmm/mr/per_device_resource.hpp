@@ -216,6 +216,23 @@ inline cuda::mr::any_resource<cuda::mr::device_accessible> reset_current_device_
   return reset_per_device_resource(get_current_cuda_device());
 }
 
+// RAPIDS RMM 24.x-25.x's names of the setters (26.08 dropped them): the same as
+// set_per_device_resource and set_current_device_resource, kept without a deprecation so that
+// code written for those releases builds unchanged, -Werror included.
+
+/// Makes `new_resource` the resource of `device` and returns the one it replaces.
+template <class Resource, detail::if_device_resource<Resource> = 0>
+cuda::mr::any_resource<cuda::mr::device_accessible> set_per_device_resource_ref(cuda_device_id device,
+                                                                               Resource const &new_resource) {
+  return set_per_device_resource(device, new_resource);
+}
+
+/// Makes `new_resource` the resource of the current device and returns the one it replaces.
+template <class Resource, detail::if_device_resource<Resource> = 0>
+cuda::mr::any_resource<cuda::mr::device_accessible> set_current_device_resource_ref(Resource const &new_resource) {
+  return set_per_device_resource(get_current_cuda_device(), new_resource);
+}
+
 }  // namespace mr
 }  // namespace rmm
 

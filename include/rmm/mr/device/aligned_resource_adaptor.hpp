@@ -1,0 +1,10 @@
+/*
+ * rmm/mr/device/aligned_resource_adaptor.hpp: where RAPIDS RMM 24.x-25.x kept <rmm/mr/aligned_resource_adaptor.hpp>; forwards there, so
+ * code written for those releases builds unchanged.
+ */
+#ifndef RMM_MR_DEVICE_ALIGNED_RESOURCE_ADAPTOR_HPP
+#define RMM_MR_DEVICE_ALIGNED_RESOURCE_ADAPTOR_HPP
+
+#include "../aligned_resource_adaptor.hpp"
+
+#endif  // RMM_MR_DEVICE_ALIGNED_RESOURCE_ADAPTOR_HPP
