@@ -50,6 +50,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -351,6 +352,33 @@ void thrust_on_rmm(rmm::cuda_stream_view stream) {
 // resource_refs taken as RAPIDS code takes them stay valid when what they refer into moves: a
 // buffer's resource after the buffer is moved, and the initial resource after an adaptor over
 // it becomes the current device resource (RAPIDS' own test fixtures do both).
+// A count whose bytes overflow std::size_t is rmm::invalid_argument (as in RAPIDS RMM 26.x), with
+// a message, from the constructor, reserve and resize; the vector is left as it was.
+void uvector_size_overflow(rmm::cuda_stream_view stream) {
+  struct three_doubles {
+    double x, y, z;
+  };
+  std::size_t const too_many = std::numeric_limits<std::size_t>::max() / sizeof(three_doubles) + 1;
+  auto invalid_with_message = [](auto &&statement) {
+    try {
+      statement();
+    } catch (rmm::invalid_argument const &error) {
+      return std::string(error.what()).find("overflow") != std::string::npos;
+    } catch (...) {
+    }
+    return false;
+  };
+  CHECK(invalid_with_message([&] { rmm::device_uvector<three_doubles> v(too_many, stream); }));
+  CHECK(invalid_with_message([&] { rmm::device_uvector<std::uint64_t> v(std::numeric_limits<std::size_t>::max(), stream); }));
+  rmm::device_uvector<three_doubles> vec(10, stream);
+  CHECK(invalid_with_message([&] { vec.reserve(too_many, stream); }));
+  CHECK(invalid_with_message([&] { vec.resize(too_many, stream); }));
+  CHECK(vec.size() == 10 && vec.capacity() == 10);
+  // The largest count that fits is not refused as an argument: it is out of memory.
+  CHECK(throws<rmm::bad_alloc>([&] { vec.resize(too_many - 1, stream); }));
+  CHECK(vec.size() == 10);
+}
+
 void refs_outlive_moves(rmm::cuda_stream_view stream) {
   rmm::mr::reset_current_device_resource();
   {
@@ -382,6 +410,7 @@ int main() {
     rmm::cuda_stream stream;
     CHECK(stream.is_valid());
     refs_outlive_moves(stream);
+    uvector_size_overflow(stream);
 
     // A pool over cuda as the current device resource, and statistics over the pool.
     rmm::mr::cuda_memory_resource cuda_mr;

@@ -112,7 +112,12 @@ class device_uvector {
 
  private:
   static std::size_t bytes_of(std::size_t count) {
-    if (count > static_cast<std::size_t>(-1) / sizeof(T)) throw bad_alloc("device_uvector: size overflows");
+    // As RAPIDS RMM: a count whose bytes overflow std::size_t is a bad argument, refused before
+    // anything is allocated (not an allocation failure).
+    if (count > static_cast<std::size_t>(-1) / sizeof(T)) {
+      throw invalid_argument("device_uvector: " + std::to_string(count) + " elements of " +
+                             std::to_string(sizeof(T)) + " bytes overflow std::size_t");
+    }
     return count * sizeof(T);
   }
   void check_index(std::size_t index, const char *what) const {
