@@ -1,8 +1,9 @@
 //! Threads that allocate on one stream at the same time would all meet on its shelf's lock and
 //! its index's cache lines. Once they interleave there often enough (`Core::weigh_collision`),
-//! the stream splits into lanes: each thread allocates in a lane of its own, a state with the stream's identity and
-//! handle and an index of its own, so a thread that frees its own blocks touches no other
-//! thread's lock, and each free is still checked by the index that handed the block out.
+//! the stream splits into lanes: each thread allocates in a lane of its own, a state with the
+//! stream's identity and handle and an index of its own, so a thread that frees its own blocks
+//! touches no other thread's lock, and each free is still checked by the index that handed the
+//! block out.
 //! Lanes of one stream share its order, so memory moves between them (a block freed into
 //! another lane, a chunk taken from one) with no event. Threads that take turns on a stream in
 //! runs of allocations (PyTorch's forward pass on one thread, its backward pass on the
