@@ -934,13 +934,18 @@ static void check_aligned(rmmResource_t cuda) {
   rmmStatistics_t c;
   int i, j;
 
-  /* Alignments that are not a power of two, or below 256. */
+  /* Alignments that are not a power of two; one below 256 is 256. */
   CHECK_RMM(rmmAlignedAdaptorCreate(&out, cuda, 1000, 0), RMM_ERROR_INVALID_ARGUMENT);
   CHECK_RMM(rmmAlignedAdaptorCreate(&out, cuda, 768, 0), RMM_ERROR_INVALID_ARGUMENT);
-  CHECK_RMM(rmmAlignedAdaptorCreate(&out, cuda, 128, 0), RMM_ERROR_INVALID_ARGUMENT);
   CHECK_RMM(rmmAlignedAdaptorCreate(&out, cuda, 0, 0), RMM_ERROR_INVALID_ARGUMENT);
   CHECK_RMM(rmmAlignedAdaptorCreate(&out, cuda, 4097, 65536), RMM_ERROR_INVALID_ARGUMENT);
   CHECK(out == (rmmResource_t)&stack_object);
+  CHECK_OK(rmmAlignedAdaptorCreate(&out, cuda, 128, 0));
+  CHECK_OK(rmmResourceAllocate(out, &d, 1000, NULL));
+  CHECK(rmm_test_aligned(d, 256));
+  CHECK_OK(rmmResourceDeallocate(out, d, 1000, NULL));
+  CHECK_OK(rmmResourceDestroy(out));
+  d = (void *)&stack_object;
   CHECK_OK(rmmAlignedAdaptorCreate(&out, cuda, 256, 0));
   CHECK_OK(rmmResourceDestroy(out));
 

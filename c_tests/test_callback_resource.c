@@ -1,6 +1,7 @@
 /* rmmCallbackResourceCreate: the caller's allocator as a resource, alone, as a pool's and a
  * binning resource's upstream, under adaptors, from several threads; NULL from the callback
- * is out of memory; misaligned memory and NULL functions are refused; everything handed to
+ * is out of memory; misaligned memory is handed out as it is but refused as a pool's chunk;
+ * NULL functions are refused; the alignment-taking functions get the alignment asked; everything handed to
  * rmm goes back to the callbacks once the resources are destroyed. The callbacks allocate
  * host memory, which rmm's bookkeeping never touches, so this runs on simulated and real
  * devices alike. */
@@ -90,11 +91,24 @@ static void check_alone(void) {
   CHECK_RMM(rmmResourceAllocate(resource, &ptr, 2 << 20, NULL), RMM_ERROR_OUT_OF_MEMORY);
   CHECK(ptr == (void *)&a);
   CHECK(strstr(rmmGetLastErrorMessage(), "callback") != NULL);
-  /* Memory that is not 256-byte aligned goes back to the callback and is refused. */
+  /* What the callback returns is handed out as it is, aligned or not (its promise, as in RAPIDS
+   * RMM); a pool over it refuses a chunk that is not 256-byte aligned and gives it back. */
   a.refuse_above = (size_t)1 << 40;
   a.misalign = 16;
-  CHECK_RMM(rmmResourceAllocate(resource, &ptr, 512, NULL), RMM_ERROR_INVALID_ARGUMENT);
-  CHECK(ptr == (void *)&a && a.live_count == 0);
+  CHECK_OK(rmmResourceAllocate(resource, &ptr, 512, NULL));
+  CHECK((uintptr_t)ptr % 256 == 16 && a.live_count == 1);
+  CHECK_OK(rmmResourceDeallocate(resource, ptr, 512, NULL));
+  CHECK(a.live_count == 0);
+  {
+    rmmResource_t pool = NULL;
+    CHECK_OK(rmmPoolResourceCreate(&pool, resource, 0, 0));
+    ptr = (void *)&a;
+    CHECK_RMM(rmmResourceAllocate(pool, &ptr, 512, NULL), RMM_ERROR_OUT_OF_MEMORY);
+    CHECK(ptr == (void *)&a && a.live_count == 0);
+    CHECK(strstr(rmmGetLastErrorMessage(), "aligned") != NULL);
+    CHECK_OK(rmmResourceDestroy(pool));
+  }
+  a.misalign = 0;
   CHECK_OK(rmmStreamDestroy(stream));
   CHECK_OK(rmmResourceDestroy(resource));
   CHECK(a.live_bytes == 0 && a.calls == a.frees);
@@ -317,8 +331,62 @@ static void check_release(void) {
   CHECK(a.frees == 0);
 }
 
+/* rmmCallbackResourceCreateAligned: the alignment asked of rmmResourceAllocateAligned reaches
+ * the functions through adaptors, and comes back with the free. */
+static size_t last_alignment;
+
+static void *allocate_aligned(size_t bytes, size_t alignment, cudaStream_t stream, void *user_data) {
+  void *ptr = NULL;
+  (void)stream;
+  (void)user_data;
+  last_alignment = alignment;
+  return posix_memalign(&ptr, alignment, bytes) == 0 ? ptr : NULL;
+}
+
+static void deallocate_aligned(void *ptr, size_t bytes, size_t alignment, cudaStream_t stream, void *user_data) {
+  (void)bytes;
+  (void)stream;
+  (void)user_data;
+  last_alignment = alignment;
+  free(ptr);
+}
+
+static void check_alignment_passed_on(void) {
+  rmmResource_t callback = NULL, stats = NULL, cuda = NULL, pool = NULL;
+  void *ptr = NULL;
+  CHECK_RMM(rmmCallbackResourceCreateAligned(NULL, deallocate_aligned, NULL, NULL, 0, &callback),
+            RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_OK(rmmCallbackResourceCreateAligned(allocate_aligned, deallocate_aligned, NULL, NULL, 0, &callback));
+  CHECK_OK(rmmStatisticsAdaptorCreate(&stats, callback));
+  CHECK_OK(rmmResourceAllocateAligned(stats, &ptr, 1000, 4096, NULL));
+  CHECK(last_alignment == 4096 && rmm_test_aligned(ptr, 4096));
+  CHECK_OK(rmmResourceDeallocateAligned(stats, ptr, 1000, 4096, NULL));
+  CHECK(last_alignment == 4096);
+  /* Up to 256, and the plain calls: 256. */
+  CHECK_OK(rmmResourceAllocateAligned(stats, &ptr, 1000, 64, NULL));
+  CHECK(last_alignment == 256);
+  CHECK_OK(rmmFree(ptr, NULL, NULL, 0));
+  CHECK(last_alignment == 256);
+  CHECK_RMM(rmmResourceAllocateAligned(stats, &ptr, 1000, 3, NULL), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmResourceAllocateAligned(stats, NULL, 1000, 512, NULL), RMM_ERROR_INVALID_ARGUMENT);
+  /* A resource that places no larger alignment says so; a pool places it itself. */
+  CHECK_OK(rmmCudaResourceCreate(&cuda));
+  CHECK_RMM(rmmResourceAllocateAligned(cuda, &ptr, 1000, 512, NULL), RMM_ERROR_NOT_SUPPORTED);
+  CHECK(strstr(rmmGetLastErrorMessage(), "512") != NULL);
+  CHECK_OK(rmmPoolResourceCreate(&pool, cuda, 1 << 20, 0));
+  CHECK_OK(rmmResourceAllocateAligned(pool, &ptr, 1000, 1 << 16, NULL));
+  CHECK(rmm_test_aligned(ptr, 1 << 16));
+  CHECK_RMM(rmmResourceDeallocateAligned(pool, ptr, 999, 1 << 16, NULL), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_OK(rmmResourceDeallocateAligned(pool, ptr, 1000, 1 << 16, NULL));
+  CHECK_OK(rmmResourceDestroy(pool));
+  CHECK_OK(rmmResourceDestroy(cuda));
+  CHECK_OK(rmmResourceDestroy(stats));
+  CHECK_OK(rmmResourceDestroy(callback));
+}
+
 int main(void) {
   rmm_test_simulated();
+  check_alignment_passed_on();
   check_refused();
   check_alone();
   check_as_upstream();

@@ -60,6 +60,7 @@ program test_resources
   call device_resources()
   call snapshots()
   call callback_resource()
+  call aligned_allocations()
 
   ! Release: the pool's wholly free chunks go back upstream.
   released = 12345
@@ -131,6 +132,48 @@ contains
     call expect_ok(rmmResourceDestroy(resource), 'rmmResourceDestroy(callback with release)')
     call expect(seen(1) == 1000000, 'released once when the resource went')
   end subroutine callback_resource
+
+  ! The alignment-taking allocator: notes the alignment asked for in user_data(2), has no memory.
+  type(c_ptr) function no_aligned_memory(bytes, alignment, stream, user_data) bind(c)
+    integer(c_size_t), value :: bytes, alignment
+    type(c_ptr), value :: stream, user_data
+    integer(c_size_t), pointer :: seen(:)
+    call c_f_pointer(user_data, seen, [3])
+    seen(1) = seen(1) + 1
+    seen(2) = alignment
+    seen(3) = bytes + merge(1_c_size_t, 0_c_size_t, c_associated(stream))
+    no_aligned_memory = c_null_ptr
+  end function no_aligned_memory
+
+  subroutine give_back_aligned(ptr, bytes, alignment, stream, user_data) bind(c)
+    type(c_ptr), value :: ptr, stream, user_data
+    integer(c_size_t), value :: bytes, alignment
+    integer(c_size_t), pointer :: seen(:)
+    call c_f_pointer(user_data, seen, [3])
+    seen(1) = seen(1) + 1000
+    seen(2) = alignment + bytes + merge(1_c_size_t, 0_c_size_t, c_associated(ptr) .or. c_associated(stream))
+  end subroutine give_back_aligned
+
+  ! rmmResourceAllocateAligned: the alignment reaches an alignment-taking callback resource; a
+  ! pool places it itself, and the free names it again.
+  subroutine aligned_allocations()
+    type(c_ptr) :: resource, ptr
+    integer(c_size_t), target :: seen(3)
+    seen = 0
+    call expect_ok(rmmCallbackResourceCreateAligned(c_funloc(no_aligned_memory), &
+      c_funloc(give_back_aligned), c_null_funptr, c_loc(seen), 0_c_int, resource), &
+      'rmmCallbackResourceCreateAligned')
+    call expect_status(rmmResourceAllocateAligned(resource, ptr, 100_c_size_t, 4096_c_size_t, c_null_ptr), &
+      RMM_ERROR_OUT_OF_MEMORY, 'an aligned callback that returns NULL')
+    call expect(seen(1) >= 1 .and. seen(1) < 1000 .and. seen(2) == 4096 .and. seen(3) == 100, &
+      'the allocate callback got the bytes and the alignment, and no stream')
+    call expect_ok(rmmResourceDestroy(resource), 'rmmResourceDestroy(aligned callback)')
+    call expect_ok(rmmResourceAllocateAligned(pool, ptr, 100_c_size_t, 65536_c_size_t, c_null_ptr), &
+      'rmmResourceAllocateAligned(pool)')
+    call expect(mod(transfer(ptr, 0_c_intptr_t), 65536_c_intptr_t) == 0, 'the pool placed the block at 64 KiB')
+    call expect_ok(rmmResourceDeallocateAligned(pool, ptr, 100_c_size_t, 65536_c_size_t, c_null_ptr), &
+      'rmmResourceDeallocateAligned(pool)')
+  end subroutine aligned_allocations
 
   subroutine expect_name(resource, expected)
     type(c_ptr), intent(in) :: resource

@@ -59,27 +59,29 @@ module rmm
 
   ! BEGIN GENERATED BINDINGS (scripts/generate_bindings.py; do not edit by hand)
   ! The C types of rmm.h in Fortran (by value, or what a pointer points to):
-  !   bool                     logical(c_bool)
-  !   char                     character(kind=c_char)
-  !   cudaStream_t             type(c_ptr)
-  !   double                   real(c_double)
-  !   int                      integer(c_int)
-  !   int32_t                  integer(c_int32_t)
-  !   int64_t                  integer(c_int64_t)
-  !   int8_t                   integer(c_int8_t)
-  !   ptrdiff_t                integer(c_intptr_t)
-  !   rmmAllocateCallback_t    type(c_funptr)
-  !   rmmAllocationMode_t      integer(c_int32_t)
-  !   rmmDeallocateCallback_t  type(c_funptr)
-  !   rmmDeviceBuffer_t        type(c_ptr)
-  !   rmmError_t               integer(c_int)
-  !   rmmFailureCallback_t     type(c_funptr)
-  !   rmmReleaseCallback_t     type(c_funptr)
-  !   rmmResource_t            type(c_ptr)
-  !   size_t                   integer(c_size_t)
-  !   uint32_t                 integer(c_int32_t)
-  !   uint64_t                 integer(c_int64_t)
-  !   unsigned int             integer(c_int)
+  !   bool                            logical(c_bool)
+  !   char                            character(kind=c_char)
+  !   cudaStream_t                    type(c_ptr)
+  !   double                          real(c_double)
+  !   int                             integer(c_int)
+  !   int32_t                         integer(c_int32_t)
+  !   int64_t                         integer(c_int64_t)
+  !   int8_t                          integer(c_int8_t)
+  !   ptrdiff_t                       integer(c_intptr_t)
+  !   rmmAlignedAllocateCallback_t    type(c_funptr)
+  !   rmmAlignedDeallocateCallback_t  type(c_funptr)
+  !   rmmAllocateCallback_t           type(c_funptr)
+  !   rmmAllocationMode_t             integer(c_int32_t)
+  !   rmmDeallocateCallback_t         type(c_funptr)
+  !   rmmDeviceBuffer_t               type(c_ptr)
+  !   rmmError_t                      integer(c_int)
+  !   rmmFailureCallback_t            type(c_funptr)
+  !   rmmReleaseCallback_t            type(c_funptr)
+  !   rmmResource_t                   type(c_ptr)
+  !   size_t                          integer(c_size_t)
+  !   uint32_t                        integer(c_int32_t)
+  !   uint64_t                        integer(c_int64_t)
+  !   unsigned int                    integer(c_int)
   public :: RMM_IPC_HANDLE_SIZE, RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, RMM_HANDLE_TYPE_WIN32, &
     RMM_HANDLE_TYPE_WIN32_KMT, RMM_HANDLE_TYPE_FABRIC, RMM_MAX_DEVICES, RMM_VERSION_MAJOR, &
     RMM_VERSION_MINOR, RMM_VERSION_PATCH, RMM_VERSION, RMM_SUCCESS, RMM_ERROR_CUDA_ERROR, &
@@ -89,7 +91,8 @@ module rmm
     CudaAsyncAllocation
   public :: rmmStatistics_t, rmmAllocationRecord_t, rmmExpandableOptions_t, rmmIpcMemHandle_t, &
     rmmIpcMemPages_t, rmmDeviceList_t, rmmOptions_t, rmmFootprint_t, rmmFailureCallback_t, &
-    rmmAllocateCallback_t, rmmDeallocateCallback_t, rmmReleaseCallback_t
+    rmmAllocateCallback_t, rmmDeallocateCallback_t, rmmReleaseCallback_t, &
+    rmmAlignedAllocateCallback_t, rmmAlignedDeallocateCallback_t
   public :: rmmStatisticsAdaptorCreate, rmmStatisticsAdaptorGetCounts, &
     rmmStatisticsAdaptorPushCounters, rmmStatisticsAdaptorPopCounters, rmmLoggingAdaptorCreate, &
     rmmLoggingAdaptorFlush, rmmLimitingAdaptorCreate, rmmLimitingAdaptorGetAllocatedBytes, &
@@ -108,15 +111,17 @@ module rmm
     rmmRealloc, rmmFree, rmmWriteLog, rmmLogSize, rmmGetLog, rmmGetInfo, rmmGetAllocationOffset, &
     rmmGetErrorString, rmmGetErrorName, rmmGetLastErrorMessage, rmmTimelineReportWrite, &
     rmmCudaResourceCreate, rmmManagedResourceCreate, rmmCallbackResourceCreate, &
-    rmmCallbackResourceCreateWithRelease, rmmAsyncResourceCreate, &
-    rmmAsyncResourceCreateExportable, rmmAsyncResourceGetPool, rmmExpandableResourceCreate, &
-    rmmExpandableResourceCreateWithOptions, rmmResourceCreateFromSpec, &
-    rmmPinnedHostResourceCreate, rmmResourceDestroy, rmmResourceAllocate, rmmResourceDeallocate, &
-    rmmResourceGetDevice, rmmResourceGetName, rmmResourceGetSnapshot, rmmResourceWriteSnapshot, &
-    rmmResourceGetFootprint, rmmStreamCreate, rmmStreamDestroy, rmmStreamRegister, &
-    rmmStreamUnregister, rmmStreamSynchronize, rmmMemcpyAsync, rmmPoolResourceCreate, &
-    rmmPoolResourceGetSize, rmmPoolResourceGetFree, rmmResourceRelease, rmmArenaResourceCreate, &
-    rmmBinningResourceCreate, rmmBinningResourceAddBin, rmmFixedSizeResourceCreate, rmmGetVersion
+    rmmCallbackResourceCreateWithRelease, rmmCallbackResourceCreateAligned, &
+    rmmAsyncResourceCreate, rmmAsyncResourceCreateExportable, rmmAsyncResourceGetPool, &
+    rmmExpandableResourceCreate, rmmExpandableResourceCreateWithOptions, &
+    rmmResourceCreateFromSpec, rmmPinnedHostResourceCreate, rmmResourceDestroy, &
+    rmmResourceAllocate, rmmResourceDeallocate, rmmResourceAllocateAligned, &
+    rmmResourceDeallocateAligned, rmmResourceGetDevice, rmmResourceGetName, &
+    rmmResourceGetSnapshot, rmmResourceWriteSnapshot, rmmResourceGetFootprint, rmmStreamCreate, &
+    rmmStreamDestroy, rmmStreamRegister, rmmStreamUnregister, rmmStreamSynchronize, &
+    rmmMemcpyAsync, rmmPoolResourceCreate, rmmPoolResourceGetSize, rmmPoolResourceGetFree, &
+    rmmResourceRelease, rmmArenaResourceCreate, rmmBinningResourceCreate, &
+    rmmBinningResourceAddBin, rmmFixedSizeResourceCreate, rmmGetVersion
 
   ! Bytes of an `rmmIpcMemHandle_t`.
   integer(c_int32_t), parameter :: RMM_IPC_HANDLE_SIZE = 128
@@ -353,6 +358,31 @@ module rmm
     end subroutine rmmReleaseCallback_t
   end interface
 
+  ! As `rmmAllocateCallback_t`, at a multiple of `alignment` (a power of two, at least 256).
+  ! In Fortran: a bind(c) function of this interface, passed as c_funloc(f).
+  abstract interface
+    type(c_ptr) function rmmAlignedAllocateCallback_t(bytes, alignment, stream, user_data) bind(c)
+      import :: c_ptr, c_size_t
+      integer(c_size_t), value :: bytes
+      integer(c_size_t), value :: alignment
+      type(c_ptr), value :: stream
+      type(c_ptr), value :: user_data
+    end function rmmAlignedAllocateCallback_t
+  end interface
+
+  ! As `rmmDeallocateCallback_t`, with the alignment the memory was allocated with.
+  ! In Fortran: a bind(c) function of this interface, passed as c_funloc(f).
+  abstract interface
+    subroutine rmmAlignedDeallocateCallback_t(ptr, bytes, alignment, stream, user_data) bind(c)
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: ptr
+      integer(c_size_t), value :: bytes
+      integer(c_size_t), value :: alignment
+      type(c_ptr), value :: stream
+      type(c_ptr), value :: user_data
+    end subroutine rmmAlignedDeallocateCallback_t
+  end interface
+
   interface
     ! Creates a statistics adaptor over `upstream`: current, peak and total bytes and
     ! allocation counts of what goes through it. Threads never wait here: each counts in a shard
@@ -493,11 +523,11 @@ module rmm
     end function rmmFailureCallbackAdaptorCreate
 
     ! Creates an aligned adaptor over `upstream`: allocations of at least `threshold` bytes are
-    ! aligned to `alignment` (a power of two, at least 256); smaller ones pass through. Over a
-    ! pool or an expandable resource the pool places each block at an aligned address itself
-    ! (it holds the block at its own size); over any other resource the adaptor allocates
-    ! `alignment - 256` bytes more and hands out the aligned address inside, as RMM does. A free
-    ! with another size than the allocation's is refused (`RMM_ERROR_INVALID_ARGUMENT`).
+    ! aligned to `alignment` (a power of two; below 256 it is 256); smaller ones pass through. Over
+    ! a pool or an expandable resource the pool places each block at an aligned address itself (it
+    ! holds the block at its own size); over any other resource the adaptor allocates `alignment -
+    ! 256` bytes more and hands out the aligned address inside, as RMM does. A free with another
+    ! size than the allocation's is refused (`RMM_ERROR_INVALID_ARGUMENT`).
     integer(c_int) function rmmAlignedAdaptorCreate(resource, upstream, alignment, threshold) &
         bind(c, name="rmmAlignedAdaptorCreate")
       import :: c_int, c_ptr, c_size_t
@@ -1215,6 +1245,22 @@ module rmm
       type(c_ptr), intent(inout) :: resource
     end function rmmCallbackResourceCreateWithRelease
 
+    ! `rmmCallbackResourceCreateWithRelease` with functions that take the alignment asked of
+    ! `rmmResourceAllocateAligned` (256 for every other allocation), as RAPIDS' resources do:
+    ! adaptors over the resource pass a caller's alignment through to them. What they return is
+    ! handed out as it is (their promise, as in RAPIDS RMM); a suballocator over the resource
+    ! refuses a chunk that is not 256-byte aligned.
+    integer(c_int) function rmmCallbackResourceCreateAligned(allocate_fn, deallocate_fn, &
+        release_fn, user_data, device, resource) bind(c, name="rmmCallbackResourceCreateAligned")
+      import :: c_funptr, c_int, c_ptr
+      type(c_funptr), value :: allocate_fn
+      type(c_funptr), value :: deallocate_fn
+      type(c_funptr), value :: release_fn
+      type(c_ptr), value :: user_data
+      integer(c_int), value :: device
+      type(c_ptr), intent(inout) :: resource
+    end function rmmCallbackResourceCreateAligned
+
     ! Creates a stream-ordered resource over a driver memory pool of its own on the current
     ! device (`cudaMallocAsync`): the pool starts with `initial_pool_size` bytes and keeps up to
     ! `release_threshold` bytes reserved across synchronizations (SIZE_MAX: keep everything).
@@ -1350,6 +1396,35 @@ module rmm
       integer(c_size_t), value :: bytes
       type(c_ptr), value :: stream
     end function rmmResourceDeallocate
+
+    ! `rmmResourceAllocate` at a multiple of `alignment`, a power of two (RAPIDS'
+    ! `allocate(stream, bytes, alignment)`). Up to 256 every resource gives it. Larger: pools,
+    ! expandable resources and aligned adaptors place such blocks, adaptors pass the alignment to
+    ! their upstream, a callback resource made with `rmmCallbackResourceCreateAligned` passes it
+    ! to its function, and any other resource refuses it with RMM_ERROR_NOT_SUPPORTED. An
+    ! alignment that is not a power of two: RMM_ERROR_INVALID_ARGUMENT. Free the memory with
+    ! `rmmResourceDeallocateAligned` and the same alignment (or `rmmFree`).
+    integer(c_int) function rmmResourceAllocateAligned(resource, ptr, bytes, alignment, stream) &
+        bind(c, name="rmmResourceAllocateAligned")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: resource
+      type(c_ptr), intent(inout) :: ptr
+      integer(c_size_t), value :: bytes
+      integer(c_size_t), value :: alignment
+      type(c_ptr), value :: stream
+    end function rmmResourceAllocateAligned
+
+    ! `rmmResourceDeallocate` of memory from `rmmResourceAllocateAligned`, with its alignment,
+    ! which goes on to the resources as the allocation's did.
+    integer(c_int) function rmmResourceDeallocateAligned(resource, ptr, bytes, alignment, stream) &
+        bind(c, name="rmmResourceDeallocateAligned")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: resource
+      type(c_ptr), value :: ptr
+      integer(c_size_t), value :: bytes
+      integer(c_size_t), value :: alignment
+      type(c_ptr), value :: stream
+    end function rmmResourceDeallocateAligned
 
     ! Writes the device whose memory `resource` hands out to `*device`.
     ! Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `resource`,

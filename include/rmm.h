@@ -267,6 +267,19 @@ typedef void (*rmmDeallocateCallback_t)(void *ptr,
 // Called once with `user_data` when a callback resource goes (`rmmCallbackResourceCreateWithRelease`).
 typedef void (*rmmReleaseCallback_t)(void *user_data);
 
+// As `rmmAllocateCallback_t`, at a multiple of `alignment` (a power of two, at least 256).
+typedef void *(*rmmAlignedAllocateCallback_t)(size_t bytes,
+                                              size_t alignment,
+                                              cudaStream_t stream,
+                                              void *user_data);
+
+// As `rmmDeallocateCallback_t`, with the alignment the memory was allocated with.
+typedef void (*rmmAlignedDeallocateCallback_t)(void *ptr,
+                                               size_t bytes,
+                                               size_t alignment,
+                                               cudaStream_t stream,
+                                               void *user_data);
+
 // What a resource holds and uses (`rmmResourceGetFootprint`).
 typedef struct rmmFootprint_t {
   // Bytes held from the device (a pool's chunks, mapped pages), now and at most.
@@ -396,7 +409,7 @@ enum rmmError_t rmmFailureCallbackAdaptorCreate(rmmResource_t *resource,
                                                 void *arg);
 
 // Creates an aligned adaptor over `upstream`: allocations of at least `threshold` bytes are
-// aligned to `alignment` (a power of two, at least 256); smaller ones pass through. Over a
+// aligned to `alignment` (a power of two; below 256 it is 256); smaller ones pass through. Over a
 // pool or an expandable resource the pool places each block at an aligned address itself
 // (it holds the block at its own size); over any other resource the adaptor allocates
 // `alignment - 256` bytes more and hands out the aligned address inside, as RMM does. A free
@@ -893,6 +906,18 @@ enum rmmError_t rmmCallbackResourceCreateWithRelease(rmmAllocateCallback_t alloc
                                                      int device,
                                                      rmmResource_t *resource);
 
+// `rmmCallbackResourceCreateWithRelease` with functions that take the alignment asked of
+// `rmmResourceAllocateAligned` (256 for every other allocation), as RAPIDS' resources do:
+// adaptors over the resource pass a caller's alignment through to them. What they return is
+// handed out as it is (their promise, as in RAPIDS RMM); a suballocator over the resource
+// refuses a chunk that is not 256-byte aligned.
+enum rmmError_t rmmCallbackResourceCreateAligned(rmmAlignedAllocateCallback_t allocate_fn,
+                                                 rmmAlignedDeallocateCallback_t deallocate_fn,
+                                                 rmmReleaseCallback_t release_fn,
+                                                 void *user_data,
+                                                 int device,
+                                                 rmmResource_t *resource);
+
 // Creates a stream-ordered resource over a driver memory pool of its own on the current
 // device (`cudaMallocAsync`): the pool starts with `initial_pool_size` bytes and keeps up to
 // `release_threshold` bytes reserved across synchronizations (SIZE_MAX: keep everything).
@@ -986,6 +1011,27 @@ enum rmmError_t rmmResourceDeallocate(rmmResource_t resource,
                                       void *ptr,
                                       size_t bytes,
                                       cudaStream_t stream);
+
+// `rmmResourceAllocate` at a multiple of `alignment`, a power of two (RAPIDS'
+// `allocate(stream, bytes, alignment)`). Up to 256 every resource gives it. Larger: pools,
+// expandable resources and aligned adaptors place such blocks, adaptors pass the alignment to
+// their upstream, a callback resource made with `rmmCallbackResourceCreateAligned` passes it
+// to its function, and any other resource refuses it with RMM_ERROR_NOT_SUPPORTED. An
+// alignment that is not a power of two: RMM_ERROR_INVALID_ARGUMENT. Free the memory with
+// `rmmResourceDeallocateAligned` and the same alignment (or `rmmFree`).
+enum rmmError_t rmmResourceAllocateAligned(rmmResource_t resource,
+                                           void **ptr,
+                                           size_t bytes,
+                                           size_t alignment,
+                                           cudaStream_t stream);
+
+// `rmmResourceDeallocate` of memory from `rmmResourceAllocateAligned`, with its alignment,
+// which goes on to the resources as the allocation's did.
+enum rmmError_t rmmResourceDeallocateAligned(rmmResource_t resource,
+                                             void *ptr,
+                                             size_t bytes,
+                                             size_t alignment,
+                                             cudaStream_t stream);
 
 // Writes the device whose memory `resource` hands out to `*device`.
 // Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `resource`,

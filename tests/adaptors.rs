@@ -601,7 +601,11 @@ fn logging_keeps_blocks_in_order_when_a_thread_starts_and_stops_logging_alone() 
 fn aligned_adaptor_aligns_large_allocations() {
     let _guard = setup();
     assert!(AlignedAdaptor::new(cuda(), 1000, 0).is_err());
-    assert!(AlignedAdaptor::new(cuda(), 128, 0).is_err());
+    assert!(AlignedAdaptor::new(cuda(), 768, 0).is_err());
+    let bumped = AlignedAdaptor::new(cuda(), 128, 0).expect("an alignment below 256 is 256");
+    let small = bumped.allocate(1000, S).unwrap();
+    assert_eq!(small % 256, 0);
+    bumped.deallocate(small, 1000, S).unwrap();
     let aligned = AlignedAdaptor::new(pool(), 1 << 16, 1 << 20).unwrap();
     let outer = StackRef::new(aligned.clone());
     let mut ptrs = Vec::new();
@@ -840,4 +844,44 @@ fn every_registered_kind_builds_from_a_spec_under_its_registered_name() {
         assert_eq!(built.name(), kind.name, "{spec}");
     }
     let _ = std::fs::remove_file(log);
+}
+
+#[test]
+fn aligned_adaptor_asks_rapids_sizes_of_an_upstream_that_does_not_align() {
+    use rmm::resources::CallbackResource;
+    use std::sync::Mutex;
+    let _guard = setup();
+    // An upstream at fixed fake addresses (never touched), noting each request's size.
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let next = Arc::new(AtomicUsize::new(1 << 20));
+    let (noted, bases) = (asked.clone(), next.clone());
+    let upstream = CallbackResource::new(
+        0,
+        false,
+        Box::new(move |bytes, _, _| {
+            noted.lock().unwrap().push(bytes);
+            Some(bases.fetch_add(1 << 20, Ordering::Relaxed) + 256)
+        }),
+        Box::new(|_, _, _, _| {}),
+        None,
+    )
+    .unwrap();
+    let aligned = AlignedAdaptor::new(Arc::new(upstream), 4096, 65536).unwrap();
+    // Rounded to 256, plus the alignment less 256: 65536 -> 69376, 77800 -> 81664.
+    for (bytes, upstream_bytes) in [(65536, 69376), (77800, 81664), (3, 3)] {
+        let ptr = aligned.allocate(bytes, S).unwrap();
+        assert_eq!(asked.lock().unwrap().pop(), Some(upstream_bytes), "upstream size for {bytes}");
+        if bytes >= 65536 {
+            assert_eq!(ptr % 4096, 0);
+            assert!(aligned.deallocate(ptr, bytes + 256, S).is_err(), "another size is refused");
+        }
+        aligned.deallocate(ptr, bytes, S).unwrap();
+    }
+    // A per-call alignment the adaptor covers is served; a larger one goes to the upstream,
+    // which places none.
+    let ptr = aligned.allocate_aligned(70000, 2048, S).unwrap();
+    assert_eq!(ptr % 4096, 0);
+    aligned.deallocate_aligned(ptr, 70000, 2048, S).unwrap();
+    let refused = aligned.allocate_aligned(70000, 8192, S).map_err(Error::into_kind);
+    assert!(matches!(refused, Err(ErrorKind::NotSupported(_))), "{refused:?}");
 }

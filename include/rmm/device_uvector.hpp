@@ -36,10 +36,11 @@ class device_uvector {
   device_uvector &operator=(device_uvector const &) = delete;
   device_uvector() = delete;
 
-  /// `size` elements, uninitialized, in the order of `stream`.
+  /// `size` elements, uninitialized, in the order of `stream`, aligned for T: a T aligned past
+  /// what `mr` gives (256 bytes, unless it is an aligned_resource_adaptor) is rmm::bad_alloc.
   explicit device_uvector(std::size_t size, cuda_stream_view stream,
                           cuda::mr::any_resource<cuda::mr::device_accessible> mr = mr::get_current_device_resource_ref())
-      : storage_(bytes_of(size), stream, std::move(mr)) {}
+      : storage_(bytes_of(size), alignof(T), stream, std::move(mr)) {}
 
   /// A copy of `other`'s elements.
   explicit device_uvector(device_uvector const &other, cuda_stream_view stream,

@@ -258,7 +258,7 @@ pub extern "C" fn rmmFailureCallbackAdaptorCreate(
 }
 
 /// Creates an aligned adaptor over `upstream`: allocations of at least `threshold` bytes are
-/// aligned to `alignment` (a power of two, at least 256); smaller ones pass through. Over a
+/// aligned to `alignment` (a power of two; below 256 it is 256); smaller ones pass through. Over a
 /// pool or an expandable resource the pool places each block at an aligned address itself
 /// (it holds the block at its own size); over any other resource the adaptor allocates
 /// `alignment - 256` bytes more and hands out the aligned address inside, as RMM does. A free

@@ -8,7 +8,7 @@ use crate::ownership::spec::Spec;
 use crate::ownership::{records, Expected, Holder};
 use crate::platform::{backend, Stream};
 use crate::resources::kinds::{self, Place, Value};
-use crate::resources::{handle_type, AsyncResource, CallbackResource, MemoryResource, ReleaseFn};
+use crate::resources::{handle_type, AllocateFn, AsyncResource, CallbackResource, DeallocateFn, MemoryResource, ReleaseFn};
 use parking_lot::Mutex;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::Arc;
@@ -88,7 +88,9 @@ pub extern "C" fn rmmCallbackResourceCreate(
     device: c_int,
     resource: *mut rmmResource_t,
 ) -> rmmError_t {
-    boundary("rmmCallbackResourceCreate", || create_callback_resource(allocate_fn, deallocate_fn, None, user_data, device, resource))
+    boundary("rmmCallbackResourceCreate", || {
+        create_unaligned_callback_resource(allocate_fn, deallocate_fn, None, user_data, device, resource)
+    })
 }
 
 /// `rmmCallbackResourceCreate`, and `release_fn(user_data)` is called once when the resource
@@ -108,11 +110,53 @@ pub extern "C" fn rmmCallbackResourceCreateWithRelease(
     resource: *mut rmmResource_t,
 ) -> rmmError_t {
     boundary("rmmCallbackResourceCreateWithRelease", || {
-        create_callback_resource(allocate_fn, deallocate_fn, release_fn, user_data, device, resource)
+        create_unaligned_callback_resource(allocate_fn, deallocate_fn, release_fn, user_data, device, resource)
     })
 }
 
-fn create_callback_resource(
+/// As `rmmAllocateCallback_t`, at a multiple of `alignment` (a power of two, at least 256).
+#[allow(non_camel_case_types)]
+pub type rmmAlignedAllocateCallback_t =
+    Option<extern "C" fn(bytes: usize, alignment: usize, stream: cudaStream_t, user_data: *mut c_void) -> *mut c_void>;
+
+/// As `rmmDeallocateCallback_t`, with the alignment the memory was allocated with.
+#[allow(non_camel_case_types)]
+pub type rmmAlignedDeallocateCallback_t =
+    Option<extern "C" fn(ptr: *mut c_void, bytes: usize, alignment: usize, stream: cudaStream_t, user_data: *mut c_void)>;
+
+/// `rmmCallbackResourceCreateWithRelease` with functions that take the alignment asked of
+/// `rmmResourceAllocateAligned` (256 for every other allocation), as RAPIDS' resources do:
+/// adaptors over the resource pass a caller's alignment through to them. What they return is
+/// handed out as it is (their promise, as in RAPIDS RMM); a suballocator over the resource
+/// refuses a chunk that is not 256-byte aligned.
+#[no_mangle]
+pub extern "C" fn rmmCallbackResourceCreateAligned(
+    allocate_fn: rmmAlignedAllocateCallback_t,
+    deallocate_fn: rmmAlignedDeallocateCallback_t,
+    release_fn: rmmReleaseCallback_t,
+    user_data: *mut c_void,
+    device: c_int,
+    resource: *mut rmmResource_t,
+) -> rmmError_t {
+    boundary("rmmCallbackResourceCreateAligned", || {
+        non_null(resource, "resource")?;
+        let allocate = allocate_fn.ok_or_else(|| Error::invalid("allocate_fn is NULL"))?;
+        let deallocate = deallocate_fn.ok_or_else(|| Error::invalid("deallocate_fn is NULL"))?;
+        let user = CallbackArgument(user_data);
+        let functions: (AllocateFn, DeallocateFn) = (
+            Box::new(move |bytes, alignment, stream: Stream| {
+                let ptr = allocate(bytes, alignment, stream.0 as cudaStream_t, user.get());
+                (!ptr.is_null()).then_some(ptr as usize)
+            }),
+            Box::new(move |ptr, bytes, alignment, stream: Stream| {
+                deallocate(ptr as *mut c_void, bytes, alignment, stream.0 as cudaStream_t, user.get())
+            }),
+        );
+        create_callback_resource(true, functions, release_fn, user_data, device, resource)
+    })
+}
+
+fn create_unaligned_callback_resource(
     allocate_fn: rmmAllocateCallback_t,
     deallocate_fn: rmmDeallocateCallback_t,
     release_fn: rmmReleaseCallback_t,
@@ -123,17 +167,28 @@ fn create_callback_resource(
     non_null(resource, "resource")?;
     let allocate = allocate_fn.ok_or_else(|| Error::invalid("allocate_fn is NULL"))?;
     let deallocate = deallocate_fn.ok_or_else(|| Error::invalid("deallocate_fn is NULL"))?;
-    let user_data = CallbackArgument(user_data);
-    let release = release_fn.map(|release| -> ReleaseFn { Box::new(move || release(user_data.get())) });
-    let made = CallbackResource::new(
-        device,
-        Box::new(move |bytes, stream: Stream| {
-            let ptr = allocate(bytes, stream.0 as cudaStream_t, user_data.get());
+    let user = CallbackArgument(user_data);
+    let functions: (AllocateFn, DeallocateFn) = (
+        Box::new(move |bytes, _alignment, stream: Stream| {
+            let ptr = allocate(bytes, stream.0 as cudaStream_t, user.get());
             (!ptr.is_null()).then_some(ptr as usize)
         }),
-        Box::new(move |ptr, bytes, stream: Stream| deallocate(ptr as *mut c_void, bytes, stream.0 as cudaStream_t, user_data.get())),
-        release,
-    )?;
+        Box::new(move |ptr, bytes, _alignment, stream: Stream| deallocate(ptr as *mut c_void, bytes, stream.0 as cudaStream_t, user.get())),
+    );
+    create_callback_resource(false, functions, release_fn, user_data, device, resource)
+}
+
+fn create_callback_resource(
+    takes_alignment: bool,
+    (allocate, deallocate): (AllocateFn, DeallocateFn),
+    release_fn: rmmReleaseCallback_t,
+    user_data: *mut c_void,
+    device: c_int,
+    resource: *mut rmmResource_t,
+) -> crate::error::Result<()> {
+    let user_data = CallbackArgument(user_data);
+    let release = release_fn.map(|release| -> ReleaseFn { Box::new(move || release(user_data.get())) });
+    let made = CallbackResource::new(device, takes_alignment, allocate, deallocate, release)?;
     let made = Arc::new(made);
     match handles::create(made.clone()) {
         Ok(handle) => write_out(resource, "resource", handle),
@@ -312,6 +367,56 @@ pub extern "C" fn rmmResourceDeallocate(resource: rmmResource_t, ptr: *mut c_voi
             records::free(ptr as usize, stream_of(stream), expected)
         })
     })
+}
+
+/// `rmmResourceAllocate` at a multiple of `alignment`, a power of two (RAPIDS'
+/// `allocate(stream, bytes, alignment)`). Up to 256 every resource gives it. Larger: pools,
+/// expandable resources and aligned adaptors place such blocks, adaptors pass the alignment to
+/// their upstream, a callback resource made with `rmmCallbackResourceCreateAligned` passes it
+/// to its function, and any other resource refuses it with RMM_ERROR_NOT_SUPPORTED. An
+/// alignment that is not a power of two: RMM_ERROR_INVALID_ARGUMENT. Free the memory with
+/// `rmmResourceDeallocateAligned` and the same alignment (or `rmmFree`).
+#[no_mangle]
+pub extern "C" fn rmmResourceAllocateAligned(
+    resource: rmmResource_t,
+    ptr: *mut *mut c_void,
+    bytes: usize,
+    alignment: usize,
+    stream: cudaStream_t,
+) -> rmmError_t {
+    boundary("rmmResourceAllocateAligned", || {
+        non_null(ptr, "ptr")?;
+        let alignment = valid_alignment(alignment)?;
+        let address =
+            handles::with(resource, |stack| records::allocate_aligned(stack.stack(), bytes, alignment, stream_of(stream), Holder::Caller))?;
+        write_out(ptr, "ptr", address as *mut c_void)
+    })
+}
+
+/// `rmmResourceDeallocate` of memory from `rmmResourceAllocateAligned`, with its alignment,
+/// which goes on to the resources as the allocation's did.
+#[no_mangle]
+pub extern "C" fn rmmResourceDeallocateAligned(
+    resource: rmmResource_t,
+    ptr: *mut c_void,
+    bytes: usize,
+    alignment: usize,
+    stream: cudaStream_t,
+) -> rmmError_t {
+    boundary("rmmResourceDeallocateAligned", || {
+        let alignment = valid_alignment(alignment)?;
+        handles::with(resource, |stack| {
+            let expected = Expected { stack: Some(stack), size: Some(bytes), holder: Holder::Caller };
+            records::free_aligned(ptr as usize, alignment, stream_of(stream), expected)
+        })
+    })
+}
+
+fn valid_alignment(alignment: usize) -> crate::error::Result<usize> {
+    if !alignment.is_power_of_two() {
+        return Err(Error::invalid(format!("alignment {alignment} is not a power of two")));
+    }
+    Ok(alignment)
 }
 
 /// Writes the device whose memory `resource` hands out to `*device`.

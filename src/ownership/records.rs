@@ -14,7 +14,7 @@
 use super::stack::{Stack, SHARD_WORDS};
 use crate::error::{Error, Result};
 use crate::platform::{backend, Stream};
-use crate::resources::{callback, MemoryResource};
+use crate::resources::{callback, MemoryResource, ALIGNMENT};
 use crate::sync::biased_lock::BiasedLock;
 use rmm_suballoc::address_map::{window_shard_of, AddressMap, RECORD_WINDOW_BITS};
 use std::sync::Arc;
@@ -158,10 +158,16 @@ impl Expected<'_> {
 /// (0) and record nothing.
 #[inline(always)]
 pub fn allocate(stack: &Arc<Stack>, bytes: usize, stream: Stream, holder: Holder) -> Result<usize> {
+    allocate_aligned(stack, bytes, ALIGNMENT, stream, holder)
+}
+
+/// `allocate` at a multiple of `alignment` (a power of two).
+#[inline(always)]
+pub fn allocate_aligned(stack: &Arc<Stack>, bytes: usize, alignment: usize, stream: Stream, holder: Holder) -> Result<usize> {
     if bytes == 0 {
         return Ok(0);
     }
-    let ptr = stack.allocate(bytes, stream)?;
+    let ptr = stack.allocate_aligned(bytes, alignment, stream)?;
     if callback::running_on_this_thread() {
         return Ok(ptr);
     }
@@ -187,11 +193,17 @@ pub fn allocate(stack: &Arc<Stack>, bytes: usize, stream: Stream, holder: Holder
 /// nothing. A resource that fails to free leaves the record in place.
 #[inline(always)]
 pub fn free(ptr: usize, stream: Stream, expected: Expected) -> Result<()> {
+    free_aligned(ptr, ALIGNMENT, stream, expected)
+}
+
+/// `free` of what `allocate_aligned` returned with `alignment`, which goes on to the resources.
+#[inline(always)]
+pub fn free_aligned(ptr: usize, alignment: usize, stream: Stream, expected: Expected) -> Result<()> {
     if ptr == 0 {
         return Ok(());
     }
     if callback::freeing_on_this_thread() {
-        return free_in_callback(ptr, stream, expected);
+        return free_in_callback(ptr, alignment, stream, expected);
     }
     let index = shard_index(ptr);
     let mut guard = RECORDS[index].0.lock();
@@ -200,7 +212,7 @@ pub fn free(ptr: usize, stream: Stream, expected: Expected) -> Result<()> {
         drop(guard);
         return match callback::running_on_this_thread() {
             // An allocate callback giving back what it (or another) took from rmm-rs.
-            true => free_in_callback(ptr, stream, expected),
+            true => free_in_callback(ptr, alignment, stream, expected),
             false => Err(not_handed_out(ptr, expected)),
         };
     };
@@ -212,7 +224,7 @@ pub fn free(ptr: usize, stream: Stream, expected: Expected) -> Result<()> {
         return Err(mismatch(ptr, record.size, record.holder, &entry.stack, expected));
     }
     let stream = backend()?.stream_on_device(entry.stack.device(), stream)?;
-    entry.stack.deallocate(ptr, record.size, stream)?;
+    entry.stack.deallocate_aligned(ptr, record.size, alignment, stream)?;
     // The record goes only once the memory is back: a refused free leaves it in place.
     let unused = match entry.forget_one() {
         true => shard.take_entry(record.entry, index),
@@ -230,11 +242,11 @@ pub fn free(ptr: usize, stream: Stream, expected: Expected) -> Result<()> {
 /// without a record lookup: the free that called the function may hold the record shard of
 /// this very address (an allocate function's frees are looked up first).
 #[cold]
-fn free_in_callback(ptr: usize, stream: Stream, expected: Expected) -> Result<()> {
+fn free_in_callback(ptr: usize, alignment: usize, stream: Stream, expected: Expected) -> Result<()> {
     match (expected.stack, expected.size) {
         (Some(stack), Some(size)) => {
             let stream = backend()?.stream_on_device(stack.device(), stream)?;
-            stack.deallocate(ptr, size, stream)
+            stack.deallocate_aligned(ptr, size, alignment, stream)
         }
         _ => Err(Error::invalid(format!(
             "{ptr:#x}: inside a callback resource's function, give memory back with rmmResourceDeallocate (its resource and size)"

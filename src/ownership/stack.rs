@@ -49,6 +49,18 @@ impl Stack {
         self.top.allocate(bytes, stream)
     }
 
+    /// Allocates from the top of the stack at a multiple of `alignment`.
+    #[inline(always)]
+    pub fn allocate_aligned(&self, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
+        self.top.allocate_aligned(bytes, alignment, stream)
+    }
+
+    /// Frees what `allocate_aligned` returned through the top of the stack.
+    #[inline(always)]
+    pub fn deallocate_aligned(&self, ptr: usize, bytes: usize, alignment: usize, stream: Stream) -> Result<()> {
+        self.top.deallocate_aligned(ptr, bytes, alignment, stream)
+    }
+
     /// Frees through the top of the stack.
     #[inline(always)]
     pub fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {

@@ -7,10 +7,10 @@ use crate::error::{Error, Result};
 use crate::platform::{backend, streams, Stream};
 use std::cell::Cell;
 
-/// `bytes, stream -> address` (None: the allocator had no memory for it).
-pub type AllocateFn = Box<dyn Fn(usize, Stream) -> Option<usize> + Send + Sync>;
-/// `address, bytes, stream`: gives back what `AllocateFn` handed out.
-pub type DeallocateFn = Box<dyn Fn(usize, usize, Stream) + Send + Sync>;
+/// `bytes, alignment, stream -> address` (None: the allocator had no memory for it).
+pub type AllocateFn = Box<dyn Fn(usize, usize, Stream) -> Option<usize> + Send + Sync>;
+/// `address, bytes, alignment, stream`: gives back what `AllocateFn` handed out.
+pub type DeallocateFn = Box<dyn Fn(usize, usize, usize, Stream) + Send + Sync>;
 
 thread_local! {
     /// How deep this thread is in allocate and deallocate callbacks.
@@ -59,9 +59,14 @@ fn calling_user<T>(freeing: bool, function: impl FnOnce() -> T) -> T {
 pub type ReleaseFn = Box<dyn FnOnce() + Send + Sync>;
 
 /// A resource whose memory comes from the caller's functions (see the module comment); it
-/// counts what they hand out, and checks nothing about the memory itself.
+/// counts what they hand out, and checks nothing about the memory itself: the suballocators
+/// check the alignment of what they carve (`check_chunk_alignment`), and an address handed
+/// straight through is the functions' promise, as in RAPIDS RMM.
 pub struct CallbackResource {
     device: i32,
+    /// Whether the functions take an alignment (`rmmCallbackResourceCreateAligned`); others
+    /// are asked for `ALIGNMENT` only.
+    takes_alignment: bool,
     allocate: AllocateFn,
     deallocate: DeallocateFn,
     release: Option<ReleaseFn>,
@@ -71,14 +76,37 @@ pub struct CallbackResource {
 impl CallbackResource {
     /// Memory of `device` from `allocate`, given back through `deallocate`; `release` runs when
     /// the resource goes.
-    pub fn new(device: i32, allocate: AllocateFn, deallocate: DeallocateFn, release: Option<ReleaseFn>) -> Result<Self> {
+    /// the resource goes. `takes_alignment`: the functions honour an alignment past
+    /// `ALIGNMENT`.
+    pub fn new(
+        device: i32,
+        takes_alignment: bool,
+        allocate: AllocateFn,
+        deallocate: DeallocateFn,
+        release: Option<ReleaseFn>,
+    ) -> Result<Self> {
         backend()?.check_device(device)?;
-        Ok(CallbackResource { device, allocate, deallocate, release, live: LiveBytes::default() })
+        Ok(CallbackResource { device, takes_alignment, allocate, deallocate, release, live: LiveBytes::default() })
     }
 
     /// Drops the release function unrun (creation failed: what it would free is the caller's).
     pub fn forget_release(&mut self) {
         self.release = None;
+    }
+}
+
+impl CallbackResource {
+    fn allocate_at(&self, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
+        super::require_nonzero(bytes, self.name())?;
+        // The functions get the stream as it is; one that is not live is refused before them,
+        // as by every other resource (`streams::check_live`).
+        streams::check_live(stream)?;
+        let ptr = caches::retry_after_releasing(self.device, || {
+            calling_user(false, || (self.allocate)(bytes, alignment, stream))
+                .ok_or_else(|| Error::out_of_memory(bytes, "the allocate callback returned NULL"))
+        })?;
+        self.live.add(bytes);
+        Ok(ptr)
     }
 }
 
@@ -92,27 +120,22 @@ impl Drop for CallbackResource {
 
 impl MemoryResource for CallbackResource {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
-        super::require_nonzero(bytes, self.name())?;
-        // The functions get the stream as it is; one that is not live is refused before them,
-        // as by every other resource (`streams::check_live`).
-        streams::check_live(stream)?;
-        let ptr = caches::retry_after_releasing(self.device, || {
-            calling_user(false, || (self.allocate)(bytes, stream))
-                .ok_or_else(|| Error::out_of_memory(bytes, "the allocate callback returned NULL"))
-        })?;
-        if ptr % ALIGNMENT != 0 {
-            // Suballocators carve blocks of this alignment out of what upstream hands them.
-            calling_user(true, || (self.deallocate)(ptr, bytes, stream));
-            return Err(Error::invalid(format!(
-                "the allocate callback returned {ptr:#x}, which is not {ALIGNMENT}-byte aligned (given back to the deallocate callback)"
-            )));
-        }
-        self.live.add(bytes);
-        Ok(ptr)
+        self.allocate_at(bytes, ALIGNMENT, stream)
     }
 
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
-        calling_user(true, || (self.deallocate)(ptr, bytes, stream));
+        self.deallocate_aligned(ptr, bytes, ALIGNMENT, stream)
+    }
+
+    fn allocate_aligned(&self, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
+        if alignment > ALIGNMENT && !self.takes_alignment {
+            return Err(super::alignment_not_supported(self.name(), alignment));
+        }
+        self.allocate_at(bytes, alignment.max(ALIGNMENT), stream)
+    }
+
+    fn deallocate_aligned(&self, ptr: usize, bytes: usize, alignment: usize, stream: Stream) -> Result<()> {
+        calling_user(true, || (self.deallocate)(ptr, bytes, alignment.max(ALIGNMENT), stream));
         self.live.remove(bytes);
         Ok(())
     }

@@ -16,7 +16,7 @@
 //! See docs/src/expandable.md.
 
 use super::stream_ordered::{Core, Growth, MappedGrowth, PageMapper};
-use super::{MemoryResource, PoolResource};
+use super::{MemoryResource, PoolResource, ALIGNMENT};
 use crate::error::{Error, Result};
 use crate::platform::ipc::Ticket;
 use crate::platform::{backend, PhysicalMemory, Stream};
@@ -355,6 +355,13 @@ impl MemoryResource for ExpandableResource {
             return Ok(());
         }
         self.part_of(ptr).core.deallocate(ptr, Some(bytes), stream)
+    }
+
+    fn allocate_aligned(&self, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
+        if alignment <= ALIGNMENT {
+            return self.allocate(bytes, stream);
+        }
+        ExpandableResource::allocate_aligned(self, bytes, alignment, stream)
     }
 
     fn device(&self) -> i32 {

@@ -39,6 +39,20 @@ pub trait MemoryResource: std::any::Any + Send + Sync + 'static {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize>;
     /// Returns `ptr` to the resource once work already enqueued on `stream` is done with it.
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()>;
+    /// `allocate` at a multiple of `alignment` (a power of two). Every resource gives
+    /// `ALIGNMENT`; one that cannot place larger alignments refuses them (`NotSupported`),
+    /// and adaptors pass the alignment on to their upstream.
+    fn allocate_aligned(&self, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
+        if alignment <= ALIGNMENT {
+            return self.allocate(bytes, stream);
+        }
+        Err(alignment_not_supported(self.name(), alignment))
+    }
+    /// `deallocate` of what `allocate_aligned` returned, with the same `bytes` and `alignment`.
+    fn deallocate_aligned(&self, ptr: usize, bytes: usize, alignment: usize, stream: Stream) -> Result<()> {
+        let _ = alignment;
+        self.deallocate(ptr, bytes, stream)
+    }
     /// The device whose memory the resource hands out (pinned host memory: the device whose
     /// context allocates it).
     fn device(&self) -> i32;
@@ -148,6 +162,14 @@ pub fn reaches(from: &dyn MemoryResource, target: *const ()) -> bool {
     let mut found = false;
     from.for_each_upstream(&mut |upstream| found = found || reaches(upstream, target));
     found
+}
+
+/// A resource asked for an alignment past what it places (see `allocate_aligned`).
+#[cold]
+pub(crate) fn alignment_not_supported(resource: &str, alignment: usize) -> crate::error::Error {
+    crate::error::Error::NotSupported(format!(
+        "the {resource} resource aligns to {ALIGNMENT} bytes, not {alignment} (an aligned adaptor, a pool or an expandable resource can)"
+    ))
 }
 
 /// Rejects a zero-byte request that reached a resource directly.

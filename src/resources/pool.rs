@@ -3,7 +3,7 @@
 //! chunks back (`release`), which RMM's pool cannot.
 
 use super::stream_ordered::{Core, Growth, StreamOrdered, Usage};
-use super::MemoryResource;
+use super::{MemoryResource, ALIGNMENT};
 use crate::error::Result;
 use crate::platform::Stream;
 use rmm_suballoc::tlsf::Tlsf;
@@ -72,6 +72,13 @@ impl MemoryResource for PoolResource {
     #[inline]
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
         self.core.deallocate(ptr, Some(bytes), stream)
+    }
+
+    fn allocate_aligned(&self, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
+        if alignment <= ALIGNMENT {
+            return self.core.allocate(bytes, stream);
+        }
+        self.core.allocate_aligned(bytes, alignment, stream)
     }
 
     fn name(&self) -> &'static str {

@@ -16,8 +16,9 @@ namespace mr {
 /// Called with the bytes that could not be allocated and the adaptor's `arg`; true: retry.
 using failure_callback_t = std::function<bool(std::size_t, void *)>;
 
-/// `ExceptionType` is RAPIDS' template parameter; rmm-rs calls the callback on out of memory
-/// (rmm::out_of_memory), the failure RAPIDS' default catches.
+/// `ExceptionType`: the failures the callback is called for, as in RAPIDS RMM: what a C++
+/// upstream threw when it is one, rmm::out_of_memory when rmm-rs ran out of memory. Other
+/// failures reach the caller without a call.
 template <typename ExceptionType = rmm::out_of_memory>
 class failure_callback_resource_adaptor : public rmm_rs_resource {
  public:
@@ -48,9 +49,23 @@ class failure_callback_resource_adaptor : public rmm_rs_resource {
 
   // No exception may unwind into rmm-rs: one from the callback ends the retries.
   static bool call(std::size_t bytes, void *self) {
+    if (!catches_failure()) return false;
     try {
       auto *callback = static_cast<state *>(self);
       return callback->callback(bytes, callback->arg);
+    } catch (...) {
+      return false;
+    }
+  }
+
+  // Whether the failure is an ExceptionType: the upstream's exception waiting to be rethrown
+  // (it stays pending for the caller), or rmm-rs's own out of memory.
+  static bool catches_failure() noexcept {
+    try {
+      if (auto const &pending = detail::pending_upstream_exception()) std::rethrow_exception(pending);
+      throw rmm::out_of_memory("rmm-rs ran out of memory");
+    } catch (ExceptionType const &) {
+      return true;
     } catch (...) {
       return false;
     }

@@ -1,6 +1,6 @@
 //! Aligned (RMM's `aligned_resource_adaptor`): allocations of at least `threshold` bytes get
-//! `alignment` (a power of two from 256 bytes, which every block has anyway, to 1 GiB);
-//! smaller ones pass through. Over a pool or the expandable resource, the pool's index places
+//! `alignment` (a power of two up to 1 GiB; below 256 bytes, which every block has anyway, it
+//! is 256); smaller ones pass through. Over a pool or the expandable resource, the pool's index places
 //! the block at an aligned address itself (what lies before it stays free), so the block is
 //! the pool's own, freed as any other, and nothing is padded or recorded. Over any other
 //! resource the adaptor over-allocates by the alignment, as RMM does, and hands out the
@@ -32,16 +32,18 @@ pub struct AlignedAdaptor {
 
 impl AlignedAdaptor {
     /// An adaptor over `upstream` that aligns allocations of `threshold` bytes or more to
-    /// `alignment`, a power of two from 256 bytes to 1 GiB (anything else is `InvalidArgument`).
+    /// `alignment`, a power of two up to 1 GiB (anything else is `InvalidArgument`; below 256
+    /// it is 256, as RAPIDS RMM bumps it).
     /// Over a pool or the expandable resource nothing is recorded; over any other resource each
     /// aligned block is.
     pub fn new(upstream: Arc<dyn MemoryResource>, alignment: usize, threshold: usize) -> Result<Arc<Self>> {
-        if !alignment.is_power_of_two() || !(ALIGNMENT..=MAX_ALIGNMENT).contains(&alignment) {
+        if !alignment.is_power_of_two() || alignment > MAX_ALIGNMENT {
             return Err(Error::invalid(format!(
-                "alignment {alignment} must be a power of two from {ALIGNMENT} bytes to {}",
+                "alignment {alignment} must be a power of two of at most {}",
                 crate::units::exact(MAX_ALIGNMENT)
             )));
         }
+        let alignment = alignment.max(ALIGNMENT);
         let upstream = Upstream::new(upstream);
         let shifted = (!upstream.aligns()).then(BlockRecords::new);
         Ok(Arc::new(AlignedAdaptor { upstream, alignment, threshold, shifted }))
@@ -49,6 +51,19 @@ impl AlignedAdaptor {
 
     fn passes_through(&self, bytes: usize) -> bool {
         self.alignment == ALIGNMENT || bytes < self.threshold
+    }
+
+    /// What is taken from an upstream that does not align, for `bytes`: the request rounded to
+    /// 256 as every block is, and room to shift it to the alignment (RAPIDS RMM's sizes, so
+    /// that an upstream sees the same requests).
+    fn upstream_size(&self, bytes: usize) -> Option<usize> {
+        bytes.checked_next_multiple_of(ALIGNMENT)?.checked_add(self.alignment - ALIGNMENT)
+    }
+
+    /// Whether the adaptor's own alignment covers `alignment` for `bytes`; otherwise the
+    /// request goes to the upstream with its alignment.
+    fn covers(&self, bytes: usize, alignment: usize) -> bool {
+        alignment <= ALIGNMENT || (alignment <= self.alignment && !self.passes_through(bytes))
     }
 }
 
@@ -60,9 +75,16 @@ impl MemoryResource for AlignedAdaptor {
         let Some(shifted) = &self.shifted else {
             return self.upstream.allocate_aligned(bytes, self.alignment, stream);
         };
-        let size =
-            bytes.checked_add(self.alignment - ALIGNMENT).ok_or_else(|| Error::out_of_memory(bytes, "larger than the address space"))?;
+        let size = self.upstream_size(bytes).ok_or_else(|| Error::out_of_memory(bytes, "larger than the address space"))?;
         let base = self.upstream.allocate(size, stream)?;
+        if base % ALIGNMENT != 0 {
+            // Shifting from there could run past the block's end.
+            let _ = self.upstream.deallocate(base, size, stream);
+            return Err(Error::invalid(format!(
+                "the {} upstream returned {base:#x}, not {ALIGNMENT}-byte aligned (given back)",
+                self.upstream.name()
+            )));
+        }
         let aligned = base.next_multiple_of(self.alignment);
         shifted.lock(aligned).insert(aligned, (base, size));
         Ok(aligned)
@@ -83,10 +105,10 @@ impl MemoryResource for AlignedAdaptor {
                 }
                 return Err(Error::invalid(format!("{ptr:#x} is not a live allocation of this aligned adaptor")));
             };
-            if bytes.checked_add(self.alignment - ALIGNMENT) != Some(size) {
+            if self.upstream_size(bytes) != Some(size) {
                 let asked = size - (self.alignment - ALIGNMENT);
                 return Err(Error::invalid(format!(
-                    "{ptr:#x} was allocated for {asked} bytes by this aligned adaptor; {bytes} were given"
+                    "{ptr:#x} was allocated for {asked} bytes (rounded to {ALIGNMENT}) by this aligned adaptor; {bytes} were given"
                 )));
             }
             records.remove_slot(slot);
@@ -95,6 +117,20 @@ impl MemoryResource for AlignedAdaptor {
         self.upstream.deallocate(base, size, stream).inspect_err(|_| {
             shifted.lock(ptr).insert(ptr, (base, size));
         })
+    }
+
+    fn allocate_aligned(&self, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
+        match self.covers(bytes, alignment) {
+            true => self.allocate(bytes, stream),
+            false => self.upstream.allocate_aligned(bytes, alignment, stream),
+        }
+    }
+
+    fn deallocate_aligned(&self, ptr: usize, bytes: usize, alignment: usize, stream: Stream) -> Result<()> {
+        match self.covers(bytes, alignment) {
+            true => self.deallocate(ptr, bytes, stream),
+            false => self.upstream.deallocate_aligned(ptr, bytes, alignment, stream),
+        }
     }
 
     fn device(&self) -> i32 {

@@ -5,7 +5,7 @@
 use super::Upstream;
 use crate::error::Result;
 use crate::platform::Stream;
-use crate::resources::MemoryResource;
+use crate::resources::{MemoryResource, ALIGNMENT};
 use std::sync::Arc;
 
 /// Returns true to have the allocation tried again.
@@ -28,8 +28,13 @@ impl FailureCallbackAdaptor {
 
 impl MemoryResource for FailureCallbackAdaptor {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
+        self.allocate_aligned(bytes, ALIGNMENT, stream)
+    }
+
+    #[inline]
+    fn allocate_aligned(&self, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
         loop {
-            match self.upstream.allocate(bytes, stream) {
+            match self.upstream.allocate_aligned(bytes, alignment, stream) {
                 Err(e) if e.is_out_of_memory() && (self.callback)(bytes) => continue,
                 result => return result,
             }
@@ -37,7 +42,12 @@ impl MemoryResource for FailureCallbackAdaptor {
     }
 
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
-        self.upstream.deallocate(ptr, bytes, stream)
+        self.deallocate_aligned(ptr, bytes, ALIGNMENT, stream)
+    }
+
+    #[inline]
+    fn deallocate_aligned(&self, ptr: usize, bytes: usize, alignment: usize, stream: Stream) -> Result<()> {
+        self.upstream.deallocate_aligned(ptr, bytes, alignment, stream)
     }
 
     fn name(&self) -> &'static str {

@@ -140,6 +140,11 @@ impl LimitingAdaptor {
 
 impl MemoryResource for LimitingAdaptor {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
+        self.allocate_aligned(bytes, ALIGNMENT, stream)
+    }
+
+    #[inline]
+    fn allocate_aligned(&self, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
         let size = counted(bytes);
         if let Err(before) = self.spend(size) {
             return Err(Error::out_of_memory(
@@ -152,11 +157,16 @@ impl MemoryResource for LimitingAdaptor {
                 ),
             ));
         }
-        self.upstream.allocate(bytes, stream).inspect_err(|_| self.give_back(size))
+        self.upstream.allocate_aligned(bytes, alignment, stream).inspect_err(|_| self.give_back(size))
     }
 
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
-        self.upstream.deallocate(ptr, bytes, stream)?;
+        self.deallocate_aligned(ptr, bytes, ALIGNMENT, stream)
+    }
+
+    #[inline]
+    fn deallocate_aligned(&self, ptr: usize, bytes: usize, alignment: usize, stream: Stream) -> Result<()> {
+        self.upstream.deallocate_aligned(ptr, bytes, alignment, stream)?;
         self.give_back(counted(bytes));
         Ok(())
     }

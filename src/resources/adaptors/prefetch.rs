@@ -7,7 +7,7 @@
 use super::Upstream;
 use crate::error::{ErrorKind, Result};
 use crate::platform::{backend, Stream};
-use crate::resources::MemoryResource;
+use crate::resources::{MemoryResource, ALIGNMENT};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -29,7 +29,12 @@ impl PrefetchAdaptor {
 
 impl MemoryResource for PrefetchAdaptor {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
-        let ptr = self.upstream.allocate(bytes, stream)?;
+        self.allocate_aligned(bytes, ALIGNMENT, stream)
+    }
+
+    #[inline]
+    fn allocate_aligned(&self, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
+        let ptr = self.upstream.allocate_aligned(bytes, alignment, stream)?;
         if self.not_managed.load(Ordering::Relaxed) {
             return Ok(ptr);
         }
@@ -41,14 +46,19 @@ impl MemoryResource for PrefetchAdaptor {
                 Ok(ptr)
             }
             Err(e) => {
-                let _ = self.upstream.deallocate(ptr, bytes, stream);
+                let _ = self.upstream.deallocate_aligned(ptr, bytes, alignment, stream);
                 Err(e)
             }
         }
     }
 
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
-        self.upstream.deallocate(ptr, bytes, stream)
+        self.deallocate_aligned(ptr, bytes, ALIGNMENT, stream)
+    }
+
+    #[inline]
+    fn deallocate_aligned(&self, ptr: usize, bytes: usize, alignment: usize, stream: Stream) -> Result<()> {
+        self.upstream.deallocate_aligned(ptr, bytes, alignment, stream)
     }
 
     fn name(&self) -> &'static str {

@@ -30,7 +30,7 @@ use super::shards::{self, Shard, Shards};
 use super::Upstream;
 use crate::error::{Error, Result};
 use crate::platform::Stream;
-use crate::resources::MemoryResource;
+use crate::resources::{MemoryResource, ALIGNMENT};
 use crate::sync::bias::{thread_key, thread_running, Bias};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
@@ -438,7 +438,12 @@ impl StatisticsAdaptor {
 
 impl MemoryResource for StatisticsAdaptor {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
-        let ptr = self.upstream.allocate(bytes, stream)?;
+        self.allocate_aligned(bytes, ALIGNMENT, stream)
+    }
+
+    #[inline]
+    fn allocate_aligned(&self, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
+        let ptr = self.upstream.allocate_aligned(bytes, alignment, stream)?;
         if let Some(_inside) = self.bias.enter() {
             self.count_owned(bytes as i64, 1);
             return Ok(ptr);
@@ -448,7 +453,12 @@ impl MemoryResource for StatisticsAdaptor {
     }
 
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
-        self.upstream.deallocate(ptr, bytes, stream)?;
+        self.deallocate_aligned(ptr, bytes, ALIGNMENT, stream)
+    }
+
+    #[inline]
+    fn deallocate_aligned(&self, ptr: usize, bytes: usize, alignment: usize, stream: Stream) -> Result<()> {
+        self.upstream.deallocate_aligned(ptr, bytes, alignment, stream)?;
         if let Some(_inside) = self.bias.enter() {
             add(&self.owned.current_bytes, -(bytes as i64));
             add(&self.owned.current_count, -1);

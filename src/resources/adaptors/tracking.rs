@@ -10,7 +10,7 @@ use super::block_records::BlockRecords;
 use super::Upstream;
 use crate::error::Result;
 use crate::platform::Stream;
-use crate::resources::MemoryResource;
+use crate::resources::{MemoryResource, ALIGNMENT};
 use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::fmt::Write;
@@ -216,7 +216,12 @@ impl Drop for TrackingAdaptor {
 
 impl MemoryResource for TrackingAdaptor {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
-        let ptr = self.upstream.allocate(bytes, stream)?;
+        self.allocate_aligned(bytes, ALIGNMENT, stream)
+    }
+
+    #[inline]
+    fn allocate_aligned(&self, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
+        let ptr = self.upstream.allocate_aligned(bytes, alignment, stream)?;
         let (file, line) = call_site();
         let backtrace = self.capture_stacks.then(backtrace);
         let thread = NonZeroU32::new(crate::platform::os_thread_id() as u32).unwrap_or(NonZeroU32::MAX);
@@ -226,7 +231,12 @@ impl MemoryResource for TrackingAdaptor {
     }
 
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
-        self.upstream.deallocate(ptr, bytes, stream)?;
+        self.deallocate_aligned(ptr, bytes, ALIGNMENT, stream)
+    }
+
+    #[inline]
+    fn deallocate_aligned(&self, ptr: usize, bytes: usize, alignment: usize, stream: Stream) -> Result<()> {
+        self.upstream.deallocate_aligned(ptr, bytes, alignment, stream)?;
         self.live.lock(ptr).remove(&ptr);
         Ok(())
     }

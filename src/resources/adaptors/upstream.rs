@@ -55,21 +55,31 @@ impl Upstream {
         }
     }
 
-    /// Whether `allocate_aligned` places aligned blocks itself.
+    /// Whether `allocate_aligned` places aligned blocks itself (a pool or an expandable
+    /// resource); any other upstream is asked through `MemoryResource::allocate_aligned`.
     pub fn aligns(&self) -> bool {
         !matches!(self, Upstream::Other(_))
     }
 
-    /// `allocate` at a multiple of `alignment`, where the upstream `aligns`; an error where it
-    /// does not (never a block that is not aligned).
+    /// `allocate` at a multiple of `alignment`; `ALIGNMENT` or less is `allocate` itself.
     #[inline(always)]
     pub fn allocate_aligned(&self, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
+        if alignment <= crate::resources::ALIGNMENT {
+            return self.allocate(bytes, stream);
+        }
         match self {
             Upstream::Pool { core, .. } => core.allocate_aligned(bytes, alignment, stream),
             Upstream::Expandable(expandable) => expandable.allocate_aligned(bytes, alignment, stream),
-            Upstream::Other(other) => {
-                Err(crate::error::Error::Internal(format!("the {} resource does not place aligned blocks", other.name())))
-            }
+            Upstream::Other(other) => other.allocate_aligned(bytes, alignment, stream),
+        }
+    }
+
+    /// Frees what `allocate_aligned` returned, with the same `bytes` and `alignment`.
+    #[inline(always)]
+    pub fn deallocate_aligned(&self, ptr: usize, bytes: usize, alignment: usize, stream: Stream) -> Result<()> {
+        match self {
+            Upstream::Other(other) if alignment > crate::resources::ALIGNMENT => other.deallocate_aligned(ptr, bytes, alignment, stream),
+            _ => self.deallocate(ptr, bytes, stream),
         }
     }
 

@@ -268,7 +268,11 @@ impl<I: BlockIndex> Core<I> {
         let base = self.upstream.allocate(size, stream)?;
         if base % GRANULE != 0 {
             let _ = self.upstream.deallocate(base, size, stream);
-            return Err(Error::Internal(format!("upstream {} returned {base:#x}, not {GRANULE}-byte aligned", self.upstream.name())));
+            // A callback resource hands out what its function returns; carving blocks needs more.
+            return Err(Error::invalid(format!(
+                "the {} upstream returned a chunk at {base:#x}, not {GRANULE}-byte aligned (given back)",
+                self.upstream.name()
+            )));
         }
         self.note_reserved(size);
         self.owners.write().insert(base, (size, state.clone()));

@@ -19,6 +19,7 @@
 #include "../../cuda_stream_view.hpp"
 #include "../../resource_ref.hpp"
 
+#include <exception>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -35,6 +36,20 @@ namespace detail {
 using any_device_resource = cuda::mr::any_resource<cuda::mr::device_accessible>;
 
 class upstream_binding;
+
+/// The exception a C++ upstream threw inside rmm-rs on this thread, not yet rethrown. rmm-rs
+/// sees a failed allocation (NULL) and unwinds nothing; the allocate() of the rmm-rs resource
+/// that called in then rethrows it, so the caller catches what the upstream threw
+/// (rmm::bad_alloc, rmm::out_of_memory, its own type), as with RAPIDS' resources.
+inline std::exception_ptr &pending_upstream_exception() noexcept {
+  thread_local std::exception_ptr pending;
+  return pending;
+}
+
+/// Takes the pending upstream exception (none: a null pointer).
+inline std::exception_ptr take_pending_upstream_exception() noexcept {
+  return std::exchange(pending_upstream_exception(), nullptr);
+}
 
 // A resource that the C API reaches: an rmm-rs handle, its upstream, and C++ objects it calls
 // into.
@@ -85,19 +100,23 @@ class upstream_binding {
   explicit upstream_binding(any_device_resource resource)
       : resource_(std::make_shared<any_device_resource>(std::move(resource))) {}
 
-  // The C callbacks of a foreign upstream. They must not unwind into rmm-rs: an exception
-  // from the upstream's allocate is out of memory to rmm-rs (NULL), which then releases what
-  // the device's suballocators keep free and retries before it reports
-  // RMM_ERROR_OUT_OF_MEMORY.
-  static void *allocate_callback(std::size_t bytes, cudaStream_t stream, void *user) noexcept {
+  // The C callbacks of a foreign upstream, given the alignment each request asks for. They
+  // must not unwind into rmm-rs: an exception from the upstream's allocate is out of memory to
+  // rmm-rs (NULL), which releases what the device's suballocators keep free and retries before
+  // it fails; the exception itself waits in pending_upstream_exception() for the caller.
+  static void *allocate_callback(std::size_t bytes, std::size_t alignment, cudaStream_t stream, void *user) noexcept {
     try {
-      return (*static_cast<callee *>(user))->allocate(cuda::stream_ref{stream}, bytes, CUDA_ALLOCATION_ALIGNMENT);
+      void *ptr = (*static_cast<callee *>(user))->allocate(cuda::stream_ref{stream}, bytes, alignment);
+      pending_upstream_exception() = nullptr;  // a retry that succeeded
+      return ptr;
     } catch (...) {
+      pending_upstream_exception() = std::current_exception();
       return nullptr;
     }
   }
-  static void deallocate_callback(void *ptr, std::size_t bytes, cudaStream_t stream, void *user) noexcept {
-    (*static_cast<callee *>(user))->deallocate(cuda::stream_ref{stream}, ptr, bytes, CUDA_ALLOCATION_ALIGNMENT);
+  static void deallocate_callback(void *ptr, std::size_t bytes, std::size_t alignment, cudaStream_t stream,
+                                  void *user) noexcept {
+    (*static_cast<callee *>(user))->deallocate(cuda::stream_ref{stream}, ptr, bytes, alignment);
   }
   static void release_callback(void *user) noexcept { delete static_cast<callee *>(user); }
 
@@ -121,8 +140,10 @@ using if_device_resource =
 /// from it; `rmm_rs_resource(handle)` adopts a handle that the C API made (the object then owns
 /// that reference), so resources built in C can be used from this layer too.
 ///
-/// Alignment: every allocation is aligned to 256 bytes; a larger alignment asked of
-/// allocate() is rmm::bad_alloc (use aligned_resource_adaptor). Equality: two objects are
+/// Alignment: every allocation is aligned to 256 bytes. A larger alignment asked of allocate()
+/// goes down the stack (rmmResourceAllocateAligned): pools, expandable resources and aligned
+/// adaptors place it, adaptors pass it on, a C++ upstream gets it; any other resource refuses
+/// it with rmm::bad_alloc, as RAPIDS' cuda_memory_resource does. Equality: two objects are
 /// equal when they share one rmm-rs resource, and only then may one free the other's memory.
 class rmm_rs_resource {
  public:
@@ -142,15 +163,26 @@ class rmm_rs_resource {
                  std::size_t alignment = CUDA_ALLOCATION_ALIGNMENT) const {
     check_alignment(alignment);
     void *ptr = nullptr;
-    check_alloc(rmmResourceAllocate(handle(), &ptr, bytes, stream.get()), "rmmResourceAllocate");
+    rmmError_t const status = alignment <= CUDA_ALLOCATION_ALIGNMENT
+                                  ? rmmResourceAllocate(handle(), &ptr, bytes, stream.get())
+                                  : rmmResourceAllocateAligned(handle(), &ptr, bytes, alignment, stream.get());
+    if (status != RMM_SUCCESS) {
+      if (auto thrown = detail::take_pending_upstream_exception()) std::rethrow_exception(thrown);
+      // An alignment no resource of the stack places: RAPIDS' resources throw bad_alloc.
+      if (status == RMM_ERROR_NOT_SUPPORTED) throw bad_alloc(status, rmm::detail::describe(status, "rmmResourceAllocateAligned"));
+      check_alloc(status, "rmmResourceAllocate");
+    }
     return ptr;
   }
   /// A pointer this resource did not hand out, or the wrong size, is refused with nothing freed
   /// (rmmGetLastErrorMessage() says why): a deallocation cannot throw.
   void deallocate(cuda::stream_ref stream, void *ptr, std::size_t bytes,
                   std::size_t alignment = CUDA_ALLOCATION_ALIGNMENT) const noexcept {
-    (void)alignment;
-    (void)rmmResourceDeallocate(handle(), ptr, bytes, stream.get());
+    if (alignment <= CUDA_ALLOCATION_ALIGNMENT) {
+      (void)rmmResourceDeallocate(handle(), ptr, bytes, stream.get());
+    } else {
+      (void)rmmResourceDeallocateAligned(handle(), ptr, bytes, alignment, stream.get());
+    }
   }
   /// Memory usable at once from any stream: allocated in the order of the legacy default
   /// stream, which is then synchronized.
@@ -237,9 +269,8 @@ class rmm_rs_resource {
   }
 
   static void check_alignment(std::size_t alignment) {
-    if (!is_supported_alignment(alignment) || alignment > CUDA_ALLOCATION_ALIGNMENT) {
-      throw bad_alloc("rmm-rs resources align to 256 bytes; alignment " + std::to_string(alignment) +
-                      " needs an aligned_resource_adaptor");
+    if (!is_supported_alignment(alignment)) {
+      throw bad_alloc("alignment " + std::to_string(alignment) + " is not a power of two");
     }
   }
 
@@ -256,11 +287,11 @@ std::shared_ptr<upstream_binding> upstream_binding::of(Resource const &upstream,
   } else {
     auto *user = new callee(binding->resource_);
     rmmError_t const status =
-        rmmCallbackResourceCreateWithRelease(&upstream_binding::allocate_callback, &upstream_binding::deallocate_callback,
-                                             &upstream_binding::release_callback, user, device, &binding->callback_);
+        rmmCallbackResourceCreateAligned(&upstream_binding::allocate_callback, &upstream_binding::deallocate_callback,
+                                         &upstream_binding::release_callback, user, device, &binding->callback_);
     if (status != RMM_SUCCESS) {
       delete user;  // not released by a resource that was never made
-      check(status, "rmmCallbackResourceCreateWithRelease");
+      check(status, "rmmCallbackResourceCreateAligned");
     }
   }
   return binding;
