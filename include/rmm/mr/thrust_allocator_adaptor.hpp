@@ -10,6 +10,7 @@
 #error "rmm.hpp and the RAPIDS-shaped <rmm/mr/thrust_allocator_adaptor.hpp> both define rmm::mr::thrust_allocator: include one of them"
 #endif
 
+#include "../detail/exec_check_disable.hpp"
 #include "per_device_resource.hpp"
 
 #include <thrust/device_malloc_allocator.h>
@@ -31,13 +32,41 @@ class thrust_allocator : public thrust::device_malloc_allocator<T> {
     using other = thrust_allocator<U>;
   };
 
+  // Thrust's allocator base has __host__ __device__ special members, so nvcc takes these for
+  // __host__ __device__ too; they copy a host-only resource and only ever run on the host.
+  RMM_EXEC_CHECK_DISABLE
   thrust_allocator() : mr_(get_current_device_resource_ref()) {}
+  RMM_EXEC_CHECK_DISABLE
   explicit thrust_allocator(cuda_stream_view stream) : stream_(stream), mr_(get_current_device_resource_ref()) {}
+  RMM_EXEC_CHECK_DISABLE
   thrust_allocator(cuda_stream_view stream, cuda::mr::any_resource<cuda::mr::device_accessible> mr)
       : stream_(stream), mr_(std::move(mr)) {}
+  RMM_EXEC_CHECK_DISABLE
   template <typename U>
   thrust_allocator(thrust_allocator<U> const &other)  // NOLINT: rebinding converts
       : stream_(other.stream()), mr_(other.get_upstream_resource()), device_(other.device()) {}
+  RMM_EXEC_CHECK_DISABLE
+  thrust_allocator(thrust_allocator const &other)
+      : Base(other), stream_(other.stream_), mr_(other.mr_), device_(other.device_) {}
+  RMM_EXEC_CHECK_DISABLE
+  thrust_allocator(thrust_allocator &&other) noexcept
+      : Base(other), stream_(other.stream_), mr_(std::move(other.mr_)), device_(other.device_) {}
+  RMM_EXEC_CHECK_DISABLE
+  thrust_allocator &operator=(thrust_allocator const &other) {
+    stream_ = other.stream_;
+    mr_ = other.mr_;
+    device_ = other.device_;
+    return *this;
+  }
+  RMM_EXEC_CHECK_DISABLE
+  thrust_allocator &operator=(thrust_allocator &&other) noexcept {
+    stream_ = other.stream_;
+    mr_ = std::move(other.mr_);
+    device_ = other.device_;
+    return *this;
+  }
+  RMM_EXEC_CHECK_DISABLE
+  ~thrust_allocator() = default;
 
   pointer allocate(size_type count) {
     cuda_set_device_raii on_device{device_};
