@@ -324,7 +324,7 @@ contains
     type(c_ptr) :: logger, tracker
     integer(c_int64_t), pointer :: a(:)
     integer(c_int64_t) :: sink
-    integer(c_int) :: level, before
+    integer(c_int) :: before
     integer(c_size_t), target :: length
     call expect_ok(rmmLoggingAdaptorCreateWithSink(logger, pool, c_funloc(count_line), &
       c_funloc(count_release), c_loc(counts)), 'rmmLoggingAdaptorCreateWithSink')
