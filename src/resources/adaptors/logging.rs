@@ -362,7 +362,7 @@ impl LoggingAdaptor {
         Ok(adaptor)
     }
 
-    /// The log file ("<sink>" where lines go to a `LineSink`).
+    /// The log file (`"<sink>"` where lines go to a `LineSink`).
     pub fn path(&self) -> &str {
         &self.path
     }
