@@ -1,13 +1,14 @@
 ! Adaptors from Fortran: statistics (counts after allocations, nested scopes), limiting,
 ! tracking (records with the call site, the report), logging (the CSV file and its timeline
 ! page), a failure callback written in Fortran (c_funloc) that spills memory and retries,
-! aligned, prefetch.
+! aligned, prefetch; sinks written in Fortran for a logging adaptor's lines and rmm-rs's
+! diagnostics, and a tracked allocation's stack.
 module adaptor_callbacks
   use, intrinsic :: iso_c_binding
   use rmm
   implicit none
   private
-  public :: spill_state, spill_on_oom
+  public :: spill_state, spill_on_oom, sink_counts, count_line, count_release, count_message
 
   ! What the failure callback gets as `arg` (c_loc of a target of this type).
   type, bind(c) :: spill_state
@@ -19,7 +20,47 @@ module adaptor_callbacks
     integer(c_size_t) :: spill_bytes = 0
   end type spill_state
 
+  ! What the sinks below count (c_loc of a target of this type as user_data).
+  type, bind(c) :: sink_counts
+    integer(c_int) :: lines = 0
+    integer(c_int) :: released = 0
+    integer(c_int) :: messages = 0
+    integer(c_int) :: last_level = -1
+  end type sink_counts
+
 contains
+
+  ! An rmmLogLineCallback_t: counts the lines of a logging adaptor.
+  function count_line(line, length, user_data) bind(c) result(status)
+    character(kind=c_char), dimension(*), intent(in) :: line
+    integer(c_size_t), value :: length
+    type(c_ptr), value :: user_data
+    integer(c_int) :: status
+    type(sink_counts), pointer :: counts
+    call c_f_pointer(user_data, counts)
+    if (length > 0 .and. line(1) /= c_null_char) counts%lines = counts%lines + 1
+    status = 0
+  end function count_line
+
+  ! An rmmReleaseCallback_t.
+  subroutine count_release(user_data) bind(c)
+    type(c_ptr), value :: user_data
+    type(sink_counts), pointer :: counts
+    call c_f_pointer(user_data, counts)
+    counts%released = counts%released + 1
+  end subroutine count_release
+
+  ! An rmmLogCallback_t: counts rmm-rs's diagnostics.
+  subroutine count_message(level, message, length, user_data) bind(c)
+    integer(c_int), value :: level
+    character(kind=c_char), dimension(*), intent(in) :: message
+    integer(c_size_t), value :: length
+    type(c_ptr), value :: user_data
+    type(sink_counts), pointer :: counts
+    call c_f_pointer(user_data, counts)
+    if (length > 0 .and. message(1) /= c_null_char) counts%messages = counts%messages + 1
+    counts%last_level = level
+  end subroutine count_message
 
   ! An rmmFailureCallback_t: frees the spill block if there is one and asks for a retry.
   function spill_on_oom(bytes, arg) bind(c) result(retry)
@@ -62,6 +103,7 @@ program test_adaptors
   call limiting_and_failure_callback()
   call tracking()
   call logging()
+  call sinks()
   call aligned_and_prefetch()
 
   call expect_ok(rmmResourceDestroy(pool), 'rmmResourceDestroy(pool)')
@@ -274,6 +316,46 @@ contains
         RMM_ERROR_INVALID_ARGUMENT, 'rmmLoggingAdaptorCreate(c_null_ptr) without RMM_LOG_FILE')
     end if
   end subroutine logging
+
+  ! Sinks written in Fortran: a logging adaptor's lines (the header at once, the rest at the
+  ! flush, the release when it goes), rmm-rs's diagnostics at the level set, and a stack.
+  subroutine sinks()
+    type(sink_counts), target :: counts
+    type(c_ptr) :: logger, tracker
+    integer(c_int64_t), pointer :: a(:)
+    integer(c_int64_t) :: sink
+    integer(c_int) :: before
+    integer(c_size_t), target :: length
+    call expect_ok(rmmLoggingAdaptorCreateWithSink(logger, pool, c_funloc(count_line), &
+      c_funloc(count_release), c_loc(counts)), 'rmmLoggingAdaptorCreateWithSink')
+    call expect(counts%lines == 1, 'the header line at once')
+    call rmm_allocate(a, 16, resource=logger)
+    call rmm_free(a, resource=logger)
+    call expect_ok(rmmLoggingAdaptorFlush(logger), 'rmmLoggingAdaptorFlush')
+    call expect(counts%lines == 3, 'the header, an allocation and a free')
+    call expect_ok(rmmResourceDestroy(logger), 'rmmResourceDestroy(logger)')
+    call expect(counts%released == 1, 'released once the adaptor is gone')
+
+    call expect_ok(rmmLogGetLevel(before), 'rmmLogGetLevel')
+    call expect_ok(rmmLogSinkAdd(sink, c_funloc(count_message), c_loc(counts)), 'rmmLogSinkAdd')
+    call expect_ok(rmmLogSetLevel(RMM_LOG_LEVEL_DEBUG), 'rmmLogSetLevel(debug)')
+    ! A failed call writes its message at debug.
+    call expect_status(rmmLoggingAdaptorFlush(pool), RMM_ERROR_INVALID_ARGUMENT, &
+      'rmmLoggingAdaptorFlush of a pool')
+    call expect(counts%messages >= 1 .and. counts%last_level == RMM_LOG_LEVEL_DEBUG, &
+      'the diagnostic reached the sink')
+    call expect_ok(rmmLogSinkRemove(sink), 'rmmLogSinkRemove')
+    call expect_status(rmmLogSinkRemove(sink), RMM_ERROR_INVALID_ARGUMENT, 'removed twice')
+    call expect_ok(rmmLogSetLevel(before), 'rmmLogSetLevel(before)')
+
+    call expect_ok(rmmTrackingAdaptorCreate(tracker, pool, .true._c_bool), 'rmmTrackingAdaptorCreate')
+    call rmm_allocate(a, 16, resource=tracker)
+    call expect_ok(rmmTrackingAdaptorGetStack(tracker, c_loc(a(1)), c_null_ptr, 0_c_size_t, &
+      c_loc(length)), 'rmmTrackingAdaptorGetStack')
+    call expect(length > 0, 'a captured stack')
+    call rmm_free(a, resource=tracker)
+    call expect_ok(rmmResourceDestroy(tracker), 'rmmResourceDestroy(tracker)')
+  end subroutine sinks
 
   subroutine aligned_and_prefetch()
     type(c_ptr) :: aligned, managed, prefetch, other

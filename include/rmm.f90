@@ -76,44 +76,48 @@ module rmm
   !   rmmDeviceBuffer_t               type(c_ptr)
   !   rmmError_t                      integer(c_int)
   !   rmmFailureCallback_t            type(c_funptr)
+  !   rmmLogCallback_t                type(c_funptr)
+  !   rmmLogLineCallback_t            type(c_funptr)
   !   rmmReleaseCallback_t            type(c_funptr)
   !   rmmResource_t                   type(c_ptr)
   !   size_t                          integer(c_size_t)
   !   uint32_t                        integer(c_int32_t)
   !   uint64_t                        integer(c_int64_t)
   !   unsigned int                    integer(c_int)
-  public :: RMM_IPC_HANDLE_SIZE, RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, RMM_HANDLE_TYPE_WIN32, &
-    RMM_HANDLE_TYPE_WIN32_KMT, RMM_HANDLE_TYPE_FABRIC, RMM_MAX_DEVICES, RMM_VERSION_MAJOR, &
-    RMM_VERSION_MINOR, RMM_VERSION_PATCH, RMM_VERSION, RMM_SUCCESS, RMM_ERROR_CUDA_ERROR, &
-    RMM_ERROR_INVALID_ARGUMENT, RMM_ERROR_NOT_INITIALIZED, RMM_ERROR_OUT_OF_MEMORY, &
-    RMM_ERROR_UNKNOWN, RMM_ERROR_IO, RMM_ERROR_NOT_SUPPORTED, RMM_ERROR_INVALID_HANDLE, &
-    RMM_ERROR_ALREADY_INITIALIZED, CudaDefaultAllocation, PoolAllocation, CudaManagedMemory, &
-    CudaAsyncAllocation
+  public :: RMM_LOG_LEVEL_TRACE, RMM_LOG_LEVEL_DEBUG, RMM_LOG_LEVEL_INFO, RMM_LOG_LEVEL_WARN, &
+    RMM_LOG_LEVEL_ERROR, RMM_LOG_LEVEL_CRITICAL, RMM_LOG_LEVEL_OFF, RMM_IPC_HANDLE_SIZE, &
+    RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, RMM_HANDLE_TYPE_WIN32, RMM_HANDLE_TYPE_WIN32_KMT, &
+    RMM_HANDLE_TYPE_FABRIC, RMM_MAX_DEVICES, RMM_VERSION_MAJOR, RMM_VERSION_MINOR, &
+    RMM_VERSION_PATCH, RMM_VERSION, RMM_SUCCESS, RMM_ERROR_CUDA_ERROR, RMM_ERROR_INVALID_ARGUMENT, &
+    RMM_ERROR_NOT_INITIALIZED, RMM_ERROR_OUT_OF_MEMORY, RMM_ERROR_UNKNOWN, RMM_ERROR_IO, &
+    RMM_ERROR_NOT_SUPPORTED, RMM_ERROR_INVALID_HANDLE, RMM_ERROR_ALREADY_INITIALIZED, &
+    CudaDefaultAllocation, PoolAllocation, CudaManagedMemory, CudaAsyncAllocation
   public :: rmmStatistics_t, rmmAllocationRecord_t, rmmExpandableOptions_t, rmmIpcMemHandle_t, &
-    rmmIpcMemPages_t, rmmDeviceList_t, rmmOptions_t, rmmFootprint_t, rmmFailureCallback_t, &
-    rmmAllocateCallback_t, rmmDeallocateCallback_t, rmmReleaseCallback_t, &
-    rmmAlignedAllocateCallback_t, rmmAlignedDeallocateCallback_t
+    rmmIpcMemPages_t, rmmDeviceList_t, rmmOptions_t, rmmFootprint_t, rmmLogLineCallback_t, &
+    rmmReleaseCallback_t, rmmFailureCallback_t, rmmLogCallback_t, rmmAllocateCallback_t, &
+    rmmDeallocateCallback_t, rmmAlignedAllocateCallback_t, rmmAlignedDeallocateCallback_t
   public :: rmmStatisticsAdaptorCreate, rmmStatisticsAdaptorGetCounts, &
     rmmStatisticsAdaptorPushCounters, rmmStatisticsAdaptorPopCounters, rmmLoggingAdaptorCreate, &
-    rmmLoggingAdaptorFlush, rmmLimitingAdaptorCreate, rmmLimitingAdaptorGetAllocatedBytes, &
-    rmmTrackingAdaptorCreate, rmmTrackingAdaptorGetOutstanding, rmmTrackingAdaptorGetReport, &
+    rmmLoggingAdaptorFlush, rmmLoggingAdaptorCreateWithSink, rmmLimitingAdaptorCreate, &
+    rmmLimitingAdaptorGetAllocatedBytes, rmmTrackingAdaptorCreate, &
+    rmmTrackingAdaptorGetOutstanding, rmmTrackingAdaptorGetReport, rmmTrackingAdaptorGetStack, &
     rmmFailureCallbackAdaptorCreate, rmmAlignedAdaptorCreate, rmmPrefetchAdaptorCreate, &
     rmmConfigure, rmmGetReport, rmmDeviceBufferCreate, rmmDeviceBufferCreateFromHost, &
     rmmDeviceBufferCopyToHost, rmmDeviceBufferResize, rmmDeviceBufferShrinkToFit, &
     rmmDeviceBufferCopy, rmmDeviceBufferData, rmmDeviceBufferSize, rmmDeviceBufferSetStream, &
     rmmDeviceBufferDestroy, rmmSetPerDeviceResource, rmmGetPerDeviceResource, &
     rmmSetCurrentDeviceResource, rmmGetCurrentDeviceResource, rmmGetDevice, rmmSetDevice, &
-    rmmGetDeviceCount, rmmIsSimulated, rmmSimGetRaceCount, rmmTorchAllocate, rmmTorchDeallocate, &
-    rmmCupyAllocate, rmmCupyDeallocate, rmmIpcExpandableResourceCreate, &
-    rmmExpandableResourceGrantPeerAccess, rmmIpcGetMemHandle, rmmIpcOpenMemHandle, &
-    rmmIpcCloseMemHandle, rmmIpcAllowOpeners, rmmIpcGetMemPages, rmmIpcOpenMemPages, &
-    rmmInitialize, rmmFinalize, rmmIsInitialized, rmmCudaMalloc, rmmCudaFree, rmmAlloc, &
-    rmmRealloc, rmmFree, rmmWriteLog, rmmLogSize, rmmGetLog, rmmGetInfo, rmmGetAllocationOffset, &
-    rmmGetErrorString, rmmGetErrorName, rmmGetLastErrorMessage, rmmTimelineReportWrite, &
-    rmmCudaResourceCreate, rmmManagedResourceCreate, rmmCallbackResourceCreate, &
-    rmmCallbackResourceCreateWithRelease, rmmCallbackResourceCreateAligned, &
-    rmmAsyncResourceCreate, rmmAsyncResourceCreateExportable, rmmAsyncResourceGetPool, &
-    rmmExpandableResourceCreate, rmmExpandableResourceCreateWithOptions, &
+    rmmGetDeviceCount, rmmIsSimulated, rmmSimGetRaceCount, rmmLogSetLevel, rmmLogGetLevel, &
+    rmmLogSinkAdd, rmmLogSinkRemove, rmmTorchAllocate, rmmTorchDeallocate, rmmCupyAllocate, &
+    rmmCupyDeallocate, rmmIpcExpandableResourceCreate, rmmExpandableResourceGrantPeerAccess, &
+    rmmIpcGetMemHandle, rmmIpcOpenMemHandle, rmmIpcCloseMemHandle, rmmIpcAllowOpeners, &
+    rmmIpcGetMemPages, rmmIpcOpenMemPages, rmmInitialize, rmmFinalize, rmmIsInitialized, &
+    rmmCudaMalloc, rmmCudaFree, rmmAlloc, rmmRealloc, rmmFree, rmmWriteLog, rmmLogSize, rmmGetLog, &
+    rmmGetInfo, rmmGetAllocationOffset, rmmGetErrorString, rmmGetErrorName, &
+    rmmGetLastErrorMessage, rmmTimelineReportWrite, rmmCudaResourceCreate, &
+    rmmManagedResourceCreate, rmmCallbackResourceCreate, rmmCallbackResourceCreateWithRelease, &
+    rmmCallbackResourceCreateAligned, rmmAsyncResourceCreate, rmmAsyncResourceCreateExportable, &
+    rmmAsyncResourceGetPool, rmmExpandableResourceCreate, rmmExpandableResourceCreateWithOptions, &
     rmmResourceCreateFromSpec, rmmPinnedHostResourceCreate, rmmResourceDestroy, &
     rmmResourceAllocate, rmmResourceDeallocate, rmmResourceAllocateAligned, &
     rmmResourceDeallocateAligned, rmmResourceGetDevice, rmmResourceGetName, &
@@ -123,6 +127,21 @@ module rmm
     rmmResourceRelease, rmmArenaResourceCreate, rmmBinningResourceCreate, &
     rmmBinningResourceAddBin, rmmFixedSizeResourceCreate, rmmGetVersion
 
+  ! Log level trace (RAPIDS' `rapids_logger::level_enum::trace`): everything.
+  integer(c_int32_t), parameter :: RMM_LOG_LEVEL_TRACE = 0
+  ! Log level debug.
+  integer(c_int32_t), parameter :: RMM_LOG_LEVEL_DEBUG = 1
+  ! Log level info.
+  integer(c_int32_t), parameter :: RMM_LOG_LEVEL_INFO = 2
+  ! Log level warn (rmm-rs's default, unless the environment variable RMM_LOG_LEVEL names
+  ! another).
+  integer(c_int32_t), parameter :: RMM_LOG_LEVEL_WARN = 3
+  ! Log level error.
+  integer(c_int32_t), parameter :: RMM_LOG_LEVEL_ERROR = 4
+  ! Log level critical (rmm-rs writes nothing at this level).
+  integer(c_int32_t), parameter :: RMM_LOG_LEVEL_CRITICAL = 5
+  ! Log level off: nothing is written.
+  integer(c_int32_t), parameter :: RMM_LOG_LEVEL_OFF = 6
   ! Bytes of an `rmmIpcMemHandle_t`.
   integer(c_int32_t), parameter :: RMM_IPC_HANDLE_SIZE = 128
   ! The kinds of shareable handle `rmmAsyncResourceCreateExportable` can export pool memory as
@@ -313,6 +332,30 @@ module rmm
     real(c_double) :: fragmentation = 0.0_c_double
   end type rmmFootprint_t
 
+  ! Receives one line of a logging adaptor's log (`rmmLoggingAdaptorCreateWithSink`): `length`
+  ! bytes, NUL-terminated, without the end-of-line, valid during the call only. Returns 0, or
+  ! anything else when the line could not be written (the next `rmmLoggingAdaptorFlush` is then
+  ! RMM_ERROR_IO).
+  ! In Fortran: a bind(c) function of this interface, passed as c_funloc(f).
+  abstract interface
+    integer(c_int) function rmmLogLineCallback_t(line, length, user_data) bind(c)
+      import :: c_char, c_int, c_ptr, c_size_t
+      character(kind=c_char), dimension(*), intent(in) :: line
+      integer(c_size_t), value :: length
+      type(c_ptr), value :: user_data
+    end function rmmLogLineCallback_t
+  end interface
+
+  ! Called once with `user_data` when the resource holding it goes
+  ! (`rmmCallbackResourceCreateWithRelease`, `rmmLoggingAdaptorCreateWithSink`). In Fortran: a
+  ! bind(c) function of this interface, passed as c_funloc(f).
+  abstract interface
+    subroutine rmmReleaseCallback_t(user_data) bind(c)
+      import :: c_ptr
+      type(c_ptr), value :: user_data
+    end subroutine rmmReleaseCallback_t
+  end interface
+
   ! Called when an allocation fails for lack of memory, with the bytes asked for and the `arg`
   ! given at creation; returning true retries the allocation.
   ! In Fortran: a bind(c) function of this interface, passed as c_funloc(f).
@@ -322,6 +365,20 @@ module rmm
       integer(c_size_t), value :: bytes
       type(c_ptr), value :: arg
     end function rmmFailureCallback_t
+  end interface
+
+  ! Receives one diagnostic of rmm-rs: its level (`RMM_LOG_LEVEL_*`), the message (`length`
+  ! bytes of UTF-8, NUL-terminated, without an end-of-line; a message may span several lines),
+  ! and the `user_data` given to `rmmLogSinkAdd`. The message is valid during the call only.
+  ! In Fortran: a bind(c) function of this interface, passed as c_funloc(f).
+  abstract interface
+    subroutine rmmLogCallback_t(level, message, length, user_data) bind(c)
+      import :: c_char, c_int, c_ptr, c_size_t
+      integer(c_int), value :: level
+      character(kind=c_char), dimension(*), intent(in) :: message
+      integer(c_size_t), value :: length
+      type(c_ptr), value :: user_data
+    end subroutine rmmLogCallback_t
   end interface
 
   ! Allocates `bytes` for use on `stream` and returns the address, or NULL when it cannot (out
@@ -346,16 +403,6 @@ module rmm
       type(c_ptr), value :: stream
       type(c_ptr), value :: user_data
     end subroutine rmmDeallocateCallback_t
-  end interface
-
-  ! Called once with `user_data` when a callback resource goes
-  ! (`rmmCallbackResourceCreateWithRelease`). In Fortran: a bind(c) function of this interface,
-  ! passed as c_funloc(f).
-  abstract interface
-    subroutine rmmReleaseCallback_t(user_data) bind(c)
-      import :: c_ptr
-      type(c_ptr), value :: user_data
-    end subroutine rmmReleaseCallback_t
   end interface
 
   ! As `rmmAllocateCallback_t`, at a multiple of `alignment` (a power of two, at least 256).
@@ -448,6 +495,29 @@ module rmm
       type(c_ptr), value :: resource
     end function rmmLoggingAdaptorFlush
 
+    ! Creates a logging adaptor over `upstream` that hands its log, line by line, to
+    ! `line(text, length, user_data)` instead of writing a file: the CSV header
+    ! (`Thread,Time,Action,Pointer,Size,Stream`) first, on the calling thread before this returns,
+    ! then one line per allocation and free, in RAPIDS RMM's format, as `rmmLoggingAdaptorCreate`
+    ! writes them. Lines are buffered as there: later lines are delivered on rmm-rs's writer
+    ! thread, in order, one call at a time (never two at once), when buffers fill,
+    ! by `rmmLoggingAdaptorFlush` (whose return means every line logged before it was delivered)
+    ! and when the adaptor goes. The callbacks must not unwind or longjmp out, nor allocate
+    ! through this adaptor. `release(user_data)`, when not NULL, is called once after the last
+    ! line, when the adaptor itself goes (after its last handle and every resource over it), so
+    ! `user_data` may be freed there; it is not called when creation fails, and at process exit
+    ! it may not run. `line` NULL: RMM_ERROR_INVALID_ARGUMENT; the header refused (`line`
+    ! returned non-zero): RMM_ERROR_IO.
+    integer(c_int) function rmmLoggingAdaptorCreateWithSink(resource, upstream, line, release, &
+        user_data) bind(c, name="rmmLoggingAdaptorCreateWithSink")
+      import :: c_funptr, c_int, c_ptr
+      type(c_ptr), intent(inout) :: resource
+      type(c_ptr), value :: upstream
+      type(c_funptr), value :: line
+      type(c_funptr), value :: release
+      type(c_ptr), value :: user_data
+    end function rmmLoggingAdaptorCreateWithSink
+
     ! Creates a limiting adaptor over `upstream`: an allocation that would take the bytes
     ! allocated through it (each rounded up to 256) past `limit` is RMM_ERROR_OUT_OF_MEMORY,
     ! with the limit in the message. A `limit` of 0 is RMM_ERROR_INVALID_ARGUMENT.
@@ -508,6 +578,21 @@ module rmm
       integer(c_size_t), value :: size
       type(c_ptr), value :: length
     end function rmmTrackingAdaptorGetReport
+
+    ! The stack captured when the outstanding allocation at `ptr` was made through a tracking
+    ! adaptor created with `capture_stacks` (one frame a line), copied with a NUL into `buffer`
+    ! of `size` bytes; its length goes to `*length` unless NULL ("" when the adaptor captures no
+    ! stacks). A NULL `buffer` only asks for the length; a buffer too small, a resource that is
+    ! not a tracking adaptor or a `ptr` that is not outstanding there: RMM_ERROR_INVALID_ARGUMENT.
+    integer(c_int) function rmmTrackingAdaptorGetStack(resource, ptr, buffer, size, length) &
+        bind(c, name="rmmTrackingAdaptorGetStack")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: resource
+      type(c_ptr), value :: ptr
+      type(c_ptr), value :: buffer
+      integer(c_size_t), value :: size
+      type(c_ptr), value :: length
+    end function rmmTrackingAdaptorGetStack
 
     ! Creates a failure-callback adaptor over `upstream`: when an allocation fails with
     ! RMM_ERROR_OUT_OF_MEMORY, it calls `callback(bytes, arg)` and tries again for as long as the
@@ -789,6 +874,49 @@ module rmm
       import :: c_int, c_size_t
       integer(c_size_t), intent(inout) :: count
     end function rmmSimGetRaceCount
+
+    ! Sets the level of rmm-rs's diagnostics (`RMM_LOG_LEVEL_TRACE` .. `RMM_LOG_LEVEL_OFF`, the
+    ! values of RAPIDS' `rapids_logger::level_enum`), for every thread; messages below it are
+    ! not written. The environment variable RMM_LOG_LEVEL sets the level at the first call
+    ! (default `RMM_LOG_LEVEL_WARN`). `rmm::default_logger().set_level()` calls this.
+    ! Another value: RMM_ERROR_INVALID_ARGUMENT.
+    integer(c_int) function rmmLogSetLevel(level) bind(c, name="rmmLogSetLevel")
+      import :: c_int
+      integer(c_int), value :: level
+    end function rmmLogSetLevel
+
+    ! Writes the level of rmm-rs's diagnostics (`RMM_LOG_LEVEL_*`) to `*level`.
+    ! `level` NULL: RMM_ERROR_INVALID_ARGUMENT.
+    integer(c_int) function rmmLogGetLevel(level) bind(c, name="rmmLogGetLevel")
+      import :: c_int
+      integer(c_int), intent(inout) :: level
+    end function rmmLogGetLevel
+
+    ! Registers a sink for rmm-rs's diagnostics: each message at or above the level
+    ! (`rmmLogSetLevel`) is handed to `callback(level, message, length, user_data)` on the thread
+    ! that writes it, possibly on several threads at once, and, while any sink is registered, is
+    ! no longer written to stderr. Sinks are called in the order they were added. A message
+    ! written from inside a callback (on its thread) goes to stderr, not to a sink. The callback
+    ! must not unwind (a C++ exception, a Rust panic) or longjmp out. Its id, for
+    ! `rmmLogSinkRemove`, goes to `*sink` (ids are never reused). `user_data` may be NULL and must
+    ! stay valid until `rmmLogSinkRemove` returns. `sink` or `callback` NULL:
+    ! RMM_ERROR_INVALID_ARGUMENT.
+    integer(c_int) function rmmLogSinkAdd(sink, callback, user_data) bind(c, name="rmmLogSinkAdd")
+      import :: c_funptr, c_int, c_int64_t, c_ptr
+      integer(c_int64_t), intent(inout) :: sink  ! uint64_t in C
+      type(c_funptr), value :: callback
+      type(c_ptr), value :: user_data
+    end function rmmLogSinkAdd
+
+    ! Removes the sink `sink` (`rmmLogSinkAdd`'s id): once this returns, its callback is not
+    ! called again, and calls in progress on other threads have returned (called from inside the
+    ! callback itself, it waits for the other threads' calls only), so `user_data` may be freed.
+    ! With no sink left, diagnostics go to stderr again. An id that is not registered (removed
+    ! already, or never given): RMM_ERROR_INVALID_ARGUMENT.
+    integer(c_int) function rmmLogSinkRemove(sink) bind(c, name="rmmLogSinkRemove")
+      import :: c_int, c_int64_t
+      integer(c_int64_t), value :: sink  ! uint64_t in C
+    end function rmmLogSinkRemove
 
     ! PyTorch's allocate function: `size` bytes on `device` for `stream`, from that device's current
     ! resource. NULL on failure: PyTorch 2.11's pluggable allocator does not check for it, so a

@@ -48,6 +48,28 @@ typedef struct rmmDeviceBuffer_st* rmmDeviceBuffer_t;
   } while (0)
 
 
+// Log level trace (RAPIDS' `rapids_logger::level_enum::trace`): everything.
+#define RMM_LOG_LEVEL_TRACE 0
+
+// Log level debug.
+#define RMM_LOG_LEVEL_DEBUG 1
+
+// Log level info.
+#define RMM_LOG_LEVEL_INFO 2
+
+// Log level warn (rmm-rs's default, unless the environment variable RMM_LOG_LEVEL names
+// another).
+#define RMM_LOG_LEVEL_WARN 3
+
+// Log level error.
+#define RMM_LOG_LEVEL_ERROR 4
+
+// Log level critical (rmm-rs writes nothing at this level).
+#define RMM_LOG_LEVEL_CRITICAL 5
+
+// Log level off: nothing is written.
+#define RMM_LOG_LEVEL_OFF 6
+
 // Bytes of an `rmmIpcMemHandle_t`.
 #define RMM_IPC_HANDLE_SIZE 128
 
@@ -125,6 +147,16 @@ typedef struct rmmStatistics_t {
   int64_t total_count;
 } rmmStatistics_t;
 
+// Receives one line of a logging adaptor's log (`rmmLoggingAdaptorCreateWithSink`): `length`
+// bytes, NUL-terminated, without the end-of-line, valid during the call only. Returns 0, or
+// anything else when the line could not be written (the next `rmmLoggingAdaptorFlush` is then
+// RMM_ERROR_IO).
+typedef int (*rmmLogLineCallback_t)(const char *line, size_t length, void *user_data);
+
+// Called once with `user_data` when the resource holding it goes (`rmmCallbackResourceCreateWithRelease`,
+// `rmmLoggingAdaptorCreateWithSink`).
+typedef void (*rmmReleaseCallback_t)(void *user_data);
+
 // One outstanding allocation of a tracking adaptor.
 typedef struct rmmAllocationRecord_t {
   // The allocation's address.
@@ -145,6 +177,11 @@ typedef struct rmmAllocationRecord_t {
 // Called when an allocation fails for lack of memory, with the bytes asked for and the `arg`
 // given at creation; returning true retries the allocation.
 typedef bool (*rmmFailureCallback_t)(size_t bytes, void *arg);
+
+// Receives one diagnostic of rmm-rs: its level (`RMM_LOG_LEVEL_*`), the message (`length`
+// bytes of UTF-8, NUL-terminated, without an end-of-line; a message may span several lines),
+// and the `user_data` given to `rmmLogSinkAdd`. The message is valid during the call only.
+typedef void (*rmmLogCallback_t)(int level, const char *message, size_t length, void *user_data);
 
 // Options of `rmmExpandableResourceCreateWithOptions`. Zero-initialize it, then set what you
 // need: all zero is what `rmmExpandableResourceCreate(&r, 0)` makes.
@@ -264,9 +301,6 @@ typedef void (*rmmDeallocateCallback_t)(void *ptr,
                                         cudaStream_t stream,
                                         void *user_data);
 
-// Called once with `user_data` when a callback resource goes (`rmmCallbackResourceCreateWithRelease`).
-typedef void (*rmmReleaseCallback_t)(void *user_data);
-
 // As `rmmAllocateCallback_t`, at a multiple of `alignment` (a power of two, at least 256).
 typedef void *(*rmmAlignedAllocateCallback_t)(size_t bytes,
                                               size_t alignment,
@@ -360,6 +394,25 @@ enum rmmError_t rmmLoggingAdaptorCreate(rmmResource_t *resource,
 // RMM_ERROR_IO if a write failed since the last flush.
 enum rmmError_t rmmLoggingAdaptorFlush(rmmResource_t resource);
 
+// Creates a logging adaptor over `upstream` that hands its log, line by line, to
+// `line(text, length, user_data)` instead of writing a file: the CSV header
+// (`Thread,Time,Action,Pointer,Size,Stream`) first, on the calling thread before this returns,
+// then one line per allocation and free, in RAPIDS RMM's format, as `rmmLoggingAdaptorCreate`
+// writes them. Lines are buffered as there: later lines are delivered on rmm-rs's writer
+// thread, in order, one call at a time (never two at once), when buffers fill,
+// by `rmmLoggingAdaptorFlush` (whose return means every line logged before it was delivered)
+// and when the adaptor goes. The callbacks must not unwind or longjmp out, nor allocate
+// through this adaptor. `release(user_data)`, when not NULL, is called once after the last
+// line, when the adaptor itself goes (after its last handle and every resource over it), so
+// `user_data` may be freed there; it is not called when creation fails, and at process exit
+// it may not run. `line` NULL: RMM_ERROR_INVALID_ARGUMENT; the header refused (`line`
+// returned non-zero): RMM_ERROR_IO.
+enum rmmError_t rmmLoggingAdaptorCreateWithSink(rmmResource_t *resource,
+                                                rmmResource_t upstream,
+                                                rmmLogLineCallback_t line,
+                                                rmmReleaseCallback_t release,
+                                                void *user_data);
+
 // Creates a limiting adaptor over `upstream`: an allocation that would take the bytes
 // allocated through it (each rounded up to 256) past `limit` is RMM_ERROR_OUT_OF_MEMORY,
 // with the limit in the message. A `limit` of 0 is RMM_ERROR_INVALID_ARGUMENT.
@@ -398,6 +451,17 @@ enum rmmError_t rmmTrackingAdaptorGetReport(rmmResource_t resource,
                                             char *buffer,
                                             size_t size,
                                             size_t *length);
+
+// The stack captured when the outstanding allocation at `ptr` was made through a tracking
+// adaptor created with `capture_stacks` (one frame a line), copied with a NUL into `buffer`
+// of `size` bytes; its length goes to `*length` unless NULL ("" when the adaptor captures no
+// stacks). A NULL `buffer` only asks for the length; a buffer too small, a resource that is
+// not a tracking adaptor or a `ptr` that is not outstanding there: RMM_ERROR_INVALID_ARGUMENT.
+enum rmmError_t rmmTrackingAdaptorGetStack(rmmResource_t resource,
+                                           void *ptr,
+                                           char *buffer,
+                                           size_t size,
+                                           size_t *length);
 
 // Creates a failure-callback adaptor over `upstream`: when an allocation fails with
 // RMM_ERROR_OUT_OF_MEMORY, it calls `callback(bytes, arg)` and tries again for as long as the
@@ -578,6 +642,35 @@ enum rmmError_t rmmIsSimulated(bool *simulated);
 // `RMM_SIM_ON_RACE=count`; by default the first race aborts the process). On real devices:
 // RMM_ERROR_NOT_SUPPORTED.
 enum rmmError_t rmmSimGetRaceCount(size_t *count);
+
+// Sets the level of rmm-rs's diagnostics (`RMM_LOG_LEVEL_TRACE` .. `RMM_LOG_LEVEL_OFF`, the
+// values of RAPIDS' `rapids_logger::level_enum`), for every thread; messages below it are
+// not written. The environment variable RMM_LOG_LEVEL sets the level at the first call
+// (default `RMM_LOG_LEVEL_WARN`). `rmm::default_logger().set_level()` calls this.
+// Another value: RMM_ERROR_INVALID_ARGUMENT.
+enum rmmError_t rmmLogSetLevel(int level);
+
+// Writes the level of rmm-rs's diagnostics (`RMM_LOG_LEVEL_*`) to `*level`.
+// `level` NULL: RMM_ERROR_INVALID_ARGUMENT.
+enum rmmError_t rmmLogGetLevel(int *level);
+
+// Registers a sink for rmm-rs's diagnostics: each message at or above the level
+// (`rmmLogSetLevel`) is handed to `callback(level, message, length, user_data)` on the thread
+// that writes it, possibly on several threads at once, and, while any sink is registered, is
+// no longer written to stderr. Sinks are called in the order they were added. A message
+// written from inside a callback (on its thread) goes to stderr, not to a sink. The callback
+// must not unwind (a C++ exception, a Rust panic) or longjmp out. Its id, for
+// `rmmLogSinkRemove`, goes to `*sink` (ids are never reused). `user_data` may be NULL and must
+// stay valid until `rmmLogSinkRemove` returns. `sink` or `callback` NULL:
+// RMM_ERROR_INVALID_ARGUMENT.
+enum rmmError_t rmmLogSinkAdd(uint64_t *sink, rmmLogCallback_t callback, void *user_data);
+
+// Removes the sink `sink` (`rmmLogSinkAdd`'s id): once this returns, its callback is not
+// called again, and calls in progress on other threads have returned (called from inside the
+// callback itself, it waits for the other threads' calls only), so `user_data` may be freed.
+// With no sink left, diagnostics go to stderr again. An id that is not registered (removed
+// already, or never given): RMM_ERROR_INVALID_ARGUMENT.
+enum rmmError_t rmmLogSinkRemove(uint64_t sink);
 
 // PyTorch's allocate function: `size` bytes on `device` for `stream`, from that device's
 // current resource. NULL on failure: PyTorch 2.11's pluggable allocator does not check

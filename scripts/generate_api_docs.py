@@ -51,6 +51,12 @@ GROUPS = [
           "last failure of the calling thread into text, and tell which library is loaded.",
           r"^rmmGet(ErrorString|ErrorName|LastErrorMessage|Version)$",
           r"^(rmmError_t|RMM_VERSION\w*|RMM_TRY)$"),
+    Group("diagnostics.md", "Diagnostics",
+          "rmm-rs's own messages (leak reports, refused calls, what the devices are): their "
+          "level, and sinks of yours that receive them instead of stderr. The C++ "
+          "`rmm::default_logger()` is such a sink. See [adaptors](../adaptors.md).",
+          r"^rmmLog(SetLevel|GetLevel|SinkAdd|SinkRemove)$",
+          r"^(rmmLogCallback_t|RMM_LOG_LEVEL_\w+)$"),
     Group("legacy.md", "Legacy API",
           "The calls of legacy RMM (0.x) with their old names, signatures and error codes: "
           "`rmmInitialize`, `rmmAlloc`/`rmmFree` and the `RMM_ALLOC` macros, and the event "
@@ -81,7 +87,7 @@ GROUPS = [
     Group("adaptors.md", "Adaptors",
           "Adaptors wrap any resource, keep their own reference to it, and stack in any order.",
           r"^rmm\w*Adaptor\w*$",
-          r"^(rmmStatistics_t|rmmAllocationRecord_t|rmmFailureCallback_t)$"),
+          r"^(rmmStatistics_t|rmmAllocationRecord_t|rmmFailureCallback_t|rmmLogLineCallback_t)$"),
     Group("handles.md", "Using a resource",
           "What every resource handle offers, whatever its kind: allocate, deallocate, "
           "release, describe, destroy.",

@@ -7,11 +7,15 @@ use super::suballocators::create_over;
 use super::types::{cudaStream_t, CallbackArgument};
 use super::{boundary, copy_text, non_null, optional_str, write_out};
 use crate::error::{rmmError_t, Error, Result};
-use crate::resources::adaptors::{Counts, FailureCallbackAdaptor, LimitingAdaptor, LoggingAdaptor, StatisticsAdaptor, TrackingAdaptor};
+use crate::resources::adaptors::{
+    Counts, FailureCallbackAdaptor, LimitingAdaptor, LineSink, LoggingAdaptor, StatisticsAdaptor, TrackingAdaptor,
+};
 use crate::resources::kinds::{self, Place, Value};
 use crate::resources::MemoryResource;
 use std::any::Any;
-use std::ffi::{c_char, c_void};
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// The adaptor of type `A` behind `resource`, or an error naming what it is instead.
 fn adaptor<A: MemoryResource, T>(resource: rmmResource_t, what: &str, f: impl FnOnce(&A) -> Result<T>) -> Result<T> {
@@ -128,6 +132,85 @@ pub extern "C" fn rmmLoggingAdaptorFlush(resource: rmmResource_t) -> rmmError_t 
     boundary("rmmLoggingAdaptorFlush", || adaptor(resource, "logging adaptor", |log: &LoggingAdaptor| log.flush()))
 }
 
+/// Receives one line of a logging adaptor's log (`rmmLoggingAdaptorCreateWithSink`): `length`
+/// bytes, NUL-terminated, without the end-of-line, valid during the call only. Returns 0, or
+/// anything else when the line could not be written (the next `rmmLoggingAdaptorFlush` is then
+/// RMM_ERROR_IO).
+#[allow(non_camel_case_types)]
+pub type rmmLogLineCallback_t = Option<extern "C" fn(line: *const c_char, length: usize, user_data: *mut c_void) -> c_int>;
+
+/// The C caller's line callback, and the release it asked for once the adaptor is gone.
+struct CallbackSink {
+    line: extern "C" fn(*const c_char, usize, *mut c_void) -> c_int,
+    release: super::resources::rmmReleaseCallback_t,
+    user_data: CallbackArgument,
+    /// Whether the release runs when this goes: only once the adaptor was handed out.
+    armed: Arc<AtomicBool>,
+    text: Vec<u8>,
+}
+
+impl LineSink for CallbackSink {
+    fn line(&mut self, line: &str) -> std::io::Result<()> {
+        self.text.clear();
+        self.text.extend_from_slice(line.as_bytes());
+        self.text.push(0);
+        match (self.line)(self.text.as_ptr() as *const c_char, line.len(), self.user_data.get()) {
+            0 => Ok(()),
+            code => Err(std::io::Error::other(format!("the line callback returned {code}"))),
+        }
+    }
+}
+
+impl Drop for CallbackSink {
+    fn drop(&mut self) {
+        if let (true, Some(release)) = (self.armed.load(Ordering::Acquire), self.release) {
+            release(self.user_data.get());
+        }
+    }
+}
+
+/// Creates a logging adaptor over `upstream` that hands its log, line by line, to
+/// `line(text, length, user_data)` instead of writing a file: the CSV header
+/// (`Thread,Time,Action,Pointer,Size,Stream`) first, on the calling thread before this returns,
+/// then one line per allocation and free, in RAPIDS RMM's format, as `rmmLoggingAdaptorCreate`
+/// writes them. Lines are buffered as there: later lines are delivered on rmm-rs's writer
+/// thread, in order, one call at a time (never two at once), when buffers fill,
+/// by `rmmLoggingAdaptorFlush` (whose return means every line logged before it was delivered)
+/// and when the adaptor goes. The callbacks must not unwind or longjmp out, nor allocate
+/// through this adaptor. `release(user_data)`, when not NULL, is called once after the last
+/// line, when the adaptor itself goes (after its last handle and every resource over it), so
+/// `user_data` may be freed there; it is not called when creation fails, and at process exit
+/// it may not run. `line` NULL: RMM_ERROR_INVALID_ARGUMENT; the header refused (`line`
+/// returned non-zero): RMM_ERROR_IO.
+#[no_mangle]
+pub extern "C" fn rmmLoggingAdaptorCreateWithSink(
+    resource: *mut rmmResource_t,
+    upstream: rmmResource_t,
+    line: rmmLogLineCallback_t,
+    release: super::resources::rmmReleaseCallback_t,
+    user_data: *mut c_void,
+) -> rmmError_t {
+    boundary("rmmLoggingAdaptorCreateWithSink", || {
+        non_null(resource, "resource")?;
+        let line = line.ok_or_else(|| Error::invalid("line is NULL"))?;
+        let upstream = handles::get(upstream)?;
+        let armed = Arc::new(AtomicBool::new(false));
+        let sink = CallbackSink { line, release, user_data: CallbackArgument(user_data), armed: armed.clone(), text: Vec::new() };
+        let adaptor = LoggingAdaptor::with_sink(upstream, Box::new(sink))?;
+        armed.store(true, Ordering::Release);
+        let kept = adaptor.clone();
+        match handles::create(adaptor) {
+            Ok(handle) => write_out(resource, "resource", handle),
+            Err(error) => {
+                // Creation failed: the caller keeps `user_data`.
+                armed.store(false, Ordering::Release);
+                drop(kept);
+                Err(error)
+            }
+        }
+    })
+}
+
 /// Creates a limiting adaptor over `upstream`: an allocation that would take the bytes
 /// allocated through it (each rounded up to 256) past `limit` is RMM_ERROR_OUT_OF_MEMORY,
 /// with the limit in the message. A `limit` of 0 is RMM_ERROR_INVALID_ARGUMENT.
@@ -231,6 +314,29 @@ pub extern "C" fn rmmTrackingAdaptorGetReport(resource: rmmResource_t, buffer: *
     boundary("rmmTrackingAdaptorGetReport", || {
         let report = adaptor(resource, "tracking adaptor", |tracking: &TrackingAdaptor| Ok(tracking.report("now")))?;
         copy_text(&report, buffer, size, length)
+    })
+}
+
+/// The stack captured when the outstanding allocation at `ptr` was made through a tracking
+/// adaptor created with `capture_stacks` (one frame a line), copied with a NUL into `buffer`
+/// of `size` bytes; its length goes to `*length` unless NULL ("" when the adaptor captures no
+/// stacks). A NULL `buffer` only asks for the length; a buffer too small, a resource that is
+/// not a tracking adaptor or a `ptr` that is not outstanding there: RMM_ERROR_INVALID_ARGUMENT.
+#[no_mangle]
+pub extern "C" fn rmmTrackingAdaptorGetStack(
+    resource: rmmResource_t,
+    ptr: *mut c_void,
+    buffer: *mut c_char,
+    size: usize,
+    length: *mut usize,
+) -> rmmError_t {
+    boundary("rmmTrackingAdaptorGetStack", || {
+        let stack = adaptor(resource, "tracking adaptor", |tracking: &TrackingAdaptor| {
+            tracking
+                .stack(ptr as usize)
+                .ok_or_else(|| Error::invalid(format!("{ptr:p} is not an outstanding allocation of this tracking adaptor")))
+        })?;
+        copy_text(&stack.unwrap_or_default(), buffer, size, length)
     })
 }
 

@@ -10,6 +10,7 @@ mod adaptors;
 mod configure;
 mod device_buffer;
 mod devices;
+mod diagnostics;
 pub(crate) mod exit;
 mod frameworks;
 pub mod handles;
@@ -27,6 +28,7 @@ pub use adaptors::*;
 pub use configure::*;
 pub use device_buffer::*;
 pub use devices::*;
+pub use diagnostics::*;
 pub use frameworks::*;
 pub use ipc::*;
 pub use legacy::*;
@@ -49,7 +51,8 @@ thread_local! {
 
 static LOGGER: Once = Once::new();
 
-/// Diagnostics go through `log`; `RMM_LOG_LEVEL` (or `RUST_LOG`) picks the level, default warn.
+/// Diagnostics go through `log` (see `diagnostics`); `RMM_LOG_LEVEL` (or `RUST_LOG`) picks the
+/// level, default warn.
 #[inline(always)]
 fn init_logger() {
     if !LOGGER.is_completed() {
@@ -61,8 +64,7 @@ fn init_logger() {
 #[inline(never)]
 fn start_logger() {
     LOGGER.call_once(|| {
-        let filter = std::env::var("RMM_LOG_LEVEL").or_else(|_| std::env::var("RUST_LOG")).unwrap_or_else(|_| "warn".into());
-        let _ = env_logger::Builder::new().parse_filters(&filter).format_target(false).try_init();
+        diagnostics::install();
         crate::boundary::exit::watch_process_exit();
     });
 }

@@ -62,7 +62,8 @@ pub type rmmAllocateCallback_t = Option<extern "C" fn(bytes: usize, stream: cuda
 #[allow(non_camel_case_types)]
 pub type rmmDeallocateCallback_t = Option<extern "C" fn(ptr: *mut c_void, bytes: usize, stream: cudaStream_t, user_data: *mut c_void)>;
 
-/// Called once with `user_data` when a callback resource goes (`rmmCallbackResourceCreateWithRelease`).
+/// Called once with `user_data` when the resource holding it goes (`rmmCallbackResourceCreateWithRelease`,
+/// `rmmLoggingAdaptorCreateWithSink`).
 #[allow(non_camel_case_types)]
 pub type rmmReleaseCallback_t = Option<extern "C" fn(user_data: *mut c_void)>;
 

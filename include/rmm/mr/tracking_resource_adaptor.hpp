@@ -5,10 +5,14 @@
 #ifndef RMM_MR_TRACKING_RESOURCE_ADAPTOR_HPP
 #define RMM_MR_TRACKING_RESOURCE_ADAPTOR_HPP
 
+#include "../detail/stack_trace.hpp"
+#include "../logger.hpp"
 #include "detail/rmm_rs_resource.hpp"
 
-#include <iostream>
+#include <cstdint>
 #include <map>
+#include <memory>
+#include <string>
 #include <vector>
 
 namespace rmm {
@@ -16,19 +20,28 @@ namespace mr {
 
 class tracking_resource_adaptor : public rmm_rs_resource {
  public:
-  /// What the adaptor knows of an outstanding allocation.
+  /// What the adaptor knows of an outstanding allocation: RAPIDS' strace and allocation_size,
+  /// and rmm-rs's stream, thread and call site.
   struct allocation_info {
+    /// The stack of the allocating thread, where the adaptor captures stacks; else null.
+    std::unique_ptr<rmm::detail::stack_trace> strace;
     std::size_t allocation_size;
-    cudaStream_t stream;
+    cudaStream_t stream{};
     /// The OS id of the allocating thread.
-    std::uint64_t thread;
+    std::uint64_t thread{};
     /// The RMM_ALLOC call site ("" and 0 when unknown).
     std::string file;
-    std::uint32_t line;
+    std::uint32_t line{};
+
+    allocation_info() = delete;
+    /// As RAPIDS makes it: `capture_stack` records the calling thread's stack.
+    allocation_info(std::size_t size, bool capture_stack)
+        : strace{capture_stack ? std::make_unique<rmm::detail::stack_trace>() : nullptr}, allocation_size{size} {}
   };
 
   /// `capture_stacks`: record a backtrace with each allocation (slow; for debugging); the
-  /// backtraces show in get_outstanding_allocations_str().
+  /// backtraces show in get_outstanding_allocations_str() and as each allocation_info's
+  /// strace.
   template <class Upstream, detail::if_device_resource<Upstream> = 0>
   explicit tracking_resource_adaptor(Upstream const &upstream, bool capture_stacks = false)
       : rmm_rs_resource(over(
@@ -45,7 +58,14 @@ class tracking_resource_adaptor : public rmm_rs_resource {
     taken.clear();
     try {
       for (auto const &record : records()) {
-        taken.emplace(record.ptr, allocation_info{record.size, record.stream, record.thread, record.file, record.line});
+        allocation_info info{record.size, false};
+        info.stream = record.stream;
+        info.thread = record.thread;
+        info.file = record.file;
+        info.line = record.line;
+        std::string stack = stack_of(record.ptr);
+        if (!stack.empty()) info.strace = std::make_unique<rmm::detail::stack_trace>(std::move(stack));
+        taken.emplace(record.ptr, std::move(info));
       }
     } catch (...) {
       taken.clear();  // out of host memory: an empty answer rather than an escaping exception
@@ -76,13 +96,30 @@ class tracking_resource_adaptor : public rmm_rs_resource {
     }
   }
 
-  /// Writes get_outstanding_allocations_str() to stderr when anything is outstanding.
+  /// Logs get_outstanding_allocations_str() through RMM_LOG_DEBUG to rmm::default_logger()
+  /// ("Outstanding Allocations: ..."), as RAPIDS does: nothing unless RMM_LOG_ACTIVE_LEVEL is
+  /// debug or trace where this is compiled and the logger's level lets debug through.
   void log_outstanding_allocations() const {
-    auto const text = get_outstanding_allocations_str();
-    if (!text.empty()) std::cerr << text << std::flush;
+#if RMM_LOG_ACTIVE_LEVEL <= RMM_LOG_LEVEL_DEBUG
+    RMM_LOG_DEBUG("Outstanding Allocations: %s", get_outstanding_allocations_str());
+#endif
   }
 
  private:
+  // The stack rmm-rs captured with the allocation at `ptr` ("" when none, or when it has
+  // been freed since).
+  std::string stack_of(void *ptr) const {
+    for (;;) {
+      std::size_t length = 0;
+      if (rmmTrackingAdaptorGetStack(handle(), ptr, nullptr, 0, &length) != RMM_SUCCESS || length == 0) return {};
+      std::string text(length + 1, '\0');
+      if (rmmTrackingAdaptorGetStack(handle(), ptr, &text[0], text.size(), &length) == RMM_SUCCESS) {
+        text.resize(length);
+        return text;
+      }
+    }
+  }
+
   // The outstanding records, however many there are by the time they are copied.
   std::vector<rmmAllocationRecord_t> records() const {
     std::vector<rmmAllocationRecord_t> taken;

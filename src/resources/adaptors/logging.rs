@@ -250,6 +250,52 @@ pub struct LoggingAdaptor {
     writing_process: crate::platform::Process,
 }
 
+/// Where a logging adaptor made by `LoggingAdaptor::with_sink` writes: one call per line, the
+/// line without its end-of-line, in the file's order, from one thread at a time.
+pub trait LineSink: Send {
+    /// Takes one line; an error is reported by the next flush, as a failed write to a file is.
+    fn line(&mut self, line: &str) -> std::io::Result<()>;
+}
+
+/// The writer thread's `Write` over a `LineSink`: the text it is given is whole lines, which
+/// it hands over one by one (a line cut between two writes waits for its end).
+struct SinkWriter {
+    sink: Box<dyn LineSink>,
+    partial: Vec<u8>,
+}
+
+impl Write for SinkWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let mut rest = bytes;
+        let mut failure = None;
+        while let Some(end) = rest.iter().position(|&b| b == b'\n') {
+            let line = match self.partial.is_empty() {
+                true => &rest[..end],
+                false => {
+                    self.partial.extend_from_slice(&rest[..end]);
+                    &self.partial[..]
+                }
+            };
+            // The writer formats ASCII only.
+            let result = self.sink.line(&String::from_utf8_lossy(line));
+            if let Err(e) = result {
+                failure.get_or_insert(e);
+            }
+            self.partial.clear();
+            rest = &rest[end + 1..];
+        }
+        self.partial.extend_from_slice(rest);
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(bytes.len()),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 static LIVE: Mutex<Vec<Weak<LoggingAdaptor>>> = Mutex::new(Vec::new());
 
 impl LoggingAdaptor {
@@ -267,6 +313,20 @@ impl LoggingAdaptor {
         }
         let mut file = std::fs::File::create(&path).map_err(|e| Error::Io(format!("cannot create log file {path}: {e}")))?;
         file.write_all(format!("{COLUMNS}\n").as_bytes()).map_err(|e| Error::Io(format!("cannot write log file {path}: {e}")))?;
+        Self::writing_to(upstream, path, Box::new(file))
+    }
+
+    /// Logs to `sink`, which receives each line whole (the header line first, before this
+    /// returns) on the adaptor's writer thread, and is dropped once the adaptor has written its
+    /// last line. Where this fails, `sink` has received at most the header and is dropped too.
+    pub fn with_sink(upstream: Arc<dyn MemoryResource>, mut sink: Box<dyn LineSink>) -> Result<Arc<Self>> {
+        sink.line(COLUMNS).map_err(|e| Error::Io(format!("the log sink refused the header line: {e}")))?;
+        Self::writing_to(upstream, "<sink>".to_string(), Box::new(SinkWriter { sink, partial: Vec::new() }))
+    }
+
+    /// The adaptor over `upstream` whose writer thread writes lines to `file` (which has the
+    /// header already); `path` names it in messages.
+    fn writing_to(upstream: Arc<dyn MemoryResource>, path: String, file: Box<dyn Write + Send>) -> Result<Arc<Self>> {
         let (sender, jobs) = channel::<Job>();
         // Seconds east of UTC, read once: the log shows local time as RMM's does.
         let utc_offset = crate::platform::local_utc_offset_seconds();
@@ -302,7 +362,7 @@ impl LoggingAdaptor {
         Ok(adaptor)
     }
 
-    /// The log file.
+    /// The log file (`"<sink>"` where lines go to a `LineSink`).
     pub fn path(&self) -> &str {
         &self.path
     }
@@ -690,7 +750,7 @@ fn write_records(records: Vec<Record>, dates: &mut Dates, lines: &mut Lines, fil
     lines.write_out(file, failure);
 }
 
-fn write_jobs(mut file: std::fs::File, jobs: std::sync::mpsc::Receiver<Job>, mut dates: Dates, spares: Spares) {
+fn write_jobs(mut file: Box<dyn Write + Send>, jobs: std::sync::mpsc::Receiver<Job>, mut dates: Dates, spares: Spares) {
     let mut lines = Lines::new(TEXT_BYTES);
     let mut failure: Option<String> = None;
     let mut held = Vec::new();

@@ -16,7 +16,7 @@ mod upstream;
 pub use aligned::AlignedAdaptor;
 pub use failure_callback::FailureCallbackAdaptor;
 pub use limiting::LimitingAdaptor;
-pub use logging::LoggingAdaptor;
+pub use logging::{LineSink, LoggingAdaptor};
 pub use prefetch::PrefetchAdaptor;
 pub use statistics::{Counts, StatisticsAdaptor};
 pub use tracking::{OutstandingAllocation, TrackingAdaptor};

@@ -162,6 +162,12 @@ impl TrackingAdaptor {
         shards.iter().map(|records| records.values().map(|record| record.size).sum::<usize>()).sum()
     }
 
+    /// The stack captured with the outstanding allocation at `ptr` (None where stacks are not
+    /// captured); None outside, when `ptr` is not outstanding.
+    pub fn stack(&self, ptr: usize) -> Option<Option<String>> {
+        self.live.lock(ptr).get(&ptr).map(|record| record.backtrace.as_ref().map(|stack| stack.0.clone()))
+    }
+
     /// A human-readable list of the outstanding allocations ("" when there are none).
     pub fn report(&self, when: &str) -> String {
         let outstanding = self.outstanding();
