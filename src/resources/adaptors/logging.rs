@@ -25,7 +25,7 @@ use super::Upstream;
 use crate::error::{Error, Result};
 use crate::log_format::{Action, Lines, TimeOfDay, COLUMNS};
 use crate::platform::Stream;
-use crate::resources::MemoryResource;
+use crate::resources::{MemoryResource, ALIGNMENT};
 use crate::sync::bias::Bias;
 use crate::sync::biased_lock::{BiasedGuard, BiasedLock};
 use crate::sync::clock::{Anchor, OrderedCounter};
@@ -781,8 +781,8 @@ impl Drop for LoggingAdaptor {
 
 impl LoggingAdaptor {
     #[inline(always)]
-    fn allocate_upstream(&self, bytes: usize, stream: Stream) -> Outcome<usize> {
-        let result = self.upstream.allocate(bytes, stream);
+    fn allocate_upstream(&self, bytes: usize, alignment: usize, stream: Stream) -> Outcome<usize> {
+        let result = self.upstream.allocate_aligned(bytes, alignment, stream);
         let event = match result {
             Ok(ptr) => (Action::Allocate, ptr),
             Err(_) => (Action::AllocateFailure, 0),
@@ -791,8 +791,8 @@ impl LoggingAdaptor {
     }
 
     #[inline(always)]
-    fn deallocate_upstream(&self, ptr: usize, bytes: usize, stream: Stream) -> Outcome<()> {
-        let result = self.upstream.deallocate(ptr, bytes, stream);
+    fn deallocate_upstream(&self, ptr: usize, bytes: usize, alignment: usize, stream: Stream) -> Outcome<()> {
+        let result = self.upstream.deallocate_aligned(ptr, bytes, alignment, stream);
         let event = result.is_ok().then_some((Action::Free, ptr));
         (result, event)
     }
@@ -802,32 +802,42 @@ impl MemoryResource for LoggingAdaptor {
     /// The event takes its place after the allocation, so it follows the free that gave the
     /// block back, on whatever thread.
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
+        self.allocate_aligned(bytes, ALIGNMENT, stream)
+    }
+
+    #[inline]
+    fn allocate_aligned(&self, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
         self.with_buffer(
             move |events, buffer, unfenced| {
-                let (result, event) = self.allocate_upstream(bytes, stream);
+                let (result, event) = self.allocate_upstream(bytes, alignment, stream);
                 let place = self.place(&buffer.last_order, unfenced);
                 if let Some((action, ptr)) = event {
                     events.record(self.counter, self.event(place, action, ptr, bytes, stream, buffer.os_thread));
                 }
                 result
             },
-            move || self.logged_nested(false, move || self.allocate_upstream(bytes, stream), bytes, stream),
+            move || self.logged_nested(false, move || self.allocate_upstream(bytes, alignment, stream), bytes, stream),
         )
     }
 
     /// The event takes its place before the block goes back, so it precedes the block's next
     /// allocation, on whatever thread.
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
+        self.deallocate_aligned(ptr, bytes, ALIGNMENT, stream)
+    }
+
+    #[inline]
+    fn deallocate_aligned(&self, ptr: usize, bytes: usize, alignment: usize, stream: Stream) -> Result<()> {
         self.with_buffer(
             move |events, buffer, unfenced| {
                 let place = self.place(&buffer.last_order, unfenced);
-                let (result, event) = self.deallocate_upstream(ptr, bytes, stream);
+                let (result, event) = self.deallocate_upstream(ptr, bytes, alignment, stream);
                 if let Some((action, ptr)) = event {
                     events.record(self.counter, self.event(place, action, ptr, bytes, stream, buffer.os_thread));
                 }
                 result
             },
-            move || self.logged_nested(true, move || self.deallocate_upstream(ptr, bytes, stream), bytes, stream),
+            move || self.logged_nested(true, move || self.deallocate_upstream(ptr, bytes, alignment, stream), bytes, stream),
         )
     }
 
