@@ -178,11 +178,7 @@ pub extern "C" fn rmmAsyncResourceCreateExportable(
     handle_types: u32,
 ) -> rmmError_t {
     create("rmmAsyncResourceCreateExportable", resource, |device| {
-        if handle_types & !handle_type::ALL != 0 {
-            return Err(Error::invalid(format!(
-                "handle types {handle_types:#x}: only RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR (1), _WIN32 (2), _WIN32_KMT (4) and _FABRIC (8) exist"
-            )));
-        }
+        check_handle_types(handle_types)?;
         let values = [
             ("initial", Value::Size(initial_pool_size)),
             ("release_threshold", Value::Size(release_threshold)),
@@ -190,6 +186,15 @@ pub extern "C" fn rmmAsyncResourceCreateExportable(
         ];
         kinds::build("cuda_async", values, &Place::on(device))
     })
+}
+
+fn check_handle_types(handle_types: u32) -> Result<()> {
+    match handle_types & !handle_type::ALL {
+        0 => Ok(()),
+        _ => Err(Error::invalid(format!(
+            "handle types {handle_types:#x}: only RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR (1), _WIN32 (2), _WIN32_KMT (4) and _FABRIC (8) exist"
+        ))),
+    }
 }
 
 /// `rmmAsyncResourceCreateExportable` with `flags`: 0 or `RMM_ASYNC_HW_DECOMPRESS` (the pool's
@@ -206,11 +211,7 @@ pub extern "C" fn rmmAsyncResourceCreateWithFlags(
     flags: u32,
 ) -> rmmError_t {
     create("rmmAsyncResourceCreateWithFlags", resource, |device| {
-        if handle_types & !handle_type::ALL != 0 {
-            return Err(Error::invalid(format!(
-                "handle types {handle_types:#x}: only RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR (1), _WIN32 (2), _WIN32_KMT (4) and _FABRIC (8) exist"
-            )));
-        }
+        check_handle_types(handle_types)?;
         if flags & !RMM_ASYNC_HW_DECOMPRESS != 0 {
             return Err(Error::invalid(format!("flags {flags:#x}: only RMM_ASYNC_HW_DECOMPRESS (1) exists")));
         }
