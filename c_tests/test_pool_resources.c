@@ -23,8 +23,11 @@ static void use(rmmResource_t resource, const char *name) {
   CHECK_OK(rmmResourceDestroy(resource));
 }
 
-/* Makes a resource with `status` when `offered`; otherwise checks the refusal. */
-static void made_or_refused(rmmError_t status, rmmResource_t resource, bool offered, const char *name) {
+/* Checks the resource `status` made in `*resource` when `offered`, otherwise the refusal; the
+ * status is taken before `*resource` is read (argument evaluation order is unspecified). */
+static void made_or_refused(rmmError_t status, rmmResource_t *made, bool offered, const char *name) {
+  rmmResource_t resource = *made;
+  *made = NULL;
   if (offered) {
     CHECK_OK(status);
     use(resource, name);
@@ -39,6 +42,7 @@ int main(void) {
   rmmResource_t owner = NULL, view = NULL, r = NULL;
   void *pool = NULL;
   int supported = 0;
+  rmmError_t status;
 
   CHECK_RMM(rmmDeviceSupports(NULL, RMM_CAPABILITY_HW_DECOMPRESS, 0), RMM_ERROR_INVALID_ARGUMENT);
   CHECK_RMM(rmmDeviceSupports(&supported, 99, 0), RMM_ERROR_INVALID_ARGUMENT);
@@ -56,20 +60,19 @@ int main(void) {
   CHECK_RMM(rmmAsyncViewResourceCreate(NULL, pool), RMM_ERROR_INVALID_ARGUMENT);
   CHECK(view == NULL);
 
-  made_or_refused(rmmAsyncManagedResourceCreate(&r), r, supports(RMM_CAPABILITY_MANAGED_MEMORY_POOLS), "cuda_async_managed");
-  r = NULL;
-  made_or_refused(rmmAsyncPinnedHostResourceCreate(&r, 0, SIZE_MAX), r, supports(RMM_CAPABILITY_HOST_MEMORY_POOLS),
+  status = rmmAsyncManagedResourceCreate(&r);
+  made_or_refused(status, &r, supports(RMM_CAPABILITY_MANAGED_MEMORY_POOLS), "cuda_async_managed");
+  status = rmmAsyncPinnedHostResourceCreate(&r, 0, SIZE_MAX);
+  made_or_refused(status, &r, supports(RMM_CAPABILITY_HOST_MEMORY_POOLS),
                   "cuda_async_pinned_host");
-  r = NULL;
-  made_or_refused(rmmAsyncResourceCreateWithFlags(&r, 0, SIZE_MAX, 0, RMM_ASYNC_HW_DECOMPRESS), r,
-                  supports(RMM_CAPABILITY_HW_DECOMPRESS), "cuda_async");
-  r = NULL;
+  status = rmmAsyncResourceCreateWithFlags(&r, 0, SIZE_MAX, 0, RMM_ASYNC_HW_DECOMPRESS);
+  made_or_refused(status, &r, supports(RMM_CAPABILITY_HW_DECOMPRESS), "cuda_async");
   CHECK_RMM(rmmAsyncResourceCreateWithFlags(&r, 0, SIZE_MAX, 0, 0x80), RMM_ERROR_INVALID_ARGUMENT);
-  made_or_refused(rmmSystemResourceCreate(&r), r, supports(RMM_CAPABILITY_PAGEABLE_MEMORY_ACCESS), "system");
-  r = NULL;
-  made_or_refused(rmmSamHeadroomResourceCreate(&r, 64 << 20), r, supports(RMM_CAPABILITY_PAGEABLE_MEMORY_ACCESS),
+  status = rmmSystemResourceCreate(&r);
+  made_or_refused(status, &r, supports(RMM_CAPABILITY_PAGEABLE_MEMORY_ACCESS), "system");
+  status = rmmSamHeadroomResourceCreate(&r, 64 << 20);
+  made_or_refused(status, &r, supports(RMM_CAPABILITY_PAGEABLE_MEMORY_ACCESS),
                   "sam_headroom");
-  r = NULL;
   if (supports(RMM_CAPABILITY_PAGEABLE_MEMORY_ACCESS)) {
     CHECK_RMM(rmmSamHeadroomResourceCreate(&r, SIZE_MAX), RMM_ERROR_INVALID_ARGUMENT);
     CHECK(r == NULL);
