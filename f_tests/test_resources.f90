@@ -58,6 +58,7 @@ program test_resources
   call allocate_on_streams()
   call suballocators()
   call device_resources()
+  call pool_resources()
   call snapshots()
   call callback_resource()
   call aligned_allocations()
@@ -340,6 +341,51 @@ contains
 
   ! Managed, pinned host, expandable and cuda_async resources (the last two where the driver
   ! supports them).
+  ! The resources over driver pools and system memory: each made where rmmDeviceSupports says
+  ! the device offers what it needs, refused with RMM_ERROR_NOT_SUPPORTED where not.
+  subroutine pool_resources()
+    type(c_ptr) :: owner, view, made, driver_pool
+    integer(c_int) :: s, device
+    call expect_ok(rmmGetDevice(device), 'rmmGetDevice')
+    call expect_status(rmmAsyncViewResourceCreate(view, c_null_ptr), RMM_ERROR_INVALID_ARGUMENT, &
+      'rmmAsyncViewResourceCreate(NULL pool)')
+    if (rmmAsyncResourceCreate(owner, 0_c_size_t, -1_c_size_t) == RMM_SUCCESS) then
+      call expect_ok(rmmAsyncResourceGetPool(owner, driver_pool), 'rmmAsyncResourceGetPool')
+      call expect_ok(rmmAsyncViewResourceCreate(view, driver_pool), 'rmmAsyncViewResourceCreate')
+      call expect_name(view, 'cuda_async_view')
+      call expect_ok(rmmResourceDestroy(view), 'rmmResourceDestroy(view)')
+      call expect_ok(rmmResourceDestroy(owner), 'rmmResourceDestroy(owner)')
+    end if
+    s = rmmAsyncManagedResourceCreate(made)
+    call made_or_refused(s, made, RMM_CAPABILITY_MANAGED_MEMORY_POOLS, 'cuda_async_managed', device)
+    s = rmmAsyncPinnedHostResourceCreate(made, 0_c_size_t, -1_c_size_t)
+    call made_or_refused(s, made, RMM_CAPABILITY_HOST_MEMORY_POOLS, 'cuda_async_pinned_host', device)
+    s = rmmAsyncResourceCreateWithFlags(made, 0_c_size_t, -1_c_size_t, 0_c_int32_t, &
+      int(RMM_ASYNC_HW_DECOMPRESS, c_int32_t))
+    call made_or_refused(s, made, RMM_CAPABILITY_HW_DECOMPRESS, 'cuda_async', device)
+    s = rmmSystemResourceCreate(made)
+    call made_or_refused(s, made, RMM_CAPABILITY_PAGEABLE_MEMORY_ACCESS, 'system', device)
+    s = rmmSamHeadroomResourceCreate(made, MiB)
+    call made_or_refused(s, made, RMM_CAPABILITY_PAGEABLE_MEMORY_ACCESS, 'sam_headroom', device)
+  end subroutine pool_resources
+
+  subroutine made_or_refused(status, resource, capability, name, device)
+    integer(c_int), intent(in) :: status
+    type(c_ptr), intent(in) :: resource
+    integer(c_int32_t), intent(in) :: capability
+    character(len=*), intent(in) :: name
+    integer(c_int), intent(in) :: device
+    integer(c_int), target :: supported
+    call expect_ok(rmmDeviceSupports(c_loc(supported), capability, device), 'rmmDeviceSupports')
+    if (supported == 1) then
+      call expect_ok(status, name)
+      call expect_name(resource, name)
+      call expect_ok(rmmResourceDestroy(resource), 'rmmResourceDestroy(' // name // ')')
+    else
+      call expect_status(status, RMM_ERROR_NOT_SUPPORTED, name // ' refused')
+    end if
+  end subroutine made_or_refused
+
   subroutine device_resources()
     type(c_ptr) :: managed, pinned, async, expandable, driver_pool
     type(rmmExpandableOptions_t), target :: options

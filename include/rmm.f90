@@ -87,7 +87,9 @@ module rmm
   public :: RMM_LOG_LEVEL_TRACE, RMM_LOG_LEVEL_DEBUG, RMM_LOG_LEVEL_INFO, RMM_LOG_LEVEL_WARN, &
     RMM_LOG_LEVEL_ERROR, RMM_LOG_LEVEL_CRITICAL, RMM_LOG_LEVEL_OFF, RMM_IPC_HANDLE_SIZE, &
     RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, RMM_HANDLE_TYPE_WIN32, RMM_HANDLE_TYPE_WIN32_KMT, &
-    RMM_HANDLE_TYPE_FABRIC, RMM_MAX_DEVICES, RMM_VERSION_MAJOR, RMM_VERSION_MINOR, &
+    RMM_HANDLE_TYPE_FABRIC, RMM_ASYNC_HW_DECOMPRESS, RMM_CAPABILITY_PAGEABLE_MEMORY_ACCESS, &
+    RMM_CAPABILITY_MANAGED_MEMORY_POOLS, RMM_CAPABILITY_HOST_MEMORY_POOLS, &
+    RMM_CAPABILITY_HW_DECOMPRESS, RMM_MAX_DEVICES, RMM_VERSION_MAJOR, RMM_VERSION_MINOR, &
     RMM_VERSION_PATCH, RMM_VERSION, RMM_SUCCESS, RMM_ERROR_CUDA_ERROR, RMM_ERROR_INVALID_ARGUMENT, &
     RMM_ERROR_NOT_INITIALIZED, RMM_ERROR_OUT_OF_MEMORY, RMM_ERROR_UNKNOWN, RMM_ERROR_IO, &
     RMM_ERROR_NOT_SUPPORTED, RMM_ERROR_INVALID_HANDLE, RMM_ERROR_ALREADY_INITIALIZED, &
@@ -117,14 +119,16 @@ module rmm
     rmmGetLastErrorMessage, rmmTimelineReportWrite, rmmCudaResourceCreate, &
     rmmManagedResourceCreate, rmmCallbackResourceCreate, rmmCallbackResourceCreateWithRelease, &
     rmmCallbackResourceCreateAligned, rmmAsyncResourceCreate, rmmAsyncResourceCreateExportable, &
-    rmmAsyncResourceGetPool, rmmExpandableResourceCreate, rmmExpandableResourceCreateWithOptions, &
-    rmmResourceCreateFromSpec, rmmPinnedHostResourceCreate, rmmResourceDestroy, &
-    rmmResourceAllocate, rmmResourceDeallocate, rmmResourceAllocateAligned, &
-    rmmResourceDeallocateAligned, rmmResourceGetDevice, rmmResourceGetName, &
-    rmmResourceGetSnapshot, rmmResourceWriteSnapshot, rmmResourceGetFootprint, rmmStreamCreate, &
-    rmmStreamDestroy, rmmStreamRegister, rmmStreamUnregister, rmmStreamSynchronize, &
-    rmmMemcpyAsync, rmmPoolResourceCreate, rmmPoolResourceGetSize, rmmPoolResourceGetFree, &
-    rmmResourceRelease, rmmArenaResourceCreate, rmmBinningResourceCreate, &
+    rmmAsyncResourceCreateWithFlags, rmmAsyncViewResourceCreate, rmmAsyncManagedResourceCreate, &
+    rmmAsyncPinnedHostResourceCreate, rmmSystemResourceCreate, rmmSamHeadroomResourceCreate, &
+    rmmDeviceSupports, rmmAsyncResourceGetPool, rmmExpandableResourceCreate, &
+    rmmExpandableResourceCreateWithOptions, rmmResourceCreateFromSpec, &
+    rmmPinnedHostResourceCreate, rmmResourceDestroy, rmmResourceAllocate, rmmResourceDeallocate, &
+    rmmResourceAllocateAligned, rmmResourceDeallocateAligned, rmmResourceGetDevice, &
+    rmmResourceGetName, rmmResourceGetSnapshot, rmmResourceWriteSnapshot, rmmResourceGetFootprint, &
+    rmmStreamCreate, rmmStreamDestroy, rmmStreamRegister, rmmStreamUnregister, &
+    rmmStreamSynchronize, rmmMemcpyAsync, rmmPoolResourceCreate, rmmPoolResourceGetSize, &
+    rmmPoolResourceGetFree, rmmResourceRelease, rmmArenaResourceCreate, rmmBinningResourceCreate, &
     rmmBinningResourceAddBin, rmmFixedSizeResourceCreate, rmmGetVersion
 
   ! Log level trace (RAPIDS' `rapids_logger::level_enum::trace`): everything.
@@ -155,6 +159,23 @@ module rmm
   ! `cudaMemHandleTypeFabric`: a fabric handle, which crosses nodes through IMEX, where the
   ! driver offers it.
   integer(c_int32_t), parameter :: RMM_HANDLE_TYPE_FABRIC = 8
+  ! A flag of `rmmAsyncResourceCreateWithFlags`: the pool's memory may serve hardware
+  ! decompression (`cudaMemPoolCreateUsageHwDecompress`, a CUDA 12.8 driver; RAPIDS'
+  ! `enable_hw_decompress`).
+  integer(c_int32_t), parameter :: RMM_ASYNC_HW_DECOMPRESS = 1
+  ! What `rmmDeviceSupports` can be asked; this one and the three below. This one: the device
+  ! reaches pageable host memory, as from `malloc` (HMM or ATS), which `rmmSystemResourceCreate`
+  ! and `rmmSamHeadroomResourceCreate` need.
+  integer(c_int32_t), parameter :: RMM_CAPABILITY_PAGEABLE_MEMORY_ACCESS = 1
+  ! Driver memory pools of managed memory (a CUDA 13 driver, and a device with concurrent
+  ! managed access), which `rmmAsyncManagedResourceCreate` needs.
+  integer(c_int32_t), parameter :: RMM_CAPABILITY_MANAGED_MEMORY_POOLS = 2
+  ! Driver memory pools of page-locked host memory (a CUDA 12.6 driver or later, where the
+  ! device offers them), which `rmmAsyncPinnedHostResourceCreate` needs.
+  integer(c_int32_t), parameter :: RMM_CAPABILITY_HOST_MEMORY_POOLS = 3
+  ! Pools whose memory serves hardware decompression (a CUDA 12.8 driver), which
+  ! `RMM_ASYNC_HW_DECOMPRESS` needs.
+  integer(c_int32_t), parameter :: RMM_CAPABILITY_HW_DECOMPRESS = 4
   ! Most devices `rmmOptions_t.devices` can list.
   integer(c_int32_t), parameter :: RMM_MAX_DEVICES = 64
   ! The major version of rmm-rs that rmm.h belongs to.
@@ -1417,9 +1438,109 @@ module rmm
       integer(c_int32_t), value :: handle_types  ! uint32_t in C
     end function rmmAsyncResourceCreateExportable
 
+    ! `rmmAsyncResourceCreateExportable` with `flags`: 0 or `RMM_ASYNC_HW_DECOMPRESS` (the pool's
+    ! memory may serve hardware decompression, RAPIDS' `enable_hw_decompress`). Unknown flags:
+    ! RMM_ERROR_INVALID_ARGUMENT; hardware decompression where the driver has none (older than
+    ! CUDA 12.8, see `rmmDeviceSupports`): RMM_ERROR_NOT_SUPPORTED, nothing made. Ownership as
+    ! `rmmCudaResourceCreate`.
+    integer(c_int) function rmmAsyncResourceCreateWithFlags(resource, initial_pool_size, &
+        release_threshold, handle_types, flags) bind(c, name="rmmAsyncResourceCreateWithFlags")
+      import :: c_int, c_int32_t, c_ptr, c_size_t
+      type(c_ptr), intent(inout) :: resource
+      integer(c_size_t), value :: initial_pool_size
+      integer(c_size_t), value :: release_threshold
+      integer(c_int32_t), value :: handle_types  ! uint32_t in C
+      integer(c_int32_t), value :: flags  ! uint32_t in C
+    end function rmmAsyncResourceCreateWithFlags
+
+    ! Creates a stream-ordered resource on the current device over `pool`, a driver memory pool
+    ! (`cudaMemPool_t`) the caller made and keeps: `cudaMemPoolCreate`'s, the device's default
+    ! pool, another resource's (`rmmAsyncResourceGetPool`). RAPIDS'
+    ! `cuda_async_view_memory_resource`. The resource never destroys the pool, which must outlive
+    ! it and its allocations. NULL, a value that names no pool or a destroyed pool:
+    ! RMM_ERROR_INVALID_ARGUMENT (on a real GPU the driver is asked: pass only handles of this
+    ! process); a pool imported from another process (`cudaMemPoolImportFromShareableHandle`),
+    ! from which the driver allocates nothing (its allocations are mapped with
+    ! `cudaMemPoolImportPointer`): RMM_ERROR_NOT_SUPPORTED on simulated devices, the driver's
+    ! refusal at the first allocation on a GPU. Ownership of the handle as `rmmCudaResourceCreate`.
+    integer(c_int) function rmmAsyncViewResourceCreate(resource, pool) &
+        bind(c, name="rmmAsyncViewResourceCreate")
+      import :: c_int, c_ptr
+      type(c_ptr), intent(inout) :: resource
+      type(c_ptr), value :: pool
+    end function rmmAsyncViewResourceCreate
+
+    ! Creates a stream-ordered resource of managed memory on the current device, over the
+    ! device's default managed memory pool (`cudaMemGetDefaultMemPool` with
+    ! `cudaMemAllocationTypeManaged`, CUDA 13; RAPIDS' `cuda_async_managed_memory_resource`): the
+    ! memory is reachable from the host and every device. All such resources of a device share
+    ! the driver's pool, which none destroys. RMM_ERROR_NOT_SUPPORTED where the driver is older
+    ! than CUDA 13 or the device lacks concurrent managed access (`rmmDeviceSupports` with
+    ! `RMM_CAPABILITY_MANAGED_MEMORY_POOLS`). Ownership as `rmmCudaResourceCreate`.
+    integer(c_int) function rmmAsyncManagedResourceCreate(resource) &
+        bind(c, name="rmmAsyncManagedResourceCreate")
+      import :: c_int, c_ptr
+      type(c_ptr), intent(inout) :: resource
+    end function rmmAsyncManagedResourceCreate
+
+    ! Creates a stream-ordered resource of page-locked host memory: a driver memory pool of its
+    ! own located on the host (`cudaMemLocationTypeHost`), reached through the current device,
+    ! usable from the host and every device. The pool starts with `initial_pool_size` bytes and
+    ! keeps up to `release_threshold` bytes reserved across synchronizations (SIZE_MAX: keep
+    ! everything); cross-stream reuse is ordered by the driver, as for `rmmAsyncResourceCreate`.
+    ! Its memory does not count against a device's memory. RMM_ERROR_NOT_SUPPORTED where the
+    ! driver or device has no host memory pools (`rmmDeviceSupports` with
+    ! `RMM_CAPABILITY_HOST_MEMORY_POOLS`). Ownership as `rmmCudaResourceCreate`.
+    integer(c_int) function rmmAsyncPinnedHostResourceCreate(resource, initial_pool_size, &
+        release_threshold) bind(c, name="rmmAsyncPinnedHostResourceCreate")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), intent(inout) :: resource
+      integer(c_size_t), value :: initial_pool_size
+      integer(c_size_t), value :: release_threshold
+    end function rmmAsyncPinnedHostResourceCreate
+
+    ! Creates a resource of system memory for the current device (RAPIDS'
+    ! `system_memory_resource`): pageable host memory from the system allocator, 256-byte
+    ! aligned, which the device reaches directly on systems with HMM or ATS. A free waits for the
+    ! work on its stream first (the system frees at once). RMM_ERROR_NOT_SUPPORTED where the device
+    ! cannot reach pageable memory (`rmmDeviceSupports` with
+    ! `RMM_CAPABILITY_PAGEABLE_MEMORY_ACCESS`). Ownership as `rmmCudaResourceCreate`.
+    integer(c_int) function rmmSystemResourceCreate(resource) &
+        bind(c, name="rmmSystemResourceCreate")
+      import :: c_int, c_ptr
+      type(c_ptr), intent(inout) :: resource
+    end function rmmSystemResourceCreate
+
+    ! `rmmSystemResourceCreate` that keeps `headroom` bytes of the current device free (RAPIDS'
+    ! `sam_headroom_memory_resource`): of each allocation, the driver is told to prefer the device
+    ! for as much as leaves `headroom` bytes of it free (whole 256-byte units), and the host for
+    ! the rest (`cudaMemAdvise` with `cudaMemAdviseSetPreferredLocation`). A headroom above the
+    ! device's memory: RMM_ERROR_INVALID_ARGUMENT; a device without pageable memory access:
+    ! RMM_ERROR_NOT_SUPPORTED. Ownership as `rmmCudaResourceCreate`.
+    integer(c_int) function rmmSamHeadroomResourceCreate(resource, headroom) &
+        bind(c, name="rmmSamHeadroomResourceCreate")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), intent(inout) :: resource
+      integer(c_size_t), value :: headroom
+    end function rmmSamHeadroomResourceCreate
+
+    ! Writes 1 to `*supported` when `device` (and the driver) offers `capability` (an
+    ! `RMM_CAPABILITY_*` value), 0 when not: what the resources that need it answer
+    ! RMM_ERROR_NOT_SUPPORTED to. An unknown capability, a device that does not exist or a NULL
+    ! `supported`: RMM_ERROR_INVALID_ARGUMENT.
+    integer(c_int) function rmmDeviceSupports(supported, capability, device) &
+        bind(c, name="rmmDeviceSupports")
+      import :: c_int, c_int32_t, c_ptr
+      type(c_ptr), value :: supported
+      integer(c_int32_t), value :: capability  ! uint32_t in C
+      integer(c_int), value :: device
+    end function rmmDeviceSupports
+
     ! Writes the driver memory pool of a cuda_async resource (a `cudaMemPool_t`) to `*pool`, for
-    ! `cudaMemPoolSetAttribute` and the like (RAPIDS' `pool_handle()`). The resource keeps owning
-    ! it: do not destroy it. Other resources (adaptors over one included):
+    ! `cudaMemPoolSetAttribute` and the like (RAPIDS' `pool_handle()`); also of the resources over
+    ! a driver pool: cuda_async_view (the caller's pool), cuda_async_managed (the device's default
+    ! managed pool) and cuda_async_pinned_host. The resource keeps owning its own pool (the
+    ! others stay their owners'): do not destroy it. Other resources (adaptors over one included):
     ! RMM_ERROR_NOT_SUPPORTED. On simulated devices the value is opaque.
     integer(c_int) function rmmAsyncResourceGetPool(resource, pool) &
         bind(c, name="rmmAsyncResourceGetPool")

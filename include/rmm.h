@@ -88,6 +88,28 @@ typedef struct rmmDeviceBuffer_st* rmmDeviceBuffer_t;
 // driver offers it.
 #define RMM_HANDLE_TYPE_FABRIC 8
 
+// A flag of `rmmAsyncResourceCreateWithFlags`: the pool's memory may serve hardware
+// decompression (`cudaMemPoolCreateUsageHwDecompress`, a CUDA 12.8 driver; RAPIDS'
+// `enable_hw_decompress`).
+#define RMM_ASYNC_HW_DECOMPRESS 1
+
+// What `rmmDeviceSupports` can be asked; this one and the three below. This one: the device
+// reaches pageable host memory, as from `malloc` (HMM or ATS), which `rmmSystemResourceCreate`
+// and `rmmSamHeadroomResourceCreate` need.
+#define RMM_CAPABILITY_PAGEABLE_MEMORY_ACCESS 1
+
+// Driver memory pools of managed memory (a CUDA 13 driver, and a device with concurrent
+// managed access), which `rmmAsyncManagedResourceCreate` needs.
+#define RMM_CAPABILITY_MANAGED_MEMORY_POOLS 2
+
+// Driver memory pools of page-locked host memory (a CUDA 12.6 driver or later, where the
+// device offers them), which `rmmAsyncPinnedHostResourceCreate` needs.
+#define RMM_CAPABILITY_HOST_MEMORY_POOLS 3
+
+// Pools whose memory serves hardware decompression (a CUDA 12.8 driver), which
+// `RMM_ASYNC_HW_DECOMPRESS` needs.
+#define RMM_CAPABILITY_HW_DECOMPRESS 4
+
 // Most devices `rmmOptions_t.devices` can list.
 #define RMM_MAX_DEVICES 64
 
@@ -1031,9 +1053,77 @@ enum rmmError_t rmmAsyncResourceCreateExportable(rmmResource_t *resource,
                                                  size_t release_threshold,
                                                  uint32_t handle_types);
 
+// `rmmAsyncResourceCreateExportable` with `flags`: 0 or `RMM_ASYNC_HW_DECOMPRESS` (the pool's
+// memory may serve hardware decompression, RAPIDS' `enable_hw_decompress`). Unknown flags:
+// RMM_ERROR_INVALID_ARGUMENT; hardware decompression where the driver has none (older than
+// CUDA 12.8, see `rmmDeviceSupports`): RMM_ERROR_NOT_SUPPORTED, nothing made. Ownership as
+// `rmmCudaResourceCreate`.
+enum rmmError_t rmmAsyncResourceCreateWithFlags(rmmResource_t *resource,
+                                                size_t initial_pool_size,
+                                                size_t release_threshold,
+                                                uint32_t handle_types,
+                                                uint32_t flags);
+
+// Creates a stream-ordered resource on the current device over `pool`, a driver memory pool
+// (`cudaMemPool_t`) the caller made and keeps: `cudaMemPoolCreate`'s, the device's default
+// pool, another resource's (`rmmAsyncResourceGetPool`). RAPIDS'
+// `cuda_async_view_memory_resource`. The resource never destroys the pool, which must outlive
+// it and its allocations. NULL, a value that names no pool or a destroyed pool:
+// RMM_ERROR_INVALID_ARGUMENT (on a real GPU the driver is asked: pass only handles of this
+// process); a pool imported from another process (`cudaMemPoolImportFromShareableHandle`),
+// from which the driver allocates nothing (its allocations are mapped with
+// `cudaMemPoolImportPointer`): RMM_ERROR_NOT_SUPPORTED on simulated devices, the driver's
+// refusal at the first allocation on a GPU. Ownership of the handle as `rmmCudaResourceCreate`.
+enum rmmError_t rmmAsyncViewResourceCreate(rmmResource_t *resource, void *pool);
+
+// Creates a stream-ordered resource of managed memory on the current device, over the
+// device's default managed memory pool (`cudaMemGetDefaultMemPool` with
+// `cudaMemAllocationTypeManaged`, CUDA 13; RAPIDS' `cuda_async_managed_memory_resource`): the
+// memory is reachable from the host and every device. All such resources of a device share
+// the driver's pool, which none destroys. RMM_ERROR_NOT_SUPPORTED where the driver is older
+// than CUDA 13 or the device lacks concurrent managed access (`rmmDeviceSupports` with
+// `RMM_CAPABILITY_MANAGED_MEMORY_POOLS`). Ownership as `rmmCudaResourceCreate`.
+enum rmmError_t rmmAsyncManagedResourceCreate(rmmResource_t *resource);
+
+// Creates a stream-ordered resource of page-locked host memory: a driver memory pool of its
+// own located on the host (`cudaMemLocationTypeHost`), reached through the current device,
+// usable from the host and every device. The pool starts with `initial_pool_size` bytes and
+// keeps up to `release_threshold` bytes reserved across synchronizations (SIZE_MAX: keep
+// everything); cross-stream reuse is ordered by the driver, as for `rmmAsyncResourceCreate`.
+// Its memory does not count against a device's memory. RMM_ERROR_NOT_SUPPORTED where the
+// driver or device has no host memory pools (`rmmDeviceSupports` with
+// `RMM_CAPABILITY_HOST_MEMORY_POOLS`). Ownership as `rmmCudaResourceCreate`.
+enum rmmError_t rmmAsyncPinnedHostResourceCreate(rmmResource_t *resource,
+                                                 size_t initial_pool_size,
+                                                 size_t release_threshold);
+
+// Creates a resource of system memory for the current device (RAPIDS'
+// `system_memory_resource`): pageable host memory from the system allocator, 256-byte
+// aligned, which the device reaches directly on systems with HMM or ATS. A free waits for the
+// work on its stream first (the system frees at once). RMM_ERROR_NOT_SUPPORTED where the device
+// cannot reach pageable memory (`rmmDeviceSupports` with
+// `RMM_CAPABILITY_PAGEABLE_MEMORY_ACCESS`). Ownership as `rmmCudaResourceCreate`.
+enum rmmError_t rmmSystemResourceCreate(rmmResource_t *resource);
+
+// `rmmSystemResourceCreate` that keeps `headroom` bytes of the current device free (RAPIDS'
+// `sam_headroom_memory_resource`): of each allocation, the driver is told to prefer the device
+// for as much as leaves `headroom` bytes of it free (whole 256-byte units), and the host for
+// the rest (`cudaMemAdvise` with `cudaMemAdviseSetPreferredLocation`). A headroom above the
+// device's memory: RMM_ERROR_INVALID_ARGUMENT; a device without pageable memory access:
+// RMM_ERROR_NOT_SUPPORTED. Ownership as `rmmCudaResourceCreate`.
+enum rmmError_t rmmSamHeadroomResourceCreate(rmmResource_t *resource, size_t headroom);
+
+// Writes 1 to `*supported` when `device` (and the driver) offers `capability` (an
+// `RMM_CAPABILITY_*` value), 0 when not: what the resources that need it answer
+// RMM_ERROR_NOT_SUPPORTED to. An unknown capability, a device that does not exist or a NULL
+// `supported`: RMM_ERROR_INVALID_ARGUMENT.
+enum rmmError_t rmmDeviceSupports(int *supported, uint32_t capability, int device);
+
 // Writes the driver memory pool of a cuda_async resource (a `cudaMemPool_t`) to `*pool`, for
-// `cudaMemPoolSetAttribute` and the like (RAPIDS' `pool_handle()`). The resource keeps owning
-// it: do not destroy it. Other resources (adaptors over one included):
+// `cudaMemPoolSetAttribute` and the like (RAPIDS' `pool_handle()`); also of the resources over
+// a driver pool: cuda_async_view (the caller's pool), cuda_async_managed (the device's default
+// managed pool) and cuda_async_pinned_host. The resource keeps owning its own pool (the
+// others stay their owners'): do not destroy it. Other resources (adaptors over one included):
 // RMM_ERROR_NOT_SUPPORTED. On simulated devices the value is opaque.
 enum rmmError_t rmmAsyncResourceGetPool(rmmResource_t resource, void **pool);
 

@@ -190,8 +190,17 @@ _SIGNATURES = {
     "rmmTimelineReportWrite": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p]),
     "rmmCudaResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
     "rmmManagedResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
-    "rmmAsyncResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t,
+    "rmmAsyncResourceCreateWithFlags": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p),
+        ctypes.c_size_t, ctypes.c_size_t, ctypes.c_uint32, ctypes.c_uint32]),
+    "rmmAsyncViewResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p),
+        ctypes.c_void_p]),
+    "rmmAsyncManagedResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
+    "rmmAsyncPinnedHostResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p),
+        ctypes.c_size_t, ctypes.c_size_t]),
+    "rmmSystemResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
+    "rmmSamHeadroomResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p),
         ctypes.c_size_t]),
+    "rmmAsyncResourceGetPool": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]),
     "rmmExpandableResourceCreateWithOptions": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p),
         ctypes.POINTER(_CExpandableOptions)]),
     "rmmResourceCreateFromSpec": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int,
@@ -633,10 +642,52 @@ class Resource:
         return cls._create("rmmManagedResourceCreate")
 
     @classmethod
-    def cuda_async(cls, initial_pool_size: Union[int, str] = 0, release_threshold: Union[int, str, None] = None) -> "Resource":
-        """The driver's stream-ordered allocator over a pool of its own (None: keep all)."""
-        threshold = (1 << (8 * ctypes.sizeof(ctypes.c_size_t))) - 1 if release_threshold is None else _size(release_threshold, "release_threshold")
-        return cls._create("rmmAsyncResourceCreate", _size(initial_pool_size, "initial_pool_size"), threshold)
+    def cuda_async(cls, initial_pool_size: Union[int, str] = 0, release_threshold: Union[int, str, None] = None,
+                   enable_hw_decompress: bool = False) -> "Resource":
+        """The driver's stream-ordered allocator over a pool of its own (None: keep all).
+        `enable_hw_decompress`: memory for hardware decompression (a CUDA 12.8 driver;
+        ``ERROR_NOT_SUPPORTED`` where there is none)."""
+        threshold = _SIZE_MAX if release_threshold is None else _size(release_threshold, "release_threshold")
+        flags = 1 if enable_hw_decompress else 0  # RMM_ASYNC_HW_DECOMPRESS
+        return cls._create("rmmAsyncResourceCreateWithFlags", _size(initial_pool_size, "initial_pool_size"), threshold, 0, flags)
+
+    @classmethod
+    def cuda_async_view(cls, pool_handle: int) -> "Resource":
+        """Stream-ordered allocation from a driver memory pool of this process that the caller
+        made and keeps (a ``cudaMemPool_t`` as an int, e.g. :meth:`pool_handle` of another
+        resource); never destroyed here. NULL or a value that is no pool: ``ERROR_INVALID_ARGUMENT``."""
+        return cls._create("rmmAsyncViewResourceCreate", ctypes.c_void_p(int(pool_handle)))
+
+    @classmethod
+    def cuda_async_managed(cls) -> "Resource":
+        """Managed memory from the current device's default managed pool (CUDA 13;
+        ``ERROR_NOT_SUPPORTED`` before)."""
+        return cls._create("rmmAsyncManagedResourceCreate")
+
+    @classmethod
+    def cuda_async_pinned_host(cls, initial_pool_size: Union[int, str] = 0,
+                               release_threshold: Union[int, str, None] = None) -> "Resource":
+        """Stream-ordered pinned host memory from a driver pool on the host (CUDA 12.6+ where
+        the device offers it; ``ERROR_NOT_SUPPORTED`` elsewhere). None: keep all."""
+        threshold = _SIZE_MAX if release_threshold is None else _size(release_threshold, "release_threshold")
+        return cls._create("rmmAsyncPinnedHostResourceCreate", _size(initial_pool_size, "initial_pool_size"), threshold)
+
+    @classmethod
+    def system(cls) -> "Resource":
+        """System (pageable) memory, on devices that reach it (HMM or ATS; ``ERROR_NOT_SUPPORTED``
+        elsewhere)."""
+        return cls._create("rmmSystemResourceCreate")
+
+    @classmethod
+    def sam_headroom(cls, headroom: Union[int, str]) -> "Resource":
+        """:meth:`system` memory that prefers the device only while `headroom` bytes of it stay free."""
+        return cls._create("rmmSamHeadroomResourceCreate", _size(headroom, "headroom"))
+
+    def pool_handle(self) -> int:
+        """The driver memory pool (``cudaMemPool_t``) of a resource over one, as an int."""
+        pool = ctypes.c_void_p()
+        _call("rmmAsyncResourceGetPool", self._h(), ctypes.byref(pool))
+        return int(pool.value or 0)
 
     @classmethod
     def expandable(cls, maximum_size: Union[int, str, None] = None, initial_size: Union[int, str, None] = None,
@@ -895,6 +946,9 @@ def _resolve_devices(devices: Union[None, int, str, Iterable[int]]) -> List[int]
     if isinstance(devices, int):
         return [devices]
     return list(dict.fromkeys(int(device) for device in devices))
+
+
+_SIZE_MAX = (1 << (8 * ctypes.sizeof(ctypes.c_size_t))) - 1
 
 
 def _base_spec(resource: str, initial: int, maximum: int, release_threshold: Optional[int]) -> str:

@@ -497,6 +497,39 @@ class ResourceTest(unittest.TestCase):
             stats.allocate(1)
         self.assertIn("closed", repr(stats))
 
+    def test_driver_pool_and_system_resources(self):
+        with rmm_rs.Resource.cuda_async("1MiB") as owner:
+            pool = owner.pool_handle()
+            self.assertNotEqual(pool, 0)
+            with rmm_rs.Resource.cuda_async_view(pool) as view:
+                self.assertEqual((view.name, view.pool_handle()), ("cuda_async_view", pool))
+                view.deallocate(view.allocate(4096), 4096)
+        with self.assertRaises(rmm_rs.RmmError) as caught:
+            rmm_rs.Resource.cuda_async_view(0)
+        self.assertEqual(caught.exception.code, rmm_rs.ERROR_INVALID_ARGUMENT)
+        # Each of these is made or refused as not supported (simulated devices: the managed
+        # and host pools and hw decompression of a CUDA 13 driver, no pageable memory access).
+        makers = [
+            ("cuda_async_managed", rmm_rs.Resource.cuda_async_managed),
+            ("cuda_async_pinned_host", lambda: rmm_rs.Resource.cuda_async_pinned_host("1MiB")),
+            ("cuda_async", lambda: rmm_rs.Resource.cuda_async(enable_hw_decompress=True)),
+            ("system", rmm_rs.Resource.system),
+            ("sam_headroom", lambda: rmm_rs.Resource.sam_headroom("64MiB")),
+        ]
+        made = []
+        for name, make in makers:
+            try:
+                resource = make()
+            except rmm_rs.RmmError as error:
+                self.assertEqual(error.code, rmm_rs.ERROR_NOT_SUPPORTED, name)
+                continue
+            with resource:
+                self.assertEqual(resource.name, name)
+                resource.deallocate(resource.allocate(4096), 4096)
+            made.append(name)
+        if not ON_GPU:
+            self.assertEqual(made, ["cuda_async_managed", "cuda_async_pinned_host", "cuda_async"])
+
     def test_adaptors(self):
         with rmm_rs.Resource.cuda() as cuda:
             with rmm_rs.Resource.limiting_adaptor(cuda, "1MiB") as limited:

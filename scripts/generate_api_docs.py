@@ -76,9 +76,11 @@ GROUPS = [
     Group("resources.md", "Device resources",
           "Resources that take memory from the device (or the host) themselves, and resources "
           "over functions of yours. Each binds to the device current when it is created.",
-          r"^rmm(Cuda|Managed|Callback|Async|Expandable|PinnedHost)Resource\w*$",
-          r"^(rmmAllocateCallback_t|rmmDeallocateCallback_t|rmmReleaseCallback_t|"
-          r"rmmExpandableOptions_t|RMM_HANDLE_TYPE_\w+)$"),
+          r"^rmm(Cuda|Managed|Callback|Async|AsyncView|AsyncManaged|AsyncPinnedHost|Expandable|"
+          r"PinnedHost|System|SamHeadroom)Resource\w*$",
+          r"^(rmmAllocateCallback_t|rmmDeallocateCallback_t|rmmAlignedAllocateCallback_t|"
+          r"rmmAlignedDeallocateCallback_t|rmmReleaseCallback_t|"
+          r"rmmExpandableOptions_t|RMM_HANDLE_TYPE_\w+|RMM_ASYNC_HW_DECOMPRESS)$"),
     Group("suballocators.md", "Suballocators",
           "Resources that carve blocks out of memory they take from an upstream resource: "
           "pool, arena, binning and fixed-size.",
@@ -97,8 +99,8 @@ GROUPS = [
           "Each device has a current resource, which `rmmAlloc`, the framework entry points and "
           "device buffers use when given none.",
           r"^rmm(Set|Get)(PerDevice|CurrentDevice)Resource$|^rmm(GetDevice|SetDevice|"
-          r"GetDeviceCount|IsSimulated|Sim\w*)$",
-          r"^$"),
+          r"GetDeviceCount|IsSimulated|Sim\w*|DeviceSupports)$",
+          r"^RMM_CAPABILITY_\w+$"),
     Group("device_buffers.md", "Device buffers",
           "Stream-ordered allocations that know their size, as `rmm::device_buffer`.",
           r"^rmmDeviceBuffer\w*$",

@@ -19,7 +19,12 @@
 #include <rmm/mr/arena_memory_resource.hpp>
 #include <rmm/mr/binning_memory_resource.hpp>
 #include <rmm/mr/callback_memory_resource.hpp>
+#include <rmm/mr/cuda_async_managed_memory_resource.hpp>
 #include <rmm/mr/cuda_async_memory_resource.hpp>
+#include <rmm/mr/cuda_async_pinned_host_memory_resource.hpp>
+#include <rmm/mr/cuda_async_view_memory_resource.hpp>
+#include <rmm/mr/sam_headroom_memory_resource.hpp>
+#include <rmm/mr/system_memory_resource.hpp>
 #include <rmm/mr/cuda_memory_resource.hpp>
 #include <rmm/mr/failure_callback_resource_adaptor.hpp>
 #include <rmm/mr/fixed_size_memory_resource.hpp>
@@ -410,12 +415,60 @@ void refs_outlive_moves(rmm::cuda_stream_view stream) {
 
 }  // namespace
 
+// The resources over driver pools and system memory (simulated devices: a CUDA 13 driver, no
+// pageable memory access unless RMM_SIM_PAGEABLE_MEMORY_ACCESS=on).
+static void pool_and_system_resources(rmm::cuda_stream_view stream) {
+  rmm::mr::cuda_async_memory_resource owner{std::size_t{1} << 20};
+  rmm::mr::cuda_async_view_memory_resource view{owner.pool_handle()};
+  CHECK(view.pool_handle() == owner.pool_handle() && view != owner);
+  view.deallocate(stream, view.allocate(stream, 4096), 4096);
+  CHECK(throws<rmm::logic_error>([] { rmm::mr::cuda_async_view_memory_resource none{cudaMemPool_t{}}; }));
+
+  bool simulated = false;
+  CHECK_OK(rmmIsSimulated(&simulated));
+  CHECK(rmm::detail::runtime_async_managed_alloc::is_supported() || !simulated);
+  CHECK(rmm::detail::hwdecompress::is_supported() || !simulated);
+  if (!rmm::detail::runtime_async_managed_alloc::is_supported()) {
+    CHECK(throws<rmm::logic_error>([] { rmm::mr::cuda_async_managed_memory_resource refused; }));
+    return;  // a GPU whose driver is older than CUDA 13: the rest is CUDA 13's
+  }
+  rmm::mr::cuda_async_managed_memory_resource managed, managed_too;
+  CHECK(managed == managed_too && managed.pool_handle() != nullptr);
+  auto *values = static_cast<int *>(managed.allocate_sync(100 * sizeof(int)));
+  values[99] = 99;  // host accessible
+  managed_too.deallocate_sync(values, 100 * sizeof(int));  // equal resources free each other's memory
+
+  int host_pools = 0;
+  CHECK_OK(rmmDeviceSupports(&host_pools, RMM_CAPABILITY_HOST_MEMORY_POOLS, rmm::get_current_cuda_device().value()));
+  if (host_pools != 0) {
+    rmm::mr::cuda_async_pinned_host_memory_resource host{std::size_t{1} << 20};
+    host.deallocate(stream, host.allocate(stream, 4096), 4096);
+  }
+  static_assert(cuda::mr::resource_with<rmm::mr::cuda_async_pinned_host_memory_resource, cuda::mr::host_accessible>);
+
+  bool const system = rmm::mr::detail::is_system_memory_supported(rmm::get_current_cuda_device());
+  CHECK(!simulated || system == (std::getenv("RMM_SIM_PAGEABLE_MEMORY_ACCESS") != nullptr));
+  if (system) {
+    rmm::mr::system_memory_resource sys;
+    CHECK(sys == rmm::mr::system_memory_resource{});
+    sys.deallocate_sync(sys.allocate_sync(4096), 4096);
+    rmm::mr::sam_headroom_memory_resource one{std::size_t{1} << 20}, other{std::size_t{1} << 30};
+    CHECK(one != other);
+    one.deallocate_sync(one.allocate_sync(4096), 4096);
+  } else {
+    CHECK(throws<rmm::logic_error>([] { rmm::mr::system_memory_resource sys; }));
+    CHECK(throws<rmm::logic_error>([] { rmm::mr::sam_headroom_memory_resource headroom{1}; }));
+  }
+  std::printf("pool and system resources: view, managed, pinned host, system (%s)\n", system ? "offered" : "refused");
+}
+
 int main() {
   try {
     rmm::cuda_stream stream;
     CHECK(stream.is_valid());
     refs_outlive_moves(stream);
     uvector_size_overflow(stream);
+    pool_and_system_resources(stream);
 
     // A pool over cuda as the current device resource, and statistics over the pool.
     rmm::mr::cuda_memory_resource cuda_mr;

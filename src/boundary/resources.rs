@@ -1,12 +1,16 @@
 //! Creating, using and destroying resource handles.
 
 use super::handles::{self, rmmResource_t};
-use super::types::{cudaStream_t, expandable_values, rmmExpandableOptions_t, stream_of, CallbackArgument};
+use super::types::{
+    cudaStream_t, expandable_values, rmmExpandableOptions_t, stream_of, CallbackArgument, RMM_ASYNC_HW_DECOMPRESS,
+    RMM_CAPABILITY_HOST_MEMORY_POOLS, RMM_CAPABILITY_HW_DECOMPRESS, RMM_CAPABILITY_MANAGED_MEMORY_POOLS,
+    RMM_CAPABILITY_PAGEABLE_MEMORY_ACCESS,
+};
 use super::{boundary, non_null, optional_str, write_out};
 use crate::error::{rmmError_t, Error, Result};
 use crate::ownership::spec::Spec;
 use crate::ownership::{records, Expected, Holder};
-use crate::platform::{backend, Stream};
+use crate::platform::{backend, Capability, MemPool, Stream};
 use crate::resources::kinds::{self, Place, Value};
 use crate::resources::{handle_type, AllocateFn, AsyncResource, CallbackResource, DeallocateFn, MemoryResource, ReleaseFn};
 use parking_lot::Mutex;
@@ -230,11 +234,7 @@ pub extern "C" fn rmmAsyncResourceCreateExportable(
     handle_types: u32,
 ) -> rmmError_t {
     create("rmmAsyncResourceCreateExportable", resource, |device| {
-        if handle_types & !handle_type::ALL != 0 {
-            return Err(Error::invalid(format!(
-                "handle types {handle_types:#x}: only RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR (1), _WIN32 (2), _WIN32_KMT (4) and _FABRIC (8) exist"
-            )));
-        }
+        check_handle_types(handle_types)?;
         let values = [
             ("initial", Value::Size(initial_pool_size)),
             ("release_threshold", Value::Size(release_threshold)),
@@ -244,9 +244,142 @@ pub extern "C" fn rmmAsyncResourceCreateExportable(
     })
 }
 
+fn check_handle_types(handle_types: u32) -> Result<()> {
+    match handle_types & !handle_type::ALL {
+        0 => Ok(()),
+        _ => Err(Error::invalid(format!(
+            "handle types {handle_types:#x}: only RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR (1), _WIN32 (2), _WIN32_KMT (4) and _FABRIC (8) exist"
+        ))),
+    }
+}
+
+/// `rmmAsyncResourceCreateExportable` with `flags`: 0 or `RMM_ASYNC_HW_DECOMPRESS` (the pool's
+/// memory may serve hardware decompression, RAPIDS' `enable_hw_decompress`). Unknown flags:
+/// RMM_ERROR_INVALID_ARGUMENT; hardware decompression where the driver has none (older than
+/// CUDA 12.8, see `rmmDeviceSupports`): RMM_ERROR_NOT_SUPPORTED, nothing made. Ownership as
+/// `rmmCudaResourceCreate`.
+#[no_mangle]
+pub extern "C" fn rmmAsyncResourceCreateWithFlags(
+    resource: *mut rmmResource_t,
+    initial_pool_size: usize,
+    release_threshold: usize,
+    handle_types: u32,
+    flags: u32,
+) -> rmmError_t {
+    create("rmmAsyncResourceCreateWithFlags", resource, |device| {
+        check_handle_types(handle_types)?;
+        if flags & !RMM_ASYNC_HW_DECOMPRESS != 0 {
+            return Err(Error::invalid(format!("flags {flags:#x}: only RMM_ASYNC_HW_DECOMPRESS (1) exists")));
+        }
+        let values = [
+            ("initial", Value::Size(initial_pool_size)),
+            ("release_threshold", Value::Size(release_threshold)),
+            ("handle_types", Value::HandleTypes(handle_types)),
+            ("hw_decompress", Value::Flag(flags & RMM_ASYNC_HW_DECOMPRESS != 0)),
+        ];
+        kinds::build("cuda_async", values, &Place::on(device))
+    })
+}
+
+/// Creates a stream-ordered resource on the current device over `pool`, a driver memory pool
+/// (`cudaMemPool_t`) the caller made and keeps: `cudaMemPoolCreate`'s, the device's default
+/// pool, another resource's (`rmmAsyncResourceGetPool`). RAPIDS'
+/// `cuda_async_view_memory_resource`. The resource never destroys the pool, which must outlive
+/// it and its allocations. NULL, a value that names no pool or a destroyed pool:
+/// RMM_ERROR_INVALID_ARGUMENT (on a real GPU the driver is asked: pass only handles of this
+/// process); a pool imported from another process (`cudaMemPoolImportFromShareableHandle`),
+/// from which the driver allocates nothing (its allocations are mapped with
+/// `cudaMemPoolImportPointer`): RMM_ERROR_NOT_SUPPORTED on simulated devices, the driver's
+/// refusal at the first allocation on a GPU. Ownership of the handle as `rmmCudaResourceCreate`.
+#[no_mangle]
+pub extern "C" fn rmmAsyncViewResourceCreate(resource: *mut rmmResource_t, pool: *mut c_void) -> rmmError_t {
+    create("rmmAsyncViewResourceCreate", resource, |device| {
+        let made: Arc<dyn MemoryResource> = Arc::new(AsyncResource::view(device, MemPool(pool as usize))?);
+        Ok(made)
+    })
+}
+
+/// Creates a stream-ordered resource of managed memory on the current device, over the
+/// device's default managed memory pool (`cudaMemGetDefaultMemPool` with
+/// `cudaMemAllocationTypeManaged`, CUDA 13; RAPIDS' `cuda_async_managed_memory_resource`): the
+/// memory is reachable from the host and every device. All such resources of a device share
+/// the driver's pool, which none destroys. RMM_ERROR_NOT_SUPPORTED where the driver is older
+/// than CUDA 13 or the device lacks concurrent managed access (`rmmDeviceSupports` with
+/// `RMM_CAPABILITY_MANAGED_MEMORY_POOLS`). Ownership as `rmmCudaResourceCreate`.
+#[no_mangle]
+pub extern "C" fn rmmAsyncManagedResourceCreate(resource: *mut rmmResource_t) -> rmmError_t {
+    create("rmmAsyncManagedResourceCreate", resource, |device| kinds::build("cuda_async_managed", [], &Place::on(device)))
+}
+
+/// Creates a stream-ordered resource of page-locked host memory: a driver memory pool of its
+/// own located on the host (`cudaMemLocationTypeHost`), reached through the current device,
+/// usable from the host and every device. The pool starts with `initial_pool_size` bytes and
+/// keeps up to `release_threshold` bytes reserved across synchronizations (SIZE_MAX: keep
+/// everything); cross-stream reuse is ordered by the driver, as for `rmmAsyncResourceCreate`.
+/// Its memory does not count against a device's memory. RMM_ERROR_NOT_SUPPORTED where the
+/// driver or device has no host memory pools (`rmmDeviceSupports` with
+/// `RMM_CAPABILITY_HOST_MEMORY_POOLS`). Ownership as `rmmCudaResourceCreate`.
+#[no_mangle]
+pub extern "C" fn rmmAsyncPinnedHostResourceCreate(
+    resource: *mut rmmResource_t,
+    initial_pool_size: usize,
+    release_threshold: usize,
+) -> rmmError_t {
+    create("rmmAsyncPinnedHostResourceCreate", resource, |device| {
+        let values = [("initial", Value::Size(initial_pool_size)), ("release_threshold", Value::Size(release_threshold))];
+        kinds::build("cuda_async_pinned_host", values, &Place::on(device))
+    })
+}
+
+/// Creates a resource of system memory for the current device (RAPIDS'
+/// `system_memory_resource`): pageable host memory from the system allocator, 256-byte
+/// aligned, which the device reaches directly on systems with HMM or ATS. A free waits for the
+/// work on its stream first (the system frees at once). RMM_ERROR_NOT_SUPPORTED where the device
+/// cannot reach pageable memory (`rmmDeviceSupports` with
+/// `RMM_CAPABILITY_PAGEABLE_MEMORY_ACCESS`). Ownership as `rmmCudaResourceCreate`.
+#[no_mangle]
+pub extern "C" fn rmmSystemResourceCreate(resource: *mut rmmResource_t) -> rmmError_t {
+    create("rmmSystemResourceCreate", resource, |device| kinds::build("system", [], &Place::on(device)))
+}
+
+/// `rmmSystemResourceCreate` that keeps `headroom` bytes of the current device free (RAPIDS'
+/// `sam_headroom_memory_resource`): of each allocation, the driver is told to prefer the device
+/// for as much as leaves `headroom` bytes of it free (whole 256-byte units), and the host for
+/// the rest (`cudaMemAdvise` with `cudaMemAdviseSetPreferredLocation`). A headroom above the
+/// device's memory: RMM_ERROR_INVALID_ARGUMENT; a device without pageable memory access:
+/// RMM_ERROR_NOT_SUPPORTED. Ownership as `rmmCudaResourceCreate`.
+#[no_mangle]
+pub extern "C" fn rmmSamHeadroomResourceCreate(resource: *mut rmmResource_t, headroom: usize) -> rmmError_t {
+    create("rmmSamHeadroomResourceCreate", resource, |device| {
+        kinds::build("sam_headroom", [("headroom", Value::Size(headroom))], &Place::on(device))
+    })
+}
+
+/// Writes 1 to `*supported` when `device` (and the driver) offers `capability` (an
+/// `RMM_CAPABILITY_*` value), 0 when not: what the resources that need it answer
+/// RMM_ERROR_NOT_SUPPORTED to. An unknown capability, a device that does not exist or a NULL
+/// `supported`: RMM_ERROR_INVALID_ARGUMENT.
+#[no_mangle]
+pub extern "C" fn rmmDeviceSupports(supported: *mut c_int, capability: u32, device: c_int) -> rmmError_t {
+    boundary("rmmDeviceSupports", || {
+        non_null(supported, "supported")?;
+        let capability = match capability {
+            RMM_CAPABILITY_PAGEABLE_MEMORY_ACCESS => Capability::PageableMemoryAccess,
+            RMM_CAPABILITY_MANAGED_MEMORY_POOLS => Capability::ManagedMemoryPools,
+            RMM_CAPABILITY_HOST_MEMORY_POOLS => Capability::HostMemoryPools,
+            RMM_CAPABILITY_HW_DECOMPRESS => Capability::HwDecompress,
+            other => return Err(Error::invalid(format!("capability {other}: RMM_CAPABILITY_* are 1 to 4"))),
+        };
+        let answer = backend()?.supports(device, capability)?;
+        write_out(supported, "supported", c_int::from(answer))
+    })
+}
+
 /// Writes the driver memory pool of a cuda_async resource (a `cudaMemPool_t`) to `*pool`, for
-/// `cudaMemPoolSetAttribute` and the like (RAPIDS' `pool_handle()`). The resource keeps owning
-/// it: do not destroy it. Other resources (adaptors over one included):
+/// `cudaMemPoolSetAttribute` and the like (RAPIDS' `pool_handle()`); also of the resources over
+/// a driver pool: cuda_async_view (the caller's pool), cuda_async_managed (the device's default
+/// managed pool) and cuda_async_pinned_host. The resource keeps owning its own pool (the
+/// others stay their owners'): do not destroy it. Other resources (adaptors over one included):
 /// RMM_ERROR_NOT_SUPPORTED. On simulated devices the value is opaque.
 #[no_mangle]
 pub extern "C" fn rmmAsyncResourceGetPool(resource: rmmResource_t, pool: *mut *mut c_void) -> rmmError_t {

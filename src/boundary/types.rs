@@ -165,6 +165,25 @@ const _: () = {
     assert!(RMM_HANDLE_TYPE_FABRIC == handle_type::FABRIC);
 };
 
+/// A flag of `rmmAsyncResourceCreateWithFlags`: the pool's memory may serve hardware
+/// decompression (`cudaMemPoolCreateUsageHwDecompress`, a CUDA 12.8 driver; RAPIDS'
+/// `enable_hw_decompress`).
+pub const RMM_ASYNC_HW_DECOMPRESS: u32 = 1;
+
+/// What `rmmDeviceSupports` can be asked; this one and the three below. This one: the device
+/// reaches pageable host memory, as from `malloc` (HMM or ATS), which `rmmSystemResourceCreate`
+/// and `rmmSamHeadroomResourceCreate` need.
+pub const RMM_CAPABILITY_PAGEABLE_MEMORY_ACCESS: u32 = 1;
+/// Driver memory pools of managed memory (a CUDA 13 driver, and a device with concurrent
+/// managed access), which `rmmAsyncManagedResourceCreate` needs.
+pub const RMM_CAPABILITY_MANAGED_MEMORY_POOLS: u32 = 2;
+/// Driver memory pools of page-locked host memory (a CUDA 12.6 driver or later, where the
+/// device offers them), which `rmmAsyncPinnedHostResourceCreate` needs.
+pub const RMM_CAPABILITY_HOST_MEMORY_POOLS: u32 = 3;
+/// Pools whose memory serves hardware decompression (a CUDA 12.8 driver), which
+/// `RMM_ASYNC_HW_DECOMPRESS` needs.
+pub const RMM_CAPABILITY_HW_DECOMPRESS: u32 = 4;
+
 /// Most devices `rmmOptions_t.devices` can list.
 pub const RMM_MAX_DEVICES: usize = 64;
 

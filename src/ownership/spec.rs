@@ -715,7 +715,7 @@ mod tests {
     }
 
     /// One spec of every layer, with every parameter away from its default.
-    const EVERY_LAYER: [&str; 15] = [
+    const EVERY_LAYER: [&str; 19] = [
         "statistics/cuda",
         "tracking:stacks=true/cuda",
         "limiting:limit=3GiB/cuda",
@@ -729,7 +729,11 @@ mod tests {
         "cuda",
         "managed",
         "pinned_host",
-        "cuda_async:initial=1GiB,release_threshold=2GiB,handle_types=[posix_file_descriptor,fabric]",
+        "cuda_async:initial=1GiB,release_threshold=2GiB,handle_types=[posix_file_descriptor,fabric],hw_decompress=true",
+        "cuda_async_managed",
+        "cuda_async_pinned_host:initial=4MiB,release_threshold=8MiB",
+        "system",
+        "sam_headroom:headroom=1GiB",
         "expandable:initial=2MiB,maximum=1TiB,release_threshold=1GiB,page_size=20MiB,peers=[1,2]",
     ];
 
@@ -758,7 +762,7 @@ mod tests {
             ("aligned:alignment=512", "aligned:alignment=512,threshold=64KiB/cuda"),
             ("tracking", "tracking:stacks=false/cuda"),
             ("logging", "logging/cuda"),
-            ("cuda_async", "cuda_async:initial=0,release_threshold=unlimited"),
+            ("cuda_async", "cuda_async:initial=0,release_threshold=unlimited,hw_decompress=false"),
             ("expandable", "expandable:initial=0,maximum=0,release_threshold=unlimited,page_size=0"),
             ("statistics", "statistics/cuda"),
             (" Statistics / POOL:initial=4096 ", "statistics/pool:initial=4KiB,maximum=0/cuda"),
@@ -790,8 +794,8 @@ mod tests {
             ("resource:cuda,stats:0", "cuda"),
             ("resource:arena,initial_pool_size:1GiB", "statistics/arena:size=1GiB/cuda"),
             ("resource:binning,stats:off", "binning:min=8,max=20/pool:initial=0,maximum=0/cuda"),
-            ("backend:async,stats:0", "cuda_async:initial=0,release_threshold=unlimited"),
-            ("resource:cuda_async,maximum_pool_size:2GiB,stats:0", "cuda_async:initial=0,release_threshold=2GiB"),
+            ("backend:async,stats:0", "cuda_async:initial=0,release_threshold=unlimited,hw_decompress=false"),
+            ("resource:cuda_async,maximum_pool_size:2GiB,stats:0", "cuda_async:initial=0,release_threshold=2GiB,hw_decompress=false"),
             ("resource:managed,stats:0", "managed"),
             (
                 "resource:expandable,release_threshold:1GiB,page_size:20MiB,stats:0",
@@ -812,7 +816,7 @@ mod tests {
         // (spec, the token quoted, its column, what the message says)
         let cases = [
             ("", "", 1, "an empty spec"),
-            ("slab", "slab", 1, "unknown layer \"slab\": expected a resource (pool, binning, arena, fixed_size, cuda, managed, pinned_host, cuda_async, expandable) or an adaptor (statistics, "),
+            ("slab", "slab", 1, "unknown layer \"slab\": expected a resource (pool, binning, arena, fixed_size, cuda, managed, pinned_host, cuda_async, cuda_async_managed, cuda_async_pinned_host, system, sam_headroom, expandable) or an adaptor (statistics, "),
             ("statistics/pool:inital=1GiB", "inital", 17, "unknown key \"inital\" for pool: pool takes initial, maximum"),
             ("pool:initial=lots", "lots", 14, "pool: initial=lots is not a size"),
             ("pool:initial=1GiB,initial=2GiB", "initial", 19, "initial is given twice (first at column 6)"),

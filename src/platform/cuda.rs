@@ -1,7 +1,7 @@
 //! Real devices through the CUDA driver API, loaded at run time by cudarc. Every driver call
 //! goes through `call`, which turns a `CUresult` into an `Error` with the driver's text.
 
-use super::{Event, MemPool, MemoryKind, Stream};
+use super::{Capability, Event, MemPool, MemoryKind, PoolProps, Stream};
 use crate::error::{Error, ErrorKind, Result};
 use cudarc::driver::sys::{self, CUresult};
 use once_cell::sync::OnceCell;
@@ -54,8 +54,49 @@ const REQUIRED_SYMBOLS: &[&str] = &[
 ];
 
 /// Needed only by the cuda_async resource; their absence makes it `NotSupported`.
-const MEMORY_POOL_SYMBOLS: &[&str] =
-    &["cuMemPoolCreate", "cuMemPoolDestroy", "cuMemPoolSetAttribute", "cuMemPoolTrimTo", "cuMemAllocFromPoolAsync", "cuMemFreeAsync"];
+const MEMORY_POOL_SYMBOLS: &[&str] = &[
+    "cuMemPoolCreate",
+    "cuMemPoolDestroy",
+    "cuMemPoolSetAttribute",
+    "cuMemPoolGetAttribute",
+    "cuMemPoolTrimTo",
+    "cuMemAllocFromPoolAsync",
+    "cuMemFreeAsync",
+];
+
+/// The driver versions from which memory pools are located on the host (12.6), serve hardware
+/// decompression (12.8) and hand out managed memory (13.0).
+const HOST_MEMORY_POOLS_VERSION: i32 = 12060;
+const HW_DECOMPRESS_VERSION: i32 = 12080;
+const MANAGED_MEMORY_POOLS_VERSION: i32 = 13000;
+/// `CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED`, past what the cudarc level we build
+/// against names.
+const HOST_MEMORY_POOLS_SUPPORTED: i32 = 144;
+/// `CUmemLocationType` and `CUmemAllocationType` values, some past the cudarc level we build against.
+const CU_MEM_LOCATION_TYPE_DEVICE: i32 = 1;
+const CU_MEM_LOCATION_TYPE_HOST: i32 = 2;
+const CU_MEM_ALLOCATION_TYPE_PINNED: i32 = 1;
+const CU_MEM_ALLOCATION_TYPE_MANAGED: i32 = 2;
+const CU_MEM_POOL_CREATE_USAGE_HW_DECOMPRESS: u16 = 2;
+/// `CU_DEVICE_CPU`: the host, where a device ordinal is expected.
+const CU_DEVICE_CPU: sys::CUdevice = -1;
+
+/// `CUmemPoolProps` as CUDA 12.2 and later lay it out (`maxSize` and `usage` in what CUDA 12.0
+/// reserved; the same size): cudarc's level-12.0 struct has no `usage`, and its enums cannot
+/// hold the host location or the managed allocation type.
+#[repr(C)]
+struct RawPoolProps {
+    alloc_type: i32,
+    handle_types: u32,
+    location_type: i32,
+    location_id: i32,
+    win32_security_attributes: *mut c_void,
+    max_size: usize,
+    usage: u16,
+    reserved: [u8; 54],
+}
+
+const _: () = assert!(std::mem::size_of::<RawPoolProps>() == std::mem::size_of::<sys::CUmemPoolProps>());
 
 /// Needed only by the virtual-memory API; their absence makes it `NotSupported`.
 const VIRTUAL_MEMORY_SYMBOLS: &[&str] = &[
@@ -80,6 +121,8 @@ pub struct CudaDriver {
     primary_contexts: Vec<OnceCell<usize>>,
     memory_pools_available: bool,
     virtual_memory_available: bool,
+    /// `cuDriverGetVersion`, e.g. 12080.
+    version: i32,
 }
 
 thread_local! {
@@ -149,6 +192,7 @@ impl CudaDriver {
             primary_contexts: (0..count).map(|_| OnceCell::new()).collect(),
             memory_pools_available: MEMORY_POOL_SYMBOLS.iter().all(|s| driver_symbol_present(s)),
             virtual_memory_available: VIRTUAL_MEMORY_SYMBOLS.iter().all(|s| driver_symbol_present(s)),
+            version,
         })
     }
 
@@ -492,18 +536,35 @@ impl CudaDriver {
         Ok(())
     }
 
-    pub fn mem_pool_create(&self, device: i32, release_threshold: usize, handle_types: u32) -> Result<MemPool> {
-        self.require_memory_pools(device, handle_types)?;
-        // SAFETY: CUmemPoolProps is plain data; all-zero is its documented default.
-        let mut props: sys::CUmemPoolProps = unsafe { std::mem::zeroed() };
-        props.allocType = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
-        props.handleTypes = sys::CUmemAllocationHandleType(handle_types);
-        props.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
-        props.location.id = device;
+    pub fn mem_pool_create(&self, device: i32, props: &PoolProps) -> Result<MemPool> {
+        self.require_memory_pools(device, props.handle_types)?;
+        let (capability, location_type, alloc_type) = match props.kind {
+            MemoryKind::Device => (None, CU_MEM_LOCATION_TYPE_DEVICE, CU_MEM_ALLOCATION_TYPE_PINNED),
+            MemoryKind::Managed => (Some(Capability::ManagedMemoryPools), CU_MEM_LOCATION_TYPE_DEVICE, CU_MEM_ALLOCATION_TYPE_MANAGED),
+            MemoryKind::PinnedHost => (Some(Capability::HostMemoryPools), CU_MEM_LOCATION_TYPE_HOST, CU_MEM_ALLOCATION_TYPE_PINNED),
+        };
+        let decompress = props.hw_decompress.then_some(Capability::HwDecompress);
+        if let Some(missing) = capability.into_iter().chain(decompress).find(|c| !self.supports(device, *c).unwrap_or(false)) {
+            return Err(Error::NotSupported(format!("device {device} with driver {}: no {}", self.version, describe(missing))));
+        }
+        let props_raw = RawPoolProps {
+            alloc_type,
+            handle_types: props.handle_types,
+            location_type,
+            // A host pool's location id is ignored by the driver; 0 as the documentation has it.
+            location_id: if props.kind == MemoryKind::PinnedHost { 0 } else { device },
+            win32_security_attributes: std::ptr::null_mut(),
+            max_size: 0,
+            usage: if props.hw_decompress { CU_MEM_POOL_CREATE_USAGE_HW_DECOMPRESS } else { 0 },
+            reserved: [0; 54],
+        };
         let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
-        // SAFETY: props initialized above; out-pointer to a local.
-        check("cuMemPoolCreate", unsafe { sys::cuMemPoolCreate(&mut pool, &props) })?;
-        let mut threshold = release_threshold as u64;
+        // SAFETY: `props_raw` has CUmemPoolProps' layout (checked size; fields as cuda.h of 12.2
+        // and later, which older drivers read as reserved zeros); out-pointer to a local.
+        check("cuMemPoolCreate", unsafe {
+            sys::cuMemPoolCreate(&mut pool, &props_raw as *const RawPoolProps as *const sys::CUmemPoolProps)
+        })?;
+        let mut threshold = props.release_threshold as u64;
         // SAFETY: `pool` was just created; the attribute takes a cuuint64_t.
         let set = check("cuMemPoolSetAttribute", unsafe {
             sys::cuMemPoolSetAttribute(
@@ -518,6 +579,72 @@ impl CudaDriver {
             return Err(e);
         }
         Ok(MemPool(pool as usize))
+    }
+
+    pub fn supports(&self, device: i32, capability: Capability) -> Result<bool> {
+        let attribute = |attribute| Self::device_attribute(device, attribute).map(|value| value != 0);
+        let pools = || -> Result<bool> {
+            Ok(self.memory_pools_available && attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)?)
+        };
+        Ok(match capability {
+            Capability::PageableMemoryAccess => attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS)?,
+            Capability::ManagedMemoryPools => {
+                self.version >= MANAGED_MEMORY_POOLS_VERSION
+                    && driver_symbol_present("cuMemGetDefaultMemPool")
+                    && pools()?
+                    && attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS)?
+            }
+            Capability::HostMemoryPools => {
+                // A driver older than the attribute refuses to answer: it has no host pools.
+                self.version >= HOST_MEMORY_POOLS_VERSION
+                    && pools()?
+                    && raw_device_attribute(device, HOST_MEMORY_POOLS_SUPPORTED).unwrap_or(0) != 0
+            }
+            Capability::HwDecompress => self.version >= HW_DECOMPRESS_VERSION && pools()?,
+        })
+    }
+
+    pub fn default_managed_pool(&self, device: i32) -> Result<MemPool> {
+        type GetDefault = unsafe extern "C" fn(*mut sys::CUmemoryPool, *mut [i32; 2], i32) -> CUresult;
+        // SAFETY: `supports` (asked by the caller) found the symbol; CUDA 13's
+        // cuMemGetDefaultMemPool(CUmemoryPool*, CUmemLocation*, CUmemAllocationType).
+        let get = unsafe { sys::culib().get::<GetDefault>(b"cuMemGetDefaultMemPool") }
+            .map_err(|e| Error::NotSupported(format!("cuMemGetDefaultMemPool: {e}")))?;
+        let mut location = [CU_MEM_LOCATION_TYPE_DEVICE, device];
+        let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local; `location` is a CUmemLocation (two ints).
+        check("cuMemGetDefaultMemPool", unsafe { get(&mut pool, &mut location, CU_MEM_ALLOCATION_TYPE_MANAGED) })?;
+        Ok(MemPool(pool as usize))
+    }
+
+    pub fn mem_pool_check(&self, device: i32, pool: MemPool) -> Result<()> {
+        self.require_memory_pools(device, 0)?;
+        let mut reserved = 0u64;
+        // SAFETY: a read-only query into a local; the driver validates the handle (the caller
+        // vouches that it is a pool handle of this process, as for every cudaMemPool_t call).
+        let status = unsafe {
+            sys::cuMemPoolGetAttribute(
+                pool.0 as sys::CUmemoryPool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
+                &mut reserved as *mut u64 as *mut c_void,
+            )
+        };
+        check("cuMemPoolGetAttribute", status)
+            .map_err(|e| Error::invalid(format!("{:#x} is not a memory pool the driver knows: {e}", pool.0)))
+    }
+
+    pub fn advise_preferred_location(&self, ptr: usize, bytes: usize, device: Option<i32>) -> Result<()> {
+        if !driver_symbol_present("cuMemAdvise") {
+            return Err(Error::NotSupported("this driver has no cuMemAdvise".into()));
+        }
+        let target = match device {
+            Some(device) => Self::cu_device(device)?,
+            None => CU_DEVICE_CPU,
+        };
+        // SAFETY: the driver validates the range and the device; advice moves no data.
+        check("cuMemAdvise", unsafe {
+            sys::cuMemAdvise(ptr as sys::CUdeviceptr, bytes, sys::CUmem_advise::CU_MEM_ADVISE_SET_PREFERRED_LOCATION, target)
+        })
     }
 
     pub fn mem_pool_destroy(&self, _device: i32, pool: MemPool) -> Result<()> {
@@ -703,6 +830,15 @@ fn raw_device_attribute(device: i32, attribute: i32) -> Result<i32> {
     // SAFETY: out-pointer to a local; the driver validates the attribute and the device.
     check("cuDeviceGetAttribute", unsafe { get(&mut value, attribute, CudaDriver::cu_device(device)?) })?;
     Ok(value)
+}
+
+fn describe(capability: Capability) -> &'static str {
+    match capability {
+        Capability::PageableMemoryAccess => "pageable memory access (HMM or ATS)",
+        Capability::ManagedMemoryPools => "managed memory pools (CUDA 13 driver and concurrent managed access)",
+        Capability::HostMemoryPools => "host memory pools (CUDA 12.6 driver and CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED)",
+        Capability::HwDecompress => "hardware decompression pools (CUDA 12.8 driver)",
+    }
 }
 
 fn with_requested(error: Error, bytes: usize) -> Error {

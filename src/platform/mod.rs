@@ -50,6 +50,45 @@ pub mod exportable_as {
     pub const FABRIC: u32 = 0x8;
 }
 
+/// What a driver memory pool (`cuMemPoolCreate`) hands out and keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolProps {
+    /// Device memory of the pool's device (`CU_MEM_ALLOCATION_TYPE_PINNED` located on the
+    /// device), managed memory (`CU_MEM_ALLOCATION_TYPE_MANAGED`, CUDA 13) or page-locked host
+    /// memory (`CU_MEM_LOCATION_TYPE_HOST`, CUDA 12.6 and later, where the device offers it).
+    pub kind: MemoryKind,
+    /// Bytes kept reserved across synchronizations (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`).
+    pub release_threshold: usize,
+    /// The kinds of shareable handle the pool's memory can be exported as
+    /// (CUmemAllocationHandleType bits; 0: not exportable).
+    pub handle_types: u32,
+    /// The memory may serve hardware decompression (`CU_MEM_POOL_CREATE_USAGE_HW_DECOMPRESS`,
+    /// CUDA 12.8 and later).
+    pub hw_decompress: bool,
+}
+
+impl PoolProps {
+    /// A pool of device memory that keeps `release_threshold` bytes and exports as `handle_types`.
+    pub fn device(release_threshold: usize, handle_types: u32) -> Self {
+        PoolProps { kind: MemoryKind::Device, release_threshold, handle_types, hw_decompress: false }
+    }
+}
+
+/// What a device or its driver offers, for the resources that need more than memory pools
+/// (`Backend::supports`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Capability {
+    /// The device reaches pageable host memory, as from `malloc` (HMM or ATS;
+    /// `CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS`).
+    PageableMemoryAccess,
+    /// Memory pools of managed memory (CUDA 13 driver, and concurrent managed access).
+    ManagedMemoryPools,
+    /// Memory pools located on the host (`CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED`).
+    HostMemoryPools,
+    /// Pools whose memory serves hardware decompression (CUDA 12.8 driver).
+    HwDecompress,
+}
+
 /// The kind of memory a platform allocation returns; frees must name the same kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MemoryKind {
@@ -264,11 +303,41 @@ impl Backend {
     pub fn free(&self, device: i32, kind: MemoryKind, ptr: usize) -> Result<()> {
         dispatch!(self.free(device, kind, ptr))
     }
-    /// Creates a driver memory pool on `device` that keeps up to `release_threshold` bytes
-    /// reserved across synchronizations, and whose memory can be exported as `handle_types`
-    /// (CUmemAllocationHandleType bits; 0: not exportable).
-    pub fn mem_pool_create(&self, device: i32, release_threshold: usize, handle_types: u32) -> Result<MemPool> {
-        dispatch!(self.mem_pool_create(device, release_threshold, handle_types))
+    /// Creates a driver memory pool on `device` (for host memory: reached through `device`)
+    /// as `props` says. What the driver or device does not offer is `NotSupported`.
+    pub fn mem_pool_create(&self, device: i32, props: &PoolProps) -> Result<MemPool> {
+        dispatch!(self.mem_pool_create(device, props))
+    }
+    /// Whether `device` (and the driver) offers `capability`.
+    pub fn supports(&self, device: i32, capability: Capability) -> Result<bool> {
+        self.check_device(device)?;
+        dispatch!(self.supports(device, capability))
+    }
+    /// The device's default pool of managed memory (`cuMemGetDefaultMemPool` with
+    /// `CU_MEM_ALLOCATION_TYPE_MANAGED`, CUDA 13): the driver's, never destroyed.
+    pub fn default_managed_pool(&self, device: i32) -> Result<MemPool> {
+        if !self.supports(device, Capability::ManagedMemoryPools)? {
+            return Err(Error::NotSupported(format!(
+                "device {device} has no managed memory pools: they need a CUDA 13 driver and a device with concurrent managed access"
+            )));
+        }
+        dispatch!(self.default_managed_pool(device))
+    }
+    /// Checks that `pool`, a handle the caller made (`cudaMemPoolCreate`,
+    /// `cudaDeviceGetDefaultMemPool`, another resource's pool), names a memory pool that can
+    /// allocate: NULL, a made-up value or a destroyed pool is `InvalidArgument`, a pool
+    /// imported from another process (which the driver never allocates from) `NotSupported`.
+    pub fn mem_pool_check(&self, device: i32, pool: MemPool) -> Result<()> {
+        if pool.0 == 0 {
+            return Err(Error::invalid("the memory pool handle is NULL"));
+        }
+        dispatch!(self.mem_pool_check(device, pool))
+    }
+    /// Gives the driver the preferred location of `[ptr, ptr + bytes)`, system memory of a
+    /// device with pageable memory access: `device` (Some) or the host (None)
+    /// (`cuMemAdvise(CU_MEM_ADVISE_SET_PREFERRED_LOCATION)`).
+    pub fn advise_preferred_location(&self, ptr: usize, bytes: usize, device: Option<i32>) -> Result<()> {
+        dispatch!(self.advise_preferred_location(ptr, bytes, device))
     }
     /// Destroys a pool `mem_pool_create` made. Memory still allocated from it stays valid: the
     /// driver lets the pool go once all of it is freed.
@@ -431,6 +500,38 @@ pub fn note_released(device: i32, ptr: usize, bytes: usize, stream: Stream) {
     if let Ok(Backend::Sim(s)) = backend() {
         s.note_released(device, ptr, bytes, stream)
     }
+}
+
+/// `bytes` (not 0) of pageable host memory from the system allocator, aligned to 256 bytes, for
+/// devices that reach it (`Capability::PageableMemoryAccess`); freed with `system_free`.
+pub fn system_allocate(bytes: usize) -> Result<usize> {
+    let layout = system_layout(bytes)?;
+    // SAFETY: `layout` has a non-zero size (checked by `system_layout`).
+    let ptr = unsafe { std::alloc::alloc(layout) } as usize;
+    if ptr == 0 {
+        return Err(Error::out_of_memory(bytes, "the system allocator has no memory left"));
+    }
+    Ok(ptr)
+}
+
+/// Frees what `system_allocate(bytes)` returned at `ptr`; the simulator forgets what it was
+/// told of the range (`advise_preferred_location`).
+pub fn system_free(ptr: usize, bytes: usize) -> Result<()> {
+    let layout = system_layout(bytes)?;
+    if let Ok(Backend::Sim(s)) = backend() {
+        s.forget_advice(ptr, bytes);
+    }
+    // SAFETY: the caller's records vouch that `ptr` came from `system_allocate(bytes)`, with
+    // this layout, and is freed once.
+    unsafe { std::alloc::dealloc(ptr as *mut u8, layout) };
+    Ok(())
+}
+
+fn system_layout(bytes: usize) -> Result<std::alloc::Layout> {
+    if bytes == 0 {
+        return Err(Error::invalid("zero-byte system allocation"));
+    }
+    std::alloc::Layout::from_size_align(bytes, 256).map_err(|_| Error::out_of_memory(bytes, "larger than the address space"))
 }
 
 static EXITING: AtomicBool = AtomicBool::new(false);

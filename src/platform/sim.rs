@@ -7,7 +7,7 @@
 //! checks is the ordering a real device would need.
 
 use super::vector_clock::VectorClock;
-use super::{Event, MemPool, MemoryKind, Stream};
+use super::{Capability, Event, MemPool, MemoryKind, PoolProps, Stream};
 use crate::error::{Error, Result};
 use parking_lot::Mutex;
 use std::alloc::Layout;
@@ -43,6 +43,15 @@ struct SimAllocation {
     kind: MemoryKind,
 }
 
+/// A simulated driver memory pool.
+#[derive(Debug, Clone, Copy)]
+struct SimPool {
+    device: i32,
+    kind: MemoryKind,
+    /// Imported from another process's export: the driver allocates nothing from it.
+    imported: bool,
+}
+
 #[derive(Debug)]
 struct StreamState {
     device: i32,
@@ -75,7 +84,12 @@ struct SimState {
     forget_dead_at: usize,
     stream_handles: HashMap<usize, usize>,
     events: HashMap<usize, (i32, VectorClock)>,
-    pools: HashMap<usize, i32>,
+    pools: HashMap<usize, SimPool>,
+    /// Each device's default pool of managed memory, made on first use and never destroyed.
+    default_managed_pools: HashMap<i32, usize>,
+    /// System memory whose preferred location was set to a device, by start: (device, bytes),
+    /// counted against the device's capacity until the memory is freed or advised elsewhere.
+    advised: BTreeMap<usize, (i32, usize)>,
     host_clock: VectorClock,
     /// Per device, the clocks of its destroyed streams: their work still runs, and a device
     /// synchronization waits for it (as cuCtxSynchronize does).
@@ -114,6 +128,13 @@ pub struct SimDevices {
     /// Nanoseconds every `vmm_set_access` takes before it applies (0: none), for tests that
     /// need another thread to act while a map grants access.
     set_access_delay: AtomicU64,
+    /// The CUDA driver version the devices behave as (`RMM_SIM_DRIVER_VERSION`, default 13000):
+    /// host memory pools from 12060, hardware decompression from 12080, managed memory pools
+    /// from 13000.
+    driver_version: std::sync::atomic::AtomicI32,
+    /// Whether the devices reach pageable host memory (HMM or ATS); off unless
+    /// `RMM_SIM_PAGEABLE_MEMORY_ACCESS=on`, as on most PCIe GPUs.
+    pageable_memory_access: std::sync::atomic::AtomicBool,
 }
 
 /// How many of the driver calls that cost on a real GPU the simulated devices answered, for
@@ -168,6 +189,16 @@ impl SimDevices {
         if matches!(std::env::var("RMM_SIM_PEER_ACCESS").as_deref(), Ok("off" | "0" | "none")) {
             simulated.set_peer_access(false);
         }
+        if matches!(std::env::var("RMM_SIM_PAGEABLE_MEMORY_ACCESS").as_deref(), Ok("on" | "1" | "yes" | "true")) {
+            simulated.set_pageable_memory_access(true);
+        }
+        if let Ok(text) = std::env::var("RMM_SIM_DRIVER_VERSION") {
+            let version = text.trim().parse::<i32>().ok().filter(|v| (12000..100000).contains(v));
+            let version = version.ok_or_else(|| {
+                Error::invalid(format!("RMM_SIM_DRIVER_VERSION={text:?}: expected a CUDA driver version of 12000 or more, e.g. 12080"))
+            })?;
+            simulated.set_driver_version(version);
+        }
         Ok(simulated)
     }
 
@@ -175,6 +206,29 @@ impl SimDevices {
     /// driver call would (zero: none).
     pub fn delay_set_access(&self, delay: std::time::Duration) {
         self.set_access_delay.store(delay.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// The CUDA driver version the devices behave as from now on (see `driver_version`).
+    pub fn set_driver_version(&self, version: i32) {
+        self.driver_version.store(version, Ordering::Relaxed);
+    }
+
+    /// Whether the devices reach pageable host memory from now on (see `pageable_memory_access`).
+    pub fn set_pageable_memory_access(&self, on: bool) {
+        self.pageable_memory_access.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether `device` offers `capability`, as the driver version and the settings say;
+    /// concurrent managed access is always there.
+    pub fn supports(&self, device: i32, capability: Capability) -> Result<bool> {
+        self.check_device(device)?;
+        let version = self.driver_version.load(Ordering::Relaxed);
+        Ok(match capability {
+            Capability::PageableMemoryAccess => self.pageable_memory_access.load(Ordering::Relaxed),
+            Capability::ManagedMemoryPools => version >= 13000,
+            Capability::HostMemoryPools => version >= 12060,
+            Capability::HwDecompress => version >= 12080,
+        })
     }
 
     /// Whether devices reach each other's memory from now on (see `peer_access`).
@@ -264,6 +318,8 @@ impl SimDevices {
             calls: Default::default(),
             peer_access: std::sync::atomic::AtomicBool::new(true),
             set_access_delay: AtomicU64::new(0),
+            driver_version: std::sync::atomic::AtomicI32::new(13000),
+            pageable_memory_access: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -511,26 +567,82 @@ impl SimDevices {
     }
 
     /// A simulated driver memory pool of `device`: only a handle, whose allocations are ordinary
-    /// simulated device memory. `handle_types` other than POSIX file descriptors (bit 0) are
-    /// `NotSupported`, as on a Linux driver without a fabric manager.
-    pub fn mem_pool_create(&self, device: i32, _release_threshold: usize, handle_types: u32) -> Result<MemPool> {
+    /// simulated memory of the pool's kind. `handle_types` other than POSIX file descriptors
+    /// (bit 0) are `NotSupported`, as on a Linux driver without a fabric manager; so are managed
+    /// or host pools and hardware decompression where the driver version has none (`supports`).
+    pub fn mem_pool_create(&self, device: i32, props: &PoolProps) -> Result<MemPool> {
         self.check_device(device)?;
         // A simulated device exports as a Linux driver without a fabric manager does: POSIX
         // file descriptors (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 1) only.
+        let handle_types = props.handle_types;
         if handle_types & !1 != 0 {
             return Err(Error::NotSupported(format!(
                 "simulated device {device} exports pool memory as POSIX file descriptors only (handle types {handle_types:#x} asked)"
             )));
         }
+        let version = self.driver_version.load(Ordering::Relaxed);
+        let needs = match props.kind {
+            MemoryKind::Managed => Some((Capability::ManagedMemoryPools, "managed memory pools need a CUDA 13 driver")),
+            MemoryKind::PinnedHost => Some((Capability::HostMemoryPools, "host memory pools need a CUDA 12.6 driver")),
+            MemoryKind::Device => None,
+        };
+        let decompress = props.hw_decompress.then_some((Capability::HwDecompress, "hardware decompression needs a CUDA 12.8 driver"));
+        for (capability, why) in needs.into_iter().chain(decompress) {
+            if !self.supports(device, capability)? {
+                return Err(Error::NotSupported(format!("simulated device {device} behaves as driver {version}: {why}")));
+            }
+        }
         let mut state = self.state.lock();
         let handle = state.new_handle();
-        state.pools.insert(handle, device);
+        state.pools.insert(handle, SimPool { device, kind: props.kind, imported: false });
         Ok(MemPool(handle))
     }
 
-    /// Destroys `pool`; a handle that is not a live simulated pool is `InvalidArgument`.
+    /// The default managed pool of `device`, made on first use.
+    pub fn default_managed_pool(&self, device: i32) -> Result<MemPool> {
+        self.check_device(device)?;
+        let mut state = self.state.lock();
+        if let Some(&handle) = state.default_managed_pools.get(&device) {
+            return Ok(MemPool(handle));
+        }
+        let handle = state.new_handle();
+        state.pools.insert(handle, SimPool { device, kind: MemoryKind::Managed, imported: false });
+        state.default_managed_pools.insert(device, handle);
+        Ok(MemPool(handle))
+    }
+
+    /// `InvalidArgument` unless `pool` is a live simulated pool; `NotSupported` for an imported
+    /// one, from which the driver allocates nothing.
+    pub fn mem_pool_check(&self, _device: i32, pool: MemPool) -> Result<()> {
+        match self.state.lock().pools.get(&pool.0) {
+            None => Err(Error::invalid(format!("{:#x} is not a memory pool (or one already destroyed)", pool.0))),
+            Some(p) if p.imported => Err(Error::NotSupported(format!(
+                "memory pool {:#x} (of device {}) was imported from another process: the driver allocates nothing from an imported pool (cudaMemPoolImportPointer maps the exporter's allocations)",
+                pool.0, p.device
+            ))),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// A simulated `cuMemPoolExportToShareableHandle` + `cuMemPoolImportFromShareableHandle`:
+    /// a new handle, in this process, of the pool `pool` stands for as another process
+    /// imports it (it allocates nothing; `mem_pool_check` refuses it).
+    pub fn mem_pool_import(&self, pool: MemPool) -> Result<MemPool> {
+        let mut state = self.state.lock();
+        let exported = *state.pools.get(&pool.0).ok_or_else(|| Error::invalid(format!("{:#x} is not a simulated memory pool", pool.0)))?;
+        let handle = state.new_handle();
+        state.pools.insert(handle, SimPool { imported: true, ..exported });
+        Ok(MemPool(handle))
+    }
+
+    /// Destroys `pool`; a handle that is not a live simulated pool is `InvalidArgument`, and a
+    /// default pool cannot be destroyed (as the driver refuses).
     pub fn mem_pool_destroy(&self, _device: i32, pool: MemPool) -> Result<()> {
-        match self.state.lock().pools.remove(&pool.0) {
+        let mut state = self.state.lock();
+        if state.default_managed_pools.values().any(|&handle| handle == pool.0) {
+            return Err(Error::invalid(format!("{:#x} is a device's default memory pool, which is never destroyed", pool.0)));
+        }
+        match state.pools.remove(&pool.0) {
             Some(_) => Ok(()),
             None => Err(Error::invalid(format!("{:#x} is not a simulated memory pool", pool.0))),
         }
@@ -544,29 +656,65 @@ impl SimDevices {
         }
     }
 
-    /// Device memory from `pool` in the order of `stream` (a stream of `device`): the stream's
-    /// clock ticks, then as `allocate`.
+    /// Memory of the pool's kind from `pool` in the order of `stream` (a stream of `device`):
+    /// the stream's clock ticks, then as `allocate`. An imported pool allocates nothing.
     pub fn allocate_from_pool(&self, device: i32, pool: MemPool, bytes: usize, stream: Stream) -> Result<usize> {
-        {
+        let kind = {
             let mut state = self.state.lock();
-            if !state.pools.contains_key(&pool.0) {
+            let Some(found) = state.pools.get(&pool.0).copied() else {
                 return Err(Error::invalid(format!("{:#x} is not a simulated memory pool", pool.0)));
+            };
+            if found.imported {
+                return Err(Error::invalid(format!("memory pool {:#x} was imported: nothing is allocated from an imported pool", pool.0)));
             }
             let id = state.resolve_stream_on(stream, device)?;
             state.enqueue(id);
-        }
-        self.allocate(device, MemoryKind::Device, bytes)
+            found.kind
+        };
+        self.allocate(device, kind, bytes)
     }
 
     /// Frees `ptr` to its pool in the order of `stream`: the stream's clock ticks, then as
-    /// `free`. The memory is freed at once (simulated work is done when enqueued).
+    /// `free` (with the kind the allocation has). The memory is freed at once (simulated work
+    /// is done when enqueued).
     pub fn free_to_pool(&self, device: i32, _pool: MemPool, ptr: usize, stream: Stream) -> Result<()> {
-        {
+        let kind = {
             let mut state = self.state.lock();
             let id = state.resolve_stream_on(stream, device)?;
             state.enqueue(id);
+            state.allocations.get(&ptr).map_or(MemoryKind::Device, |a| a.kind)
+        };
+        self.free(device, kind, ptr)
+    }
+
+    /// Records the preferred location of system memory `[ptr, ptr + bytes)`: on a device, its
+    /// bytes count against the device's capacity (as pages the driver moves there would) while
+    /// there is room; on the host, nothing. Devices without pageable memory access refuse
+    /// it, as the driver does.
+    pub fn advise_preferred_location(&self, ptr: usize, bytes: usize, device: Option<i32>) -> Result<()> {
+        let asked = device.unwrap_or(0);
+        self.check_device(asked)?;
+        if !self.supports(asked, Capability::PageableMemoryAccess)? {
+            return Err(Error::invalid(format!("simulated device {asked} has no pageable memory access: {ptr:#x} cannot be advised")));
         }
-        self.free(device, MemoryKind::Device, ptr)
+        self.forget_advice(ptr, bytes);
+        if let Some(device) = device {
+            if self.reserve_capacity(device, bytes).is_ok() {
+                self.state.lock().advised.insert(ptr, (device, bytes));
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets what was advised inside `[ptr, ptr + bytes)` (freed system memory).
+    pub fn forget_advice(&self, ptr: usize, bytes: usize) {
+        let mut state = self.state.lock();
+        let starts: Vec<usize> = state.advised.range(ptr..ptr.saturating_add(bytes)).map(|(&at, _)| at).collect();
+        let released: Vec<(i32, usize)> = starts.iter().filter_map(|at| state.advised.remove(at)).collect();
+        drop(state);
+        for (device, size) in released {
+            *self.used[device as usize].lock() -= size;
+        }
     }
 
     /// (free, total) bytes of `device`: its capacity, less what device and managed allocations

@@ -1,10 +1,12 @@
-//! Stream-ordered allocation from a driver memory pool of our own (RMM's
-//! `cuda_async_memory_resource`): `cuMemAllocFromPoolAsync` / `cuMemFreeAsync`, where the
-//! driver orders reuse across streams itself.
+//! Stream-ordered allocation from a driver memory pool: `cuMemAllocFromPoolAsync` /
+//! `cuMemFreeAsync`, where the driver orders reuse across streams itself. The pool is the
+//! resource's own (RMM's `cuda_async_memory_resource`, and pools of pinned host memory), the
+//! caller's (`cuda_async_view_memory_resource`: any pool handle of this process, not owned), or
+//! the device's default managed pool (`cuda_async_managed_memory_resource`, CUDA 13).
 
 use super::{require_nonzero, MemoryResource};
-use crate::error::Result;
-use crate::platform::{backend, MemPool, Stream};
+use crate::error::{Error, Result};
+use crate::platform::{backend, MemPool, MemoryKind, PoolProps, Stream};
 
 /// The kinds of shareable handle the driver pool's memory can be exported as (CUDA's
 /// `CUmemAllocationHandleType` bits), for `AsyncResource::new`'s `handle_types`.
@@ -21,11 +23,13 @@ pub mod handle_type {
     pub const ALL: u32 = POSIX_FILE_DESCRIPTOR | WIN32 | WIN32_KMT | FABRIC;
 }
 
-/// Allocates from a driver memory pool (`cuMemPoolCreate`) that belongs to the resource
-/// alone and is destroyed with it (see the module comment).
+/// Allocates from a driver memory pool (see the module comment); a pool of its own
+/// (`cuMemPoolCreate`) is destroyed with it, another is left as it was.
 pub struct AsyncResource {
     device: i32,
     pool: MemPool,
+    owned: bool,
+    name: &'static str,
 }
 
 impl AsyncResource {
@@ -34,16 +38,48 @@ impl AsyncResource {
     /// the first allocations do not pay for growth), whose memory can be exported as
     /// `handle_types` (CUmemAllocationHandleType bits, 0 for none).
     pub fn new(device: i32, initial_pool_size: usize, release_threshold: usize, handle_types: u32) -> Result<Self> {
+        Self::with_props(device, initial_pool_size, &PoolProps::device(release_threshold, handle_types))
+    }
+
+    /// A pool of its own on `device` as `props` says (device memory: "cuda_async"; pinned host
+    /// memory: "cuda_async_pinned_host"), primed with `initial_pool_size` bytes.
+    pub fn with_props(device: i32, initial_pool_size: usize, props: &PoolProps) -> Result<Self> {
         let platform = backend()?;
         platform.check_device(device)?;
-        let pool = platform.mem_pool_create(device, release_threshold, handle_types)?;
-        let resource = AsyncResource { device, pool };
+        let name = match props.kind {
+            MemoryKind::Device => "cuda_async",
+            MemoryKind::PinnedHost => "cuda_async_pinned_host",
+            MemoryKind::Managed => return Err(Error::Internal("managed pools are the device's default pool".into())),
+        };
+        let pool = platform.mem_pool_create(device, props)?;
+        let resource = AsyncResource { device, pool, owned: true, name };
         if initial_pool_size > 0 {
             let ptr = platform.allocate_from_pool(device, pool, initial_pool_size, Stream::DEFAULT)?;
             platform.free_to_pool(device, pool, ptr, Stream::DEFAULT)?;
             platform.device_synchronize(device)?;
         }
         Ok(resource)
+    }
+
+    /// A resource over `pool`, a memory pool handle of this process that the caller made and
+    /// keeps (`cudaMemPoolCreate`, `cudaDeviceGetDefaultMemPool`, another resource's pool): used
+    /// on `device`, never destroyed here; it must outlive the resource. NULL, a handle that is no
+    /// pool and an imported pool (which allocates nothing) are refused.
+    pub fn view(device: i32, pool: MemPool) -> Result<Self> {
+        let platform = backend()?;
+        platform.check_device(device)?;
+        platform.mem_pool_check(device, pool)?;
+        Ok(AsyncResource { device, pool, owned: false, name: "cuda_async_view" })
+    }
+
+    /// A resource over `device`'s default pool of managed memory (CUDA 13): every such resource
+    /// of a device shares that pool, which the driver keeps. `NotSupported` where the driver
+    /// or device has none.
+    pub fn managed(device: i32) -> Result<Self> {
+        let platform = backend()?;
+        platform.check_device(device)?;
+        let pool = platform.default_managed_pool(device)?;
+        Ok(AsyncResource { device, pool, owned: false, name: "cuda_async_managed" })
     }
 
     /// The driver's handle of the pool (`CUmemoryPool`; an opaque value on simulated devices).
@@ -72,17 +108,17 @@ impl MemoryResource for AsyncResource {
     }
 
     fn name(&self) -> &'static str {
-        "cuda_async"
+        self.name
     }
 }
 
 impl Drop for AsyncResource {
     fn drop(&mut self) {
-        if crate::platform::process_exiting() {
+        if crate::platform::process_exiting() || !self.owned {
             return;
         }
         if let Err(e) = backend().and_then(|b| b.mem_pool_destroy(self.device, self.pool)) {
-            log::warn!("destroying the cuda_async pool of device {}: {e}", self.device);
+            log::warn!("destroying the {} pool of device {}: {e}", self.name, self.device);
         }
     }
 }

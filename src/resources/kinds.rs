@@ -11,9 +11,10 @@
 use super::adaptors::{AlignedAdaptor, LimitingAdaptor, LoggingAdaptor, PrefetchAdaptor, StatisticsAdaptor, TrackingAdaptor};
 use super::{
     expandable_resource, ArenaResource, AsyncResource, BinningResource, DirectResource, ExpandableOptions, FixedSizeResource,
-    MemoryResource, PoolResource,
+    MemoryResource, PoolResource, SystemResource,
 };
 use crate::error::{Error, Result};
+use crate::platform::{MemoryKind, PoolProps};
 use crate::units::spec_size;
 use std::sync::Arc;
 
@@ -333,7 +334,7 @@ use Type::*;
 
 /// Every kind, adaptors first, then suballocators, then device resources (the order in which
 /// messages and help texts list them).
-pub static KINDS: [Kind; 17] = [
+pub static KINDS: [Kind; 22] = [
     Kind {
         name: "statistics",
         role: Role::Adaptor,
@@ -483,13 +484,65 @@ pub static KINDS: [Kind; 17] = [
             Key::or("initial", Size, Value::Size(0)),
             Key::or("release_threshold", Threshold, Value::Size(UNLIMITED)),
             Key::or("handle_types", HandleTypes, Value::HandleTypes(0)),
+            Key::or("hw_decompress", Flag, Value::Flag(false)),
         ],
         build: Some(|p, place| {
-            let (initial, threshold, handle_types) = (p.size("initial")?, p.size("release_threshold")?, p.handle_types("handle_types")?);
-            Ok(Arc::new(AsyncResource::new(place.device, initial, threshold, handle_types)?))
+            let (initial, release_threshold, handle_types) =
+                (p.size("initial")?, p.size("release_threshold")?, p.handle_types("handle_types")?);
+            let props = PoolProps { kind: MemoryKind::Device, release_threshold, handle_types, hw_decompress: p.flag("hw_decompress")? };
+            Ok(Arc::new(AsyncResource::with_props(place.device, initial, &props)?))
         }),
         check: None,
         cxx_classes: &["cuda_async_memory_resource"],
+    },
+    // Over a pool handle the caller made: the C API alone (a handle has no spec form).
+    Kind {
+        name: "cuda_async_view",
+        role: Role::Device,
+        keys: &[],
+        build: None,
+        check: None,
+        cxx_classes: &["cuda_async_view_memory_resource"],
+    },
+    Kind {
+        name: "cuda_async_managed",
+        role: Role::Device,
+        keys: &[],
+        build: Some(|_, place| Ok(Arc::new(AsyncResource::managed(place.device)?))),
+        check: None,
+        cxx_classes: &["cuda_async_managed_memory_resource"],
+    },
+    Kind {
+        name: "cuda_async_pinned_host",
+        role: Role::Device,
+        keys: &[Key::or("initial", Size, Value::Size(0)), Key::or("release_threshold", Threshold, Value::Size(UNLIMITED))],
+        build: Some(|p, place| {
+            let props = PoolProps {
+                kind: MemoryKind::PinnedHost,
+                release_threshold: p.size("release_threshold")?,
+                handle_types: 0,
+                hw_decompress: false,
+            };
+            Ok(Arc::new(AsyncResource::with_props(place.device, p.size("initial")?, &props)?))
+        }),
+        check: None,
+        cxx_classes: &["cuda_async_pinned_host_memory_resource"],
+    },
+    Kind {
+        name: "system",
+        role: Role::Device,
+        keys: &[],
+        build: Some(|_, place| Ok(Arc::new(SystemResource::new(place.device)?))),
+        check: None,
+        cxx_classes: &["system_memory_resource"],
+    },
+    Kind {
+        name: "sam_headroom",
+        role: Role::Device,
+        keys: &[Key::required("headroom", Size)],
+        build: Some(|p, place| Ok(Arc::new(SystemResource::with_headroom(place.device, p.size("headroom")?)?))),
+        check: None,
+        cxx_classes: &["sam_headroom_memory_resource"],
     },
     Kind {
         name: "expandable",

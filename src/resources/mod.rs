@@ -15,6 +15,7 @@ mod pool;
 pub mod snapshot;
 pub mod stream_ordered;
 pub mod streams;
+mod system;
 
 pub use arena::ArenaResource;
 pub use binning::BinningResource;
@@ -24,6 +25,7 @@ pub use direct::DirectResource;
 pub use expandable::{expandable_resource, ExpandableOptions, ExpandableResource, SharedPages};
 pub use fixed_size::FixedSizeResource;
 pub use pool::PoolResource;
+pub use system::SystemResource;
 
 use crate::error::Result;
 use crate::platform::Stream;

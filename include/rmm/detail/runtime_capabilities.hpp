@@ -1,14 +1,32 @@
 /*
- * rmm/detail/runtime_capabilities.hpp: RAPIDS RMM's queries of what the driver and device offer,
- * asked of the CUDA runtime (link libcudart to use them).
+ * rmm/detail/runtime_capabilities.hpp: RAPIDS RMM's queries of what the driver and device offer.
+ * Those that rmm-rs's resources need are asked of rmm-rs (rmmDeviceSupports: the answer its
+ * resources act on, simulated devices included); the others of the CUDA runtime (link libcudart
+ * to use them).
  */
 #ifndef RMM_DETAIL_RUNTIME_CAPABILITIES_HPP
 #define RMM_DETAIL_RUNTIME_CAPABILITIES_HPP
 
 #include "../cuda_device.hpp"
 
+#include <cstdint>
+
+/// The driver versions from which RAPIDS RMM offers hardware decompression and managed pools.
+#ifndef RMM_MIN_HWDECOMPRESS_CUDA_VERSION
+#define RMM_MIN_HWDECOMPRESS_CUDA_VERSION 12080
+#endif
+#ifndef RMM_MIN_ASYNC_MANAGED_ALLOC_CUDA_VERSION
+#define RMM_MIN_ASYNC_MANAGED_ALLOC_CUDA_VERSION 13000
+#endif
+
 namespace rmm {
 namespace detail {
+
+/// Whether rmm-rs finds `capability` (RMM_CAPABILITY_*) on `device`; false when it cannot ask.
+inline bool rmm_rs_supports(std::uint32_t capability, int device) {
+  int supported = 0;
+  return rmmDeviceSupports(&supported, capability, device) == RMM_SUCCESS && supported != 0;
+}
 
 inline bool device_attribute_is_set(cudaDeviceAttr attribute) {
   int value = 0;
@@ -45,14 +63,16 @@ struct concurrent_managed_access {
   }
 };
 
-/// Managed memory from memory pools: not offered by rmm-rs's resources.
+/// Managed memory from memory pools (cuda_async_managed_memory_resource): a CUDA 13 driver
+/// and a device with concurrent managed access, as rmm-rs finds them on the current device.
 struct runtime_async_managed_alloc {
-  static bool is_supported() { return false; }
+  static bool is_supported() { return rmm_rs_supports(RMM_CAPABILITY_MANAGED_MEMORY_POOLS, get_current_cuda_device().value()); }
 };
 
-/// Hardware decompression memory: not offered by rmm-rs's resources.
+/// Pools whose memory serves hardware decompression (a CUDA 12.8 driver), as rmm-rs finds them
+/// on the current device.
 struct hwdecompress {
-  static bool is_supported() { return false; }
+  static bool is_supported() { return rmm_rs_supports(RMM_CAPABILITY_HW_DECOMPRESS, get_current_cuda_device().value()); }
 };
 
 struct device_integrated_memory {

@@ -18,7 +18,10 @@
 #include "arena_memory_resource.hpp"
 #include "binning_memory_resource.hpp"
 #include "callback_memory_resource.hpp"
+#include "cuda_async_managed_memory_resource.hpp"
 #include "cuda_async_memory_resource.hpp"
+#include "cuda_async_pinned_host_memory_resource.hpp"
+#include "cuda_async_view_memory_resource.hpp"
 #include "cuda_memory_resource.hpp"
 #include "failure_callback_resource_adaptor.hpp"
 #include "fixed_size_memory_resource.hpp"
@@ -28,7 +31,9 @@
 #include "pinned_host_memory_resource.hpp"
 #include "pool_memory_resource.hpp"
 #include "prefetch_resource_adaptor.hpp"
+#include "sam_headroom_memory_resource.hpp"
 #include "statistics_resource_adaptor.hpp"
+#include "system_memory_resource.hpp"
 #include "tracking_resource_adaptor.hpp"
 // End of the registry's classes.
 
@@ -144,6 +149,11 @@ inline rmm_rs_resource const *rmm_rs_resource_in([[maybe_unused]] any_device_res
   as(static_cast<managed_memory_resource *>(nullptr));
   as(static_cast<pinned_host_memory_resource *>(nullptr));
   as(static_cast<cuda_async_memory_resource *>(nullptr));
+  as(static_cast<cuda_async_view_memory_resource *>(nullptr));
+  as(static_cast<cuda_async_managed_memory_resource *>(nullptr));
+  as(static_cast<cuda_async_pinned_host_memory_resource *>(nullptr));
+  as(static_cast<system_memory_resource *>(nullptr));
+  as(static_cast<sam_headroom_memory_resource *>(nullptr));
   // End of the registry's classes.
   return found;
 #else

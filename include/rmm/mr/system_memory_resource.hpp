@@ -1,53 +1,37 @@
 /*
- * rmm/mr/system_memory_resource.hpp: RAPIDS RMM's system_memory_resource: host memory from the
- * system allocator, which the device reaches where the system has HMM or ATS
- * (is_system_memory_supported). In rmm-rs it is a callback resource over aligned host
- * allocation.
+ * rmm/mr/system_memory_resource.hpp: RAPIDS RMM's system_memory_resource: pageable host memory
+ * from the system allocator, which the device reaches where the system has HMM or ATS
+ * (is_system_memory_supported); an rmm-rs system resource.
  */
 #ifndef RMM_MR_SYSTEM_MEMORY_RESOURCE_HPP
 #define RMM_MR_SYSTEM_MEMORY_RESOURCE_HPP
 
 #include "../detail/runtime_capabilities.hpp"
-#include "detail/rmm_rs_resource.hpp"
-
-#include <cstdlib>
+#include "cuda_memory_resource.hpp"
 
 namespace rmm {
 namespace mr {
 
 namespace detail {
-/// Whether `device` reaches pageable host memory (HMM or ATS). Asks the CUDA runtime.
+/// Whether `device` reaches pageable host memory (HMM or ATS), as rmm-rs finds it
+/// (rmmDeviceSupports; on simulated devices, RMM_SIM_PAGEABLE_MEMORY_ACCESS).
 inline bool is_system_memory_supported(cuda_device_id device) {
-  cuda_set_device_raii on_device{device};
-  return rmm::detail::device_attribute_is_set(cudaDevAttrPageableMemoryAccess);
+  return rmm::detail::rmm_rs_supports(RMM_CAPABILITY_PAGEABLE_MEMORY_ACCESS, device.value());
 }
-
-struct system_allocation {
-  void *allocate(cuda::stream_ref, std::size_t bytes, std::size_t alignment) {
-    void *ptr = std::aligned_alloc(alignment, align_up(bytes, alignment));
-    if (ptr == nullptr) throw out_of_memory("system_memory_resource: the system allocator had no memory");
-    return ptr;
-  }
-  void deallocate(cuda::stream_ref stream, void *ptr, std::size_t, std::size_t) noexcept {
-    // The device may still use the memory in the order of `stream`.
-    (void)rmmStreamSynchronize(stream.get());
-    std::free(ptr);
-  }
-  void *allocate_sync(std::size_t bytes, std::size_t alignment) { return allocate(cuda::stream_ref{cudaStream_t{}}, bytes, alignment); }
-  void deallocate_sync(void *ptr, std::size_t bytes, std::size_t alignment) noexcept {
-    deallocate(cuda::stream_ref{cudaStream_t{}}, ptr, bytes, alignment);
-  }
-  bool operator==(system_allocation const &) const noexcept { return true; }
-  bool operator!=(system_allocation const &) const noexcept { return false; }
-  friend void get_property(system_allocation const &, cuda::mr::device_accessible) noexcept {}
-};
 }  // namespace detail
 
 class system_memory_resource : public rmm_rs_resource {
  public:
-  system_memory_resource() : rmm_rs_resource(calling(detail::system_allocation{})) {}
+  /// System memory for the current device. Every object made on a device shares one rmm-rs
+  /// resource (they are equal). A device without pageable memory access: rmm::logic_error.
+  system_memory_resource()
+      : system_memory_resource(
+            detail::instance_of_current_device<system_memory_resource>(&rmmSystemResourceCreate, "rmmSystemResourceCreate")) {}
+  system_memory_resource(detail::shared_instance_tag, rmm_rs_resource shared) : rmm_rs_resource(std::move(shared)) {}
   friend void get_property(system_memory_resource const &, cuda::mr::host_accessible) noexcept {}
 };
+
+static_assert(cuda::mr::resource_with<system_memory_resource, cuda::mr::device_accessible, cuda::mr::host_accessible>);
 
 }  // namespace mr
 }  // namespace rmm
