@@ -1,5 +1,5 @@
 /* Devices and per-device resources: rmmGetDeviceCount, rmmGetDevice, rmmSetDevice,
- * rmmIsSimulated, rmmSimGetRaceCount, rmmSet/GetPerDeviceResource,
+ * rmmIsSimulated, rmmSimGetRaceCount, rmmSimGetPointerAttributes, rmmSet/GetPerDeviceResource,
  * rmmSet/GetCurrentDeviceResource. (Two-device cases are in test_multi_device.c.) */
 #define _POSIX_C_SOURCE 200809L
 #include <limits.h>
@@ -190,11 +190,65 @@ static void check_per_thread_device(int count) {
   CHECK_OK(rmmSetDevice(0));
 }
 
+/* rmmSimGetPointerAttributes: the kind and device of simulated memory, as cudaMemoryType numbers
+ * them (what a stand-in of cudaPointerGetAttributes answers); not supported on real devices. */
+static void check_pointer_attributes(int count) {
+  bool simulated = false;
+  int type = 99, device = 99, last = count - 1, host = 0;
+  rmmResource_t cuda = NULL, managed = NULL, pinned = NULL;
+  void *on_device = NULL, *in_managed = NULL, *in_pinned = NULL;
+
+  CHECK_RMM(rmmSimGetPointerAttributes(NULL, &device, &host), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmSimGetPointerAttributes(&type, NULL, &host), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK(type == 99 && device == 99);
+  CHECK_OK(rmmIsSimulated(&simulated));
+  if (!simulated) {
+    CHECK_RMM(rmmSimGetPointerAttributes(&type, &device, &host), RMM_ERROR_NOT_SUPPORTED);
+    CHECK(type == 99 && device == 99);
+    return;
+  }
+  CHECK_OK(rmmSimGetPointerAttributes(&type, &device, &host));
+  CHECK(type == 0 && device == -1);
+  CHECK_OK(rmmSimGetPointerAttributes(&type, &device, NULL));
+  CHECK(type == 0 && device == -1);
+
+  /* Memory of the last device, asked about with device 0 current. */
+  CHECK_OK(rmmSetDevice(last));
+  CHECK_OK(rmmCudaResourceCreate(&cuda));
+  CHECK_OK(rmmManagedResourceCreate(&managed));
+  CHECK_OK(rmmPinnedHostResourceCreate(&pinned));
+  CHECK_OK(rmmResourceAllocate(cuda, &on_device, 1000, NULL));
+  CHECK_OK(rmmResourceAllocate(managed, &in_managed, 1000, NULL));
+  CHECK_OK(rmmResourceAllocate(pinned, &in_pinned, 1000, NULL));
+  CHECK_OK(rmmSetDevice(0));
+  CHECK_OK(rmmSimGetPointerAttributes(&type, &device, on_device));
+  CHECK(type == 2 && device == last);
+  /* Inside the allocation, not only at its start. */
+  CHECK_OK(rmmSimGetPointerAttributes(&type, &device, (char *)on_device + 999));
+  CHECK(type == 2 && device == last);
+  CHECK_OK(rmmSimGetPointerAttributes(&type, &device, in_managed));
+  CHECK(type == 3 && device == last);
+  CHECK_OK(rmmSimGetPointerAttributes(&type, &device, in_pinned));
+  CHECK(type == 1 && device == last);
+  CHECK_OK(rmmSetDevice(last));
+  CHECK_OK(rmmResourceDeallocate(cuda, on_device, 1000, NULL));
+  CHECK_OK(rmmResourceDeallocate(managed, in_managed, 1000, NULL));
+  CHECK_OK(rmmResourceDeallocate(pinned, in_pinned, 1000, NULL));
+  CHECK_OK(rmmSetDevice(0));
+  /* Freed memory is no longer simulated memory. */
+  CHECK_OK(rmmSimGetPointerAttributes(&type, &device, on_device));
+  CHECK(type == 0 && device == -1);
+  CHECK_OK(rmmResourceDestroy(cuda));
+  CHECK_OK(rmmResourceDestroy(managed));
+  CHECK_OK(rmmResourceDestroy(pinned));
+}
+
 int main(void) {
   const int count = rmm_test_device_count();
   check_device_queries(count);
   check_per_device_errors(count);
   check_per_device();
   check_per_thread_device(count);
+  check_pointer_attributes(count);
   return rmm_test_finish("devices");
 }

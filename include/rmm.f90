@@ -100,15 +100,15 @@ module rmm
     rmmDeviceBufferCopy, rmmDeviceBufferData, rmmDeviceBufferSize, rmmDeviceBufferSetStream, &
     rmmDeviceBufferDestroy, rmmSetPerDeviceResource, rmmGetPerDeviceResource, &
     rmmSetCurrentDeviceResource, rmmGetCurrentDeviceResource, rmmGetDevice, rmmSetDevice, &
-    rmmGetDeviceCount, rmmIsSimulated, rmmSimGetRaceCount, rmmTorchAllocate, rmmTorchDeallocate, &
-    rmmCupyAllocate, rmmCupyDeallocate, rmmIpcExpandableResourceCreate, &
-    rmmExpandableResourceGrantPeerAccess, rmmIpcGetMemHandle, rmmIpcOpenMemHandle, &
-    rmmIpcCloseMemHandle, rmmIpcAllowOpeners, rmmIpcGetMemPages, rmmIpcOpenMemPages, &
-    rmmInitialize, rmmFinalize, rmmIsInitialized, rmmCudaMalloc, rmmCudaFree, rmmAlloc, &
-    rmmRealloc, rmmFree, rmmWriteLog, rmmLogSize, rmmGetLog, rmmGetInfo, rmmGetAllocationOffset, &
-    rmmGetErrorString, rmmGetErrorName, rmmGetLastErrorMessage, rmmTimelineReportWrite, &
-    rmmCudaResourceCreate, rmmManagedResourceCreate, rmmCallbackResourceCreate, &
-    rmmCallbackResourceCreateWithRelease, rmmAsyncResourceCreate, &
+    rmmGetDeviceCount, rmmIsSimulated, rmmSimGetPointerAttributes, rmmSimGetRaceCount, &
+    rmmTorchAllocate, rmmTorchDeallocate, rmmCupyAllocate, rmmCupyDeallocate, &
+    rmmIpcExpandableResourceCreate, rmmExpandableResourceGrantPeerAccess, rmmIpcGetMemHandle, &
+    rmmIpcOpenMemHandle, rmmIpcCloseMemHandle, rmmIpcAllowOpeners, rmmIpcGetMemPages, &
+    rmmIpcOpenMemPages, rmmInitialize, rmmFinalize, rmmIsInitialized, rmmCudaMalloc, rmmCudaFree, &
+    rmmAlloc, rmmRealloc, rmmFree, rmmWriteLog, rmmLogSize, rmmGetLog, rmmGetInfo, &
+    rmmGetAllocationOffset, rmmGetErrorString, rmmGetErrorName, rmmGetLastErrorMessage, &
+    rmmTimelineReportWrite, rmmCudaResourceCreate, rmmManagedResourceCreate, &
+    rmmCallbackResourceCreate, rmmCallbackResourceCreateWithRelease, rmmAsyncResourceCreate, &
     rmmAsyncResourceCreateExportable, rmmAsyncResourceGetPool, rmmExpandableResourceCreate, &
     rmmExpandableResourceCreateWithOptions, rmmResourceCreateFromSpec, &
     rmmPinnedHostResourceCreate, rmmResourceDestroy, rmmResourceAllocate, rmmResourceDeallocate, &
@@ -751,6 +751,20 @@ module rmm
       import :: c_bool, c_int
       logical(c_bool), intent(inout) :: simulated
     end function rmmIsSimulated
+
+    ! On simulated devices, what the simulator knows of `ptr`, numbered as CUDA's `cudaMemoryType`:
+    ! writes to `*memory_type` 2 (device memory), 3 (managed) or 1 (pinned host) for a pointer
+    ! inside a simulated allocation, with its device to `*device`; 0 (unregistered host memory) and
+    ! -1 for any other pointer (virtual memory mappings included). For stand-ins of
+    ! `cudaPointerGetAttributes` in tests. Neither out-pointer may be NULL. On real devices:
+    ! RMM_ERROR_NOT_SUPPORTED (ask the CUDA runtime).
+    integer(c_int) function rmmSimGetPointerAttributes(memory_type, device, ptr) &
+        bind(c, name="rmmSimGetPointerAttributes")
+      import :: c_int, c_ptr
+      integer(c_int), intent(inout) :: memory_type
+      integer(c_int), intent(inout) :: device
+      type(c_ptr), value :: ptr
+    end function rmmSimGetPointerAttributes
 
     ! Writes the number of stream-ordering races the simulator found (with
     ! `RMM_SIM_ON_RACE=count`; by default the first race aborts the process). On real devices:

@@ -99,6 +99,31 @@ pub extern "C" fn rmmIsSimulated(simulated: *mut bool) -> rmmError_t {
     })
 }
 
+/// On simulated devices, what the simulator knows of `ptr`, numbered as CUDA's
+/// `cudaMemoryType`: writes to `*memory_type` 2 (device memory), 3 (managed) or 1 (pinned host) for a
+/// pointer inside a simulated allocation, with its device to `*device`; 0 (unregistered host
+/// memory) and -1 for any other pointer (virtual memory mappings included). For stand-ins of
+/// `cudaPointerGetAttributes` in tests. Neither out-pointer may be NULL. On real devices:
+/// RMM_ERROR_NOT_SUPPORTED (ask the CUDA runtime).
+#[no_mangle]
+pub extern "C" fn rmmSimGetPointerAttributes(memory_type: *mut c_int, device: *mut c_int, ptr: *const std::ffi::c_void) -> rmmError_t {
+    boundary("rmmSimGetPointerAttributes", || {
+        non_null(memory_type, "memory_type")?;
+        non_null(device, "device")?;
+        backend()?;
+        let simulator = simulator()
+            .ok_or_else(|| crate::error::Error::NotSupported("pointer attributes are answered on simulated devices only".into()))?;
+        let (kind, owner) = match simulator.pointer_kind(ptr as usize) {
+            Some((owner, crate::platform::MemoryKind::Device)) => (2, owner),
+            Some((owner, crate::platform::MemoryKind::Managed)) => (3, owner),
+            Some((owner, crate::platform::MemoryKind::PinnedHost)) => (1, owner),
+            None => (0, -1),
+        };
+        write_out(device, "device", owner)?;
+        write_out(memory_type, "memory_type", kind)
+    })
+}
+
 /// Writes the number of stream-ordering races the simulator found (with
 /// `RMM_SIM_ON_RACE=count`; by default the first race aborts the process). On real devices:
 /// RMM_ERROR_NOT_SUPPORTED.
