@@ -1,5 +1,6 @@
 /* Devices and per-device resources: rmmGetDeviceCount, rmmGetDevice, rmmSetDevice,
- * rmmIsSimulated, rmmSimGetRaceCount, rmmSimGetPointerAttributes, rmmSet/GetPerDeviceResource,
+ * rmmIsSimulated, rmmSimGetRaceCount, rmmSimGetPointerAttributes, rmmGetDeviceMemInfo,
+ * rmmSet/GetPerDeviceResource,
  * rmmSet/GetCurrentDeviceResource. (Two-device cases are in test_multi_device.c.) */
 #define _POSIX_C_SOURCE 200809L
 #include <limits.h>
@@ -243,6 +244,39 @@ static void check_pointer_attributes(int count) {
   CHECK_OK(rmmResourceDestroy(pinned));
 }
 
+/* rmmGetDeviceMemInfo: free and total bytes of any device, with no rmmInitialize; device memory
+ * allocated there takes from its free bytes (on simulated devices, exactly). */
+static void check_device_mem_info(int count) {
+  bool simulated = false;
+  size_t free_bytes = 7, total_bytes = 7, free_after = 0, total_after = 0;
+  rmmResource_t cuda = NULL;
+  void *ptr = NULL;
+  const int last = count - 1;
+
+  CHECK_RMM(rmmGetDeviceMemInfo(NULL, &total_bytes, 0), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmGetDeviceMemInfo(&free_bytes, NULL, 0), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmGetDeviceMemInfo(&free_bytes, &total_bytes, -1), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmGetDeviceMemInfo(&free_bytes, &total_bytes, count), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK(free_bytes == 7 && total_bytes == 7);
+  CHECK_OK(rmmGetDeviceMemInfo(&free_bytes, &total_bytes, last));
+  CHECK(total_bytes > 0 && free_bytes <= total_bytes);
+
+  CHECK_OK(rmmSetDevice(last));
+  CHECK_OK(rmmCudaResourceCreate(&cuda));
+  CHECK_OK(rmmResourceAllocate(cuda, &ptr, 1 << 20, NULL));
+  CHECK_OK(rmmSetDevice(0));
+  CHECK_OK(rmmGetDeviceMemInfo(&free_after, &total_after, last));
+  CHECK(total_after == total_bytes);
+  CHECK_OK(rmmIsSimulated(&simulated));
+  if (simulated) CHECK(free_after == free_bytes - (1 << 20));
+  CHECK_OK(rmmSetDevice(last));
+  CHECK_OK(rmmResourceDeallocate(cuda, ptr, 1 << 20, NULL));
+  CHECK_OK(rmmResourceDestroy(cuda));
+  CHECK_OK(rmmSetDevice(0));
+  CHECK_OK(rmmGetDeviceMemInfo(&free_after, &total_after, last));
+  if (simulated) CHECK(free_after == free_bytes);
+}
+
 int main(void) {
   const int count = rmm_test_device_count();
   check_device_queries(count);
@@ -250,5 +284,6 @@ int main(void) {
   check_per_device();
   check_per_thread_device(count);
   check_pointer_attributes(count);
+  check_device_mem_info(count);
   return rmm_test_finish("devices");
 }

@@ -117,8 +117,11 @@ contains
   end function ftest_simulated
 
   integer(c_int) function ftest_device_count()
+    integer(c_size_t) :: free_bytes, total_bytes
     call expect_ok(rmmGetDeviceCount(ftest_device_count), 'rmmGetDeviceCount')
     call expect(ftest_device_count >= 1, 'at least one device')
+    call expect_ok(rmmGetDeviceMemInfo(free_bytes, total_bytes, 0_c_int), 'rmmGetDeviceMemInfo')
+    call expect(free_bytes <= total_bytes .and. total_bytes > 0, 'device 0 has memory')
   end function ftest_device_count
 
   ! The end of every test: on simulated devices the race checker must have found nothing.

@@ -100,8 +100,8 @@ module rmm
     rmmDeviceBufferCopy, rmmDeviceBufferData, rmmDeviceBufferSize, rmmDeviceBufferSetStream, &
     rmmDeviceBufferDestroy, rmmSetPerDeviceResource, rmmGetPerDeviceResource, &
     rmmSetCurrentDeviceResource, rmmGetCurrentDeviceResource, rmmGetDevice, rmmSetDevice, &
-    rmmGetDeviceCount, rmmIsSimulated, rmmSimGetPointerAttributes, rmmSimGetRaceCount, &
-    rmmTorchAllocate, rmmTorchDeallocate, rmmCupyAllocate, rmmCupyDeallocate, &
+    rmmGetDeviceCount, rmmGetDeviceMemInfo, rmmIsSimulated, rmmSimGetPointerAttributes, &
+    rmmSimGetRaceCount, rmmTorchAllocate, rmmTorchDeallocate, rmmCupyAllocate, rmmCupyDeallocate, &
     rmmIpcExpandableResourceCreate, rmmExpandableResourceGrantPeerAccess, rmmIpcGetMemHandle, &
     rmmIpcOpenMemHandle, rmmIpcCloseMemHandle, rmmIpcAllowOpeners, rmmIpcGetMemPages, &
     rmmIpcOpenMemPages, rmmInitialize, rmmFinalize, rmmIsInitialized, rmmCudaMalloc, rmmCudaFree, &
@@ -744,6 +744,20 @@ module rmm
       import :: c_int
       integer(c_int), intent(inout) :: count
     end function rmmGetDeviceCount
+
+    ! Writes the free and total bytes of `device`'s memory to `*free_bytes` and `*total_bytes`,
+    ! as `cudaMemGetInfo` does for the current device (on simulated devices: the capacity
+    ! `RMM_SIM_DEVICES` gives, less what device and managed memory hold). Needs no
+    ! `rmmInitialize`, unlike `rmmGetInfo`. Neither out-pointer may be NULL.
+    ! A `device` that does not exist: RMM_ERROR_INVALID_ARGUMENT; RMM_ERROR_CUDA_ERROR without a
+    ! CUDA driver (and without `RMM_SIM_DEVICES`) or when the driver fails.
+    integer(c_int) function rmmGetDeviceMemInfo(free_bytes, total_bytes, device) &
+        bind(c, name="rmmGetDeviceMemInfo")
+      import :: c_int, c_size_t
+      integer(c_size_t), intent(inout) :: free_bytes
+      integer(c_size_t), intent(inout) :: total_bytes
+      integer(c_int), value :: device
+    end function rmmGetDeviceMemInfo
 
     ! Writes true to `*simulated` when rmm runs on simulated devices (`RMM_SIM_DEVICES`), false
     ! on the CUDA driver. Fails with RMM_ERROR_CUDA_ERROR when neither is available.

@@ -557,6 +557,14 @@ enum rmmError_t rmmSetDevice(int device);
 // driver fails.
 enum rmmError_t rmmGetDeviceCount(int *count);
 
+// Writes the free and total bytes of `device`'s memory to `*free_bytes` and `*total_bytes`,
+// as `cudaMemGetInfo` does for the current device (on simulated devices: the capacity
+// `RMM_SIM_DEVICES` gives, less what device and managed memory hold). Needs no
+// `rmmInitialize`, unlike `rmmGetInfo`. Neither out-pointer may be NULL.
+// A `device` that does not exist: RMM_ERROR_INVALID_ARGUMENT; RMM_ERROR_CUDA_ERROR without a
+// CUDA driver (and without `RMM_SIM_DEVICES`) or when the driver fails.
+enum rmmError_t rmmGetDeviceMemInfo(size_t *free_bytes, size_t *total_bytes, int device);
+
 // Writes true to `*simulated` when rmm runs on simulated devices (`RMM_SIM_DEVICES`), false
 // on the CUDA driver. Fails with RMM_ERROR_CUDA_ERROR when neither is available.
 enum rmmError_t rmmIsSimulated(bool *simulated);

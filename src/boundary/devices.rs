@@ -89,6 +89,25 @@ pub extern "C" fn rmmGetDeviceCount(count: *mut c_int) -> rmmError_t {
     })
 }
 
+/// Writes the free and total bytes of `device`'s memory to `*free_bytes` and `*total_bytes`,
+/// as `cudaMemGetInfo` does for the current device (on simulated devices: the capacity
+/// `RMM_SIM_DEVICES` gives, less what device and managed memory hold). Needs no
+/// `rmmInitialize`, unlike `rmmGetInfo`. Neither out-pointer may be NULL.
+/// A `device` that does not exist: RMM_ERROR_INVALID_ARGUMENT; RMM_ERROR_CUDA_ERROR without a
+/// CUDA driver (and without `RMM_SIM_DEVICES`) or when the driver fails.
+#[no_mangle]
+pub extern "C" fn rmmGetDeviceMemInfo(free_bytes: *mut usize, total_bytes: *mut usize, device: c_int) -> rmmError_t {
+    boundary("rmmGetDeviceMemInfo", || {
+        non_null(free_bytes, "free_bytes")?;
+        non_null(total_bytes, "total_bytes")?;
+        let platform = backend()?;
+        platform.check_device(device)?;
+        let (free, total) = platform.mem_get_info(device)?;
+        write_out(free_bytes, "free_bytes", free)?;
+        write_out(total_bytes, "total_bytes", total)
+    })
+}
+
 /// Writes true to `*simulated` when rmm runs on simulated devices (`RMM_SIM_DEVICES`), false
 /// on the CUDA driver. Fails with RMM_ERROR_CUDA_ERROR when neither is available.
 #[no_mangle]
