@@ -7,7 +7,7 @@
 # scripts/gpu-legacy-suites.sh builds and runs them unchanged against stage/. Also RAPIDS RMM
 # 26.08's C++ test suite at the commit scripts/fetch-rapids-suite.sh pins (cpp/tests and
 # cpp/benchmarks/utilities, in legacy-suites/rapids-26.08), the yardstick of the RAPIDS-shaped
-# <rmm/...> headers, which scripts/gpu-rapids-suites.sh (nvcc) and scripts/rapids-suite-sim.sh
+# <rmm/...> headers, which scripts/gpu-rapids-suites.sh (nvcc) and scripts/rapids-suite.sh
 # (g++, simulated devices) build and run unchanged.
 #
 #   scripts/fetch-legacy-suites.sh [RMM_GIT_DIR]   (default: clone github.com/rapidsai/rmm)

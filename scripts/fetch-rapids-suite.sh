@@ -2,7 +2,7 @@
 # Fetches RAPIDS RMM's own C++ test suite at one pinned commit: cpp/tests and
 # cpp/benchmarks/utilities (logger_tests.cpp includes <benchmarks/utilities/log_parser.hpp>)
 # into DEST/cpp (default legacy-suites/rapids-26.08, git-ignored). It is the yardstick of the
-# RAPIDS-shaped <rmm/...> headers, built unchanged against ours by scripts/rapids-suite-sim.sh
+# RAPIDS-shaped <rmm/...> headers, built unchanged against ours by scripts/rapids-suite.sh
 # (g++, simulated devices, CI) and scripts/gpu-rapids-suites.sh (nvcc, the GPU); it is other
 # people's code and is never committed here.
 #

@@ -77,7 +77,7 @@ echo "== RAPIDS RMM's own C++ suite, g++ on simulated devices (fails on what cxx
 rapids_tree=legacy-suites/rapids-26.08
 [ -n "${RMM_OFFLINE_CACHE:-}" ] && rapids_tree=$RMM_OFFLINE_CACHE/rapids-26.08
 scripts/fetch-rapids-suite.sh "$rapids_tree"  # kept as it is when it holds the pinned commit
-JOBS=2 CCCL_DIR="$cccl" scripts/rapids-suite-sim.sh "$rapids_tree"
+JOBS=2 CCCL_DIR="$cccl" scripts/rapids-suite.sh "$rapids_tree"
 
 echo "== Python module (simulated devices)"
 RMM_RS_LIBRARY="${CARGO_TARGET_DIR:-$PWD/target}/release/librmm.so" python3 python/test_rmm_rs.py

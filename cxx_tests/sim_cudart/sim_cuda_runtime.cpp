@@ -3,7 +3,7 @@
 // rmm-rs's simulated devices (RMM_SIM_DEVICES), so that such programs build with a host
 // compiler against the CUDA runtime's own headers (scripts/fetch-cccl.sh) and run unchanged
 // without a GPU or libcudart: the seed guide's multi-device tab (cxx_tests/seed_guide/) and
-// RAPIDS RMM's own test suite (scripts/rapids-suite-sim.sh). On a GPU, link libcudart instead.
+// RAPIDS RMM's own test suite (scripts/rapids-suite.sh). On a GPU, link libcudart instead.
 //
 // What it cannot honour it refuses with a CUDA error, recorded for cudaGetLastError as the
 // runtime does; it never pretends. Where the simulator's model is coarser than a GPU it says so:
