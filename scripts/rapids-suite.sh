@@ -111,7 +111,7 @@ compile() {
   # as C++.
   [ -n "$nvcc" ] && [[ $file == *.cu ]] && compiler=("$nvcc" "${cuda_flags[@]}" -x cu)
   if "${compiler[@]}" "${defines[@]}" -c "$tests/$file" -o "$build/bin/$name.o" >"$log" 2>&1 \
-    && g++ "$build/bin/$name.o" -o "$build/bin/$name" -L"$lib" -lrmm -Wl,-rpath,"$lib" "${runtime[@]}" \
+    && g++ "$build/bin/$name.o" "${runtime[@]}" -o "$build/bin/$name" -L"$lib" -lrmm -Wl,-rpath,"$lib" \
       -pthread >>"$log" 2>&1; then
     printf '%s\t%s\tok\n' "$file" "$variant" >"$build/bin/$name.status"
   else
