@@ -1,5 +1,6 @@
 /* Devices and per-device resources: rmmGetDeviceCount, rmmGetDevice, rmmSetDevice,
- * rmmIsSimulated, rmmSimGetRaceCount, rmmSet/GetPerDeviceResource,
+ * rmmIsSimulated, rmmSimGetRaceCount, rmmSimGetPointerAttributes, rmmGetDeviceMemInfo,
+ * rmmSet/GetPerDeviceResource,
  * rmmSet/GetCurrentDeviceResource. (Two-device cases are in test_multi_device.c.) */
 #define _POSIX_C_SOURCE 200809L
 #include <limits.h>
@@ -190,11 +191,99 @@ static void check_per_thread_device(int count) {
   CHECK_OK(rmmSetDevice(0));
 }
 
+/* rmmSimGetPointerAttributes: the kind and device of simulated memory, as cudaMemoryType numbers
+ * them (what a stand-in of cudaPointerGetAttributes answers); not supported on real devices. */
+static void check_pointer_attributes(int count) {
+  bool simulated = false;
+  int type = 99, device = 99, last = count - 1, host = 0;
+  rmmResource_t cuda = NULL, managed = NULL, pinned = NULL;
+  void *on_device = NULL, *in_managed = NULL, *in_pinned = NULL;
+
+  CHECK_RMM(rmmSimGetPointerAttributes(NULL, &device, &host), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmSimGetPointerAttributes(&type, NULL, &host), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK(type == 99 && device == 99);
+  CHECK_OK(rmmIsSimulated(&simulated));
+  if (!simulated) {
+    CHECK_RMM(rmmSimGetPointerAttributes(&type, &device, &host), RMM_ERROR_NOT_SUPPORTED);
+    CHECK(type == 99 && device == 99);
+    return;
+  }
+  CHECK_OK(rmmSimGetPointerAttributes(&type, &device, &host));
+  CHECK(type == 0 && device == -1);
+  CHECK_OK(rmmSimGetPointerAttributes(&type, &device, NULL));
+  CHECK(type == 0 && device == -1);
+
+  /* Memory of the last device, asked about with device 0 current. */
+  CHECK_OK(rmmSetDevice(last));
+  CHECK_OK(rmmCudaResourceCreate(&cuda));
+  CHECK_OK(rmmManagedResourceCreate(&managed));
+  CHECK_OK(rmmPinnedHostResourceCreate(&pinned));
+  CHECK_OK(rmmResourceAllocate(cuda, &on_device, 1000, NULL));
+  CHECK_OK(rmmResourceAllocate(managed, &in_managed, 1000, NULL));
+  CHECK_OK(rmmResourceAllocate(pinned, &in_pinned, 1000, NULL));
+  CHECK_OK(rmmSetDevice(0));
+  CHECK_OK(rmmSimGetPointerAttributes(&type, &device, on_device));
+  CHECK(type == 2 && device == last);
+  /* Inside the allocation, not only at its start. */
+  CHECK_OK(rmmSimGetPointerAttributes(&type, &device, (char *)on_device + 999));
+  CHECK(type == 2 && device == last);
+  CHECK_OK(rmmSimGetPointerAttributes(&type, &device, in_managed));
+  CHECK(type == 3 && device == last);
+  CHECK_OK(rmmSimGetPointerAttributes(&type, &device, in_pinned));
+  CHECK(type == 1 && device == last);
+  CHECK_OK(rmmSetDevice(last));
+  CHECK_OK(rmmResourceDeallocate(cuda, on_device, 1000, NULL));
+  CHECK_OK(rmmResourceDeallocate(managed, in_managed, 1000, NULL));
+  CHECK_OK(rmmResourceDeallocate(pinned, in_pinned, 1000, NULL));
+  CHECK_OK(rmmSetDevice(0));
+  /* Freed memory is no longer simulated memory. */
+  CHECK_OK(rmmSimGetPointerAttributes(&type, &device, on_device));
+  CHECK(type == 0 && device == -1);
+  CHECK_OK(rmmResourceDestroy(cuda));
+  CHECK_OK(rmmResourceDestroy(managed));
+  CHECK_OK(rmmResourceDestroy(pinned));
+}
+
+/* rmmGetDeviceMemInfo: free and total bytes of any device, with no rmmInitialize; device memory
+ * allocated there takes from its free bytes (on simulated devices, exactly). */
+static void check_device_mem_info(int count) {
+  bool simulated = false;
+  size_t free_bytes = 7, total_bytes = 7, free_after = 0, total_after = 0;
+  rmmResource_t cuda = NULL;
+  void *ptr = NULL;
+  const int last = count - 1;
+
+  CHECK_RMM(rmmGetDeviceMemInfo(NULL, &total_bytes, 0), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmGetDeviceMemInfo(&free_bytes, NULL, 0), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmGetDeviceMemInfo(&free_bytes, &total_bytes, -1), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmGetDeviceMemInfo(&free_bytes, &total_bytes, count), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK(free_bytes == 7 && total_bytes == 7);
+  CHECK_OK(rmmGetDeviceMemInfo(&free_bytes, &total_bytes, last));
+  CHECK(total_bytes > 0 && free_bytes <= total_bytes);
+
+  CHECK_OK(rmmSetDevice(last));
+  CHECK_OK(rmmCudaResourceCreate(&cuda));
+  CHECK_OK(rmmResourceAllocate(cuda, &ptr, 1 << 20, NULL));
+  CHECK_OK(rmmSetDevice(0));
+  CHECK_OK(rmmGetDeviceMemInfo(&free_after, &total_after, last));
+  CHECK(total_after == total_bytes);
+  CHECK_OK(rmmIsSimulated(&simulated));
+  if (simulated) CHECK(free_after == free_bytes - (1 << 20));
+  CHECK_OK(rmmSetDevice(last));
+  CHECK_OK(rmmResourceDeallocate(cuda, ptr, 1 << 20, NULL));
+  CHECK_OK(rmmResourceDestroy(cuda));
+  CHECK_OK(rmmSetDevice(0));
+  CHECK_OK(rmmGetDeviceMemInfo(&free_after, &total_after, last));
+  if (simulated) CHECK(free_after == free_bytes);
+}
+
 int main(void) {
   const int count = rmm_test_device_count();
   check_device_queries(count);
   check_per_device_errors(count);
   check_per_device();
   check_per_thread_device(count);
+  check_pointer_attributes(count);
+  check_device_mem_info(count);
   return rmm_test_finish("devices");
 }

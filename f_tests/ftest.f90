@@ -1,7 +1,7 @@
 ! Shared helpers of the Fortran tests: checks that print what failed, the rmmError_t and
 ! rmm_last_error_message() and stop with a non-zero exit code (error stop), plus device helpers.
 module ftest
-  use, intrinsic :: iso_c_binding, only: c_bool, c_int, c_intptr_t, c_ptr, c_size_t
+  use, intrinsic :: iso_c_binding, only: c_bool, c_int, c_intptr_t, c_null_ptr, c_ptr, c_size_t
   use, intrinsic :: iso_fortran_env, only: error_unit, output_unit
   use rmm
   implicit none
@@ -117,21 +117,33 @@ contains
   end function ftest_simulated
 
   integer(c_int) function ftest_device_count()
+    integer(c_size_t) :: free_bytes, total_bytes
     call expect_ok(rmmGetDeviceCount(ftest_device_count), 'rmmGetDeviceCount')
     call expect(ftest_device_count >= 1, 'at least one device')
+    call expect_ok(rmmGetDeviceMemInfo(free_bytes, total_bytes, 0_c_int), 'rmmGetDeviceMemInfo')
+    call expect(free_bytes <= total_bytes .and. total_bytes > 0, 'device 0 has memory')
   end function ftest_device_count
 
   ! The end of every test: on simulated devices the race checker must have found nothing.
   subroutine ftest_finish(name)
     character(len=*), intent(in) :: name
     integer(c_size_t) :: races
+    integer(c_int) :: memory_type, device
     races = 12345
+    memory_type = 99
+    device = 99
     if (ftest_simulated()) then
       call expect_ok(rmmSimGetRaceCount(races), 'rmmSimGetRaceCount')
       call expect_equal(races, 0_c_size_t, 'stream-ordering races found by the simulator')
+      ! A null pointer is no simulated memory (c_tests/test_devices.c checks the kinds).
+      call expect_ok(rmmSimGetPointerAttributes(memory_type, device, c_null_ptr), &
+        'rmmSimGetPointerAttributes')
+      call expect_equal(memory_type, 0_c_int, 'a null pointer is unregistered host memory')
     else
       call expect_status(rmmSimGetRaceCount(races), RMM_ERROR_NOT_SUPPORTED, &
         'rmmSimGetRaceCount on real devices')
+      call expect_status(rmmSimGetPointerAttributes(memory_type, device, c_null_ptr), &
+        RMM_ERROR_NOT_SUPPORTED, 'rmmSimGetPointerAttributes on real devices')
     end if
     write (output_unit, '(a)') 'PASS: ' // name
     flush (output_unit)

@@ -109,15 +109,16 @@ module rmm
     rmmDeviceBufferCopy, rmmDeviceBufferData, rmmDeviceBufferSize, rmmDeviceBufferSetStream, &
     rmmDeviceBufferDestroy, rmmSetPerDeviceResource, rmmGetPerDeviceResource, &
     rmmSetCurrentDeviceResource, rmmGetCurrentDeviceResource, rmmGetDevice, rmmSetDevice, &
-    rmmGetDeviceCount, rmmIsSimulated, rmmSimGetRaceCount, rmmLogSetLevel, rmmLogGetLevel, &
-    rmmLogSinkAdd, rmmLogSinkRemove, rmmTorchAllocate, rmmTorchDeallocate, rmmCupyAllocate, &
-    rmmCupyDeallocate, rmmIpcExpandableResourceCreate, rmmExpandableResourceGrantPeerAccess, &
-    rmmIpcGetMemHandle, rmmIpcOpenMemHandle, rmmIpcCloseMemHandle, rmmIpcAllowOpeners, &
-    rmmIpcGetMemPages, rmmIpcOpenMemPages, rmmInitialize, rmmFinalize, rmmIsInitialized, &
-    rmmCudaMalloc, rmmCudaFree, rmmAlloc, rmmRealloc, rmmFree, rmmWriteLog, rmmLogSize, rmmGetLog, &
-    rmmGetInfo, rmmGetAllocationOffset, rmmGetErrorString, rmmGetErrorName, &
-    rmmGetLastErrorMessage, rmmTimelineReportWrite, rmmCudaResourceCreate, &
-    rmmManagedResourceCreate, rmmCallbackResourceCreate, rmmCallbackResourceCreateWithRelease, &
+    rmmGetDeviceCount, rmmGetDeviceMemInfo, rmmIsSimulated, rmmSimGetPointerAttributes, &
+    rmmSimGetRaceCount, rmmLogSetLevel, rmmLogGetLevel, rmmLogSinkAdd, rmmLogSinkRemove, &
+    rmmTorchAllocate, rmmTorchDeallocate, rmmCupyAllocate, rmmCupyDeallocate, &
+    rmmIpcExpandableResourceCreate, rmmExpandableResourceGrantPeerAccess, rmmIpcGetMemHandle, &
+    rmmIpcOpenMemHandle, rmmIpcCloseMemHandle, rmmIpcAllowOpeners, rmmIpcGetMemPages, &
+    rmmIpcOpenMemPages, rmmInitialize, rmmFinalize, rmmIsInitialized, rmmCudaMalloc, rmmCudaFree, &
+    rmmAlloc, rmmRealloc, rmmFree, rmmWriteLog, rmmLogSize, rmmGetLog, rmmGetInfo, &
+    rmmGetAllocationOffset, rmmGetErrorString, rmmGetErrorName, rmmGetLastErrorMessage, &
+    rmmTimelineReportWrite, rmmCudaResourceCreate, rmmManagedResourceCreate, &
+    rmmCallbackResourceCreate, rmmCallbackResourceCreateWithRelease, &
     rmmCallbackResourceCreateAligned, rmmAsyncResourceCreate, rmmAsyncResourceCreateExportable, &
     rmmAsyncResourceCreateWithFlags, rmmAsyncViewResourceCreate, rmmAsyncManagedResourceCreate, &
     rmmAsyncPinnedHostResourceCreate, rmmSystemResourceCreate, rmmSamHeadroomResourceCreate, &
@@ -881,12 +882,40 @@ module rmm
       integer(c_int), intent(inout) :: count
     end function rmmGetDeviceCount
 
+    ! Writes the free and total bytes of `device`'s memory to `*free_bytes` and `*total_bytes`,
+    ! as `cudaMemGetInfo` does for the current device (on simulated devices: the capacity
+    ! `RMM_SIM_DEVICES` gives, less what device and managed memory hold). Needs no
+    ! `rmmInitialize`, unlike `rmmGetInfo`. Neither out-pointer may be NULL.
+    ! A `device` that does not exist: RMM_ERROR_INVALID_ARGUMENT; RMM_ERROR_CUDA_ERROR without a
+    ! CUDA driver (and without `RMM_SIM_DEVICES`) or when the driver fails.
+    integer(c_int) function rmmGetDeviceMemInfo(free_bytes, total_bytes, device) &
+        bind(c, name="rmmGetDeviceMemInfo")
+      import :: c_int, c_size_t
+      integer(c_size_t), intent(inout) :: free_bytes
+      integer(c_size_t), intent(inout) :: total_bytes
+      integer(c_int), value :: device
+    end function rmmGetDeviceMemInfo
+
     ! Writes true to `*simulated` when rmm runs on simulated devices (`RMM_SIM_DEVICES`), false
     ! on the CUDA driver. Fails with RMM_ERROR_CUDA_ERROR when neither is available.
     integer(c_int) function rmmIsSimulated(simulated) bind(c, name="rmmIsSimulated")
       import :: c_bool, c_int
       logical(c_bool), intent(inout) :: simulated
     end function rmmIsSimulated
+
+    ! On simulated devices, what the simulator knows of `ptr`, numbered as CUDA's `cudaMemoryType`:
+    ! writes to `*memory_type` 2 (device memory), 3 (managed) or 1 (pinned host) for a pointer
+    ! inside a simulated allocation, with its device to `*device`; 0 (unregistered host memory) and
+    ! -1 for any other pointer (virtual memory mappings included). For stand-ins of
+    ! `cudaPointerGetAttributes` in tests. Neither out-pointer may be NULL. On real devices:
+    ! RMM_ERROR_NOT_SUPPORTED (ask the CUDA runtime).
+    integer(c_int) function rmmSimGetPointerAttributes(memory_type, device, ptr) &
+        bind(c, name="rmmSimGetPointerAttributes")
+      import :: c_int, c_ptr
+      integer(c_int), intent(inout) :: memory_type
+      integer(c_int), intent(inout) :: device
+      type(c_ptr), value :: ptr
+    end function rmmSimGetPointerAttributes
 
     ! Writes the number of stream-ordering races the simulator found (with
     ! `RMM_SIM_ON_RACE=count`; by default the first race aborts the process). On real devices:

@@ -656,9 +656,27 @@ enum rmmError_t rmmSetDevice(int device);
 // driver fails.
 enum rmmError_t rmmGetDeviceCount(int *count);
 
+// Writes the free and total bytes of `device`'s memory to `*free_bytes` and `*total_bytes`,
+// as `cudaMemGetInfo` does for the current device (on simulated devices: the capacity
+// `RMM_SIM_DEVICES` gives, less what device and managed memory hold). Needs no
+// `rmmInitialize`, unlike `rmmGetInfo`. Neither out-pointer may be NULL.
+// A `device` that does not exist: RMM_ERROR_INVALID_ARGUMENT; RMM_ERROR_CUDA_ERROR without a
+// CUDA driver (and without `RMM_SIM_DEVICES`) or when the driver fails.
+enum rmmError_t rmmGetDeviceMemInfo(size_t *free_bytes, size_t *total_bytes, int device);
+
 // Writes true to `*simulated` when rmm runs on simulated devices (`RMM_SIM_DEVICES`), false
 // on the CUDA driver. Fails with RMM_ERROR_CUDA_ERROR when neither is available.
 enum rmmError_t rmmIsSimulated(bool *simulated);
+
+// On simulated devices, what the simulator knows of `ptr`, numbered as CUDA's
+// `cudaMemoryType`: writes to `*memory_type` 2 (device memory), 3 (managed) or 1 (pinned host) for a
+// pointer inside a simulated allocation, with its device to `*device`; 0 (unregistered host
+// memory) and -1 for any other pointer (virtual memory mappings included). For stand-ins of
+// `cudaPointerGetAttributes` in tests. Neither out-pointer may be NULL. On real devices:
+// RMM_ERROR_NOT_SUPPORTED (ask the CUDA runtime).
+enum rmmError_t rmmSimGetPointerAttributes(int *memory_type,
+                                           int *device,
+                                           const void *ptr);
 
 // Writes the number of stream-ordering races the simulator found (with
 // `RMM_SIM_ON_RACE=count`; by default the first race aborts the process). On real devices:

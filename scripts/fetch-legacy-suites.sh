@@ -5,8 +5,10 @@
 # commit 5fd6d91a that tests RMM_REALLOC's data preservation, each with its test_fixtures.h),
 # v0.14.0's random_allocate program, and GoogleTest's sources (the GPU machine has no network).
 # scripts/gpu-legacy-suites.sh builds and runs them unchanged against stage/. Also RAPIDS RMM
-# v26.06.00's C++ test suite (cpp/tests), the yardstick of the RAPIDS-shaped <rmm/...> headers,
-# which scripts/gpu-rapids-suites.sh builds and runs unchanged.
+# 26.08's C++ test suite at the commit scripts/fetch-rapids-suite.sh pins (cpp/tests and
+# cpp/benchmarks/utilities, in legacy-suites/rapids-26.08), the yardstick of the RAPIDS-shaped
+# <rmm/...> headers, which scripts/gpu-rapids-suites.sh (nvcc) and scripts/rapids-suite.sh
+# (g++, simulated devices) build and run unchanged.
 #
 #   scripts/fetch-legacy-suites.sh [RMM_GIT_DIR]   (default: clone github.com/rapidsai/rmm)
 #
@@ -34,7 +36,6 @@ extract() { # <name> <commit> <path>...
 extract v0.9 v0.9.0 tests/memory_tests.cpp tests/test_fixtures.h
 extract v0.14 v0.14.0 tests/memory_tests.cpp tests/test_fixtures.h tests/performance/random_allocate.cpp
 extract dev-5fd6d91a 5fd6d91a tests/memory_tests.cpp tests/test_fixtures.h
-# shellcheck disable=SC2046
-extract rapids-26.06 v26.06.00 $(git --git-dir="$repo" ls-tree -r --name-only v26.06.00 cpp/tests)
+scripts/fetch-rapids-suite.sh "$out/rapids-26.08" "$repo"
 cp -r "$gtest" "$out/googletest"
 find "$out" -type f | sort

@@ -8,9 +8,11 @@
 #   - the crates of Cargo.lock (crates.io)          -> DIR/vendor, with DIR/cargo-home/config.toml
 #     pointing cargo at it and turning cargo's network off;
 #   - CCCL's and the CUDA runtime's headers (PyPI)  -> DIR/cccl     (scripts/fetch-cccl.sh);
-#   - PyTorch's headers (the torch wheel, PyPI)     -> DIR/torch    (scripts/check-torch-backend.sh).
-# The Debian packages it installs when missing (cmake, ninja-build, g++, gfortran) are not in
-# DIR: install them beforehand (apt-get install cmake ninja-build g++ gfortran).
+#   - PyTorch's headers (the torch wheel, PyPI)     -> DIR/torch    (scripts/check-torch-backend.sh);
+#   - RAPIDS RMM's C++ test suite (GitHub)          -> DIR/rapids-26.08 (scripts/fetch-rapids-suite.sh).
+# The Debian packages it installs when missing (cmake, ninja-build, g++, gfortran,
+# libgtest-dev, libgmock-dev) are not in DIR: install them beforehand (apt-get install cmake
+# ninja-build g++ gfortran libgtest-dev libgmock-dev).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:?usage: scripts/offline-cache.sh DIR}
@@ -31,4 +33,5 @@ offline = true
 TOML
 scripts/fetch-cccl.sh "$dir/cccl"
 TORCH_FETCH_ONLY=1 scripts/check-torch-backend.sh "$dir/torch"
+scripts/fetch-rapids-suite.sh "$dir/rapids-26.08"
 echo "offline cache ready: RMM_OFFLINE_CACHE=$dir scripts/test.sh"

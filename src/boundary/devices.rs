@@ -89,6 +89,25 @@ pub extern "C" fn rmmGetDeviceCount(count: *mut c_int) -> rmmError_t {
     })
 }
 
+/// Writes the free and total bytes of `device`'s memory to `*free_bytes` and `*total_bytes`,
+/// as `cudaMemGetInfo` does for the current device (on simulated devices: the capacity
+/// `RMM_SIM_DEVICES` gives, less what device and managed memory hold). Needs no
+/// `rmmInitialize`, unlike `rmmGetInfo`. Neither out-pointer may be NULL.
+/// A `device` that does not exist: RMM_ERROR_INVALID_ARGUMENT; RMM_ERROR_CUDA_ERROR without a
+/// CUDA driver (and without `RMM_SIM_DEVICES`) or when the driver fails.
+#[no_mangle]
+pub extern "C" fn rmmGetDeviceMemInfo(free_bytes: *mut usize, total_bytes: *mut usize, device: c_int) -> rmmError_t {
+    boundary("rmmGetDeviceMemInfo", || {
+        non_null(free_bytes, "free_bytes")?;
+        non_null(total_bytes, "total_bytes")?;
+        let platform = backend()?;
+        platform.check_device(device)?;
+        let (free, total) = platform.mem_get_info(device)?;
+        write_out(free_bytes, "free_bytes", free)?;
+        write_out(total_bytes, "total_bytes", total)
+    })
+}
+
 /// Writes true to `*simulated` when rmm runs on simulated devices (`RMM_SIM_DEVICES`), false
 /// on the CUDA driver. Fails with RMM_ERROR_CUDA_ERROR when neither is available.
 #[no_mangle]
@@ -96,6 +115,31 @@ pub extern "C" fn rmmIsSimulated(simulated: *mut bool) -> rmmError_t {
     boundary("rmmIsSimulated", || {
         non_null(simulated, "simulated")?;
         write_out(simulated, "simulated", backend()?.is_simulated())
+    })
+}
+
+/// On simulated devices, what the simulator knows of `ptr`, numbered as CUDA's
+/// `cudaMemoryType`: writes to `*memory_type` 2 (device memory), 3 (managed) or 1 (pinned host) for a
+/// pointer inside a simulated allocation, with its device to `*device`; 0 (unregistered host
+/// memory) and -1 for any other pointer (virtual memory mappings included). For stand-ins of
+/// `cudaPointerGetAttributes` in tests. Neither out-pointer may be NULL. On real devices:
+/// RMM_ERROR_NOT_SUPPORTED (ask the CUDA runtime).
+#[no_mangle]
+pub extern "C" fn rmmSimGetPointerAttributes(memory_type: *mut c_int, device: *mut c_int, ptr: *const std::ffi::c_void) -> rmmError_t {
+    boundary("rmmSimGetPointerAttributes", || {
+        non_null(memory_type, "memory_type")?;
+        non_null(device, "device")?;
+        backend()?;
+        let simulator = simulator()
+            .ok_or_else(|| crate::error::Error::NotSupported("pointer attributes are answered on simulated devices only".into()))?;
+        let (kind, owner) = match simulator.pointer_kind(ptr as usize) {
+            Some((owner, crate::platform::MemoryKind::Device)) => (2, owner),
+            Some((owner, crate::platform::MemoryKind::Managed)) => (3, owner),
+            Some((owner, crate::platform::MemoryKind::PinnedHost)) => (1, owner),
+            None => (0, -1),
+        };
+        write_out(device, "device", owner)?;
+        write_out(memory_type, "memory_type", kind)
     })
 }
 

@@ -741,6 +741,12 @@ impl SimDevices {
         }
     }
 
+    /// The simulated allocation that holds `ptr`: its device and kind; None outside every one
+    /// (virtual memory mappings included). Read only, for rmmSimGetPointerAttributes.
+    pub fn pointer_kind(&self, ptr: usize) -> Option<(i32, MemoryKind)> {
+        self.state.lock().containing(ptr).map(|(_, a)| (a.device, a.kind))
+    }
+
     /// Bytes prefetched so far on all devices.
     pub fn prefetched_bytes(&self) -> usize {
         self.state.lock().prefetched_bytes
