@@ -17,7 +17,9 @@
 //  - A non-blocking stream (cudaStreamCreateWithFlags) is a simulated stream that still
 //    orders itself after the legacy default stream; cudaStreamGetFlags reports the flags asked.
 //  - The simulator records no prefetch location and has no memory-pool attributes:
-//    cudaMemRangeGetAttribute and cudaMemPoolGetAttribute are cudaErrorNotSupported.
+//    cudaMemRangeGetAttribute and cudaMemPoolGetAttribute are cudaErrorNotSupported. Of the
+//    driver API only cuPointerGetAttribute is here, and it answers CUDA_ERROR_NOT_SUPPORTED
+//    (the simulator has no decompression engine to say a pointer is capable of).
 //  - Device attributes are the simulator's facts (memory pools with POSIX file descriptors,
 //    managed memory with prefetch, no access to pageable host memory); others are
 //    cudaErrorNotSupported. The driver version is the version of these runtime headers.
@@ -27,6 +29,7 @@
 // defines it: there a null stream is the per-thread default stream.
 // The legacy names must stay themselves here, whatever the program's build defines.
 #undef CUDA_API_PER_THREAD_DEFAULT_STREAM
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include "rmm.h"
@@ -364,6 +367,8 @@ cudaError_t cudaMemRangeGetAttribute(void *, size_t, enum cudaMemRangeAttribute,
 cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t, enum cudaMemPoolAttr, void *) {
   return result(cudaErrorNotSupported);  // simulated pools are handles without attributes
 }
+
+CUresult cuPointerGetAttribute(void *, CUpointer_attribute, CUdeviceptr) { return CUDA_ERROR_NOT_SUPPORTED; }
 
 cudaError_t cudaMemPrefetchAsync(const void *ptr, size_t count, struct cudaMemLocation location, unsigned int flags,
                                  cudaStream_t stream) {

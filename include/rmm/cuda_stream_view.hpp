@@ -9,6 +9,7 @@
 
 #include "error.hpp"
 
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <iostream>
@@ -54,8 +55,13 @@ class cuda_stream_view {
   }
   /// Waits until the work on the stream has finished (rmmStreamSynchronize).
   void synchronize() const { check(rmmStreamSynchronize(stream_), "rmmStreamSynchronize"); }
-  /// As synchronize(), ignoring a failure.
-  void synchronize_no_throw() const noexcept { (void)rmmStreamSynchronize(stream_); }
+  /// As synchronize(), without throwing: a failure (a destroyed stream) asserts in a debug
+  /// build (NDEBUG unset), as in RAPIDS RMM, and is ignored otherwise.
+  void synchronize_no_throw() const noexcept {
+    rmmError_t const status = rmmStreamSynchronize(stream_);
+    (void)status;
+    assert(status == RMM_SUCCESS && "cuda_stream_view::synchronize_no_throw: rmmStreamSynchronize failed");
+  }
 
  private:
   cudaStream_t stream_{nullptr};
