@@ -85,7 +85,8 @@ if [ "$on" = gpu ]; then
   cuda_flags=("${common[@]}" -arch="${CUDA_ARCH:-native}" -Werror=all-warnings
     -Xcompiler=-Wall,-Werror,-Wextra,-Wsign-conversion --expt-extended-lambda --expt-relaxed-constexpr
     -I"$cccl/cccl" -I"$root/include" -I"$tree/cpp" "${gtest[@]}")
-  runtime=(-L"$cuda_home/lib64" -lcudart -Wl,-rpath,"$cuda_home/lib64" "${gtest_libs[@]}")
+  # libcuda too: some tests call the driver API (RAPIDS links them with CUDA::cuda_driver).
+  runtime=(-L"$cuda_home/lib64" -lcudart -Wl,-rpath,"$cuda_home/lib64" -L"$cuda_home/lib64/stubs" -lcuda "${gtest_libs[@]}")
   nvidia-smi -L
   "$nvcc" --version | tail -n 1
 else

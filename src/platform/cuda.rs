@@ -573,12 +573,29 @@ impl CudaDriver {
                 &mut threshold as *mut u64 as *mut c_void,
             )
         });
+        // A host pool's memory is reachable from no device until the pool grants access; pinned
+        // host memory is every device's, so every device gets it.
+        let set = set.and_then(|()| match props.kind {
+            MemoryKind::PinnedHost => self.pool_grant_all_devices(pool),
+            _ => Ok(()),
+        });
         if let Err(e) = set {
             // SAFETY: destroys the pool created above, which holds no allocations.
             unsafe { sys::cuMemPoolDestroy(pool) };
             return Err(e);
         }
         Ok(MemPool(pool as usize))
+    }
+
+    fn pool_grant_all_devices(&self, pool: sys::CUmemoryPool) -> Result<()> {
+        let access: Vec<sys::CUmemAccessDesc> = (0..self.device_count()?)
+            .map(|device| sys::CUmemAccessDesc {
+                location: sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: device },
+                flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+            })
+            .collect();
+        // SAFETY: a pool this process created; `access` holds `access.len()` descriptors.
+        check("cuMemPoolSetAccess", unsafe { sys::cuMemPoolSetAccess(pool, access.as_ptr(), access.len()) })
     }
 
     pub fn supports(&self, device: i32, capability: Capability) -> Result<bool> {

@@ -9,8 +9,11 @@
 
 #ifdef __CUDACC__
 #define RMM_EXEC_CHECK_DISABLE _Pragma("nv_exec_check_disable")
+/// For a host function that CCCL's __host__ __device__ templates call (with RMM_EXEC_CHECK_DISABLE).
+#define RMM_DETAIL_HOST_DEVICE __host__ __device__
 #else
 #define RMM_EXEC_CHECK_DISABLE
+#define RMM_DETAIL_HOST_DEVICE
 #endif
 
 #endif  // RMM_DETAIL_EXEC_CHECK_DISABLE_HPP

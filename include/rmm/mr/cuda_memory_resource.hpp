@@ -28,7 +28,7 @@ Kind &instance_of_current_device(rmmError_t (*create)(rmmResource_t *), const ch
   auto found = by_device->find(device);
   if (found == by_device->end()) {
     rmmResource_t handle = nullptr;
-    check(create(&handle), what);
+    check_creation(create(&handle), what);
     found = by_device->emplace(device, Kind{shared_instance_tag{}, rmm_rs_resource{handle}}).first;
   }
   return found->second;

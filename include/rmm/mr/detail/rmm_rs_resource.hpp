@@ -15,6 +15,7 @@
 #define RMM_MR_DETAIL_RMM_RS_RESOURCE_HPP
 
 #include "../../aligned.hpp"
+#include "../../detail/exec_check_disable.hpp"
 #include "../../cuda_device.hpp"
 #include "../../cuda_stream_view.hpp"
 #include "../../resource_ref.hpp"
@@ -44,6 +45,15 @@ class upstream_binding;
 inline std::exception_ptr &pending_upstream_exception() noexcept {
   thread_local std::exception_ptr pending;
   return pending;
+}
+
+/// A resource creator's status: refused arguments, or a feature the device lacks, are a broken
+/// precondition, rmm::logic_error as in RAPIDS RMM; other failures as check().
+inline void check_creation(rmmError_t status, const char *what) {
+  if (status == RMM_ERROR_INVALID_ARGUMENT || status == RMM_ERROR_NOT_SUPPORTED) {
+    throw logic_error(rmm::detail::describe(status, what));
+  }
+  check(status, what);
 }
 
 /// Takes the pending upstream exception (none: a null pointer).
@@ -156,7 +166,12 @@ class rmm_rs_resource {
   // its own buffer, so a resource_ref taken to what an any_resource holds stays valid when the
   // any_resource is moved: RAPIDS' device_buffer and the per-device map move theirs, and code
   // written for RAPIDS RMM keeps such refs.
-  rmm_rs_resource(rmm_rs_resource const &other) noexcept(false) : state_(other.state_) {}
+  //
+  // CCCL's any_resource copies the object in __host__ __device__ code that only runs on the
+  // host; nvcc warns (#20011-D, an error under RAPIDS' -Werror=all-warnings) unless the copy
+  // is __host__ __device__ too, with its checks off.
+  RMM_EXEC_CHECK_DISABLE
+  RMM_DETAIL_HOST_DEVICE rmm_rs_resource(rmm_rs_resource const &other) noexcept(false) : state_(other.state_) {}
   rmm_rs_resource &operator=(rmm_rs_resource const &other) = default;
 
   void *allocate(cuda::stream_ref stream, std::size_t bytes,
@@ -259,14 +274,7 @@ class rmm_rs_resource {
   void keep(std::shared_ptr<const void> state) { state_->kept.push_back(std::move(state)); }
 
  private:
-  // A creator's refused arguments, or a feature the device lacks, are a broken precondition:
-  // rmm::logic_error as in RAPIDS RMM.
-  static void check_arguments(rmmError_t status, const char *what) {
-    if (status == RMM_ERROR_INVALID_ARGUMENT || status == RMM_ERROR_NOT_SUPPORTED) {
-      throw logic_error(rmm::detail::describe(status, what));
-    }
-    check(status, what);
-  }
+  static void check_arguments(rmmError_t status, const char *what) { detail::check_creation(status, what); }
 
   static void check_alignment(std::size_t alignment) {
     if (!is_supported_alignment(alignment)) {
