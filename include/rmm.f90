@@ -1483,15 +1483,17 @@ module rmm
     end function rmmAsyncResourceCreateWithFlags
 
     ! Creates a stream-ordered resource on the current device over `pool`, a driver memory pool
-    ! (`cudaMemPool_t`) the caller made and keeps: `cudaMemPoolCreate`'s, the device's default
-    ! pool, another resource's (`rmmAsyncResourceGetPool`). RAPIDS'
-    ! `cuda_async_view_memory_resource`. The resource never destroys the pool, which must outlive
-    ! it and its allocations. NULL, a value that names no pool or a destroyed pool:
-    ! RMM_ERROR_INVALID_ARGUMENT (on a real GPU the driver is asked: pass only handles of this
-    ! process); a pool imported from another process (`cudaMemPoolImportFromShareableHandle`),
-    ! from which the driver allocates nothing (its allocations are mapped with
-    ! `cudaMemPoolImportPointer`): RMM_ERROR_NOT_SUPPORTED on simulated devices, the driver's
-    ! refusal at the first allocation on a GPU. Ownership of the handle as `rmmCudaResourceCreate`.
+    ! (`cudaMemPool_t`) the caller made and keeps: `cudaMemPoolCreate`'s, the device's default pool,
+    ! another resource's (`rmmAsyncResourceGetPool`). RAPIDS' `cuda_async_view_memory_resource`. The
+    ! resource never destroys the pool, which must outlive it and its allocations. NULL, an
+    ! `rmmResource_t` given in its place, or (on simulated devices) a value that names no pool or a
+    ! destroyed pool: RMM_ERROR_INVALID_ARGUMENT. On a real GPU any other value goes to the driver,
+    ! which does not check it: a value that is no live pool of this process is undefined behaviour
+    ! there, as in every `cudaMemPool_t` call. A pool imported from another process
+    ! (`cudaMemPoolImportFromShareableHandle`), from which the driver allocates nothing (its
+    ! allocations are mapped with `cudaMemPoolImportPointer`): RMM_ERROR_NOT_SUPPORTED on simulated
+    ! devices, the driver's refusal at the first allocation on a GPU. Ownership of the handle as
+    ! `rmmCudaResourceCreate`.
     integer(c_int) function rmmAsyncViewResourceCreate(resource, pool) &
         bind(c, name="rmmAsyncViewResourceCreate")
       import :: c_int, c_ptr

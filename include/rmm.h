@@ -1086,13 +1086,15 @@ enum rmmError_t rmmAsyncResourceCreateWithFlags(rmmResource_t *resource,
 // (`cudaMemPool_t`) the caller made and keeps: `cudaMemPoolCreate`'s, the device's default
 // pool, another resource's (`rmmAsyncResourceGetPool`). RAPIDS'
 // `cuda_async_view_memory_resource`. The resource never destroys the pool, which must outlive
-// it and its allocations. NULL, a value that names no pool or a destroyed pool:
-// RMM_ERROR_INVALID_ARGUMENT (on a real GPU the driver is asked: pass only handles of this
-// process); a pool imported from another process (`cudaMemPoolImportFromShareableHandle`),
+// it and its allocations. NULL, an `rmmResource_t` given in its place, or (on simulated
+// devices) a value that names no pool or a destroyed pool: RMM_ERROR_INVALID_ARGUMENT. On a
+// real GPU any other value goes to the driver, which does not check it: a value that is no
+// live pool of this process is undefined behaviour there, as in every `cudaMemPool_t` call. A pool imported from another process (`cudaMemPoolImportFromShareableHandle`),
 // from which the driver allocates nothing (its allocations are mapped with
 // `cudaMemPoolImportPointer`): RMM_ERROR_NOT_SUPPORTED on simulated devices, the driver's
 // refusal at the first allocation on a GPU. Ownership of the handle as `rmmCudaResourceCreate`.
-enum rmmError_t rmmAsyncViewResourceCreate(rmmResource_t *resource, void *pool);
+enum rmmError_t rmmAsyncViewResourceCreate(rmmResource_t *resource,
+                                           void *pool);
 
 // Creates a stream-ordered resource of managed memory on the current device, over the
 // device's default managed memory pool (`cudaMemGetDefaultMemPool` with

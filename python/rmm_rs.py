@@ -655,7 +655,8 @@ class Resource:
     def cuda_async_view(cls, pool_handle: int) -> "Resource":
         """Stream-ordered allocation from a driver memory pool of this process that the caller
         made and keeps (a ``cudaMemPool_t`` as an int, e.g. :meth:`pool_handle` of another
-        resource); never destroyed here. NULL or a value that is no pool: ``ERROR_INVALID_ARGUMENT``."""
+        resource); never destroyed here. NULL, a resource handle, or (simulated devices) a value that is no pool:
+        ``ERROR_INVALID_ARGUMENT``; the driver itself does not check a pool handle."""
         return cls._create("rmmAsyncViewResourceCreate", ctypes.c_void_p(int(pool_handle)))
 
     @classmethod

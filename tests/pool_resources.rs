@@ -121,6 +121,9 @@ fn a_view_refuses_what_is_not_a_pool_it_can_allocate_from() {
     let mut owner = std::ptr::null_mut();
     let owner = made(rmmAsyncResourceCreateExportable(&mut owner, 0, usize::MAX, RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), owner);
     assert_eq!(rmmAsyncViewResourceCreate(std::ptr::null_mut(), pool_of(owner)), RMM_ERROR_INVALID_ARGUMENT);
+    // The resource handle given where its pool was meant.
+    assert_eq!(rmmAsyncViewResourceCreate(&mut out, owner as *mut c_void), RMM_ERROR_INVALID_ARGUMENT);
+    assert!(last_message().contains("is an rmmResource_t"), "{}", last_message());
     // The pool as another process imports it: the driver allocates nothing from it.
     let imported = simulator().unwrap().mem_pool_import(MemPool(pool_of(owner) as usize)).unwrap();
     assert_eq!(rmmAsyncViewResourceCreate(&mut out, imported.0 as *mut c_void), RMM_ERROR_NOT_SUPPORTED);

@@ -188,15 +188,15 @@ static void system_memory() {
   std::printf("system, sam_headroom: kernels on system memory\n");
 }
 
-// Last: the driver is asked about a value that is no pool. A driver that crashes here instead
-// of answering CUDA_ERROR_INVALID_VALUE shows as this test failing after the line below.
-static void made_up_pool_handle() {
-  std::printf("asking the driver about a made-up pool handle...\n");
-  std::fflush(stdout);
-  rmmResource_t view = nullptr;
-  CHECK_RMM(rmmAsyncViewResourceCreate(&view, reinterpret_cast<void *>(uintptr_t(0x1234))), RMM_ERROR_INVALID_ARGUMENT);
+// The driver does not check a cudaMemPool_t (a made-up value crashes in it, as in any CUDA
+// call), so only what rmm-rs can tell is tried here: an rmmResource_t given for its pool.
+static void resource_handle_for_a_pool() {
+  rmmResource_t owner = nullptr, view = nullptr;
+  CHECK_OK(rmmAsyncResourceCreate(&owner, 0, SIZE_MAX));
+  CHECK_RMM(rmmAsyncViewResourceCreate(&view, owner), RMM_ERROR_INVALID_ARGUMENT);
   CHECK(view == nullptr);
-  std::printf("cuda_async_view: a made-up handle refused (%s)\n", rmmGetLastErrorMessage());
+  CHECK_OK(rmmResourceDestroy(owner));
+  std::printf("cuda_async_view: an rmmResource_t for a pool refused (%s)\n", rmmGetLastErrorMessage());
 }
 
 int main() {
@@ -207,6 +207,6 @@ int main() {
   host_pool();
   hw_decompress();
   system_memory();
-  made_up_pool_handle();
+  resource_handle_for_a_pool();
   return rmm_test_finish("cuda_pool_resources");
 }

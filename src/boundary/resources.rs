@@ -285,15 +285,21 @@ pub extern "C" fn rmmAsyncResourceCreateWithFlags(
 /// (`cudaMemPool_t`) the caller made and keeps: `cudaMemPoolCreate`'s, the device's default
 /// pool, another resource's (`rmmAsyncResourceGetPool`). RAPIDS'
 /// `cuda_async_view_memory_resource`. The resource never destroys the pool, which must outlive
-/// it and its allocations. NULL, a value that names no pool or a destroyed pool:
-/// RMM_ERROR_INVALID_ARGUMENT (on a real GPU the driver is asked: pass only handles of this
-/// process); a pool imported from another process (`cudaMemPoolImportFromShareableHandle`),
+/// it and its allocations. NULL, an `rmmResource_t` given in its place, or (on simulated
+/// devices) a value that names no pool or a destroyed pool: RMM_ERROR_INVALID_ARGUMENT. On a
+/// real GPU any other value goes to the driver, which does not check it: a value that is no
+/// live pool of this process is undefined behaviour there, as in every `cudaMemPool_t` call. A pool imported from another process (`cudaMemPoolImportFromShareableHandle`),
 /// from which the driver allocates nothing (its allocations are mapped with
 /// `cudaMemPoolImportPointer`): RMM_ERROR_NOT_SUPPORTED on simulated devices, the driver's
 /// refusal at the first allocation on a GPU. Ownership of the handle as `rmmCudaResourceCreate`.
 #[no_mangle]
 pub extern "C" fn rmmAsyncViewResourceCreate(resource: *mut rmmResource_t, pool: *mut c_void) -> rmmError_t {
     create("rmmAsyncViewResourceCreate", resource, |device| {
+        if handles::get(pool as rmmResource_t).is_ok() {
+            return Err(Error::invalid(format!(
+                "{pool:p} is an rmmResource_t, not a cudaMemPool_t (rmmAsyncResourceGetPool gives an async resource's pool)"
+            )));
+        }
         let made: Arc<dyn MemoryResource> = Arc::new(AsyncResource::view(device, MemPool(pool as usize))?);
         Ok(made)
     })

@@ -14,8 +14,9 @@ namespace mr {
 class cuda_async_view_memory_resource : public rmm_rs_resource {
  public:
   /// Allocates from `pool_handle` on the current device, which it does not own: the pool must
-  /// outlive the resource and its allocations. A null handle, one that names no pool, or a
-  /// pool imported from another process (which allocates nothing) is an rmm::logic_error.
+  /// outlive the resource and its allocations. A null handle, an rmmResource_t, or a pool
+  /// imported from another process (which allocates nothing) is an rmm::logic_error; so is a
+  /// value that names no pool on simulated devices (the driver does not check one).
   cuda_async_view_memory_resource(cudaMemPool_t pool_handle)  // NOLINT: implicit, as in RAPIDS
       : rmm_rs_resource(create(
             [&](rmmResource_t *out) { return rmmAsyncViewResourceCreate(out, static_cast<void *>(pool_handle)); },
