@@ -159,7 +159,7 @@ for status in "$build"/bin/*.status; do
   code=$?
   passed=$(grep -cE '^\[       OK \]' "$log")
   skipped=$(grep -cE '^\[  SKIPPED \] [A-Za-z]' "$log")
-  failed_names=$(grep -E '^\[  FAILED  \] [A-Za-z_0-9/.]+ \(' "$log" | sed 's/^\[  FAILED  \] //; s/ (.*//' | sort -u)
+  failed_names=$(grep -E '^\[  FAILED  \] [A-Za-z_0-9/.]+(, where .*)? \(' "$log" | sed 's/^\[  FAILED  \] //; s/[, ].*//' | sort -u)
   running=$(grep -E '^\[ RUN      \]' "$log" | tail -n 1 | sed 's/^\[ RUN      \] //')
   if [ -n "$running" ] && ! grep -qE "^\[ *(OK|FAILED|SKIPPED) *\] $running( |$)" "$log"; then
     failed_names=$(printf '%s\n%s' "$failed_names" "$running" | sed '/^$/d' | sort -u)
