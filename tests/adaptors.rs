@@ -839,8 +839,12 @@ fn every_registered_kind_builds_from_a_spec_under_its_registered_name() {
             (_, "prefetch") => format!("{layer}+managed"),
             _ => format!("{layer}+cuda"),
         };
-        let built = rmm::ownership::spec::Spec::parse(&spec).and_then(|spec| spec.build_on(0));
-        let built = built.unwrap_or_else(|e| panic!("{spec}: {e}"));
+        let built = match rmm::ownership::spec::Spec::parse(&spec).and_then(|spec| spec.build_on(0)) {
+            // System memory needs pageable memory access, which simulated devices lack unless
+            // RMM_SIM_PAGEABLE_MEMORY_ACCESS=on (tests/pool_resources.rs builds it there).
+            Err(e) if matches!(e.kind(), ErrorKind::NotSupported(_)) && matches!(kind.name, "system" | "sam_headroom") => continue,
+            built => built.unwrap_or_else(|e| panic!("{spec}: {e}")),
+        };
         assert_eq!(built.name(), kind.name, "{spec}");
     }
     let _ = std::fs::remove_file(log);
