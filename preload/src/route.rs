@@ -4,8 +4,10 @@
 //! cudaErrorMemoryAllocation = 2 (the driver's CUDA_ERROR_INVALID_VALUE and
 //! CUDA_ERROR_OUT_OF_MEMORY have the same values).
 
-use crate::librmm::{self, RMM_ERROR_INVALID_ARGUMENT, RMM_ERROR_OUT_OF_MEMORY, RMM_SUCCESS};
+use crate::librmm::{self, Rmm, RMM_ERROR_INVALID_ARGUMENT, RMM_ERROR_OUT_OF_MEMORY, RMM_SUCCESS};
 use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, Once};
 
 pub const SUCCESS: c_int = 0;
 pub const INVALID_VALUE: c_int = 1;
@@ -37,8 +39,55 @@ pub fn allocate(ptr: *mut *mut c_void, size: usize, order: Order, fallback: impl
     };
     match result {
         RMM_SUCCESS => SUCCESS,
-        RMM_ERROR_OUT_OF_MEMORY => OUT_OF_MEMORY,
-        _ => fallback(),
+        RMM_ERROR_OUT_OF_MEMORY => {
+            Failure::OutOfMemory.note(rmm, size, "the program gets cudaErrorMemoryAllocation");
+            OUT_OF_MEMORY
+        }
+        _ => {
+            Failure::NotServed.note(rmm, size, "it goes to CUDA directly");
+            fallback()
+        }
+    }
+}
+
+/// Why rmm did not serve a hooked allocation. A program under the preload library sees only
+/// the CUDA error code, so the first failure of each kind is said on stderr (whatever the log
+/// level), with rmm's message: what the device and the stack hold, the configuration that
+/// could not be built, the missing driver. The process's exit repeats each with its count.
+#[derive(Clone, Copy)]
+enum Failure {
+    OutOfMemory,
+    NotServed,
+}
+
+/// Per kind: the number of failures and the first one's line.
+static FAILURES: [(AtomicUsize, Mutex<String>); 2] =
+    [(AtomicUsize::new(0), Mutex::new(String::new())), (AtomicUsize::new(0), Mutex::new(String::new()))];
+
+impl Failure {
+    fn note(self, rmm: &Rmm, size: usize, outcome: &str) {
+        let (count, first) = &FAILURES[self as usize];
+        if count.fetch_add(1, Ordering::Relaxed) != 0 {
+            return;
+        }
+        let line = format!("an allocation of {size} bytes failed in rmm ({}); {outcome}", rmm.last_error());
+        eprintln!("rmm preload: {line}");
+        *first.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = line;
+        static AT_EXIT: Once = Once::new();
+        // SAFETY: registers a function without captured state, run once at exit.
+        AT_EXIT.call_once(|| unsafe {
+            libc::atexit(repeat_at_exit);
+        });
+    }
+}
+
+extern "C" fn repeat_at_exit() {
+    for (count, first) in &FAILURES {
+        let count = count.load(Ordering::Relaxed);
+        if count != 0 {
+            let first = first.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            eprintln!("rmm preload: at exit: {count} allocation(s) failed this way; the first: {first}");
+        }
     }
 }
 

@@ -8,7 +8,7 @@
 //! A spec that starts with `report` prints each device's statistics and unfreed allocations
 //! to stderr at exit.
 
-use super::spec::{Built, Spec, DEFAULT_STACK};
+use super::spec::{Built, Options, Spec, DEFAULT_STACK};
 use crate::error::{Error, ErrorKind, Result};
 use crate::resources::MemoryResource;
 use crate::units;
@@ -24,10 +24,14 @@ use std::sync::Arc;
 /// (docs/src/preload.md). `RMM_ALLOC_CONF=cuda` turns pooling off.
 pub const POOLED_DEFAULT: &str = "statistics/pool";
 
-/// The spec `text` stands for: empty text is `POOLED_DEFAULT`.
+/// The spec `text` stands for: empty text is `POOLED_DEFAULT`, and keywords alone
+/// (`RMM_ALLOC_CONF=report`, `async_free`) are options of `POOLED_DEFAULT`: what a program that
+/// only wants the report on the stack it gets anyway writes.
 pub fn parse(text: &str) -> Result<Spec> {
-    match text.trim().is_empty() {
+    let text = text.trim();
+    match text.is_empty() {
         true => Spec::parse(POOLED_DEFAULT),
+        false if Options::keywords_only(text) => Spec::parse(&format!("{}/{POOLED_DEFAULT}", text.replace('+', "/"))),
         false => Spec::parse(text),
     }
 }
@@ -145,4 +149,21 @@ pub fn report() -> String {
         text += "  no device allocated through rmm\n";
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keywords_alone_apply_to_the_pooled_default() {
+        let pooled = parse("").unwrap();
+        for text in ["report", " report ", "async_free", "report/async_free", "report+async_free"] {
+            let spec = parse(text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+            assert_eq!(spec.layers(), pooled.layers(), "{text:?}");
+            assert_eq!(spec.report(), text.contains("report"), "{text:?}");
+        }
+        assert!(parse("report/pool").unwrap().report());
+        assert!(parse("report/bogus").is_err(), "a stack after the keywords is still checked");
+    }
 }

@@ -192,6 +192,12 @@ impl Options {
     /// The keywords, in the order the canonical form gives them.
     const KEYWORDS: [&'static str; 2] = ["report", "async_free"];
 
+    /// Whether `text` is keywords only (`report`, `report/async_free`): options without a stack.
+    pub(crate) fn keywords_only(text: &str) -> bool {
+        let separator = if text.contains('+') { '+' } else { '/' };
+        text.split(separator).all(|piece| Options::KEYWORDS.contains(&piece.trim().to_ascii_lowercase().as_str()))
+    }
+
     fn flag(&mut self, keyword: &str) -> Option<&mut bool> {
         match keyword {
             "report" => Some(&mut self.report),
