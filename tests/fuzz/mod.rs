@@ -173,10 +173,18 @@ pub const FUZZED: [Kind; 19] = [
 ];
 
 /// The registry's kinds the fuzzer leaves out, and why: a kind is in `FUZZED` or here.
-pub const NOT_FUZZED: [(&str, &str); 3] = [
+pub const NOT_FUZZED: [(&str, &str); 8] = [
     ("pinned_host", "host memory: the model checks device memory (device_used) and would not see it"),
     ("cuda_async", "the driver's pool keeps freed memory the model cannot see; tests/core.rs covers it"),
     ("callback", "needs an allocator of the test's own; fuzz_api_oom's failure callbacks free through one"),
+    ("cuda_async_view", "a driver pool as cuda_async's, and one the test must make and keep; tests/pool_resources.rs covers it"),
+    ("cuda_async_managed", "the driver's pool keeps freed memory the model cannot see; tests/pool_resources.rs covers it"),
+    (
+        "cuda_async_pinned_host",
+        "host memory in a driver pool: neither the model's device figures nor its pool; tests/pool_resources.rs covers it",
+    ),
+    ("system", "needs pageable memory access, off on the fuzzer's simulated devices; tests/pool_resources.rs covers it"),
+    ("sam_headroom", "needs pageable memory access, off on the fuzzer's simulated devices; tests/pool_resources.rs covers it"),
 ];
 
 impl Kind {
