@@ -126,15 +126,12 @@ fn pairs(hooks: &[(&std::ffi::CStr, usize)]) -> Vec<(usize, usize)> {
     hooks.iter().map(|(name, hook)| (real::driver(name) as usize, *hook)).filter(|(real, _)| *real != 0).collect()
 }
 
-/// The two `cuGetProcAddress` entry points: what `dlsym` replaces.
-fn get_proc_address_hooks() -> &'static [(usize, usize)] {
-    static TABLE: OnceLock<Vec<(usize, usize)>> = OnceLock::new();
-    TABLE.get_or_init(|| {
-        pairs(&[
-            (c"cuGetProcAddress", cuGetProcAddress as *const () as usize),
-            (c"cuGetProcAddress_v2", cuGetProcAddress_v2 as *const () as usize),
-        ])
-    })
+/// The driver's two `cuGetProcAddress` entry points, as `dlsym` found them (0 until then), and
+/// ours: what `dlsym` hands out instead.
+static SEEN_GET_PROC_ADDRESS: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+
+fn get_proc_address_hooks() -> [(&'static std::ffi::CStr, usize); 2] {
+    [(c"cuGetProcAddress", cuGetProcAddress as *const () as usize), (c"cuGetProcAddress_v2", cuGetProcAddress_v2 as *const () as usize)]
 }
 
 /// Every hooked driver function: what `cuGetProcAddress` replaces.
@@ -152,7 +149,7 @@ fn driver_hooks() -> &'static [(usize, usize)] {
             (c"cuMemAllocPitch_v2", cuMemAllocPitch_v2 as *const () as usize),
         ]);
         table.extend(pairs(&crate::streams::driver_hooks()));
-        table.extend_from_slice(get_proc_address_hooks());
+        table.extend(pairs(&get_proc_address_hooks()));
         table
     })
 }
@@ -169,7 +166,7 @@ fn substitute(found: *mut c_void, table: &[(usize, usize)]) -> *mut c_void {
 /// As `cuGetProcAddress` (CUDA 11.3-12 signature).
 #[no_mangle]
 pub unsafe extern "C" fn cuGetProcAddress(symbol: *const c_char, pfn: *mut *mut c_void, version: c_int, flags: u64) -> c_int {
-    let Some(real) = GET_PROC_ADDRESS.get(|| real::driver(c"cuGetProcAddress")) else { return NOT_FOUND };
+    let Some(real) = GET_PROC_ADDRESS.get(|| seen_or_driver(0)) else { return NOT_FOUND };
     // SAFETY: the caller's arguments, passed on unchanged.
     let result = unsafe { real(symbol, pfn, version, flags) };
     replace_answer(result, pfn)
@@ -185,7 +182,7 @@ pub unsafe extern "C" fn cuGetProcAddress_v2(
     flags: u64,
     status: *mut c_int,
 ) -> c_int {
-    let Some(real) = GET_PROC_ADDRESS_V2.get(|| real::driver(c"cuGetProcAddress_v2")) else { return NOT_FOUND };
+    let Some(real) = GET_PROC_ADDRESS_V2.get(|| seen_or_driver(1)) else { return NOT_FOUND };
     // SAFETY: the caller's arguments, passed on unchanged.
     let result = unsafe { real(symbol, pfn, version, flags, status) };
     replace_answer(result, pfn)
@@ -215,17 +212,36 @@ extern "C" fn record_real_dlsym() {
 #[link_section = ".init_array"]
 static RECORD_REAL_DLSYM: extern "C" fn() = record_real_dlsym;
 
+/// The driver's `cuGetProcAddress` entry point `which` (0: the first, 1: `_v2`).
+fn seen_or_driver(which: usize) -> *mut c_void {
+    match SEEN_GET_PROC_ADDRESS[which].load(Ordering::Relaxed) {
+        0 => real::driver(get_proc_address_hooks()[which].0),
+        seen => seen as *mut c_void,
+    }
+}
+
 /// Every other lookup: the real answer, except that the driver's two `cuGetProcAddress` entry
-/// points become ours.
+/// points become ours. Tools call `dlsym` from inside their own `dlopen` (compute-sanitizer's
+/// injection does, while the driver loads it), where loading a library or waiting for a lock
+/// of this library deadlocks: the name decides, and nothing is loaded or locked here.
 extern "C" fn dlsym_lookup(handle: *mut c_void, symbol: *const c_char) -> *mut c_void {
     let Some(dlsym) = real::dlsym() else { return std::ptr::null_mut() };
     DLSYM_FOR_NEXT.store(dlsym as *const () as usize, Ordering::Release);
     // SAFETY: the caller's arguments, passed on to glibc's dlsym.
     let found = unsafe { dlsym(handle, symbol) };
-    if found.is_null() || crate::FORKED_CHILD.load(Ordering::Relaxed) {
+    if found.is_null() || symbol.is_null() || crate::FORKED_CHILD.load(Ordering::Relaxed) {
         return found;
     }
-    substitute(found, get_proc_address_hooks())
+    // SAFETY: dlsym found a symbol by this name, so it is a NUL-terminated string.
+    let name = unsafe { std::ffi::CStr::from_ptr(symbol) };
+    for (which, (hooked, hook)) in get_proc_address_hooks().into_iter().enumerate() {
+        if name == hooked && found as usize != hook {
+            SEEN_GET_PROC_ADDRESS[which].store(found as usize, Ordering::Relaxed);
+            real::note_driver_address(found);
+            return hook as *mut c_void;
+        }
+    }
+    found
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# compute-sanitizer under the preload library, on a GPU machine (stage/ from scripts/stage.sh).
+#   scripts/gpu-sanitizer.sh            the planted errors of cxx_tests/sanitizer_planted.cu,
+#                                       each under its tool, without and with the preload library
+#   SANITIZER_DIAGNOSE=1 scripts/gpu-sanitizer.sh
+#                                       also: why a tool does not attach (which libraries the
+#                                       target loads, its environment, its threads' stacks)
+# Output files go to $OUT (or a temporary folder).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+. scripts/gpu-common.sh
+stage=${STAGE_DIR:-$PWD/stage}
+require_staged gpu-sanitizer.sh "$stage/lib/librmm_preload.so" "$stage/lib/librmm.so"
+find_nvcc gpu-sanitizer.sh
+out=${OUT:-$(mktemp -d /tmp/rmm-sanitizer.XXXXXX)}
+mkdir -p "$out"
+unset RMM_SIM_DEVICES RMM_ALLOC_CONF
+preload=$stage/lib/librmm_preload.so
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null | head -n 1)
+[ -x "$sanitizer" ] || { echo "gpu-sanitizer.sh: compute-sanitizer not found" >&2; exit 2; }
+section "versions"
+"$sanitizer" --version | tail -n 1
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+work=$(mktemp -d /tmp/rmm-planted.XXXXXX)
+"$nvcc" -O1 -arch="${CUDA_ARCH:-sm_90}" cxx_tests/sanitizer_planted.cu -o "$work/planted"
+"$nvcc" -O1 -arch="${CUDA_ARCH:-sm_90}" -cudart shared cxx_tests/sanitizer_planted.cu -o "$work/planted_shared"
+
+# Runs the sanitizer: sanitize LABEL TOOL PRELOAD PROGRAM MODE [OPTIONS...]; the log goes to
+# $out/LABEL.log and the tool's exit status (99 when it found errors) to $status.
+sanitize() {
+  local label=$1 tool=$2 with_preload=$3 program=$4 mode=$5
+  shift 5
+  local log=$out/$label.log
+  status=0
+  LD_PRELOAD="$with_preload" timeout 180 "$sanitizer" --tool "$tool" --error-exitcode 99 "$@" "$work/$program" "$mode" >"$log" 2>&1 || status=$?
+}
+
+if [ "${SANITIZER_DIAGNOSE:-0}" = 1 ]; then
+  section "diagnose: without the preload library"
+  sanitize diag-plain memcheck "" planted clean
+  echo "status $status"; tail -n 3 "$out/diag-plain.log"
+  for probe in "$stage/lib/librmm.so" "$preload"; do
+    name=$(basename "$probe" .so)
+    section "diagnose: LD_PRELOAD=$name, static runtime"
+    LD_DEBUG=files LD_DEBUG_OUTPUT="$out/lddebug-$name" LD_PRELOAD="$probe" \
+      timeout 60 "$sanitizer" --tool memcheck --launch-timeout 20 "$work/planted" clean >"$out/diag-$name.log" 2>&1 &
+    runner=$!
+    sleep 12
+    ps -eo pid,ppid,stat,wchan:30,args --forest | grep -v grep | grep -E "sanitizer|planted" || true
+    for pid in $(pgrep -f "$work/planted" || true); do
+      echo "-- pid $pid: environment"
+      tr '\0' '\n' </proc/"$pid"/environ | grep -E "PRELOAD|INJECTION|NV_|TREE|COMPUTE|SANITIZER" | cut -c1-300
+      echo "-- pid $pid: libraries"
+      awk '$6 ~ /\.so/ {print $6}' /proc/"$pid"/maps | sort -u | grep -v -E "/lib/x86_64-linux-gnu/lib(c|m|dl|pthread|rt|gcc_s|stdc\+\+)\." || true
+      echo "-- pid $pid: threads"
+      for task in /proc/"$pid"/task/*; do echo "$(basename "$task") $(cat "$task"/wchan) $(cat "$task"/stat | cut -d' ' -f3)"; done
+      if command -v gdb >/dev/null; then
+        timeout 40 gdb -p "$pid" -batch -ex "thread apply all bt 25" 2>&1 | grep -E "^#|^Thread" | head -n 120
+      elif command -v cuda-gdb >/dev/null; then
+        timeout 40 cuda-gdb -p "$pid" -batch -ex "thread apply all bt 25" 2>&1 | grep -E "^#|^Thread" | head -n 120
+      fi
+    done
+    wait "$runner"; echo "status $?"
+    tail -n 5 "$out/diag-$name.log"
+    echo "-- libraries the processes loaded (LD_DEBUG=files), per process:"
+    for file in "$out"/lddebug-"$name".*; do
+      echo "$file: $(grep -c 'file=' "$file") loads; $(grep -o 'file=[^ ]*' "$file" | sort -u | grep -i -E 'sanitizer|tree|inject|cuda|rmm' | tr '\n' ' ')"
+    done
+  done
+  section "diagnose: env LD_PRELOAD inside the sanitizer, shared runtime"
+  timeout 60 "$sanitizer" --tool memcheck --launch-timeout 20 env LD_PRELOAD="$preload" "$work/planted_shared" clean >"$out/diag-inside.log" 2>&1
+  echo "status $?"; tail -n 4 "$out/diag-inside.log"
+  section "diagnose: the preload library without the sanitizer"
+  LD_PRELOAD="$preload" RMM_LOG_LEVEL=info "$work/planted" clean 2>&1 | tail -n 5
+fi
+
+# The planted errors: each under its tool, without the preload library (what the sanitizer sees
+# with cudaMalloc), under it with the static and the shared CUDA runtime. A row fails when the
+# tool does not attach, when a clean run reports an error, or when an error the tool finds
+# without the preload library is not found under it; errors inside a pool's chunk (overflow,
+# use-after-free) are required under the preload library only with SANITIZER_POOL_VISIBLE=1
+# (the pools register their blocks with the sanitizer), and otherwise reported as hidden.
+section "planted errors (found = the tool reported errors, exit 99)"
+failures=0
+printf '%-10s %-15s %-18s %-18s %-18s\n' tool mode "without preload" "preload, static" "preload, shared"
+verdict() {
+  if grep -q "No attachable process" "$out/$1.log"; then echo "NOT ATTACHED"
+  elif [ "$status" = 99 ]; then echo found
+  elif [ "$status" = 0 ]; then echo clean
+  else echo "status $status"; fi
+}
+for row in memcheck:clean memcheck:far-overflow memcheck:overflow memcheck:use-after-free \
+  racecheck:clean racecheck:race synccheck:clean synccheck:sync initcheck:clean initcheck:uninit; do
+  tool=${row%%:*} mode=${row#*:}
+  options=()
+  [ "$tool" = racecheck ] && options=(--racecheck-report hazard)
+  sanitize "$tool-$mode-plain" "$tool" "" planted "$mode" "${options[@]}"
+  plain=$(verdict "$tool-$mode-plain")
+  sanitize "$tool-$mode-static" "$tool" "$preload" planted "$mode" "${options[@]}"
+  static=$(verdict "$tool-$mode-static")
+  sanitize "$tool-$mode-shared" "$tool" "$preload" planted_shared "$mode" "${options[@]}"
+  shared=$(verdict "$tool-$mode-shared")
+  printf '%-10s %-15s %-18s %-18s %-18s\n' "$tool" "$mode" "$plain" "$static" "$shared"
+  for result in "$static" "$shared"; do
+    case "$mode:$result" in
+      *:"NOT ATTACHED" | clean:found | *:status*) failures=$((failures + 1)) ;;
+      overflow:clean | use-after-free:clean)
+        [ "${SANITIZER_POOL_VISIBLE:-0}" = 1 ] && failures=$((failures + 1)) ;;
+      *:clean) [ "$plain" = found ] && failures=$((failures + 1)) ;;
+    esac
+  done
+  [ "$mode" = clean ] && [ "$plain" != clean ] && failures=$((failures + 1))
+done
+section "env LD_PRELOAD inside the sanitizer's command line"
+LD_PRELOAD= timeout 180 "$sanitizer" --tool memcheck --error-exitcode 99 env LD_PRELOAD="$preload" "$work/planted_shared" far-overflow >"$out/inside.log" 2>&1
+status=$?
+echo "memcheck env LD_PRELOAD=... planted_shared far-overflow: $(verdict inside)"
+[ "$(verdict inside)" = found ] || failures=$((failures + 1))
+echo "gpu-sanitizer.sh: $failures failure(s)"
+[ "$failures" = 0 ]
