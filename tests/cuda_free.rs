@@ -112,3 +112,80 @@ fn cuda_free_waits_for_the_device_unless_async_free_is_configured() {
     restore(stack);
     assert_eq!(rmmConfigure(c"".as_ptr()), RMM_SUCCESS);
 }
+
+/// With `async_free`, what a free costs in recorded events does not grow with the number of
+/// streams the program made: a batch closes after `BATCH_LIMIT` frees, or after 20 us for each
+/// event its close records, so a program with many streams records them rarely.
+#[test]
+fn deferred_frees_record_events_for_batches_not_for_each_free() {
+    let _guard = setup();
+    let sim = simulator().unwrap();
+    assert_eq!(rmmConfigure(c"async_free/statistics/pool".as_ptr()), RMM_SUCCESS);
+    let stack = pool_as_device_resource(256 * MIB);
+    let made: Vec<_> = (0..63).map(|_| streams::create(0).unwrap()).collect();
+    let events_per_close = 1 + made.len() as u64;
+    // One close, so that the batch knows its cost.
+    assert_eq!(malloc(4096).map(free), Ok(RMM_SUCCESS));
+    cuda_free::settle(false).unwrap();
+    let before = sim.driver_calls().event_record;
+    let began = std::time::Instant::now();
+    let pairs = 2000u64;
+    for _ in 0..pairs {
+        let block = malloc(4096).unwrap();
+        assert_eq!(free(block), RMM_SUCCESS);
+    }
+    let elapsed = began.elapsed();
+    let recorded = sim.driver_calls().event_record - before;
+    let closes_by_count = pairs / 256 + 1;
+    let closes_by_age = (elapsed.as_micros() as u64) / (20 * events_per_close) + 1;
+    assert!(
+        recorded <= (closes_by_count + closes_by_age) * events_per_close,
+        "{recorded} events for {pairs} frees in {elapsed:?} with {events_per_close} streams"
+    );
+    assert!(recorded < pairs, "fewer events than frees: {recorded}");
+    sim.device_synchronize(0).unwrap();
+    cuda_free::settle(false).unwrap();
+    assert_eq!(cuda_free::pending(), 0);
+    assert!(races().is_empty(), "{:?}", races());
+    for stream in made {
+        streams::destroy(stream).unwrap();
+    }
+    restore(stack);
+    assert_eq!(rmmConfigure(c"".as_ptr()), RMM_SUCCESS);
+}
+
+/// Threads freeing without waiting at once: nothing is lost or handed out twice, the race
+/// checker sees no block reused before the work given before its free, and all comes back.
+#[test]
+fn deferred_frees_from_many_threads_all_come_back() {
+    let _guard = setup();
+    let sim = simulator().unwrap();
+    assert_eq!(rmmConfigure(c"async_free/statistics/pool".as_ptr()), RMM_SUCCESS);
+    let stack = pool_as_device_resource(64 * MIB);
+    let workers: Vec<_> = (0..4)
+        .map(|thread| {
+            std::thread::spawn(move || {
+                let stream = streams::create(0).unwrap();
+                for i in 0..300usize {
+                    let bytes = 256 << ((thread + i) % 12);
+                    let block = malloc(bytes).unwrap();
+                    if i % 16 == 0 {
+                        simulator().unwrap().stream_hold(stream).unwrap();
+                        simulator().unwrap().stream_finish_held(stream).unwrap();
+                    }
+                    assert_eq!(free(block), RMM_SUCCESS);
+                }
+                streams::destroy(stream).unwrap();
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join().unwrap();
+    }
+    sim.device_synchronize(0).unwrap();
+    cuda_free::settle(false).unwrap();
+    assert_eq!(cuda_free::pending(), 0);
+    assert!(races().is_empty(), "{:?}", races());
+    restore(stack);
+    assert_eq!(rmmConfigure(c"".as_ptr()), RMM_SUCCESS);
+}

@@ -2,19 +2,24 @@
 the preload library, with it and nothing configured, and with it on each stack, every run a
 process of its own. Prints one JSON line per run, then a Markdown table.
 
-    python3 bench/frameworks/preload_bench.py PRELOAD_LIBRARY LOOP_PROGRAM
+    python3 bench/frameworks/preload_bench.py PRELOAD_LIBRARY LOOP_PROGRAM THREADS_PROGRAM
 
 Programs:
 - ``torch-nocache``: PyTorch with its caching allocator off (``PYTORCH_NO_CUDA_MEMORY_CACHING=1``,
   so every tensor is a ``cudaMalloc`` and a ``cudaFree``, as in many legacy solvers), training
   torchvision's ResNet-50 on synthetic data, batch 64; the median step time and the device
   memory held at the end above the process's start. ``torch-cache`` is PyTorch's own caching
-  allocator, without the preload library, for comparison.
+  allocator, without the preload library, for comparison. ``torch-nocache-amp`` and
+  ``torch-cache-amp``: the same with bf16 autocast and channels-last tensors.
 - ``cupy-nopool``: CuPy with its memory pool off (every array a ``cudaMalloc``), a loop of
   element-wise and reduction work on arrays of changing sizes; ms per iteration.
 - ``loop-static``: ``bench/preload_loop.cu`` (``cudaMalloc``, kernels, ``cudaFree``), linked with
   the static CUDA runtime, which the preload library reaches through the driver; us per
   iteration, and its checksum, which must match the run without the preload library.
+- ``threads-1``, ``threads-8``: ``bench/preload_threads.cu``, a legacy multi-threaded program
+  (each thread ``cudaMalloc`` 256 B-1 MiB, a kernel and a copy every 16th iteration,
+  ``cudaFree``; static runtime), on 1 and 8 threads; us per pair over all threads, and its
+  checksum, which must match the run without the preload library.
 
 Configurations: ``none`` (no preload), ``unset`` (preload, ``RMM_ALLOC_CONF`` unset), and each
 spec of PRELOAD_SPECS (default: cuda, statistics/pool, statistics/expandable,
@@ -31,7 +36,9 @@ import sys
 import time
 
 SPECS = ["cuda", "statistics/pool", "statistics/expandable", "async_free/statistics/pool", "async_free/statistics/expandable"]
-PROGRAMS = ["torch-nocache", "cupy-nopool", "loop-static"]
+PROGRAMS = ["torch-nocache", "torch-nocache-amp", "cupy-nopool", "loop-static", "threads-1", "threads-8"]
+# The programs that run a compiled binary (argv after the binary), and their result unit.
+NATIVE = {"loop-static": [], "threads-1": ["1"], "threads-8": ["8"]}
 
 
 def held_mib(torch):
@@ -39,7 +46,7 @@ def held_mib(torch):
     return (total - free) / (1 << 20)
 
 
-def torch_child(cache):
+def torch_child(cache, amp):
     if not cache:
         os.environ["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
     import torch
@@ -49,8 +56,12 @@ def torch_child(cache):
     torch.cuda.init()
     start_held = held_mib(torch)
     model = torchvision.models.resnet50().cuda()
+    if amp:
+        model = model.to(memory_format=torch.channels_last)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     data = torch.randn(64, 3, 224, 224, device="cuda")
+    if amp:
+        data = data.to(memory_format=torch.channels_last)
     target = torch.randint(0, 1000, (64,), device="cuda")
     loss_fn = torch.nn.CrossEntropyLoss()
     times = []
@@ -59,7 +70,8 @@ def torch_child(cache):
         torch.cuda.synchronize()
         began = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(data), target)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
+            loss = loss_fn(model(data), target)
         loss.backward()
         optimizer.step()
         torch.cuda.synchronize()
@@ -95,14 +107,14 @@ def cupy_child():
 
 
 def child(program):
-    if program in ("torch-nocache", "torch-cache"):
-        return torch_child(program == "torch-cache")
+    if program.startswith("torch-"):
+        return torch_child(program.startswith("torch-cache"), program.endswith("-amp"))
     if program == "cupy-nopool":
         return cupy_child()
     raise SystemExit(f"unknown program {program}")
 
 
-def run(program, config, preload, loop):
+def run(program, config, preload, binaries):
     env = dict(os.environ)
     env.pop("RMM_ALLOC_CONF", None)
     env.pop("LD_PRELOAD", None)
@@ -110,8 +122,8 @@ def run(program, config, preload, loop):
         env["LD_PRELOAD"] = preload
         if config != "unset":
             env["RMM_ALLOC_CONF"] = config
-    if program == "loop-static":
-        command = [loop]
+    if program in NATIVE:
+        command = [binaries[program.split("-")[0]]] + NATIVE[program]
     else:
         command = [sys.executable, __file__, "--child", program]
     began = time.perf_counter()
@@ -121,7 +133,7 @@ def run(program, config, preload, loop):
     for line in done.stdout.splitlines():
         if line.startswith("RESULT "):
             fields = line.split()
-            if program == "loop-static":
+            if program in NATIVE:
                 result.update({"us": float(fields[1]), "checksum": float(fields[2])})
             else:
                 result.update(json.loads(line[len("RESULT "):]))
@@ -135,25 +147,27 @@ def main():
     if len(sys.argv) >= 3 and sys.argv[1] == "--child":
         print("RESULT " + json.dumps(child(sys.argv[2])), flush=True)
         return
-    preload, loop = sys.argv[1], sys.argv[2]
+    preload = sys.argv[1]
+    binaries = {"loop": sys.argv[2], "threads": sys.argv[3]}
     programs = [p for p in os.environ.get("PRELOAD_PROGRAMS", ",".join(PROGRAMS)).split(",") if p]
     specs = [s for s in os.environ.get("PRELOAD_SPECS", ",".join(SPECS)).split(",") if s]
     configs = ["none", "unset"] + specs
     results = []
     for program in programs:
-        if program == "torch-nocache":
-            results.append(run("torch-cache", "none", preload, loop))
+        if program.startswith("torch-nocache"):
+            results.append(run(program.replace("nocache", "cache"), "none", preload, binaries))
         for config in configs:
-            results.append(run(program, config, preload, loop))
+            results.append(run(program, config, preload, binaries))
     print()
     print("| program | configuration | time | vs. no preload | held MiB | check |")
     print("|---|---|---|---|---|---|")
     for program in programs:
         rows = [r for r in results if r["program"] == program]
         base = next((r for r in rows if r["config"] == "none"), None)
-        key, unit = ("us", "us/iteration") if program == "loop-static" else ("ms", "ms/step" if "torch" in program else "ms/iteration")
-        for r in [x for x in results if x["program"] == "torch-cache"] if program == "torch-nocache" else []:
-            print(f"| torch (its own caching allocator) | none | {r.get(key, 0):.2f} {unit} | - | {r.get('held_mib', '-')} | |")
+        key, unit = ("us", "us/iteration" if program == "loop-static" else "us/pair") if program in NATIVE else ("ms", "ms/step" if "torch" in program else "ms/iteration")
+        cached = program.replace("nocache", "cache")
+        for r in [x for x in results if x["program"] == cached] if cached != program else []:
+            print(f"| {cached} (its own caching allocator) | none | {r.get(key, 0):.2f} {unit} | - | {r.get('held_mib', '-')} | |")
         for r in rows:
             if key not in r:
                 print(f"| {program} | {r['config']} | failed: {r.get('error', '')[:120]!r} | | | |")

@@ -14,10 +14,14 @@
 //! host-visible memory (pinned, mapped or managed) are not known to be there when `cudaFree`
 //! returns.
 //!
-//! Frees made without waiting gather in a batch; an allocation closes the batch (records its
-//! events), so a run of frees costs one set of events; batches whose events have completed go
-//! back to their stacks at the next free or allocation, and all of them, after waiting, before
-//! an allocation is refused for want of memory.
+//! Frees made without waiting gather in a batch. A batch closes (records its events) once it
+//! holds `BATCH_LIMIT` frees or has been open longer than `CLOSE_AFTER_PER_EVENT` for each event
+//! its last close recorded, so a program that made many streams closes batches less often, and
+//! recording costs each free about the same whatever the number of streams. Closed batches
+//! whose events have completed go back to their stacks, checked by one thread at a time, at
+//! most every `CHECK_EVERY`; all of them, after waiting, before an allocation is refused for
+//! want of memory. No lock is held while the driver records or queries events, so threads that
+//! free at once do not wait for each other's driver calls.
 
 use super::config;
 use super::records::{self, Expected, Holder};
@@ -25,15 +29,21 @@ use crate::error::Result;
 use crate::platform::{backend, streams, Event, Stream};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 /// Frees that wait for events, oldest batch first.
 struct Deferred {
     /// Freed since the last batch was closed: (pointer, its device).
     open: Vec<(usize, i32)>,
+    /// When the first of `open` was freed.
+    opened_at: Duration,
     closed: VecDeque<Batch>,
     /// Events of completed batches, for the next ones.
     spare: Vec<(i32, Event)>,
+    /// How many events the last close recorded (the open batch's likely cost).
+    last_close_events: u32,
 }
 
 /// Pointers whose memory is free once all `events` have completed.
@@ -42,14 +52,34 @@ struct Batch {
     events: Vec<(i32, Event)>,
 }
 
-static DEFERRED: Mutex<Deferred> = Mutex::new(Deferred { open: Vec::new(), closed: VecDeque::new(), spare: Vec::new() });
+static DEFERRED: Mutex<Deferred> =
+    Mutex::new(Deferred { open: Vec::new(), opened_at: Duration::ZERO, closed: VecDeque::new(), spare: Vec::new(), last_close_events: 1 });
 /// Something is deferred: allocations look after it.
 static PENDING: AtomicBool = AtomicBool::new(false);
+/// Held by the one thread that checks the closed batches' events.
+static RECLAIMING: Mutex<()> = Mutex::new(());
+/// When the closed batches were last checked, in nanoseconds of `elapsed`.
+static LAST_CHECK: AtomicU64 = AtomicU64::new(0);
+
+/// The most frees a batch gathers before it is closed.
+const BATCH_LIMIT: usize = 256;
+/// How long a batch stays open, for each event its close records.
+const CLOSE_AFTER_PER_EVENT: Duration = Duration::from_micros(20);
+/// How often the closed batches' events are checked.
+const CHECK_EVERY: Duration = Duration::from_micros(20);
+
+/// Time since the first deferred free or allocation asked.
+fn elapsed() -> Duration {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed()
+}
 
 /// `cudaMalloc`: `bytes` from the current device's resource for use on any stream; NULL for 0.
 pub fn allocate(bytes: usize) -> Result<usize> {
     if PENDING.load(Ordering::Relaxed) {
-        settle(false)?;
+        let now = elapsed();
+        close_if_due(now, false)?;
+        reclaim_if_due(now)?;
     }
     match super::legacy::alloc(bytes, Stream::DEFAULT) {
         Err(e) if e.is_out_of_memory() && PENDING.load(Ordering::Relaxed) => {
@@ -74,74 +104,142 @@ pub fn free(ptr: usize) -> Result<()> {
         return records::free(ptr, Stream::DEFAULT, Expected::ANY_OF_CALLERS);
     }
     let device = records::hand_over(ptr, Holder::Caller, Holder::Freeing)?;
-    let mut deferred = DEFERRED.lock();
-    deferred.open.push((ptr, device));
-    PENDING.store(true, Ordering::Relaxed);
-    // A program that frees much and allocates little still gets its memory back.
-    if deferred.open.len() >= BATCH_LIMIT {
-        close(&mut deferred)?;
+    let now = elapsed();
+    {
+        let mut deferred = DEFERRED.lock();
+        if deferred.open.is_empty() {
+            deferred.opened_at = now;
+        }
+        deferred.open.push((ptr, device));
+        PENDING.store(true, Ordering::Relaxed);
     }
-    reclaim(&mut deferred, false)
+    close_if_due(now, false)?;
+    reclaim_if_due(now)
 }
 
-/// The most frees a batch gathers before it is closed without waiting for an allocation.
-const BATCH_LIMIT: usize = 256;
-
-/// Closes the open batch and gives back the batches whose events have completed; with `wait`,
-/// all of them, waiting for their events.
-pub fn settle(wait: bool) -> Result<()> {
+/// Closes the open batch when it is due (or with `now_anyway`, when it holds anything).
+fn close_if_due(now: Duration, now_anyway: bool) -> Result<()> {
+    let (pointers, spare) = {
+        let mut deferred = DEFERRED.lock();
+        let age = now.saturating_sub(deferred.opened_at);
+        let due = deferred.open.len() >= BATCH_LIMIT || age >= CLOSE_AFTER_PER_EVENT * deferred.last_close_events;
+        if deferred.open.is_empty() || !(due || now_anyway) {
+            return Ok(());
+        }
+        (std::mem::take(&mut deferred.open), std::mem::take(&mut deferred.spare))
+    };
+    let (batch, spare) = record_events(pointers, spare);
     let mut deferred = DEFERRED.lock();
-    close(&mut deferred)?;
-    reclaim(&mut deferred, wait)
+    deferred.spare.extend(spare);
+    match batch {
+        Ok(batch) => {
+            deferred.last_close_events = u32::try_from(batch.events.len()).unwrap_or(u32::MAX).max(1);
+            deferred.closed.push_back(batch);
+            PENDING.store(true, Ordering::Relaxed);
+            Ok(())
+        }
+        // Not recorded: the frees stay open, for the next close.
+        Err((pointers, error)) => {
+            deferred.open.extend(pointers);
+            Err(error)
+        }
+    }
 }
 
-/// Records the open batch's events: on the legacy default stream and every trusted stream of
-/// each device its pointers belong to.
-fn close(deferred: &mut Deferred) -> Result<()> {
-    if deferred.open.is_empty() {
-        return Ok(());
-    }
-    let platform = backend()?;
-    let pointers = std::mem::take(&mut deferred.open);
+type Recorded = std::result::Result<Batch, (Vec<(usize, i32)>, crate::error::Error)>;
+
+/// Records, on the legacy default stream and every trusted stream of each device `pointers`
+/// belong to, the events after which they are free; `spare` events first. Returns the batch
+/// (or the pointers and the error) and the spare events left.
+fn record_events(pointers: Vec<(usize, i32)>, mut spare: Vec<(i32, Event)>) -> (Recorded, Vec<(i32, Event)>) {
     let mut devices: Vec<i32> = pointers.iter().map(|&(_, device)| device).collect();
     devices.sort_unstable();
     devices.dedup();
     let mut events = Vec::new();
-    for device in devices {
-        for stream in std::iter::once(Stream::DEFAULT).chain(streams::known_streams(device)) {
-            let event = match deferred.spare.iter().position(|&(of, _)| of == device) {
-                Some(at) => deferred.spare.swap_remove(at).1,
-                None => platform.event_create(device)?,
-            };
-            events.push((device, event));
-            platform.event_record(device, event, stream)?;
+    let mut record = || -> Result<()> {
+        let platform = backend()?;
+        for &device in &devices {
+            for stream in std::iter::once(Stream::DEFAULT).chain(streams::known_streams(device)) {
+                let event = match spare.iter().position(|&(of, _)| of == device) {
+                    Some(at) => spare.swap_remove(at).1,
+                    None => platform.event_create(device)?,
+                };
+                events.push((device, event));
+                platform.event_record(device, event, stream)?;
+            }
+        }
+        Ok(())
+    };
+    match record() {
+        Ok(()) => (Ok(Batch { pointers, events }), spare),
+        Err(error) => {
+            spare.extend(events);
+            (Err((pointers, error)), spare)
         }
     }
-    deferred.closed.push_back(Batch { pointers, events });
-    Ok(())
+}
+
+/// Checks the closed batches when the last check is `CHECK_EVERY` old and no other thread is
+/// checking.
+fn reclaim_if_due(now: Duration) -> Result<()> {
+    let now_ns = u64::try_from(now.as_nanos()).unwrap_or(u64::MAX);
+    let last = LAST_CHECK.load(Ordering::Relaxed);
+    if now_ns.saturating_sub(last) < CHECK_EVERY.as_nanos() as u64 {
+        return Ok(());
+    }
+    let Some(_checking) = RECLAIMING.try_lock() else { return Ok(()) };
+    LAST_CHECK.store(now_ns, Ordering::Relaxed);
+    reclaim(false)
+}
+
+/// Closes the open batch and gives back the batches whose events have completed; with `wait`,
+/// all of them, waiting for their events.
+pub fn settle(wait: bool) -> Result<()> {
+    let _checking = RECLAIMING.lock();
+    close_if_due(elapsed(), true)?;
+    reclaim(wait)
 }
 
 /// Gives back every closed batch, oldest first, whose events have completed (with `wait`: all,
-/// after waiting for them).
-fn reclaim(deferred: &mut Deferred, wait: bool) -> Result<()> {
+/// after waiting for them). The caller holds `RECLAIMING`.
+fn reclaim(wait: bool) -> Result<()> {
     let platform = backend()?;
-    while let Some(batch) = deferred.closed.front() {
+    let mut outcome = Ok(());
+    loop {
+        let Some(batch) = DEFERRED.lock().closed.pop_front() else { break };
+        let mut complete = Ok(true);
         for &(_, event) in &batch.events {
-            match wait {
-                true => platform.event_synchronize(event)?,
-                false if !platform.event_query(event)? => return Ok(()),
-                false => {}
+            complete = match wait {
+                true => platform.event_synchronize(event).map(|()| true),
+                false => platform.event_query(event),
+            };
+            if complete != Ok(true) {
+                break;
             }
         }
-        let batch = deferred.closed.pop_front().expect("a batch was there");
-        deferred.spare.extend(batch.events);
-        for (ptr, _) in batch.pointers {
-            let freeing = Expected { stack: None, size: None, holder: Holder::Freeing };
-            records::free(ptr, Stream::DEFAULT, freeing)?;
+        match complete {
+            Ok(true) => {}
+            Ok(false) => {
+                DEFERRED.lock().closed.push_front(batch);
+                break;
+            }
+            Err(error) => {
+                DEFERRED.lock().closed.push_front(batch);
+                outcome = Err(error);
+                break;
+            }
         }
+        for &(ptr, _) in &batch.pointers {
+            let freeing = Expected { stack: None, size: None, holder: Holder::Freeing };
+            if let Err(error) = records::free(ptr, Stream::DEFAULT, freeing) {
+                outcome = outcome.and(Err(error));
+            }
+        }
+        DEFERRED.lock().spare.extend(batch.events);
     }
-    PENDING.store(!deferred.open.is_empty(), Ordering::Relaxed);
-    Ok(())
+    let deferred = DEFERRED.lock();
+    PENDING.store(!deferred.open.is_empty() || !deferred.closed.is_empty(), Ordering::Relaxed);
+    outcome
 }
 
 /// Whether frees are waiting for the device (for tests).
