@@ -60,13 +60,20 @@ static PENDING: AtomicBool = AtomicBool::new(false);
 static RECLAIMING: Mutex<()> = Mutex::new(());
 /// When the closed batches were last checked, in nanoseconds of `elapsed`.
 static LAST_CHECK: AtomicU64 = AtomicU64::new(0);
+/// When the open batch is due to close by age, in nanoseconds of `elapsed` (read without the
+/// lock: a stale value only moves a close to the next call).
+static CLOSE_DUE: AtomicU64 = AtomicU64::new(u64::MAX);
 
 /// The most frees a batch gathers before it is closed.
 const BATCH_LIMIT: usize = 256;
 /// How long a batch stays open, for each event its close records.
-const CLOSE_AFTER_PER_EVENT: Duration = Duration::from_micros(20);
+const CLOSE_AFTER_PER_EVENT: Duration = Duration::from_micros(50);
 /// How often the closed batches' events are checked.
-const CHECK_EVERY: Duration = Duration::from_micros(20);
+const CHECK_EVERY: Duration = Duration::from_micros(50);
+
+fn nanos(time: Duration) -> u64 {
+    u64::try_from(time.as_nanos()).unwrap_or(u64::MAX)
+}
 
 /// Time since the first deferred free or allocation asked.
 fn elapsed() -> Duration {
@@ -78,7 +85,9 @@ fn elapsed() -> Duration {
 pub fn allocate(bytes: usize) -> Result<usize> {
     if PENDING.load(Ordering::Relaxed) {
         let now = elapsed();
-        close_if_due(now, false)?;
+        if nanos(now) >= CLOSE_DUE.load(Ordering::Relaxed) {
+            close_if_due(now, false)?;
+        }
         reclaim_if_due(now)?;
     }
     match super::legacy::alloc(bytes, Stream::DEFAULT) {
@@ -105,15 +114,19 @@ pub fn free(ptr: usize) -> Result<()> {
     }
     let device = records::hand_over(ptr, Holder::Caller, Holder::Freeing)?;
     let now = elapsed();
-    {
+    let due = {
         let mut deferred = DEFERRED.lock();
         if deferred.open.is_empty() {
             deferred.opened_at = now;
+            CLOSE_DUE.store(nanos(now + CLOSE_AFTER_PER_EVENT * deferred.last_close_events), Ordering::Relaxed);
         }
         deferred.open.push((ptr, device));
         PENDING.store(true, Ordering::Relaxed);
+        deferred.open.len() >= BATCH_LIMIT
+    };
+    if due || nanos(now) >= CLOSE_DUE.load(Ordering::Relaxed) {
+        close_if_due(now, false)?;
     }
-    close_if_due(now, false)?;
     reclaim_if_due(now)
 }
 
@@ -126,6 +139,7 @@ fn close_if_due(now: Duration, now_anyway: bool) -> Result<()> {
         if deferred.open.is_empty() || !(due || now_anyway) {
             return Ok(());
         }
+        CLOSE_DUE.store(u64::MAX, Ordering::Relaxed);
         (std::mem::take(&mut deferred.open), std::mem::take(&mut deferred.spare))
     };
     let (batch, spare) = record_events(pointers, spare);
@@ -140,6 +154,10 @@ fn close_if_due(now: Duration, now_anyway: bool) -> Result<()> {
         }
         // Not recorded: the frees stay open, for the next close.
         Err((pointers, error)) => {
+            if deferred.open.is_empty() {
+                deferred.opened_at = now;
+                CLOSE_DUE.store(nanos(now), Ordering::Relaxed);
+            }
             deferred.open.extend(pointers);
             Err(error)
         }
@@ -182,9 +200,8 @@ fn record_events(pointers: Vec<(usize, i32)>, mut spare: Vec<(i32, Event)>) -> (
 /// Checks the closed batches when the last check is `CHECK_EVERY` old and no other thread is
 /// checking.
 fn reclaim_if_due(now: Duration) -> Result<()> {
-    let now_ns = u64::try_from(now.as_nanos()).unwrap_or(u64::MAX);
-    let last = LAST_CHECK.load(Ordering::Relaxed);
-    if now_ns.saturating_sub(last) < CHECK_EVERY.as_nanos() as u64 {
+    let now_ns = nanos(now);
+    if now_ns.saturating_sub(LAST_CHECK.load(Ordering::Relaxed)) < nanos(CHECK_EVERY) {
         return Ok(());
     }
     let Some(_checking) = RECLAIMING.try_lock() else { return Ok(()) };
