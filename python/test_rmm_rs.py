@@ -1,8 +1,11 @@
-"""Tests of python/rmm_rs.py (plain unittest, no pytest).
+"""Tests of the rmm_rs package, python/rmm_rs/ (plain unittest, no pytest): this file's tests of
+rmm_rs's own API, and those of python/tests/ (RAPIDS RMM's Python API, the seeds' snippets, the
+legacy librmm_cffi), which it runs too.
 
     python3 python/test_rmm_rs.py            # simulated devices (RMM_SIM_DEVICES=1:1GiB),
                                              # unless RMM_SIM_DEVICES is set already
     RMM_RS_TEST_GPU=1 python3 python/test_rmm_rs.py   # the real GPU (scripts/gpu-frameworks.sh)
+    python3 python/test_rmm_rs.py IpcTest    # some tests of this file only
 
 The library is the one rmm_rs finds ($RMM_RS_LIBRARY, stage/lib/, target/release/, ...).
 PyTorch, CuPy and Numba are optional: where one is installed and the devices are real, a
@@ -27,18 +30,15 @@ import weakref
 import zipfile
 from unittest import mock
 
-ON_GPU = os.environ.get("RMM_RS_TEST_GPU") == "1" or "--gpu" in sys.argv
-if "--gpu" in sys.argv:
-    sys.argv.remove("--gpu")
-if ON_GPU:
-    os.environ.pop("RMM_SIM_DEVICES", None)
-else:
-    os.environ.setdefault("RMM_SIM_DEVICES", "1:1GiB")
-    os.environ.setdefault("RMM_SIM_ON_RACE", "count")
-
 HERE = os.path.dirname(os.path.abspath(__file__))
+TESTS = os.path.join(HERE, "tests")
+sys.path.insert(0, TESTS)
+from _support import ON_GPU  # noqa: E402  (sets the devices up: simulated unless on the GPU)
+
 sys.path.insert(0, HERE)
 import rmm_rs  # noqa: E402
+import rmm_rs.frameworks.numba  # noqa: E402
+import rmm_rs.frameworks.torch  # noqa: E402
 
 MiB = 1 << 20
 
@@ -816,7 +816,7 @@ class FakeContext:
 @unittest.skipIf(HAVE_TORCH, "PyTorch is installed: TorchTest checks the real one")
 class TorchStandInTest(unittest.TestCase):
     def tearDown(self):
-        rmm_rs._torch_allocator = None
+        rmm_rs.frameworks.torch._torch_allocator = None
 
     def test_use_for_torch(self):
         rmm_rs.configure("pool")
@@ -874,8 +874,11 @@ class PackagingTest(unittest.TestCase):
             name = backend.build_wheel(folder)
             with zipfile.ZipFile(os.path.join(folder, name)) as wheel:
                 names = wheel.namelist()
-                source = wheel.read("rmm_rs_torch.cpp").decode()
-        self.assertIn("rmm_rs.py", names)
+                source = wheel.read("rmm_rs/rmm_rs_torch.cpp").decode()
+        for member in ("rmm_rs/__init__.py", "rmm_rs/_bindings.py", "rmm_rs/frameworks/dask.py",
+                       "rmm_rs/pylibrmm/device_buffer.py", "rmm_rs/allocators/numba.py", "librmm_cffi.py"):
+            self.assertIn(member, names)
+        self.assertFalse([n for n in names if "__pycache__" in n], names)
         self.assertTrue(name.endswith("-py3-none-any.whl"), name)  # nothing built: pure Python
         self.assertIn("rmm_rs_torch_install", source)
         self.assertFalse([n for n in names if n.endswith(".so")], names)
@@ -939,7 +942,7 @@ class CupyStandInTest(unittest.TestCase):
 @unittest.skipIf(HAVE_NUMBA, "Numba is installed: NumbaTest checks the real one")
 class NumbaStandInTest(unittest.TestCase):
     def tearDown(self):
-        rmm_rs._numba_class = None
+        rmm_rs.frameworks.numba._numba_class = None
 
     def test_attributes_need_numba(self):
         self.assertFalse(hasattr(rmm_rs, "_numba_memory_manager"))
@@ -1078,21 +1081,21 @@ HAVE_DISTRIBUTED = have("distributed")
 
 
 class DaskAttributeTest(unittest.TestCase):
-    def test_dask_is_the_sibling_module_imported_on_first_access(self):
+    def test_dask_is_the_frameworks_module_imported_on_first_access(self):
         out = run_child("""
             import sys
             import rmm_rs
-            print("imported before", "rmm_rs_dask" in sys.modules, "distributed" in sys.modules)
+            print("imported before", "rmm_rs.frameworks.dask" in sys.modules, "distributed" in sys.modules)
             try:
                 from rmm_rs import dask
             except ImportError as error:  # distributed missing: the message says what it needs
                 print("missing", "distributed" in str(error), repr(error.__cause__))
             else:
-                print("same", dask is sys.modules["rmm_rs_dask"], rmm_rs.dask.RmmRsPlugin.__module__)
+                print("same", dask is sys.modules["rmm_rs.frameworks.dask"], rmm_rs.dask.RmmRsPlugin.__module__)
         """)
         self.assertIn("imported before False False", out)
         if HAVE_DISTRIBUTED:
-            self.assertIn("same True rmm_rs_dask", out)
+            self.assertIn("same True rmm_rs.frameworks.dask", out)
         else:
             self.assertIn("missing True", out)
 
@@ -1102,8 +1105,8 @@ class DaskAttributeTest(unittest.TestCase):
         spec.loader.exec_module(backend)
         with tempfile.TemporaryDirectory() as folder:
             with zipfile.ZipFile(os.path.join(folder, backend.build_wheel(folder))) as wheel:
-                shipped = wheel.read("rmm_rs_dask.py").decode()
-        with open(os.path.join(HERE, "rmm_rs_dask.py"), encoding="utf-8") as f:
+                shipped = wheel.read("rmm_rs/frameworks/dask.py").decode()
+        with open(os.path.join(HERE, "rmm_rs", "frameworks", "dask.py"), encoding="utf-8") as f:
             self.assertEqual(shipped, f.read())
 
 
@@ -1251,6 +1254,13 @@ class IpcTest(unittest.TestCase):
 def tearDownModule():
     if rmm_rs.is_simulated():
         assert rmm_rs.sim_race_count() == 0, f"{rmm_rs.sim_race_count()} stream-ordering races"
+
+
+def load_tests(loader, tests, pattern):
+    """This file's tests, then those of python/tests/ (test_*.py)."""
+    suite = unittest.TestSuite([tests])
+    suite.addTests(loader.discover(TESTS, pattern="test_*.py", top_level_dir=TESTS))
+    return suite
 
 
 if __name__ == "__main__":
