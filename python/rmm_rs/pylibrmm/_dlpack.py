@@ -36,13 +36,16 @@ _Deleter = ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensor))
 _DLManagedTensor._fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _Deleter)]
 
 _CapsuleDestructor = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_capsule_new = ctypes.pythonapi.PyCapsule_New
+# Python's C API through a handle of our own: ctypes.pythonapi's function objects are shared, and
+# their argtypes anyone's to change.
+_api = ctypes.PyDLL(ctypes.pythonapi._name, handle=ctypes.pythonapi._handle)
+_capsule_new = _api.PyCapsule_New
 _capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, _CapsuleDestructor]
 _capsule_new.restype = ctypes.py_object
-_capsule_is_valid = ctypes.pythonapi.PyCapsule_IsValid
+_capsule_is_valid = _api.PyCapsule_IsValid
 _capsule_is_valid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
 _capsule_is_valid.restype = ctypes.c_int
-_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer = _api.PyCapsule_GetPointer
 _capsule_pointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
 _capsule_pointer.restype = ctypes.c_void_p
 

@@ -32,10 +32,12 @@ class _PyBuffer(ctypes.Structure):
                 ("suboffsets", ctypes.c_void_p), ("internal", ctypes.c_void_p)]
 
 
-_get_buffer = ctypes.pythonapi.PyObject_GetBuffer
+# Python's C API through a handle of our own (ctypes.pythonapi's function objects are shared).
+_api = ctypes.PyDLL(ctypes.pythonapi._name, handle=ctypes.pythonapi._handle)
+_get_buffer = _api.PyObject_GetBuffer
 _get_buffer.argtypes = [ctypes.py_object, ctypes.POINTER(_PyBuffer), ctypes.c_int]
 _get_buffer.restype = ctypes.c_int
-_release_buffer = ctypes.pythonapi.PyBuffer_Release
+_release_buffer = _api.PyBuffer_Release
 _release_buffer.argtypes = [ctypes.POINTER(_PyBuffer)]
 _release_buffer.restype = None
 _PyBUF_WRITABLE = 0x0001
