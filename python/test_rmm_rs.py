@@ -669,8 +669,16 @@ def fake_torch(initialized=False):
     memory = types.ModuleType("torch.cuda.memory")
     calls = []
 
-    class CUDAPluggableAllocator:
+    class _CUDAAllocator:
+        def __init__(self, allocator):
+            self._allocator = allocator
+
+        def allocator(self):
+            return self._allocator
+
+    class CUDAPluggableAllocator(_CUDAAllocator):
         def __init__(self, path, alloc_fn_name, free_fn_name):
+            super().__init__(("pluggable", path))
             self.args = (path, alloc_fn_name, free_fn_name)
             lib = ctypes.CDLL(path)  # as PyTorch does: dlopen + dlsym
             self.alloc = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p)(
@@ -679,9 +687,12 @@ def fake_torch(initialized=False):
                 ctypes.cast(getattr(lib, free_fn_name), ctypes.c_void_p).value)
 
     memory.CUDAPluggableAllocator = CUDAPluggableAllocator
-    memory.change_current_allocator = calls.append
+    memory._CUDAAllocator = _CUDAAllocator
+    # PyTorch's: torch._C._cuda_changeCurrentAllocator(allocator.allocator())
+    memory.change_current_allocator = lambda allocator: calls.append(allocator.allocator())
     cuda.memory = memory
     cuda.is_initialized = lambda: initialized
+    cuda.is_available = lambda: True
     torch.cuda = cuda
     return {"torch": torch, "torch.cuda": cuda, "torch.cuda.memory": memory}, calls
 
@@ -827,7 +838,7 @@ class TorchStandInTest(unittest.TestCase):
             allocator = rmm_rs.use_for_torch()
         with fake_modules(modules):
             self.assertIs(rmm_rs.use_for_torch(), allocator)  # a second call: the same one
-        self.assertEqual(calls, [allocator])
+        self.assertEqual(calls, [allocator.allocator()])
         self.assertEqual(allocator.args, (rmm_rs.library_path(), "rmmTorchAllocate", "rmmTorchDeallocate"))
         stream = rmm_rs.stream_create()
         ptr = allocator.alloc(1 << 16, rmm_rs.get_device(), stream)
@@ -845,7 +856,30 @@ class TorchStandInTest(unittest.TestCase):
                 warnings.catch_warnings():
             warnings.simplefilter("error")  # asked for: no warning
             allocator = rmm_rs.use_for_torch()
-        self.assertEqual(calls, [allocator])
+        self.assertEqual(calls, [allocator.allocator()])
+
+    def test_rapids_rmm_torch_allocator(self):
+        # RAPIDS' name: PyTorch asks it for its allocator when change_current_allocator is
+        # called; then it installs rmm-rs (here the pluggable fallback), configuring nothing.
+        import importlib
+
+        rmm_rs.configure("pool")
+        modules, calls = fake_torch()
+        with fake_modules(modules), self.assertWarnsRegex(RuntimeWarning, "PyTorch backend is not available"):
+            import rmm_rs.allocators.torch as allocators_torch
+
+            allocators_torch = importlib.reload(allocators_torch)
+            allocator = allocators_torch.rmm_torch_allocator
+            self.assertEqual(calls, [])  # importing changes nothing
+            modules["torch"].cuda.memory.change_current_allocator(allocator)
+        installed = rmm_rs.frameworks.torch._torch_allocator
+        # rmm_rs installs it, then PyTorch sets the same one again (allowed while it is unused).
+        self.assertEqual(calls, [("pluggable", rmm_rs.library_path())] * 2)
+        self.assertEqual(installed.args[1:], ("rmmTorchAllocate", "rmmTorchDeallocate"))
+        ptr = installed.alloc(4096, 0, None)
+        self.assertEqual(rmm_rs.statistics().current_bytes, 4096)  # the device's current resource
+        installed.free(ptr, 4096, 0, None)
+        sys.modules.pop("rmm_rs.allocators.torch", None)
 
     def test_backend_needs_a_cuda_build(self):
         modules, _ = fake_torch()
@@ -914,6 +948,33 @@ class CupyStandInTest(unittest.TestCase):
             self.assertEqual([r[2] for r in rows], ["allocate", "free", "allocate failure"])
             self.assertEqual({int(r[5], 16) for r in rows}, {stream})  # CuPy's current stream
             rmm_rs.configure("pool")
+
+    def test_rapids_rmm_cupy_allocator(self):
+        import importlib
+
+        stats = rmm_rs.mr.StatisticsResourceAdaptor(rmm_rs.mr.CudaMemoryResource())
+        rmm_rs.mr.set_current_device_resource(stats)
+        stream = rmm_rs.stream_create()
+        modules, state = fake_cupy(stream)
+        with fake_modules(modules):
+            import rmm_rs.allocators.cupy as allocators_cupy
+
+            allocators_cupy = importlib.reload(allocators_cupy)
+            modules["cupy"].cuda.set_allocator(allocators_cupy.rmm_cupy_allocator)
+            pointer = state["allocator"](10000)
+            owner = pointer.mem._owner
+            self.assertIsInstance(owner, rmm_rs.DeviceBuffer)
+            self.assertEqual((owner.ptr, owner.size, owner.stream.handle), (pointer.ptr, 10000, stream))
+            self.assertEqual(stats.allocation_counts.current_bytes, 10000)
+            del pointer, owner
+            gc.collect()
+            self.assertEqual(stats.allocation_counts.current_bytes, 0)
+            with self.assertRaises(MemoryError):
+                state["allocator"](1 << 40)
+        sys.modules.pop("rmm_rs.allocators.cupy", None)
+        rmm_rs.stream_synchronize(stream)
+        rmm_rs.stream_destroy(stream)
+        rmm_rs.configure("pool")
 
     def test_c_function_allocator(self):
         rmm_rs.configure("pool")
