@@ -127,7 +127,7 @@ class _OwnedStream:
 
     def __init__(self, handle: int) -> None:
         self.handle = handle
-        weakref.finalize(self, _destroy, handle)
+        weakref.finalize(self, _destroy, handle).atexit = False  # no device calls while the process exits
 
 
 DEFAULT_STREAM = Stream._borrowed(0)
