@@ -1,12 +1,13 @@
 """The PEP 517 build backend of the rmm_rs package (pyproject.toml names it).
 
-The package is pure Python (``rmm_rs.py`` and ``rmm_rs_dask.py``, which is ``rmm_rs.dask``), so
-the backend writes the wheel itself: pip then needs no build dependency, and installs it with
-no network (GPU machines often have none).
+The package is pure Python (the folder ``rmm_rs/``, and ``librmm_cffi.py``, the name of RMM's
+2019 interface, ``rmm_rs.legacy``), so the backend writes the wheel itself: pip then needs no
+build dependency, and installs it with no network (GPU machines often have none).
 
 With the config setting ``bundle-library=PATH`` (``pip install -C bundle-library=PATH``), or
-``$RMM_RS_BUNDLE_LIBRARY``, the wheel also ships that ``librmm.so`` beside the module, where
-``rmm_rs`` looks first after ``$RMM_RS_LIBRARY``; the wheel is then tagged for this platform.
+``$RMM_RS_BUNDLE_LIBRARY``, the wheel also ships that ``librmm.so`` in the package's folder,
+where ``rmm_rs`` looks first after ``$RMM_RS_LIBRARY``; the wheel is then tagged for this
+platform.
 
 With ``torch-backend=1`` (``pip install --no-build-isolation -C torch-backend=1``, so that the
 build sees the installed PyTorch), or ``$RMM_RS_BUILD_TORCH_BACKEND=1``, the wheel also ships
@@ -24,10 +25,26 @@ import tarfile
 import zipfile
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_MODULE = "rmm_rs.py"
-# rmm_rs.dask: a module of its own beside rmm_rs.py (rmm_rs imports it on first access).
-_DASK_MODULE = "rmm_rs_dask.py"
+_PACKAGE = "rmm_rs"
+# Top-level modules beside the package.
+_MODULES = ("librmm_cffi.py",)
+# The PyTorch backend's source: python/rmm_rs_torch.cpp here, rmm_rs/rmm_rs_torch.cpp installed.
 _TORCH_SOURCE = "rmm_rs_torch.cpp"
+
+
+def _package_files():
+    """(path in the wheel, path here) of every file of the package and the modules beside it."""
+    files = []
+    root = os.path.join(_HERE, _PACKAGE)
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+        for name in sorted(names):
+            if name.endswith(".py") or name == "py.typed":
+                path = os.path.join(folder, name)
+                files.append((os.path.relpath(path, _HERE).replace(os.sep, "/"), path))
+    files += [(name, os.path.join(_HERE, name)) for name in _MODULES]
+    files.append(("%s/%s" % (_PACKAGE, _TORCH_SOURCE), os.path.join(_HERE, _TORCH_SOURCE)))
+    return files
 
 
 def _project():
@@ -78,12 +95,15 @@ def _torch_backend(config_settings):
     wanted = (config_settings or {}).get("torch-backend") or os.environ.get("RMM_RS_BUILD_TORCH_BACKEND")
     if wanted not in ("1", "true", "yes", "build"):
         return None
-    import importlib.util
+    import importlib
+    import sys
     import tempfile
 
-    spec = importlib.util.spec_from_file_location("_rmm_rs_for_build", os.path.join(_HERE, _MODULE))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, _HERE)
+    try:
+        module = importlib.import_module("rmm_rs.frameworks.torch")
+    finally:
+        sys.path.remove(_HERE)
     with tempfile.TemporaryDirectory() as folder:
         path = module.build_torch_backend(folder)
         with open(path, "rb") as f:
@@ -117,14 +137,14 @@ def _write_wheel(wheel_directory, config_settings, editable):
     if editable:  # a .pth that puts this folder on sys.path
         files.append(("%s.pth" % distribution, (_HERE + "\n").encode()))
     else:
-        for name in (_MODULE, _DASK_MODULE, _TORCH_SOURCE):
-            with open(os.path.join(_HERE, name), "rb") as f:
+        for name, path in _package_files():
+            with open(path, "rb") as f:
                 files.append((name, f.read()))
     if backend:
-        files.append(backend)
+        files.append(("%s/%s" % (_PACKAGE, backend[0]), backend[1]))
     if library:
         with open(library, "rb") as f:
-            files.append(("librmm.so", f.read()))
+            files.append(("%s/librmm.so" % _PACKAGE, f.read()))
     info = "%s.dist-info" % stem
     files.append((info + "/METADATA", _metadata(project)))
     wheel = "Wheel-Version: 1.0\nGenerator: build_rmm_rs\nRoot-Is-Purelib: %s\nTag: %s\n"
@@ -154,8 +174,11 @@ def build_sdist(sdist_directory, config_settings=None):
     project, _, stem = _names()
     name = stem + ".tar.gz"
     with tarfile.open(os.path.join(sdist_directory, name), "w:gz") as sdist:
-        for file in ("pyproject.toml", os.path.basename(__file__), _MODULE, _DASK_MODULE, _TORCH_SOURCE):
+        for file in ("pyproject.toml", os.path.basename(__file__), _TORCH_SOURCE):
             sdist.add(os.path.join(_HERE, file), arcname="%s/%s" % (stem, file))
+        for member, path in _package_files():
+            if not member.endswith(_TORCH_SOURCE):
+                sdist.add(path, arcname="%s/%s" % (stem, member))
         info = tarfile.TarInfo("%s/PKG-INFO" % stem)
         data = _metadata(project)
         info.size = len(data)

@@ -1,8 +1,11 @@
-"""Tests of python/rmm_rs.py (plain unittest, no pytest).
+"""Tests of the rmm_rs package, python/rmm_rs/ (plain unittest, no pytest): this file's tests of
+rmm_rs's own API, and those of python/tests/ (RAPIDS RMM's Python API, the seeds' snippets, the
+legacy librmm_cffi), which it runs too.
 
     python3 python/test_rmm_rs.py            # simulated devices (RMM_SIM_DEVICES=1:1GiB),
                                              # unless RMM_SIM_DEVICES is set already
     RMM_RS_TEST_GPU=1 python3 python/test_rmm_rs.py   # the real GPU (scripts/gpu-frameworks.sh)
+    python3 python/test_rmm_rs.py IpcTest    # some tests of this file only
 
 The library is the one rmm_rs finds ($RMM_RS_LIBRARY, stage/lib/, target/release/, ...).
 PyTorch, CuPy and Numba are optional: where one is installed and the devices are real, a
@@ -27,18 +30,15 @@ import weakref
 import zipfile
 from unittest import mock
 
-ON_GPU = os.environ.get("RMM_RS_TEST_GPU") == "1" or "--gpu" in sys.argv
-if "--gpu" in sys.argv:
-    sys.argv.remove("--gpu")
-if ON_GPU:
-    os.environ.pop("RMM_SIM_DEVICES", None)
-else:
-    os.environ.setdefault("RMM_SIM_DEVICES", "1:1GiB")
-    os.environ.setdefault("RMM_SIM_ON_RACE", "count")
-
 HERE = os.path.dirname(os.path.abspath(__file__))
+TESTS = os.path.join(HERE, "tests")
+sys.path.insert(0, TESTS)
+from _support import ON_GPU  # noqa: E402  (sets the devices up: simulated unless on the GPU)
+
 sys.path.insert(0, HERE)
 import rmm_rs  # noqa: E402
+import rmm_rs.frameworks.numba  # noqa: E402
+import rmm_rs.frameworks.torch  # noqa: E402
 
 MiB = 1 << 20
 
@@ -669,8 +669,16 @@ def fake_torch(initialized=False):
     memory = types.ModuleType("torch.cuda.memory")
     calls = []
 
-    class CUDAPluggableAllocator:
+    class _CUDAAllocator:
+        def __init__(self, allocator):
+            self._allocator = allocator
+
+        def allocator(self):
+            return self._allocator
+
+    class CUDAPluggableAllocator(_CUDAAllocator):
         def __init__(self, path, alloc_fn_name, free_fn_name):
+            super().__init__(("pluggable", path))
             self.args = (path, alloc_fn_name, free_fn_name)
             lib = ctypes.CDLL(path)  # as PyTorch does: dlopen + dlsym
             self.alloc = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p)(
@@ -679,9 +687,12 @@ def fake_torch(initialized=False):
                 ctypes.cast(getattr(lib, free_fn_name), ctypes.c_void_p).value)
 
     memory.CUDAPluggableAllocator = CUDAPluggableAllocator
-    memory.change_current_allocator = calls.append
+    memory._CUDAAllocator = _CUDAAllocator
+    # PyTorch's: torch._C._cuda_changeCurrentAllocator(allocator.allocator())
+    memory.change_current_allocator = lambda allocator: calls.append(allocator.allocator())
     cuda.memory = memory
     cuda.is_initialized = lambda: initialized
+    cuda.is_available = lambda: True
     torch.cuda = cuda
     return {"torch": torch, "torch.cuda": cuda, "torch.cuda.memory": memory}, calls
 
@@ -816,7 +827,7 @@ class FakeContext:
 @unittest.skipIf(HAVE_TORCH, "PyTorch is installed: TorchTest checks the real one")
 class TorchStandInTest(unittest.TestCase):
     def tearDown(self):
-        rmm_rs._torch_allocator = None
+        rmm_rs.frameworks.torch._torch_allocator = None
 
     def test_use_for_torch(self):
         rmm_rs.configure("pool")
@@ -827,7 +838,7 @@ class TorchStandInTest(unittest.TestCase):
             allocator = rmm_rs.use_for_torch()
         with fake_modules(modules):
             self.assertIs(rmm_rs.use_for_torch(), allocator)  # a second call: the same one
-        self.assertEqual(calls, [allocator])
+        self.assertEqual(calls, [allocator.allocator()])
         self.assertEqual(allocator.args, (rmm_rs.library_path(), "rmmTorchAllocate", "rmmTorchDeallocate"))
         stream = rmm_rs.stream_create()
         ptr = allocator.alloc(1 << 16, rmm_rs.get_device(), stream)
@@ -845,7 +856,30 @@ class TorchStandInTest(unittest.TestCase):
                 warnings.catch_warnings():
             warnings.simplefilter("error")  # asked for: no warning
             allocator = rmm_rs.use_for_torch()
-        self.assertEqual(calls, [allocator])
+        self.assertEqual(calls, [allocator.allocator()])
+
+    def test_rapids_rmm_torch_allocator(self):
+        # RAPIDS' name: PyTorch asks it for its allocator when change_current_allocator is
+        # called; then it installs rmm-rs (here the pluggable fallback), configuring nothing.
+        import importlib
+
+        rmm_rs.configure("pool")
+        modules, calls = fake_torch()
+        with fake_modules(modules), self.assertWarnsRegex(RuntimeWarning, "PyTorch backend is not available"):
+            import rmm_rs.allocators.torch as allocators_torch
+
+            allocators_torch = importlib.reload(allocators_torch)
+            allocator = allocators_torch.rmm_torch_allocator
+            self.assertEqual(calls, [])  # importing changes nothing
+            modules["torch"].cuda.memory.change_current_allocator(allocator)
+        installed = rmm_rs.frameworks.torch._torch_allocator
+        # rmm_rs installs it, then PyTorch sets the same one again (allowed while it is unused).
+        self.assertEqual(calls, [("pluggable", rmm_rs.library_path())] * 2)
+        self.assertEqual(installed.args[1:], ("rmmTorchAllocate", "rmmTorchDeallocate"))
+        ptr = installed.alloc(4096, 0, None)
+        self.assertEqual(rmm_rs.statistics().current_bytes, 4096)  # the device's current resource
+        installed.free(ptr, 4096, 0, None)
+        sys.modules.pop("rmm_rs.allocators.torch", None)
 
     def test_backend_needs_a_cuda_build(self):
         modules, _ = fake_torch()
@@ -874,8 +908,11 @@ class PackagingTest(unittest.TestCase):
             name = backend.build_wheel(folder)
             with zipfile.ZipFile(os.path.join(folder, name)) as wheel:
                 names = wheel.namelist()
-                source = wheel.read("rmm_rs_torch.cpp").decode()
-        self.assertIn("rmm_rs.py", names)
+                source = wheel.read("rmm_rs/rmm_rs_torch.cpp").decode()
+        for member in ("rmm_rs/__init__.py", "rmm_rs/_bindings.py", "rmm_rs/frameworks/dask.py",
+                       "rmm_rs/pylibrmm/device_buffer.py", "rmm_rs/allocators/numba.py", "librmm_cffi.py"):
+            self.assertIn(member, names)
+        self.assertFalse([n for n in names if "__pycache__" in n], names)
         self.assertTrue(name.endswith("-py3-none-any.whl"), name)  # nothing built: pure Python
         self.assertIn("rmm_rs_torch_install", source)
         self.assertFalse([n for n in names if n.endswith(".so")], names)
@@ -912,6 +949,33 @@ class CupyStandInTest(unittest.TestCase):
             self.assertEqual({int(r[5], 16) for r in rows}, {stream})  # CuPy's current stream
             rmm_rs.configure("pool")
 
+    def test_rapids_rmm_cupy_allocator(self):
+        import importlib
+
+        stats = rmm_rs.mr.StatisticsResourceAdaptor(rmm_rs.mr.CudaMemoryResource())
+        rmm_rs.mr.set_current_device_resource(stats)
+        stream = rmm_rs.stream_create()
+        modules, state = fake_cupy(stream)
+        with fake_modules(modules):
+            import rmm_rs.allocators.cupy as allocators_cupy
+
+            allocators_cupy = importlib.reload(allocators_cupy)
+            modules["cupy"].cuda.set_allocator(allocators_cupy.rmm_cupy_allocator)
+            pointer = state["allocator"](10000)
+            owner = pointer.mem._owner
+            self.assertIsInstance(owner, rmm_rs.DeviceBuffer)
+            self.assertEqual((owner.ptr, owner.size, owner.stream.handle), (pointer.ptr, 10000, stream))
+            self.assertEqual(stats.allocation_counts.current_bytes, 10000)
+            del pointer, owner
+            gc.collect()
+            self.assertEqual(stats.allocation_counts.current_bytes, 0)
+            with self.assertRaises(MemoryError):
+                state["allocator"](1 << 40)
+        sys.modules.pop("rmm_rs.allocators.cupy", None)
+        rmm_rs.stream_synchronize(stream)
+        rmm_rs.stream_destroy(stream)
+        rmm_rs.configure("pool")
+
     def test_c_function_allocator(self):
         rmm_rs.configure("pool")
         modules, state = fake_cupy(0)
@@ -939,7 +1003,7 @@ class CupyStandInTest(unittest.TestCase):
 @unittest.skipIf(HAVE_NUMBA, "Numba is installed: NumbaTest checks the real one")
 class NumbaStandInTest(unittest.TestCase):
     def tearDown(self):
-        rmm_rs._numba_class = None
+        rmm_rs.frameworks.numba._numba_class = None
 
     def test_attributes_need_numba(self):
         self.assertFalse(hasattr(rmm_rs, "_numba_memory_manager"))
@@ -1078,21 +1142,21 @@ HAVE_DISTRIBUTED = have("distributed")
 
 
 class DaskAttributeTest(unittest.TestCase):
-    def test_dask_is_the_sibling_module_imported_on_first_access(self):
+    def test_dask_is_the_frameworks_module_imported_on_first_access(self):
         out = run_child("""
             import sys
             import rmm_rs
-            print("imported before", "rmm_rs_dask" in sys.modules, "distributed" in sys.modules)
+            print("imported before", "rmm_rs.frameworks.dask" in sys.modules, "distributed" in sys.modules)
             try:
                 from rmm_rs import dask
             except ImportError as error:  # distributed missing: the message says what it needs
                 print("missing", "distributed" in str(error), repr(error.__cause__))
             else:
-                print("same", dask is sys.modules["rmm_rs_dask"], rmm_rs.dask.RmmRsPlugin.__module__)
+                print("same", dask is sys.modules["rmm_rs.frameworks.dask"], rmm_rs.dask.RmmRsPlugin.__module__)
         """)
         self.assertIn("imported before False False", out)
         if HAVE_DISTRIBUTED:
-            self.assertIn("same True rmm_rs_dask", out)
+            self.assertIn("same True rmm_rs.frameworks.dask", out)
         else:
             self.assertIn("missing True", out)
 
@@ -1102,8 +1166,8 @@ class DaskAttributeTest(unittest.TestCase):
         spec.loader.exec_module(backend)
         with tempfile.TemporaryDirectory() as folder:
             with zipfile.ZipFile(os.path.join(folder, backend.build_wheel(folder))) as wheel:
-                shipped = wheel.read("rmm_rs_dask.py").decode()
-        with open(os.path.join(HERE, "rmm_rs_dask.py"), encoding="utf-8") as f:
+                shipped = wheel.read("rmm_rs/frameworks/dask.py").decode()
+        with open(os.path.join(HERE, "rmm_rs", "frameworks", "dask.py"), encoding="utf-8") as f:
             self.assertEqual(shipped, f.read())
 
 
@@ -1251,6 +1315,13 @@ class IpcTest(unittest.TestCase):
 def tearDownModule():
     if rmm_rs.is_simulated():
         assert rmm_rs.sim_race_count() == 0, f"{rmm_rs.sim_race_count()} stream-ordering races"
+
+
+def load_tests(loader, tests, pattern):
+    """This file's tests, then those of python/tests/ (test_*.py)."""
+    suite = unittest.TestSuite([tests])
+    suite.addTests(loader.discover(TESTS, pattern="test_*.py", top_level_dir=TESTS))
+    return suite
 
 
 if __name__ == "__main__":

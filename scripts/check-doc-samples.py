@@ -10,7 +10,7 @@ says what to do with it (a block without one is an error, so that no sample esca
     ```c body        statements of a function answering rmmError_t (RMM_TRY works; `stream`
                      is the default stream): wrapped into a program, built and run like one
     ```cpp run       a whole C++17 program over include/rmm.hpp (g++), built and run
-    ```python run    run with python3, the module python/rmm_rs.py and RMM_RS_LIBRARY set
+    ```python run    run with python3, the package python/rmm_rs/ and RMM_RS_LIBRARY set
     ```fortran run   a whole program using include/rmm.f90 (gfortran), built and run
     ```sh run        run with bash -euo pipefail; $PREFIX is an install prefix laid out as
                      cmake --install lays it out (lib/, include/, bin/rmm-replay)

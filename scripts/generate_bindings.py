@@ -9,8 +9,10 @@ edit. It rewrites what lies between the BEGIN/END GENERATED markers of
   interfaces and a bind(c, name="...") interface for every function of rmm.h, each with its
   comment from rmm.h; INTERFACES and PROCEDURES, the rmm_allocate / rmm_free generics (the same
   code for every element type and rank);
-- python/rmm_rs.py: the error codes, the ctypes structures, and _SIGNATURES (restype, argtypes)
-  of every function of rmm.h that the rest of the module names.
+- python/rmm_rs/_bindings.py: the error codes, the ctypes structures, and _SIGNATURES (restype,
+  argtypes) of every function of rmm.h that the package names: the rest of that file and every
+  other module of the package python/rmm_rs/ (the folder holding the file, when it has an
+  __init__.py).
 
 Everything outside the markers is written by hand.
 
@@ -40,7 +42,7 @@ from typing import Dict, List, Optional, Set
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 HEADER = ROOT / "include" / "rmm.h"
 FORTRAN = ROOT / "include" / "rmm.f90"
-PYTHON = ROOT / "python" / "rmm_rs.py"
+PYTHON = ROOT / "python" / "rmm_rs" / "_bindings.py"
 SCRIPT = "scripts/generate_bindings.py"
 
 # C scalar type -> (Fortran type, ctypes type). Fortran has no unsigned integers: an unsigned C
@@ -90,7 +92,7 @@ NULLABLE_AS = r"^`(\w+)`"
 # the check below fails when rmm.h documents one listed here).
 NULLABLE_UNDOCUMENTED = {}
 
-# The enum whose values python/rmm_rs.py exports (RMM_SUCCESS -> SUCCESS, ...).
+# The enum whose values python/rmm_rs/_bindings.py exports (RMM_SUCCESS -> SUCCESS, ...).
 ERROR_ENUM = "rmmError_t"
 
 MARKER_NOTE = f"({SCRIPT}; do not edit by hand)"
@@ -948,7 +950,7 @@ def generate_fortran(text, header, path):
     })
 
 
-# --- rmm_rs.py ------------------------------------------------------------------------------
+# --- rmm_rs/_bindings.py ------------------------------------------------------------------------------
 
 def ctypes_type(header, ctype, where):
     r = resolve(header, ctype.base, where)
@@ -967,8 +969,8 @@ def ctypes_type(header, ctype, where):
     return f"ctypes.POINTER({inner})"
 
 
-def python_bindings(header, hand):
-    # The functions the hand-written module names (in code, strings or docs) get signatures.
+def python_bindings(header, hand, where="python/rmm_rs"):
+    # The functions the hand-written modules name (in code, strings or docs) get signatures.
     types = (set(header.enums) | set(header.structs) | header.handles | header.opaque
              | set(header.aliases) | set(header.callbacks))
     functions = {f.name: f for f in header.functions}
@@ -977,7 +979,7 @@ def python_bindings(header, hand):
         if name in functions:
             named.add(name)
         elif name not in types:
-            raise HeaderError(f"python/rmm_rs.py names {name}, which rmm.h does not declare")
+            raise HeaderError(f"{where} names {name}, which rmm.h does not declare")
     used = [f for f in header.functions if f.name in named]
 
     # The ctypes classes those signatures need, and those the module names itself.
@@ -1057,9 +1059,20 @@ def python_bindings(header, hand):
     return "\n".join(out) + "\n"
 
 
+def package_text(path):
+    """The other modules of the package that holds `path` (every .py file under the folder of
+    `path` when that folder has an __init__.py), in a stable order; "" for a lone module."""
+    folder = pathlib.Path(path).resolve().parent
+    if not (folder / "__init__.py").is_file():
+        return ""
+    me = pathlib.Path(path).resolve()
+    return "\n".join(p.read_text() for p in sorted(folder.rglob("*.py")) if p.resolve() != me)
+
+
 def generate_python(text, header, path):
-    hand = hand_written(text, path, "#")
-    return fill(text, path, "#", {"BINDINGS": python_bindings(header, hand)})
+    hand = hand_written(text, path, "#") + "\n" + package_text(path)
+    where = pathlib.Path(path).parent if package_text(path) else path
+    return fill(text, path, "#", {"BINDINGS": python_bindings(header, hand, where)})
 
 
 # --- Coverage of the Fortran tests ----------------------------------------------------------

@@ -4,9 +4,10 @@
 # each C API fuzzer; the C, C++ and Fortran suites under ctest; the C tests again under
 # AddressSanitizer and UndefinedBehaviorSanitizer; RAPIDS RMM's own C++ test suite (cpp/tests at
 # a pinned commit, from GitHub) built with g++ and run on simulated devices; the Python
-# module's tests; and a compile of the PyTorch backend against PyTorch's headers. Installs what
-# it needs (cmake, ninja, a C/C++ compiler, gfortran, GoogleTest; CCCL's and PyTorch's headers
-# from PyPI) on a fresh Debian/Ubuntu machine.
+# package's tests (python/test_rmm_rs.py, which runs python/tests/ too); and a compile of the
+# PyTorch backend against PyTorch's headers. Installs what it needs (cmake, ninja, a C/C++
+# compiler, gfortran, GoogleTest; CCCL's and PyTorch's headers from PyPI) on a fresh
+# Debian/Ubuntu machine.
 #
 # Offline: RMM_OFFLINE_CACHE=DIR takes the crates and headers from DIR (made with network once
 # by scripts/offline-cache.sh DIR) and never touches the network for them.
@@ -84,7 +85,7 @@ else
   echo "SKIPPED RAPIDS RMM's C++ suite: its sources could not be fetched from GitHub (scripts/offline-cache.sh DIR on a machine with access, then RMM_OFFLINE_CACHE=DIR)"
 fi
 
-echo "== Python module (simulated devices)"
+echo "== Python package rmm_rs (simulated devices): its own API, RAPIDS RMM's Python API, the seeds' Python snippets, librmm_cffi"
 RMM_RS_LIBRARY="${CARGO_TARGET_DIR:-$PWD/target}/release/librmm.so" python3 python/test_rmm_rs.py
 
 echo "== the build comparison benchmark still builds and runs (scripts/gpu-pair-ab.sh, a tiny run)"

@@ -127,7 +127,7 @@ class ParseTest(unittest.TestCase):
     def test_rmm_h(self):
         header = gb.parse_header((ROOT / "include" / "rmm.h").read_text())
         self.assertGreater(len(header.functions), 10)
-        # Every function binds, also those python/rmm_rs.py does not call (yet).
+        # Every function binds, also those python/rmm_rs/ does not call (yet).
         for function in header.functions:
             gb.ctypes_type(header, function.result, function.name)
             for param in function.params:
@@ -259,6 +259,20 @@ def f(lib):
         self.assertEqual(signatures["rmmPairFill"][1][0], ctypes.POINTER(pair))
         self.assertEqual(namespace["SUCCESS"], 0)
 
+    def test_the_other_modules_of_a_package_name_functions_too(self):
+        # python/rmm_rs/_bindings.py binds what any module of the package names.
+        with tempfile.TemporaryDirectory() as name:
+            package = pathlib.Path(name) / "pkg"
+            (package / "sub").mkdir(parents=True)
+            (package / "__init__.py").write_text("")
+            (package / "sub" / "user.py").write_text("_call('rmmPairWalk')\n")
+            bindings = package / "_bindings.py"
+            bindings.write_text(self.HAND.replace('_call("rmmPairWalk")', "pass"))
+            text = gb.generate_python(bindings.read_text(), gb.parse_header(ERRORS + SAMPLE), bindings)
+        namespace = {}
+        exec(compile(text.replace("def f", "def _unused"), "pkg/_bindings.py", "exec"), namespace)
+        self.assertEqual(list(namespace["_SIGNATURES"]), ["rmmPairFill", "rmmPairWalk"])
+
     def test_naming_an_undeclared_function_fails(self):
         with self.assertRaises(gb.HeaderError) as caught:
             self.generate(self.HAND + "lib.rmmPairGone()\n")
@@ -272,14 +286,15 @@ class CheckTest(unittest.TestCase):
     def run_check(self, folder):
         return subprocess.run(
             [sys.executable, str(HERE / "generate_bindings.py"), "--check",
-             "--fortran", str(folder / "rmm.f90"), "--python", str(folder / "rmm_rs.py")],
+             "--fortran", str(folder / "rmm.f90"), "--python", str(folder / "rmm_rs" / "_bindings.py")],
             capture_output=True, text=True)
 
     def test_drift_fails(self):
         with tempfile.TemporaryDirectory() as name:
             folder = pathlib.Path(name)
             shutil.copy(ROOT / "include" / "rmm.f90", folder / "rmm.f90")
-            shutil.copy(ROOT / "python" / "rmm_rs.py", folder / "rmm_rs.py")
+            shutil.copytree(ROOT / "python" / "rmm_rs", folder / "rmm_rs",
+                            ignore=shutil.ignore_patterns("__pycache__", "*.so"))
             done = self.run_check(folder)
             self.assertEqual(done.returncode, 0, done.stderr)
             module = folder / "rmm.f90"
@@ -292,7 +307,7 @@ class CheckTest(unittest.TestCase):
             self.assertEqual(done.returncode, 1)
             self.assertIn("-      integer(c_int), value :: limit", done.stderr)
             self.assertIn("rmm.f90 is not what", done.stderr)
-            self.assertIn("up to date", done.stdout)  # rmm_rs.py
+            self.assertIn("up to date", done.stdout)  # rmm_rs/_bindings.py
 
 
 if __name__ == "__main__":

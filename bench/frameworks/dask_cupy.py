@@ -21,7 +21,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON_DIR = os.path.join(HERE, "..", "..", "python")
 sys.path.insert(0, PYTHON_DIR)
-# The worker processes import rmm_rs_dask (the plugin is pickled by reference) and rmm_rs.
+# The worker processes import rmm_rs.frameworks.dask (the plugin is pickled by reference) and rmm_rs.
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.abspath(PYTHON_DIR), os.environ.get("PYTHONPATH")]))
 
 

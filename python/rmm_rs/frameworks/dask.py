@@ -1,7 +1,7 @@
 """rmm_rs.dask: an rmm-rs memory stack on each Dask worker's GPU, as Dask-CUDA sets up RMM.
 
-``rmm_rs.dask`` is this module (``from rmm_rs import dask``; ``rmm_rs`` is one file, so it
-finds this one, its sibling ``rmm_rs_dask``, on first access)::
+``rmm_rs.dask`` is this module, ``rmm_rs.frameworks.dask`` (``from rmm_rs import dask`` imports
+it on first access)::
 
     from distributed import Client, LocalCluster
     import rmm_rs
@@ -27,14 +27,15 @@ which ``Client.register_plugin`` requires); ``import rmm_rs`` alone never does.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import threading
 from typing import Any, Callable, Dict, Optional, Union
 
 from distributed import WorkerPlugin
 
-import rmm_rs
+from .. import _core
+from .._bindings import _lock
+from . import cupy as _cupy, numba as _numba
 
 __all__ = ["RmmRsPlugin", "describe"]
 
@@ -79,27 +80,19 @@ def _narrow(index: int) -> str:
 def _install_spec(spec: str, device: int) -> None:
     """Builds `spec` on `device` and makes it the device's current resource at once (what
     rmm_rs.configure() does for its resource kinds; rmmConfigure would apply only to a device
-    that has no resource yet)."""
-    stack = rmm_rs.Resource.from_spec(spec, device)
-    previous = ctypes.c_void_p()
-    with rmm_rs._lock:
-        try:
-            rmm_rs._call("rmmSetPerDeviceResource", device, stack._h(), ctypes.byref(previous))
-        finally:
-            stack.close()  # the per-device registry holds its own reference
-        # A stack rmm_rs.configure() built earlier is replaced: forget it, or
-        # rmm_rs.statistics() would keep reading its adaptor.
-        old = rmm_rs._stacks.pop(device, None)
-        rmm_rs._configured = True
-    if old is not None:
-        old.close()
-    if previous.value:
-        rmm_rs.Resource(previous.value).close()
+    that has no resource yet). A stack rmm_rs.configure() built earlier is forgotten, or
+    rmm_rs.statistics() would keep reading its adaptor."""
+    stack = _core.Resource.from_spec(spec, device)
+    try:
+        with _lock:
+            _core._install(device, stack)
+    finally:
+        stack.close()  # the per-device registry holds its own reference
 
 
 def _chain(device: int) -> str:
     names = []
-    with rmm_rs.Resource.of_device(device) as top:
+    with _core.Resource.of_device(device) as top:
         node: Any = top.snapshot()
     while isinstance(node, dict):
         names.append(str(node.get("resource")))
@@ -126,8 +119,8 @@ class RmmRsPlugin(WorkerPlugin):
     narrows the worker process to that one GPU (module docstring), which must happen before
     anything in the worker starts CUDA: register the plugin before the first GPU task.
 
-    `cupy`: True: ``rmm_rs.use_for_cupy()`` (CuPy must be installed); None: the same when
-    CuPy is importable; False: leave CuPy alone. `numba` likewise, ``rmm_rs.use_for_numba()``:
+    `cupy`: True: ``_cupy.use_for_cupy()`` (CuPy must be installed); None: the same when
+    CuPy is importable; False: leave CuPy alone. `numba` likewise, ``_numba.use_for_numba()``:
     Dask moves CuPy arrays between workers into Numba device arrays (``distributed.protocol``
     without RAPIDS RMM), so without it that memory bypasses the worker's stack.
     """
@@ -146,8 +139,8 @@ class RmmRsPlugin(WorkerPlugin):
             raise ValueError(f"RmmRsPlugin: device={device!r}: expected None, 'name', an int or a function of the worker")
         if resource is None and any(value is not None for value in kind_arguments):
             resource = "pool"
-        if resource is not None and str(resource).lower() not in rmm_rs.RESOURCES + ("async",):
-            raise ValueError(f"RmmRsPlugin: resource={resource!r}: expected one of {', '.join(rmm_rs.RESOURCES)}")
+        if resource is not None and str(resource).lower() not in _core.RESOURCES + ("async",):
+            raise ValueError(f"RmmRsPlugin: resource={resource!r}: expected one of {', '.join(_core.RESOURCES)}")
         self.spec = spec
         self.device = device
         self.resource = resource
@@ -181,7 +174,7 @@ class RmmRsPlugin(WorkerPlugin):
             visible = _narrow(index)
             # The check that the narrowing took: a process whose CUDA had started already
             # keeps every device it saw (and one device is then all we can vouch for).
-            count = rmm_rs.device_count()
+            count = _core.device_count()
             if count != 1:
                 # The environment goes back to what the process sees, for its children.
                 for name, value in saved.items():
@@ -196,20 +189,20 @@ class RmmRsPlugin(WorkerPlugin):
                     "CUDA_VISIBLE_DEVICES and use device=None")
             _narrowed_to = index
         device = 0
-        rmm_rs.set_device(device)
+        _core.set_device(device)
         name, gpu = str(worker.name), str(index if index is not None else device)
         if self.resource is not None:
             log = self.log.replace("{name}", name).replace("{device}", gpu) if self.log else None
-            rmm_rs.configure(self.resource, self.initial_pool_size, self.maximum_pool_size, log=log,
+            _core.configure(self.resource, self.initial_pool_size, self.maximum_pool_size, log=log,
                              devices=device, release_threshold=self.release_threshold)
             spec = None
         else:
-            spec = self.spec if self.spec is not None else (os.environ.get("RMM_ALLOC_CONF") or rmm_rs.DEFAULT_SPEC)
+            spec = self.spec if self.spec is not None else (os.environ.get("RMM_ALLOC_CONF") or _core.DEFAULT_SPEC)
             spec = spec.replace("{name}", name).replace("{device}", gpu)
             if spec.replace("+", "/").split("/")[0].strip() in ("report", "async_free"):
                 # Keywords of default stacks, which only rmmConfigure takes: the device gets
                 # the stack at its first use (a fresh worker's device has none yet).
-                rmm_rs.configure_from_string(spec)
+                _core.configure_from_string(spec)
             else:
                 _install_spec(spec, device)
         hooked = {}
@@ -222,11 +215,11 @@ class RmmRsPlugin(WorkerPlugin):
                     import cupy
 
                     cupy.cuda.Device(device).use()
-                    rmm_rs.use_for_cupy()
+                    _cupy.use_for_cupy()
                 else:
                     import numba.cuda  # noqa: F401 - what use_for_numba() needs
 
-                    rmm_rs.use_for_numba()
+                    _numba.use_for_numba()
             except ImportError:
                 if wanted:
                     raise
@@ -241,7 +234,7 @@ class RmmRsPlugin(WorkerPlugin):
         # The stack lives as long as the worker process (memory handed out stays valid);
         # what a logging adaptor buffered is written out now, while the process is whole.
         if self.resource is not None and self.log:
-            rmm_rs.flush_log(0)
+            _core.flush_log(0)
 
 
 def describe() -> Dict[str, Any]:
@@ -254,9 +247,9 @@ def describe() -> Dict[str, Any]:
         info = dict(_setup)
     if not info:
         raise RuntimeError("rmm_rs.dask.describe(): no RmmRsPlugin has run in this process")
-    info["device_count"] = rmm_rs.device_count()
+    info["device_count"] = _core.device_count()
     info["stack"] = _chain(0)
-    counts = rmm_rs.statistics(0)
+    counts = _core.statistics(0)
     info["statistics"] = None if counts is None else {
         "current_bytes": counts.current_bytes, "peak_bytes": counts.peak_bytes, "total_count": counts.total_count}
     return info
