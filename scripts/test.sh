@@ -63,13 +63,13 @@ echo "== C/C++ suite (ctest, simulated devices)"
 # CCCL's and the CUDA runtime's headers from PyPI, for the RAPIDS-shaped C++ test.
 scripts/fetch-cccl.sh "$cccl"
 build=build/test
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRMM_CCCL_DIR="$(cd "$cccl" && pwd)" >/dev/null
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRMM_BUILD_TESTS=ON -DRMM_CCCL_DIR="$(cd "$cccl" && pwd)" >/dev/null
 cmake --build "$build"
 ctest --test-dir "$build" --output-on-failure -j2
 
 echo "== C tests under AddressSanitizer and UndefinedBehaviorSanitizer"
 asan=build/asan
-cmake -S . -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRMM_SANITIZE=address,undefined >/dev/null
+cmake -S . -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRMM_BUILD_TESTS=ON -DRMM_SANITIZE=address,undefined >/dev/null
 cmake --build "$asan"
 ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$asan" --output-on-failure -j2 -L '^c$'
 
