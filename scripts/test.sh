@@ -30,16 +30,22 @@ join() { local out="" item; for item in "$@"; do out+="${out:+; }$item"; done; e
 cargo_counts() {
   awk '/^test result:/ { p += $4; i += $8 } END { printf "%d passed%s", p, i ? ", " i " ignored (#[ignore])" : "" }' "$@"
 }
-# ctest's totals; skipped tests (exit 77: a second device or a driver feature they need) by name.
+# ctest's totals; skipped tests (exit 77) by name, with the reasons they printed ("SKIP: why",
+# in ctest's LastTest.log under BUILD).
 ctest_counts() {
-  local total skips
+  local total names reasons
   total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$1" | tail -1)
-  skips=$(sed -n 's/^[[:space:]]*[0-9]* - \(.*\) (Skipped)$/\1/p' "$1" | paste -sd, - | sed 's/,/, /g')
-  if [ -n "$skips" ]; then
-    echo "$((total - $(echo "$skips" | tr ',' '\n' | wc -l))) of $total passed, skipped: $skips (exit 77: needs what simulated devices lack)"
-  else
+  names=$(sed -n 's/^[[:space:]]*[0-9]* - \(.*\) (Skipped)$/\1/p' "$1")
+  if [ -z "$names" ]; then
     echo "$total of $total passed"
+    return
   fi
+  reasons=$(awk 'NR == FNR { skip[$0] = 1; next }
+                 /^[0-9]+\/[0-9]+ Test: / { name = $3 }
+                 /^SKIP: / && skip[name] { sub(/^SKIP: /, ""); print }' \
+              <(echo "$names") "$2"/Testing/Temporary/LastTest.log 2>/dev/null | sort -u | paste -sd'|' - | sed 's/|/, /g')
+  echo "$((total - $(echo "$names" | wc -l))) of $total passed, skipped: $(echo "$names" | paste -sd'|' - | sed 's/|/, /g')" \
+    "(${reasons:-exit 77})"
 }
 # unittest's count, and its skipped tests grouped by reason.
 python_counts() {
@@ -120,14 +126,14 @@ build=build/test
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRMM_BUILD_TESTS=ON -DRMM_CCCL_DIR="$(cd "$cccl" && pwd)" >/dev/null
 cmake --build "$build"
 ctest --test-dir "$build" --output-on-failure -j2 2>&1 | tee "$logs/ctest.log"
-passed "$(ctest_counts "$logs/ctest.log")"
+passed "$(ctest_counts "$logs/ctest.log" "$build")"
 
 step "ctest under ASan+UBSan" "C tests under AddressSanitizer and UndefinedBehaviorSanitizer"
 asan=build/asan
 cmake -S . -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRMM_BUILD_TESTS=ON -DRMM_SANITIZE=address,undefined >/dev/null
 cmake --build "$asan"
 ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$asan" --output-on-failure -j2 -L '^c$' 2>&1 | tee "$logs/asan.log"
-passed "$(ctest_counts "$logs/asan.log")"
+passed "$(ctest_counts "$logs/asan.log" "$asan")"
 
 step "RAPIDS RMM's C++ suite" "RAPIDS RMM's own C++ suite, g++ on simulated devices (fails on what cxx_tests/rapids-suite-expected.txt does not list)"
 rapids_tree=legacy-suites/rapids-26.08
