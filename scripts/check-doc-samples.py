@@ -17,6 +17,12 @@ says what to do with it (a block without one is an error, so that no sample esca
     ```LANG nocheck  not run here, because it needs what CI lacks (nvcc, a GPU, CCCL, a
                      framework) or only shows a command line; the GPU test suites cover these
 
+A `run` sample may add `as=FILE` (```c run as=app.c): the text after the block then gives, as
+the first inline code span naming FILE, the reader's own command line (`cc app.c -o app ...
+&& ./app`). Besides the usual build and run, the sample is saved as FILE and that line runs as
+written, with bash: once on the simulated device, where it must exit 0, and once more without
+RMM_SIM_DEVICES, where it must exit 0 (a GPU) or fail saying why, naming RMM_SIM_DEVICES.
+
 Each sample runs in a directory of its own with RMM_SIM_DEVICES=1 (a sample may set its own),
 and a failing one prints its file, line, command and output. Needs target/release/librmm.so,
 librmm_preload.so and rmm-replay (cargo build --release --workspace --bins --lib).
@@ -74,6 +80,8 @@ class Sample:
     language: str
     action: str
     code: str
+    save_as: str = ""  # as=FILE: the name the reader saves it under
+    command: str = ""  # the reader's command line naming that file, from the text after it
 
     def where(self):
         return f"{self.path.relative_to(ROOT)}:{self.line}"
@@ -86,6 +94,21 @@ def markdown_files(arguments):
     # The API pages are generated from rmm.h and hold declarations, not samples.
     return [ROOT / "README.md"] + sorted(p for p in book.rglob("*.md")
                                          if (book / "api") not in p.parents)
+
+
+def command_naming(name, lines):
+    """The first inline code span in `lines` (up to the next fenced block) that is a command
+    with `name` as one of its words."""
+    text = []
+    for line in lines:
+        if re.match(r"^\s*(```|~~~)", line):
+            break
+        text.append(line)
+    for span in re.findall(r"`([^`]+)`", " ".join(text)):
+        words = span.split()
+        if len(words) > 1 and name in words:  # a command, not the name alone
+            return " ".join(words)
+    return ""
 
 
 def samples_of(path):
@@ -118,7 +141,15 @@ def samples_of(path):
         if actions[0] == "body" and language != "c":
             problems.append(f"{where}: only C samples can be a body")
             continue
-        samples.append(Sample(path, start + 1, language, actions[0], code + "\n"))
+        save_as = next((w[3:] for w in words if w.startswith("as=")), "")
+        command = command_naming(save_as, lines[i:]) if save_as else ""
+        if save_as and (actions[0] != "run" or "./" not in command):
+            problems.append(f"{where}: as={save_as} needs a run sample followed by a command "
+                            f"line naming {save_as} and running what it builds (./...) in an "
+                            f"inline code span")
+            continue
+        samples.append(Sample(path, start + 1, language, actions[0], code + "\n", save_as,
+                              command))
     return samples, problems
 
 
@@ -165,6 +196,25 @@ def commands(sample, work, prefix):
     return [["bash", "-euo", "pipefail", "sample.sh"]]
 
 
+def as_written(sample, work, env):
+    """Runs an as=FILE sample's own command line as written: on the simulated device it must
+    succeed; without RMM_SIM_DEVICES it must succeed (a GPU) or fail naming RMM_SIM_DEVICES."""
+    (work / sample.save_as).write_text(sample.code)
+    no_devices = {k: v for k, v in env.items() if k != "RMM_SIM_DEVICES"}
+    for how, environment in (("", env), (" without RMM_SIM_DEVICES", no_devices)):
+        try:
+            done = subprocess.run(["bash", "-euo", "pipefail", "-c", sample.command], cwd=work,
+                                  env=environment, capture_output=True, text=True,
+                                  timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return f"{sample.command}{how}: still running after {TIMEOUT} s"
+        output = f"{done.stdout}{done.stderr}".rstrip()
+        if done.returncode != 0 and (not how or "RMM_SIM_DEVICES" not in output):
+            return (f"{sample.command}{how} exited with {done.returncode}"
+                    f"{'' if not how else ' without saying why (RMM_SIM_DEVICES)'}\n{output}")
+    return None
+
+
 def run(sample, base):
     work = pathlib.Path(tempfile.mkdtemp(dir=base, prefix="sample-"))
     prefix = fake_prefix(work)
@@ -186,7 +236,7 @@ def run(sample, base):
         if done.returncode != 0:
             return (f"{' '.join(command)} exited with {done.returncode}\n"
                     f"{done.stdout}{done.stderr}".rstrip())
-    return None
+    return as_written(sample, work, env) if sample.save_as else None
 
 
 def main():
@@ -206,7 +256,8 @@ def main():
     checked = [s for s in samples if s.action != "nocheck"]
     if args.list:
         for s in samples:
-            print(f"{s.where()}: {s.language} {s.action}")
+            print(f"{s.where()}: {s.language} {s.action}"
+                  + (f", then as written: {s.command}" if s.command else ""))
         return 0
     missing = [p for p in ("librmm.so", "librmm_preload.so", "rmm-replay")
                if not (TARGET / p).exists()]

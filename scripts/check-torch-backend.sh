@@ -17,7 +17,8 @@ cuda_include=${CUDA_INCLUDE:-build/cccl/include}
 [ "${TORCH_FETCH_ONLY:-0}" = 1 ] || [ -f "$cuda_include/cuda_runtime_api.h" ] || scripts/fetch-cccl.sh build/cccl
 if [ ! -f "$dest/$version/torch/include/c10/cuda/CUDACachingAllocator.h" ]; then
   rm -rf "$dest/wheel" && mkdir -p "$dest/wheel"
-  python3 -m pip download --quiet --no-deps --dest "$dest/wheel" "torch==$version"
+  # About 530 MB, of which only torch/include/ is kept; scripts/pip-download.py shows progress.
+  python3 scripts/pip-download.py "$dest/wheel" "torch==$version"
   python3 - "$dest/wheel" "$dest/$version" <<'PY'
 import glob, sys, zipfile
 wheel = glob.glob(sys.argv[1] + "/torch-*.whl")[0]

@@ -15,7 +15,7 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -f "$dest/cccl.tar.gz
   exit 0
 fi
 rm -rf "$dest" && mkdir -p "$dest/wheels"
-python3 -m pip download --quiet --no-deps --dest "$dest/wheels" \
+python3 "$(dirname "$0")/pip-download.py" "$dest/wheels" \
   "nvidia-cuda-cccl==$cccl_version" "nvidia-cuda-runtime==$runtime_version" "nvidia-cuda-crt==$runtime_version"
 for wheel in "$dest"/wheels/*.whl; do
   python3 - "$wheel" "$dest" <<'PY'

@@ -56,6 +56,7 @@ generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 cmake -S "$root" -B "$build" ${generator[@]+"${generator[@]}"} \
   -DCMAKE_BUILD_TYPE=Release \
+  -DRMM_BUILD_TESTS=ON \
   -DRMM_PREBUILT_DIR="$stage" \
   -DRMM_TESTS_ON_GPU=ON \
   -DCMAKE_CUDA_ARCHITECTURES="$archs" ${cccl_args[@]+"${cccl_args[@]}"}

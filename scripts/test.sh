@@ -11,8 +11,66 @@
 #
 # Offline: RMM_OFFLINE_CACHE=DIR takes the crates and headers from DIR (made with network once
 # by scripts/offline-cache.sh DIR) and never touches the network for them.
+#
+# It ends with one line, also written to build/test-summary.txt: PASSED or FAILED (and in which
+# step), the time, each step with what it counted (tests passed, skipped, ignored), and what
+# was skipped and why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# --- The summary line ---------------------------------------------------------------------
+started=$SECONDS
+current="setup"   # the step under way
+ran=()            # "what: result" of each step that passed
+skipped=()        # "what (why)"
+logs=$(mktemp -d)
+step() { current=$1; echo "== $2"; }
+passed() { ran+=("$current${1:+: $1}"); }
+join() { local out="" item; for item in "$@"; do out+="${out:+; }$item"; done; echo "$out"; }
+# cargo's "test result:" lines: tests passed, and ignored ones (#[ignore]: GPU or long runs).
+cargo_counts() {
+  awk '/^test result:/ { p += $4; i += $8 } END { printf "%d passed%s", p, i ? ", " i " ignored (#[ignore])" : "" }' "$@"
+}
+# ctest's totals; skipped tests (exit 77) by name, with the reasons they printed ("SKIP: why",
+# in ctest's LastTest.log under BUILD).
+ctest_counts() {
+  local total names reasons
+  total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$1" | tail -1)
+  names=$(sed -n 's/^[[:space:]]*[0-9]* - \(.*\) (Skipped)$/\1/p' "$1")
+  if [ -z "$names" ]; then
+    echo "$total of $total passed"
+    return
+  fi
+  reasons=$(awk 'NR == FNR { skip[$0] = 1; next }
+                 /^[0-9]+\/[0-9]+ Test: / { name = $3 }
+                 /^SKIP: / && skip[name] { sub(/^SKIP: /, ""); print }' \
+              <(echo "$names") "$2"/Testing/Temporary/LastTest.log 2>/dev/null | sort -u | paste -sd'|' - | sed 's/|/, /g')
+  echo "$((total - $(echo "$names" | wc -l))) of $total passed, skipped: $(echo "$names" | paste -sd'|' - | sed 's/|/, /g')" \
+    "(${reasons:-exit 77})"
+}
+# unittest's count, and its skipped tests grouped by reason.
+python_counts() {
+  local ran skips reasons
+  ran=$(sed -n 's/^Ran \([0-9]*\) tests.*/\1/p' "$1")
+  skips=$(sed -n 's/^OK (.*skipped=\([0-9]*\).*/\1/p' "$1")
+  reasons=$(sed -n "s/.* \.\.\. skipped [\"']\(.*\)[\"']$/\1/p" "$1" | sort | uniq -c \
+    | sed 's/^ *\([0-9]*\) \(.*\)/\2 (\1)/' | paste -sd'|' - | sed 's/|/, /g')
+  echo "$((ran - ${skips:-0})) of $ran passed${reasons:+, skipped: $reasons}"
+}
+summary() {
+  local status=$? elapsed line
+  elapsed="$(((SECONDS - started) / 60))m$(((SECONDS - started) % 60))s"
+  if [ "$status" -eq 0 ]; then
+    line="test.sh: PASSED in $elapsed: $(join "${ran[@]}")"
+  else
+    line="test.sh: FAILED (exit $status) in step '$current' after $elapsed; passed before it: $(join "${ran[@]:-nothing}")"
+  fi
+  [ ${#skipped[@]} -eq 0 ] || line+="; SKIPPED: $(join "${skipped[@]}")"
+  rm -rf "$logs"
+  mkdir -p build && echo "$line" > build/test-summary.txt
+  echo "$line"
+}
+trap summary EXIT
 cccl=build/cccl
 if [ -n "${RMM_OFFLINE_CACHE:-}" ]; then
   RMM_OFFLINE_CACHE=$(cd "$RMM_OFFLINE_CACHE" && pwd)
@@ -34,67 +92,76 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-echo "== format, lints, docs"
+step "fmt, clippy, rustdoc" "format, lints, docs"
 cargo fmt --all --check
 cargo clippy --all-targets --workspace -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --quiet
+passed
 
-echo "== cargo test (every crate)"
-cargo test --workspace
+step "cargo tests" "cargo test (every crate)"
+cargo test --workspace 2>&1 | tee "$logs/cargo.log"
+passed "$(cargo_counts "$logs/cargo.log")"
 
-echo "== the logging adaptor's numbered order (where the time-stamp counter cannot order events)"
-RMM_LOG_CLOCK=system cargo test --release --test adaptors --test replay --test release_on_oom 2>&1 | grep -E '^test result|panicked'
+step "logging order tests" "the logging adaptor's numbered order (where the time-stamp counter cannot order events)"
+RMM_LOG_CLOCK=system cargo test --release --test adaptors --test replay --test release_on_oom 2>&1 \
+  | grep -E '^test result|panicked' | tee "$logs/clock.log"
+passed "$(cargo_counts "$logs/clock.log")"
 
-echo "== C API fuzzers, a slice, on two simulated devices with the current one switched between calls (scripts/fuzz.sh runs them long)"
-RMM_FUZZ_CALLS=1000000 cargo test --release --test fuzz_api --test fuzz_api_threads --test fuzz_api_oom -- --nocapture 2>&1 \
-  | grep -E '^fuzz_api|^test result|panicked|assertion'
+step "C API fuzzers" "C API fuzzers, a slice, on two simulated devices with the current one switched between calls (scripts/fuzz.sh runs them long)"
+# fuzz CMD...: the fuzzer's lines of interest (FUZZ_SHOW: more), kept for the summary.
+fuzz() { "$@" 2>&1 | grep -E "^fuzz_api|^test result|panicked|assertion${FUZZ_SHOW:-}" | tee -a "$logs/fuzz.log"; }
+RMM_FUZZ_CALLS=1000000 fuzz cargo test --release --test fuzz_api --test fuzz_api_threads --test fuzz_api_oom -- --nocapture
 echo "== the C API fuzzer in sequences of about 20,000 calls on two devices (issue 39's shape), then on one device"
-RMM_FUZZ_SEED=1001 RMM_FUZZ_STEPS=8000 RMM_FUZZ_CALLS=400000 cargo test --release --test fuzz_api -- --nocapture 2>&1 \
-  | grep -E '^fuzz_api|^test result|panicked|assertion'
-RMM_FUZZ_DEVICES=1 RMM_FUZZ_CALLS=400000 cargo test --release --test fuzz_api -- --nocapture 2>&1 \
-  | grep -E '^fuzz_api|^test result|panicked|assertion'
+RMM_FUZZ_SEED=1001 RMM_FUZZ_STEPS=8000 RMM_FUZZ_CALLS=400000 fuzz cargo test --release --test fuzz_api -- --nocapture
+RMM_FUZZ_DEVICES=1 RMM_FUZZ_CALLS=400000 fuzz cargo test --release --test fuzz_api -- --nocapture
 echo "== the threaded C API fuzzer with a stream split into lanes as soon as two threads allocate there"
-RMM_LANES_SPLIT_AT=0 RMM_FUZZ_CALLS=300000 cargo test --release --test fuzz_api_threads -- --nocapture 2>&1 \
-  | grep -E '^fuzz_api|^test result|panicked|assertion'
+RMM_LANES_SPLIT_AT=0 RMM_FUZZ_CALLS=300000 fuzz cargo test --release --test fuzz_api_threads -- --nocapture
 echo "== the threaded C API fuzzer's growth mode: stacks rebuilt empty every round, 16 threads growing them at once"
-RMM_FUZZ_GROWTH=1 RMM_FUZZ_SECONDS=10 RMM_FUZZ_CALLS=400000 cargo test --release --test fuzz_api_threads -- --nocapture 2>&1 \
-  | grep -E '^fuzz_api|^test result|panicked|assertion|out of memory'
+FUZZ_SHOW='|out of memory' RMM_FUZZ_GROWTH=1 RMM_FUZZ_SECONDS=10 RMM_FUZZ_CALLS=400000 fuzz cargo test --release --test fuzz_api_threads -- --nocapture
+passed "$(grep -c '^test result: ok' "$logs/fuzz.log") runs ok"
 
-echo "== C/C++ suite (ctest, simulated devices)"
+step "ctest" "C/C++ suite (ctest, simulated devices)"
 # CCCL's and the CUDA runtime's headers from PyPI, for the RAPIDS-shaped C++ test.
 scripts/fetch-cccl.sh "$cccl"
 build=build/test
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRMM_CCCL_DIR="$(cd "$cccl" && pwd)" >/dev/null
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRMM_BUILD_TESTS=ON -DRMM_CCCL_DIR="$(cd "$cccl" && pwd)" >/dev/null
 cmake --build "$build"
-ctest --test-dir "$build" --output-on-failure -j2
+ctest --test-dir "$build" --output-on-failure -j2 2>&1 | tee "$logs/ctest.log"
+passed "$(ctest_counts "$logs/ctest.log" "$build")"
 
-echo "== C tests under AddressSanitizer and UndefinedBehaviorSanitizer"
+step "ctest under ASan+UBSan" "C tests under AddressSanitizer and UndefinedBehaviorSanitizer"
 asan=build/asan
-cmake -S . -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRMM_SANITIZE=address,undefined >/dev/null
+cmake -S . -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRMM_BUILD_TESTS=ON -DRMM_SANITIZE=address,undefined >/dev/null
 cmake --build "$asan"
-ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$asan" --output-on-failure -j2 -L '^c$'
+ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$asan" --output-on-failure -j2 -L '^c$' 2>&1 | tee "$logs/asan.log"
+passed "$(ctest_counts "$logs/asan.log" "$asan")"
 
-echo "== RAPIDS RMM's own C++ suite, g++ on simulated devices (fails on what cxx_tests/rapids-suite-expected.txt does not list)"
+step "RAPIDS RMM's C++ suite" "RAPIDS RMM's own C++ suite, g++ on simulated devices (fails on what cxx_tests/rapids-suite-expected.txt does not list)"
 rapids_tree=legacy-suites/rapids-26.08
 [ -n "${RMM_OFFLINE_CACHE:-}" ] && rapids_tree=$RMM_OFFLINE_CACHE/rapids-26.08
 # Other people's code, fetched from GitHub (kept as it is when it holds the pinned commit). A
 # machine that cannot reach GitHub skips the suite and says so; RMM_OFFLINE_CACHE brings it.
 if scripts/fetch-rapids-suite.sh "$rapids_tree"; then
-  JOBS=2 CCCL_DIR="$cccl" scripts/rapids-suite.sh "$rapids_tree"
+  JOBS=2 CCCL_DIR="$cccl" scripts/rapids-suite.sh "$rapids_tree" 2>&1 | tee "$logs/rapids.log"
+  passed "$(sed -n 's/^RESULT //p' "$logs/rapids.log")"
 else
   echo "SKIPPED RAPIDS RMM's C++ suite: its sources could not be fetched from GitHub (scripts/offline-cache.sh DIR on a machine with access, then RMM_OFFLINE_CACHE=DIR)"
+  skipped+=("RAPIDS RMM's C++ suite (GitHub could not be reached; RMM_OFFLINE_CACHE brings it)")
 fi
 
-echo "== Python package rmm_rs (simulated devices): its own API, RAPIDS RMM's Python API, the seeds' Python snippets, librmm_cffi"
-RMM_RS_LIBRARY="${CARGO_TARGET_DIR:-$PWD/target}/release/librmm.so" python3 python/test_rmm_rs.py
+step "Python package" "Python package rmm_rs (simulated devices): its own API, RAPIDS RMM's Python API, the seeds' Python snippets, librmm_cffi"
+RMM_RS_LIBRARY="${CARGO_TARGET_DIR:-$PWD/target}/release/librmm.so" python3 python/test_rmm_rs.py 2>&1 | tee "$logs/python.log"
+passed "$(python_counts "$logs/python.log")"
 
-echo "== the build comparison benchmark still builds and runs (scripts/gpu-pair-ab.sh, a tiny run)"
+step "pair_ab benchmark" "the build comparison benchmark still builds and runs (scripts/gpu-pair-ab.sh, a tiny run)"
 ab=$(mktemp -d)
 cp "${CARGO_TARGET_DIR:-$PWD/target}/release/librmm.so" "$ab/librmm_this.so"
 compared=$(RMM_SIM_DEVICES=1 RMM_SIM_ON_RACE=off ROUNDS=4 PAIRS=100 THREADS=2 STEPS=20 scripts/gpu-pair-ab.sh "$ab" | grep -c quartiles)
 rm -rf "$ab"
 # Three pair cases and the threads case, each for the build and its copy.
 [ "$compared" -eq 8 ] || { echo "pair_ab compared $compared figures, not 8" >&2; exit 1; }
+passed "8 figures"
 
-echo "== PyTorch backend against PyTorch's headers (from its wheel)"
+step "PyTorch backend compile" "PyTorch backend against PyTorch's headers (from its wheel)"
 CUDA_INCLUDE=$cccl/include scripts/check-torch-backend.sh
+passed

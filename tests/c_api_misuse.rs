@@ -189,10 +189,21 @@ fn messages_name_the_call_the_resource_and_the_device() {
     assert_eq!(
         last_message(),
         "rmmResourceAllocate: out of memory: could not allocate 8.00 MiB (8388608 bytes) (the pool resource of device 0 \
-         holds 1.00 MiB (1048576 bytes) (at most 4.00 MiB (4194304 bytes)), 1.00 MiB (1048576 bytes) of it free, the \
-         largest free block 1.00 MiB (1048576 bytes); it could not grow: its maximum size, 4.00 MiB (4194304 bytes), is \
-         reached)"
+         holds 1.00 MiB (1048576 bytes), 1.00 MiB (1048576 bytes) of it free, the largest free block 1.00 MiB (1048576 \
+         bytes), and may hold at most 4.00 MiB (4194304 bytes); it could not grow: its maximum size, 4.00 MiB (4194304 \
+         bytes), is reached)"
     );
+    // Without a maximum the message says so (it read "at most no limit").
+    let mut unlimited = std::ptr::null_mut();
+    assert_eq!(rmmPoolResourceCreate(&mut unlimited, cuda, 1 << 20, 0), RMM_SUCCESS);
+    assert_eq!(rmmResourceAllocate(unlimited, &mut ptr, 1 << 40, NULL_STREAM), RMM_ERROR_OUT_OF_MEMORY);
+    let message = last_message();
+    assert!(
+        message.contains("the largest free block 1.00 MiB (1048576 bytes), and has no maximum size; it could not grow: ")
+            && !message.contains("at most"),
+        "{message}"
+    );
+    assert_eq!(rmmResourceDestroy(unlimited), RMM_SUCCESS);
     for handle in [pool, fixed, cuda] {
         assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
     }

@@ -96,14 +96,18 @@ impl<I: BlockIndex> Core<I> {
         Err(Error::out_of_memory(
             bytes,
             format!(
-                "the {} resource of device {} holds {} (at most {}), {} of it free, the largest free block {}; it could not \
+                "the {} resource of device {} holds {}, {} of it free, the largest free block {}, and {}; it could not \
                  grow: {}",
                 self.name,
                 self.device,
                 units::exact(usage.reserved),
-                if self.maximum == usize::MAX { "no limit".to_string() } else { units::exact(self.maximum) },
                 units::exact(usage.free),
                 units::exact(usage.largest_free_block),
+                if self.maximum == usize::MAX {
+                    "has no maximum size".to_string()
+                } else {
+                    format!("may hold at most {}", units::exact(self.maximum))
+                },
                 grown.err().map(|e| e.cause()).unwrap_or_default()
             ),
         ))
