@@ -1,7 +1,8 @@
 /* The LD_PRELOAD shim's hooks, called directly (this program links librmm_preload.so), on
  * simulated devices or a GPU: allocations go through rmm (the report counts them), bad input
  * gets CUDA's error codes, pointers rmm did not hand out go to the real functions (absent
- * here: no CUDA runtime is linked), and a forked child uses the real functions only. */
+ * here: no CUDA runtime is linked), a forked child uses the real functions only, and a child
+ * that execs a program gets the shim again (this program, with the argument "exec-child"). */
 #define _POSIX_C_SOURCE 200809L
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,7 +22,17 @@ int cuMemFreeAsync(unsigned long long ptr, void *stream);
 int cuMemAllocAsync_ptsz(unsigned long long *ptr, size_t size, void *stream);
 int cuMemFreeAsync_ptsz(unsigned long long ptr, void *stream);
 
-int main(void) {
+/* The exec'd child: a fresh process, served by rmm again. */
+static int exec_child(void) {
+  void *p = NULL;
+  if (cudaMalloc(&p, 100) != 0 || p == NULL) return 1;
+  if (cudaFree(p) != 0) return 2;
+  if (cudaFree(p) == 0) return 3; /* freed twice: refused, so rmm handed it out */
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "exec-child") == 0) return exec_child();
   void *a = NULL, *b = NULL, *c = NULL;
   unsigned long long d = 0, e = 0, f = 0;
   size_t pitch = 0;
@@ -78,6 +89,15 @@ int main(void) {
   if (child == 0) {
     void *p = NULL;
     _exit(cudaMalloc(&p, 100) == 0 ? 1 : 0);
+  }
+  CHECK(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  /* A fork that execs: the new program is served by rmm. */
+  child = fork();
+  CHECK(child >= 0);
+  if (child == 0) {
+    execl("/proc/self/exe", argv[0], "exec-child", (char *)NULL);
+    _exit(99);
   }
   CHECK(waitpid(child, &status, 0) == child);
   CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
