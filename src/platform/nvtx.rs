@@ -413,10 +413,11 @@ fn initialize_mem(handle: *mut c_void, domain: usize) -> Option<Tool> {
     }
 }
 
-/// The attached tool, if any (one relaxed load when there is none).
+/// The attached tool, if any (one relaxed load when there is none). None too once the process
+/// exits: the tool may be gone before the last frees.
 #[inline(always)]
 fn attached() -> Option<&'static Tool> {
-    if STATE.load(Ordering::Relaxed) == NO_TOOL {
+    if STATE.load(Ordering::Relaxed) == NO_TOOL || super::process_exiting() {
         return None;
     }
     tool()

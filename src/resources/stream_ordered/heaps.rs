@@ -57,7 +57,7 @@ impl Registry {
 /// A core's chunks that are blocks of a core under it (only while a tool is attached): base ->
 /// the region (address, bytes) the chunk was there, registered again when the chunk goes back.
 #[derive(Default)]
-pub(super) struct Heaps(Mutex<BTreeMap<usize, Option<(usize, usize)>>>);
+pub(super) struct Borrowed(Mutex<BTreeMap<usize, Option<(usize, usize)>>>);
 
 impl<I: BlockIndex> Core<I> {
     /// The name the tool shows for this core's chunks, e.g. "rmm-rs pool (device 0)".
@@ -83,7 +83,7 @@ impl<I: BlockIndex> Core<I> {
             if let Some((addr, _)) = region {
                 registry.unregister(addr);
             }
-            self.heaps.0.lock().insert(base, region);
+            self.borrowed.0.lock().insert(base, region);
             return;
         }
         let name = self.heap_name();
@@ -106,7 +106,7 @@ impl<I: BlockIndex> Core<I> {
     #[inline(never)]
     fn leave(&self, base: usize, size: usize) {
         let mut registry = REGISTRY.lock();
-        let borrowed = self.heaps.0.lock().remove(&base);
+        let borrowed = self.borrowed.0.lock().remove(&base);
         match borrowed {
             Some(region) => {
                 if let Some((addr, bytes)) = region {

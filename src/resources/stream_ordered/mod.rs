@@ -303,8 +303,9 @@ pub struct Core<I: BlockIndex> {
     /// The simulator's race checker, told of every block handed out and freed; None on a GPU.
     /// Looked up once, so that a GPU's fast path pays one test for it, not a look at the backend.
     race_checker: Option<&'static SimDevices>,
-    /// The heap each chunk is to a memory checker attached through NVTX (empty without one).
-    heaps: heaps::Heaps,
+    /// Chunks that are blocks of a pool under this core, while a memory checker is attached
+    /// through NVTX (see `heaps`).
+    borrowed: heaps::Borrowed,
 }
 
 /// Implements the `MemoryResource` methods that a resource built on one `StreamOrdered` (in
@@ -461,7 +462,7 @@ impl<I: BlockIndex> Core<I> {
             new_index: Box::new(new_index),
             omit_ordering: AtomicBool::new(false),
             race_checker: crate::platform::simulator(),
-            heaps: heaps::Heaps::default(),
+            borrowed: heaps::Borrowed::default(),
             per_thread_default_stream: AtomicBool::new(false),
         });
         let cache: Arc<dyn super::caches::Cache> = core.clone();
