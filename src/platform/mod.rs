@@ -1,9 +1,11 @@
 //! The only code that talks to a device: the CUDA driver (`cuda.rs`) or simulated devices
 //! (`sim.rs`), chosen once per process. The simulator runs only when `RMM_SIM_DEVICES` asks
 //! for it; a machine without a driver gets an error, never a silent simulation.
+//! `nvtx.rs` talks to a memory checker attached through NVTX (compute-sanitizer), when one is.
 
 mod cuda;
 pub mod ipc;
+pub mod nvtx;
 pub mod sim;
 mod sim_vmm;
 pub mod streams;

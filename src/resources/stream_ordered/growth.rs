@@ -200,7 +200,8 @@ impl<I: BlockIndex> Core<I> {
                 (block, events)
             };
             self.wait_all(stream, &events)?;
-            self.note_acquired(addr, size, stream);
+            // Under `growing`: no heap of `other` changes meanwhile (see `heaps`).
+            self.note_acquired(addr, size, bytes, stream);
             return Ok(Some(addr));
         }
         Ok(None)
@@ -279,6 +280,7 @@ impl<I: BlockIndex> Core<I> {
             )));
         }
         self.note_reserved(size);
+        self.heap_joined(base, size);
         self.owners.write().insert(base, (size, state.clone()));
         let mut shelf = state.shelf.lock();
         shelf.index.add_chunk(base, size);
@@ -317,6 +319,7 @@ impl<I: BlockIndex> Core<I> {
             if let Some(mapped) = self.growth.mapped() {
                 let cuts = Self::cut_pages_to_release(mapped, &mut shelf.index, staying, keep);
                 staying -= cuts.iter().map(|cut| cut.size).sum::<usize>();
+                self.heaps_follow(&shelf.index, cuts.iter().map(|cut| (cut.start, cut.size)));
                 holes.extend(cuts);
             }
         }
@@ -342,6 +345,7 @@ impl<I: BlockIndex> Core<I> {
         if !chunks.is_empty() || !holes.is_empty() {
             self.apply_cuts(&holes);
             self.synchronize_device()?;
+            chunks.iter().for_each(|chunk| self.heap_left(chunk.base, chunk.size));
             let ranges = holes.iter().map(|hole| (hole.start, hole.size));
             for (base, size) in chunks.iter().map(|chunk| (chunk.base, chunk.size)).chain(ranges) {
                 self.owners.write().remove(&base);

@@ -180,7 +180,7 @@ impl<I: BlockIndex> Core<I> {
             self.note_reserved(extra);
             let end = chunk.base + chunk.size + extra;
             // A chunk cut in two grows back up to its other part: they become one again.
-            let joined = {
+            let next = {
                 let mut owners = self.owners.write();
                 let next = owners.get(&end).filter(|(_, owner)| std::ptr::eq(Arc::as_ptr(owner), &**state)).map(|(size, _)| *size);
                 if next.is_some() {
@@ -189,12 +189,14 @@ impl<I: BlockIndex> Core<I> {
                 if let Some((size, _)) = owners.get_mut(&chunk.base) {
                     *size += extra + next.unwrap_or(0);
                 }
-                next.is_some()
+                next
             };
             let mut shelf = state.shelf.lock();
-            if !shelf.index.extend_chunk(chunk.base, extra) || (joined && !shelf.index.join_chunks(chunk.base, end)) {
+            if !shelf.index.extend_chunk(chunk.base, extra) || (next.is_some() && !shelf.index.join_chunks(chunk.base, end)) {
                 return Err(Error::Internal(format!("chunk {:#x} could not grow", chunk.base)));
             }
+            // The grown chunk, the chunk it joined included, becomes one heap.
+            self.heaps_follow(&shelf.index, [(chunk.base, end + next.unwrap_or(0) - chunk.base)]);
             return self.take_from_shelf(state, &mut shelf, bytes, stream);
         }
         Ok(None)
@@ -257,6 +259,8 @@ impl<I: BlockIndex> Core<I> {
             if budget > 0 {
                 holes = shelf.index.cut_free_pages(page, budget);
             }
+            let ranges = whole.iter().copied().chain(cut.iter().map(|&(_, start, size)| (start, size)));
+            self.heaps_follow(&shelf.index, ranges.chain(holes.iter().map(|hole| (hole.start, hole.size))));
         }
         if cut.is_empty() && whole.is_empty() && holes.is_empty() {
             return Ok(());
@@ -324,7 +328,9 @@ impl<I: BlockIndex> Core<I> {
             if !shelf.pending.is_empty() {
                 self.settle(state, &mut shelf, stream)?;
             }
-            shelf.index.cut_free_pages(mapped.page, budget)
+            let cuts = shelf.index.cut_free_pages(mapped.page, budget);
+            self.heaps_follow(&shelf.index, cuts.iter().map(|cut| (cut.start, cut.size)));
+            cuts
         };
         if cuts.is_empty() {
             return Ok(());

@@ -14,11 +14,12 @@
 //! `ordering` (the events that order memory passing between streams), `lanes` (streams split
 //! among the threads that collide on them), `growth` (the slow path: memory taken from other
 //! streams, growth and release upstream), `retire` (destroyed streams, the graveyard, spare
-//! events) and `mapped` (growth over an upstream that maps pages). This file holds the core
-//! itself: its state types, the allocate and free paths that a stream's own index serves,
+//! events), `mapped` (growth over an upstream that maps pages) and `heaps` (chunks and
+//! blocks told to a memory checker attached through NVTX). This file holds the core itself: its state types, the allocate and free paths that a stream's own index serves,
 //! and its figures.
 
 mod growth;
+mod heaps;
 mod lanes;
 mod mapped;
 mod ordering;
@@ -104,6 +105,11 @@ pub trait BlockIndex: Send + 'static {
     fn join_chunks(&mut self, _first: usize, _second: usize) -> bool {
         false
     }
+    /// The bases of the chunks the index holds (indexes whose chunks can grow: with `free_tail`,
+    /// their extents).
+    fn chunk_bases(&self) -> Vec<usize> {
+        Vec::new()
+    }
 }
 
 macro_rules! forward_block_index {
@@ -129,6 +135,9 @@ macro_rules! forward_block_index {
             }
             fn join_chunks(&mut self, first: usize, second: usize) -> bool {
                 <$ty>::join_chunks(self, first, second)
+            }
+            fn chunk_bases(&self) -> Vec<usize> {
+                <$ty>::chunk_bases(self)
             }
         });
     };
@@ -294,6 +303,9 @@ pub struct Core<I: BlockIndex> {
     /// The simulator's race checker, told of every block handed out and freed; None on a GPU.
     /// Looked up once, so that a GPU's fast path pays one test for it, not a look at the backend.
     race_checker: Option<&'static SimDevices>,
+    /// Chunks that are blocks of a pool under this core, while a memory checker is attached
+    /// through NVTX (see `heaps`).
+    borrowed: heaps::Borrowed,
 }
 
 /// Implements the `MemoryResource` methods that a resource built on one `StreamOrdered` (in
@@ -450,6 +462,7 @@ impl<I: BlockIndex> Core<I> {
             new_index: Box::new(new_index),
             omit_ordering: AtomicBool::new(false),
             race_checker: crate::platform::simulator(),
+            borrowed: heaps::Borrowed::default(),
             per_thread_default_stream: AtomicBool::new(false),
         });
         let cache: Arc<dyn super::caches::Cache> = core.clone();
@@ -457,20 +470,27 @@ impl<I: BlockIndex> Core<I> {
         core
     }
 
-    /// Tells the race checker that `[addr, addr + size)` is handed out in the order of `stream`.
+    /// Tells the race checker that `[addr, addr + size)` is handed out in the order of `stream`,
+    /// and a memory checker attached through NVTX that `[addr, addr + bytes)` (what was asked
+    /// for) is. The caller holds the lock of the shelf whose index holds the block, or
+    /// `growing` (see `heaps`).
     #[inline(always)]
-    fn note_acquired(&self, addr: usize, size: usize, stream: Stream) {
+    fn note_acquired(&self, addr: usize, size: usize, bytes: usize, stream: Stream) {
         if let Some(checker) = self.race_checker {
             checker.note_acquired(self.device, addr, size, stream);
         }
+        self.region_acquired(addr, bytes);
     }
 
-    /// Tells the race checker that `[addr, addr + size)` is freed in the order of `stream`.
+    /// Tells the race checker that `[addr, addr + size)` is freed in the order of `stream`, and
+    /// a memory checker attached through NVTX that the block at `addr` is no longer handed out.
+    /// The caller holds the lock of the shelf whose index held the block.
     #[inline(always)]
     fn note_released(&self, addr: usize, size: usize, stream: Stream) {
         if let Some(checker) = self.race_checker {
             checker.note_released(self.device, addr, size, stream);
         }
+        self.region_released(addr);
     }
 
     /// The name of the resource it serves ("pool", "arena", ...).
@@ -536,7 +556,7 @@ impl<I: BlockIndex> Core<I> {
             }
             if shelf.pending.is_empty() && !shelf.record_wanted {
                 if let Some((addr, size)) = shelf.index.allocate(bytes) {
-                    self.note_acquired(addr, size, stream);
+                    self.note_acquired(addr, size, bytes, stream);
                     return Ok(addr);
                 }
             }
@@ -717,7 +737,7 @@ impl<I: BlockIndex> Core<I> {
         if !shelf.pending.is_empty() || shelf.record_wanted {
             self.settle(state, shelf, stream)?;
         }
-        self.note_acquired(addr, size, stream);
+        self.note_acquired(addr, size, bytes, stream);
         Ok(Some(addr))
     }
 
@@ -861,7 +881,7 @@ impl Core<Tlsf> {
             let mut shelf = state.shelf.lock();
             if shelf.pending.is_empty() && !shelf.record_wanted {
                 if let Some((addr, size)) = shelf.index.allocate_aligned(bytes, alignment) {
-                    self.note_acquired(addr, size, stream);
+                    self.note_acquired(addr, size, bytes, stream);
                     return Ok(addr);
                 }
             }
@@ -878,7 +898,12 @@ impl Core<Tlsf> {
             .checked_add(alignment.saturating_sub(GRANULE))
             .ok_or_else(|| Error::out_of_memory(bytes, "larger than the address space with its alignment"))?;
         let addr = self.allocate_otherwise(state, padded, stream)?;
-        let carved = self.owner_of(addr).and_then(|owner| owner.shelf.lock().index.carve_aligned(addr, bytes, alignment));
+        let carved = self.owner_of(addr).and_then(|owner| {
+            let mut shelf = owner.shelf.lock();
+            let aligned = shelf.index.carve_aligned(addr, bytes, alignment)?;
+            self.region_moved(addr, aligned, bytes);
+            Some(aligned)
+        });
         carved.ok_or_else(|| {
             let _ = self.deallocate(addr, Some(padded), stream);
             Error::Internal(format!("a block of {padded} bytes at {addr:#x} could not be cut down to {bytes} aligned to {alignment}"))
@@ -931,6 +956,7 @@ impl<I: BlockIndex> Drop for Core<I> {
             log::warn!("{} resource dropped with {in_use} blocks in use: {kept} bytes of its chunks stay reserved", self.name);
         }
         for chunk in free_chunks {
+            self.heap_left(chunk.base, chunk.size);
             if let Err(e) = self.upstream.deallocate(chunk.base, chunk.size, Stream::DEFAULT) {
                 log::warn!("{} resource: returning chunk {:#x} upstream: {e}", self.name, chunk.base);
             }
