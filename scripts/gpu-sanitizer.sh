@@ -24,6 +24,8 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 work=$(mktemp -d /tmp/rmm-planted.XXXXXX)
 "$nvcc" -O1 -arch="${CUDA_ARCH:-sm_90}" cxx_tests/sanitizer_planted.cu -o "$work/planted"
 "$nvcc" -O1 -arch="${CUDA_ARCH:-sm_90}" -cudart shared cxx_tests/sanitizer_planted.cu -o "$work/planted_shared"
+"$nvcc" -O1 -arch="${CUDA_ARCH:-sm_90}" -DRMM_LINKED -I"$stage/include" cxx_tests/sanitizer_planted.cu \
+  -L"$stage/lib" -lrmm -Xlinker -rpath="$stage/lib" -o "$work/planted_linked"
 
 # Runs the sanitizer: sanitize LABEL TOOL PRELOAD PROGRAM MODE [OPTIONS...]; the log goes to
 # $out/LABEL.log and the tool's exit status (99 when it found errors) to $status.
@@ -75,21 +77,22 @@ if [ "${SANITIZER_DIAGNOSE:-0}" = 1 ]; then
 fi
 
 # The planted errors: each under its tool, without the preload library (what the sanitizer sees
-# with cudaMalloc), under it with the static and the shared CUDA runtime. A row fails when the
+# with cudaMalloc), under it with the static and the shared CUDA runtime, and linked (the
+# program calls rmmCudaMalloc/rmmCudaFree on the default pooled stack). A row fails when the
 # tool does not attach, when a clean run reports an error, or when an error the tool finds
-# without the preload library is not found under it; errors inside a pool's chunk (overflow,
-# use-after-free) are required under the preload library only with SANITIZER_POOL_VISIBLE=1
-# (the pools register their blocks with the sanitizer), and otherwise reported as hidden.
+# without the preload library is not found with rmm-rs. Errors inside a pool's chunk (overflow,
+# use-after-free) are seen only because the pools register their blocks with the sanitizer
+# (NVTX); SANITIZER_POOL_VISIBLE=0 reports them as hidden instead of failing.
 section "planted errors (found = the tool reported errors, exit 99)"
 failures=0
-printf '%-10s %-15s %-18s %-18s %-18s\n' tool mode "without preload" "preload, static" "preload, shared"
+printf '%-10s %-15s %-16s %-16s %-16s %-16s\n' tool mode "without rmm" "preload, static" "preload, shared" linked
 verdict() {
   if grep -q "No attachable process" "$out/$1.log"; then echo "NOT ATTACHED"
   elif [ "$status" = 99 ]; then echo found
   elif [ "$status" = 0 ]; then echo clean
   else echo "status $status"; fi
 }
-for row in memcheck:clean memcheck:far-overflow memcheck:overflow memcheck:use-after-free \
+for row in memcheck:clean memcheck:far-overflow memcheck:overflow memcheck:use-after-free memcheck:stream-ordered \
   racecheck:clean racecheck:race synccheck:clean synccheck:sync initcheck:clean initcheck:uninit; do
   tool=${row%%:*} mode=${row#*:}
   options=()
@@ -100,21 +103,40 @@ for row in memcheck:clean memcheck:far-overflow memcheck:overflow memcheck:use-a
   static=$(verdict "$tool-$mode-static")
   sanitize "$tool-$mode-shared" "$tool" "$preload" planted_shared "$mode" "${options[@]}"
   shared=$(verdict "$tool-$mode-shared")
-  printf '%-10s %-15s %-18s %-18s %-18s\n' "$tool" "$mode" "$plain" "$static" "$shared"
-  for result in "$static" "$shared"; do
+  sanitize "$tool-$mode-linked" "$tool" "" planted_linked "$mode" "${options[@]}"
+  linked=$(verdict "$tool-$mode-linked")
+  printf '%-10s %-15s %-16s %-16s %-16s %-16s\n' "$tool" "$mode" "$plain" "$static" "$shared" "$linked"
+  for result in "$static" "$shared" "$linked"; do
     case "$mode:$result" in
-      *:"NOT ATTACHED" | clean:found | *:status*) failures=$((failures + 1)) ;;
+      *:"NOT ATTACHED" | clean:found | stream-ordered:found | *:status*) failures=$((failures + 1)) ;;
       overflow:clean | use-after-free:clean)
-        [ "${SANITIZER_POOL_VISIBLE:-0}" = 1 ] && failures=$((failures + 1)) ;;
+        [ "${SANITIZER_POOL_VISIBLE:-1}" = 1 ] && failures=$((failures + 1)) ;;
       *:clean) [ "$plain" = found ] && failures=$((failures + 1)) ;;
     esac
   done
-  [ "$mode" = clean ] && [ "$plain" != clean ] && failures=$((failures + 1))
+  case $mode in clean | stream-ordered) [ "$plain" != clean ] && failures=$((failures + 1)) ;; esac
+done
+for mode in overflow use-after-free stream-ordered; do
+  echo "-- memcheck, $mode, preload with the static runtime: what it says"
+  grep -E "Invalid|Address|is out of bounds|nvtx|NVTX|region|heap" "$out/memcheck-$mode-static.log" | head -n 6
 done
 section "env LD_PRELOAD inside the sanitizer's command line"
 LD_PRELOAD= timeout 180 "$sanitizer" --tool memcheck --error-exitcode 99 env LD_PRELOAD="$preload" "$work/planted_shared" far-overflow >"$out/inside.log" 2>&1
 status=$?
 echo "memcheck env LD_PRELOAD=... planted_shared far-overflow: $(verdict inside)"
 [ "$(verdict inside)" = found ] || failures=$((failures + 1))
+# What the registration costs with the tool attached: bench/preload_loop.cu (two allocations,
+# four kernels and two frees an iteration) under memcheck, without rmm-rs (cudaMalloc: the
+# sanitizer tracks each allocation itself) and under the preload library (pool blocks
+# registered as NVTX regions).
+section "cost under memcheck: bench/preload_loop.cu, ${SANITIZER_LOOP:-300} iterations"
+"$nvcc" -O3 -arch="${CUDA_ARCH:-sm_90}" bench/preload_loop.cu -o "$work/preload_loop"
+for with_preload in "" "$preload"; do
+  began=$(date +%s.%N)
+  LD_PRELOAD="$with_preload" timeout 300 "$sanitizer" --tool memcheck "$work/preload_loop" "${SANITIZER_LOOP:-300}" >"$out/loop-memcheck-${with_preload:+preload}.log" 2>&1
+  ended=$(date +%s.%N)
+  echo "memcheck ${with_preload:+under the preload library}${with_preload:-without rmm-rs}: $(echo "$ended - $began" | bc) s wall; $(grep -h RESULT "$out/loop-memcheck-${with_preload:+preload}.log")"
+done
+
 echo "gpu-sanitizer.sh: $failures failure(s)"
 [ "$failures" = 0 ]
