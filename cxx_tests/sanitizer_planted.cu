@@ -89,7 +89,11 @@ int check(cudaError_t status, const char *what) {
 
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "clean";
+  std::setvbuf(stdout, nullptr, _IONBF, 0);  // what it printed survives a crash
 #ifdef RMM_LINKED
+  // The CUDA runtime first, as NVTX's memory API requires before the pool registers a chunk
+  // (a program's first CUDA call usually does it; compute-sanitizer: "not ready" otherwise).
+  if (check(cudaFree(nullptr), "cudaFree(nullptr)")) return 1;
   if (rmmConfigure(nullptr) != RMM_SUCCESS) {
     std::fprintf(stderr, "sanitizer_planted: rmmConfigure: %s\n", rmmGetLastErrorMessage());
     return 1;
@@ -134,6 +138,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "sanitizer_planted: unknown mode %s\n", mode);
     return 2;
   }
+  std::printf("sanitizer_planted %s: launched\n", mode);
   cudaError_t launched = cudaGetLastError();
   cudaError_t finished = cudaDeviceSynchronize();
   std::printf("sanitizer_planted %s: launch %s, sync %s\n", mode, cudaGetErrorName(launched), cudaGetErrorName(finished));

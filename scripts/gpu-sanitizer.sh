@@ -2,6 +2,8 @@
 # compute-sanitizer under the preload library, on a GPU machine (stage/ from scripts/stage.sh).
 #   scripts/gpu-sanitizer.sh            the planted errors of cxx_tests/sanitizer_planted.cu,
 #                                       each under its tool, without and with the preload library
+#   SANITIZER_DIAGNOSE=nvtx scripts/gpu-sanitizer.sh
+#                                       only the pools' NVTX calls under memcheck, logged
 #   SANITIZER_DIAGNOSE=1 scripts/gpu-sanitizer.sh
 #                                       also: why a tool does not attach (which libraries the
 #                                       target loads, its environment, its threads' stacks)
@@ -37,7 +39,14 @@ sanitize() {
   LD_PRELOAD="$with_preload" timeout 180 "$sanitizer" --tool "$tool" --error-exitcode 99 "$@" "$work/$program" "$mode" >"$log" 2>&1 || status=$?
 }
 
-if [ "${SANITIZER_DIAGNOSE:-0}" = 1 ]; then
+if [ "${SANITIZER_DIAGNOSE:-0}" != 0 ]; then
+  section "diagnose: the pool registration (RMM_NVTX unset and 0), preload, static runtime"
+  for nvtx in 1 0; do
+    RMM_NVTX=$nvtx RMM_LOG_LEVEL=${SANITIZER_LOG_LEVEL:-debug} sanitize "diag-nvtx$nvtx" memcheck "$preload" planted clean --print-level info
+    echo "-- RMM_NVTX=$nvtx: status $status"
+    grep -v "^=========     " "$out/diag-nvtx$nvtx.log" | tail -n 40 | cut -c1-220
+  done
+  [ "$SANITIZER_DIAGNOSE" = nvtx ] && exit 0
   section "diagnose: without the preload library"
   sanitize diag-plain memcheck "" planted clean
   echo "status $status"; tail -n 3 "$out/diag-plain.log"

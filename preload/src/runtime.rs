@@ -22,13 +22,32 @@ static FREE_ASYNC: Real<FreeAsyncFn> = Real::new();
 static MALLOC_PITCH: Real<MallocPitchFn> = Real::new();
 static MEM_GET_INFO: Real<MemGetInfoFn> = Real::new();
 
+/// Initializes the CUDA runtime, once, before rmm serves its first allocation: the program's
+/// own `cudaMalloc` would have, and a tool may need it (compute-sanitizer refuses pool
+/// registrations made before the runtime is initialized: "not ready").
+fn runtime_initialized() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if let Some(free) = FREE.get(|| real::next(c"cudaFree")) {
+            // SAFETY: cudaFree(NULL) frees nothing and initializes the runtime.
+            unsafe { free(std::ptr::null_mut()) };
+        }
+    });
+}
+
 /// # Safety
 /// As `cudaMalloc`.
 #[no_mangle]
 pub unsafe extern "C" fn cudaMalloc(ptr: *mut *mut c_void, size: usize) -> c_int {
     // SAFETY (both closures): the caller's arguments, passed on unchanged.
     let real = || MALLOC.get(|| real::next(c"cudaMalloc")).map_or(MISSING, |f| unsafe { f(ptr, size) });
-    hook(|| allocate(ptr, size, Order::Device, real), real)
+    hook(
+        || {
+            runtime_initialized();
+            allocate(ptr, size, Order::Device, real)
+        },
+        real,
+    )
 }
 
 /// # Safety
@@ -46,7 +65,13 @@ pub unsafe extern "C" fn cudaFree(ptr: *mut c_void) -> c_int {
 pub unsafe extern "C" fn cudaMallocAsync(ptr: *mut *mut c_void, size: usize, stream: *mut c_void) -> c_int {
     // SAFETY: the caller's arguments, passed on unchanged.
     let real = || MALLOC_ASYNC.get(|| real::next(c"cudaMallocAsync")).map_or(MISSING, |f| unsafe { f(ptr, size, stream) });
-    hook(|| allocate(ptr, size, Order::Stream(stream), real), real)
+    hook(
+        || {
+            runtime_initialized();
+            allocate(ptr, size, Order::Stream(stream), real)
+        },
+        real,
+    )
 }
 
 /// # Safety
@@ -64,7 +89,13 @@ pub unsafe extern "C" fn cudaFreeAsync(ptr: *mut c_void, stream: *mut c_void) ->
 pub unsafe extern "C" fn cudaMallocPitch(ptr: *mut *mut c_void, pitch: *mut usize, width: usize, height: usize) -> c_int {
     // SAFETY: the caller's arguments, passed on unchanged.
     let real = || MALLOC_PITCH.get(|| real::next(c"cudaMallocPitch")).map_or(MISSING, |f| unsafe { f(ptr, pitch, width, height) });
-    hook(|| allocate_pitched(ptr, pitch, width, height, real), real)
+    hook(
+        || {
+            runtime_initialized();
+            allocate_pitched(ptr, pitch, width, height, real)
+        },
+        real,
+    )
 }
 
 /// Free device memory plus what rmm holds free in its pool: what the program can still get.

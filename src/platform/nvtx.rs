@@ -50,6 +50,10 @@ use std::sync::OnceLock;
 /// targets, which rmm-rs does not support).
 pub const INJECTION_VARIABLE: &str = "NVTX_INJECTION64_PATH";
 
+/// `RMM_NVTX=0` keeps the pools opaque to an attached tool (as RAPIDS RMM's are): to compare,
+/// or where a tool misreads the registration.
+pub const SWITCH_VARIABLE: &str = "RMM_NVTX";
+
 const NVTX_VERSION: u16 = 3;
 const MODULE_ID_MEM: u16 = 1;
 const COMPAT_ID_MEM: u16 = 0x0102;
@@ -291,7 +295,11 @@ pub fn active() -> bool {
 #[inline(never)]
 fn tool() -> Option<&'static Tool> {
     TOOL.get_or_init(|| {
-        let tool = std::env::var_os(INJECTION_VARIABLE).filter(|path| !path.is_empty()).and_then(|path| attach(&path));
+        let switched_off = std::env::var_os(SWITCH_VARIABLE).is_some_and(|value| value == "0");
+        let tool = match switched_off {
+            true => None,
+            false => std::env::var_os(INJECTION_VARIABLE).filter(|path| !path.is_empty()).and_then(|path| attach(&path)),
+        };
         STATE.store(if tool.is_some() { ATTACHED } else { NO_TOOL }, Ordering::Relaxed);
         tool
     })
@@ -349,11 +357,13 @@ fn initialize_core(handle: *mut c_void) -> usize {
     // SAFETY: `export_table` and everything it hands out are statics that live as long as the
     // process, laid out as nvtxTypes.h declares them.
     if unsafe { init(export_table) } == 0 {
+        log::debug!("NVTX: the tool's InitializeInjectionNvtx2 failed: the default domain");
         return 0;
     }
     let row = CORE_MODULES.iter().position(|&(id, _)| id == MODULE_CORE2).unwrap_or(0);
     let create = CORE_SLOTS[row][CBID_CORE2_DOMAIN_CREATE_A].load(Ordering::Acquire);
     if create == 0 {
+        log::debug!("NVTX: the tool left nvtxDomainCreateA's slot empty: the default domain");
         return 0;
     }
     // SAFETY: the tool stored its nvtxDomainCreateA (nvtxTypes.h: nvtxDomainCreateA_impl_fntype)
@@ -394,9 +404,15 @@ fn initialize_mem(handle: *mut c_void, domain: usize) -> Option<Tool> {
     if !initialized {
         return None;
     }
-    let slot = |id: usize| match MEM_SLOTS[id + 1].load(Ordering::Acquire) {
-        SLOT_FRESH | SLOT_DISABLED => None,
-        address => Some(address),
+    let filled = |index: usize| !matches!(MEM_SLOTS[index + 1].load(Ordering::Acquire), SLOT_FRESH | SLOT_DISABLED);
+    // NVTX's headers read callback id N from slot N (id 0 is invalid); compute-sanitizer
+    // 2025.3 (CUDA 13.0) fills id N into slot N - 1: its nvtxMemHeapRegister sits in slot 0,
+    // which the headers' numbering leaves empty (found on an H200: slot 1 was its
+    // nvtxMemHeapUnregister). A filled slot 0 says which numbering the tool uses.
+    let shift = usize::from(filled(0));
+    let slot = |id: usize| {
+        let index = id - shift;
+        filled(index).then(|| MEM_SLOTS[index + 1].load(Ordering::Acquire))
     };
     // SAFETY (each transmute): the tool stored, in the slot of each callback id, its function
     // of that id, whose signature nvtxExtImplMem_v1.h gives; the addresses are real ones (not
@@ -456,6 +472,10 @@ pub fn heap_register(base: usize, size: usize, name: &str) -> Option<Heap> {
     // SAFETY: `desc`, the range and the name it points to live across the call and are laid
     // out as nvToolsExtMem.h declares; the function is the tool's nvtxMemHeapRegister.
     let handle = unsafe { (tool.heap_register)(tool.domain as *const c_void, &desc) } as usize;
+    log::debug!(
+        "NVTX: heap {base:#x}+{size} ({}) registered: {handle:#x}",
+        String::from_utf8_lossy(&name[..name.iter().position(|&b| b == 0).unwrap_or(NAME_MAX)])
+    );
     // 0 and -1 are what NVTX itself answers without a tool.
     (handle != 0 && handle != usize::MAX).then_some(Heap(handle))
 }
@@ -463,6 +483,7 @@ pub fn heap_register(base: usize, size: usize, name: &str) -> Option<Heap> {
 /// Unregisters `heap` (and with it whatever regions it still holds).
 pub fn heap_unregister(heap: Heap) {
     let Some(tool) = attached() else { return };
+    log::debug!("NVTX: heap {:#x} unregistered", heap.0);
     // SAFETY: `heap` is a handle this tool's nvtxMemHeapRegister returned.
     unsafe { (tool.heap_unregister)(tool.domain as *const c_void, heap.0 as *const c_void) }
 }
@@ -484,6 +505,11 @@ pub fn region_register(heap: Heap, addr: usize, size: usize) {
 }
 
 fn register_ranges(tool: &Tool, heap: Heap, ranges: &[VirtualRange]) {
+    if log::log_enabled!(log::Level::Trace) {
+        for range in ranges {
+            log::trace!("NVTX: region {:#x}+{} registered in heap {:#x}", range.ptr as usize, range.size, heap.0);
+        }
+    }
     let batch = RegionsRegisterBatch {
         ext_compat_id: COMPAT_ID_MEM,
         struct_size: std::mem::size_of::<RegionsRegisterBatch>() as u16,
@@ -506,6 +532,7 @@ pub fn regions_unregister(addrs: &[usize]) {
     if addrs.is_empty() {
         return;
     }
+    log::trace!("NVTX: regions {addrs:#x?} unregistered");
     let batch = RegionsUnregisterBatch {
         ext_compat_id: COMPAT_ID_MEM,
         struct_size: std::mem::size_of::<RegionsUnregisterBatch>() as u16,
@@ -524,6 +551,7 @@ pub fn regions_unregister(addrs: &[usize]) {
 pub fn region_name(addr: usize, name: &str) {
     let Some(tool) = attached() else { return };
     let Some(regions_name) = tool.regions_name else { return };
+    log::debug!("NVTX: {addr:#x} named");
     let name = ascii_name(name);
     let desc = RegionNameDesc {
         region_ref_type: REGION_REF_POINTER,

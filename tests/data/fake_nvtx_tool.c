@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -368,12 +369,15 @@ EXPORT int InitializeInjectionNvtxExtension(struct module_info *info) {
       return 0;
     }
   /* NVTX3EXT_CBID_nvtxMem*: 1 HeapRegister, 2 HeapUnregister, 4 RegionsRegister,
-     6 RegionsUnregister, 7 RegionsName. */
-  slots[1] = (intptr_t)heap_register;
-  slots[2] = (intptr_t)heap_unregister;
-  slots[4] = (intptr_t)regions_register;
-  slots[6] = (intptr_t)regions_unregister;
-  slots[7] = (intptr_t)regions_name;
+     6 RegionsUnregister, 7 RegionsName, in slot CBID as NVTX's headers read them; with
+     FAKE_NVTX_SLOTS_FROM_ZERO set, in slot CBID - 1, as compute-sanitizer 2025.3 fills them. */
+  const char *from_zero = getenv("FAKE_NVTX_SLOTS_FROM_ZERO");
+  intptr_t *first = slots + (from_zero != NULL && from_zero[0] == '1' ? 0 : 1);
+  first[0] = (intptr_t)heap_register;
+  first[1] = (intptr_t)heap_unregister;
+  first[3] = (intptr_t)regions_register;
+  first[5] = (intptr_t)regions_unregister;
+  first[6] = (intptr_t)regions_name;
   extension_initialized = 1;
   return 1;
 }

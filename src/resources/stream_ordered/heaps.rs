@@ -89,9 +89,6 @@ impl<I: BlockIndex> Core<I> {
         let name = self.heap_name();
         if let Some(heap) = nvtx::heap_register(base, size, &name) {
             registry.heaps.insert(base, (base + size, heap));
-            // What upstream handed out starts here: the allocation takes the name too, for the
-            // tool's leak and unused-memory reports.
-            nvtx::region_name(base, &name);
         }
     }
 
