@@ -136,7 +136,8 @@ CHECKS = {
 def main() -> int:
     wanted = sys.argv[1:] or list(CHECKS)
     env = dict(os.environ)
-    env["PYTHONPATH"] = HERE + os.pathsep + env.get("PYTHONPATH", "")
+    compat = os.path.join(HERE, "tests", "compat")  # third-party version skew (sitecustomize.py)
+    env["PYTHONPATH"] = os.pathsep.join([HERE, compat, env.get("PYTHONPATH", "")])
     failed = []
     for name in wanted:
         done = subprocess.run([sys.executable, "-c", textwrap.dedent(CHECKS[name])], env=env, capture_output=True,

@@ -196,11 +196,19 @@ def _numba_stream(stream: Any) -> Any:
     return stream
 
 
+def _flag(ary: Any, name: str) -> bool:
+    """A layout flag of `ary`: NumPy's flags object, or the dict Numba's device arrays have."""
+    flags = getattr(ary, "flags", None)
+    if isinstance(flags, dict):
+        return bool(flags.get(name))
+    return bool(getattr(flags, name.lower(), False))
+
+
 def device_array_like(ary: Any, stream: Any = 0) -> Any:
     """An uninitialized device array of the shape and dtype of `ary` (its layout when it is
     contiguous)."""
     numpy, _ = _numba()
-    order = "F" if getattr(ary, "flags", None) is not None and ary.flags.f_contiguous and not ary.flags.c_contiguous else "C"
+    order = "F" if _flag(ary, "F_CONTIGUOUS") and not _flag(ary, "C_CONTIGUOUS") else "C"
     return device_array(ary.shape, dtype=ary.dtype, order=order, stream=stream)
 
 

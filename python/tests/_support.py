@@ -29,6 +29,10 @@ if PYTHON not in sys.path:
     sys.path.insert(0, PYTHON)
 
 
+# sitecustomize.py there: shims for third-party version skew, in every child Python.
+COMPAT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compat")
+
+
 def have(module: str) -> bool:
     try:
         return importlib.util.find_spec(module) is not None
@@ -40,7 +44,7 @@ def run_child(code: str, timeout: float = 120.0, env: Optional[Dict[str, str]] =
               check: bool = True) -> subprocess.CompletedProcess:
     """Runs `code` in a fresh Python (this environment, rmm_rs importable, `env` added)."""
     full = dict(os.environ)
-    full["PYTHONPATH"] = PYTHON + os.pathsep + full.get("PYTHONPATH", "")
+    full["PYTHONPATH"] = os.pathsep.join([PYTHON, COMPAT, full.get("PYTHONPATH", "")])
     full.update(env or {})
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full, capture_output=True, text=True,
                           timeout=timeout, cwd=cwd)

@@ -217,7 +217,8 @@ def needs(snippet: seed_snippets.Snippet) -> List[Tuple[str, str, bool]]:
     if re.search(r"\bnp\.|numpy", code):
         found.append(("numpy", "NumPy", False))
     if "from cuda import cuda" in code:
-        found.append(("cuda", "cuda-python", False))
+        # cuda-python 13 keeps the `cuda` namespace but moved `cuda.cuda` to cuda.bindings.driver.
+        found.append(("cuda.cuda", "cuda-python's cuda.cuda (cuda-python 12)", False))
     return found
 
 
