@@ -1,5 +1,5 @@
 /* Devices and per-device resources: rmmGetDeviceCount, rmmGetDevice, rmmSetDevice,
- * rmmIsSimulated, rmmSimGetRaceCount, rmmSimGetPointerAttributes, rmmGetDeviceMemInfo,
+ * rmmIsSimulated, rmmSimGetRaceCount, rmmSimGetPointerAttributes, rmmGetDeviceMemInfo, rmmPrefetch,
  * rmmSet/GetPerDeviceResource,
  * rmmSet/GetCurrentDeviceResource. (Two-device cases are in test_multi_device.c.) */
 #define _POSIX_C_SOURCE 200809L
@@ -277,6 +277,26 @@ static void check_device_mem_info(int count) {
   if (simulated) CHECK(free_after == free_bytes);
 }
 
+/* rmmPrefetch: managed memory migrates; other memory, NULL and 0 bytes need nothing; a device
+ * that does not exist is refused. */
+static void check_prefetch(int count) {
+  rmmResource_t managed = NULL, cuda = NULL;
+  void *on_managed = NULL, *on_device = NULL;
+  CHECK_OK(rmmManagedResourceCreate(&managed));
+  CHECK_OK(rmmCudaResourceCreate(&cuda));
+  CHECK_OK(rmmResourceAllocate(managed, &on_managed, 1 << 16, NULL));
+  CHECK_OK(rmmResourceAllocate(cuda, &on_device, 4096, NULL));
+  CHECK_OK(rmmPrefetch(on_managed, 1 << 16, count - 1, NULL));
+  CHECK_OK(rmmPrefetch(on_device, 4096, 0, NULL));
+  CHECK_OK(rmmPrefetch(NULL, 4096, 0, NULL));
+  CHECK_RMM(rmmPrefetch(on_managed, 1 << 16, -1, NULL), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmPrefetch(on_managed, 1 << 16, count, NULL), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_OK(rmmResourceDeallocate(cuda, on_device, 4096, NULL));
+  CHECK_OK(rmmResourceDeallocate(managed, on_managed, 1 << 16, NULL));
+  CHECK_OK(rmmResourceDestroy(cuda));
+  CHECK_OK(rmmResourceDestroy(managed));
+}
+
 int main(void) {
   const int count = rmm_test_device_count();
   check_device_queries(count);
@@ -285,5 +305,6 @@ int main(void) {
   check_per_thread_device(count);
   check_pointer_attributes(count);
   check_device_mem_info(count);
+  check_prefetch(count);
   return rmm_test_finish("devices");
 }

@@ -110,8 +110,8 @@ module rmm
     rmmDeviceBufferDestroy, rmmSetPerDeviceResource, rmmGetPerDeviceResource, &
     rmmSetCurrentDeviceResource, rmmGetCurrentDeviceResource, rmmGetDevice, rmmSetDevice, &
     rmmGetDeviceCount, rmmGetDeviceMemInfo, rmmIsSimulated, rmmSimGetPointerAttributes, &
-    rmmSimGetRaceCount, rmmLogSetLevel, rmmLogGetLevel, rmmLogSinkAdd, rmmLogSinkRemove, &
-    rmmTorchAllocate, rmmTorchDeallocate, rmmCupyAllocate, rmmCupyDeallocate, &
+    rmmPrefetch, rmmSimGetRaceCount, rmmLogSetLevel, rmmLogGetLevel, rmmLogSinkAdd, &
+    rmmLogSinkRemove, rmmTorchAllocate, rmmTorchDeallocate, rmmCupyAllocate, rmmCupyDeallocate, &
     rmmIpcExpandableResourceCreate, rmmExpandableResourceGrantPeerAccess, rmmIpcGetMemHandle, &
     rmmIpcOpenMemHandle, rmmIpcCloseMemHandle, rmmIpcAllowOpeners, rmmIpcGetMemPages, &
     rmmIpcOpenMemPages, rmmInitialize, rmmFinalize, rmmIsInitialized, rmmCudaMalloc, rmmCudaFree, &
@@ -916,6 +916,20 @@ module rmm
       integer(c_int), intent(inout) :: device
       type(c_ptr), value :: ptr
     end function rmmSimGetPointerAttributes
+
+    ! Migrates `[ptr, ptr + bytes)` of managed memory to `device` in the order of `stream`
+    ! (`cudaMemPrefetchAsync`), as RAPIDS RMM's `rmm::prefetch` and `DeviceBuffer.prefetch` do.
+    ! Memory that is not managed stays where it is and needs no prefetch: RMM_SUCCESS, as RAPIDS
+    ! gives. NULL or 0 bytes: nothing. A `device` that does not exist: RMM_ERROR_INVALID_ARGUMENT;
+    ! RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+    ! driver fails.
+    integer(c_int) function rmmPrefetch(ptr, bytes, device, stream) bind(c, name="rmmPrefetch")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: ptr
+      integer(c_size_t), value :: bytes
+      integer(c_int), value :: device
+      type(c_ptr), value :: stream
+    end function rmmPrefetch
 
     ! Writes the number of stream-ordering races the simulator found (with
     ! `RMM_SIM_ON_RACE=count`; by default the first race aborts the process). On real devices:

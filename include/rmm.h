@@ -678,6 +678,14 @@ enum rmmError_t rmmSimGetPointerAttributes(int *memory_type,
                                            int *device,
                                            const void *ptr);
 
+// Migrates `[ptr, ptr + bytes)` of managed memory to `device` in the order of `stream`
+// (`cudaMemPrefetchAsync`), as RAPIDS RMM's `rmm::prefetch` and `DeviceBuffer.prefetch` do.
+// Memory that is not managed stays where it is and needs no prefetch: RMM_SUCCESS, as RAPIDS
+// gives. NULL or 0 bytes: nothing. A `device` that does not exist: RMM_ERROR_INVALID_ARGUMENT;
+// RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+// driver fails.
+enum rmmError_t rmmPrefetch(const void *ptr, size_t bytes, int device, cudaStream_t stream);
+
 // Writes the number of stream-ordering races the simulator found (with
 // `RMM_SIM_ON_RACE=count`; by default the first race aborts the process). On real devices:
 // RMM_ERROR_NOT_SUPPORTED.

@@ -740,6 +740,32 @@ fn prefetch_migrates_managed_allocations() {
     device.deallocate(ptr, 1 << 16, S).unwrap();
 }
 
+/// `rmmPrefetch`, RAPIDS' `rmm::prefetch` in C: managed memory migrates, other memory needs
+/// none (success, nothing moved), a device that does not exist is refused.
+#[test]
+fn rmm_prefetch_migrates_managed_memory_and_leaves_the_rest() {
+    use rmm::boundary::rmmPrefetch;
+    use rmm::error::rmmError_t;
+    let _guard = setup();
+    let sim = simulator().unwrap();
+    let before = sim.prefetched_bytes();
+    let managed = DirectResource::managed(0).unwrap();
+    let ptr = managed.allocate(1 << 16, S).unwrap();
+    let null_stream = std::ptr::null_mut();
+    assert_eq!(rmmPrefetch(ptr as *const std::ffi::c_void, 1 << 16, 0, null_stream), rmmError_t::RMM_SUCCESS);
+    assert_eq!(sim.prefetched_bytes(), before + (1 << 16));
+    let device = cuda();
+    let on_device = device.allocate(4096, S).unwrap();
+    assert_eq!(rmmPrefetch(on_device as *const std::ffi::c_void, 4096, 0, null_stream), rmmError_t::RMM_SUCCESS);
+    assert_eq!(rmmPrefetch(std::ptr::null(), 4096, 0, null_stream), rmmError_t::RMM_SUCCESS);
+    assert_eq!(rmmPrefetch(ptr as *const std::ffi::c_void, 0, 0, null_stream), rmmError_t::RMM_SUCCESS);
+    assert_eq!(sim.prefetched_bytes(), before + (1 << 16), "nothing else moved");
+    assert_eq!(rmmPrefetch(ptr as *const std::ffi::c_void, 1 << 16, -1, null_stream), rmmError_t::RMM_ERROR_INVALID_ARGUMENT);
+    assert_eq!(rmmPrefetch(ptr as *const std::ffi::c_void, 1 << 16, 99, null_stream), rmmError_t::RMM_ERROR_INVALID_ARGUMENT);
+    device.deallocate(on_device, 4096, S).unwrap();
+    managed.deallocate(ptr, 1 << 16, S).unwrap();
+}
+
 #[test]
 fn snapshot_describes_the_stack_and_every_block() {
     let _guard = setup();

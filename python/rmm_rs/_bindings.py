@@ -168,6 +168,8 @@ _SIGNATURES = {
     "rmmGetDeviceMemInfo": (ctypes.c_int, [ctypes.POINTER(ctypes.c_size_t),
         ctypes.POINTER(ctypes.c_size_t), ctypes.c_int]),
     "rmmIsSimulated": (ctypes.c_int, [ctypes.POINTER(ctypes.c_bool)]),
+    "rmmPrefetch": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+        ctypes.c_void_p]),
     "rmmSimGetRaceCount": (ctypes.c_int, [ctypes.POINTER(ctypes.c_size_t)]),
     "rmmLogSetLevel": (ctypes.c_int, [ctypes.c_int]),
     "rmmLogGetLevel": (ctypes.c_int, [ctypes.POINTER(ctypes.c_int)]),

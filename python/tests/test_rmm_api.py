@@ -84,6 +84,21 @@ class DeviceBufferTest(unittest.TestCase):
         with self.assertRaisesRegex(TypeError, "stream argument cannot be None"):
             rmm.DeviceBuffer.to_device(b"abc", stream=None)
 
+    def test_prefetch_migrates_managed_memory_and_leaves_the_rest(self):
+        rmm.mr.set_current_device_resource(rmm.mr.ManagedMemoryResource())
+        managed = rmm.DeviceBuffer.to_device(b"managed!")
+        managed.prefetch()
+        managed.prefetch(device=0, stream=rmm.pylibrmm.stream.Stream())
+        self.assertEqual(managed.tobytes(), b"managed!")
+        reset()
+        on_device = rmm.DeviceBuffer(size=64)
+        on_device.prefetch()  # not managed: nothing to migrate, as RAPIDS
+        rmm.DeviceBuffer(size=0).prefetch()
+        with self.assertRaises(rmm.RMMError):
+            managed.prefetch(device=-1)
+        with self.assertRaises(TypeError):
+            managed.prefetch(stream="not a stream")
+
     def test_host_round_trips(self):
         import array
 

@@ -1,9 +1,10 @@
 //! Devices and the per-device resource registry.
 
 use super::handles::{self, rmmResource_t};
+use super::types::{cudaStream_t, stream_of};
 use super::{boundary, non_null, write_out};
 use crate::error::rmmError_t;
-use crate::error::Result;
+use crate::error::{ErrorKind, Result};
 use crate::ownership::per_device;
 use crate::platform::{backend, simulator};
 use std::ffi::c_int;
@@ -140,6 +141,30 @@ pub extern "C" fn rmmSimGetPointerAttributes(memory_type: *mut c_int, device: *m
         };
         write_out(device, "device", owner)?;
         write_out(memory_type, "memory_type", kind)
+    })
+}
+
+/// Migrates `[ptr, ptr + bytes)` of managed memory to `device` in the order of `stream`
+/// (`cudaMemPrefetchAsync`), as RAPIDS RMM's `rmm::prefetch` and `DeviceBuffer.prefetch` do.
+/// Memory that is not managed stays where it is and needs no prefetch: RMM_SUCCESS, as RAPIDS
+/// gives. NULL or 0 bytes: nothing. A `device` that does not exist: RMM_ERROR_INVALID_ARGUMENT;
+/// RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
+/// driver fails.
+#[no_mangle]
+pub extern "C" fn rmmPrefetch(ptr: *const std::ffi::c_void, bytes: usize, device: c_int, stream: cudaStream_t) -> rmmError_t {
+    boundary("rmmPrefetch", || {
+        let platform = backend()?;
+        platform.check_device(device)?;
+        if ptr.is_null() || bytes == 0 {
+            return Ok(());
+        }
+        match platform.prefetch(device, ptr as usize, bytes, stream_of(stream)) {
+            Err(e) if matches!(e.kind(), ErrorKind::InvalidArgument(_) | ErrorKind::NotSupported(_)) => {
+                log::debug!("rmmPrefetch: {e}: nothing to migrate");
+                Ok(())
+            }
+            done => done,
+        }
     })
 }
 

@@ -331,11 +331,12 @@ class DeviceBuffer:
             _checked_call("rmmDeviceBufferResize", self._h(), size, stream.handle or None)
 
     def prefetch(self, device: Optional[int] = None, stream: Any = None) -> None:
-        """RAPIDS prefetches managed memory to `device`; rmm-rs has no prefetch call for one
-        buffer, so this does nothing (a ``PrefetchResourceAdaptor`` prefetches every
-        allocation of managed memory as it is made)."""
-        if stream is not None:
-            as_stream(stream)
+        """Migrates the buffer's memory to `device` (default: the current device) in the order
+        of `stream` (default: the buffer's stream), as RAPIDS does for managed memory; memory
+        that is not managed needs no migration and stays where it is (``rmmPrefetch``)."""
+        target = _core.get_device() if device is None else int(device)
+        chosen = self.stream if stream is None else as_stream(stream)
+        _checked_call("rmmPrefetch", self.ptr or None, self.size, target, chosen.handle or None)
 
 
 def _itemsize(typestr: str) -> int:
