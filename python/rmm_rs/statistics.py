@@ -9,15 +9,30 @@ statistics adaptor, else the first one in the stack), or None.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
+import inspect
+import os
 import sys
+import threading
 import types
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, Optional, TypeVar
 
 from . import _core
 from ._core import Statistics
 from .pylibrmm import memory_resource as _mr
 
-__all__ = ["Statistics", "enable_statistics", "get_statistics", "pop_statistics", "push_statistics", "statistics"]
+__all__ = [
+    "ProfilerRecords",
+    "Statistics",
+    "default_profiler_records",
+    "enable_statistics",
+    "get_statistics",
+    "pop_statistics",
+    "profiler",
+    "push_statistics",
+    "statistics",
+]
 
 
 def enable_statistics() -> None:
@@ -66,6 +81,117 @@ def statistics() -> Iterator[None]:
         pop_statistics()
         if not enabled:
             _mr.set_current_device_resource(previous)
+
+
+class ProfilerRecords:
+    """What :func:`profiler` measured, per function or code block: how often it ran, and the
+    bytes it allocated in all and at most at once (RAPIDS RMM's ``ProfilerRecords``)."""
+
+    @dataclasses.dataclass
+    class MemoryRecord:
+        num_calls: int = 0
+        memory_total: int = 0
+        memory_peak: int = 0
+
+        def add(self, memory_total: int, memory_peak: int) -> None:
+            self.num_calls += 1
+            self.memory_total += memory_total
+            self.memory_peak = max(self.memory_peak, memory_peak)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._records: Dict[str, "ProfilerRecords.MemoryRecord"] = {}
+
+    def add(self, name: str, data: Statistics) -> None:
+        """Counts one run of `name` whose scope's counts were `data`."""
+        with self._lock:
+            self._records.setdefault(name, ProfilerRecords.MemoryRecord()).add(data.total_bytes, data.peak_bytes)
+
+    @property
+    def records(self) -> Dict[str, "ProfilerRecords.MemoryRecord"]:
+        """A copy of the records, by name."""
+        with self._lock:
+            return {name: dataclasses.replace(record) for name, record in self._records.items()}
+
+    def report(self, ordered_by: str = "memory_peak") -> str:
+        """The records as a table, largest `ordered_by` ("num_calls", "memory_peak" or
+        "memory_total") first."""
+        if ordered_by not in ("num_calls", "memory_peak", "memory_total"):
+            raise ValueError(f"ordered_by must be num_calls, memory_peak or memory_total, not {ordered_by!r}")
+        rows = sorted(self.records.items(), key=lambda item: getattr(item[1], ordered_by), reverse=True)
+        lines = [
+            "Memory Profiling",
+            "================",
+            "",
+            "Legends:",
+            "  ncalls       - times the function or code block ran",
+            "  memory_peak  - most bytes it held allocated at once",
+            "  memory_total - bytes it allocated in all",
+            "",
+            f"Ordered by: {ordered_by}",
+            "",
+            f"{'ncalls':>8} {'memory_peak':>15} {'memory_total':>15}  filename:lineno(function)",
+        ]
+        lines += [f"{r.num_calls:>8} {r.memory_peak:>15,} {r.memory_total:>15,}  {name}" for name, r in rows]
+        return "\n".join(lines) + "\n"
+
+    def __repr__(self) -> str:
+        return f"ProfilerRecords({self.records!r})"
+
+
+default_profiler_records = ProfilerRecords()
+
+_Function = TypeVar("_Function", bound=Callable[..., Any])
+
+
+def _where(code: types.CodeType, lineno: int, function: str) -> str:
+    return f"{os.path.basename(code.co_filename)}:{lineno}({function})"
+
+
+class _Profiler:
+    """A decorator and a context manager (see :func:`profiler`)."""
+
+    def __init__(self, records: ProfilerRecords, name: str) -> None:
+        self._records, self._name, self._names = records, name, []
+
+    def __call__(self, function: _Function) -> _Function:
+        code = getattr(function, "__code__", None)
+        name = self._name or (_where(code, code.co_firstlineno, function.__qualname__) if code else repr(function))
+
+        @functools.wraps(function)
+        def profiled(*args: Any, **kwargs: Any) -> Any:
+            push_statistics()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                counts = pop_statistics()
+                if counts is not None:
+                    self._records.add(name, counts)
+
+        return profiled  # type: ignore[return-value]
+
+    def __enter__(self) -> "_Profiler":
+        name = self._name
+        if not name:
+            caller = inspect.currentframe().f_back  # type: ignore[union-attr]
+            name = _where(caller.f_code, caller.f_lineno, caller.f_code.co_name) if caller else "<block>"
+        self._names.append(name)
+        push_statistics()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        counts = pop_statistics()
+        name = self._names.pop()
+        if counts is not None:
+            self._records.add(name, counts)
+
+
+def profiler(*, records: ProfilerRecords = default_profiler_records, name: str = "") -> _Profiler:
+    """Records the memory the decorated function, or the ``with`` block, allocates on the
+    current device into `records` (RAPIDS RMM's ``rmm.statistics.profiler``). Nothing is
+    recorded unless statistics are on (:func:`enable_statistics`). `name` names the record
+    (default: file, line and function)."""
+    return _Profiler(records, name)
 
 
 class _CallableModule(types.ModuleType):

@@ -510,6 +510,56 @@ class OneConfigurationTest(unittest.TestCase):
             parse_bytes("lots")
 
 
+class ProfilerTest(unittest.TestCase):
+    """rmm.statistics.profiler and ProfilerRecords, as RAPIDS RMM has them."""
+
+    def setUp(self):
+        reset()
+
+    def test_functions_and_blocks_are_recorded_with_their_peaks_and_totals(self):
+        records = rmm.statistics.ProfilerRecords()
+
+        @rmm.statistics.profiler(records=records)
+        def two_buffers(n):
+            a, b = rmm.DeviceBuffer(size=n), rmm.DeviceBuffer(size=n)
+            return a.size + b.size
+
+        self.assertEqual(two_buffers(100), 200, "nothing recorded without statistics, and the call works")
+        self.assertEqual(records.records, {})
+        rmm.statistics.enable_statistics()
+        two_buffers(1000)
+        two_buffers(3000)
+        with rmm.statistics.profiler(records=records, name="block"):
+            kept = rmm.DeviceBuffer(size=5000)
+        with rmm.statistics.profiler(records=records):
+            rmm.DeviceBuffer(size=7)
+        got = records.records
+        (function,) = [name for name in got if name.endswith("two_buffers)")]
+        self.assertEqual((got[function].num_calls, got[function].memory_total, got[function].memory_peak), (2, 8000, 6000))
+        self.assertEqual((got["block"].num_calls, got["block"].memory_total, got["block"].memory_peak), (1, 5000, 5000))
+        (unnamed,) = [name for name in got if name.endswith("(test_functions_and_blocks_are_recorded_with_their_peaks_and_totals)")]
+        self.assertEqual(got[unnamed].memory_total, 7)
+        report = records.report(ordered_by="memory_total").splitlines()
+        rows = report[report.index(next(line for line in report if "filename:lineno" in line)) + 1:]
+        self.assertEqual([row.split()[-1] for row in rows], [function, "block", unnamed])
+        self.assertIn("8,000", rows[0])
+        with self.assertRaises(ValueError):
+            records.report(ordered_by="size")
+        del kept
+
+    def test_the_default_records_and_nesting(self):
+        rmm.statistics.enable_statistics()
+        before = rmm.statistics.default_profiler_records.records.get("outer")
+        with rmm.statistics.profiler(name="outer"):
+            with rmm.statistics.profiler(name="inner"):
+                rmm.DeviceBuffer(size=300)
+            rmm.DeviceBuffer(size=200)
+        records = rmm.statistics.default_profiler_records.records
+        self.assertEqual(records["outer"].num_calls, (before.num_calls if before else 0) + 1)
+        self.assertEqual(records["inner"].memory_total % 300, 0)
+        self.assertGreaterEqual(records["outer"].memory_total, 500)
+
+
 class LegacyTest(unittest.TestCase):
     def test_librmm_cffi(self):
         out = run_child("""
