@@ -287,6 +287,17 @@ class MemoryResourceTest(unittest.TestCase):
         self.assertIs(buffer.mr, mr)
         return buffer
 
+    def test_experimental_async_managed_resource(self):
+        from rmm_rs.mr.experimental import CudaAsyncManagedMemoryResource
+
+        self.assertIs(rmm.mr.experimental.CudaAsyncManagedMemoryResource, CudaAsyncManagedMemoryResource)
+        mr = CudaAsyncManagedMemoryResource()
+        self.assertNotEqual(mr.pool_handle(), 0)
+        buffer = self.use(mr)
+        buffer.copy_from_host(b"x" * 1000)
+        buffer.prefetch()
+        self.assertEqual(buffer.tobytes(), b"x" * 1000)
+
     def test_each_resource(self):
         cuda = rmm.mr.CudaMemoryResource()
         self.use(cuda)

@@ -211,6 +211,19 @@ class SystemMemoryResource(DeviceMemoryResource):
         self._set(Resource.system())
 
 
+class CudaAsyncManagedMemoryResource(DeviceMemoryResource):
+    """Stream-ordered managed memory from the current device's default managed memory pool
+    (RAPIDS' ``rmm.mr.experimental.CudaAsyncManagedMemoryResource``; CUDA 13 and concurrent
+    managed access, ``RMM_ERROR_NOT_SUPPORTED`` elsewhere)."""
+
+    def __init__(self) -> None:
+        self._set(Resource.cuda_async_managed())
+
+    def pool_handle(self) -> int:
+        """The driver memory pool it allocates from, as an int."""
+        return self.resource.pool_handle()
+
+
 class PinnedHostMemoryResource(DeviceMemoryResource):
     """Pinned host memory (``cudaMallocHost``)."""
 

@@ -1,7 +1,7 @@
 """rmm_rs.mr: RAPIDS RMM's ``rmm.mr``, the memory resources and the per-device resource
 functions (defined in :mod:`rmm_rs.pylibrmm.memory_resource`)."""
 
-from .pylibrmm.memory_resource import (
+from ..pylibrmm.memory_resource import (
     ArenaMemoryResource,
     BinningMemoryResource,
     CallbackMemoryResource,
@@ -35,3 +35,5 @@ from .pylibrmm.memory_resource import (
     set_current_device_resource,
     set_per_device_resource,
 )
+
+from . import experimental  # noqa: E402  (rmm.mr.experimental, as RAPIDS)
