@@ -144,7 +144,9 @@ for with_preload in "" "$preload"; do
   began=$(date +%s.%N)
   LD_PRELOAD="$with_preload" timeout 300 "$sanitizer" --tool memcheck "$work/preload_loop" "${SANITIZER_LOOP:-300}" >"$out/loop-memcheck-${with_preload:+preload}.log" 2>&1
   ended=$(date +%s.%N)
-  echo "memcheck ${with_preload:+under the preload library}${with_preload:-without rmm-rs}: $(awk "BEGIN { printf \"%.1f\", $ended - $began }") s wall; $(grep -h RESULT "$out/loop-memcheck-${with_preload:+preload}.log")"
+  label="without rmm-rs"
+  [ -n "$with_preload" ] && label="under the preload library"
+  echo "memcheck $label: $(awk "BEGIN { printf \"%.1f\", $ended - $began }") s wall; $(grep -h RESULT "$out/loop-memcheck-${with_preload:+preload}.log")"
 done
 
 echo "gpu-sanitizer.sh: $failures failure(s)"
