@@ -20,6 +20,22 @@ int main(void) {
   CHECK(a != NULL && b != NULL && a != b);
   CHECK(a != STREAM_LEGACY && a != STREAM_PER_THREAD);
   CHECK(b != STREAM_LEGACY && b != STREAM_PER_THREAD);
+  /* With flags: the default, and a non-blocking stream; unknown flags and NULL refused. */
+  {
+    cudaStream_t flagged = NULL;
+    CHECK_RMM(rmmStreamCreateWithFlags(NULL, RMM_STREAM_NON_BLOCKING), RMM_ERROR_INVALID_ARGUMENT);
+    CHECK_RMM(rmmStreamCreateWithFlags(&flagged, 2), RMM_ERROR_INVALID_ARGUMENT);
+    CHECK(flagged == NULL);
+    CHECK_OK(rmmStreamCreateWithFlags(&flagged, RMM_STREAM_NON_BLOCKING));
+    CHECK(flagged != NULL && flagged != STREAM_LEGACY && flagged != STREAM_PER_THREAD);
+    CHECK_OK(rmmAlloc(&ptr, 1000, flagged, __FILE__, __LINE__));
+    CHECK_OK(rmmFree(ptr, flagged, __FILE__, __LINE__));
+    CHECK_OK(rmmStreamSynchronize(flagged));
+    CHECK_OK(rmmStreamDestroy(flagged));
+    CHECK_OK(rmmStreamCreateWithFlags(&flagged, RMM_STREAM_DEFAULT));
+    CHECK_OK(rmmStreamDestroy(flagged));
+    ptr = NULL;
+  }
 
   /* Synchronizing every kind of stream. */
   CHECK_OK(rmmStreamSynchronize(0));

@@ -214,6 +214,10 @@ contains
       'rmmStreamRegister of the default stream')
     call expect_status(rmmStreamUnregister(c_null_ptr), RMM_ERROR_INVALID_ARGUMENT, &
       'rmmStreamUnregister of the default stream')
+    call expect_status(rmmStreamCreateWithFlags(stream, 2_c_int), RMM_ERROR_INVALID_ARGUMENT, &
+      'rmmStreamCreateWithFlags with unknown flags')
+    call expect_ok(rmmStreamCreateWithFlags(stream, RMM_STREAM_NON_BLOCKING), 'rmmStreamCreateWithFlags')
+    call expect_ok(rmmStreamDestroy(stream), 'rmmStreamDestroy of a non-blocking stream')
     call expect_ok(rmmStreamCreate(stream), 'rmmStreamCreate')
     call expect_ok(rmmStreamUnregister(stream), 'rmmStreamUnregister')
     call expect_ok(rmmStreamRegister(stream), 'rmmStreamRegister')

@@ -86,8 +86,9 @@ module rmm
   !   unsigned int                    integer(c_int)
   public :: RMM_LOG_LEVEL_TRACE, RMM_LOG_LEVEL_DEBUG, RMM_LOG_LEVEL_INFO, RMM_LOG_LEVEL_WARN, &
     RMM_LOG_LEVEL_ERROR, RMM_LOG_LEVEL_CRITICAL, RMM_LOG_LEVEL_OFF, RMM_IPC_HANDLE_SIZE, &
-    RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, RMM_HANDLE_TYPE_WIN32, RMM_HANDLE_TYPE_WIN32_KMT, &
-    RMM_HANDLE_TYPE_FABRIC, RMM_ASYNC_HW_DECOMPRESS, RMM_CAPABILITY_PAGEABLE_MEMORY_ACCESS, &
+    RMM_STREAM_DEFAULT, RMM_STREAM_NON_BLOCKING, RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, &
+    RMM_HANDLE_TYPE_WIN32, RMM_HANDLE_TYPE_WIN32_KMT, RMM_HANDLE_TYPE_FABRIC, &
+    RMM_ASYNC_HW_DECOMPRESS, RMM_CAPABILITY_PAGEABLE_MEMORY_ACCESS, &
     RMM_CAPABILITY_MANAGED_MEMORY_POOLS, RMM_CAPABILITY_HOST_MEMORY_POOLS, &
     RMM_CAPABILITY_HW_DECOMPRESS, RMM_MAX_DEVICES, RMM_VERSION_MAJOR, RMM_VERSION_MINOR, &
     RMM_VERSION_PATCH, RMM_VERSION, RMM_SUCCESS, RMM_ERROR_CUDA_ERROR, RMM_ERROR_INVALID_ARGUMENT, &
@@ -127,10 +128,10 @@ module rmm
     rmmPinnedHostResourceCreate, rmmResourceDestroy, rmmResourceAllocate, rmmResourceDeallocate, &
     rmmResourceAllocateAligned, rmmResourceDeallocateAligned, rmmResourceGetDevice, &
     rmmResourceGetName, rmmResourceGetSnapshot, rmmResourceWriteSnapshot, rmmResourceGetFootprint, &
-    rmmStreamCreate, rmmStreamDestroy, rmmStreamRegister, rmmStreamUnregister, &
-    rmmStreamSynchronize, rmmMemcpyAsync, rmmPoolResourceCreate, rmmPoolResourceGetSize, &
-    rmmPoolResourceGetFree, rmmResourceRelease, rmmArenaResourceCreate, rmmBinningResourceCreate, &
-    rmmBinningResourceAddBin, rmmFixedSizeResourceCreate, rmmGetVersion
+    rmmStreamCreate, rmmStreamCreateWithFlags, rmmStreamDestroy, rmmStreamRegister, &
+    rmmStreamUnregister, rmmStreamSynchronize, rmmMemcpyAsync, rmmPoolResourceCreate, &
+    rmmPoolResourceGetSize, rmmPoolResourceGetFree, rmmResourceRelease, rmmArenaResourceCreate, &
+    rmmBinningResourceCreate, rmmBinningResourceAddBin, rmmFixedSizeResourceCreate, rmmGetVersion
 
   ! Log level trace (RAPIDS' `rapids_logger::level_enum::trace`): everything.
   integer(c_int32_t), parameter :: RMM_LOG_LEVEL_TRACE = 0
@@ -149,6 +150,10 @@ module rmm
   integer(c_int32_t), parameter :: RMM_LOG_LEVEL_OFF = 6
   ! Bytes of an `rmmIpcMemHandle_t`.
   integer(c_int32_t), parameter :: RMM_IPC_HANDLE_SIZE = 128
+  ! A stream that synchronizes with the legacy default stream (`rmmStreamCreateWithFlags`).
+  integer(c_int32_t), parameter :: RMM_STREAM_DEFAULT = 0
+  ! A stream that does not synchronize with the legacy default stream (`cudaStreamNonBlocking`).
+  integer(c_int32_t), parameter :: RMM_STREAM_NON_BLOCKING = 1
   ! The kinds of shareable handle `rmmAsyncResourceCreateExportable` can export pool memory as
   ! (CUDA's `cudaMemAllocationHandleType` values); this one and the three below. This one:
   ! `cudaMemHandleTypePosixFileDescriptor`, a file descriptor (what Linux drivers offer).
@@ -1794,6 +1799,18 @@ module rmm
       import :: c_int, c_ptr
       type(c_ptr), intent(inout) :: stream
     end function rmmStreamCreate
+
+    ! `rmmStreamCreate` with `flags`: `RMM_STREAM_DEFAULT` (0, that stream) or
+    ! `RMM_STREAM_NON_BLOCKING` (1, the value of `cudaStreamNonBlocking`): a stream that does not
+    ! synchronize with the legacy default stream. Other flags, or `stream` NULL:
+    ! RMM_ERROR_INVALID_ARGUMENT; RMM_ERROR_CUDA_ERROR without a CUDA driver (and without
+    ! `RMM_SIM_DEVICES`) or when the driver fails.
+    integer(c_int) function rmmStreamCreateWithFlags(stream, flags) &
+        bind(c, name="rmmStreamCreateWithFlags")
+      import :: c_int, c_ptr
+      type(c_ptr), intent(inout) :: stream
+      integer(c_int), value :: flags  ! unsigned int in C
+    end function rmmStreamCreateWithFlags
 
     ! Destroys a stream made by `rmmStreamCreate`, or by the program (`cudaStreamCreate`), after
     ! what `rmmStreamUnregister` does. The default streams cannot be destroyed.

@@ -73,6 +73,12 @@ typedef struct rmmDeviceBuffer_st* rmmDeviceBuffer_t;
 // Bytes of an `rmmIpcMemHandle_t`.
 #define RMM_IPC_HANDLE_SIZE 128
 
+// A stream that synchronizes with the legacy default stream (`rmmStreamCreateWithFlags`).
+#define RMM_STREAM_DEFAULT 0
+
+// A stream that does not synchronize with the legacy default stream (`cudaStreamNonBlocking`).
+#define RMM_STREAM_NON_BLOCKING 1
+
 // The kinds of shareable handle `rmmAsyncResourceCreateExportable` can export pool memory as
 // (CUDA's `cudaMemAllocationHandleType` values); this one and the three below. This one:
 // `cudaMemHandleTypePosixFileDescriptor`, a file descriptor (what Linux drivers offer).
@@ -1289,6 +1295,13 @@ enum rmmError_t rmmResourceGetFootprint(rmmResource_t resource, struct rmmFootpr
 // RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
 // driver fails.
 enum rmmError_t rmmStreamCreate(cudaStream_t *stream);
+
+// `rmmStreamCreate` with `flags`: `RMM_STREAM_DEFAULT` (0, that stream) or
+// `RMM_STREAM_NON_BLOCKING` (1, the value of `cudaStreamNonBlocking`): a stream that does not
+// synchronize with the legacy default stream. Other flags, or `stream` NULL:
+// RMM_ERROR_INVALID_ARGUMENT; RMM_ERROR_CUDA_ERROR without a CUDA driver (and without
+// `RMM_SIM_DEVICES`) or when the driver fails.
+enum rmmError_t rmmStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags);
 
 // Destroys a stream made by `rmmStreamCreate`, or by the program (`cudaStreamCreate`), after
 // what `rmmStreamUnregister` does. The default streams cannot be destroyed.

@@ -108,7 +108,7 @@ GROUPS = [
     Group("streams.md", "Streams and copies",
           "Streams and copies for code without the CUDA runtime, and for simulated devices.",
           r"^rmm(Stream\w*|Memcpy\w*)$",
-          r"^cudaStream_t$"),
+          r"^(cudaStream_t|RMM_STREAM_\w+)$"),
     Group("ipc.md", "Sharing memory between processes",
           "IPC handles of allocations, opened in another process, and the expandable resource "
           "whose memory can be shared. See the [IPC guide](../ipc.md).",

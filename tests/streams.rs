@@ -278,3 +278,31 @@ fn a_pair_through_another_devices_resource_makes_no_driver_call() {
     assert_eq!(rmmResourceDestroy(cuda), RMM_SUCCESS);
     assert!(races().is_empty(), "{:?}", races());
 }
+
+/// `rmmStreamCreateWithFlags`: the default flags make a stream that synchronizes with the legacy
+/// default stream, `RMM_STREAM_NON_BLOCKING` one that does not; both serve allocations as any
+/// stream rmm-rs made and go with `rmmStreamDestroy`. Other flags and NULL are refused.
+#[test]
+fn streams_with_flags_are_blocking_or_not_as_asked() {
+    use rmm::boundary::types::cudaStream_t;
+    use rmm::boundary::{rmmStreamCreateWithFlags, rmmStreamDestroy, RMM_STREAM_DEFAULT, RMM_STREAM_NON_BLOCKING};
+    use rmm::error::rmmError_t::*;
+    let _guard = setup();
+    let sim = simulator().unwrap();
+    let pool = PoolResource::new(Arc::new(DirectResource::cuda(0).unwrap()), 0, 0).unwrap();
+    for (flags, blocking) in [(RMM_STREAM_DEFAULT, true), (RMM_STREAM_NON_BLOCKING, false)] {
+        let mut handle: cudaStream_t = std::ptr::null_mut();
+        assert_eq!(rmmStreamCreateWithFlags(&mut handle, flags), RMM_SUCCESS);
+        let stream = Stream(handle as usize);
+        assert_eq!(sim.stream_blocking(stream).unwrap(), blocking, "flags {flags}");
+        let block = pool.allocate(4096, stream).unwrap();
+        pool.deallocate(block, 4096, stream).unwrap();
+        assert_eq!(rmmStreamDestroy(handle), RMM_SUCCESS);
+    }
+    let mut handle: cudaStream_t = std::ptr::null_mut();
+    assert_eq!(rmmStreamCreateWithFlags(&mut handle, 2), RMM_ERROR_INVALID_ARGUMENT);
+    assert!(last_message().contains("unknown stream flags"), "{}", last_message());
+    assert!(handle.is_null());
+    assert_eq!(rmmStreamCreateWithFlags(std::ptr::null_mut(), RMM_STREAM_NON_BLOCKING), RMM_ERROR_INVALID_ARGUMENT);
+    assert!(races().is_empty(), "{:?}", races());
+}

@@ -18,21 +18,8 @@ class cuda_stream {
   enum class flags : unsigned int { sync_default = 0, non_blocking = 1 };
 
   cuda_stream() { check(rmmStreamCreate(&stream_), "rmmStreamCreate"); }
-  /// A non-blocking stream needs the CUDA runtime (cudaStreamCreateWithFlags); without it,
-  /// rmm::error RMM_ERROR_NOT_SUPPORTED.
   explicit cuda_stream(flags kind) {
-    if (kind == flags::sync_default) {
-      check(rmmStreamCreate(&stream_), "rmmStreamCreate");
-      return;
-    }
-#if defined(__CUDA_RUNTIME_API_H__)
-    if (cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) != cudaSuccess) {
-      (void)cudaGetLastError();
-      throw error(RMM_ERROR_CUDA_ERROR, "cudaStreamCreateWithFlags(cudaStreamNonBlocking) failed");
-    }
-#else
-    throw error(RMM_ERROR_NOT_SUPPORTED, "a non-blocking rmm::cuda_stream needs the CUDA runtime");
-#endif
+    check(rmmStreamCreateWithFlags(&stream_, static_cast<unsigned int>(kind)), "rmmStreamCreateWithFlags");
   }
   cuda_stream(cuda_stream &&other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
   cuda_stream &operator=(cuda_stream &&other) noexcept {

@@ -237,7 +237,7 @@ _SIGNATURES = {
         ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]),
     "rmmResourceWriteSnapshot": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p]),
     "rmmResourceGetFootprint": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(_CFootprint)]),
-    "rmmStreamCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
+    "rmmStreamCreateWithFlags": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_uint]),
     "rmmStreamDestroy": (ctypes.c_int, [ctypes.c_void_p]),
     "rmmStreamSynchronize": (ctypes.c_int, [ctypes.c_void_p]),
     "rmmMemcpyAsync": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,

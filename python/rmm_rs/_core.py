@@ -127,11 +127,12 @@ def sim_race_count() -> int:
     return count.value
 
 
-def stream_create() -> int:
-    """A new stream of the current device (``rmmStreamCreate``); destroy it with
+def stream_create(non_blocking: bool = False) -> int:
+    """A new stream of the current device (``rmmStreamCreateWithFlags``): with `non_blocking`,
+    one that does not synchronize with the legacy default stream. Destroy it with
     :func:`stream_destroy`."""
     stream = ctypes.c_void_p()
-    _call("rmmStreamCreate", ctypes.byref(stream))
+    _call("rmmStreamCreateWithFlags", ctypes.byref(stream), 1 if non_blocking else 0)
     return stream.value or 0
 
 

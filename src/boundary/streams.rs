@@ -6,6 +6,7 @@ use super::{boundary, non_null, write_out};
 use crate::error::{rmmError_t, Error};
 use crate::platform::{backend, Stream};
 use crate::resources::streams;
+use std::ffi::c_uint;
 
 /// Creates a stream on the current device (as `cudaStreamCreate`: it synchronizes with the
 /// legacy default stream) and writes it to `*stream`. The caller destroys it with
@@ -20,6 +21,32 @@ pub extern "C" fn rmmStreamCreate(stream: *mut cudaStream_t) -> rmmError_t {
         write_out(stream, "stream", created.0 as cudaStream_t)
     })
 }
+
+/// `rmmStreamCreate` with `flags`: `RMM_STREAM_DEFAULT` (0, that stream) or
+/// `RMM_STREAM_NON_BLOCKING` (1, the value of `cudaStreamNonBlocking`): a stream that does not
+/// synchronize with the legacy default stream. Other flags, or `stream` NULL:
+/// RMM_ERROR_INVALID_ARGUMENT; RMM_ERROR_CUDA_ERROR without a CUDA driver (and without
+/// `RMM_SIM_DEVICES`) or when the driver fails.
+#[no_mangle]
+pub extern "C" fn rmmStreamCreateWithFlags(stream: *mut cudaStream_t, flags: c_uint) -> rmmError_t {
+    boundary("rmmStreamCreateWithFlags", || {
+        non_null(stream, "stream")?;
+        let non_blocking = match flags {
+            RMM_STREAM_DEFAULT => false,
+            RMM_STREAM_NON_BLOCKING => true,
+            other => {
+                return Err(Error::invalid(format!("unknown stream flags {other:#x} (RMM_STREAM_DEFAULT or RMM_STREAM_NON_BLOCKING)")))
+            }
+        };
+        let created = streams::create_with_flags(backend()?.current_device()?, non_blocking)?;
+        write_out(stream, "stream", created.0 as cudaStream_t)
+    })
+}
+
+/// A stream that synchronizes with the legacy default stream (`rmmStreamCreateWithFlags`).
+pub const RMM_STREAM_DEFAULT: c_uint = 0;
+/// A stream that does not synchronize with the legacy default stream (`cudaStreamNonBlocking`).
+pub const RMM_STREAM_NON_BLOCKING: c_uint = 1;
 
 /// Destroys a stream made by `rmmStreamCreate`, or by the program (`cudaStreamCreate`), after
 /// what `rmmStreamUnregister` does. The default streams cannot be destroyed.

@@ -765,12 +765,13 @@ impl CudaDriver {
         asked.and(pop).map(|_| device)
     }
 
-    pub fn stream_create(&self, device: i32) -> Result<Stream> {
+    pub fn stream_create_with_flags(&self, device: i32, non_blocking: bool) -> Result<Stream> {
         self.with_device(device, || {
             let mut stream: sys::CUstream = std::ptr::null_mut();
-            // SAFETY: out-pointer to a local; flags 0 make a stream that syncs with the legacy
-            // default stream, as cudaStreamCreate does.
-            check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut stream, 0) })?;
+            // CU_STREAM_NON_BLOCKING; 0 makes a stream that syncs with the legacy default stream.
+            let flags = u32::from(non_blocking);
+            // SAFETY: out-pointer to a local; the flags are CU_STREAM_DEFAULT or _NON_BLOCKING.
+            check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut stream, flags) })?;
             Ok(Stream(stream as usize))
         })
     }

@@ -441,7 +441,12 @@ impl Backend {
     /// A new stream of `device` that synchronizes with the legacy default stream, as
     /// `cudaStreamCreate` makes (`cuStreamCreate` with no flags).
     pub fn stream_create(&self, device: i32) -> Result<Stream> {
-        dispatch!(self.stream_create(device))
+        self.stream_create_with_flags(device, false)
+    }
+    /// A new stream of `device`; `non_blocking`: one that does not synchronize with the legacy
+    /// default stream (`CU_STREAM_NON_BLOCKING`, `cudaStreamNonBlocking`).
+    pub fn stream_create_with_flags(&self, device: i32, non_blocking: bool) -> Result<Stream> {
+        dispatch!(self.stream_create_with_flags(device, non_blocking))
     }
     /// Destroys a stream `stream_create` made. Work already enqueued on it still runs; the driver
     /// may hand the same handle to a later stream (`stream_identity` tells them apart).

@@ -801,9 +801,15 @@ impl SimDevices {
     }
 
     /// A new stream of `device` that synchronizes with the legacy default stream, as
-    /// `cudaStreamCreate`'s default. Its handle may be one a destroyed stream had, as the driver
-    /// may reuse them.
+    /// `cudaStreamCreate`'s default.
     pub fn stream_create(&self, device: i32) -> Result<Stream> {
+        self.stream_create_with_flags(device, false)
+    }
+
+    /// A new stream of `device` that synchronizes with the legacy default stream unless
+    /// `non_blocking`, as `cudaStreamCreateWithFlags`. Its handle may be one a destroyed stream
+    /// had, as the driver may reuse them.
+    pub fn stream_create_with_flags(&self, device: i32, non_blocking: bool) -> Result<Stream> {
         self.check_device(device)?;
         let mut state = self.state.lock();
         let reused = match state.fresh_stream_handles {
@@ -811,9 +817,16 @@ impl SimDevices {
             false => state.free_stream_handles.pop(),
         };
         let handle = reused.unwrap_or_else(|| state.new_handle());
-        let id = state.add_stream(device, true);
+        let id = state.add_stream(device, !non_blocking);
         state.stream_handles.insert(handle, id);
         Ok(Stream(handle))
+    }
+
+    /// Whether `stream` synchronizes with the legacy default stream (for tests).
+    pub fn stream_blocking(&self, stream: Stream) -> Result<bool> {
+        let mut state = self.state.lock();
+        let id = state.resolve_stream(stream)?;
+        Ok(state.streams[&id].blocking)
     }
 
     /// Whether streams made from now on get handles of destroyed streams again (the default, as

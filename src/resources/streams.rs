@@ -8,7 +8,13 @@ use crate::platform::{backend, streams, Stream};
 
 /// Makes a stream on `device` (as `cudaStreamCreate`) that `destroy` destroys.
 pub fn create(device: i32) -> Result<Stream> {
-    let stream = backend()?.stream_create(device)?;
+    create_with_flags(device, false)
+}
+
+/// `create`, and with `non_blocking` a stream that does not synchronize with the legacy
+/// default stream (as `cudaStreamCreateWithFlags(cudaStreamNonBlocking)`).
+pub fn create_with_flags(device: i32, non_blocking: bool) -> Result<Stream> {
+    let stream = backend()?.stream_create_with_flags(device, non_blocking)?;
     if let Err(e) = register(stream) {
         let _ = backend()?.stream_destroy(stream);
         return Err(e);

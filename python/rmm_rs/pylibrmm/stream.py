@@ -32,11 +32,9 @@ _PER_THREAD = 0x2
 
 
 class CudaStreamFlags(enum.IntEnum):
-    """How a new stream orders with the legacy default stream (RAPIDS' ``CudaStreamFlags``).
-
-    rmm-rs makes every stream it creates (``rmmStreamCreate``) as ``SYNC_DEFAULT`` does: a
-    stream asked for with ``NON_BLOCKING`` also waits for the legacy default stream, which
-    orders more than asked and never less."""
+    """How a new stream orders with the legacy default stream (RAPIDS' ``CudaStreamFlags``):
+    ``SYNC_DEFAULT`` synchronizes with it, ``NON_BLOCKING`` does not
+    (``rmmStreamCreateWithFlags``)."""
 
     SYNC_DEFAULT = 0
     NON_BLOCKING = 1
@@ -50,7 +48,7 @@ def _destroy(handle: int) -> None:
 class Stream:
     """A CUDA stream (RAPIDS' ``rmm.pylibrmm.stream.Stream``).
 
-    ``Stream()`` makes a new stream on the current device (``rmmStreamCreate``), destroyed when
+    ``Stream()`` makes a new stream on the current device (``rmmStreamCreateWithFlags``), destroyed when
     the last object that shares it goes. ``Stream(obj)`` wraps a stream that `obj` owns and
     keeps `obj` alive: another :class:`Stream`, an object implementing the CUDA stream protocol
     (``__cuda_stream__``: cuda.core, and recent CuPy, PyTorch and Numba streams), a CuPy stream
@@ -63,8 +61,8 @@ class Stream:
 
     def __init__(self, obj: Any = None, flags: Optional[CudaStreamFlags] = None) -> None:
         if obj is None:
-            CudaStreamFlags(CudaStreamFlags.SYNC_DEFAULT if flags is None else flags)
-            self._handle = _core.stream_create()
+            kind = CudaStreamFlags(CudaStreamFlags.SYNC_DEFAULT if flags is None else flags)
+            self._handle = _core.stream_create(non_blocking=kind == CudaStreamFlags.NON_BLOCKING)
             self._owner: Any = _OwnedStream(self._handle)
             return
         if flags is not None:
