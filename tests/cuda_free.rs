@@ -191,3 +191,26 @@ fn deferred_frees_from_many_threads_all_come_back() {
     restore(stack);
     assert_eq!(rmmConfigure(c"".as_ptr()), RMM_SUCCESS);
 }
+
+/// A stream rmm-rs trusts that the program destroyed without telling it (or that another
+/// thread destroys while a batch is being closed): its event cannot be recorded, so the close
+/// waits for the whole device instead, and the free still succeeds.
+#[test]
+fn a_batch_over_a_stream_destroyed_unannounced_waits_for_the_device() {
+    let _guard = setup();
+    assert_eq!(rmmConfigure(c"async_free/statistics/pool".as_ptr()), RMM_SUCCESS);
+    let stack = pool_as_device_resource(16 * MIB);
+    let stream = rmm::platform::backend().unwrap().stream_create(0).unwrap();
+    streams::register(stream).unwrap();
+    rmm::platform::backend().unwrap().stream_destroy(stream).unwrap(); // unannounced
+    let block = malloc(MIB).unwrap();
+    assert_eq!(free(block), RMM_SUCCESS);
+    let waits = host_waits();
+    cuda_free::settle(false).unwrap();
+    assert!(host_waits() > waits, "the close waited for the device");
+    assert_eq!(cuda_free::pending(), 0, "and the block came back");
+    assert!(races().is_empty(), "{:?}", races());
+    streams::unregister(stream).ok();
+    restore(stack);
+    assert_eq!(rmmConfigure(c"".as_ptr()), RMM_SUCCESS);
+}

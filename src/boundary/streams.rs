@@ -54,7 +54,11 @@ pub const RMM_STREAM_NON_BLOCKING: c_uint = 1;
 /// RMM_ERROR_INVALID_ARGUMENT.
 #[no_mangle]
 pub extern "C" fn rmmStreamDestroy(stream: cudaStream_t) -> rmmError_t {
-    boundary("rmmStreamDestroy", || streams::destroy(created_stream(stream)?))
+    boundary("rmmStreamDestroy", || {
+        let stream = created_stream(stream)?;
+        crate::ownership::cuda_free::before_stream_goes()?;
+        streams::destroy(stream)
+    })
 }
 
 /// Tells rmm-rs that the program's live `stream` (from `cudaStreamCreate`, say) will be
@@ -79,7 +83,11 @@ pub extern "C" fn rmmStreamRegister(stream: cudaStream_t) -> rmmError_t {
 /// A default stream, or a handle that is not a live stream: RMM_ERROR_INVALID_ARGUMENT.
 #[no_mangle]
 pub extern "C" fn rmmStreamUnregister(stream: cudaStream_t) -> rmmError_t {
-    boundary("rmmStreamUnregister", || streams::unregister(created_stream(stream)?))
+    boundary("rmmStreamUnregister", || {
+        let stream = created_stream(stream)?;
+        crate::ownership::cuda_free::before_stream_goes()?;
+        streams::unregister(stream)
+    })
 }
 
 /// `stream`, refused when it is one of the default streams, which live forever.

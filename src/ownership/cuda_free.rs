@@ -21,7 +21,10 @@
 //! whose events have completed go back to their stacks, checked by one thread at a time, at
 //! most every `CHECK_EVERY`; all of them, after waiting, before an allocation is refused for
 //! want of memory. No lock is held while the driver records or queries events, so threads that
-//! free at once do not wait for each other's driver calls.
+//! free at once do not wait for each other's driver calls. A stream that goes through
+//! `rmmStreamUnregister` or `rmmStreamDestroy` first closes the open batch, so its event is
+//! recorded while it lives; one destroyed unannounced (or while a batch was being closed) makes
+//! that close wait for the whole device instead.
 
 use super::config;
 use super::records::{self, Expected, Holder};
@@ -182,8 +185,18 @@ fn record_events(pointers: Vec<(usize, i32)>, mut spare: Vec<(i32, Event)>) -> (
                     Some(at) => spare.swap_remove(at).1,
                     None => platform.event_create(device)?,
                 };
+                let identity = streams::known_identity(stream);
+                let recorded = platform.event_record(device, event, stream);
+                if stream != Stream::DEFAULT && (recorded.is_err() || streams::known_identity(stream) != identity) {
+                    // The program destroyed `stream` since it was listed (its handle may name
+                    // another stream by now): the work it was given may still run, and only
+                    // the whole device covers it.
+                    spare.push((device, event));
+                    platform.device_synchronize(device)?;
+                    continue;
+                }
                 events.push((device, event));
-                platform.event_record(device, event, stream)?;
+                recorded?;
             }
         }
         Ok(())
@@ -194,6 +207,15 @@ fn record_events(pointers: Vec<(usize, i32)>, mut spare: Vec<(i32, Event)>) -> (
             spare.extend(events);
             (Err((pointers, error)), spare)
         }
+    }
+}
+
+/// Before a stream rmm-rs trusts goes (`rmmStreamUnregister`, `rmmStreamDestroy`): the frees
+/// still open get their events now, this stream's among them, as it cannot be asked later.
+pub fn before_stream_goes() -> Result<()> {
+    match PENDING.load(Ordering::Relaxed) {
+        true => close_if_due(elapsed(), true),
+        false => Ok(()),
     }
 }
 
