@@ -32,15 +32,15 @@
 //!   function of callback id N in `functionSlots[N]`; a slot still 0 or 1
 //!   (`NVTX_EXTENSION_DISABLED`) afterwards is a function the tool lacks.
 //! - Mem callback ids (`nvToolsExtMem.h`): 1 `nvtxMemHeapRegister`, 2 `nvtxMemHeapUnregister`,
-//!   4 `nvtxMemRegionsRegister`, 6 `nvtxMemRegionsUnregister`, 7 `nvtxMemRegionsName`; the
+//!   4 `nvtxMemRegionsRegister`, 6 `nvtxMemRegionsUnregister`; the
 //!   structures below follow that header field for field, zero-initialized as the sanitizer's
 //!   guide asks. Unregistering a heap needs no unregistration of its regions first (the header
 //!   says so), but the core does it anyway where blocks live on in a changed chunk.
 //!
 //! A domain named "rmm-rs" is made through the core protocol (`nvtxDomainCreateA`) where the
 //! tool offers it; otherwise the calls use the default domain (NULL), as the extension allows.
-//! A tool that lacks any of the four heap and region functions counts as no tool; one without
-//! `nvtxMemRegionsName` just gets no names. Nothing here panics.
+//! A tool that lacks any of the four heap and region functions counts as no tool. Nothing here
+//! panics.
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
@@ -69,7 +69,6 @@ const CBID_HEAP_REGISTER: usize = 1;
 const CBID_HEAP_UNREGISTER: usize = 2;
 const CBID_REGIONS_REGISTER: usize = 4;
 const CBID_REGIONS_UNREGISTER: usize = 6;
-const CBID_REGIONS_NAME: usize = 7;
 
 const HEAP_USAGE_SUB_ALLOCATOR: u32 = 1;
 const MEM_TYPE_VIRTUAL_ADDRESS: u32 = 1;
@@ -135,29 +134,6 @@ struct RegionsUnregisterBatch {
     ref_elements: *const *const c_void,
 }
 
-/// `nvtxMemRegionNameDesc_v1`.
-#[repr(C)]
-struct RegionNameDesc {
-    region_ref_type: u32,
-    name_type: u32,
-    region: *const c_void,
-    name: *const c_char,
-    category: u32,
-    reserved0: u32,
-}
-
-/// `nvtxMemRegionsNameBatch_v1`.
-#[repr(C)]
-struct RegionsNameBatch {
-    ext_compat_id: u16,
-    struct_size: u16,
-    reserved0: u32,
-    region_count: usize,
-    region_element_size: usize,
-    region_elements: *const RegionNameDesc,
-    reserved1: usize,
-}
-
 /// `nvtxExtModuleSegment_t`.
 #[repr(C)]
 struct ModuleSegment {
@@ -202,8 +178,6 @@ const _: () = {
     assert!(std::mem::size_of::<HeapDesc>() == 48);
     assert!(std::mem::size_of::<RegionsRegisterBatch>() == 48);
     assert!(std::mem::size_of::<RegionsUnregisterBatch>() == 32);
-    assert!(std::mem::size_of::<RegionNameDesc>() == 32);
-    assert!(std::mem::size_of::<RegionsNameBatch>() == 40);
     assert!(std::mem::size_of::<ModuleSegment>() == 24);
     assert!(std::mem::size_of::<ModuleInfo>() == 40);
     assert!(std::mem::size_of::<ExportTableCallbacks>() == 16);
@@ -214,7 +188,6 @@ type HeapRegisterFn = unsafe extern "C" fn(*const c_void, *const HeapDesc) -> *c
 type HeapUnregisterFn = unsafe extern "C" fn(*const c_void, *const c_void);
 type RegionsRegisterFn = unsafe extern "C" fn(*const c_void, *const RegionsRegisterBatch);
 type RegionsUnregisterFn = unsafe extern "C" fn(*const c_void, *const RegionsUnregisterBatch);
-type RegionsNameFn = unsafe extern "C" fn(*const c_void, *const RegionsNameBatch);
 type DomainCreateFn = unsafe extern "C" fn(*const c_char) -> *const c_void;
 type InitializeCoreFn = unsafe extern "C" fn(unsafe extern "C" fn(u32) -> *const c_void) -> c_int;
 type InitializeExtensionFn = unsafe extern "C" fn(*mut ModuleInfo) -> c_int;
@@ -230,7 +203,6 @@ struct Tool {
     heap_unregister: HeapUnregisterFn,
     regions_register: RegionsRegisterFn,
     regions_unregister: RegionsUnregisterFn,
-    regions_name: Option<RegionsNameFn>,
 }
 
 const UNDECIDED: u8 = 0;
@@ -424,7 +396,6 @@ fn initialize_mem(handle: *mut c_void, domain: usize) -> Option<Tool> {
             heap_unregister: std::mem::transmute::<usize, HeapUnregisterFn>(slot(CBID_HEAP_UNREGISTER)?),
             regions_register: std::mem::transmute::<usize, RegionsRegisterFn>(slot(CBID_REGIONS_REGISTER)?),
             regions_unregister: std::mem::transmute::<usize, RegionsUnregisterFn>(slot(CBID_REGIONS_UNREGISTER)?),
-            regions_name: slot(CBID_REGIONS_NAME).map(|address| std::mem::transmute::<usize, RegionsNameFn>(address)),
         })
     }
 }
@@ -546,35 +517,6 @@ pub fn regions_unregister(addrs: &[usize]) {
     unsafe { (tool.regions_unregister)(tool.domain as *const c_void, &batch) }
 }
 
-/// Names the allocation or region at `addr` (printable ASCII, cut to 49 characters) in the
-/// tool's reports. Nothing where the tool has no naming.
-pub fn region_name(addr: usize, name: &str) {
-    let Some(tool) = attached() else { return };
-    let Some(regions_name) = tool.regions_name else { return };
-    log::debug!("NVTX: {addr:#x} named");
-    let name = ascii_name(name);
-    let desc = RegionNameDesc {
-        region_ref_type: REGION_REF_POINTER,
-        name_type: MESSAGE_TYPE_ASCII,
-        region: addr as *const c_void,
-        name: name.as_ptr() as *const c_char,
-        category: 0,
-        reserved0: 0,
-    };
-    let batch = RegionsNameBatch {
-        ext_compat_id: COMPAT_ID_MEM,
-        struct_size: std::mem::size_of::<RegionsNameBatch>() as u16,
-        reserved0: 0,
-        region_count: 1,
-        region_element_size: std::mem::size_of::<RegionNameDesc>(),
-        region_elements: &desc,
-        reserved1: 0,
-    };
-    // SAFETY: the batch, its one element and the name live across the call, laid out as
-    // nvToolsExtMem.h declares; the function is the tool's nvtxMemRegionsName.
-    unsafe { regions_name(tool.domain as *const c_void, &batch) }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -596,7 +538,6 @@ mod tests {
         regions_register(Heap(0x1000), &[(0x1000, 16)]);
         region_register(Heap(0x1000), 0x1000, 16);
         regions_unregister(&[0x1000]);
-        region_name(0x1000, "rmm-rs test");
         for _ in 0..1_000 {
             assert!(!active());
         }
