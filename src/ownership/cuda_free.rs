@@ -40,8 +40,6 @@ use std::time::{Duration, Instant};
 struct Deferred {
     /// Freed since the last batch was closed: (pointer, its device).
     open: Vec<(usize, i32)>,
-    /// When the first of `open` was freed.
-    opened_at: Duration,
     closed: VecDeque<Batch>,
     /// Events of completed batches, for the next ones.
     spare: Vec<(i32, Event)>,
@@ -56,15 +54,16 @@ struct Batch {
 }
 
 static DEFERRED: Mutex<Deferred> =
-    Mutex::new(Deferred { open: Vec::new(), opened_at: Duration::ZERO, closed: VecDeque::new(), spare: Vec::new(), last_close_events: 1 });
+    Mutex::new(Deferred { open: Vec::new(), closed: VecDeque::new(), spare: Vec::new(), last_close_events: 1 });
 /// Something is deferred: allocations look after it.
 static PENDING: AtomicBool = AtomicBool::new(false);
 /// Held by the one thread that checks the closed batches' events.
 static RECLAIMING: Mutex<()> = Mutex::new(());
 /// When the closed batches were last checked, in nanoseconds of `elapsed`.
 static LAST_CHECK: AtomicU64 = AtomicU64::new(0);
-/// When the open batch is due to close by age, in nanoseconds of `elapsed` (read without the
-/// lock: a stale value only moves a close to the next call).
+/// When the open batch is due to close by age, in nanoseconds of `elapsed`: set when its first
+/// free comes, under `DEFERRED`'s lock (read without it, a stale value only moves a close to the
+/// next call).
 static CLOSE_DUE: AtomicU64 = AtomicU64::new(u64::MAX);
 
 /// The most frees a batch gathers before it is closed.
@@ -120,7 +119,6 @@ pub fn free(ptr: usize) -> Result<()> {
     let due = {
         let mut deferred = DEFERRED.lock();
         if deferred.open.is_empty() {
-            deferred.opened_at = now;
             CLOSE_DUE.store(nanos(now + CLOSE_AFTER_PER_EVENT * deferred.last_close_events), Ordering::Relaxed);
         }
         deferred.open.push((ptr, device));
@@ -137,8 +135,7 @@ pub fn free(ptr: usize) -> Result<()> {
 fn close_if_due(now: Duration, now_anyway: bool) -> Result<()> {
     let (pointers, spare) = {
         let mut deferred = DEFERRED.lock();
-        let age = now.saturating_sub(deferred.opened_at);
-        let due = deferred.open.len() >= BATCH_LIMIT || age >= CLOSE_AFTER_PER_EVENT * deferred.last_close_events;
+        let due = deferred.open.len() >= BATCH_LIMIT || nanos(now) >= CLOSE_DUE.load(Ordering::Relaxed);
         if deferred.open.is_empty() || !(due || now_anyway) {
             return Ok(());
         }
@@ -158,7 +155,6 @@ fn close_if_due(now: Duration, now_anyway: bool) -> Result<()> {
         // Not recorded: the frees stay open, for the next close.
         Err((pointers, error)) => {
             if deferred.open.is_empty() {
-                deferred.opened_at = now;
                 CLOSE_DUE.store(nanos(now), Ordering::Relaxed);
             }
             deferred.open.extend(pointers);
@@ -256,17 +252,12 @@ fn reclaim(wait: bool) -> Result<()> {
                 break;
             }
         }
-        match complete {
-            Ok(true) => {}
-            Ok(false) => {
-                DEFERRED.lock().closed.push_front(batch);
-                break;
-            }
-            Err(error) => {
-                DEFERRED.lock().closed.push_front(batch);
+        if complete != Ok(true) {
+            DEFERRED.lock().closed.push_front(batch);
+            if let Err(error) = complete {
                 outcome = Err(error);
-                break;
             }
+            break;
         }
         for &(ptr, _) in &batch.pointers {
             let freeing = Expected { stack: None, size: None, holder: Holder::Freeing };
