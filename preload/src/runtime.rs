@@ -35,19 +35,24 @@ fn runtime_initialized() {
     });
 }
 
+/// `hook` for the runtime's allocations: the runtime initialized before rmm serves one.
+fn allocation_hook(hooked: impl FnOnce() -> c_int, real: impl FnOnce() -> c_int) -> c_int {
+    hook(
+        || {
+            runtime_initialized();
+            hooked()
+        },
+        real,
+    )
+}
+
 /// # Safety
 /// As `cudaMalloc`.
 #[no_mangle]
 pub unsafe extern "C" fn cudaMalloc(ptr: *mut *mut c_void, size: usize) -> c_int {
     // SAFETY (both closures): the caller's arguments, passed on unchanged.
     let real = || MALLOC.get(|| real::next(c"cudaMalloc")).map_or(MISSING, |f| unsafe { f(ptr, size) });
-    hook(
-        || {
-            runtime_initialized();
-            allocate(ptr, size, Order::Device, real)
-        },
-        real,
-    )
+    allocation_hook(|| allocate(ptr, size, Order::Device, real), real)
 }
 
 /// # Safety
@@ -65,13 +70,7 @@ pub unsafe extern "C" fn cudaFree(ptr: *mut c_void) -> c_int {
 pub unsafe extern "C" fn cudaMallocAsync(ptr: *mut *mut c_void, size: usize, stream: *mut c_void) -> c_int {
     // SAFETY: the caller's arguments, passed on unchanged.
     let real = || MALLOC_ASYNC.get(|| real::next(c"cudaMallocAsync")).map_or(MISSING, |f| unsafe { f(ptr, size, stream) });
-    hook(
-        || {
-            runtime_initialized();
-            allocate(ptr, size, Order::Stream(stream), real)
-        },
-        real,
-    )
+    allocation_hook(|| allocate(ptr, size, Order::Stream(stream), real), real)
 }
 
 /// # Safety
@@ -89,13 +88,7 @@ pub unsafe extern "C" fn cudaFreeAsync(ptr: *mut c_void, stream: *mut c_void) ->
 pub unsafe extern "C" fn cudaMallocPitch(ptr: *mut *mut c_void, pitch: *mut usize, width: usize, height: usize) -> c_int {
     // SAFETY: the caller's arguments, passed on unchanged.
     let real = || MALLOC_PITCH.get(|| real::next(c"cudaMallocPitch")).map_or(MISSING, |f| unsafe { f(ptr, pitch, width, height) });
-    hook(
-        || {
-            runtime_initialized();
-            allocate_pitched(ptr, pitch, width, height, real)
-        },
-        real,
-    )
+    allocation_hook(|| allocate_pitched(ptr, pitch, width, height, real), real)
 }
 
 /// Free device memory plus what rmm holds free in its pool: what the program can still get.
