@@ -8,6 +8,7 @@ mod common;
 
 use common::*;
 use rmm::boundary::handles::rmmResource_t;
+use rmm::boundary::types::cudaStream_t;
 use rmm::boundary::*;
 use rmm::error::rmmError_t::{self, *};
 use rmm::ownership::cuda_free;
@@ -211,6 +212,62 @@ fn a_batch_over_a_stream_destroyed_unannounced_waits_for_the_device() {
     assert_eq!(cuda_free::pending(), 0, "and the block came back");
     assert!(races().is_empty(), "{:?}", races());
     streams::unregister(stream).ok();
+    restore(stack);
+    assert_eq!(rmmConfigure(c"".as_ptr()), RMM_SUCCESS);
+}
+
+/// More threads than cores, hundreds of rounds, in two waves of threads that exit: each block
+/// is freed by another thread than the one that allocated it, and each thread makes and destroys
+/// streams (`rmmStreamCreate` / `rmmStreamDestroy`, which close the open batch) while the others
+/// free. Every free succeeds, nothing is handed out twice or reused before the work given before
+/// its free (the race checker), and everything comes back.
+#[test]
+fn deferred_frees_across_threads_and_streams_that_come_and_go() {
+    use std::sync::mpsc;
+    let _guard = setup();
+    let sim = simulator().unwrap();
+    assert_eq!(rmmConfigure(c"async_free/statistics/pool".as_ptr()), RMM_SUCCESS);
+    let stack = pool_as_device_resource(256 * MIB);
+    const THREADS: usize = 8;
+    const ROUNDS: usize = 400;
+    for wave in 0..2 {
+        let (senders, receivers): (Vec<_>, Vec<_>) = (0..THREADS).map(|_| mpsc::channel::<usize>()).unzip();
+        let workers: Vec<_> = receivers
+            .into_iter()
+            .enumerate()
+            .map(|(thread, from_previous)| {
+                let to_next = senders[(thread + 1) % THREADS].clone();
+                std::thread::spawn(move || {
+                    let mut stream: cudaStream_t = null_mut();
+                    for round in 0..ROUNDS {
+                        if round % 50 == 0 {
+                            if !stream.is_null() {
+                                assert_eq!(rmmStreamDestroy(stream), RMM_SUCCESS);
+                            }
+                            assert_eq!(rmmStreamCreate(&mut stream), RMM_SUCCESS);
+                        }
+                        let block = malloc(256 << ((wave + thread + round) % 13)).unwrap();
+                        if round % 16 == 0 {
+                            simulator().unwrap().stream_hold(rmm::platform::Stream(stream as usize)).unwrap();
+                            simulator().unwrap().stream_finish_held(rmm::platform::Stream(stream as usize)).unwrap();
+                        }
+                        to_next.send(block).unwrap();
+                        let theirs = from_previous.recv().unwrap();
+                        assert_eq!(free(theirs), RMM_SUCCESS, "{}", last_message());
+                    }
+                    assert_eq!(rmmStreamDestroy(stream), RMM_SUCCESS);
+                })
+            })
+            .collect();
+        drop(senders);
+        for worker in workers {
+            worker.join().unwrap();
+        }
+    }
+    sim.device_synchronize(0).unwrap();
+    cuda_free::settle(false).unwrap();
+    assert_eq!(cuda_free::pending(), 0);
+    assert!(races().is_empty(), "{:?}", races());
     restore(stack);
     assert_eq!(rmmConfigure(c"".as_ptr()), RMM_SUCCESS);
 }
