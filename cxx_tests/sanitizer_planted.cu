@@ -91,9 +91,9 @@ int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "clean";
   std::setvbuf(stdout, nullptr, _IONBF, 0);  // what it printed survives a crash
 #ifdef RMM_LINKED
-  // The CUDA runtime first, as NVTX's memory API requires before the pool registers a chunk
-  // (a program's first CUDA call usually does it; compute-sanitizer: "not ready" otherwise).
-  if (check(cudaFree(nullptr), "cudaFree(nullptr)")) return 1;
+  // rmm-rs first, before the CUDA runtime has made a context current: the pool registers its
+  // chunk with the device's context current all the same (compute-sanitizer answers "not
+  // ready" to a registration without one).
   if (rmmConfigure(nullptr) != RMM_SUCCESS) {
     std::fprintf(stderr, "sanitizer_planted: rmmConfigure: %s\n", rmmGetLastErrorMessage());
     return 1;

@@ -4,20 +4,23 @@
 //! looks (so this is a test program of its own), records the heaps and regions rmm-rs
 //! registers and counts every breach of the rules the sanitizer's guide states.
 //!
-//! After every operation of each workload (pool, arena, fixed-size, binning, expandable): the
+//! After every operation of each workload (pool, arena, fixed-size, binning): the
 //! tool saw no malformed call (nor overlapping heaps or regions); every live block is a
 //! registered region of exactly the bytes asked for, inside a registered heap, and every region
 //! is a live block: freed blocks are unregistered, and a chunk a suballocator takes from a pool
 //! under it is no region while it holds it (its blocks are regions of the pool's heap). After
-//! release, no heap is left: chunks that go upstream unregister theirs. Without the variable,
-//! nothing is registered at all (a child process).
+//! release, no heap is left: chunks that go upstream unregister theirs. Memory that is no whole
+//! allocation of the driver's (the expandable resource's, the driver's pools') is never a heap.
+//! Without the variable, nothing is registered at all (a child process).
 
 mod common;
 
 use common::{setup, Rng};
 use rmm::platform::{backend, Stream};
+use rmm::resources::adaptors::{AlignedAdaptor, StatisticsAdaptor};
 use rmm::resources::{
-    expandable_resource, ArenaResource, BinningResource, DirectResource, ExpandableOptions, FixedSizeResource, MemoryResource, PoolResource,
+    expandable_resource, ArenaResource, AsyncResource, BinningResource, DirectResource, ExpandableOptions, FixedSizeResource,
+    MemoryResource, PoolResource,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{c_char, c_int, c_uint, c_ulong, CStr, CString};
@@ -315,36 +318,64 @@ fn fixed_size_and_binning_blocks_are_regions_of_the_bytes_asked_for() {
     wind_down(vec![binning, pool], &mut live, "binning");
 }
 
+/// Memory that is no whole allocation of the driver's (mapped pages, blocks of the driver's
+/// stream-ordered pool, blocks an aligned adaptor may offset) is no heap to compute-sanitizer,
+/// which counts the attempt as an error: the expandable resource, and cores over such memory,
+/// register nothing. A pool over a statistics adaptor over the driver registers as over the
+/// driver.
 #[test]
-fn expandable_chunks_stay_covered_by_heaps_as_they_grow_join_and_are_cut() {
+fn memory_that_is_no_whole_driver_allocation_is_never_a_heap() {
     let tool = tool();
     let _guard = setup();
-    // Pages go back as soon as they are free (release threshold 0): chunks are trimmed, cut
-    // and grown in place all the time.
     let options = ExpandableOptions { maximum_size: 128 * MIB, release_threshold: 0, ..ExpandableOptions::default() };
     let expandable: Arc<dyn MemoryResource> = Arc::new(expandable_resource(0, &options).unwrap());
-    let mut live = BTreeMap::new();
-    churn(&*expandable, &mut live, &streams(), (23, 1500, 11), "expandable");
-    // A stream's chunk grows in place while its blocks stay live.
-    for i in 0..24 {
-        let ptr = expandable.allocate(3 * MIB + 1000 * i, Stream::DEFAULT).unwrap();
-        live.insert(ptr, (3 * MIB + 1000 * i, Stream::DEFAULT));
-        tool.check(&live, &format!("expandable, growing, block {i}"));
+    let over_expandable: Arc<dyn MemoryResource> = Arc::new(BinningResource::new(expandable.clone(), 8, 16).unwrap());
+    let driver_pool: Arc<dyn MemoryResource> = Arc::new(AsyncResource::new(0, 0, usize::MAX, 0).unwrap());
+    let over_driver_pool: Arc<dyn MemoryResource> = Arc::new(PoolResource::new(driver_pool.clone(), 0, 0).unwrap());
+    let aligned: Arc<dyn MemoryResource> = AlignedAdaptor::new(cuda(), 4096, 0).unwrap();
+    let over_aligned: Arc<dyn MemoryResource> = Arc::new(PoolResource::new(aligned.clone(), 0, 0).unwrap());
+    for (name, stack) in [
+        ("expandable", vec![expandable.clone()]),
+        ("binning over expandable", vec![over_expandable, expandable]),
+        ("pool over cuda_async", vec![over_driver_pool, driver_pool]),
+        ("pool over aligned", vec![over_aligned, aligned]),
+    ] {
+        let mut live = BTreeMap::new();
+        let mut rng = Rng::new(11);
+        for step in 0..400 {
+            if live.is_empty() || rng.chance(55) {
+                let bytes = rng.log_uniform(22);
+                if let Ok(ptr) = stack[0].allocate(bytes, Stream::DEFAULT) {
+                    live.insert(ptr, (bytes, Stream::DEFAULT));
+                }
+            } else {
+                let ptr = *live.keys().nth(rng.below(live.len() as u64) as usize).unwrap();
+                let (bytes, stream) = live.remove(&ptr).unwrap();
+                stack[0].deallocate(ptr, bytes, stream).unwrap();
+            }
+            let seen = tool.seen();
+            assert!(seen.heaps.is_empty() && seen.regions.is_empty(), "{name}, step {step}: registered {:x?}", seen.heaps);
+        }
+        assert_eq!(tool.errors().0, 0, "{name}: {}", tool.errors().1);
+        wind_down(stack, &mut live, name);
     }
-    assert!(tool.seen().heaps.iter().any(|&(base, _)| tool.heap_name(base).as_deref() == Some("rmm-rs expandable (device 0)")));
-    wind_down(vec![expandable], &mut live, "expandable");
+
+    let counted: Arc<dyn MemoryResource> = StatisticsAdaptor::new(cuda());
+    let pool: Arc<dyn MemoryResource> = Arc::new(PoolResource::new(counted.clone(), 0, 0).unwrap());
+    let mut live = BTreeMap::new();
+    churn(&*pool, &mut live, &streams(), (20, 300, 13), "pool over statistics");
+    assert!(!tool.seen().heaps.is_empty(), "a statistics adaptor hands out the driver's allocations");
+    wind_down(vec![pool, counted], &mut live, "pool over statistics");
 }
 
-/// Threads on their own streams and a shared one, over bins over an expandable resource whose
-/// chunks grow and are cut all the while: the regions of the bins' blocks follow the heaps
-/// that change around them.
+/// Threads on their own streams and a shared one, over bins over a pool: the regions of the
+/// bins' blocks stay exact while the pool's chunks come and go.
 #[test]
-fn threads_over_bins_over_an_expandable_resource_keep_registrations_exact() {
+fn threads_over_bins_over_a_pool_keep_registrations_exact() {
     let tool = tool();
     let _guard = setup();
-    let options = ExpandableOptions { maximum_size: 128 * MIB, release_threshold: 0, ..ExpandableOptions::default() };
-    let expandable: Arc<dyn MemoryResource> = Arc::new(expandable_resource(0, &options).unwrap());
-    let binning: Arc<dyn MemoryResource> = Arc::new(BinningResource::new(expandable.clone(), 8, 16).unwrap());
+    let pool: Arc<dyn MemoryResource> = Arc::new(PoolResource::new(cuda(), 0, 0).unwrap());
+    let binning: Arc<dyn MemoryResource> = Arc::new(BinningResource::new(pool.clone(), 8, 16).unwrap());
     let shared = backend().unwrap().stream_create(0).unwrap();
     let workers: Vec<_> = (0..4u64)
         .map(|t| {
@@ -375,7 +406,24 @@ fn threads_over_bins_over_an_expandable_resource_keep_registrations_exact() {
         live.extend(worker.join().unwrap().into_iter().map(|(ptr, bytes, stream)| (ptr, (bytes, stream))));
     }
     tool.check(&live, "threads, joined");
-    wind_down(vec![binning, expandable], &mut live, "threads");
+    wind_down(vec![binning, pool], &mut live, "threads");
+}
+
+/// `async_free` leaves a freed block in use until the device passes the free; with a checker
+/// attached `cudaFree` waits instead, so the block stops being a region when `cudaFree` returns
+/// and a kernel launched after it that touches the block is reported (as without rmm-rs).
+#[test]
+fn with_a_checker_attached_cuda_free_unregisters_before_it_returns_even_with_async_free() {
+    let tool = tool();
+    let _guard = setup();
+    rmm::ownership::config::configure(rmm::ownership::spec::Spec::parse("async_free/pool").unwrap());
+    assert!(!rmm::ownership::config::async_free(), "async_free stays off while a checker is attached");
+    let ptr = rmm::ownership::cuda_free::allocate(1000).unwrap();
+    assert!(tool.seen().regions.iter().any(|&(addr, size, _)| addr == ptr && size == 1000));
+    rmm::ownership::cuda_free::free(ptr).unwrap();
+    assert!(tool.seen().regions.iter().all(|&(addr, _, _)| addr != ptr), "the freed block is still a region");
+    assert_eq!(rmm::ownership::cuda_free::pending(), 0);
+    common::configure_legacy_api();
 }
 
 /// The fake tool's switch between the two numberings of the Mem extension's slots.

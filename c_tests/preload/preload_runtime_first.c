@@ -1,6 +1,6 @@
 /* Before rmm serves the program's first cudaMalloc, the shim initializes the CUDA runtime
- * (the runtime's own cudaFree(NULL)), as the program's cudaMalloc would have: compute-sanitizer
- * refuses a pool's NVTX registration made before the runtime is initialized. Built twice: as a
+ * (the runtime's own cudaFree(NULL)), as the program's cudaMalloc would have, so a program that
+ * counts on its first cudaMalloc having made a context current keeps working. Built twice: as a
  * stand-in runtime (RMM_TEST_FAKE_RUNTIME: a cudaFree that counts NULL frees, linked after the
  * shim, so the shim's RTLD_NEXT lookup finds it) and as the program. */
 #include <stddef.h>

@@ -23,8 +23,8 @@ static MALLOC_PITCH: Real<MallocPitchFn> = Real::new();
 static MEM_GET_INFO: Real<MemGetInfoFn> = Real::new();
 
 /// Initializes the CUDA runtime, once, before rmm serves its first allocation: the program's
-/// own `cudaMalloc` would have, and a tool may need it (compute-sanitizer refuses pool
-/// registrations made before the runtime is initialized: "not ready").
+/// own `cudaMalloc` would have, and a program may count on it (a context current on the
+/// thread for its driver calls, the runtime's device state).
 fn runtime_initialized() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {

@@ -52,9 +52,23 @@ pub fn configure(spec: Spec) {
     *STATE.lock() = Some(State { spec, stacks: Vec::new() });
 }
 
-/// Whether `rmmCudaFree` leaves the waiting for the device to the memory (`async_free`).
+/// Whether `rmmCudaFree` leaves the waiting for the device to the memory (`async_free`). Not
+/// while a memory checker is attached (NVTX): there `cudaFree` waits, so that the pool's block
+/// stops being a region of the checker's when `cudaFree` returns, and a kernel launched after it
+/// that touches the block is reported, as it is without rmm-rs.
 pub fn async_free() -> bool {
-    ASYNC_FREE.load(Ordering::Relaxed)
+    ASYNC_FREE.load(Ordering::Relaxed) && !checked_by_a_tool()
+}
+
+fn checked_by_a_tool() -> bool {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    let attached = crate::platform::nvtx::active();
+    if attached {
+        SAID.call_once(|| {
+            log::info!("async_free: a memory checker is attached (NVTX): cudaFree waits for the device, as without async_free")
+        });
+    }
+    attached
 }
 
 /// The environment variable that configures rmm.

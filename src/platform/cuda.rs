@@ -231,7 +231,7 @@ impl CudaDriver {
 
     /// Runs `f` with a context of `device` current on this thread: the current one if it
     /// belongs to `device`, otherwise the device's primary context, pushed and popped.
-    fn with_device<T>(&self, device: i32, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    pub(super) fn with_device<T>(&self, device: i32, f: impl FnOnce() -> Result<T>) -> Result<T> {
         let current = self.current_context()?;
         if !current.is_null() && self.device_of_context(current)? == device {
             return f();

@@ -201,6 +201,15 @@ impl Backend {
         }
         Ok(())
     }
+    /// Runs `f` with a context of `device` current on this thread (pushed and popped if another
+    /// or none is). A memory checker looks the memory of an NVTX heap up in the current
+    /// context: compute-sanitizer answers "not ready" where none is current.
+    pub fn in_context_of<T>(&self, device: i32, f: impl FnOnce() -> T) -> Result<T> {
+        match self {
+            Backend::Cuda(b) => b.with_device(device, || Ok(f())),
+            Backend::Sim(_) => Ok(f()),
+        }
+    }
     /// `bytes` of memory of `kind` on `device` (`cuMemAlloc`, `cuMemAllocManaged` or
     /// `cuMemHostAlloc`), synchronously and with no stream; out of memory is `OutOfMemory`. Freed
     /// with `free` and the same kind.

@@ -69,6 +69,10 @@ impl MemoryResource for DirectResource {
         self.device
     }
 
+    fn hands_out_driver_allocations(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         match self.kind {
             MemoryKind::Device => "cuda",

@@ -83,6 +83,14 @@ pub trait MemoryResource: std::any::Any + Send + Sync + 'static {
     /// Calls `visit` with each resource this one takes memory from: its upstream, and a
     /// binning resource's bins.
     fn for_each_upstream(&self, _visit: &mut dyn FnMut(&dyn MemoryResource)) {}
+    /// Whether every block `allocate` returns is a whole allocation of the driver's own
+    /// (`cuMemAlloc`, `cuMemAllocManaged`, `cuMemHostAlloc`): the only memory compute-sanitizer
+    /// takes as the heap of a suballocator. It refuses part of an allocation, blocks of the
+    /// driver's stream-ordered pools and mapped (virtual memory) ranges, and counts the refusal
+    /// as an error of the program (measured: `SANITIZER_DIAGNOSE=heaps scripts/gpu-sanitizer.sh`).
+    fn hands_out_driver_allocations(&self) -> bool {
+        false
+    }
 }
 
 /// Bytes a resource holds from the device (reserved) and hands out (live), each with its peak

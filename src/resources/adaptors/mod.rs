@@ -51,6 +51,10 @@ macro_rules! adaptor_forwarding_methods {
         fn for_each_upstream(&self, visit: &mut dyn FnMut(&dyn $crate::resources::MemoryResource)) {
             visit(&*self.$upstream)
         }
+
+        fn hands_out_driver_allocations(&self) -> bool {
+            self.$upstream.hands_out_driver_allocations()
+        }
     };
 }
 

@@ -319,7 +319,6 @@ impl<I: BlockIndex> Core<I> {
             if let Some(mapped) = self.growth.mapped() {
                 let cuts = Self::cut_pages_to_release(mapped, &mut shelf.index, staying, keep);
                 staying -= cuts.iter().map(|cut| cut.size).sum::<usize>();
-                self.heaps_follow(&shelf.index, cuts.iter().map(|cut| (cut.start, cut.size)));
                 holes.extend(cuts);
             }
         }

@@ -4,28 +4,32 @@
 //! free that gives it back (the caller's, in stream order). So the checker reports a kernel
 //! that touches a freed block, or runs past the bytes it asked for, inside a chunk.
 //!
+//! A heap must be a whole allocation of the driver's (`hands_out_driver_allocations`): the
+//! checker refuses anything else, mapped memory included, and counts it as an error of the
+//! program. So the expandable resource, and cores over the driver's stream-ordered pools or a
+//! callback, register nothing: the checker sees their memory as it sees it without rmm-rs.
+//!
 //! Suballocators stack (the arena's per-thread arenas over its global arena, binning's bins
-//! over a pool, anything over the expandable resource): a chunk taken from a core is a region
-//! of that core's heap. It becomes no heap of its own: the region is unregistered while the
-//! chunk is borrowed and its blocks are registered as regions of the same heap, so heaps never
-//! nest and a pointer names one region only (NVTX unregisters regions by pointer alone). When
-//! the chunk goes back, its region is registered again, for the free below to unregister.
+//! over a pool): a chunk taken from a core is a region of that core's heap. It becomes no heap
+//! of its own: the region is unregistered while the chunk is borrowed and its blocks are
+//! registered as regions of the same heap, so heaps never nest and a pointer names one region
+//! only (NVTX unregisters regions by pointer alone). When the chunk goes back, its region is
+//! registered again, for the free below to unregister.
 //!
 //! The registrations of the whole process are kept here (`REGISTRY`), as the tool holds them,
-//! under one lock taken only while a tool is attached: a region registered while another core
-//! replaces the heap around it (expandable chunks grow, join and are cut in place:
-//! `heaps_follow`) lands in the new heap. Without a tool every hook costs one relaxed atomic
-//! load.
+//! under one lock taken only while a tool is attached. Without a tool every hook costs one
+//! relaxed atomic load.
 
 use super::{BlockIndex, Core};
+use crate::platform::backend;
 use crate::platform::nvtx::{self, Heap};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 
 /// What the tool holds registered, for every core of the process.
 struct Registry {
-    /// base -> (end, heap): chunks of the cores that took them from a resource that is no
-    /// suballocator (or one that registers nothing). They never overlap.
+    /// base -> (end, heap): chunks of the cores that took them from the driver (see the
+    /// module comment). They never overlap.
     heaps: BTreeMap<usize, (usize, Heap)>,
     /// address -> bytes: blocks handed out, each inside one of `heaps`.
     regions: BTreeMap<usize, usize>,
@@ -86,8 +90,11 @@ impl<I: BlockIndex> Core<I> {
             self.borrowed.0.lock().insert(base, region);
             return;
         }
+        if !self.upstream.hands_out_driver_allocations() {
+            return;
+        }
         let name = self.heap_name();
-        if let Some(heap) = nvtx::heap_register(base, size, &name) {
+        if let Ok(Some(heap)) = backend().and_then(|b| b.in_context_of(self.device, || nvtx::heap_register(base, size, &name))) {
             registry.heaps.insert(base, (base + size, heap));
         }
     }
@@ -113,7 +120,10 @@ impl<I: BlockIndex> Core<I> {
             None => {
                 if registry.heaps.get(&base).is_some_and(|&(end, _)| end == base + size) {
                     if let Some((_, heap)) = registry.heaps.remove(&base) {
-                        nvtx::heap_unregister(heap);
+                        let unregister = || nvtx::heap_unregister(heap);
+                        if let Err(e) = backend().and_then(|b| b.in_context_of(self.device, unregister)) {
+                            log::debug!("NVTX: heap {base:#x} of device {} not unregistered: {e}", self.device);
+                        }
                     }
                 }
             }
@@ -144,67 +154,6 @@ impl<I: BlockIndex> Core<I> {
             let mut registry = REGISTRY.lock();
             registry.unregister(from);
             registry.register(to, bytes);
-        }
-    }
-
-    /// After chunks of `index` (whose shelf the caller holds locked, under `growing`) grew,
-    /// joined, were trimmed or cut, or left it: `touched` ((start, bytes) each) covers the
-    /// ranges that changed. Every heap over those ranges that is no longer exactly a chunk of
-    /// the index goes (the regions in it unregistered first), and every chunk of the index
-    /// without a heap gets one, with the regions inside it registered again (blocks of this
-    /// core, and of cores over it).
-    pub(super) fn heaps_follow(&self, index: &I, touched: impl IntoIterator<Item = (usize, usize)>) {
-        if nvtx::active() {
-            let touched: Vec<(usize, usize)> = touched.into_iter().map(|(start, size)| (start, start + size)).collect();
-            if !touched.is_empty() {
-                self.follow(index, &touched);
-            }
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn follow(&self, index: &I, touched: &[(usize, usize)]) {
-        let overlaps = |a: (usize, usize), b: (usize, usize)| a.0 < b.1 && b.0 < a.1;
-        let chunks: Vec<(usize, usize)> = index
-            .chunk_bases()
-            .into_iter()
-            .filter_map(|base| index.free_tail(base))
-            .map(|(chunk, _)| (chunk.base, chunk.base + chunk.size))
-            .collect();
-        let name = self.heap_name();
-        let mut registry = REGISTRY.lock();
-        let stale: Vec<(usize, usize, Heap)> = registry
-            .heaps
-            .iter()
-            .map(|(&base, &(end, heap))| (base, end, heap))
-            .filter(|&(base, end, _)| !chunks.contains(&(base, end)))
-            .filter(|&(base, end, _)| touched.iter().chain(&chunks).any(|&range| overlaps(range, (base, end))))
-            .collect();
-        let mut unregistered = Vec::new();
-        for (base, end, heap) in stale {
-            let inside: Vec<usize> = registry.regions.range(base..end).map(|(&addr, _)| addr).collect();
-            nvtx::regions_unregister(&inside);
-            nvtx::heap_unregister(heap);
-            registry.heaps.remove(&base);
-            unregistered.extend(inside);
-        }
-        for (base, end) in chunks {
-            if registry.heaps.contains_key(&base) {
-                continue;
-            }
-            let Some(heap) = nvtx::heap_register(base, end - base, &name) else { continue };
-            registry.heaps.insert(base, (end, heap));
-            let inside: Vec<(usize, usize)> = registry.regions.range(base..end).map(|(&addr, &bytes)| (addr, bytes)).collect();
-            nvtx::regions_register(heap, &inside);
-        }
-        // Regions left outside every heap (one the tool refused) are the tool's no more.
-        for addr in unregistered {
-            if let Some(&bytes) = registry.regions.get(&addr) {
-                if registry.heap_around(addr, bytes).is_none() {
-                    registry.regions.remove(&addr);
-                }
-            }
         }
     }
 }

@@ -195,8 +195,6 @@ impl<I: BlockIndex> Core<I> {
             if !shelf.index.extend_chunk(chunk.base, extra) || (next.is_some() && !shelf.index.join_chunks(chunk.base, end)) {
                 return Err(Error::Internal(format!("chunk {:#x} could not grow", chunk.base)));
             }
-            // The grown chunk, the chunk it joined included, becomes one heap.
-            self.heaps_follow(&shelf.index, [(chunk.base, end + next.unwrap_or(0) - chunk.base)]);
             return self.take_from_shelf(state, &mut shelf, bytes, stream);
         }
         Ok(None)
@@ -259,8 +257,6 @@ impl<I: BlockIndex> Core<I> {
             if budget > 0 {
                 holes = shelf.index.cut_free_pages(page, budget);
             }
-            let ranges = whole.iter().copied().chain(cut.iter().map(|&(_, start, size)| (start, size)));
-            self.heaps_follow(&shelf.index, ranges.chain(holes.iter().map(|hole| (hole.start, hole.size))));
         }
         if cut.is_empty() && whole.is_empty() && holes.is_empty() {
             return Ok(());
@@ -328,9 +324,7 @@ impl<I: BlockIndex> Core<I> {
             if !shelf.pending.is_empty() {
                 self.settle(state, &mut shelf, stream)?;
             }
-            let cuts = shelf.index.cut_free_pages(mapped.page, budget);
-            self.heaps_follow(&shelf.index, cuts.iter().map(|cut| (cut.start, cut.size)));
-            cuts
+            shelf.index.cut_free_pages(mapped.page, budget)
         };
         if cuts.is_empty() {
             return Ok(());

@@ -105,11 +105,6 @@ pub trait BlockIndex: Send + 'static {
     fn join_chunks(&mut self, _first: usize, _second: usize) -> bool {
         false
     }
-    /// The bases of the chunks the index holds (indexes whose chunks can grow: with `free_tail`,
-    /// their extents).
-    fn chunk_bases(&self) -> Vec<usize> {
-        Vec::new()
-    }
 }
 
 macro_rules! forward_block_index {
@@ -135,9 +130,6 @@ macro_rules! forward_block_index {
             }
             fn join_chunks(&mut self, first: usize, second: usize) -> bool {
                 <$ty>::join_chunks(self, first, second)
-            }
-            fn chunk_bases(&self) -> Vec<usize> {
-                <$ty>::chunk_bases(self)
             }
         });
     };
