@@ -459,60 +459,41 @@ pub fn heap_unregister(heap: Heap) {
     unsafe { (tool.heap_unregister)(tool.domain as *const c_void, heap.0 as *const c_void) }
 }
 
-/// Registers `regions` ((address, bytes) each, inside `heap`) as handed out.
-pub fn regions_register(heap: Heap, regions: &[(usize, usize)]) {
-    let Some(tool) = attached() else { return };
-    if regions.is_empty() {
-        return;
-    }
-    let ranges: Vec<VirtualRange> = regions.iter().map(|&(addr, size)| VirtualRange { size, ptr: addr as *const c_void }).collect();
-    register_ranges(tool, heap, &ranges);
-}
-
-/// `regions_register` of one region, with no allocation.
+/// Registers `[addr, addr + size)`, inside `heap`, as handed out.
 pub fn region_register(heap: Heap, addr: usize, size: usize) {
     let Some(tool) = attached() else { return };
-    register_ranges(tool, heap, &[VirtualRange { size, ptr: addr as *const c_void }]);
-}
-
-fn register_ranges(tool: &Tool, heap: Heap, ranges: &[VirtualRange]) {
-    if log::log_enabled!(log::Level::Trace) {
-        for range in ranges {
-            log::trace!("NVTX: region {:#x}+{} registered in heap {:#x}", range.ptr as usize, range.size, heap.0);
-        }
-    }
+    log::trace!("NVTX: region {addr:#x}+{size} registered in heap {:#x}", heap.0);
+    let range = VirtualRange { size, ptr: addr as *const c_void };
     let batch = RegionsRegisterBatch {
         ext_compat_id: COMPAT_ID_MEM,
         struct_size: std::mem::size_of::<RegionsRegisterBatch>() as u16,
         region_type: MEM_TYPE_VIRTUAL_ADDRESS,
         heap: heap.0 as *const c_void,
-        region_count: ranges.len(),
+        region_count: 1,
         region_desc_element_size: std::mem::size_of::<VirtualRange>(),
-        region_desc_elements: ranges.as_ptr() as *const c_void,
+        region_desc_elements: &range as *const VirtualRange as *const c_void,
         region_handle_elements_out: std::ptr::null_mut(),
     };
-    // SAFETY: the batch and its ranges live across the call, laid out as nvToolsExtMem.h
+    // SAFETY: the batch and its range live across the call, laid out as nvToolsExtMem.h
     // declares (no handles asked back: allowed for virtual addresses); the function is the
     // tool's nvtxMemRegionsRegister.
     unsafe { (tool.regions_register)(tool.domain as *const c_void, &batch) }
 }
 
-/// Unregisters the regions that start at `addrs` (freed blocks).
-pub fn regions_unregister(addrs: &[usize]) {
+/// Unregisters the region that starts at `addr` (a freed block).
+pub fn region_unregister(addr: usize) {
     let Some(tool) = attached() else { return };
-    if addrs.is_empty() {
-        return;
-    }
-    log::trace!("NVTX: regions {addrs:#x?} unregistered");
+    log::trace!("NVTX: region {addr:#x} unregistered");
+    let reference = addr as *const c_void;
     let batch = RegionsUnregisterBatch {
         ext_compat_id: COMPAT_ID_MEM,
         struct_size: std::mem::size_of::<RegionsUnregisterBatch>() as u16,
         ref_type: REGION_REF_POINTER,
-        ref_count: addrs.len(),
+        ref_count: 1,
         ref_element_size: std::mem::size_of::<*const c_void>(),
-        ref_elements: addrs.as_ptr() as *const *const c_void,
+        ref_elements: &reference,
     };
-    // SAFETY: the batch and the addresses (pointer-sized, as the references' union) live
+    // SAFETY: the batch and the address (pointer-sized, as the references' union) live
     // across the call; the function is the tool's nvtxMemRegionsUnregister.
     unsafe { (tool.regions_unregister)(tool.domain as *const c_void, &batch) }
 }
@@ -535,9 +516,8 @@ mod tests {
         assert!(TOOL.get().is_some_and(Option::is_none));
         assert_eq!(heap_register(0x1000, 4096, "rmm-rs test"), None);
         heap_unregister(Heap(0x1000));
-        regions_register(Heap(0x1000), &[(0x1000, 16)]);
         region_register(Heap(0x1000), 0x1000, 16);
-        regions_unregister(&[0x1000]);
+        region_unregister(0x1000);
         for _ in 0..1_000 {
             assert!(!active());
         }

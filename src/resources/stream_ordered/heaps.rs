@@ -53,7 +53,7 @@ impl Registry {
 
     fn unregister(&mut self, addr: usize) {
         if self.regions.remove(&addr).is_some() {
-            nvtx::regions_unregister(&[addr]);
+            nvtx::region_unregister(addr);
         }
     }
 }
