@@ -103,6 +103,35 @@ fn a_set_on_one_thread_is_seen_by_threads_that_cached_the_old_resource() {
     assert!(same(&per_device::get(0).unwrap(), &before));
 }
 
+/// What `rmmSetPerDeviceResource` documents: a replaced resource lives on in the cache of a
+/// thread that allocated from it until that thread uses the slot again (or exits), then goes.
+#[test]
+fn a_replaced_resource_goes_once_the_threads_that_used_it_use_the_slot_again() {
+    let _guard = setup();
+    let before = per_device::get(0).unwrap();
+    let pool: Arc<dyn MemoryResource> = Arc::new(DirectResource::managed(0).unwrap());
+    let alive = Arc::downgrade(&pool);
+    per_device::set(0, StackRef::new(pool)).unwrap();
+    let (to_worker, worker_rx) = std::sync::mpsc::channel::<()>();
+    let (to_main, main_rx) = std::sync::mpsc::channel::<&'static str>();
+    let worker = std::thread::spawn(move || {
+        let name = || per_device::with_stack(0, |stack| Ok(stack.resource().name())).unwrap();
+        to_main.send(name()).unwrap();
+        worker_rx.recv().unwrap();
+        to_main.send(name()).unwrap();
+        worker_rx.recv().unwrap();
+    });
+    assert_eq!(main_rx.recv().unwrap(), "managed");
+    per_device::set(0, before.clone()).unwrap();
+    per_device::with_stack(0, |_| Ok(())).unwrap();
+    assert!(alive.upgrade().is_some(), "the worker's cache still holds the replaced resource");
+    to_worker.send(()).unwrap();
+    assert_eq!(main_rx.recv().unwrap(), "cuda");
+    assert!(alive.upgrade().is_none(), "the worker used the slot again: the replaced resource is gone");
+    to_worker.send(()).unwrap();
+    worker.join().unwrap();
+}
+
 #[test]
 fn handles_refuse_destroyed_and_made_up_values() {
     let _guard = setup();
