@@ -821,7 +821,10 @@ module rmm
 
     ! Makes `resource` the resource of `device` (the registry keeps its own reference, so the
     ! caller may destroy its handle). If `previous` is not NULL it receives a new handle to the
-    ! resource replaced, owned by the caller. The resource must belong to `device`.
+    ! resource replaced, owned by the caller. The resource must belong to `device`. Each thread
+    ! keeps the resource it last allocated from on each device (so that allocating takes no lock):
+    ! a replaced resource whose handles are all destroyed goes, and gives its memory back, once
+    ! every thread that allocated from it has allocated on that device again, or exited.
     ! A `device` that does not exist, or a resource of another device (or of pinned host memory):
     ! RMM_ERROR_INVALID_ARGUMENT.
     integer(c_int) function rmmSetPerDeviceResource(device, resource, previous) &

@@ -23,7 +23,7 @@ fn set_resource(device: i32, resource: rmmResource_t, previous: *mut rmmResource
 /// resource replaced, owned by the caller. The resource must belong to `device`. Each thread
 /// keeps the resource it last allocated from on each device (so that allocating takes no lock):
 /// a replaced resource whose handles are all destroyed goes, and gives its memory back, once
-/// every thread that used it has called rmm on that device again or exited.
+/// every thread that allocated from it has allocated on that device again, or exited.
 /// A `device` that does not exist, or a resource of another device (or of pinned host memory):
 /// RMM_ERROR_INVALID_ARGUMENT.
 #[no_mangle]
