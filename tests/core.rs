@@ -82,23 +82,49 @@ fn per_device_resources_are_separate_and_checked_against_their_device() {
     assert!(per_device::get(-1).is_err());
 }
 
+/// A thread that reads device 0's slot (through its own cache) each time it is asked, and
+/// exits when dropped.
+struct SlotReader {
+    ask: Option<std::sync::mpsc::Sender<()>>,
+    answers: std::sync::mpsc::Receiver<&'static str>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SlotReader {
+    fn spawn() -> Self {
+        let (ask, asked) = std::sync::mpsc::channel::<()>();
+        let (answer, answers) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            for () in asked {
+                answer.send(per_device::with_stack(0, |stack| Ok(stack.resource().name())).unwrap()).unwrap();
+            }
+        });
+        SlotReader { ask: Some(ask), answers, thread: Some(thread) }
+    }
+
+    /// The name of the resource the thread finds in the slot now.
+    fn read(&self) -> &'static str {
+        self.ask.as_ref().unwrap().send(()).unwrap();
+        self.answers.recv().unwrap()
+    }
+}
+
+impl Drop for SlotReader {
+    fn drop(&mut self) {
+        drop(self.ask.take());
+        let _ = self.thread.take().unwrap().join();
+    }
+}
+
 #[test]
 fn a_set_on_one_thread_is_seen_by_threads_that_cached_the_old_resource() {
     let _guard = setup();
     let before = per_device::get(0).unwrap();
-    let (to_worker, worker_rx) = std::sync::mpsc::channel::<()>();
-    let (to_main, main_rx) = std::sync::mpsc::channel::<&'static str>();
-    let worker = std::thread::spawn(move || {
-        let name = || per_device::with_stack(0, |stack| Ok(stack.resource().name())).unwrap();
-        to_main.send(name()).unwrap();
-        worker_rx.recv().unwrap();
-        to_main.send(name()).unwrap();
-    });
-    assert_eq!(main_rx.recv().unwrap(), "cuda");
+    let reader = SlotReader::spawn();
+    assert_eq!(reader.read(), "cuda");
     let replaced = per_device::set(0, StackRef::new(Arc::new(DirectResource::managed(0).unwrap()))).unwrap();
-    to_worker.send(()).unwrap();
-    assert_eq!(main_rx.recv().unwrap(), "managed");
-    worker.join().unwrap();
+    assert_eq!(reader.read(), "managed");
+    drop(reader);
     per_device::set(0, replaced).unwrap();
     assert!(same(&per_device::get(0).unwrap(), &before));
 }
@@ -112,24 +138,13 @@ fn a_replaced_resource_goes_once_the_threads_that_used_it_use_the_slot_again() {
     let pool: Arc<dyn MemoryResource> = Arc::new(DirectResource::managed(0).unwrap());
     let alive = Arc::downgrade(&pool);
     per_device::set(0, StackRef::new(pool)).unwrap();
-    let (to_worker, worker_rx) = std::sync::mpsc::channel::<()>();
-    let (to_main, main_rx) = std::sync::mpsc::channel::<&'static str>();
-    let worker = std::thread::spawn(move || {
-        let name = || per_device::with_stack(0, |stack| Ok(stack.resource().name())).unwrap();
-        to_main.send(name()).unwrap();
-        worker_rx.recv().unwrap();
-        to_main.send(name()).unwrap();
-        worker_rx.recv().unwrap();
-    });
-    assert_eq!(main_rx.recv().unwrap(), "managed");
+    let reader = SlotReader::spawn();
+    assert_eq!(reader.read(), "managed");
     per_device::set(0, before.clone()).unwrap();
     per_device::with_stack(0, |_| Ok(())).unwrap();
     assert!(alive.upgrade().is_some(), "the worker's cache still holds the replaced resource");
-    to_worker.send(()).unwrap();
-    assert_eq!(main_rx.recv().unwrap(), "cuda");
+    assert_eq!(reader.read(), "cuda");
     assert!(alive.upgrade().is_none(), "the worker used the slot again: the replaced resource is gone");
-    to_worker.send(()).unwrap();
-    worker.join().unwrap();
 }
 
 #[test]

@@ -51,6 +51,18 @@ fn restore((cuda, pool, previous): (rmmResource_t, rmmResource_t, rmmResource_t)
     }
 }
 
+/// `async_free` configured, and a pool of at most `maximum` bytes as device 0's resource.
+fn async_free_over_pool(maximum: usize) -> (rmmResource_t, rmmResource_t, rmmResource_t) {
+    assert_eq!(rmmConfigure(c"async_free/statistics/pool".as_ptr()), RMM_SUCCESS);
+    pool_as_device_resource(maximum)
+}
+
+/// Undoes `async_free_over_pool`.
+fn async_free_off(stack: (rmmResource_t, rmmResource_t, rmmResource_t)) {
+    restore(stack);
+    assert_eq!(rmmConfigure(c"".as_ptr()), RMM_SUCCESS);
+}
+
 #[test]
 fn cuda_free_waits_for_the_device_unless_async_free_is_configured() {
     let _guard = setup();
@@ -71,8 +83,7 @@ fn cuda_free_waits_for_the_device_unless_async_free_is_configured() {
     restore(stack);
 
     // async_free: the free returns at once; the block waits for the held kernel.
-    assert_eq!(rmmConfigure(c"async_free/statistics/pool".as_ptr()), RMM_SUCCESS);
-    let stack = pool_as_device_resource(8 * MIB);
+    let stack = async_free_over_pool(8 * MIB);
     let block = malloc(4 * MIB).unwrap();
     sim.stream_hold(stream).unwrap();
     let before = host_waits();
@@ -110,8 +121,7 @@ fn cuda_free_waits_for_the_device_unless_async_free_is_configured() {
     cuda_free::settle(false).unwrap();
     assert_eq!(cuda_free::pending(), 0);
     streams::destroy(stream).unwrap();
-    restore(stack);
-    assert_eq!(rmmConfigure(c"".as_ptr()), RMM_SUCCESS);
+    async_free_off(stack);
 }
 
 /// With `async_free`, what a free costs in recorded events does not grow with the number of
@@ -121,8 +131,7 @@ fn cuda_free_waits_for_the_device_unless_async_free_is_configured() {
 fn deferred_frees_record_events_for_batches_not_for_each_free() {
     let _guard = setup();
     let sim = simulator().unwrap();
-    assert_eq!(rmmConfigure(c"async_free/statistics/pool".as_ptr()), RMM_SUCCESS);
-    let stack = pool_as_device_resource(256 * MIB);
+    let stack = async_free_over_pool(256 * MIB);
     let made: Vec<_> = (0..63).map(|_| streams::create(0).unwrap()).collect();
     let events_per_close = 1 + made.len() as u64;
     // One close, so that the batch knows its cost.
@@ -153,8 +162,7 @@ fn deferred_frees_record_events_for_batches_not_for_each_free() {
     for stream in made {
         streams::destroy(stream).unwrap();
     }
-    restore(stack);
-    assert_eq!(rmmConfigure(c"".as_ptr()), RMM_SUCCESS);
+    async_free_off(stack);
 }
 
 /// Threads freeing without waiting at once: nothing is lost or handed out twice, the race
@@ -163,8 +171,7 @@ fn deferred_frees_record_events_for_batches_not_for_each_free() {
 fn deferred_frees_from_many_threads_all_come_back() {
     let _guard = setup();
     let sim = simulator().unwrap();
-    assert_eq!(rmmConfigure(c"async_free/statistics/pool".as_ptr()), RMM_SUCCESS);
-    let stack = pool_as_device_resource(64 * MIB);
+    let stack = async_free_over_pool(64 * MIB);
     let workers: Vec<_> = (0..4)
         .map(|thread| {
             std::thread::spawn(move || {
@@ -189,8 +196,7 @@ fn deferred_frees_from_many_threads_all_come_back() {
     cuda_free::settle(false).unwrap();
     assert_eq!(cuda_free::pending(), 0);
     assert!(races().is_empty(), "{:?}", races());
-    restore(stack);
-    assert_eq!(rmmConfigure(c"".as_ptr()), RMM_SUCCESS);
+    async_free_off(stack);
 }
 
 /// A stream rmm-rs trusts that the program destroyed without telling it (or that another
@@ -199,8 +205,7 @@ fn deferred_frees_from_many_threads_all_come_back() {
 #[test]
 fn a_batch_over_a_stream_destroyed_unannounced_waits_for_the_device() {
     let _guard = setup();
-    assert_eq!(rmmConfigure(c"async_free/statistics/pool".as_ptr()), RMM_SUCCESS);
-    let stack = pool_as_device_resource(16 * MIB);
+    let stack = async_free_over_pool(16 * MIB);
     let stream = rmm::platform::backend().unwrap().stream_create(0).unwrap();
     streams::register(stream).unwrap();
     rmm::platform::backend().unwrap().stream_destroy(stream).unwrap(); // unannounced
@@ -212,8 +217,7 @@ fn a_batch_over_a_stream_destroyed_unannounced_waits_for_the_device() {
     assert_eq!(cuda_free::pending(), 0, "and the block came back");
     assert!(races().is_empty(), "{:?}", races());
     streams::unregister(stream).ok();
-    restore(stack);
-    assert_eq!(rmmConfigure(c"".as_ptr()), RMM_SUCCESS);
+    async_free_off(stack);
 }
 
 /// More threads than cores, hundreds of rounds, in two waves of threads that exit: each block
@@ -226,8 +230,7 @@ fn deferred_frees_across_threads_and_streams_that_come_and_go() {
     use std::sync::mpsc;
     let _guard = setup();
     let sim = simulator().unwrap();
-    assert_eq!(rmmConfigure(c"async_free/statistics/pool".as_ptr()), RMM_SUCCESS);
-    let stack = pool_as_device_resource(256 * MIB);
+    let stack = async_free_over_pool(256 * MIB);
     const THREADS: usize = 8;
     const ROUNDS: usize = 400;
     for wave in 0..2 {
@@ -268,6 +271,5 @@ fn deferred_frees_across_threads_and_streams_that_come_and_go() {
     cuda_free::settle(false).unwrap();
     assert_eq!(cuda_free::pending(), 0);
     assert!(races().is_empty(), "{:?}", races());
-    restore(stack);
-    assert_eq!(rmmConfigure(c"".as_ptr()), RMM_SUCCESS);
+    async_free_off(stack);
 }
