@@ -200,7 +200,6 @@ impl<I: BlockIndex> Core<I> {
                 (block, events)
             };
             self.wait_all(stream, &events)?;
-            // Under `growing`: no heap of `other` changes meanwhile (see `heaps`).
             self.note_acquired(addr, size, bytes, stream);
             return Ok(Some(addr));
         }

@@ -180,7 +180,7 @@ impl<I: BlockIndex> Core<I> {
             self.note_reserved(extra);
             let end = chunk.base + chunk.size + extra;
             // A chunk cut in two grows back up to its other part: they become one again.
-            let next = {
+            let joined = {
                 let mut owners = self.owners.write();
                 let next = owners.get(&end).filter(|(_, owner)| std::ptr::eq(Arc::as_ptr(owner), &**state)).map(|(size, _)| *size);
                 if next.is_some() {
@@ -189,10 +189,10 @@ impl<I: BlockIndex> Core<I> {
                 if let Some((size, _)) = owners.get_mut(&chunk.base) {
                     *size += extra + next.unwrap_or(0);
                 }
-                next
+                next.is_some()
             };
             let mut shelf = state.shelf.lock();
-            if !shelf.index.extend_chunk(chunk.base, extra) || (next.is_some() && !shelf.index.join_chunks(chunk.base, end)) {
+            if !shelf.index.extend_chunk(chunk.base, extra) || (joined && !shelf.index.join_chunks(chunk.base, end)) {
                 return Err(Error::Internal(format!("chunk {:#x} could not grow", chunk.base)));
             }
             return self.take_from_shelf(state, &mut shelf, bytes, stream);

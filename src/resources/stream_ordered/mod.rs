@@ -15,8 +15,9 @@
 //! among the threads that collide on them), `growth` (the slow path: memory taken from other
 //! streams, growth and release upstream), `retire` (destroyed streams, the graveyard, spare
 //! events), `mapped` (growth over an upstream that maps pages) and `heaps` (chunks and
-//! blocks told to a memory checker attached through NVTX). This file holds the core itself: its state types, the allocate and free paths that a stream's own index serves,
-//! and its figures.
+//! blocks told to a memory checker attached through NVTX). This file holds the core itself:
+//! its state types, the allocate and free paths that a stream's own index serves, and its
+//! figures.
 
 mod growth;
 mod heaps;
@@ -465,7 +466,8 @@ impl<I: BlockIndex> Core<I> {
     /// Tells the race checker that `[addr, addr + size)` is handed out in the order of `stream`,
     /// and a memory checker attached through NVTX that `[addr, addr + bytes)` (what was asked
     /// for) is. The caller holds the lock of the shelf whose index holds the block, or
-    /// `growing` (see `heaps`).
+    /// `growing`, so that the block's registration comes after the unregistration of its
+    /// previous use, and before a free of it can.
     #[inline(always)]
     fn note_acquired(&self, addr: usize, size: usize, bytes: usize, stream: Stream) {
         if let Some(checker) = self.race_checker {
