@@ -6,7 +6,7 @@
 //! `mapped`'s.
 
 use super::mapped::MappedGrowth;
-use super::{BlockIndex, Core, Shelf, StreamState};
+use super::{BlockIndex, Core, Growing, Shelf, StreamState};
 use crate::error::{Error, Result};
 use crate::platform::Stream;
 use crate::sync::biased_lock::BiasedGuard;
@@ -62,26 +62,26 @@ impl Growth {
 
 impl<I: BlockIndex> Core<I> {
     pub(super) fn allocate_slow(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<usize> {
-        let _guard = self.growing.lock();
+        let growing = &self.lock_growing();
         self.finish_releases(false)?;
-        self.prune_retired()?;
+        self.prune_retired(growing)?;
         if let Some(addr) = self.allocate_from_own(state, bytes, stream)? {
             return Ok(addr);
         }
         let need = self.chunk_size_for(bytes)?;
-        if let Some(addr) = self.steal_free_chunk(state, bytes, need, stream)? {
+        if let Some(addr) = self.steal_free_chunk(growing, state, bytes, need, stream)? {
             return Ok(addr);
         }
-        let grown = self.grow(state, bytes, need, stream);
+        let grown = self.grow(growing, state, bytes, need, stream);
         if let Ok(addr) = grown {
             return Ok(addr);
         }
-        if let Some(addr) = self.take_block_from_other_stream(state, bytes, stream)? {
+        if let Some(addr) = self.take_block_from_other_stream(growing, state, bytes, stream)? {
             return Ok(addr);
         }
-        let released = self.release_unused(0)?;
+        let released = self.release_unused(growing, 0)?;
         if released > 0 {
-            if let Ok(addr) = self.grow(state, bytes, need, stream) {
+            if let Ok(addr) = self.grow(growing, state, bytes, need, stream) {
                 return Ok(addr);
             }
         }
@@ -90,7 +90,7 @@ impl<I: BlockIndex> Core<I> {
         // reservation back, which the pool keeps for its whole life.
         let reserved = self.reserved.load(Ordering::Relaxed);
         if reserved < self.initial {
-            let _ = self.add_upstream_chunk(state, self.initial - reserved, stream);
+            let _ = self.add_upstream_chunk(growing, state, self.initial - reserved, stream);
         }
         let usage = self.usage();
         Err(Error::out_of_memory(
@@ -126,8 +126,15 @@ impl<I: BlockIndex> Core<I> {
         }
     }
 
-    fn steal_free_chunk(&self, state: &Arc<StreamState<I>>, bytes: usize, need: usize, stream: Stream) -> Result<Option<usize>> {
-        if let Some(addr) = self.take_retired_chunk(state, bytes, need, stream)? {
+    fn steal_free_chunk(
+        &self,
+        growing: &Growing<'_>,
+        state: &Arc<StreamState<I>>,
+        bytes: usize,
+        need: usize,
+        stream: Stream,
+    ) -> Result<Option<usize>> {
+        if let Some(addr) = self.take_retired_chunk(growing, state, bytes, need, stream)? {
             return Ok(Some(addr));
         }
         let others: Vec<_> = self.streams.read().values().filter(|s| !Arc::ptr_eq(s, state)).cloned().collect();
@@ -137,13 +144,13 @@ impl<I: BlockIndex> Core<I> {
                 if !self.cover_frees(&other, &mut shelf, state)? {
                     continue;
                 }
-                let Some(chunk) = shelf.index.take_free_chunk(need) else { continue };
+                let Some(chunk) = shelf.index_mut().take_free_chunk(need) else { continue };
                 (chunk, self.events_to_take_from(&other, &mut shelf, state))
             };
             self.wait_all(stream, &events)?;
             self.owners.write().insert(chunk.base, (chunk.size, state.clone()));
             let mut shelf = state.shelf.lock();
-            shelf.index.add_chunk(chunk.base, chunk.size);
+            shelf.index_mut().add_chunk(chunk.base, chunk.size);
             if let Some(addr) = self.take_from_shelf(state, &mut shelf, bytes, stream)? {
                 return Ok(Some(addr));
             }
@@ -153,12 +160,20 @@ impl<I: BlockIndex> Core<I> {
 
     /// Takes the smallest free chunk of at least `need` bytes that retired streams left (the
     /// graveyard's), waiting on its events as `steal_free_chunk` waits on its source's, and
-    /// serves `bytes` from it. The caller holds `growing`.
-    fn take_retired_chunk(&self, state: &Arc<StreamState<I>>, bytes: usize, need: usize, stream: Stream) -> Result<Option<usize>> {
+    /// serves `bytes` from it.
+    fn take_retired_chunk(
+        &self,
+        growing: &Growing<'_>,
+        state: &Arc<StreamState<I>>,
+        bytes: usize,
+        need: usize,
+        stream: Stream,
+    ) -> Result<Option<usize>> {
+        self.check_growing(growing);
         let (chunk, events) = {
             let mut retired = self.retired.lock();
             let Some(graveyard) = retired.graveyard.clone() else { return Ok(None) };
-            let Some(chunk) = graveyard.shelf.lock().index.take_free_chunk(need) else { return Ok(None) };
+            let Some(chunk) = graveyard.shelf.lock().index_mut().take_free_chunk(need) else { return Ok(None) };
             (chunk, retired.chunk_events.remove(&chunk.base).unwrap_or_default())
         };
         if !self.omit_ordering.load(Ordering::Relaxed) {
@@ -166,16 +181,22 @@ impl<I: BlockIndex> Core<I> {
         }
         self.owners.write().insert(chunk.base, (chunk.size, state.clone()));
         let mut shelf = state.shelf.lock();
-        shelf.index.add_chunk(chunk.base, chunk.size);
+        shelf.index_mut().add_chunk(chunk.base, chunk.size);
         self.take_from_shelf(state, &mut shelf, bytes, stream)
     }
 
     /// Under memory pressure only: takes one free block from another stream's index. Such a
     /// block may have been freed after that stream last recorded its event; unless this thread
     /// may record it now, the device is synchronized first.
-    fn take_block_from_other_stream(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<Option<usize>> {
+    fn take_block_from_other_stream(
+        &self,
+        growing: &Growing<'_>,
+        state: &Arc<StreamState<I>>,
+        bytes: usize,
+        stream: Stream,
+    ) -> Result<Option<usize>> {
         // A free chunk of a retired stream smaller than a chunk `steal_free_chunk` looks for.
-        if let Some(addr) = self.take_retired_chunk(state, bytes, bytes, stream)? {
+        if let Some(addr) = self.take_retired_chunk(growing, state, bytes, bytes, stream)? {
             return Ok(Some(addr));
         }
         let others: Vec<_> = self.streams.read().values().filter(|s| !Arc::ptr_eq(s, state)).cloned().collect();
@@ -183,7 +204,7 @@ impl<I: BlockIndex> Core<I> {
         for other in others {
             let ((addr, size), events) = {
                 let mut shelf = other.shelf.lock();
-                if shelf.index.free_bytes() < bytes {
+                if shelf.index().free_bytes() < bytes {
                     continue;
                 }
                 if !synchronized && !self.cover_frees(&other, &mut shelf, state)? {
@@ -192,7 +213,7 @@ impl<I: BlockIndex> Core<I> {
                     synchronized = true;
                     shelf = other.shelf.lock();
                 }
-                let Some(block) = shelf.index.allocate(bytes) else { continue };
+                let Some(block) = shelf.index_mut().allocate(bytes) else { continue };
                 let events = match synchronized {
                     true => Vec::new(),
                     false => self.events_to_take_from(&other, &mut shelf, state),
@@ -209,7 +230,7 @@ impl<I: BlockIndex> Core<I> {
     /// Grows by a new upstream chunk: geometric, backing off towards `need` when upstream
     /// refuses. A geometric pool then tries the request alone (in granules, below its chunk
     /// granularity), so a small upstream or maximum can still be used to the last granule.
-    fn grow(&self, state: &Arc<StreamState<I>>, bytes: usize, need: usize, stream: Stream) -> Result<usize> {
+    fn grow(&self, growing: &Growing<'_>, state: &Arc<StreamState<I>>, bytes: usize, need: usize, stream: Stream) -> Result<usize> {
         let reserved = self.reserved.load(Ordering::Relaxed);
         // Chunks come in granules: a maximum that is not a multiple of one is never passed.
         let room = self.maximum.saturating_sub(reserved) / GRANULE * GRANULE;
@@ -224,7 +245,10 @@ impl<I: BlockIndex> Core<I> {
         let mut size = match &self.growth {
             Growth::Fixed { chunk, .. } => *chunk,
             Growth::Mapped(mapped) => {
-                if let Some(addr) = self.grow_mapped(mapped, state, bytes, need, room, stream)? {
+                // First lends the upstream the stream's own free pages it lacks unmapped ones
+                // for, then maps in place; a new chunk when no chunk could grow in place.
+                self.cut_holes_for_growth(growing, mapped, state, stream, need)?;
+                if let Some(addr) = self.grow_in_place(growing, mapped, state, bytes, room, stream)? {
                     return Ok(addr);
                 }
                 need
@@ -232,13 +256,13 @@ impl<I: BlockIndex> Core<I> {
             Growth::Geometric { granularity } => {
                 // Geometric in what this stream holds, not the whole pool: with many streams,
                 // growth compounded over the pool's total would reserve far more than is used.
-                let held = state.shelf.lock().index.chunk_bytes();
+                let held = state.shelf.lock().index().chunk_bytes();
                 let geometric = (held / 2).min(GROWTH_CAP).div_ceil(*granularity) * granularity;
                 need.max(geometric).min(room)
             }
         };
         let mut shelf = loop {
-            match self.add_upstream_chunk(state, size, stream) {
+            match self.add_upstream_chunk(growing, state, size, stream) {
                 Ok(shelf) => break shelf,
                 Err(e) if e.is_out_of_memory() && size > floor => {
                     let unit = self.growth.unit();
@@ -263,10 +287,12 @@ impl<I: BlockIndex> Core<I> {
     /// locked, so that the caller can take its block before any other thread sees the chunk.
     pub(super) fn add_upstream_chunk<'s>(
         &self,
+        growing: &Growing<'_>,
         state: &'s Arc<StreamState<I>>,
         size: usize,
         stream: Stream,
     ) -> Result<BiasedGuard<'s, Shelf<I>>> {
+        self.check_growing(growing);
         let size =
             size.div_ceil(GRANULE).checked_mul(GRANULE).ok_or_else(|| Error::out_of_memory(size, "larger than the address space"))?;
         let base = self.upstream.allocate(size, stream)?;
@@ -282,23 +308,24 @@ impl<I: BlockIndex> Core<I> {
         self.heap_joined(base, size);
         self.owners.write().insert(base, (size, state.clone()));
         let mut shelf = state.shelf.lock();
-        shelf.index.add_chunk(base, size);
+        shelf.index_mut().add_chunk(base, size);
         Ok(shelf)
     }
 
     /// Returns every wholly free chunk upstream (and, expandable, every whole free page), after
     /// a device synchronization so no enqueued work still uses them. Returns the bytes released.
     pub fn release_free_chunks(&self) -> Result<usize> {
-        let _growing = self.growing.lock();
-        let released = self.release_unused(0)?;
+        let growing = &self.lock_growing();
+        let released = self.release_unused(growing, 0)?;
         // Retired states whose frees only the synchronization covered can go now.
-        self.prune_retired()?;
+        self.prune_retired(growing)?;
         Ok(released)
     }
 
     /// As `release_free_chunks`, but keeps free memory while fewer than `keep` bytes would
-    /// stay reserved. The caller holds `growing`.
-    pub(super) fn release_unused(&self, keep: usize) -> Result<usize> {
+    /// stay reserved.
+    pub(super) fn release_unused(&self, growing: &Growing<'_>, keep: usize) -> Result<usize> {
+        self.check_growing(growing);
         let held_before = self.held();
         let states: Vec<_> = self.streams.read().values().cloned().collect();
         let mut chunks = Vec::new();
@@ -306,17 +333,17 @@ impl<I: BlockIndex> Core<I> {
         let mut staying = self.reserved.load(Ordering::Relaxed);
         for state in &states {
             let mut shelf = state.shelf.lock();
-            for chunk in shelf.index.take_wholly_free_chunks() {
+            for chunk in shelf.index_mut().take_wholly_free_chunks() {
                 match staying.checked_sub(chunk.size).filter(|&left| left >= keep) {
                     Some(left) => {
                         staying = left;
                         chunks.push(chunk);
                     }
-                    None => shelf.index.add_chunk(chunk.base, chunk.size),
+                    None => shelf.index_mut().add_chunk(chunk.base, chunk.size),
                 }
             }
             if let Some(mapped) = self.growth.mapped() {
-                let cuts = Self::cut_pages_to_release(mapped, &mut shelf.index, staying, keep);
+                let cuts = Self::cut_pages_to_release(mapped, shelf.index_mut(), staying, keep);
                 staying -= cuts.iter().map(|cut| cut.size).sum::<usize>();
                 holes.extend(cuts);
             }
@@ -326,14 +353,14 @@ impl<I: BlockIndex> Core<I> {
             let mut retired = self.retired.lock();
             if let Some(graveyard) = retired.graveyard.clone() {
                 let mut shelf = graveyard.shelf.lock();
-                for chunk in shelf.index.take_wholly_free_chunks() {
+                for chunk in shelf.index_mut().take_wholly_free_chunks() {
                     match staying.checked_sub(chunk.size).filter(|&left| left >= keep) {
                         Some(left) => {
                             staying = left;
                             retired.chunk_events.remove(&chunk.base);
                             chunks.push(chunk);
                         }
-                        None => shelf.index.add_chunk(chunk.base, chunk.size),
+                        None => shelf.index_mut().add_chunk(chunk.base, chunk.size),
                     }
                 }
             }

@@ -9,7 +9,7 @@
 //! runs of allocations (PyTorch's forward pass on one thread, its backward pass on the
 //! autograd thread) keep one index, whose free memory they share.
 
-use super::ordering::Recorder;
+use super::shelf::Recorder;
 use super::{BlockIndex, Core, Shelf, StreamState, CACHES_GONE, CACHES_WATCH};
 use crate::error::Result;
 use crate::platform::Stream;
@@ -53,14 +53,14 @@ impl<I: BlockIndex> Core<I> {
         if CACHES_GONE.get() {
             return f(stream_state);
         }
-        let recorder = stream_state.shelf.lock().recorder;
+        let recorder = stream_state.shelf.lock().recorder();
         let lane_number = 1 + crate::sync::bias::thread_key() % LANES;
         let lane = self.state_at(stream_state.key, lane_number, stream_state.identity, stream_state.stream, recorder)?;
         let lanes = self.lanes.get_or_default();
         let _ = CACHES_WATCH.try_with(|_| ());
         if let Ok(mut lanes) = lanes.try_borrow_mut() {
             // Lanes of retired streams are of no more use (and hold their states).
-            lanes.retain(|(of, _)| of.shelf.lock().recorder != Recorder::Nobody);
+            lanes.retain(|(of, _)| of.shelf.lock().recorder() != Recorder::Nobody);
             lanes.push((stream_state.clone(), lane.clone()));
         }
         f(&lane)
@@ -130,9 +130,9 @@ impl<I: BlockIndex> Core<I> {
         stream: Stream,
     ) -> std::result::Result<(), Refused> {
         let mut shelf = owner.shelf.lock();
-        let Freed { size, .. } = shelf.index.free_checked(ptr, bytes)?;
+        let Freed { size, .. } = shelf.index_mut().free_checked(ptr, bytes)?;
         self.note_released(ptr, size, stream);
-        shelf.unrecorded_frees = true;
+        shelf.free_in_stream_order();
         Ok(())
     }
 }

@@ -8,7 +8,7 @@
 //! upstream offers for it is `PageMapper`; what it does with the pages (peer access, IPC)
 //! stays behind that interface.
 
-use super::{BlockIndex, Core, StreamState};
+use super::{BlockIndex, Core, Growing, StreamState};
 use crate::error::{Error, Result};
 use crate::platform::{backend, Event, Stream};
 use crate::resources::MemoryResource;
@@ -96,22 +96,6 @@ impl<I: BlockIndex> Core<I> {
         Ok(())
     }
 
-    /// Grows `state`'s chunks for `bytes` (`need` rounded to pages, at most `room` more):
-    /// first lends the upstream the stream's own free pages it lacks unmapped ones for, then
-    /// maps in place. None when no chunk could grow in place (the caller adds a chunk).
-    pub(super) fn grow_mapped(
-        &self,
-        mapped: &MappedGrowth,
-        state: &Arc<StreamState<I>>,
-        bytes: usize,
-        need: usize,
-        room: usize,
-        stream: Stream,
-    ) -> Result<Option<usize>> {
-        self.cut_holes_for_growth(mapped, state, stream, need)?;
-        self.grow_in_place(mapped, state, bytes, room, stream)
-    }
-
     /// For a release that keeps `keep` bytes of `staying`: the whole free pages of `shelf`'s
     /// index to give back, cut out of its chunks.
     pub(super) fn cut_pages_to_release(mapped: &MappedGrowth, index: &mut I, staying: usize, keep: usize) -> Vec<Cut> {
@@ -126,14 +110,16 @@ impl<I: BlockIndex> Core<I> {
     /// chunks right after that chunk. Best fit first: the smallest unmapped gap up to the
     /// stream's next chunk that the block fits across (free end, gap, that chunk's free start),
     /// where only the gap is mapped; then the chunk with the largest free end.
-    fn grow_in_place(
+    pub(super) fn grow_in_place(
         &self,
+        growing: &Growing<'_>,
         mapped: &MappedGrowth,
         state: &Arc<StreamState<I>>,
         bytes: usize,
         room: usize,
         stream: Stream,
     ) -> Result<Option<usize>> {
+        self.check_growing(growing);
         let page = mapped.page;
         let block = bytes.div_ceil(GRANULE) * GRANULE;
         let mut sites: Vec<GrowthSite> = {
@@ -155,10 +141,10 @@ impl<I: BlockIndex> Core<I> {
             chunks
                 .into_iter()
                 .filter_map(|(base, next)| {
-                    let (chunk, tail) = shelf.index.free_tail(base)?;
+                    let (chunk, tail) = shelf.index().free_tail(base)?;
                     let end = chunk.base + chunk.size;
                     let gap = next.filter(|&next| next > end).and_then(|next| {
-                        let across = tail + (next - end) + shelf.index.free_head(next)?;
+                        let across = tail + (next - end) + shelf.index().free_head(next)?;
                         (across >= block).then_some(Gap { size: next - end, across })
                     });
                     Some(GrowthSite { chunk, tail, gap })
@@ -192,7 +178,7 @@ impl<I: BlockIndex> Core<I> {
                 next.is_some()
             };
             let mut shelf = state.shelf.lock();
-            if !shelf.index.extend_chunk(chunk.base, extra) || (joined && !shelf.index.join_chunks(chunk.base, end)) {
+            if !shelf.index_mut().extend_chunk(chunk.base, extra) || (joined && !shelf.index_mut().join_chunks(chunk.base, end)) {
                 return Err(Error::Internal(format!("chunk {:#x} could not grow", chunk.base)));
             }
             return self.take_from_shelf(state, &mut shelf, bytes, stream);
@@ -213,7 +199,7 @@ impl<I: BlockIndex> Core<I> {
     #[inline(never)]
     fn release_free_ends(&self, mapped: &MappedGrowth, state: &StreamState<I>, stream: Stream) -> Result<()> {
         let (page, threshold) = (mapped.page, mapped.release_threshold);
-        let Some(_growing) = self.growing.try_lock() else { return Ok(()) };
+        let Some(growing) = &self.try_lock_growing() else { return Ok(()) };
         self.finish_releases(false)?;
         // The initial size stays mapped for the resource's life.
         let floor = threshold.max(self.initial);
@@ -226,26 +212,26 @@ impl<I: BlockIndex> Core<I> {
         {
             let mut shelf = state.shelf.lock();
             // Frees other streams made here are ordered by their events, not by this stream.
-            if !shelf.pending.is_empty() {
+            if !shelf.pending().is_empty() {
                 return Ok(());
             }
-            for chunk in shelf.index.take_wholly_free_chunks() {
+            for chunk in shelf.index_mut().take_wholly_free_chunks() {
                 if reserved > floor && reserved - chunk.size >= self.initial {
                     reserved -= chunk.size;
                     whole.push((chunk.base, chunk.size));
                 } else {
-                    shelf.index.add_chunk(chunk.base, chunk.size);
+                    shelf.index_mut().add_chunk(chunk.base, chunk.size);
                 }
             }
             for base in bases {
                 if reserved <= floor {
                     break;
                 }
-                if let Some((start, size)) = shelf.index.trim_free_tail(base, page) {
+                if let Some((start, size)) = shelf.index_mut().trim_free_tail(base, page) {
                     // Pages the initial size needs go back into the chunk (still mapped).
                     let kept = self.initial.saturating_sub(reserved - size).next_multiple_of(page).min(size);
                     if kept > 0 {
-                        shelf.index.extend_chunk(base, kept);
+                        shelf.index_mut().extend_chunk(base, kept);
                     }
                     if kept < size {
                         reserved -= size - kept;
@@ -255,7 +241,7 @@ impl<I: BlockIndex> Core<I> {
             }
             let budget = reserved.saturating_sub(floor) / page * page;
             if budget > 0 {
-                holes = shelf.index.cut_free_pages(page, budget);
+                holes = shelf.index_mut().cut_free_pages(page, budget);
             }
         }
         if cut.is_empty() && whole.is_empty() && holes.is_empty() {
@@ -278,13 +264,14 @@ impl<I: BlockIndex> Core<I> {
             .chain(cut.into_iter().map(|(_, start, size)| (start, size)))
             .chain(holes.iter().map(|hole| (hole.start, hole.size)))
             .collect();
-        self.queue_release(mapped, stream, ranges)
+        self.queue_release(growing, mapped, stream, ranges)
     }
 
     /// Takes `ranges`, cut from chunks, off the bytes reserved and gives them upstream once
     /// `stream`, which freed (or waited for the frees of) everything in them, has passed this
     /// point: now, if it already has.
-    fn queue_release(&self, mapped: &MappedGrowth, stream: Stream, ranges: Vec<(usize, usize)>) -> Result<()> {
+    fn queue_release(&self, growing: &Growing<'_>, mapped: &MappedGrowth, stream: Stream, ranges: Vec<(usize, usize)>) -> Result<()> {
+        self.check_growing(growing);
         self.reserved.fetch_sub(ranges.iter().map(|&(_, size)| size).sum(), Ordering::Relaxed);
         let platform = backend()?;
         let event = platform.event_create(self.device)?;
@@ -316,15 +303,22 @@ impl<I: BlockIndex> Core<I> {
     /// old addresses are unmapped once `stream` has passed its frees (at once on an idle
     /// device, else at a later growth or free).
     #[cold]
-    fn cut_holes_for_growth(&self, mapped: &MappedGrowth, state: &StreamState<I>, stream: Stream, need: usize) -> Result<()> {
+    pub(super) fn cut_holes_for_growth(
+        &self,
+        growing: &Growing<'_>,
+        mapped: &MappedGrowth,
+        state: &StreamState<I>,
+        stream: Stream,
+        need: usize,
+    ) -> Result<()> {
         let cached = mapped.pages.pool_free().unwrap_or(0);
         let Some(budget) = need.checked_sub(cached).filter(|&budget| budget > 0) else { return Ok(()) };
         let cuts = {
             let mut shelf = state.shelf.lock();
-            if !shelf.pending.is_empty() {
+            if !shelf.pending().is_empty() {
                 self.settle(state, &mut shelf, stream)?;
             }
-            shelf.index.cut_free_pages(mapped.page, budget)
+            shelf.index_mut().cut_free_pages(mapped.page, budget)
         };
         if cuts.is_empty() {
             return Ok(());
@@ -333,7 +327,7 @@ impl<I: BlockIndex> Core<I> {
         for cut in &cuts {
             mapped.pages.lend(cut.start, cut.size, stream)?;
         }
-        self.queue_release(mapped, stream, cuts.iter().map(|cut| (cut.start, cut.size)).collect())
+        self.queue_release(growing, mapped, stream, cuts.iter().map(|cut| (cut.start, cut.size)).collect())
     }
 
     /// Gives upstream the released ranges whose streams have passed their frees; with `wait`,

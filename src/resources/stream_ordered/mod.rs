@@ -11,7 +11,9 @@
 //!
 //! The parts, one file each: `registry` (the map of stream states, looking a state up and
 //! each thread's cache of them, making states, who may record, unannounced streams),
-//! `ordering` (the events that order memory passing between streams), `lanes` (streams split
+//! `shelf` (a stream's free blocks and the state machine of their ordering: the named
+//! transitions the rest calls), `ordering` (the events those transitions ask the core to
+//! record and wait on), `lanes` (streams split
 //! among the threads that collide on them), `growth` (the slow path: memory taken from other
 //! streams, growth and release upstream), `retire` (destroyed streams, the graveyard, spare
 //! events), `mapped` (growth over an upstream that maps pages) and `heaps` (chunks and
@@ -26,6 +28,7 @@ mod mapped;
 mod ordering;
 mod registry;
 mod retire;
+mod shelf;
 
 pub use growth::Growth;
 pub use mapped::{MappedGrowth, PageMapper};
@@ -38,12 +41,12 @@ use crate::sync::biased_lock::BiasedLock;
 use crate::sync::per_thread::PerThread;
 use crate::units;
 use lanes::ThreadLanes;
-use ordering::Recorder;
 use parking_lot::{Mutex, RwLock};
 use registry::{CachedState, StreamStates, Unannounced, SWEEP_AT};
 use retire::{Retired, GRAVEYARD};
 use rmm_suballoc::fixed_blocks::FixedBlocks;
 use rmm_suballoc::tlsf::{BlockView, Chunk, Cut, Freed, Refused, Tlsf, GRANULE};
+use shelf::{AfterOwnFree, Recorder, Shelf};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -205,33 +208,6 @@ impl Drop for CachesWatch {
     }
 }
 
-/// A stream's free blocks, and the events of other streams whose frees into this index must
-/// be waited on before its blocks are reused.
-struct Shelf<I> {
-    index: I,
-    pending: Vec<Event>,
-    /// The owning stream freed blocks here (or waited for other streams' frees) after it last
-    /// recorded its event, so that event does not cover every free block: another stream takes
-    /// memory from here only after recording it, or after a device synchronization.
-    unrecorded_frees: bool,
-    /// Another stream wanted memory from here while only the stream's own allocations may
-    /// record: the next one records.
-    record_wanted: bool,
-    /// While other streams take memory from here and only the stream's own calls may record
-    /// (`Recorder::OwnAllocations`): how many more frees that leave a chunk wholly free record
-    /// the event for them, unless one takes memory meanwhile (which starts the count again).
-    /// Such a stream parks no block, so that its frees tell when a chunk becomes free.
-    donor: u8,
-    /// While a donor: how many more of its own frees, with no other stream taking memory from
-    /// it, it makes before it stops donating (and parks blocks again).
-    donor_quiet: u16,
-    recorder: Recorder,
-    /// The collision score (see `SPLIT_AT`).
-    collisions: u32,
-    /// The thread that last allocated here off the bias (`sync::bias::thread_key`; 0: none yet).
-    last_allocator: u64,
-}
-
 /// Aligned to two cache lines: its shelf is written on every allocation and free, and must
 /// not share a line with anything another thread writes (the driver's threads allocate too).
 #[repr(align(128))]
@@ -249,12 +225,42 @@ struct StreamState<I> {
     shelf: BiasedLock<Shelf<I>>,
 }
 
+/// Proof that the caller holds its core's `growing` lock: every function that may run only
+/// under it takes one (see the lock order in `Core`'s comment), so the rule is checked where it
+/// is called instead of written beside it.
+pub(super) struct Growing<'a>(parking_lot::MutexGuard<'a, ()>);
+
+impl Growing<'_> {
+    /// Whether this is a guard of `lock` (the core's own `growing`).
+    fn guards(&self, lock: &Mutex<()>) -> bool {
+        std::ptr::eq(parking_lot::MutexGuard::mutex(&self.0), lock)
+    }
+}
+
 /// Chunk base -> (size, the stream whose index holds it).
 type ChunkOwners<I> = BTreeMap<usize, (usize, Arc<StreamState<I>>)>;
 
 /// A stream-ordered suballocator over an upstream resource. `StreamOrdered` owns it; a
 /// resource that calls it directly (an adaptor over a pool, binning over its bins) holds it
 /// too.
+///
+/// Its locks, in the one order a thread takes them (it may skip any, and never waits for an
+/// earlier one while it holds a later one):
+/// 1. `growing`: growth, reclaim, release and pruning; the functions that need it take its
+///    `Growing` guard.
+/// 2. `retired`.
+/// 3. `streams`: read to look a state up, written to add or remove one.
+/// 4. A stream's `shelf`, one at a time: the fast path takes only this one.
+/// 5. `owners`, briefly (never held while a shelf is taken).
+/// 6. Leaves, under which nothing of the core is taken: `unannounced`, `spare_events`,
+///    `borrowed` and the mapped growth's `releasing`.
+///
+/// Recording and waiting on events, synchronizing and upstream allocations run under at most
+/// `growing` and one shelf (a new state's event is made, and a new stream's device asked for,
+/// under `streams` written: never on the fast path). A call that
+/// another core may make while it holds its own `growing` (`caches::Cache::release_cached`
+/// when the device refuses an allocation) only tries this one's, as do the free path's
+/// opportunistic prunes and releases: they pass over a core whose growth is under way.
 pub struct Core<I: BlockIndex> {
     name: &'static str,
     upstream: Arc<dyn MemoryResource>,
@@ -360,8 +366,8 @@ impl<I: BlockIndex> StreamOrdered<I> {
         let core = Core::new(name, upstream, growth, initial, maximum, new_index);
         if initial > 0 {
             core.with_state(Stream::DEFAULT, true, |state| {
-                let _guard = core.growing.lock();
-                core.add_upstream_chunk(state, initial, Stream::DEFAULT).map(drop)
+                let growing = core.lock_growing();
+                core.add_upstream_chunk(&growing, state, initial, Stream::DEFAULT).map(drop)
             })?;
         }
         Ok(StreamOrdered { core })
@@ -487,6 +493,22 @@ impl<I: BlockIndex> Core<I> {
         self.region_released(addr);
     }
 
+    /// Takes `growing`, the lock of growth and reclaim.
+    pub(super) fn lock_growing(&self) -> Growing<'_> {
+        Growing(self.growing.lock())
+    }
+
+    /// `lock_growing`, unless another call holds it.
+    pub(super) fn try_lock_growing(&self) -> Option<Growing<'_>> {
+        self.growing.try_lock().map(Growing)
+    }
+
+    /// Checks (in debug builds) that `growing` is this core's.
+    #[inline(always)]
+    pub(super) fn check_growing(&self, growing: &Growing<'_>) {
+        debug_assert!(growing.guards(&self.growing), "a guard of another core's growing lock");
+    }
+
     /// The name of the resource it serves ("pool", "arena", ...).
     pub fn name(&self) -> &'static str {
         self.name
@@ -494,7 +516,7 @@ impl<I: BlockIndex> Core<I> {
 
     /// Blocks handed out and not yet freed.
     pub fn used_blocks(&self) -> usize {
-        self.streams.read().values().map(|state| state.shelf.lock().index.used_blocks()).sum()
+        self.streams.read().values().map(|state| state.shelf.lock().index().used_blocks()).sum()
     }
 
     /// The device the upstream allocates on, and with it every chunk.
@@ -548,8 +570,8 @@ impl<I: BlockIndex> Core<I> {
                     self.weigh_collision(state, &mut shelf, me, contended);
                 }
             }
-            if shelf.pending.is_empty() && !shelf.record_wanted {
-                if let Some((addr, size)) = shelf.index.allocate(bytes) {
+            if shelf.reuse_is_free() {
+                if let Some((addr, size)) = shelf.index_mut().allocate(bytes) {
                     self.note_acquired(addr, size, bytes, stream);
                     return Ok(addr);
                 }
@@ -570,7 +592,7 @@ impl<I: BlockIndex> Core<I> {
     pub fn used_block(&self, ptr: usize) -> Option<(usize, usize)> {
         let owner = self.owner_of(ptr)?;
         let shelf = owner.shelf.lock();
-        shelf.index.used_block(ptr)
+        shelf.index().used_block(ptr)
     }
 
     /// Frees `ptr` in the order of `stream`. With `bytes`, a block of another size is refused
@@ -662,15 +684,14 @@ impl<I: BlockIndex> Core<I> {
         stream: Stream,
     ) -> Result<std::result::Result<(), Refused>> {
         let mut shelf = state.shelf.lock();
-        let Freed { size, chunk_now_free } = match shelf.index.free_checked(ptr, bytes) {
+        let Freed { size, chunk_now_free } = match shelf.index_mut().free_checked(ptr, bytes) {
             Ok(freed) => freed,
             Err(refused) => return Ok(Err(refused)),
         };
         self.note_released(ptr, size, stream);
         // The stream's event is recorded when another stream takes memory from here.
-        shelf.unrecorded_frees = true;
-        if shelf.donor > 0 {
-            self.donor_freed(state, &mut shelf, stream, chunk_now_free)?;
+        if shelf.own_free(chunk_now_free) == AfterOwnFree::RecordForTakers {
+            self.record_for_takers(state, &mut shelf, stream)?;
         }
         drop(shelf);
         if let Some(mapped) = self.growth.mapped() {
@@ -696,17 +717,14 @@ impl<I: BlockIndex> Core<I> {
         let platform = backend()?;
         let event = self.event_of_stream(state, stream)?;
         let mut shelf = owner.shelf.lock();
-        let Freed { size, .. } = match shelf.index.free_checked(ptr, bytes) {
+        let Freed { size, .. } = match shelf.index_mut().free_checked(ptr, bytes) {
             Ok(freed) => freed,
             Err(refused) => return Ok(Err(refused)),
         };
         self.note_released(ptr, size, stream);
         // Whoever reuses the block from the owner's index waits for this free first.
         platform.event_record(self.device, event, stream)?;
-        if !shelf.pending.contains(&event) {
-            shelf.pending.push(event);
-        }
-        if shelf.recorder == Recorder::Nobody && shelf.index.used_blocks() == 0 {
+        if shelf.foreign_free(event) {
             // The last block of a retired stream: its state can go (else at the next prune).
             drop(shelf);
             self.prune_retired_unless_growing()?;
@@ -727,8 +745,8 @@ impl<I: BlockIndex> Core<I> {
     /// A block from `stream`'s own shelf (locked by the caller), ordered after frees other
     /// streams made into it.
     fn take_from_shelf(&self, state: &StreamState<I>, shelf: &mut Shelf<I>, bytes: usize, stream: Stream) -> Result<Option<usize>> {
-        let Some((addr, size)) = shelf.index.allocate(bytes) else { return Ok(None) };
-        if !shelf.pending.is_empty() || shelf.record_wanted {
+        let Some((addr, size)) = shelf.index_mut().allocate(bytes) else { return Ok(None) };
+        if !shelf.reuse_is_free() {
             self.settle(state, shelf, stream)?;
         }
         self.note_acquired(addr, size, bytes, stream);
@@ -776,7 +794,7 @@ impl<I: BlockIndex> Core<I> {
         usage.peak_live += retired_peak;
         for state in streams.values().chain(&graveyard) {
             let shelf = state.shelf.lock();
-            let index = &shelf.index;
+            let index = shelf.index();
             usage.free += index.free_bytes();
             usage.live += index.chunk_bytes() - index.free_bytes();
             usage.peak_live += index.peak_used_bytes();
@@ -793,7 +811,7 @@ impl<I: BlockIndex> Core<I> {
         let chunks: Vec<_> = owners
             .iter()
             .map(|(base, size, owner)| {
-                let blocks: Vec<_> = owner.shelf.lock().index.chunk_blocks(*base).iter().map(crate::resources::snapshot::block).collect();
+                let blocks: Vec<_> = owner.shelf.lock().index().chunk_blocks(*base).iter().map(crate::resources::snapshot::block).collect();
                 serde_json::json!({
                     "base": crate::resources::snapshot::address(*base),
                     "size": size,
@@ -827,7 +845,7 @@ impl<I: BlockIndex> Core<I> {
         let mut chunk_bytes = 0;
         for state in streams.values().chain(&graveyard) {
             let shelf = state.shelf.lock();
-            let index = &shelf.index;
+            let index = shelf.index();
             index.check_invariants()?;
             chunk_bytes += index.chunk_bytes();
         }
@@ -835,13 +853,13 @@ impl<I: BlockIndex> Core<I> {
             if !streams.get(&(state.key, state.lane)).is_some_and(|found| Arc::ptr_eq(found, state)) {
                 return Err(format!("retired stream state ({}, {}) is not in the map", state.key, state.lane));
             }
-            if state.shelf.lock().recorder != Recorder::Nobody {
+            if state.shelf.lock().recorder() != Recorder::Nobody {
                 return Err(format!("lingering stream state ({}, {}) is not retired", state.key, state.lane));
             }
         }
         if let Some(graveyard) = &graveyard {
             let shelf = graveyard.shelf.lock();
-            if shelf.index.used_blocks() > 0 || shelf.index.free_bytes() != shelf.index.chunk_bytes() {
+            if shelf.index().used_blocks() > 0 || shelf.index().free_bytes() != shelf.index().chunk_bytes() {
                 return Err("the graveyard holds memory in use".into());
             }
             let owners = self.owners.read();
@@ -873,8 +891,8 @@ impl Core<Tlsf> {
     fn allocate_aligned_on(&self, state: &Arc<StreamState<Tlsf>>, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
         {
             let mut shelf = state.shelf.lock();
-            if shelf.pending.is_empty() && !shelf.record_wanted {
-                if let Some((addr, size)) = shelf.index.allocate_aligned(bytes, alignment) {
+            if shelf.reuse_is_free() {
+                if let Some((addr, size)) = shelf.index_mut().allocate_aligned(bytes, alignment) {
                     self.note_acquired(addr, size, bytes, stream);
                     return Ok(addr);
                 }
@@ -894,7 +912,7 @@ impl Core<Tlsf> {
         let addr = self.allocate_otherwise(state, padded, stream)?;
         let carved = self.owner_of(addr).and_then(|owner| {
             let mut shelf = owner.shelf.lock();
-            let aligned = shelf.index.carve_aligned(addr, bytes, alignment)?;
+            let aligned = shelf.index_mut().carve_aligned(addr, bytes, alignment)?;
             self.region_moved(addr, aligned, bytes);
             Some(aligned)
         });
@@ -908,14 +926,14 @@ impl Core<Tlsf> {
 impl<I: BlockIndex> super::caches::Cache for Core<I> {
     /// What a pool keeps for its whole life (its initial size) stays: another resource's
     /// refusal releases only what it grew beyond that.
+    ///
+    /// Called when the device refused an allocation, from whatever thread and resource that was:
+    /// a core whose growth or reclaim is under way (on this thread, whose growth the device
+    /// refused, or on another, which may in turn wait for this one's) is passed over rather
+    /// than waited for.
     fn release_cached(&self) -> Result<usize> {
-        if let Growth::Mapped(_) = self.growth {
-            // Called from inside its own growth (the device refused a page the growth maps),
-            // it leaves its chunks alone: the growth is changing one of them.
-            let Some(_growing) = self.growing.try_lock() else { return Ok(0) };
-            return self.release_unused(self.initial);
-        }
-        self.release_unused(self.initial)
+        let Some(growing) = self.try_lock_growing() else { return Ok(0) };
+        self.release_unused(&growing, self.initial)
     }
 
     fn retire_stream(&self, identity: u64, alive: Option<Stream>) -> Result<()> {
@@ -942,7 +960,7 @@ impl<I: BlockIndex> Drop for Core<I> {
         let mut free_chunks = Vec::new();
         let retired = std::mem::take(self.retired.get_mut());
         for state in self.streams.get_mut().values().chain(&retired.graveyard) {
-            free_chunks.extend(state.shelf.lock().index.take_wholly_free_chunks());
+            free_chunks.extend(state.shelf.lock().index_mut().take_wholly_free_chunks());
         }
         let in_use = self.used_blocks();
         if in_use > 0 {

@@ -10,8 +10,8 @@
 //! goes with no word, and its memory goes on by events.
 
 use super::lanes::{LANES, SPLIT_AT};
-use super::ordering::{Recorder, DONOR_PATIENCE, DONOR_QUIET_FREES};
-use super::{BlockIndex, Core, Shelf, StreamState, CACHES_GONE, CACHES_WATCH};
+use super::shelf::{Recorder, Shelf};
+use super::{BlockIndex, Core, StreamState, CACHES_GONE, CACHES_WATCH};
 use crate::error::{Error, ErrorKind, Result};
 use crate::platform::{backend, streams, Stream};
 use crate::sync::biased_lock::BiasedLock;
@@ -190,26 +190,15 @@ impl<I: BlockIndex> Core<I> {
             Some(event) => event,
             None => backend()?.event_create(self.device)?,
         };
-        let mut index = (self.new_index)();
+        let index = (self.new_index)();
         let unannounced = lane == 0 && recorder == Recorder::OwnAllocations && !streams::is_per_thread(identity);
         // Every stream's event is recorded when memory is taken from it, which covers blocks
-        // parked for quick reuse too. An unannounced stream starts as a donor: its first frees
-        // that leave a chunk wholly free record its event, so that once it is destroyed (which
-        // nothing tells the core of) what it freed is covered (see `note_unannounced`).
-        index.set_parking(!unannounced);
-        let shelf = BiasedLock::new(Shelf {
-            index,
-            pending: Vec::new(),
-            unrecorded_frees: false,
-            record_wanted: false,
-            donor: if unannounced { DONOR_PATIENCE } else { 0 },
-            donor_quiet: DONOR_QUIET_FREES,
-            recorder,
-            // A score to wear off makes the first allocation off the bias weigh it: with
-            // `SPLIT_AT` 0 that one splits the stream.
-            collisions: u32::from(*SPLIT_AT == 0),
-            last_allocator: 0,
-        });
+        // parked for quick reuse too. An unannounced stream starts as a donor (`Shelf::new`),
+        // so that once it is destroyed (which nothing tells the core of) what it freed is
+        // covered (see `note_unannounced`).
+        // A score to wear off makes the first allocation off the bias weigh it: with
+        // `SPLIT_AT` 0 that one splits the stream.
+        let shelf = BiasedLock::new(Shelf::new(index, recorder, unannounced, u32::from(*SPLIT_AT == 0)));
         let state = Arc::new(StreamState { stream, identity, key, lane, split: AtomicBool::new(false), event, shelf });
         streams.insert((key, lane), state.clone());
         let replaced = match unannounced {
@@ -310,10 +299,7 @@ impl<I: BlockIndex> Core<I> {
     /// A stream first used before it was announced (`rmmStreamRegister`) may be recorded by
     /// anyone from then on. A retired stream stays retired.
     fn learn_recorder(state: &StreamState<I>, recorder: Recorder) {
-        let mut shelf = state.shelf.lock();
-        if shelf.recorder != recorder && shelf.recorder != Recorder::Nobody {
-            shelf.recorder = recorder;
-        }
+        state.shelf.lock().learn_recorder(recorder);
     }
 
     /// `learn_recorder` for a stream's own state and, once it is split, its lanes.

@@ -4,8 +4,7 @@
 //! the graveyard for any stream to take, and its event is made spare once nothing holds it.
 
 use super::lanes::LANES;
-use super::ordering::Recorder;
-use super::{BlockIndex, Core, Shelf, StreamState};
+use super::{BlockIndex, Core, Growing, Shelf, StreamState};
 use crate::error::Result;
 use crate::platform::{backend, Event, Stream};
 use crate::sync::biased_lock::BiasedLock;
@@ -75,9 +74,9 @@ impl<I: BlockIndex> Core<I> {
         if self.retired.lock().uncovered < UNCOVERED_SYNC_AT {
             return Ok(());
         }
-        let Some(_growing) = self.growing.try_lock() else { return Ok(()) };
+        let Some(growing) = &self.try_lock_growing() else { return Ok(()) };
         self.synchronize_device()?;
-        self.prune_retired()
+        self.prune_retired(growing)
     }
 
     /// The stream with `identity` is about to be destroyed, or its handle was handed to another
@@ -119,11 +118,11 @@ impl<I: BlockIndex> Core<I> {
         }
         for state in &states {
             let mut shelf = state.shelf.lock();
-            if let Some(stream) = alive.filter(|_| shelf.unrecorded_frees && shelf.recorder != Recorder::Nobody) {
+            if let Some(stream) = alive.filter(|_| shelf.needs_last_record(true)) {
                 backend()?.event_record(self.device, state.event, stream)?;
-                shelf.unrecorded_frees = false;
+                shelf.recorded();
             }
-            shelf.recorder = Recorder::Nobody;
+            shelf.retire();
         }
         {
             let mut retired = self.retired.lock();
@@ -139,15 +138,16 @@ impl<I: BlockIndex> Core<I> {
     /// `prune_retired` now, unless a growth or reclaim holds `growing` (which prunes itself at
     /// the next slow allocation): callers on the free and retire paths never wait for it.
     pub(super) fn prune_retired_unless_growing(&self) -> Result<()> {
-        match self.growing.try_lock() {
-            Some(_growing) => self.prune_retired(),
+        match &self.try_lock_growing() {
+            Some(growing) => self.prune_retired(growing),
             None => Ok(()),
         }
     }
 
     /// Prunes every retired state that can go now, then makes spare the events of pruned
-    /// states that nothing holds any more. The caller holds `growing`.
-    pub(super) fn prune_retired(&self) -> Result<()> {
+    /// states that nothing holds any more.
+    pub(super) fn prune_retired(&self, growing: &Growing<'_>) -> Result<()> {
+        self.check_growing(growing);
         let lingering = std::mem::take(&mut self.retired.lock().lingering);
         if lingering.is_empty() && self.retired.lock().events.is_empty() {
             return Ok(());
@@ -155,7 +155,7 @@ impl<I: BlockIndex> Core<I> {
         let mut staying = Vec::new();
         let mut result = Ok(());
         for state in lingering {
-            match result.is_ok().then(|| self.prune(&state)) {
+            match result.is_ok().then(|| self.prune(growing, &state)) {
                 Some(Ok(true)) => {}
                 Some(Err(e)) => {
                     result = Err(e);
@@ -164,31 +164,22 @@ impl<I: BlockIndex> Core<I> {
                 _ => staying.push(state),
             }
         }
-        let uncovered = staying
-            .iter()
-            .filter(|state| {
-                let shelf = state.shelf.lock();
-                shelf.unrecorded_frees && shelf.index.used_blocks() == 0
-            })
-            .count();
+        let uncovered = staying.iter().filter(|state| state.shelf.lock().waits_for_synchronization()).count();
         let mut retired = self.retired.lock();
         retired.uncovered = uncovered;
         retired.lingering.extend(staying);
         drop(retired);
-        self.spare_unheld_events();
+        self.spare_unheld_events(growing);
         result
     }
 
     /// Takes the retired `state` out of the map when it holds no live block and its event
     /// covers every free made there (its stream's before it retired, others' by the pending
     /// events): its chunks, all free, go to the graveyard with those events. Whether it went.
-    /// The caller holds `growing`.
-    fn prune(&self, state: &Arc<StreamState<I>>) -> Result<bool> {
-        {
-            let shelf = state.shelf.lock();
-            if shelf.recorder != Recorder::Nobody || shelf.unrecorded_frees || shelf.index.used_blocks() > 0 {
-                return Ok(false);
-            }
+    fn prune(&self, growing: &Growing<'_>, state: &Arc<StreamState<I>>) -> Result<bool> {
+        self.check_growing(growing);
+        if !state.shelf.lock().may_leave() {
+            return Ok(false);
         }
         let graveyard = self.graveyard()?;
         let mut retired = self.retired.lock();
@@ -200,18 +191,17 @@ impl<I: BlockIndex> Core<I> {
             };
         }
         let mut shelf = state.shelf.lock();
-        let chunks = shelf.index.take_wholly_free_chunks();
-        if shelf.index.used_blocks() > 0 {
+        let chunks = shelf.index_mut().take_wholly_free_chunks();
+        if shelf.index().used_blocks() > 0 {
             // A block handed out since the check (by no caller that keeps stream order's rules):
             // the state stays.
-            chunks.iter().for_each(|chunk| shelf.index.add_chunk(chunk.base, chunk.size));
+            chunks.iter().for_each(|chunk| shelf.index_mut().add_chunk(chunk.base, chunk.size));
             drop(shelf);
             self.streams.write().insert((state.key, state.lane), state.clone());
             return Ok(false);
         }
-        let mut events: Vec<Event> = shelf.pending.drain(..).collect();
-        events.push(state.event);
-        retired.peak_used_bytes += shelf.index.peak_used_bytes();
+        let events = shelf.leave(state.event);
+        retired.peak_used_bytes += shelf.index().peak_used_bytes();
         drop(shelf);
         if !chunks.is_empty() {
             let mut owners = self.owners.write();
@@ -221,7 +211,7 @@ impl<I: BlockIndex> Core<I> {
             drop(owners);
             let mut shelf = graveyard.shelf.lock();
             for chunk in &chunks {
-                shelf.index.add_chunk(chunk.base, chunk.size);
+                shelf.index_mut().add_chunk(chunk.base, chunk.size);
                 retired.chunk_events.insert(chunk.base, events.clone());
             }
         }
@@ -235,17 +225,7 @@ impl<I: BlockIndex> Core<I> {
             return Ok(graveyard.clone());
         }
         let event = backend()?.event_create(self.device)?;
-        let shelf = BiasedLock::new(Shelf {
-            index: (self.new_index)(),
-            pending: Vec::new(),
-            unrecorded_frees: false,
-            record_wanted: false,
-            donor: 0,
-            donor_quiet: 0,
-            recorder: Recorder::Nobody,
-            collisions: 0,
-            last_allocator: 0,
-        });
+        let shelf = BiasedLock::new(Shelf::graveyard((self.new_index)()));
         let graveyard = Arc::new(StreamState {
             stream: Stream::DEFAULT,
             identity: GRAVEYARD,
@@ -259,16 +239,17 @@ impl<I: BlockIndex> Core<I> {
     }
 
     /// Makes spare the events of pruned states that no pending list and no graveyard chunk
-    /// holds. The caller holds `growing`, under which events are copied out of those lists to
-    /// be waited on.
-    fn spare_unheld_events(&self) {
+    /// holds: under `growing`, under which events are copied out of those lists to be waited
+    /// on.
+    fn spare_unheld_events(&self, growing: &Growing<'_>) {
+        self.check_growing(growing);
         let mut retired = self.retired.lock();
         if retired.events.is_empty() {
             return;
         }
         let mut held: std::collections::HashSet<Event> = retired.chunk_events.values().flatten().copied().collect();
         for state in self.streams.read().values() {
-            held.extend(state.shelf.lock().pending.iter().copied());
+            held.extend(state.shelf.lock().pending().iter().copied());
         }
         let mut spare = Vec::new();
         retired.events.retain(|event| match held.contains(event) {
