@@ -132,6 +132,56 @@ fn a_lane_takes_memory_another_lane_freed_instead_of_failing_at_the_maximum() {
 }
 
 #[test]
+fn a_lane_short_of_memory_takes_blocks_another_lane_freed_before_the_pool_grows() {
+    let _guard = setup();
+    let sim = simulator().unwrap();
+    let pool = pool(0);
+    // Created streams: the legacy default stream would order the other stream's work anyway.
+    let (split, other) = (streams::create(0).unwrap(), streams::create(0).unwrap());
+    pool.deallocate(pool.allocate(256, split).unwrap(), 256, split).unwrap();
+    pool.split_into_lanes(split).unwrap();
+    // One thread's lane: eight blocks in one chunk, one kept (so the chunk is never wholly
+    // free to take), six freed in the stream's order and one freed on another stream while a
+    // kernel there still uses it. The thread stays (a thread that ends may leave its lane to
+    // the next one).
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let shared = pool.clone();
+    let first = std::thread::spawn(move || {
+        shared.deallocate(shared.allocate(8 * MIB, split).unwrap(), 8 * MIB, split).unwrap();
+        let blocks: Vec<usize> = (0..8).map(|_| shared.allocate(MIB, split).unwrap()).collect();
+        for &ptr in &blocks[1..7] {
+            shared.deallocate(ptr, MIB, split).unwrap();
+        }
+        sim.stream_hold(other).unwrap();
+        shared.deallocate(blocks[7], MIB, other).unwrap();
+        ready_tx.send(blocks[0]).unwrap();
+        done_rx.recv().unwrap();
+    });
+    let kept = ready_rx.recv().unwrap();
+    let held = pool.usage().reserved;
+    // Another thread's lane, empty: it takes the other lanes' free blocks (the first lane's
+    // seven and the stream's own state's two) instead of growing, waiting for the free made on
+    // the other stream.
+    let shared = pool.clone();
+    std::thread::spawn(move || {
+        let blocks: Vec<usize> = (0..9).map(|_| shared.allocate(MIB, split).unwrap()).collect();
+        blocks.iter().for_each(|&ptr| shared.deallocate(ptr, MIB, split).unwrap());
+    })
+    .join()
+    .unwrap();
+    done_tx.send(()).unwrap();
+    first.join().unwrap();
+    assert_eq!(pool.usage().reserved, held, "the pool grew although another lane of the stream had the memory");
+    assert!(pool.usage().lanes >= 2, "{:?}", pool.usage());
+    pool.deallocate(kept, MIB, split).unwrap();
+    streams::destroy(other).unwrap();
+    streams::destroy(split).unwrap();
+    assert!(races().is_empty(), "{:?}", races());
+    pool.check_invariants().unwrap();
+}
+
+#[test]
 fn a_split_streams_memory_reaches_another_stream_only_in_order() {
     let _guard = setup();
     let sim = simulator().unwrap();

@@ -5,6 +5,7 @@
 //! release of wholly free chunks upstream. Growth over an upstream that maps pages is
 //! `mapped`'s.
 
+use super::lanes::LANES;
 use super::mapped::MappedGrowth;
 use super::{BlockIndex, Core, Growing, Shelf, StreamState};
 use crate::error::{Error, Result};
@@ -70,6 +71,9 @@ impl<I: BlockIndex> Core<I> {
         }
         let need = self.chunk_size_for(bytes)?;
         if let Some(addr) = self.steal_free_chunk(growing, state, bytes, need, stream)? {
+            return Ok(addr);
+        }
+        if let Some(addr) = self.take_block_from_sibling_lane(growing, state, bytes, stream)? {
             return Ok(addr);
         }
         let grown = self.grow(growing, state, bytes, need, stream);
@@ -200,6 +204,41 @@ impl<I: BlockIndex> Core<I> {
             return Ok(Some(addr));
         }
         let others: Vec<_> = self.streams.read().values().filter(|s| !Arc::ptr_eq(s, state)).cloned().collect();
+        self.take_block_from(state, others, bytes, stream)
+    }
+
+    /// A lane short of memory, before the pool grows: a free block of another lane of its
+    /// stream (or of the stream's own state), so that threads sharing a stream hold about what
+    /// one thread would instead of a growth each. Lanes share the stream's order: only frees
+    /// other streams made into the sibling are waited on.
+    fn take_block_from_sibling_lane(
+        &self,
+        growing: &Growing<'_>,
+        state: &Arc<StreamState<I>>,
+        bytes: usize,
+        stream: Stream,
+    ) -> Result<Option<usize>> {
+        self.check_growing(growing);
+        if state.lane == 0 && !state.split.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let siblings: Vec<_> = {
+            let streams = self.streams.read();
+            (0..=LANES).filter(|&lane| lane != state.lane).filter_map(|lane| streams.get(&(state.key, lane)).cloned()).collect()
+        };
+        self.take_block_from(state, siblings, bytes, stream)
+    }
+
+    /// One free block of `bytes` from the first of `others` that has one, ordered after the
+    /// frees made there: by that stream's event when this thread may record it (or it covers
+    /// them already), else after a device synchronization.
+    fn take_block_from(
+        &self,
+        state: &Arc<StreamState<I>>,
+        others: Vec<Arc<StreamState<I>>>,
+        bytes: usize,
+        stream: Stream,
+    ) -> Result<Option<usize>> {
         let mut synchronized = false;
         for other in others {
             let ((addr, size), events) = {
