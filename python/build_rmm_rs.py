@@ -110,6 +110,19 @@ def _torch_backend(config_settings):
             return os.path.basename(path), f.read()
 
 
+def _git_commit():
+    """The commit the package is built from (``rmm_rs.__git_commit__``), or None outside a git
+    work tree."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=_HERE, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = done.stdout.strip()
+    return commit if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", commit) else None
+
+
 def _record_line(name, data):
     digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
     return "%s,sha256=%s,%d" % (name, digest, len(data))
@@ -140,6 +153,9 @@ def _write_wheel(wheel_directory, config_settings, editable):
         for name, path in _package_files():
             with open(path, "rb") as f:
                 files.append((name, f.read()))
+        commit = _git_commit()
+        if commit:  # read by rmm_rs/_version.py
+            files.append(("%s/GIT_COMMIT" % _PACKAGE, (commit + "\n").encode()))
     if backend:
         files.append(("%s/%s" % (_PACKAGE, backend[0]), backend[1]))
     if library:
