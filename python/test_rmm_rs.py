@@ -917,6 +917,11 @@ class PackagingTest(unittest.TestCase):
         self.assertTrue(name.endswith("-py3-none-any.whl"), name)  # nothing built: pure Python
         self.assertIn("rmm_rs_torch_install", source)
         self.assertFalse([n for n in names if n.endswith(".so")], names)
+        self.assertNotIn("rmm/__init__.py", names)  # only when asked for (-C as-rmm=1)
+        with tempfile.TemporaryDirectory() as folder:
+            with zipfile.ZipFile(os.path.join(folder, backend.build_wheel(folder, {"as-rmm": "1"}))) as wheel:
+                alias = wheel.read("rmm/__init__.py").decode()
+        self.assertIn("sys.modules[__name__] = importlib.import_module(_TARGET)", alias)
         # rmm_rs.__git_commit__ of the installed wheel: the commit it was built from.
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True)
         if head.returncode == 0:
