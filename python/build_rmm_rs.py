@@ -13,6 +13,9 @@ With ``torch-backend=1`` (``pip install --no-build-isolation -C torch-backend=1`
 build sees the installed PyTorch), or ``$RMM_RS_BUILD_TORCH_BACKEND=1``, the wheel also ships
 the PyTorch backend built against that PyTorch (``rmm_rs.build_torch_backend``); without it,
 ``rmm_rs.use_for_torch()`` builds it on first use. The backend's source ships either way.
+
+With ``as-rmm=1`` (``pip install -C as-rmm=1 python/``) the wheel also installs ``rmm``, the
+name RAPIDS RMM's package is imported by, as rmm_rs (python/as_rmm; docs/src/python.md).
 """
 
 import base64
@@ -30,6 +33,14 @@ _PACKAGE = "rmm_rs"
 _MODULES = ("librmm_cffi.py",)
 # The PyTorch backend's source: python/rmm_rs_torch.cpp here, rmm_rs/rmm_rs_torch.cpp installed.
 _TORCH_SOURCE = "rmm_rs_torch.cpp"
+
+
+def _as_rmm(config_settings):
+    """With ``-C as-rmm=1`` (or ``$RMM_RS_AS_RMM=1``) the wheel also installs the package
+    ``rmm`` (python/as_rmm/rmm), which makes ``import rmm`` rmm_rs: for code written for RAPIDS
+    RMM, on an environment without RAPIDS' rmm."""
+    wanted = (config_settings or {}).get("as-rmm") or os.environ.get("RMM_RS_AS_RMM")
+    return wanted in ("1", "true", "yes")
 
 
 def _package_files():
@@ -110,6 +121,19 @@ def _torch_backend(config_settings):
             return os.path.basename(path), f.read()
 
 
+def _git_commit():
+    """The commit the package is built from (``rmm_rs.__git_commit__``), or None outside a git
+    work tree."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=_HERE, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = done.stdout.strip()
+    return commit if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", commit) else None
+
+
 def _record_line(name, data):
     digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
     return "%s,sha256=%s,%d" % (name, digest, len(data))
@@ -140,6 +164,12 @@ def _write_wheel(wheel_directory, config_settings, editable):
         for name, path in _package_files():
             with open(path, "rb") as f:
                 files.append((name, f.read()))
+        if _as_rmm(config_settings):
+            with open(os.path.join(_HERE, "as_rmm", "rmm", "__init__.py"), "rb") as f:
+                files.append(("rmm/__init__.py", f.read()))
+        commit = _git_commit()
+        if commit:  # read by rmm_rs/_version.py
+            files.append(("%s/GIT_COMMIT" % _PACKAGE, (commit + "\n").encode()))
     if backend:
         files.append(("%s/%s" % (_PACKAGE, backend[0]), backend[1]))
     if library:

@@ -106,6 +106,26 @@ struct RmmApi {
 };
 RmmApi rmm{};
 
+// A handle of its own to a device's current rmm-rs resource (rmmGetPerDeviceResource: the one
+// rmm.mr.set_current_device_resource or rmm_rs.configure set last), destroyed with this object
+// unless released; nullptr when the device has none to give.
+class CurrentResource {
+ public:
+  explicit CurrentResource(c10::DeviceIndex device) {
+    if (rmm.get_per_device_resource(device, &handle_) != kRmmSuccess) handle_ = nullptr;
+  }
+  ~CurrentResource() {
+    if (handle_ != nullptr) rmm.destroy(handle_);
+  }
+  CurrentResource(const CurrentResource &) = delete;
+  CurrentResource &operator=(const CurrentResource &) = delete;
+  rmmResource_t get() const { return handle_; }
+  void release() { handle_ = nullptr; }
+
+ private:
+  rmmResource_t handle_ = nullptr;
+};
+
 std::string rmm_message() {
   const char *message = rmm.last_error();
   return message != nullptr ? message : "";
@@ -188,6 +208,8 @@ struct Allocation {
   c10::DeviceIndex device = 0;
   cudaStream_t stream = nullptr;
   MempoolId_t pool{0, 0};        // {0, 0}: the device's rmm-rs resource
+  // With pool {0, 0}: a handle of its own to the device's resource when it was allocated,
+  // destroyed once the memory went back (give_back); else the private pool's.
   rmmResource_t resource = nullptr;
   size_t block = 0;              // a private pool's block size
   std::shared_ptr<CUDAAllocator> custom_allocator;
@@ -208,11 +230,10 @@ struct PoolCheckpoint final : AllocatorState {
 
 struct DeviceState {
   std::mutex mutex;  // all fields below
-  rmmResource_t resource = nullptr;
   DeviceStats stats;
   size_t reserved_peak = 0;  // since the last peak reset
   double fraction = 1.0;
-  size_t total_memory = 0;
+  size_t total_memory = 0;  // 0 until the first allocation
   std::unordered_map<MempoolId_t, PrivatePool, MempoolHash> pools;
   std::vector<Route> routes;
   std::vector<std::pair<void *, Allocation>> deferred_frees;  // freed on a capturing stream
@@ -256,9 +277,10 @@ class RmmBackend final : public CUDAAllocator {
       DeviceState &state = *devices_[d];
       std::lock_guard<std::mutex> lock(state.mutex);
       if (mempool_id.first == 0 && mempool_id.second == 0) {
-        if (state.resource != nullptr) {
+        CurrentResource current(d);
+        if (current.get() != nullptr) {
           c10::cuda::CUDAGuard guard(d);
-          rmm.release(state.resource, nullptr);
+          rmm.release(current.get(), nullptr);
         }
         for (auto &[id, pool] : state.pools) empty_pool(pool);
       } else if (d == device) {
@@ -286,7 +308,7 @@ class RmmBackend final : public CUDAAllocator {
   DeviceStats getDeviceStats(c10::DeviceIndex device) override {
     DeviceState &state = device_state(device);
     std::lock_guard<std::mutex> lock(state.mutex);
-    refresh_reserved(state);
+    refresh_reserved(state, device);
     return state.stats;
   }
 
@@ -304,7 +326,7 @@ class RmmBackend final : public CUDAAllocator {
   void resetPeakStats(c10::DeviceIndex device) override {
     DeviceState &state = device_state(device);
     std::lock_guard<std::mutex> lock(state.mutex);
-    refresh_reserved(state);
+    refresh_reserved(state, device);
     for_each_stat(state.stats, [](Stat &stat) { stat.reset_peak(); });
     state.reserved_peak = static_cast<size_t>(state.stats.reserved_bytes[0].current);
   }
@@ -355,15 +377,11 @@ class RmmBackend final : public CUDAAllocator {
   bool isEnabled() const override { return enabled_; }
 
   void cacheInfo(c10::DeviceIndex device, size_t *largest_block) override {
-    DeviceState &state = device_state(device);
+    device_state(device);
     Footprint footprint{};
-    rmmResource_t resource = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(state.mutex);
-      resource = state.resource;
-    }
+    CurrentResource resource(device);
     size_t largest = 0;
-    if (resource != nullptr && rmm.footprint(resource, &footprint) == kRmmSuccess) {
+    if (resource.get() != nullptr && rmm.footprint(resource.get(), &footprint) == kRmmSuccess) {
       largest = footprint.largest_free_block;
     }
     // cudnn.benchmark sizes its workspace from this: what a new block could also take from
@@ -764,18 +782,13 @@ class RmmBackend final : public CUDAAllocator {
     return state;
   }
 
-  // The device's rmm-rs resource, fetched once (its stack is what rmm_rs configured).
-  rmmResource_t resource_of(DeviceState &state, c10::DeviceIndex device) {
-    if (state.resource == nullptr) {
-      rmmResource_t resource = nullptr;
-      TORCH_CHECK(rmm.get_per_device_resource(device, &resource) == kRmmSuccess,
-                  "rmm-rs: no resource for device ", static_cast<int>(device), ": ", rmm_message());
-      state.resource = resource;
+  // The device's memory, learnt at its first allocation (for the memory fraction).
+  void learn_total_memory(DeviceState &state, c10::DeviceIndex device) {
+    if (state.total_memory == 0) {
       size_t free_bytes = 0;
       c10::cuda::CUDAGuard guard(device);
       C10_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &state.total_memory));
     }
-    return state.resource;
   }
 
   template <typename F>
@@ -790,10 +803,11 @@ class RmmBackend final : public CUDAAllocator {
   }
 
   // Reserved bytes come from the resources themselves (what the pools hold from the device).
-  void refresh_reserved(DeviceState &state) {
+  void refresh_reserved(DeviceState &state, c10::DeviceIndex device) {
     size_t reserved = 0;
     Footprint footprint{};
-    if (state.resource != nullptr && rmm.footprint(state.resource, &footprint) == kRmmSuccess) {
+    CurrentResource current(device);
+    if (current.get() != nullptr && rmm.footprint(current.get(), &footprint) == kRmmSuccess) {
       reserved += footprint.reserved_bytes;
     } else {
       reserved += static_cast<size_t>(std::max<int64_t>(state.stats.allocated_bytes[0].current, 0));
@@ -915,11 +929,12 @@ class RmmBackend final : public CUDAAllocator {
     {
       std::lock_guard<std::mutex> lock(state.mutex);
       state.stats.num_ooms += 1;
-      refresh_reserved(state);
+      refresh_reserved(state, device);
       allocated = static_cast<size_t>(state.stats.allocated_bytes[0].current);
       reserved = static_cast<size_t>(state.stats.reserved_bytes[0].current);
       Footprint footprint{};
-      if (state.resource != nullptr && rmm.footprint(state.resource, &footprint) == kRmmSuccess) {
+      CurrentResource current(device);
+      if (current.get() != nullptr && rmm.footprint(current.get(), &footprint) == kRmmSuccess) {
         largest = footprint.largest_free_block;
       }
     }
@@ -962,9 +977,16 @@ class RmmBackend final : public CUDAAllocator {
     size_t over_fraction = kNoLimit;
     void *ptr = nullptr;
     bool pool_refused = false;
+    // The device's resource now, as RAPIDS' allocator reads it at every allocation: what
+    // rmm.mr.set_current_device_resource set last (a handle of the allocation's own, so that
+    // the memory goes back to the stack it came from after the device's resource changed).
+    CurrentResource current(device);
+    TORCH_CHECK(current.get() != nullptr, "rmm-rs: no resource for device ", static_cast<int>(device), ": ",
+                rmm_message());
     {
       std::lock_guard<std::mutex> lock(state.mutex);
-      allocation.resource = resource_of(state, device);
+      learn_total_memory(state, device);
+      allocation.resource = current.get();
       if (state.fraction < 1.0) {
         auto allowed = static_cast<size_t>(state.fraction * static_cast<double>(state.total_memory));
         if (static_cast<size_t>(state.stats.allocated_bytes[0].current) + size > allowed) over_fraction = allowed;
@@ -1006,6 +1028,7 @@ class RmmBackend final : public CUDAAllocator {
         status = rmm.allocate(allocation.resource, &ptr, size, stream);
       }
       if (status != kRmmSuccess) out_of_memory(state, device, size, rmm_message());
+      current.release();  // the allocation owns the handle now
     }
     bool tracing = history_on_.load(std::memory_order_relaxed) || has_trackers_.load(std::memory_order_relaxed);
     if (tracing) allocation.context = gather_context(true);
@@ -1080,6 +1103,7 @@ class RmmBackend final : public CUDAAllocator {
       if (rmm.deallocate(allocation.resource, ptr, allocation.size, allocation.stream) != kRmmSuccess) {
         TORCH_WARN("rmm-rs: freeing ", ptr, " failed: ", rmm_message());
       }
+      rmm.destroy(allocation.resource);
       return;
     }
     if (allocation.custom_allocator != nullptr) allocation.custom_allocator->raw_delete(ptr);

@@ -909,6 +909,7 @@ class PackagingTest(unittest.TestCase):
             with zipfile.ZipFile(os.path.join(folder, name)) as wheel:
                 names = wheel.namelist()
                 source = wheel.read("rmm_rs/rmm_rs_torch.cpp").decode()
+                commit = wheel.read("rmm_rs/GIT_COMMIT").decode() if "rmm_rs/GIT_COMMIT" in names else ""
         for member in ("rmm_rs/__init__.py", "rmm_rs/_bindings.py", "rmm_rs/frameworks/dask.py",
                        "rmm_rs/pylibrmm/device_buffer.py", "rmm_rs/allocators/numba.py", "librmm_cffi.py"):
             self.assertIn(member, names)
@@ -916,6 +917,15 @@ class PackagingTest(unittest.TestCase):
         self.assertTrue(name.endswith("-py3-none-any.whl"), name)  # nothing built: pure Python
         self.assertIn("rmm_rs_torch_install", source)
         self.assertFalse([n for n in names if n.endswith(".so")], names)
+        self.assertNotIn("rmm/__init__.py", names)  # only when asked for (-C as-rmm=1)
+        with tempfile.TemporaryDirectory() as folder:
+            with zipfile.ZipFile(os.path.join(folder, backend.build_wheel(folder, {"as-rmm": "1"}))) as wheel:
+                alias = wheel.read("rmm/__init__.py").decode()
+        self.assertIn("sys.modules[__name__] = importlib.import_module(_TARGET)", alias)
+        # rmm_rs.__git_commit__ of the installed wheel: the commit it was built from.
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True)
+        if head.returncode == 0:
+            self.assertEqual(commit.strip(), head.stdout.strip())
 
 
 @unittest.skipIf(HAVE_CUPY, "CuPy is installed: CupyTest checks the real one")

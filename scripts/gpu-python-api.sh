@@ -15,6 +15,13 @@
 # 3. python/check_python_api.py: cupy.asarray(DeviceBuffer) (__cuda_array_interface__),
 #    torch.from_dlpack(DeviceBuffer) (DLPack), numba.cuda.as_cuda_array(DeviceBuffer), and
 #    DeviceBuffers on CuPy's, PyTorch's and Numba's streams (__cuda_stream__).
+# 4. RAPIDS RMM's own Python tests, unchanged, with `import rmm` meaning rmm_rs
+#    (scripts/rapids-python-suite.sh with RAPIDS_SUITE_ON=gpu): their table and RESULT line
+#    (files loaded; tests passed, failed, expected differences, listed limits, skipped). Needs
+#    legacy-suites/rapids-26.08-python (scripts/fetch-rapids-python-suite.sh where there is a
+#    network; carry it with the work tree) and, where this Python lacks pytest, pytest's wheels
+#    in .whl/ (PYTEST_WHEELS=.whl scripts/fetch-rapids-python-suite.sh). Without the tests it is
+#    reported as SKIP.
 #
 # Environment: STAGE_DIR (default: stage/), PYTHON (default: python3), RMM_RS_REQUIRE (default:
 # "cupy numba torch numpy"). Exit status: 0 when everything passed.
@@ -62,6 +69,13 @@ results=()
 run "seed snippets (python/tests/test_seed_snippets.py)" "$python" python/tests/test_seed_snippets.py -v
 run "RAPIDS API (python/tests/test_rmm_api.py)" "$python" python/tests/test_rmm_api.py -v
 run "interop (python/check_python_api.py)" "$python" python/check_python_api.py
+rapids_tree=${RAPIDS_PYTHON_TREE:-$root/legacy-suites/rapids-26.08-python}
+if [ -d "$rapids_tree/python/rmm/rmm/tests" ]; then
+  run "RAPIDS RMM's Python suite (scripts/rapids-python-suite.sh)" \
+    env RAPIDS_SUITE_ON=gpu PYTHON="$python" scripts/rapids-python-suite.sh "$rapids_tree"
+else
+  results+=("SKIP RAPIDS RMM's Python suite: no $rapids_tree (scripts/fetch-rapids-python-suite.sh, then carry it here)")
+fi
 
 section "gpu-python-api summary"
 printf '  %s\n' "${results[@]}"

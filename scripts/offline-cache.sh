@@ -10,7 +10,10 @@
 #   - CCCL's and the CUDA runtime's headers (PyPI)  -> DIR/cccl     (scripts/fetch-cccl.sh);
 #   - PyTorch's headers (the torch wheel, PyPI)     -> DIR/torch    (scripts/check-torch-backend.sh);
 #   - RAPIDS RMM's C++ test suite (GitHub)          -> DIR/rapids-26.08 (scripts/fetch-rapids-suite.sh;
-#     optional: left out, saying so, where GitHub cannot be reached).
+#     optional: left out, saying so, where GitHub cannot be reached);
+#   - RAPIDS RMM's Python tests (GitHub)            -> DIR/rapids-26.08-python (optional, as above),
+#     and the wheels they run with (PyPI)           -> DIR/python-wheels
+#     (python/tests/rapids-python-suite-requirements.txt; scripts/rapids-python-suite.sh).
 # The Debian packages it installs when missing (cmake, ninja-build, g++, gfortran,
 # libgtest-dev, libgmock-dev) are not in DIR: install them beforehand (apt-get install cmake
 # ninja-build g++ gfortran libgtest-dev libgmock-dev).
@@ -37,4 +40,8 @@ TORCH_FETCH_ONLY=1 scripts/check-torch-backend.sh "$dir/torch"
 # Optional: scripts/test.sh skips the RAPIDS suite, saying so, where it is missing.
 scripts/fetch-rapids-suite.sh "$dir/rapids-26.08" \
   || echo "offline cache: without RAPIDS RMM's C++ suite (GitHub could not be reached); scripts/test.sh will skip it"
+python3 -m pip download --quiet --disable-pip-version-check --dest "$dir/python-wheels" \
+  -r python/tests/rapids-python-suite-requirements.txt
+scripts/fetch-rapids-python-suite.sh "$dir/rapids-26.08-python" \
+  || echo "offline cache: without RAPIDS RMM's Python tests (GitHub could not be reached); scripts/test.sh will skip them"
 echo "offline cache ready: RMM_OFFLINE_CACHE=$dir scripts/test.sh"

@@ -4,7 +4,10 @@
 # each C API fuzzer; the C, C++ and Fortran suites under ctest; the C tests again under
 # AddressSanitizer and UndefinedBehaviorSanitizer; RAPIDS RMM's own C++ test suite (cpp/tests at
 # a pinned commit, from GitHub) built with g++ and run on simulated devices; the Python
-# package's tests (python/test_rmm_rs.py, which runs python/tests/ too); and a compile of the
+# package's tests (python/test_rmm_rs.py, which runs python/tests/ too); RAPIDS RMM's own
+# Python tests (python/rmm/rmm/tests at the same commit) run unchanged under pytest on
+# simulated devices (scripts/rapids-python-suite.sh, in a virtual environment of its own
+# with pytest, NumPy, Numba and cuda-python from PyPI); and a compile of the
 # PyTorch backend against PyTorch's headers. Installs what it needs (cmake, ninja, a C/C++
 # compiler, gfortran, GoogleTest; CCCL's and PyTorch's headers from PyPI) on a fresh
 # Debian/Ubuntu machine.
@@ -85,6 +88,7 @@ command -v ninja >/dev/null || missing+=(ninja-build)
 command -v cc >/dev/null || missing+=(gcc)
 command -v c++ >/dev/null || missing+=(g++)
 command -v gfortran >/dev/null || missing+=(gfortran)
+python3 -c "import ensurepip, venv" 2>/dev/null || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
@@ -152,6 +156,18 @@ fi
 step "Python package" "Python package rmm_rs (simulated devices): its own API, RAPIDS RMM's Python API, the seeds' Python snippets, librmm_cffi"
 RMM_RS_LIBRARY="${CARGO_TARGET_DIR:-$PWD/target}/release/librmm.so" python3 python/test_rmm_rs.py 2>&1 | tee "$logs/python.log"
 passed "$(python_counts "$logs/python.log")"
+
+step "RAPIDS RMM's Python suite" "RAPIDS RMM's own Python tests, unchanged, on simulated devices (fails on what python/tests/rapids-python-suite-expected.txt does not list)"
+rapids_python_tree=legacy-suites/rapids-26.08-python
+[ -n "${RMM_OFFLINE_CACHE:-}" ] && rapids_python_tree=$RMM_OFFLINE_CACHE/rapids-26.08-python
+if scripts/fetch-rapids-python-suite.sh "$rapids_python_tree"; then
+  RMM_RS_LIBRARY="${CARGO_TARGET_DIR:-$PWD/target}/release/librmm.so" scripts/rapids-python-suite.sh "$rapids_python_tree" 2>&1 \
+    | tee "$logs/rapids-python.log"
+  passed "$(sed -n 's/^RESULT //p' "$logs/rapids-python.log")"
+else
+  echo "SKIPPED RAPIDS RMM's Python suite: its sources could not be fetched from GitHub (scripts/offline-cache.sh DIR on a machine with access, then RMM_OFFLINE_CACHE=DIR)"
+  skipped+=("RAPIDS RMM's Python suite (GitHub could not be reached; RMM_OFFLINE_CACHE brings it)")
+fi
 
 step "pair_ab benchmark" "the build comparison benchmark still builds and runs (scripts/gpu-pair-ab.sh, a tiny run)"
 ab=$(mktemp -d)

@@ -29,7 +29,9 @@ The modules: :mod:`rmm_rs._bindings` (the library and its errors), :mod:`rmm_rs.
 (devices, streams, :class:`Resource`, :func:`configure`, statistics), :mod:`rmm_rs.frameworks`
 (``torch``, ``cupy``, ``numba``, ``dask``), :mod:`rmm_rs.timeline` (the memory timeline page),
 RAPIDS' :mod:`rmm_rs.mr`, :mod:`rmm_rs.pylibrmm`, :mod:`rmm_rs.rmm`, :mod:`rmm_rs.statistics`,
-:mod:`rmm_rs.allocators`, and :mod:`rmm_rs.legacy`. Where the library is found: see
+:mod:`rmm_rs.allocators`, :mod:`rmm_rs._cuda` and :mod:`rmm_rs._version`, and
+:mod:`rmm_rs.legacy`. With ``python/as_rmm`` on the path, ``import rmm`` is this package (RAPIDS
+code then runs unchanged; docs/src/python.md). Where the library is found: see
 :mod:`rmm_rs._bindings` (``$RMM_RS_LIBRARY`` first). It is loaded on first use, so environment
 variables the library reads when it loads (``RMM_SIM_DEVICES``, ``RMM_ALLOC_CONF``, ...) may be
 set after ``import rmm_rs``.
@@ -121,7 +123,8 @@ from .rmm import is_initialized, register_reinitialize_hook, reinitialize, unreg
 # statistics(device=None) was: imported last, it replaces the function of that name.
 from . import statistics  # noqa: E402,F811
 
-__version__ = "0.1.0"  # python/pyproject.toml's version
+from . import _cuda  # noqa: E402  (rmm._cuda.gpu, rmm._cuda.stream)
+from ._version import __git_commit__, __version__  # noqa: E402
 
 __all__ = [
     # rmm_rs's own API

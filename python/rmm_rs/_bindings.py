@@ -400,7 +400,34 @@ def library_path() -> str:
     return _lib_path
 
 
+# An exception a Python callback raised inside a C call (a callback resource's allocate
+# function, a failure callback): it cannot unwind through the C library, so the callback
+# catches it, keeps it here for its thread and reports failure (NULL, False); the C call's
+# failure then raises it, as RAPIDS RMM translates it (_callback_exception). A call that
+# succeeds anyway (the library recovered) drops it.
+_callback_error = threading.local()
+
+
+def _keep_callback_error(error: BaseException) -> None:
+    _callback_error.error = error
+
+
+def _callback_exception(error: BaseException) -> BaseException:
+    """What RAPIDS RMM raises for an exception from a Python callback: a MemoryError stays one,
+    anything else becomes a RuntimeError with its message (and, here, the original as its
+    cause). An interrupt (KeyboardInterrupt, SystemExit) stays itself."""
+    if isinstance(error, (MemoryError, KeyboardInterrupt, SystemExit)):
+        return error
+    translated = RuntimeError(str(error))
+    translated.__cause__ = error
+    return translated
+
+
 def _raise(code: int, function: str) -> None:
+    kept = getattr(_callback_error, "error", None)
+    if kept is not None:
+        _callback_error.error = None
+        raise _callback_exception(kept)
     lib = library()
     message = (lib.rmmGetLastErrorMessage() or b"").decode("utf-8", "replace")
     description = (lib.rmmGetErrorString(code) or b"").decode("utf-8", "replace")
@@ -412,3 +439,5 @@ def _call(function: str, *args: Any) -> None:
     code = getattr(library(), function)(*args)
     if code != SUCCESS:
         _raise(code, function)
+    elif getattr(_callback_error, "error", None) is not None:
+        _callback_error.error = None

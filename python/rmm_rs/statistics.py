@@ -12,7 +12,6 @@ import contextlib
 import dataclasses
 import functools
 import inspect
-import os
 import sys
 import threading
 import types
@@ -68,18 +67,23 @@ def pop_statistics() -> Optional[Statistics]:
 
 @contextlib.contextmanager
 def statistics() -> Iterator[None]:
-    """Counts the allocations of the block in a scope of their own: enables statistics (for
-    the block only, when they were off) and pushes a scope, popped at the end."""
-    previous = _mr.get_current_device_resource()
-    enabled = isinstance(previous, _mr.StatisticsResourceAdaptor)
-    if not enabled:
+    """Counts the allocations of the block in a scope of their own (RAPIDS RMM's
+    ``rmm.statistics.statistics``): where the current device's resource is a statistics adaptor,
+    a scope is pushed on it and popped at the end; else a new adaptor over it is the device's
+    resource for the block. ValueError at the end when the block changed the device's resource."""
+    previous = None
+    if push_statistics() is None:
+        previous = _mr.get_current_device_resource()
         enable_statistics()
-    push_statistics()
+    current = _mr.get_current_device_resource()
     try:
         yield
     finally:
-        pop_statistics()
-        if not enabled:
+        if _mr.get_current_device_resource() is not current:
+            raise ValueError("the current device's resource was changed inside the statistics context")
+        if previous is None:
+            pop_statistics()
+        else:
             _mr.set_current_device_resource(previous)
 
 
@@ -119,6 +123,8 @@ class ProfilerRecords:
         if ordered_by not in ("num_calls", "memory_peak", "memory_total"):
             raise ValueError(f"ordered_by must be num_calls, memory_peak or memory_total, not {ordered_by!r}")
         rows = sorted(self.records.items(), key=lambda item: getattr(item[1], ordered_by), reverse=True)
+        if not rows:
+            return "Memory Profiling\n================\n\nNo data: nothing was recorded (are statistics enabled?)\n"
         lines = [
             "Memory Profiling",
             "================",
@@ -145,7 +151,19 @@ _Function = TypeVar("_Function", bound=Callable[..., Any])
 
 
 def _where(code: types.CodeType, lineno: int, function: str) -> str:
-    return f"{os.path.basename(code.co_filename)}:{lineno}({function})"
+    return f"{code.co_filename}:{lineno}({function})"
+
+
+def _get_descriptive_name_of_object(obj: Any) -> str:
+    """The name :func:`profiler` records a function under (RAPIDS'): its file, the line it is
+    defined on (its first decorator's) and its qualified name, seen through wrappers
+    (``functools.wraps``)."""
+    unwrapped = inspect.unwrap(obj)
+    code = getattr(unwrapped, "__code__", None)
+    if code is None:
+        _, line = inspect.getsourcelines(unwrapped)
+        return f"{inspect.getfile(unwrapped)}:{line}({unwrapped.__qualname__})"
+    return _where(code, code.co_firstlineno, unwrapped.__qualname__)
 
 
 class _Profiler:
@@ -155,8 +173,7 @@ class _Profiler:
         self._records, self._name, self._names = records, name, []
 
     def __call__(self, function: _Function) -> _Function:
-        code = getattr(function, "__code__", None)
-        name = self._name or (_where(code, code.co_firstlineno, function.__qualname__) if code else repr(function))
+        name = self._name or _get_descriptive_name_of_object(function)
 
         @functools.wraps(function)
         def profiled(*args: Any, **kwargs: Any) -> Any:
@@ -190,7 +207,8 @@ def profiler(*, records: ProfilerRecords = default_profiler_records, name: str =
     """Records the memory the decorated function, or the ``with`` block, allocates on the
     current device into `records` (RAPIDS RMM's ``rmm.statistics.profiler``). Nothing is
     recorded unless statistics are on (:func:`enable_statistics`). `name` names the record
-    (default: file, line and function)."""
+    (default: file, line and function, :func:`_get_descriptive_name_of_object`; for a block,
+    the line of the ``with``)."""
     return _Profiler(records, name)
 
 

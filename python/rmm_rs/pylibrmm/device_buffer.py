@@ -17,7 +17,7 @@ from typing import Any, Dict, Optional, Tuple
 from .. import _bindings, _core
 from .._bindings import _call
 from . import _dlpack
-from .memory_resource import DeviceMemoryResource, _checked_call, _size_t, get_current_device_resource
+from .memory_resource import DeviceMemoryResource, _size_t, get_current_device_resource
 from .stream import DEFAULT_STREAM, Stream, as_stream
 
 __all__ = ["DeviceBuffer", "copy_device_to_ptr", "copy_host_to_ptr", "copy_ptr_to_host", "to_device"]
@@ -152,7 +152,7 @@ class DeviceBuffer:
         self.stream = stream
         self._device = _core.get_device()
         handle = ctypes.c_void_p()
-        _checked_call("rmmDeviceBufferCreate", ctypes.byref(handle), nbytes, stream.handle or None, mr.resource._h())
+        _call("rmmDeviceBufferCreate", ctypes.byref(handle), nbytes, stream.handle or None, mr.resource._h())
         self._adopt(handle.value or 0)
         if source and nbytes:
             _copy(self.ptr, source, nbytes, stream)
@@ -298,7 +298,7 @@ class DeviceBuffer:
     def copy(self) -> "DeviceBuffer":
         """A deep copy: a new buffer from the same resource, with the same contents."""
         handle = ctypes.c_void_p()
-        _checked_call("rmmDeviceBufferCopy", ctypes.byref(handle), self._h(), self.stream.handle or None,
+        _call("rmmDeviceBufferCopy", ctypes.byref(handle), self._h(), self.stream.handle or None,
                       self.mr.resource._h())
         other = DeviceBuffer.__new__(DeviceBuffer)
         other.mr, other.stream, other._device = self.mr, self.stream, self._device
@@ -319,7 +319,7 @@ class DeviceBuffer:
         """Sets the size: within the capacity nothing moves; beyond it the contents move to a
         new allocation (new bytes uninitialized), in the order of `stream`."""
         stream = as_stream(stream)
-        _checked_call("rmmDeviceBufferResize", self._h(), _size_t(new_size, "new_size"), stream.handle or None)
+        _call("rmmDeviceBufferResize", self._h(), _size_t(new_size, "new_size"), stream.handle or None)
 
     def reserve(self, new_capacity: int, stream: Any = DEFAULT_STREAM) -> None:
         """Makes the capacity at least `new_capacity` bytes, keeping size and contents."""
@@ -327,8 +327,8 @@ class DeviceBuffer:
         wanted = _size_t(new_capacity, "new_capacity")
         size, capacity = self._sizes()
         if wanted > capacity:
-            _checked_call("rmmDeviceBufferResize", self._h(), wanted, stream.handle or None)
-            _checked_call("rmmDeviceBufferResize", self._h(), size, stream.handle or None)
+            _call("rmmDeviceBufferResize", self._h(), wanted, stream.handle or None)
+            _call("rmmDeviceBufferResize", self._h(), size, stream.handle or None)
 
     def prefetch(self, device: Optional[int] = None, stream: Any = None) -> None:
         """Migrates the buffer's memory to `device` (default: the current device) in the order
@@ -336,7 +336,7 @@ class DeviceBuffer:
         that is not managed needs no migration and stays where it is (``rmmPrefetch``)."""
         target = _core.get_device() if device is None else int(device)
         chosen = self.stream if stream is None else as_stream(stream)
-        _checked_call("rmmPrefetch", self.ptr or None, self.size, target, chosen.handle or None)
+        _call("rmmPrefetch", self.ptr or None, self.size, target, chosen.handle or None)
 
 
 def _itemsize(typestr: str) -> int:

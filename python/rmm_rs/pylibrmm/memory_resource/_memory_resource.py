@@ -1,4 +1,5 @@
-"""rmm_rs.pylibrmm.memory_resource (also ``rmm_rs.mr``): RAPIDS RMM's memory resources,
+"""rmm_rs.pylibrmm.memory_resource._memory_resource (RAPIDS' module of that name; the package
+rmm_rs.pylibrmm.memory_resource and rmm_rs.mr hold its names): RAPIDS RMM's memory resources,
 adaptors and per-device functions, over rmm-rs's resources.
 
 Each object holds one :class:`rmm_rs.Resource` (``.resource``), the rmm-rs handle it was made
@@ -15,12 +16,12 @@ import ctypes
 import operator
 import os
 import sys
-import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple, Type, Union
 
-from .. import _core
-from .._bindings import (
+from ... import _core
+from ..._bindings import (
     ERROR_INVALID_ARGUMENT,
+    ERROR_NOT_SUPPORTED,
     RmmError,
     _call,
     _CAllocateCallback,
@@ -28,11 +29,12 @@ from .._bindings import (
     _CDeallocateCallback,
     _CFailureCallback,
     _CReleaseCallback,
+    _keep_callback_error,
     _lock,
 )
-from .._core import Resource, Statistics
-from .helper import parse_bytes
-from .stream import DEFAULT_STREAM, Stream, as_stream
+from ..._core import Resource, Statistics
+from ..helper import parse_bytes
+from ..stream import DEFAULT_STREAM, Stream, as_stream
 
 __all__ = [
     "ArenaMemoryResource",
@@ -86,29 +88,6 @@ def _size_t(value: Any, what: str = "size") -> int:
     return number
 
 
-# An exception raised by a Python callback inside a C call (the callback resource's functions,
-# a failure callback): kept for the thread, and raised once the C call has returned.
-_callback_error = threading.local()
-
-
-def _keep_error(error: BaseException) -> None:
-    _callback_error.error = error
-
-
-def _checked_call(function: str, *args: Any) -> None:
-    """`_call`, raising the exception a Python callback raised during the call (as RAPIDS RMM
-    rethrows it) instead of the allocation failure it turned into."""
-    _callback_error.error = None
-    try:
-        _call(function, *args)
-    except RmmError:
-        error, _callback_error.error = getattr(_callback_error, "error", None), None
-        if error is not None:
-            raise error from None
-        raise
-    _callback_error.error = None
-
-
 def _free_device_bytes(device: Optional[int] = None) -> Tuple[int, int]:
     free_bytes, total = ctypes.c_size_t(), ctypes.c_size_t()
     _call("rmmGetDeviceMemInfo", ctypes.byref(free_bytes), ctypes.byref(total),
@@ -146,7 +125,7 @@ class DeviceMemoryResource:
         size = _size_t(nbytes, "nbytes")
         handle = as_stream(stream).handle
         ptr = ctypes.c_void_p()
-        _checked_call("rmmResourceAllocate", self.resource._h(), ctypes.byref(ptr), size, handle or None)
+        _call("rmmResourceAllocate", self.resource._h(), ctypes.byref(ptr), size, handle or None)
         return ptr.value or 0
 
     def deallocate(self, ptr: int, nbytes: int, stream: Any = DEFAULT_STREAM) -> None:
@@ -154,7 +133,7 @@ class DeviceMemoryResource:
         of `stream`."""
         size = _size_t(nbytes, "nbytes")
         handle = as_stream(stream).handle
-        _checked_call("rmmResourceDeallocate", self.resource._h(), int(ptr) or None, size, handle or None)
+        _call("rmmResourceDeallocate", self.resource._h(), int(ptr) or None, size, handle or None)
 
     def __repr__(self) -> str:
         return f"<{type(self).__module__}.{type(self).__name__} {self._resource!r}>"
@@ -252,7 +231,14 @@ class CudaAsyncMemoryResource(DeviceMemoryResource):
         threshold = _SIZE_MAX if release_threshold is None else _size_t(release_threshold, "release_threshold")
         kinds = (_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR if enable_ipc else 0) | (_HANDLE_TYPE_FABRIC if enable_fabric else 0)
         handle = ctypes.c_void_p()
-        _call("rmmAsyncResourceCreateWithFlags", ctypes.byref(handle), initial, threshold, kinds, 0)
+        try:
+            _call("rmmAsyncResourceCreateWithFlags", ctypes.byref(handle), initial, threshold, kinds, 0)
+        except RmmError as error:
+            if error.code != ERROR_NOT_SUPPORTED or not kinds:
+                raise
+            # RAPIDS' message ends so (its test of enable_fabric matches the end).
+            raise RmmError(error.code, f"{error.message}: Requested IPC memory handle type not supported",
+                           error.function, error.description) from None
         self._set(Resource(handle.value))
 
 
@@ -283,7 +269,9 @@ class PoolMemoryResource(UpstreamResourceAdaptor):
         initial = _half_of_free_memory() if initial_pool_size is None else _size_t(parse_bytes(initial_pool_size), "initial_pool_size")
         maximum = 0 if maximum_pool_size is None else _size_t(parse_bytes(maximum_pool_size), "maximum_pool_size")
         if maximum and initial > maximum:
-            raise ValueError(f"initial_pool_size {initial} exceeds maximum_pool_size {maximum}")
+            # RAPIDS' message and type (its C++ logic_error reaches Python as a RuntimeError).
+            raise RmmError(ERROR_INVALID_ARGUMENT, f"Initial pool size exceeds the maximum pool size "
+                           f"(initial_pool_size {initial} > maximum_pool_size {maximum})", "PoolMemoryResource")
         self._set(Resource.pool(upstream_mr.resource, initial, maximum))
 
     def pool_size(self) -> int:
@@ -363,8 +351,11 @@ def _report_unraisable(message: str) -> None:
 class CallbackMemoryResource(DeviceMemoryResource):
     """A resource whose allocations are made by Python functions (for debugging):
     ``allocate_func(nbytes, stream)`` returns an address (int), ``deallocate_func(ptr, nbytes,
-    stream)`` gives it back; `stream` is a :class:`Stream`. An exception in `allocate_func` is
-    raised by the allocation that called it."""
+    stream)`` gives it back; `stream` is a :class:`Stream`. An exception in `allocate_func`
+    fails the allocation that called it (nothing allocated) and is raised there as RAPIDS
+    raises it: a MemoryError as itself, anything else as a RuntimeError with its message
+    (the original is its ``__cause__``). One in `deallocate_func` cannot reach a caller: it
+    goes to ``sys.unraisablehook``."""
 
     def __init__(self, allocate_func: Callable[[int, Stream], int],
                  deallocate_func: Callable[[int, int, Stream], None]) -> None:
@@ -375,7 +366,7 @@ class CallbackMemoryResource(DeviceMemoryResource):
             try:
                 return int(allocate_func(nbytes, Stream._borrowed(stream or 0))) or None
             except BaseException as error:  # noqa: BLE001 - raised again after the C call
-                _keep_error(error)
+                _keep_callback_error(error)
                 return None
 
         def deallocate(ptr: Optional[int], nbytes: int, stream: Optional[int], _user: Optional[int]) -> None:
@@ -512,7 +503,7 @@ class TrackingResourceAdaptor(UpstreamResourceAdaptor):
     def log_outstanding_allocations(self) -> None:
         """Writes :meth:`get_outstanding_allocations_str` to stderr when the logging level
         (``rmm_rs.get_logging_level()``) is debug or lower, as RAPIDS logs it at debug level."""
-        from .logger import level_enum, should_log
+        from ..logger import level_enum, should_log
 
         if should_log(level_enum.debug):
             text = self.get_outstanding_allocations_str()
@@ -523,7 +514,8 @@ class TrackingResourceAdaptor(UpstreamResourceAdaptor):
 class FailureCallbackResourceAdaptor(UpstreamResourceAdaptor):
     """When an allocation of `upstream_mr` fails for lack of memory, calls ``callback(nbytes)``
     and tries again while it returns True (to free caches first); else MemoryError. An
-    exception in `callback` is raised by the allocation."""
+    exception in `callback` fails the allocation and is raised there as from a
+    :class:`CallbackMemoryResource`'s function (RuntimeError unless a MemoryError)."""
 
     def __init__(self, upstream_mr: DeviceMemoryResource, callback: Callable[[int], bool]) -> None:
         super().__init__(upstream_mr)
@@ -533,7 +525,7 @@ class FailureCallbackResourceAdaptor(UpstreamResourceAdaptor):
             try:
                 return bool(callback(nbytes))
             except BaseException as error:  # noqa: BLE001 - raised again after the C call
-                _keep_error(error)
+                _keep_callback_error(error)
                 return False
 
         function = _CFailureCallback(on_failure)
@@ -592,9 +584,11 @@ def get_per_device_resource(device: int) -> DeviceMemoryResource:
     device = int(device)
     with _lock:
         obj = _core._device_objects.get(device)
-        if obj is not None:
-            return obj
-    return _from_c(Resource.of_device(device))
+        if obj is None:
+            # Kept, so that every call gives the same object, as RAPIDS does (code compares them
+            # with `is`); _core._install forgets it when the device's resource changes.
+            obj = _core._device_objects[device] = _from_c(Resource.of_device(device))
+        return obj
 
 
 def set_per_device_resource(device: int, mr: DeviceMemoryResource) -> None:
