@@ -111,15 +111,15 @@ module rmm
     rmmDeviceBufferDestroy, rmmSetPerDeviceResource, rmmGetPerDeviceResource, &
     rmmSetCurrentDeviceResource, rmmGetCurrentDeviceResource, rmmGetDevice, rmmSetDevice, &
     rmmGetDeviceCount, rmmGetDeviceMemInfo, rmmIsSimulated, rmmSimGetPointerAttributes, &
-    rmmPrefetch, rmmSimGetRaceCount, rmmLogSetLevel, rmmLogGetLevel, rmmLogSinkAdd, &
-    rmmLogSinkRemove, rmmTorchAllocate, rmmTorchDeallocate, rmmCupyAllocate, rmmCupyDeallocate, &
-    rmmIpcExpandableResourceCreate, rmmExpandableResourceGrantPeerAccess, rmmIpcGetMemHandle, &
-    rmmIpcOpenMemHandle, rmmIpcCloseMemHandle, rmmIpcAllowOpeners, rmmIpcGetMemPages, &
-    rmmIpcOpenMemPages, rmmInitialize, rmmFinalize, rmmIsInitialized, rmmCudaMalloc, rmmCudaFree, &
-    rmmAlloc, rmmRealloc, rmmFree, rmmWriteLog, rmmLogSize, rmmGetLog, rmmGetInfo, &
-    rmmGetAllocationOffset, rmmGetErrorString, rmmGetErrorName, rmmGetLastErrorMessage, &
-    rmmTimelineReportWrite, rmmCudaResourceCreate, rmmManagedResourceCreate, &
-    rmmCallbackResourceCreate, rmmCallbackResourceCreateWithRelease, &
+    rmmPrefetch, rmmDeviceRelease, rmmSimGetRaceCount, rmmLogSetLevel, rmmLogGetLevel, &
+    rmmLogSinkAdd, rmmLogSinkRemove, rmmTorchAllocate, rmmTorchDeallocate, rmmCupyAllocate, &
+    rmmCupyDeallocate, rmmIpcExpandableResourceCreate, rmmExpandableResourceGrantPeerAccess, &
+    rmmIpcGetMemHandle, rmmIpcOpenMemHandle, rmmIpcCloseMemHandle, rmmIpcAllowOpeners, &
+    rmmIpcGetMemPages, rmmIpcOpenMemPages, rmmInitialize, rmmFinalize, rmmIsInitialized, &
+    rmmCudaMalloc, rmmCudaFree, rmmAlloc, rmmRealloc, rmmFree, rmmWriteLog, rmmLogSize, rmmGetLog, &
+    rmmGetInfo, rmmGetAllocationOffset, rmmGetErrorString, rmmGetErrorName, &
+    rmmGetLastErrorMessage, rmmTimelineReportWrite, rmmCudaResourceCreate, &
+    rmmManagedResourceCreate, rmmCallbackResourceCreate, rmmCallbackResourceCreateWithRelease, &
     rmmCallbackResourceCreateAligned, rmmAsyncResourceCreate, rmmAsyncResourceCreateExportable, &
     rmmAsyncResourceCreateWithFlags, rmmAsyncViewResourceCreate, rmmAsyncManagedResourceCreate, &
     rmmAsyncPinnedHostResourceCreate, rmmSystemResourceCreate, rmmSamHeadroomResourceCreate, &
@@ -938,6 +938,23 @@ module rmm
       integer(c_int), value :: device
       type(c_ptr), value :: stream
     end function rmmPrefetch
+
+    ! Gives back to `device` every byte rmm-rs holds there without using it, and writes the bytes
+    ! given back to `*released` unless it is NULL: the frees `rmmCudaFree` deferred
+    ! (`async_free`) whose work is done go back to their pools first, then every resource of the
+    ! device releases everything it keeps free, in every stream, lane and thread: pools', arenas',
+    ! bins' and fixed-size resources' wholly free chunks (after synchronizing the device), and the
+    ! expandable resource's free pages, also inside chunks still in use. Memory in use stays, and
+    ! so does the free part of a chunk that holds memory in use (a pool over `cuda` cannot return
+    ! part of a `cudaMalloc` allocation). PyTorch's `torch.cuda.empty_cache()` calls it through the
+    ! rmm-rs backend. Called from inside a callback while a pool grows, it passes over that pool.
+    ! A `device` that does not exist: RMM_ERROR_INVALID_ARGUMENT; a failure while the device is
+    ! synchronized or memory given back: RMM_ERROR_CUDA_ERROR (every resource was still asked).
+    integer(c_int) function rmmDeviceRelease(device, released) bind(c, name="rmmDeviceRelease")
+      import :: c_int, c_ptr
+      integer(c_int), value :: device
+      type(c_ptr), value :: released
+    end function rmmDeviceRelease
 
     ! Writes the number of stream-ordering races the simulator found (with
     ! `RMM_SIM_ON_RACE=count`; by default the first race aborts the process). On real devices:

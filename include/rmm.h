@@ -695,6 +695,19 @@ enum rmmError_t rmmSimGetPointerAttributes(int *memory_type,
 // driver fails.
 enum rmmError_t rmmPrefetch(const void *ptr, size_t bytes, int device, cudaStream_t stream);
 
+// Gives back to `device` every byte rmm-rs holds there without using it, and writes the bytes
+// given back to `*released` unless it is NULL: the frees `rmmCudaFree` deferred
+// (`async_free`) whose work is done go back to their pools first, then every resource of the
+// device releases everything it keeps free, in every stream, lane and thread: pools', arenas',
+// bins' and fixed-size resources' wholly free chunks (after synchronizing the device), and the
+// expandable resource's free pages, also inside chunks still in use. Memory in use stays, and
+// so does the free part of a chunk that holds memory in use (a pool over `cuda` cannot return
+// part of a `cudaMalloc` allocation). PyTorch's `torch.cuda.empty_cache()` calls it through the
+// rmm-rs backend. Called from inside a callback while a pool grows, it passes over that pool.
+// A `device` that does not exist: RMM_ERROR_INVALID_ARGUMENT; a failure while the device is
+// synchronized or memory given back: RMM_ERROR_CUDA_ERROR (every resource was still asked).
+enum rmmError_t rmmDeviceRelease(int device, size_t *released);
+
 // Writes the number of stream-ordering races the simulator found (with
 // `RMM_SIM_ON_RACE=count`; by default the first race aborts the process). On real devices:
 // RMM_ERROR_NOT_SUPPORTED.

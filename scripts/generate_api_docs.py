@@ -99,7 +99,7 @@ GROUPS = [
           "Each device has a current resource, which `rmmAlloc`, the framework entry points and "
           "device buffers use when given none.",
           r"^rmm(Set|Get)(PerDevice|CurrentDevice)Resource$|^rmm(GetDevice|SetDevice|"
-          r"GetDeviceCount|GetDeviceMemInfo|IsSimulated|Sim\w*|DeviceSupports|Prefetch)$",
+          r"GetDeviceCount|GetDeviceMemInfo|IsSimulated|Sim\w*|DeviceSupports|Prefetch|DeviceRelease)$",
           r"^RMM_CAPABILITY_\w+$"),
     Group("device_buffers.md", "Device buffers",
           "Stream-ordered allocations that know their size, as `rmm::device_buffer`.",

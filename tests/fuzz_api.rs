@@ -836,6 +836,18 @@ impl World {
     }
 
     fn release(&mut self) {
+        if self.rng.chance(50) {
+            // Every resource of a device gives back what it keeps free, live memory staying.
+            let (device, mut released) = (self.rng.below(devices() as u64) as i32, 0);
+            assert_eq!(
+                call(rmmDeviceRelease(device, &mut released)),
+                RMM_SUCCESS,
+                "{}: {}",
+                self.context("device release"),
+                last_message()
+            );
+            return;
+        }
         if let Some(&(handle, _)) = self.handles.get(self.rng.below(self.handles.len().max(1) as u64) as usize) {
             let mut released = 0;
             assert_eq!(call(rmmResourceRelease(handle, &mut released)), RMM_SUCCESS, "{}: {}", self.context("release"), last_message());

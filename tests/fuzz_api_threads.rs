@@ -473,6 +473,14 @@ impl Worker<'_> {
         assert_eq!(call(rmmDeviceBufferDestroy(buffer)), RMM_SUCCESS, "{}: {}", self.context("destroy buffer"), last_message());
     }
 
+    /// Gives a device's free memory back while the other threads allocate and free there.
+    fn release_device(&mut self) {
+        let (mut count, mut released) = (0, 0);
+        assert_eq!(call(rmmGetDeviceCount(&mut count)), RMM_SUCCESS);
+        let device = self.rng.below(count as u64) as i32;
+        assert_eq!(call(rmmDeviceRelease(device, &mut released)), RMM_SUCCESS, "{}: {}", self.context("device release"), last_message());
+    }
+
     fn step(&mut self) {
         match self.rng.below(100) {
             0..=34 => self.allocate(),
@@ -480,7 +488,8 @@ impl Worker<'_> {
             45..=74 => self.free(),
             75..=82 => self.hand_off(),
             83..=92 => self.free_bad(),
-            93..=95 => self.private_handle(),
+            93 => self.release_device(),
+            94..=95 => self.private_handle(),
             _ => self.buffer(),
         }
     }

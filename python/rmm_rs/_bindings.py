@@ -220,6 +220,8 @@ _SIGNATURES = {
     "rmmSystemResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
     "rmmSamHeadroomResourceCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p),
         ctypes.c_size_t]),
+    "rmmDeviceSupports": (ctypes.c_int, [ctypes.POINTER(ctypes.c_int), ctypes.c_uint32,
+        ctypes.c_int]),
     "rmmAsyncResourceGetPool": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]),
     "rmmExpandableResourceCreateWithOptions": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p),
         ctypes.POINTER(_CExpandableOptions)]),

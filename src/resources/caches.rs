@@ -3,17 +3,25 @@
 //! pools and PyTorch's caching allocator empties its cache before reporting out of memory).
 //! Without this, memory one resource keeps free (a binning resource's bins, a fixed-size
 //! resource's chunks, a pool's chunks) stays out of reach of every other resource of the
-//! device until someone calls `rmmResourceRelease` on the right handle.
+//! device until someone calls `rmmResourceRelease` on the right handle. The same registry
+//! answers `rmmDeviceRelease`, which gives back everything they keep free on demand.
 
 use crate::error::Result;
 use std::sync::{Mutex, Weak};
 
 /// A resource that keeps memory it does not use, in the order of the streams that freed it.
 pub trait Cache: Send + Sync {
-    /// Returns what it keeps free to its upstream; the bytes released.
+    /// Under pressure (the device refused an allocation): returns what it keeps free to its
+    /// upstream, beyond what it keeps for its whole life; the bytes released. It passes over
+    /// work it would have to wait for (another thread's growth may be the refused one).
     fn release_cached(&self) -> Result<usize>;
+    /// On demand (`rmmDeviceRelease`, `rmmResourceRelease`): returns everything it keeps free;
+    /// the bytes released (0 where the upstream does not say).
+    fn release_all_free(&self) -> Result<usize>;
     /// The stream with `identity` is going away (see `super::streams`).
-    fn retire_stream(&self, identity: u64, alive: Option<crate::platform::Stream>) -> Result<()>;
+    fn retire_stream(&self, _identity: u64, _alive: Option<crate::platform::Stream>) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// (device, cache); entries whose resource is gone are dropped as new ones come.
@@ -53,15 +61,31 @@ pub fn retire_stream(identity: u64, alive: Option<crate::platform::Stream>) -> R
     first
 }
 
-/// Releases what every resource of `device` keeps free; the bytes released. Resources above
-/// others go first (they were made later), so what they hand back reaches the ones below
-/// before those release in turn. A resource that fails to release is passed over.
+/// Releases what every resource of `device` keeps free under pressure; the bytes released. A
+/// resource that fails to release is passed over.
 pub fn release_all(device: i32) -> usize {
-    // Held outside the registry's lock: releasing frees into other resources, and the last
-    // reference to a resource destroyed meanwhile may be dropped here.
-    let live: Vec<_> = {
-        let caches = CACHES.lock().unwrap_or_else(|e| e.into_inner());
-        caches.iter().rev().filter(|(of, _)| *of == device).filter_map(|(_, cache)| cache.upgrade()).collect()
-    };
-    live.iter().map(|cache| cache.release_cached().unwrap_or(0)).sum()
+    caches_of(device).iter().map(|cache| cache.release_cached().unwrap_or(0)).sum()
+}
+
+/// Releases everything every resource of `device` keeps free, on demand; the bytes released,
+/// or the first failure once every resource was asked.
+pub fn release_device(device: i32) -> Result<usize> {
+    let mut first = Ok(0);
+    for cache in caches_of(device) {
+        match (cache.release_all_free(), &mut first) {
+            (Ok(bytes), Ok(total)) => *total += bytes,
+            (Err(e), Ok(_)) => first = Err(e),
+            (_, Err(_)) => {}
+        }
+    }
+    first
+}
+
+/// The live resources of `device`, those above others first (they were made later), so what
+/// they hand back reaches the ones below before those release in turn. Held outside the
+/// registry's lock: releasing frees into other resources, and the last reference to a
+/// resource destroyed meanwhile may be dropped by the caller.
+fn caches_of(device: i32) -> Vec<std::sync::Arc<dyn Cache>> {
+    let caches = CACHES.lock().unwrap_or_else(|e| e.into_inner());
+    caches.iter().rev().filter(|(of, _)| *of == device).filter_map(|(_, cache)| cache.upgrade()).collect()
 }

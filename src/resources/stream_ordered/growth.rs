@@ -352,9 +352,10 @@ impl<I: BlockIndex> Core<I> {
     }
 
     /// Returns every wholly free chunk upstream (and, expandable, every whole free page), after
-    /// a device synchronization so no enqueued work still uses them. Returns the bytes released.
+    /// a device synchronization so no enqueued work still uses them. Returns the bytes released
+    /// (0 when asked from inside a growth on this thread: see `lock_growing_unless_growing_here`).
     pub fn release_free_chunks(&self) -> Result<usize> {
-        let growing = &self.lock_growing();
+        let Some(growing) = &self.lock_growing_unless_growing_here() else { return Ok(0) };
         let released = self.release_unused(growing, 0)?;
         // Retired states whose frees only the synchronization covered can go now.
         self.prune_retired(growing)?;

@@ -230,10 +230,28 @@ struct StreamState<I> {
 /// is called instead of written beside it.
 pub(super) struct Growing<'a>(parking_lot::MutexGuard<'a, ()>);
 
-impl Growing<'_> {
+thread_local! {
+    /// How many cores' `growing` this thread holds: a release asked for on demand from inside
+    /// a growth (a callback resource under a pool, a failure callback) must not wait for a
+    /// growth, its own among them.
+    static GROWING_HERE: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+impl<'a> Growing<'a> {
+    fn new(guard: parking_lot::MutexGuard<'a, ()>) -> Self {
+        GROWING_HERE.with(|held| held.set(held.get() + 1));
+        Growing(guard)
+    }
+
     /// Whether this is a guard of `lock` (the core's own `growing`).
     fn guards(&self, lock: &Mutex<()>) -> bool {
         std::ptr::eq(parking_lot::MutexGuard::mutex(&self.0), lock)
+    }
+}
+
+impl Drop for Growing<'_> {
+    fn drop(&mut self) {
+        GROWING_HERE.with(|held| held.set(held.get() - 1));
     }
 }
 
@@ -495,12 +513,22 @@ impl<I: BlockIndex> Core<I> {
 
     /// Takes `growing`, the lock of growth and reclaim.
     pub(super) fn lock_growing(&self) -> Growing<'_> {
-        Growing(self.growing.lock())
+        Growing::new(self.growing.lock())
     }
 
     /// `lock_growing`, unless another call holds it.
     pub(super) fn try_lock_growing(&self) -> Option<Growing<'_>> {
-        self.growing.try_lock().map(Growing)
+        self.growing.try_lock().map(Growing::new)
+    }
+
+    /// `lock_growing` for a release asked for on demand: it waits for another thread's growth,
+    /// but passes over (None) when this thread is inside a growth already, which it would wait
+    /// for forever (this core's) or which may wait for it (another core's).
+    pub(super) fn lock_growing_unless_growing_here(&self) -> Option<Growing<'_>> {
+        match GROWING_HERE.with(|held| held.get()) {
+            0 => Some(self.lock_growing()),
+            _ => self.try_lock_growing(),
+        }
     }
 
     /// Checks (in debug builds) that `growing` is this core's.
@@ -934,6 +962,10 @@ impl<I: BlockIndex> super::caches::Cache for Core<I> {
     fn release_cached(&self) -> Result<usize> {
         let Some(growing) = self.try_lock_growing() else { return Ok(0) };
         self.release_unused(&growing, self.initial)
+    }
+
+    fn release_all_free(&self) -> Result<usize> {
+        self.release_free_chunks()
     }
 
     fn retire_stream(&self, identity: u64, alive: Option<Stream>) -> Result<()> {

@@ -1,0 +1,98 @@
+//! Giving a device's free memory back on demand (`rmmDeviceRelease`) while other threads
+//! allocate and free: nothing live is lost or handed out twice, nothing races, and what is free
+//! at the end all goes back.
+
+mod common;
+
+use common::*;
+use rmm::platform::Stream;
+use rmm::resources::{expandable_resource, streams, DirectResource, ExpandableOptions, MemoryResource, PoolResource};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+const MIB: usize = 1 << 20;
+
+/// Every block live now, by address: a new one must overlap none.
+#[derive(Default)]
+struct Live(Mutex<BTreeMap<usize, usize>>);
+
+impl Live {
+    fn handed_out(&self, ptr: usize, bytes: usize) {
+        let mut live = self.0.lock().unwrap();
+        if let Some((&before, &size)) = live.range(..=ptr).next_back() {
+            assert!(before + size <= ptr, "{ptr:#x} lies in the live block at {before:#x}");
+        }
+        if let Some((&after, _)) = live.range(ptr..).next() {
+            assert!(ptr + bytes <= after, "{ptr:#x}+{bytes} overlaps the live block at {after:#x}");
+        }
+        live.insert(ptr, bytes);
+    }
+
+    fn freed(&self, ptr: usize) {
+        self.0.lock().unwrap().remove(&ptr);
+    }
+}
+
+#[test]
+fn releasing_the_device_while_threads_allocate_loses_nothing_and_hands_nothing_out_twice() {
+    let _guard = setup_with("2:1GiB");
+    let cuda: Arc<dyn MemoryResource> = Arc::new(DirectResource::cuda(0).unwrap());
+    let pool = Arc::new(PoolResource::new(cuda, 8 * MIB, 0).unwrap());
+    pool.split_into_lanes(Stream::DEFAULT).unwrap();
+    let expandable: Arc<dyn MemoryResource> =
+        Arc::new(expandable_resource(0, &ExpandableOptions { page_size: 2 * MIB, ..Default::default() }).unwrap());
+    let resources: Vec<Arc<dyn MemoryResource>> = vec![pool.clone(), expandable.clone()];
+    let live = Arc::new(Live::default());
+    let done = Arc::new(AtomicBool::new(false));
+    let releaser = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut releases = 0;
+            while !done.load(Ordering::Relaxed) || releases == 0 {
+                rmm::ownership::release::release_device(0).unwrap();
+                releases += 1;
+                std::thread::yield_now();
+            }
+            releases
+        })
+    };
+    let workers: Vec<_> = (0..8u64)
+        .map(|seed| {
+            let (resources, live) = (resources.clone(), live.clone());
+            std::thread::spawn(move || {
+                let mut rng = Rng::new(seed);
+                let own = streams::create(0).unwrap();
+                let mut blocks: Vec<(usize, usize, usize, Stream)> = Vec::new();
+                for _ in 0..300 {
+                    if blocks.len() < 24 && rng.below(3) != 0 {
+                        let which = rng.below(2) as usize;
+                        let bytes = 256 + rng.below(3 * MIB as u64) as usize;
+                        let stream = if rng.below(2) == 0 { Stream::DEFAULT } else { own };
+                        let ptr = resources[which].allocate(bytes, stream).unwrap();
+                        live.handed_out(ptr, bytes);
+                        blocks.push((which, ptr, bytes, stream));
+                    } else if !blocks.is_empty() {
+                        let (which, ptr, bytes, stream) = blocks.swap_remove(rng.below(blocks.len() as u64) as usize);
+                        live.freed(ptr);
+                        resources[which].deallocate(ptr, bytes, stream).unwrap();
+                    }
+                }
+                for (which, ptr, bytes, stream) in blocks {
+                    live.freed(ptr);
+                    resources[which].deallocate(ptr, bytes, stream).unwrap();
+                }
+                streams::destroy(own).unwrap();
+            })
+        })
+        .collect();
+    workers.into_iter().for_each(|worker| worker.join().unwrap());
+    done.store(true, Ordering::Relaxed);
+    assert!(releaser.join().unwrap() > 0);
+    assert!(races().is_empty(), "{:?}", races());
+    pool.check_invariants().unwrap();
+    // Everything is free now: all of it goes back, the pool's initial size too.
+    rmm::ownership::release::release_device(0).unwrap();
+    assert_eq!(pool.usage().reserved, 0);
+    assert_eq!(expandable.footprint().unwrap().reserved, 0);
+}
