@@ -67,6 +67,11 @@ void check_kinds(rmm::cuda_stream_view stream) {
   CHECK(pool.pool_size() >= 4 * MiB);
   CHECK(pool.pool_free_size() == pool.pool_size());
   CHECK(pool.release_unused() <= 4 * MiB);
+  round_trip(pool, 2 * MiB, stream);
+  CHECK(pool.pool_size() > 0);
+  CHECK(rmm::release_device_memory(0) > 0);  // the whole device's free memory, this pool's too
+  CHECK(pool.pool_size() == 0);
+  EXPECT_THROW_CODE(rmm::release_device_memory(rmm::get_num_devices()), rmm::error, RMM_ERROR_INVALID_ARGUMENT);
 
   rmm::arena_resource arena(cuda);
   CHECK_STR(arena.name(), "arena");

@@ -104,6 +104,14 @@ inline bool is_simulated() {
   return simulated;
 }
 
+/// Gives back to `device` every byte rmm-rs holds there without using it, in every resource,
+/// stream and lane (rmmDeviceRelease); the bytes given back.
+inline std::size_t release_device_memory(int device) {
+  std::size_t released = 0;
+  check(rmmDeviceRelease(device, &released), "rmmDeviceRelease");
+  return released;
+}
+
 /// The free and total bytes of the current device (rmmGetInfo), as RMM's
 /// available_device_memory().
 inline std::pair<std::size_t, std::size_t> available_device_memory() {

@@ -90,7 +90,7 @@ struct RmmApi {
   int (*destroy)(rmmResource_t);
   int (*allocate)(rmmResource_t, void **, size_t, cudaStream_t);
   int (*deallocate)(rmmResource_t, void *, size_t, cudaStream_t);
-  int (*release)(rmmResource_t, size_t *);
+  int (*device_release)(int, size_t *);
   int (*footprint)(rmmResource_t, Footprint *);
   int (*allocation_offset)(ptrdiff_t *, const void *, cudaStream_t);
   // rmmIpcOpenMemHandle / rmmIpcCloseMemHandle; the handle is an rmmIpcMemHandle_t,
@@ -277,12 +277,13 @@ class RmmBackend final : public CUDAAllocator {
       DeviceState &state = *devices_[d];
       std::lock_guard<std::mutex> lock(state.mutex);
       if (mempool_id.first == 0 && mempool_id.second == 0) {
-        CurrentResource current(d);
-        if (current.get() != nullptr) {
-          c10::cuda::CUDAGuard guard(d);
-          rmm.release(current.get(), nullptr);
-        }
         for (auto &[id, pool] : state.pools) empty_pool(pool);
+        // Then everything rmm-rs holds free on the device, in every resource, stream and
+        // lane, deferred frees that are done included (rmmDeviceRelease).
+        c10::cuda::CUDAGuard guard(d);
+        if (rmm.device_release(d, nullptr) != kRmmSuccess) {
+          TORCH_WARN("rmm-rs: giving device ", static_cast<int>(d), "'s free memory back failed: ", rmm_message());
+        }
       } else if (d == device) {
         auto found = state.pools.find(mempool_id);
         if (found != state.pools.end()) empty_pool(found->second);
@@ -1211,7 +1212,7 @@ extern "C" __attribute__((visibility("default"))) int rmm_rs_torch_install(const
   find_symbol(handle, "rmmResourceDestroy", rmm.destroy, missing);
   find_symbol(handle, "rmmResourceAllocate", rmm.allocate, missing);
   find_symbol(handle, "rmmResourceDeallocate", rmm.deallocate, missing);
-  find_symbol(handle, "rmmResourceRelease", rmm.release, missing);
+  find_symbol(handle, "rmmDeviceRelease", rmm.device_release, missing);
   find_symbol(handle, "rmmResourceGetFootprint", rmm.footprint, missing);
   find_symbol(handle, "rmmGetAllocationOffset", rmm.allocation_offset, missing);
   find_symbol(handle, "rmmIpcOpenMemHandle", rmm.ipc_open_mem_handle, missing);

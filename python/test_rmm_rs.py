@@ -497,6 +497,23 @@ class ResourceTest(unittest.TestCase):
             stats.allocate(1)
         self.assertIn("closed", repr(stats))
 
+    def test_release_device_memory_gives_back_every_resources_free_memory(self):
+        with rmm_rs.Resource.cuda() as cuda, \
+                rmm_rs.Resource.pool(cuda, "4MiB") as first, \
+                rmm_rs.Resource.pool(cuda) as second:
+            kept = first.allocate(1024)
+            second.deallocate(second.allocate(3 * MiB), 3 * MiB)
+            self.assertEqual(second.pool_size(), 4 * MiB)
+            self.assertGreaterEqual(rmm_rs.release_device_memory(), 4 * MiB)
+            self.assertEqual(second.pool_size(), 0)
+            self.assertEqual(first.pool_size(), 4 * MiB)  # its one chunk is in use
+            first.deallocate(kept, 1024)
+            self.assertEqual(rmm_rs.release_device_memory(0), 4 * MiB)
+            self.assertEqual(first.pool_size(), 0)
+            with self.assertRaises(rmm_rs.RmmError) as caught:
+                rmm_rs.release_device_memory(rmm_rs.device_count())
+            self.assertEqual(caught.exception.code, rmm_rs.ERROR_INVALID_ARGUMENT)
+
     def test_driver_pool_and_system_resources(self):
         with rmm_rs.Resource.cuda_async("1MiB") as owner:
             pool = owner.pool_handle()

@@ -52,7 +52,15 @@ fn after_a_split_each_thread_allocates_in_a_lane_of_its_own_with_no_driver_call(
     assert_eq!((spent.event_record, spent.stream_wait_event, spent.host_wait), (0, 0, 0), "{spent:?}");
     let usage = pool.usage();
     assert!(usage.lanes >= 2, "four threads made {} lanes", usage.lanes);
-    assert_eq!(pool.snapshot()["lanes"], usage.lanes);
+    let snapshot = pool.snapshot();
+    assert_eq!(snapshot["lanes"], usage.lanes);
+    // Where the free memory sits: the stream's own state and each lane, adding up to the pool.
+    let held_by = snapshot["held_by"].as_array().unwrap();
+    assert_eq!(held_by.len(), 1 + usage.lanes);
+    assert!(held_by.iter().all(|state| state["stream"] == "default" && state["used_bytes"] == 0));
+    assert_eq!(held_by.iter().filter(|state| state["lane"] != 0).count(), usage.lanes);
+    let held: u64 = held_by.iter().map(|state| state["held_bytes"].as_u64().unwrap()).sum();
+    assert_eq!(held as usize, usage.reserved);
     assert_eq!(usage.streams, 1);
     assert_eq!(usage.live, 0);
     pool.check_invariants().unwrap();

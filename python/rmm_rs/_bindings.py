@@ -170,6 +170,7 @@ _SIGNATURES = {
     "rmmIsSimulated": (ctypes.c_int, [ctypes.POINTER(ctypes.c_bool)]),
     "rmmPrefetch": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
         ctypes.c_void_p]),
+    "rmmDeviceRelease": (ctypes.c_int, [ctypes.c_int, ctypes.POINTER(ctypes.c_size_t)]),
     "rmmSimGetRaceCount": (ctypes.c_int, [ctypes.POINTER(ctypes.c_size_t)]),
     "rmmLogSetLevel": (ctypes.c_int, [ctypes.c_int]),
     "rmmLogGetLevel": (ctypes.c_int, [ctypes.POINTER(ctypes.c_int)]),

@@ -120,6 +120,16 @@ def is_simulated() -> bool:
     return value.value
 
 
+def release_device_memory(device: Optional[int] = None) -> int:
+    """Gives back to the device every byte rmm-rs holds there without using it
+    (``rmmDeviceRelease``): every resource's free chunks and pages, in every stream, lane and
+    thread, and the frees ``async_free`` deferred whose work is done. Memory in use stays.
+    `device`: the current device when None. Returns the bytes given back."""
+    released = ctypes.c_size_t()
+    _call("rmmDeviceRelease", get_device() if device is None else int(device), ctypes.byref(released))
+    return released.value
+
+
 def sim_race_count() -> int:
     """Stream-ordering races the simulator found (``RMM_SIM_ON_RACE=count``)."""
     count = ctypes.c_size_t()

@@ -831,6 +831,36 @@ impl<I: BlockIndex> Core<I> {
         usage
     }
 
+    /// What each stream, lane and the graveyard holds, for snapshots: where memory that is free
+    /// but held sits (a lane or stream keeps its free chunks until another takes them or they
+    /// are released).
+    fn held_by(&self) -> Vec<serde_json::Value> {
+        let graveyard = self.retired.lock().graveyard.clone();
+        let states: Vec<Arc<StreamState<I>>> = self.streams.read().values().cloned().chain(graveyard).collect();
+        let mut held: Vec<_> = states
+            .iter()
+            .map(|state| {
+                let shelf = state.shelf.lock();
+                let index = shelf.index();
+                let stream = match state.identity {
+                    GRAVEYARD => "retired".into(),
+                    identity => crate::resources::snapshot::stream_label(identity),
+                };
+                let figures = serde_json::json!({
+                    "stream": stream,
+                    "lane": state.lane,
+                    "held_bytes": index.chunk_bytes(),
+                    "used_bytes": index.chunk_bytes() - index.free_bytes(),
+                    "free_bytes": index.free_bytes(),
+                    "largest_free_block": index.largest_free_block(),
+                });
+                (state.key, state.lane, figures)
+            })
+            .collect();
+        held.sort_by_key(|(key, lane, _)| (*key, *lane));
+        held.into_iter().map(|(_, _, figures)| figures).collect()
+    }
+
     /// The figures, upstream chunks and blocks of this suballocator, for `rmmResourceGetSnapshot`.
     pub fn snapshot(&self, name: &str) -> serde_json::Value {
         let usage = self.usage();
@@ -857,6 +887,7 @@ impl<I: BlockIndex> Core<I> {
         figures["maximum_size"] = if self.maximum == usize::MAX { serde_json::Value::Null } else { self.maximum.into() };
         figures["streams"] = usage.streams.into();
         figures["lanes"] = usage.lanes.into();
+        figures["held_by"] = self.held_by().into();
         figures["chunks"] = chunks.into();
         figures["upstream"] = self.upstream.snapshot();
         figures
