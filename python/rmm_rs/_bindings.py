@@ -151,7 +151,10 @@ _SIGNATURES = {
         ctypes.POINTER(ctypes.c_size_t)]),
     "rmmDeviceBufferCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t,
         ctypes.c_void_p, ctypes.c_void_p]),
+    "rmmDeviceBufferCreateFromHost": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p),
+        ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p]),
     "rmmDeviceBufferResize": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]),
+    "rmmDeviceBufferShrinkToFit": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p]),
     "rmmDeviceBufferCopy": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p,
         ctypes.c_void_p, ctypes.c_void_p]),
     "rmmDeviceBufferData": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]),
@@ -194,6 +197,8 @@ _SIGNATURES = {
     "rmmIsInitialized": (ctypes.c_bool, [ctypes.POINTER(_COptions)]),
     "rmmAlloc": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_void_p,
         ctypes.c_char_p, ctypes.c_uint]),
+    "rmmRealloc": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_void_p,
+        ctypes.c_char_p, ctypes.c_uint]),
     "rmmFree": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint]),
     "rmmWriteLog": (ctypes.c_int, [ctypes.c_char_p]),
     "rmmLogSize": (ctypes.c_size_t, []),
@@ -234,6 +239,8 @@ _SIGNATURES = {
         ctypes.c_size_t, ctypes.c_void_p]),
     "rmmResourceDeallocate": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
         ctypes.c_void_p]),
+    "rmmResourceAllocateAligned": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
+        ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p]),
     "rmmResourceGetDevice": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]),
     "rmmResourceGetName": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p)]),
     "rmmResourceGetSnapshot": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char),
@@ -305,6 +312,18 @@ class RmmError(RuntimeError, RMMError):
 
 class RmmOutOfMemoryError(RmmError, MemoryError):
     """``RMM_ERROR_OUT_OF_MEMORY``: the resource could not satisfy the allocation."""
+
+
+class RmmAllocationError(RmmError, MemoryError):
+    """Any other failure of a call that allocates (``RMM_ERROR_CUDA_ERROR`` from the driver,
+    e.g. a memory pool that was destroyed under a ``CudaAsyncViewMemoryResource``): RAPIDS RMM
+    raises ``rmm::bad_alloc`` there, which Python sees as ``MemoryError``."""
+
+
+# The calls that allocate memory, whose driver failures are RmmAllocationError.
+_ALLOCATING = frozenset({"rmmAlloc", "rmmRealloc", "rmmResourceAllocate", "rmmResourceAllocateAligned",
+                         "rmmDeviceBufferCreate", "rmmDeviceBufferCreateFromHost", "rmmDeviceBufferCopy",
+                         "rmmDeviceBufferResize", "rmmDeviceBufferShrinkToFit"})
 
 
 # --------------------------------------------------------------------------------------
@@ -434,7 +453,11 @@ def _raise(code: int, function: str) -> None:
     lib = library()
     message = (lib.rmmGetLastErrorMessage() or b"").decode("utf-8", "replace")
     description = (lib.rmmGetErrorString(code) or b"").decode("utf-8", "replace")
-    cls = RmmOutOfMemoryError if code == ERROR_OUT_OF_MEMORY else RmmError
+    cls = RmmError
+    if code == ERROR_OUT_OF_MEMORY:
+        cls = RmmOutOfMemoryError
+    elif code == ERROR_CUDA_ERROR and function in _ALLOCATING:
+        cls = RmmAllocationError
     raise cls(code, message, function, description)
 
 

@@ -178,6 +178,27 @@ class CallbackErrorTest(unittest.TestCase):
         self.assertEqual(len(_memory_resource._kept), before)
 
 
+class AllocationErrorTest(unittest.TestCase):
+    """RAPIDS raises rmm::bad_alloc, which Python sees as MemoryError, for any failure of an
+    allocation (RMM_CUDA_TRY_ALLOC), e.g. from a memory pool destroyed under a
+    CudaAsyncViewMemoryResource; other calls' driver failures are no MemoryError."""
+
+    def test_a_driver_failure_of_an_allocation_is_a_memory_error(self):
+        from rmm_rs import _bindings
+
+        for function in ("rmmAlloc", "rmmResourceAllocate", "rmmDeviceBufferCreate"):
+            with self.assertRaises(MemoryError) as caught:
+                _bindings._raise(_bindings.ERROR_CUDA_ERROR, function)
+            self.assertIsInstance(caught.exception, _bindings.RmmError)
+            self.assertEqual(caught.exception.code, _bindings.ERROR_CUDA_ERROR)
+        with self.assertRaises(_bindings.RmmError) as caught:
+            _bindings._raise(_bindings.ERROR_CUDA_ERROR, "rmmStreamSynchronize")
+        self.assertNotIsInstance(caught.exception, MemoryError)
+        with self.assertRaises(_bindings.RmmError) as caught:
+            _bindings._raise(_bindings.ERROR_INVALID_ARGUMENT, "rmmResourceAllocate")
+        self.assertNotIsInstance(caught.exception, MemoryError)
+
+
 class StatisticsContextTest(unittest.TestCase):
     def setUp(self):
         reset()
