@@ -1,7 +1,8 @@
-/* rmmDeviceRelease: every byte the resources of a device hold without using it goes back to
- * the device (pools' chunks in every stream, a binning resource's bins, expandable memory's
- * free pages, also inside a chunk still in use); memory in use stays and stays usable; bad
- * devices are refused. */
+/* Giving memory back. rmmDeviceRelease: every byte the resources of a device hold without using
+ * it goes back to the device (pools' chunks in every stream, a binning resource's bins,
+ * expandable memory's free pages, also inside a chunk still in use); memory in use stays and
+ * stays usable; bad devices are refused. rmmResourceSetReleaseThreshold: above it, a pool gives
+ * chunks back as frees empty them. */
 #include "rmm_test.h"
 
 #define MIB ((size_t)1 << 20)
@@ -74,6 +75,32 @@ int main(void) {
   CHECK_OK(rmmDeviceRelease(0, &released));
   CHECK_OK(rmmDeviceRelease(0, &released));
   CHECK(released == 0);
+
+  /* A release threshold of 0: each chunk goes back as soon as a free empties it (its stream has
+   * nothing left to do here), the initial size staying; through an adaptor too. */
+  {
+    rmmResource_t thrifty = NULL, stats = NULL;
+    CHECK_OK(rmmPoolResourceCreate(&thrifty, cuda, 0, 0));
+    CHECK_OK(rmmStatisticsAdaptorCreate(&stats, thrifty));
+    CHECK_OK(rmmResourceSetReleaseThreshold(stats, 0));
+    CHECK_OK(rmmResourceAllocate(stats, &kept_pool, 6 * MIB, 0));
+    CHECK(footprint_of(thrifty).reserved_bytes >= 6 * MIB);
+    CHECK_OK(rmmResourceDeallocate(stats, kept_pool, 6 * MIB, 0));
+    CHECK_OK(rmmStreamSynchronize(0));
+    /* A growth finishes what waits. Blocks above 4 MiB: a smaller one a stream just freed may
+     * be kept aside for its next allocation, its chunk counted empty a little later. */
+    CHECK_OK(rmmResourceAllocate(stats, &kept_pool, 5 * MIB, 0));
+    CHECK_OK(rmmResourceDeallocate(stats, kept_pool, 5 * MIB, 0));
+    CHECK(footprint_of(thrifty).reserved_bytes == 0);
+    CHECK_OK(rmmResourceSetReleaseThreshold(thrifty, SIZE_MAX)); /* back to keeping everything */
+    CHECK_OK(rmmResourceAllocate(thrifty, &kept_pool, 1 * MIB, 0));
+    CHECK_OK(rmmResourceDeallocate(thrifty, kept_pool, 1 * MIB, 0));
+    CHECK(footprint_of(thrifty).reserved_bytes > 0);
+    CHECK_RMM(rmmResourceSetReleaseThreshold(cuda, 0), RMM_ERROR_NOT_SUPPORTED); /* keeps no pool */
+    CHECK_RMM(rmmResourceSetReleaseThreshold(NULL, 0), RMM_ERROR_INVALID_HANDLE);
+    CHECK_OK(rmmResourceDestroy(stats));
+    CHECK_OK(rmmResourceDestroy(thrifty));
+  }
 
   CHECK_OK(rmmStreamDestroy(stream));
   CHECK_OK(rmmResourceDestroy(expandable));

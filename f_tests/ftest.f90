@@ -124,6 +124,8 @@ contains
     call expect(free_bytes <= total_bytes .and. total_bytes > 0, 'device 0 has memory')
     call expect_ok(rmmPrefetch(c_null_ptr, 0_c_size_t, 0_c_int, c_null_ptr), 'rmmPrefetch of nothing')
     call expect_ok(rmmDeviceRelease(0_c_int, c_null_ptr), 'rmmDeviceRelease')
+    call expect(rmmResourceSetReleaseThreshold(c_null_ptr, 0_c_size_t) == RMM_ERROR_INVALID_HANDLE, &
+      'rmmResourceSetReleaseThreshold refuses NULL')
   end function ftest_device_count
 
   ! The end of every test: on simulated devices the race checker must have found nothing.

@@ -130,8 +130,9 @@ module rmm
     rmmResourceGetName, rmmResourceGetSnapshot, rmmResourceWriteSnapshot, rmmResourceGetFootprint, &
     rmmStreamCreate, rmmStreamCreateWithFlags, rmmStreamDestroy, rmmStreamRegister, &
     rmmStreamUnregister, rmmStreamSynchronize, rmmMemcpyAsync, rmmPoolResourceCreate, &
-    rmmPoolResourceGetSize, rmmPoolResourceGetFree, rmmResourceRelease, rmmArenaResourceCreate, &
-    rmmBinningResourceCreate, rmmBinningResourceAddBin, rmmFixedSizeResourceCreate, rmmGetVersion
+    rmmPoolResourceGetSize, rmmPoolResourceGetFree, rmmResourceRelease, &
+    rmmResourceSetReleaseThreshold, rmmArenaResourceCreate, rmmBinningResourceCreate, &
+    rmmBinningResourceAddBin, rmmFixedSizeResourceCreate, rmmGetVersion
 
   ! Log level trace (RAPIDS' `rapids_logger::level_enum::trace`): everything.
   integer(c_int32_t), parameter :: RMM_LOG_LEVEL_TRACE = 0
@@ -1933,6 +1934,23 @@ module rmm
       type(c_ptr), value :: resource
       type(c_ptr), value :: released
     end function rmmResourceRelease
+
+    ! From now on, while `resource` holds more than `threshold` bytes from its upstream, a free
+    ! that leaves one of its chunks wholly free gives that chunk back upstream, once the stream of
+    ! the free has passed it (never waiting for it), as CUDA's memory pools do above their release
+    ! threshold; the initial size stays. `SIZE_MAX` (the default) keeps everything until
+    ! `rmmResourceRelease`, `rmmDeviceRelease` or out of memory; 0 gives back every chunk as it
+    ! empties. For a pool, arena, fixed-size resource and each pool bin of a binning resource, and
+    ! through the adaptors over them. Over `cuda` each chunk given back is a `cudaFree`, which
+    ! waits for the device: a threshold trades that for memory. The expandable resource's
+    ! threshold is set when it is made (`rmmExpandableResourceCreateWithOptions`):
+    ! RMM_ERROR_NOT_SUPPORTED, as for resources that keep no pool.
+    integer(c_int) function rmmResourceSetReleaseThreshold(resource, threshold) &
+        bind(c, name="rmmResourceSetReleaseThreshold")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: resource
+      integer(c_size_t), value :: threshold
+    end function rmmResourceSetReleaseThreshold
 
     ! Creates an arena over `upstream`: a global arena that starts with `arena_size` bytes (0:
     ! grows on demand) and per-thread and per-stream arenas that take 4 MiB superblocks from it,

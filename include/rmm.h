@@ -1384,6 +1384,18 @@ enum rmmError_t rmmPoolResourceGetFree(rmmResource_t resource, size_t *size);
 // A failure while the device is synchronized or memory given back: RMM_ERROR_CUDA_ERROR.
 enum rmmError_t rmmResourceRelease(rmmResource_t resource, size_t *released);
 
+// From now on, while `resource` holds more than `threshold` bytes from its upstream, a free
+// that leaves one of its chunks wholly free gives that chunk back upstream, once the stream of
+// the free has passed it (never waiting for it), as CUDA's memory pools do above their release
+// threshold; the initial size stays. `SIZE_MAX` (the default) keeps everything until
+// `rmmResourceRelease`, `rmmDeviceRelease` or out of memory; 0 gives back every chunk as it
+// empties. For a pool, arena, fixed-size resource and each pool bin of a binning resource, and
+// through the adaptors over them. Over `cuda` each chunk given back is a `cudaFree`, which
+// waits for the device: a threshold trades that for memory. The expandable resource's
+// threshold is set when it is made (`rmmExpandableResourceCreateWithOptions`):
+// RMM_ERROR_NOT_SUPPORTED, as for resources that keep no pool.
+enum rmmError_t rmmResourceSetReleaseThreshold(rmmResource_t resource, size_t threshold);
+
 // Creates an arena over `upstream`: a global arena that starts with `arena_size` bytes (0:
 // grows on demand) and per-thread and per-stream arenas that take 4 MiB superblocks from it,
 // so threads allocating small blocks do not contend. Requests over 256 KiB use the global

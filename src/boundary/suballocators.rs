@@ -84,6 +84,21 @@ pub extern "C" fn rmmResourceRelease(resource: rmmResource_t, released: *mut usi
     })
 }
 
+/// From now on, while `resource` holds more than `threshold` bytes from its upstream, a free
+/// that leaves one of its chunks wholly free gives that chunk back upstream, once the stream of
+/// the free has passed it (never waiting for it), as CUDA's memory pools do above their release
+/// threshold; the initial size stays. `SIZE_MAX` (the default) keeps everything until
+/// `rmmResourceRelease`, `rmmDeviceRelease` or out of memory; 0 gives back every chunk as it
+/// empties. For a pool, arena, fixed-size resource and each pool bin of a binning resource, and
+/// through the adaptors over them. Over `cuda` each chunk given back is a `cudaFree`, which
+/// waits for the device: a threshold trades that for memory. The expandable resource's
+/// threshold is set when it is made (`rmmExpandableResourceCreateWithOptions`):
+/// RMM_ERROR_NOT_SUPPORTED, as for resources that keep no pool.
+#[no_mangle]
+pub extern "C" fn rmmResourceSetReleaseThreshold(resource: rmmResource_t, threshold: usize) -> rmmError_t {
+    boundary("rmmResourceSetReleaseThreshold", || handles::get(resource)?.set_release_threshold(threshold))
+}
+
 /// Creates an arena over `upstream`: a global arena that starts with `arena_size` bytes (0:
 /// grows on demand) and per-thread and per-stream arenas that take 4 MiB superblocks from it,
 /// so threads allocating small blocks do not contend. Requests over 256 KiB use the global

@@ -90,6 +90,11 @@ impl MemoryResource for ArenaResource {
         self.global.release()
     }
 
+    fn set_release_threshold(&self, bytes: usize) -> Result<()> {
+        self.local.set_release_threshold(bytes)?;
+        self.global.set_release_threshold(bytes)
+    }
+
     fn pool_size(&self) -> Option<usize> {
         self.global.pool_size()
     }

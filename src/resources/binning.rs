@@ -324,6 +324,14 @@ impl MemoryResource for BinningResource {
         super::Footprint::sum(parts)
     }
 
+    /// Each bin's own threshold (bins that keep no pool have none).
+    fn set_release_threshold(&self, bytes: usize) -> Result<()> {
+        self.bins.get().bins.iter().try_for_each(|(_, bin)| match bin.resource().set_release_threshold(bytes) {
+            Err(e) if matches!(e.kind(), crate::error::ErrorKind::NotSupported(_)) => Ok(()),
+            done => done,
+        })
+    }
+
     fn release(&self) -> Result<usize> {
         let bins = self.bins.get();
         let from_bins = bins.bins.iter().try_fold(0, |total, (_, bin)| Ok::<_, Error>(total + bin.resource().release()?))?;

@@ -372,6 +372,10 @@ impl MemoryResource for ExpandableResource {
         "expandable"
     }
 
+    fn set_release_threshold(&self, bytes: usize) -> Result<()> {
+        self.large.pool.set_release_threshold(bytes)
+    }
+
     fn release(&self) -> Result<usize> {
         self.settle_exports()?;
         Ok(self.small.pool.release()? + self.large.pool.release()?)

@@ -64,6 +64,12 @@ pub trait MemoryResource: std::any::Any + Send + Sync + 'static {
     fn release(&self) -> Result<usize> {
         Ok(0)
     }
+    /// From now on, while the resource holds more than `bytes`, memory its frees leave wholly
+    /// free goes back upstream (`usize::MAX`: never); resources that keep no pool refuse.
+    fn set_release_threshold(&self, bytes: usize) -> Result<()> {
+        let _ = bytes;
+        Err(crate::error::Error::NotSupported(format!("the {} resource keeps no pool to give back from", self.name())))
+    }
     /// Bytes reserved from upstream, for resources that keep a pool.
     fn pool_size(&self) -> Option<usize> {
         None

@@ -149,6 +149,10 @@ impl MemoryResource for AlignedAdaptor {
         self.upstream.release()
     }
 
+    fn set_release_threshold(&self, bytes: usize) -> Result<()> {
+        self.upstream.set_release_threshold(bytes)
+    }
+
     fn pool_size(&self) -> Option<usize> {
         self.upstream.pool_size()
     }

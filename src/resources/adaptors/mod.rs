@@ -36,6 +36,10 @@ macro_rules! adaptor_forwarding_methods {
             self.$upstream.release()
         }
 
+        fn set_release_threshold(&self, bytes: usize) -> $crate::error::Result<()> {
+            self.$upstream.set_release_threshold(bytes)
+        }
+
         fn pool_size(&self) -> Option<usize> {
             self.$upstream.pool_size()
         }

@@ -10,11 +10,9 @@
 
 use super::{BlockIndex, Core, Growing, StreamState};
 use crate::error::{Error, Result};
-use crate::platform::{backend, Event, Stream};
+use crate::platform::Stream;
 use crate::resources::MemoryResource;
-use parking_lot::Mutex;
 use rmm_suballoc::tlsf::{Chunk, Cut, GRANULE};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// What an upstream that maps memory page by page offers a suballocator over it, beyond
@@ -37,17 +35,13 @@ pub struct MappedGrowth {
     pages: Arc<dyn PageMapper>,
     pub(super) page: usize,
     release_threshold: usize,
-    /// Released, not yet given upstream.
-    releasing: Mutex<Vec<PendingRelease>>,
-    /// `releasing` is not empty: frees look whether its streams have passed.
-    releases_pending: AtomicBool,
 }
 
 impl MappedGrowth {
     /// Growth over `pages`, in pages of `page` bytes, giving back what is held beyond
     /// `release_threshold` as it is freed.
     pub fn new(pages: Arc<dyn PageMapper>, page: usize, release_threshold: usize) -> Self {
-        MappedGrowth { pages, page, release_threshold, releasing: Mutex::new(Vec::new()), releases_pending: AtomicBool::new(false) }
+        MappedGrowth { pages, page, release_threshold }
     }
 
     /// Bytes held from the device: the chunks', the pages the upstream keeps unmapped for
@@ -61,13 +55,6 @@ impl MappedGrowth {
     pub(super) fn footprint(&self) -> Option<crate::resources::Footprint> {
         self.pages.footprint()
     }
-}
-
-/// Ranges cut from chunks, given back upstream once `event` (recorded on the stream that
-/// freed them, after those frees) has completed.
-struct PendingRelease {
-    event: Event,
-    ranges: Vec<(usize, usize)>,
 }
 
 /// Where expandable growth can map: after a chunk with `tail` free bytes at its end.
@@ -90,7 +77,7 @@ impl<I: BlockIndex> Core<I> {
     /// After a free on `stream` into `state`'s index: gives back what is held beyond the
     /// threshold, and what earlier releases left once their streams have passed.
     pub(super) fn after_free_mapped(&self, mapped: &MappedGrowth, state: &StreamState<I>, stream: Stream) -> Result<()> {
-        if self.reserved() > mapped.release_threshold || mapped.releases_pending.load(Ordering::Relaxed) {
+        if self.reserved() > mapped.release_threshold || self.releases.pending() {
             self.release_free_ends(mapped, state, stream)?;
         }
         Ok(())
@@ -264,21 +251,7 @@ impl<I: BlockIndex> Core<I> {
             .chain(cut.into_iter().map(|(_, start, size)| (start, size)))
             .chain(holes.iter().map(|hole| (hole.start, hole.size)))
             .collect();
-        self.queue_release(growing, mapped, stream, ranges)
-    }
-
-    /// Takes `ranges`, cut from chunks, off the bytes reserved and gives them upstream once
-    /// `stream`, which freed (or waited for the frees of) everything in them, has passed this
-    /// point: now, if it already has.
-    fn queue_release(&self, growing: &Growing<'_>, mapped: &MappedGrowth, stream: Stream, ranges: Vec<(usize, usize)>) -> Result<()> {
-        self.check_growing(growing);
-        self.reserved.fetch_sub(ranges.iter().map(|&(_, size)| size).sum(), Ordering::Relaxed);
-        let platform = backend()?;
-        let event = platform.event_create(self.device)?;
-        platform.event_record(self.device, event, stream)?;
-        mapped.releasing.lock().push(PendingRelease { event, ranges });
-        mapped.releases_pending.store(true, Ordering::Relaxed);
-        self.finish_releases(false)
+        self.queue_release(growing, stream, ranges)
     }
 
     /// Records the chunks that cutting ranges out of the middle of chunks made.
@@ -327,40 +300,6 @@ impl<I: BlockIndex> Core<I> {
         for cut in &cuts {
             mapped.pages.lend(cut.start, cut.size, stream)?;
         }
-        self.queue_release(growing, mapped, stream, cuts.iter().map(|cut| (cut.start, cut.size)).collect())
-    }
-
-    /// Gives upstream the released ranges whose streams have passed their frees; with `wait`,
-    /// all of them, waiting for those streams.
-    pub(super) fn finish_releases(&self, wait: bool) -> Result<()> {
-        let Some(mapped) = self.growth.mapped() else { return Ok(()) };
-        let mut releasing = mapped.releasing.lock();
-        if releasing.is_empty() {
-            return Ok(());
-        }
-        let platform = backend()?;
-        let mut result = Ok(());
-        let mut kept = Vec::new();
-        for pending in releasing.drain(..) {
-            let passed = if wait { platform.event_synchronize(pending.event).map(|()| true) } else { platform.event_query(pending.event) };
-            match passed {
-                Ok(true) => {
-                    for &(start, size) in &pending.ranges {
-                        if let Err(e) = self.upstream.deallocate(start, size, Stream::DEFAULT) {
-                            result = Err(e);
-                        }
-                    }
-                    let _ = platform.event_destroy(pending.event);
-                }
-                Ok(false) => kept.push(pending),
-                Err(e) => {
-                    result = Err(e);
-                    kept.push(pending);
-                }
-            }
-        }
-        mapped.releases_pending.store(!kept.is_empty(), Ordering::Relaxed);
-        *releasing = kept;
-        result
+        self.queue_release(growing, stream, cuts.iter().map(|cut| (cut.start, cut.size)).collect())
     }
 }

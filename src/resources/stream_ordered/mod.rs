@@ -15,7 +15,8 @@
 //! transitions the rest calls), `ordering` (the events those transitions ask the core to
 //! record and wait on), `lanes` (streams split
 //! among the threads that collide on them), `growth` (the slow path: memory taken from other
-//! streams, growth and release upstream), `retire` (destroyed streams, the graveyard, spare
+//! streams, growth and release upstream), `release` (memory given back once its streams have
+//! passed, and the release threshold), `retire` (destroyed streams, the graveyard, spare
 //! events), `mapped` (growth over an upstream that maps pages) and `heaps` (chunks and
 //! blocks told to a memory checker attached through NVTX). This file holds the core itself:
 //! its state types, the allocate and free paths that a stream's own index serves, and its
@@ -27,6 +28,7 @@ mod lanes;
 mod mapped;
 mod ordering;
 mod registry;
+mod release;
 mod retire;
 mod shelf;
 
@@ -271,7 +273,7 @@ type ChunkOwners<I> = BTreeMap<usize, (usize, Arc<StreamState<I>>)>;
 /// 4. A stream's `shelf`, one at a time: the fast path takes only this one.
 /// 5. `owners`, briefly (never held while a shelf is taken).
 /// 6. Leaves, under which nothing of the core is taken: `unannounced`, `spare_events`,
-///    `borrowed` and the mapped growth's `releasing`.
+///    `borrowed` and the queue of `releases`.
 ///
 /// Recording and waiting on events, synchronizing and upstream allocations run under at most
 /// `growing` and one shelf (a new state's event is made, and a new stream's device asked for,
@@ -323,6 +325,8 @@ pub struct Core<I: BlockIndex> {
     /// Chunks that are blocks of a pool under this core, while a memory checker is attached
     /// through NVTX (see `heaps`).
     borrowed: heaps::Borrowed,
+    /// Memory given back and waiting for its streams, and the release threshold.
+    releases: release::Releases,
 }
 
 /// Implements the `MemoryResource` methods that a resource built on one `StreamOrdered` (in
@@ -337,6 +341,10 @@ macro_rules! stream_ordered_resource_methods {
 
         fn release(&self) -> $crate::error::Result<usize> {
             self.$core.release_free_chunks()
+        }
+
+        fn set_release_threshold(&self, bytes: usize) -> $crate::error::Result<()> {
+            self.$core.set_release_threshold(bytes)
         }
 
         fn pool_size(&self) -> Option<usize> {
@@ -480,6 +488,7 @@ impl<I: BlockIndex> Core<I> {
             omit_ordering: AtomicBool::new(false),
             race_checker: crate::platform::simulator(),
             borrowed: heaps::Borrowed::default(),
+            releases: release::Releases::new(usize::MAX),
             per_thread_default_stream: AtomicBool::new(false),
         });
         let cache: Arc<dyn super::caches::Cache> = core.clone();
@@ -724,6 +733,8 @@ impl<I: BlockIndex> Core<I> {
         drop(shelf);
         if let Some(mapped) = self.growth.mapped() {
             self.after_free_mapped(mapped, state, stream)?;
+        } else if chunk_now_free {
+            self.after_chunk_emptied(state, stream)?;
         }
         Ok(Ok(()))
     }

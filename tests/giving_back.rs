@@ -1,11 +1,12 @@
-//! Giving a device's free memory back on demand (`rmmDeviceRelease`) while other threads
-//! allocate and free: nothing live is lost or handed out twice, nothing races, and what is free
-//! at the end all goes back.
+//! Giving memory back: a device's free memory on demand (`rmmDeviceRelease`) while other
+//! threads allocate and free (nothing live is lost or handed out twice, nothing races, and what
+//! is free at the end all goes back), and a pool's chunks as its frees empty them while it holds
+//! more than its release threshold (only once the stream of the free has passed it).
 
 mod common;
 
 use common::*;
-use rmm::platform::Stream;
+use rmm::platform::{backend, simulator, Stream};
 use rmm::resources::{expandable_resource, streams, DirectResource, ExpandableOptions, MemoryResource, PoolResource};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -95,4 +96,60 @@ fn releasing_the_device_while_threads_allocate_loses_nothing_and_hands_nothing_o
     rmm::ownership::release::release_device(0).unwrap();
     assert_eq!(pool.usage().reserved, 0);
     assert_eq!(expandable.footprint().unwrap().reserved, 0);
+}
+
+/// Bytes of device 0 in use (the simulated device's own count).
+fn device_used() -> usize {
+    let (free, total) = backend().unwrap().mem_get_info(0).unwrap();
+    total - free
+}
+
+#[test]
+fn above_its_release_threshold_a_pool_gives_back_the_chunks_frees_empty_once_their_stream_passed() {
+    let _guard = setup_with("2:1GiB");
+    let sim = simulator().unwrap();
+    let cuda: Arc<dyn MemoryResource> = Arc::new(DirectResource::cuda(0).unwrap());
+    let pool = PoolResource::new(cuda, 0, 0).unwrap();
+    pool.set_release_threshold(8 * MIB).unwrap();
+    let stream = streams::create(0).unwrap();
+    // Four chunks (each block larger than the half a new chunk adds) on a stream whose kernels
+    // still run when the blocks are freed.
+    let blocks: Vec<usize> = (0..4).map(|i| pool.allocate((4 + i) * MIB, stream).unwrap()).collect();
+    let held = pool.usage().reserved;
+    assert!(held >= 22 * MIB && pool.usage().chunks == 4, "{:?}", pool.usage());
+    let before = device_used();
+    sim.stream_hold(stream).unwrap();
+    for (i, &ptr) in blocks.iter().enumerate() {
+        pool.deallocate(ptr, (4 + i) * MIB, stream).unwrap();
+    }
+    // The pool keeps no more than its threshold, but the device gets nothing back while the
+    // stream's work may still use the memory.
+    assert!(pool.usage().reserved <= 8 * MIB, "{:?}", pool.usage());
+    assert_eq!(device_used(), before, "chunks given back before their stream passed its frees");
+    sim.stream_finish_held(stream).unwrap();
+    // The next growth gives them back, without waiting (as does the next free that empties a
+    // chunk, here this one's, which is given back at once: its stream has passed the free).
+    let ptr = pool.allocate(30 * MIB, stream).unwrap();
+    pool.deallocate(ptr, 30 * MIB, stream).unwrap();
+    assert!(pool.usage().reserved <= 8 * MIB, "{:?}", pool.usage());
+    assert_eq!(before - device_used(), held - pool.usage().reserved);
+    assert!(races().is_empty(), "{:?}", races());
+    pool.check_invariants().unwrap();
+    // Without a threshold (the default) freed chunks stay.
+    pool.set_release_threshold(usize::MAX).unwrap();
+    let kept = pool.usage().reserved;
+    let ptr = pool.allocate(30 * MIB, stream).unwrap();
+    pool.deallocate(ptr, 30 * MIB, stream).unwrap();
+    assert!(pool.usage().reserved >= kept + 30 * MIB);
+    streams::destroy(stream).unwrap();
+}
+
+#[test]
+fn a_release_threshold_is_refused_where_nothing_would_follow_it() {
+    let _guard = setup_with("2:1GiB");
+    let cuda = DirectResource::cuda(0).unwrap();
+    assert!(cuda.set_release_threshold(0).is_err(), "a cuda resource keeps no pool");
+    let expandable = expandable_resource(0, &ExpandableOptions::default()).unwrap();
+    let refused = expandable.set_release_threshold(0).unwrap_err();
+    assert!(refused.to_string().contains("release_threshold option"), "{refused}");
 }
