@@ -14,6 +14,11 @@ pub trait Cache: Send + Sync {
     fn release_cached(&self) -> Result<usize>;
     /// The stream with `identity` is going away (see `super::streams`).
     fn retire_stream(&self, identity: u64, alive: Option<crate::platform::Stream>) -> Result<()>;
+    /// Whether it releases before every resource: what it holds goes back into them (frees
+    /// that wait for the device), for them to release in turn.
+    fn goes_first(&self) -> bool {
+        false
+    }
 }
 
 /// (device, cache); entries whose resource is gone are dropped as new ones come.
@@ -53,15 +58,17 @@ pub fn retire_stream(identity: u64, alive: Option<crate::platform::Stream>) -> R
     first
 }
 
-/// Releases what every resource of `device` keeps free; the bytes released. Resources above
-/// others go first (they were made later), so what they hand back reaches the ones below
-/// before those release in turn. A resource that fails to release is passed over.
+/// Releases what every resource of `device` keeps free; the bytes released. Caches that go
+/// first (`Cache::goes_first`) release before every resource; then resources above others
+/// (they were made later), so what they hand back reaches the ones below before those release
+/// in turn. A resource that fails to release is passed over.
 pub fn release_all(device: i32) -> usize {
     // Held outside the registry's lock: releasing frees into other resources, and the last
     // reference to a resource destroyed meanwhile may be dropped here.
-    let live: Vec<_> = {
+    let mut live: Vec<_> = {
         let caches = CACHES.lock().unwrap_or_else(|e| e.into_inner());
         caches.iter().rev().filter(|(of, _)| *of == device).filter_map(|(_, cache)| cache.upgrade()).collect()
     };
+    live.sort_by_key(|cache| !cache.goes_first());
     live.iter().map(|cache| cache.release_cached().unwrap_or(0)).sum()
 }
