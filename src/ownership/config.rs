@@ -202,6 +202,9 @@ mod tests {
         assert!(parse("report/bogus").is_err(), "a stack after the keywords is still checked");
         assert_eq!(parse("async_free:pending=1GiB").unwrap().options().pending, crate::ownership::spec::PendingBound::Bytes(1 << 30));
         assert!(parse("async_free:pending=0").is_err(), "a bound alone is still checked");
+        // As the preload bench passes it in RMM_ALLOC_CONF.
+        let bounded = parse("async_free:pending=2%/statistics/pool").unwrap();
+        assert_eq!(bounded.canonical(), "async_free:pending=2%/statistics/pool:initial=0,maximum=0/cuda");
         // The key:value form, not keywords: `async_free:1` is async_free with the default bound.
         assert!(parse("async_free:1").unwrap().options().async_free);
         assert_eq!(parse("async_free:1").unwrap().layers(), parse("stats:1").unwrap().layers());
