@@ -329,16 +329,19 @@ fn frees_past_the_bound_wait_for_the_oldest_batches_only() {
 }
 
 /// When the device refuses an allocation that does not go through `rmmCudaMalloc` (`rmmAlloc`
-/// on the pool that the waiting frees go back to, then a `cuda` resource of its own), the frees
-/// waiting for the device are waited for and given back, the pool releases the memory, and
-/// the allocation succeeds. The second case needs the waiting frees to go back before the
-/// pool, made after them, releases.
+/// on the pool that the waiting frees go back to, then a `cuda` and a `cuda_async` resource of
+/// their own), the frees waiting for the device are waited for and given back, the pool
+/// releases the memory, and the allocation succeeds. The other resources need the waiting
+/// frees to go back before the pool, made after them, releases.
 #[test]
 fn a_refused_allocation_anywhere_waits_for_the_frees_waiting() {
     let _guard = setup();
     let sim = simulator().unwrap();
     let stream = streams::create(0).unwrap();
-    for through_another_resource in [false, true] {
+    type Create = fn(*mut rmmResource_t) -> rmmError_t;
+    let others: [Option<(&str, Create)>; 3] =
+        [None, Some(("cuda", |h| rmmCudaResourceCreate(h))), Some(("cuda_async", |h| rmmAsyncResourceCreate(h, 0, 0)))];
+    for other in others {
         let stack = configured_over_pool(c"async_free:pending=100%/statistics/pool", 0);
         let quarter = (512 * MIB - device_used()) / 4 / (2 * MIB) * (2 * MIB);
         let blocks: Vec<usize> = (0..3).map(|_| malloc(quarter).unwrap()).collect();
@@ -349,20 +352,17 @@ fn a_refused_allocation_anywhere_waits_for_the_frees_waiting() {
         assert_eq!(cuda_free::pending_frees(0).bytes, 3 * quarter, "all wait for the kernel");
         let waits = host_waits();
         let mut ptr: *mut c_void = null_mut();
-        let cuda = over(|h| rmmCudaResourceCreate(h));
-        let allocated = match through_another_resource {
-            false => rmmAlloc(&mut ptr, 2 * quarter, null_mut(), c"test".as_ptr(), line!()),
-            true => rmmResourceAllocate(cuda, &mut ptr, 2 * quarter, null_mut()),
+        let resource = other.map(|(_, create)| over(create));
+        let allocated = match resource {
+            None => rmmAlloc(&mut ptr, 2 * quarter, null_mut(), c"test".as_ptr(), line!()),
+            Some(resource) => rmmResourceAllocate(resource, &mut ptr, 2 * quarter, null_mut()),
         };
-        assert_eq!(allocated, RMM_SUCCESS, "through another resource: {through_another_resource}: {}", last_message());
+        let through = other.map_or("the pool, through rmmAlloc", |(name, _)| name);
+        assert_eq!(allocated, RMM_SUCCESS, "through {through}: {}", last_message());
         assert!(host_waits() > waits, "waited for the kernel");
         assert_eq!(cuda_free::pending_frees(0).count, 0);
-        let freed = match through_another_resource {
-            false => rmmFree(ptr, null_mut(), c"test".as_ptr(), line!()),
-            true => rmmResourceDeallocate(cuda, ptr, 2 * quarter, null_mut()),
-        };
-        assert_eq!(freed, RMM_SUCCESS);
-        assert_eq!(rmmResourceDestroy(cuda), RMM_SUCCESS);
+        assert_eq!(rmmFree(ptr, null_mut(), c"test".as_ptr(), line!()), RMM_SUCCESS);
+        assert_eq!(rmmResourceDestroy(resource.unwrap_or(null_mut())), RMM_SUCCESS);
         async_free_off(stack);
     }
     assert!(races().is_empty(), "{:?}", races());

@@ -43,7 +43,8 @@
 //! device's refusal does not take it: it can come from any thread inside a resource's growth,
 //! with that resource's locks held (a logging adaptor's buffer), which a thread holding
 //! `RECLAIMING` may be waiting for while it gives a batch back. It takes the batches not yet
-//! being given back instead, and waits for them itself.
+//! being given back instead, and waits for them itself; the one that thread holds is not
+//! waited for.
 
 use super::config;
 use super::records::{self, Expected, Holder};
