@@ -4,7 +4,12 @@
 # pool off, bench/preload_loop.cu and the multi-threaded bench/preload_threads.cu linked with
 # the static CUDA runtime, each without the
 # preload library, with it and nothing configured, and on each stack; see
-# bench/frameworks/preload_bench.py (PRELOAD_PROGRAMS, PRELOAD_SPECS, PRELOAD_STEPS).
+# bench/frameworks/preload_bench.py (PRELOAD_PROGRAMS, PRELOAD_SPECS, PRELOAD_STEPS). Specs go
+# to RMM_ALLOC_CONF as written, async_free's bound included: for the ResNet rows' time, memory
+# held at the end and peak under several bounds,
+#   PRELOAD_PROGRAMS=torch-nocache,torch-nocache-amp \
+#   PRELOAD_SPECS=async_free/statistics/pool,async_free:pending=1%/statistics/pool,async_free:pending=5%/statistics/pool \
+#   scripts/gpu-preload-bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage=${STAGE_DIR:-$PWD/stage}

@@ -12,7 +12,7 @@ use rmm::boundary::types::cudaStream_t;
 use rmm::boundary::*;
 use rmm::error::rmmError_t::{self, *};
 use rmm::ownership::cuda_free;
-use rmm::platform::simulator;
+use rmm::platform::{backend, simulator};
 use rmm::resources::streams;
 use std::ffi::c_void;
 use std::ptr::null_mut;
@@ -53,8 +53,19 @@ fn restore((cuda, pool, previous): (rmmResource_t, rmmResource_t, rmmResource_t)
 
 /// `async_free` configured, and a pool of at most `maximum` bytes as device 0's resource.
 fn async_free_over_pool(maximum: usize) -> (rmmResource_t, rmmResource_t, rmmResource_t) {
-    assert_eq!(rmmConfigure(c"async_free/statistics/pool".as_ptr()), RMM_SUCCESS);
+    configured_over_pool(c"async_free/statistics/pool", maximum)
+}
+
+/// `spec` configured, and a pool of at most `maximum` bytes (0: no maximum) as device 0's
+/// resource.
+fn configured_over_pool(spec: &std::ffi::CStr, maximum: usize) -> (rmmResource_t, rmmResource_t, rmmResource_t) {
+    assert_eq!(rmmConfigure(spec.as_ptr()), RMM_SUCCESS, "{}", last_message());
     pool_as_device_resource(maximum)
+}
+
+/// Whether `ptr`'s free still waits for the device (its record is held by the free).
+fn waiting(ptr: usize) -> bool {
+    rmm::ownership::records::find(ptr).is_some_and(|found| found.holder == rmm::ownership::records::Holder::Freeing)
 }
 
 /// Undoes `async_free_over_pool`.
@@ -272,4 +283,279 @@ fn deferred_frees_across_threads_and_streams_that_come_and_go() {
     assert_eq!(cuda_free::pending(), 0);
     assert!(races().is_empty(), "{:?}", races());
     async_free_off(stack);
+}
+
+/// `async_free:pending=8MiB`: while the frees waiting on the device stay under the bound, no
+/// free waits; the free that passes it waits for the oldest batch only, and only until they
+/// are under the bound again; the newest frees are the ones left waiting. The simulator holds
+/// a kernel running before each free, so nothing completes unless waited for.
+#[test]
+fn frees_past_the_bound_wait_for_the_oldest_batches_only() {
+    let _guard = setup();
+    let sim = simulator().unwrap();
+    let stack = configured_over_pool(c"async_free:pending=8MiB/statistics/pool", 256 * MIB);
+    let stream = streams::create(0).unwrap();
+    let bound = 8 * MIB;
+    let mut freed = Vec::new();
+    for i in 0..24 {
+        let block = malloc(MIB).unwrap();
+        sim.stream_hold(stream).unwrap(); // a kernel that uses the block and keeps running
+        let waits = host_waits();
+        assert_eq!(free(block), RMM_SUCCESS, "{}", last_message());
+        let waited = host_waits() - waits;
+        freed.push(block);
+        // One batch a free, so that the oldest is one free.
+        cuda_free::before_stream_goes().unwrap();
+        let pending = cuda_free::pending_frees(0);
+        assert_eq!(pending.bound, Some(bound));
+        assert!(pending.bytes <= bound, "free {i}: {pending:?}");
+        match i < 8 {
+            true => assert_eq!(waited, 0, "free {i}: under the bound, no wait"),
+            false => assert!(waited > 0, "free {i}: past the bound, waited"),
+        }
+        // Waited only until under the bound, and the oldest went first: the frees waiting are
+        // the 8 newest (a block given back may be handed out and freed again, so an older
+        // entry can name a block that waits again).
+        let kept = (i + 1).min(8);
+        assert_eq!((pending.count, pending.bytes), (kept, kept * MIB), "free {i}");
+        assert!(freed[freed.len() - kept..].iter().all(|&ptr| waiting(ptr)), "free {i}: the newest frees wait");
+    }
+    sim.stream_finish_held(stream).unwrap();
+    cuda_free::settle(false).unwrap();
+    assert_eq!(cuda_free::pending_frees(0).count, 0);
+    assert!(races().is_empty(), "{:?}", races());
+    streams::destroy(stream).unwrap();
+    async_free_off(stack);
+}
+
+/// When the device refuses an allocation that does not go through `rmmCudaMalloc` (`rmmAlloc`
+/// on the pool that the waiting frees go back to, then a `cuda` and a `cuda_async` resource of
+/// their own), the frees waiting for the device are waited for and given back, the pool
+/// releases the memory, and the allocation succeeds. The other resources need the waiting
+/// frees to go back before the pool, made after them, releases.
+#[test]
+fn a_refused_allocation_anywhere_waits_for_the_frees_waiting() {
+    let _guard = setup();
+    let sim = simulator().unwrap();
+    let stream = streams::create(0).unwrap();
+    type Create = fn(*mut rmmResource_t) -> rmmError_t;
+    let others: [Option<(&str, Create)>; 3] =
+        [None, Some(("cuda", |h| rmmCudaResourceCreate(h))), Some(("cuda_async", |h| rmmAsyncResourceCreate(h, 0, 0)))];
+    for other in others {
+        let stack = configured_over_pool(c"async_free:pending=100%/statistics/pool", 0);
+        let quarter = (512 * MIB - device_used()) / 4 / (2 * MIB) * (2 * MIB);
+        let blocks: Vec<usize> = (0..3).map(|_| malloc(quarter).unwrap()).collect();
+        sim.stream_hold(stream).unwrap();
+        for &block in &blocks {
+            assert_eq!(free(block), RMM_SUCCESS);
+        }
+        assert_eq!(cuda_free::pending_frees(0).bytes, 3 * quarter, "all wait for the kernel");
+        let waits = host_waits();
+        let mut ptr: *mut c_void = null_mut();
+        let resource = other.map(|(_, create)| over(create));
+        let allocated = match resource {
+            None => rmmAlloc(&mut ptr, 2 * quarter, null_mut(), c"test".as_ptr(), line!()),
+            Some(resource) => rmmResourceAllocate(resource, &mut ptr, 2 * quarter, null_mut()),
+        };
+        let through = other.map_or("the pool, through rmmAlloc", |(name, _)| name);
+        assert_eq!(allocated, RMM_SUCCESS, "through {through}: {}", last_message());
+        assert!(host_waits() > waits, "waited for the kernel");
+        assert_eq!(cuda_free::pending_frees(0).count, 0);
+        assert_eq!(rmmFree(ptr, null_mut(), c"test".as_ptr(), line!()), RMM_SUCCESS);
+        assert_eq!(rmmResourceDestroy(resource.unwrap_or(null_mut())), RMM_SUCCESS);
+        async_free_off(stack);
+    }
+    assert!(races().is_empty(), "{:?}", races());
+    streams::destroy(stream).unwrap();
+}
+
+/// More threads than cores, each allocating and freeing under a small bound while kernels
+/// hold the device for many frees: no free fails, no block is handed out twice or overlaps
+/// another (each thread stamps its blocks), the frees waiting never pass the bound by more
+/// than one block per thread, nothing is used before the work given before its free (the race
+/// checker), and everything comes back.
+#[test]
+fn threads_freeing_under_a_small_bound_lose_nothing() {
+    const THREADS: usize = 6;
+    const ROUNDS: usize = 160;
+    const LARGEST: usize = 256 << 12; // 1 MiB
+    let _guard = setup();
+    let stack = configured_over_pool(c"async_free:pending=1MiB/statistics/pool", 256 * MIB);
+    let records_before = rmm::ownership::records::totals();
+    let waits = host_waits();
+    let workers: Vec<_> = (0..THREADS)
+        .map(|thread| {
+            std::thread::spawn(move || {
+                let sim = simulator().unwrap();
+                let stream = streams::create(0).unwrap();
+                let mut most = 0;
+                for round in 0..ROUNDS {
+                    let bytes = 256 << ((thread + round) % 13);
+                    let block = malloc(bytes).unwrap_or_else(|e| panic!("thread {thread}, round {round}: {e:?}: {}", last_message()));
+                    let tag = (thread * 31 + round) as u8;
+                    stamp(block, bytes, tag);
+                    match round % 32 {
+                        0 => sim.stream_hold(stream).unwrap(),
+                        31 => sim.stream_finish_held(stream).unwrap(),
+                        _ => {}
+                    }
+                    assert!(stamped(block, bytes, tag), "thread {thread}, round {round}: another block overlaps {block:#x}");
+                    assert_eq!(free(block), RMM_SUCCESS, "{}", last_message());
+                    most = most.max(cuda_free::pending_frees(0).bytes);
+                }
+                sim.stream_finish_held(stream).unwrap();
+                streams::destroy(stream).unwrap();
+                most
+            })
+        })
+        .collect();
+    let most = workers.into_iter().map(|worker| worker.join().unwrap()).max().unwrap();
+    assert!(most <= MIB + THREADS * LARGEST, "{most} bytes waited at once");
+    assert!(host_waits() > waits, "the bound made frees wait");
+    cuda_free::settle(false).unwrap();
+    assert_eq!(cuda_free::pending_frees(0), cuda_free::PendingFrees { count: 0, bytes: 0, bound: Some(MIB) });
+    assert_eq!(rmm::ownership::records::totals(), records_before, "every record went");
+    assert!(races().is_empty(), "{:?}", races());
+    async_free_off(stack);
+}
+
+/// A bound the device cannot hold parses (the device is not known yet) and is refused with the
+/// reason at the device's first use: a free then changes nothing (the pointer stays the
+/// caller's), and a default stack is not built. A bound of 0 or garbage is refused by
+/// `rmmConfigure` itself.
+#[test]
+fn a_bound_the_device_cannot_hold_is_refused_with_the_reason() {
+    let _guard = setup();
+    for spec in [c"async_free:pending=0/pool", c"async_free:pending=lots/pool", c"async_free:pending=101%/pool", c"async_free:pend=1GiB"] {
+        assert_eq!(rmmConfigure(spec.as_ptr()), RMM_ERROR_INVALID_ARGUMENT, "{spec:?}");
+        assert!(last_message().contains("at column "), "{spec:?}: {}", last_message());
+    }
+    // Device 0 gets its resource under a bound it holds (setting one builds the default stack
+    // it replaces, which the bound below would refuse).
+    let stack = configured_over_pool(c"async_free:pending=50%/statistics/pool", 64 * MIB);
+    assert_eq!(rmmConfigure(c"async_free:pending=1GiB/statistics/pool".as_ptr()), RMM_SUCCESS);
+    let block = malloc(MIB).unwrap();
+    assert_eq!(free(block), RMM_ERROR_INVALID_ARGUMENT);
+    let message = last_message();
+    assert!(message.contains("async_free:pending=1GiB is more than device 0's memory, 512.00 MiB"), "{message}");
+    assert!(!waiting(block) && rmm::ownership::records::find(block).is_some(), "still the caller's");
+    assert_eq!(cuda_free::pending_frees(0).count, 0);
+    // A device's default stack, built at its first use, is refused the same way.
+    backend().unwrap().set_device(1).unwrap();
+    assert_eq!(malloc(MIB), Err(RMM_ERROR_INVALID_ARGUMENT));
+    let message = last_message();
+    assert!(
+        message.contains("async_free:pending=1GiB/statistics/pool: async_free:pending=1GiB is more than device 1's memory"),
+        "{message}"
+    );
+    backend().unwrap().set_device(0).unwrap();
+    // Configured again within the device: the same free goes through.
+    assert_eq!(rmmConfigure(c"async_free:pending=50%/statistics/pool".as_ptr()), RMM_SUCCESS);
+    assert_eq!(free(block), RMM_SUCCESS, "{}", last_message());
+    assert_eq!(cuda_free::pending_frees(0).bound, Some(256 * MIB));
+    cuda_free::settle(true).unwrap();
+    async_free_off(stack);
+}
+
+mod give_back_under_a_refusal {
+    //! A callback resource under `rmmCudaMalloc` whose deallocate function stops inside a give-
+    //! back (the thread holds the lock that keeps checks to one thread) until another thread's
+    //! refused allocation is done.
+    use super::*;
+    use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering::SeqCst};
+    use std::time::{Duration, Instant};
+
+    static BELOW: AtomicUsize = AtomicUsize::new(0);
+    static STOP_IN_NEXT_FREE: AtomicBool = AtomicBool::new(false);
+    static STOPPED: AtomicBool = AtomicBool::new(false);
+    static REFUSAL_DONE: AtomicBool = AtomicBool::new(false);
+    static TIMED_OUT: AtomicBool = AtomicBool::new(false);
+    static NESTED_ASK: AtomicUsize = AtomicUsize::new(0);
+    static NESTED: AtomicI32 = AtomicI32::new(-1);
+
+    fn below() -> rmmResource_t {
+        BELOW.load(SeqCst) as rmmResource_t
+    }
+
+    extern "C" fn allocate(bytes: usize, stream: cudaStream_t, _: *mut c_void) -> *mut c_void {
+        let mut ptr = null_mut();
+        match rmmResourceAllocate(below(), &mut ptr, bytes, stream) {
+            RMM_SUCCESS => ptr,
+            _ => null_mut(),
+        }
+    }
+
+    extern "C" fn deallocate(ptr: *mut c_void, bytes: usize, stream: cudaStream_t, _: *mut c_void) {
+        if STOP_IN_NEXT_FREE.swap(false, SeqCst) {
+            // This thread gives frees back: a refusal here must neither wait for itself nor
+            // give frees back from inside a callback.
+            let mut nested = null_mut();
+            NESTED.store(rmmResourceAllocate(below(), &mut nested, NESTED_ASK.load(SeqCst), null_mut()) as i32, SeqCst);
+            STOPPED.store(true, SeqCst);
+            let began = Instant::now();
+            while !REFUSAL_DONE.load(SeqCst) {
+                if began.elapsed() > Duration::from_secs(10) {
+                    TIMED_OUT.store(true, SeqCst);
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        rmmResourceDeallocate(below(), ptr, bytes, stream);
+    }
+
+    /// Thread A gives back the older batch and stops inside it; the main thread's allocation
+    /// from a `cuda` resource, refused by the device, takes the newer batch itself, waits for
+    /// it and succeeds without waiting for A. Inside A's stop, a refused allocation on A's own
+    /// thread fails at once (out of memory) and gives nothing back from there.
+    #[test]
+    fn a_refusal_while_another_thread_gives_frees_back_does_not_wait_for_it() {
+        let _guard = setup();
+        let sim = simulator().unwrap();
+        assert_eq!(rmmConfigure(c"async_free:pending=100%/statistics/pool".as_ptr()), RMM_SUCCESS);
+        let cuda = over(|h| rmmCudaResourceCreate(h));
+        BELOW.store(cuda as usize, SeqCst);
+        let callback = over(|h| rmmCallbackResourceCreate(Some(allocate), Some(deallocate), null_mut(), 0, h));
+        let mut previous = null_mut();
+        assert_eq!(rmmSetCurrentDeviceResource(callback, &mut previous), RMM_SUCCESS);
+        let available = 512 * MIB - device_used();
+        let (older_bytes, newer_bytes) = (64 * MIB, available - 96 * MIB);
+        let ask = available - older_bytes; // fits only once the newer block is back
+        NESTED_ASK.store(ask, SeqCst);
+        let stream = streams::create(0).unwrap();
+        sim.stream_hold(stream).unwrap();
+        let older = malloc(older_bytes).unwrap();
+        assert_eq!(free(older), RMM_SUCCESS);
+        cuda_free::before_stream_goes().unwrap();
+        let newer = malloc(newer_bytes).unwrap();
+        assert_eq!(free(newer), RMM_SUCCESS);
+        cuda_free::before_stream_goes().unwrap();
+        let shard = |ptr: usize| rmm_suballoc::address_map::window_shard_of(ptr, rmm_suballoc::address_map::RECORD_WINDOW_BITS, 1024);
+        assert_ne!(shard(older), shard(newer), "the test needs the two records in different shards");
+        sim.stream_finish_held(stream).unwrap();
+        STOP_IN_NEXT_FREE.store(true, SeqCst);
+        let giving_back = std::thread::spawn(|| cuda_free::settle(true));
+        let began = Instant::now();
+        while !STOPPED.load(SeqCst) {
+            assert!(began.elapsed() < Duration::from_secs(10), "the give-back never reached the older block");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut ptr = null_mut();
+        let refused_then_retried = rmmResourceAllocate(cuda, &mut ptr, ask, null_mut());
+        REFUSAL_DONE.store(true, SeqCst);
+        giving_back.join().unwrap().unwrap();
+        assert_eq!(refused_then_retried, RMM_SUCCESS, "{}", last_message());
+        assert!(!TIMED_OUT.load(SeqCst), "the refusal waited for the thread giving frees back");
+        assert_eq!(NESTED.load(SeqCst), RMM_ERROR_OUT_OF_MEMORY as i32, "the refusal inside the callback");
+        assert_eq!(cuda_free::pending_frees(0).count, 0);
+        assert!(!waiting(older) && !waiting(newer));
+        assert_eq!(rmmResourceDeallocate(cuda, ptr, ask, null_mut()), RMM_SUCCESS);
+        assert!(races().is_empty(), "{:?}", races());
+        streams::destroy(stream).unwrap();
+        assert_eq!(rmmSetCurrentDeviceResource(previous, null_mut()), RMM_SUCCESS);
+        for handle in [previous, callback, cuda] {
+            assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
+        }
+        assert_eq!(rmmConfigure(c"".as_ptr()), RMM_SUCCESS);
+    }
 }

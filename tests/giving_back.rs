@@ -51,7 +51,7 @@ fn releasing_the_device_while_threads_allocate_loses_nothing_and_hands_nothing_o
         std::thread::spawn(move || {
             let mut releases = 0;
             while !done.load(Ordering::Relaxed) || releases == 0 {
-                rmm::ownership::release::release_device(0).unwrap();
+                rmm::resources::caches::release_device(0).unwrap();
                 releases += 1;
                 std::thread::yield_now();
             }
@@ -93,7 +93,7 @@ fn releasing_the_device_while_threads_allocate_loses_nothing_and_hands_nothing_o
     assert!(races().is_empty(), "{:?}", races());
     pool.check_invariants().unwrap();
     // Everything is free now: all of it goes back, the pool's initial size too.
-    rmm::ownership::release::release_device(0).unwrap();
+    rmm::resources::caches::release_device(0).unwrap();
     assert_eq!(pool.usage().reserved, 0);
     assert_eq!(expandable.footprint().unwrap().reserved, 0);
 }

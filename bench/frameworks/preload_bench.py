@@ -7,8 +7,10 @@ process of its own. Prints one JSON line per run, then a Markdown table.
 Programs:
 - ``torch-nocache``: PyTorch with its caching allocator off (``PYTORCH_NO_CUDA_MEMORY_CACHING=1``,
   so every tensor is a ``cudaMalloc`` and a ``cudaFree``, as in many legacy solvers), training
-  torchvision's ResNet-50 on synthetic data, batch 64; the median step time and the device
-  memory held at the end above the process's start. ``torch-cache`` is PyTorch's own caching
+  torchvision's ResNet-50 on synthetic data, batch 64; the median step time, the device
+  memory held at the end above the process's start, and the most in use above the start
+  (``peak_mib``: ``mem_get_info`` after every forward pass, backward pass and optimizer step;
+  ``torch.cuda.max_memory_reserved`` does not see ``cudaMalloc`` with PyTorch's cache off). ``torch-cache`` is PyTorch's own caching
   allocator, without the preload library, for comparison. ``torch-nocache-amp`` and
   ``torch-cache-amp``: the same with bf16 autocast and channels-last tensors.
 - ``cupy-nopool``: CuPy with its memory pool off (every array a ``cudaMalloc``), a loop of
@@ -24,7 +26,8 @@ Programs:
 Configurations: ``none`` (no preload), ``unset`` (preload, ``RMM_ALLOC_CONF`` unset), and each
 spec of PRELOAD_SPECS (default: cuda, statistics/pool, statistics/expandable,
 async_free/statistics/pool, async_free/statistics/expandable).
-Environment: PRELOAD_PROGRAMS (comma list), PRELOAD_SPECS (comma list, specs without commas),
+Environment: PRELOAD_PROGRAMS (comma list), PRELOAD_SPECS (comma list, specs without commas,
+passed to ``RMM_ALLOC_CONF`` as written, e.g. ``async_free:pending=2%/statistics/pool``),
 PRELOAD_STEPS (timed ResNet steps, default 10).
 """
 
@@ -65,6 +68,7 @@ def torch_child(cache, amp):
     target = torch.randint(0, 1000, (64,), device="cuda")
     loss_fn = torch.nn.CrossEntropyLoss()
     times = []
+    peak = start_held
     steps = int(os.environ.get("PRELOAD_STEPS", "10"))
     for step in range(steps + 3):
         torch.cuda.synchronize()
@@ -72,12 +76,22 @@ def torch_child(cache, amp):
         optimizer.zero_grad(set_to_none=True)
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
             loss = loss_fn(model(data), target)
+        # The activations are all live here; a reading costs a few microseconds of a ~30 ms
+        # step and needs no synchronization (allocations reserve memory when they return).
+        peak = max(peak, held_mib(torch))
         loss.backward()
+        peak = max(peak, held_mib(torch))
         optimizer.step()
+        peak = max(peak, held_mib(torch))
         torch.cuda.synchronize()
         if step >= 3:
             times.append((time.perf_counter() - began) * 1000)
-    return {"ms": statistics.median(times), "held_mib": round(held_mib(torch) - start_held), "loss": float(loss)}
+    return {
+        "ms": statistics.median(times),
+        "held_mib": round(held_mib(torch) - start_held),
+        "peak_mib": round(peak - start_held),
+        "loss": float(loss),
+    }
 
 
 def cupy_child():
@@ -159,18 +173,18 @@ def main():
         for config in configs:
             results.append(run(program, config, preload, binaries))
     print()
-    print("| program | configuration | time | vs. no preload | held MiB | check |")
-    print("|---|---|---|---|---|---|")
+    print("| program | configuration | time | vs. no preload | held MiB | peak MiB | check |")
+    print("|---|---|---|---|---|---|---|")
     for program in programs:
         rows = [r for r in results if r["program"] == program]
         base = next((r for r in rows if r["config"] == "none"), None)
         key, unit = ("us", "us/iteration" if program == "loop-static" else "us/pair") if program in NATIVE else ("ms", "ms/step" if "torch" in program else "ms/iteration")
         cached = program.replace("nocache", "cache")
         for r in [x for x in results if x["program"] == cached] if cached != program else []:
-            print(f"| {cached} (its own caching allocator) | none | {r.get(key, 0):.2f} {unit} | - | {r.get('held_mib', '-')} | |")
+            print(f"| {cached} (its own caching allocator) | none | {r.get(key, 0):.2f} {unit} | - | {r.get('held_mib', '-')} | {r.get('peak_mib', '-')} | |")
         for r in rows:
             if key not in r:
-                print(f"| {program} | {r['config']} | failed: {r.get('error', '')[:120]!r} | | | |")
+                print(f"| {program} | {r['config']} | failed: {r.get('error', '')[:120]!r} | | | | |")
                 continue
             speedup = f"{base[key] / r[key]:.2f}x faster" if base and key in base else "-"
             check = ""
@@ -178,7 +192,7 @@ def main():
                 check = "same result" if abs(r["checksum"] - base["checksum"]) <= 1e-3 * abs(base["checksum"]) + 1e-6 else "RESULT DIFFERS"
             if "loss" in r:
                 check = f"loss {r['loss']:.3f}"
-            print(f"| {program} | {r['config']} | {r[key]:.2f} {unit} | {speedup} | {r.get('held_mib', '-')} | {check} |")
+            print(f"| {program} | {r['config']} | {r[key]:.2f} {unit} | {speedup} | {r.get('held_mib', '-')} | {r.get('peak_mib', '-')} | {check} |")
 
 
 if __name__ == "__main__":

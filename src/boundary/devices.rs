@@ -186,7 +186,7 @@ pub extern "C" fn rmmPrefetch(ptr: *const std::ffi::c_void, bytes: usize, device
 pub extern "C" fn rmmDeviceRelease(device: c_int, released: *mut usize) -> rmmError_t {
     boundary("rmmDeviceRelease", || {
         backend()?.check_device(device)?;
-        let bytes = crate::ownership::release::release_device(device)?;
+        let bytes = crate::resources::caches::release_device(device)?;
         if !released.is_null() {
             write_out(released, "released", bytes)?;
         }

@@ -48,8 +48,14 @@ static ASYNC_FREE: AtomicBool = AtomicBool::new(false);
 
 /// Makes `spec` the recipe for the default resources of devices that have none yet.
 pub fn configure(spec: Spec) {
-    ASYNC_FREE.store(spec.options().async_free, Ordering::Relaxed);
+    use_options(spec.options());
     *STATE.lock() = Some(State { spec, stacks: Vec::new() });
+}
+
+/// What the configured spec's keywords say about frees: `async_free` and its bound.
+fn use_options(options: Options) {
+    super::cuda_free::configure(options.pending);
+    ASYNC_FREE.store(options.async_free, Ordering::Relaxed);
 }
 
 /// Whether `rmmCudaFree` leaves the waiting for the device to the memory (`async_free`). Not
@@ -97,20 +103,27 @@ pub fn apply_environment() -> Result<()> {
             ErrorKind::InvalidArgument(why) => Error::invalid(format!("{ENVIRONMENT}: {why}")),
             other => other.into(),
         })?;
-        ASYNC_FREE.store(spec.options().async_free, Ordering::Relaxed);
+        use_options(spec.options());
         *state = Some(State { spec, stacks: Vec::new() });
     }
     Ok(())
 }
 
 /// The default resource of `device`: the configured stack (`rmmConfigure`, else
-/// `RMM_ALLOC_CONF`), else `DEFAULT_STACK`.
+/// `RMM_ALLOC_CONF`), else `DEFAULT_STACK`. With `async_free`, a bound the device cannot hold
+/// (more than its memory) is refused here, at the device's first use, with the reason.
 pub fn default_resource(device: i32) -> Result<Arc<dyn MemoryResource>> {
     apply_environment()?;
     let mut state = STATE.lock();
     let Some(state) = state.as_mut() else {
         return Spec::parse(DEFAULT_STACK)?.build_on(device);
     };
+    if state.spec.options().async_free {
+        super::cuda_free::bound(device).map_err(|e| match e.into_kind() {
+            ErrorKind::InvalidArgument(why) => Error::invalid(format!("{}: {why}", state.spec.text())),
+            other => other.into(),
+        })?;
+    }
     let built = state.spec.build_stack(device)?;
     let top = built.top.clone();
     state.stacks.push((device, built));
@@ -172,12 +185,28 @@ mod tests {
     #[test]
     fn keywords_alone_apply_to_the_pooled_default() {
         let pooled = parse("").unwrap();
-        for text in ["report", " report ", "async_free", "report/async_free", "report+async_free"] {
+        for text in [
+            "report",
+            " report ",
+            "async_free",
+            "report/async_free",
+            "report+async_free",
+            "async_free:pending=5%",
+            "report/async_free:pending=1GiB",
+        ] {
             let spec = parse(text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
             assert_eq!(spec.layers(), pooled.layers(), "{text:?}");
             assert_eq!(spec.report(), text.contains("report"), "{text:?}");
         }
         assert!(parse("report/pool").unwrap().report());
         assert!(parse("report/bogus").is_err(), "a stack after the keywords is still checked");
+        assert_eq!(parse("async_free:pending=1GiB").unwrap().options().pending, crate::ownership::spec::PendingBound::Bytes(1 << 30));
+        assert!(parse("async_free:pending=0").is_err(), "a bound alone is still checked");
+        // As the preload bench passes it in RMM_ALLOC_CONF.
+        let bounded = parse("async_free:pending=2%/statistics/pool").unwrap();
+        assert_eq!(bounded.canonical(), "async_free:pending=2%/statistics/pool:initial=0,maximum=0/cuda");
+        // The key:value form, not keywords: `async_free:1` is async_free with the default bound.
+        assert!(parse("async_free:1").unwrap().options().async_free);
+        assert_eq!(parse("async_free:1").unwrap().layers(), parse("stats:1").unwrap().layers());
     }
 }

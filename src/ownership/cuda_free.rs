@@ -25,40 +25,118 @@
 //! `rmmStreamUnregister` or `rmmStreamDestroy` first closes the open batch, so its event is
 //! recorded while it lives; one destroyed unannounced (or while a batch was being closed) makes
 //! that close wait for the whole device instead.
+//!
+//! Frees waiting are memory nobody can use, and a host that runs far ahead of the device would
+//! grow the pool by them without end. So they are bounded per device (`async_free:pending=`,
+//! `spec::PendingBound`, resolved against the device's memory at its first deferred free or
+//! default stack): a free that takes the bytes waiting on its device past the bound first gives
+//! back the closed batches whose events have completed, oldest first, without waiting; if the
+//! bytes are still past it, it closes the open batch and waits for the oldest batches, one at
+//! a time, until they are back under it. Under the bound no free waits. And when a device
+//! refuses an allocation anywhere (a resource's growth, not only `rmmCudaMalloc`), the frees
+//! waiting go back, after waiting for them, before any resource releases what it keeps
+//! (`caches`, where each device's waiting frees are a cache that goes first), so the memory
+//! they held can be released and the allocation retried.
+//!
+//! `RECLAIMING` keeps the checks and the waits for the bound to one thread at a time; a thread
+//! never takes it twice (a callback resource's function may free from inside a give-back). A
+//! device's refusal does not take it: it can come from any thread inside a resource's growth,
+//! with that resource's locks held (a logging adaptor's buffer), which a thread holding
+//! `RECLAIMING` may be waiting for while it gives a batch back. It takes the batches not yet
+//! being given back instead, and waits for them itself; the one that thread holds is not
+//! waited for.
 
 use super::config;
 use super::records::{self, Expected, Holder};
+use super::spec::PendingBound;
 use crate::error::Result;
 use crate::platform::{backend, streams, Event, Stream};
-use parking_lot::Mutex;
+use crate::resources::{caches, callback};
+use parking_lot::{Mutex, MutexGuard};
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
+
+/// A free that waits for the device: the pointer, its device and the bytes of its record.
+#[derive(Clone, Copy)]
+struct Freed {
+    ptr: usize,
+    device: i32,
+    bytes: usize,
+}
 
 /// Frees that wait for events, oldest batch first.
 struct Deferred {
-    /// Freed since the last batch was closed: (pointer, its device).
-    open: Vec<(usize, i32)>,
+    /// Freed since the last batch was closed.
+    open: Vec<Freed>,
     closed: VecDeque<Batch>,
     /// Events of completed batches, for the next ones.
     spare: Vec<(i32, Event)>,
     /// How many events the last close recorded (the open batch's likely cost).
     last_close_events: u32,
+    /// The configured bound (`async_free:pending=`).
+    bound: PendingBound,
+    /// By device number: what waits there, and the bound in bytes once resolved.
+    devices: Vec<PendingFrees>,
+    /// The devices whose refused allocations give the waiting frees back (`WaitingFrees`
+    /// registered with `caches`), from their first bound on.
+    registered: Vec<i32>,
+}
+
+impl Deferred {
+    fn device(&mut self, device: i32) -> &mut PendingFrees {
+        let at = usize::try_from(device).unwrap_or(0);
+        if self.devices.len() <= at {
+            self.devices.resize(at + 1, PendingFrees::default());
+        }
+        &mut self.devices[at]
+    }
+
+    /// Whether the bytes waiting on `device` are past its bound.
+    fn over(&mut self, device: i32) -> bool {
+        let pending = self.device(device);
+        pending.bound.is_some_and(|bound| pending.bytes > bound)
+    }
 }
 
 /// Pointers whose memory is free once all `events` have completed.
 struct Batch {
-    pointers: Vec<(usize, i32)>,
+    pointers: Vec<Freed>,
     events: Vec<(i32, Event)>,
 }
 
-static DEFERRED: Mutex<Deferred> =
-    Mutex::new(Deferred { open: Vec::new(), closed: VecDeque::new(), spare: Vec::new(), last_close_events: 1 });
+/// What waits for one device: frees (open and closed batches), their bytes, and the bound.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PendingFrees {
+    /// Frees waiting.
+    pub count: usize,
+    /// Their bytes (the sizes asked for).
+    pub bytes: usize,
+    /// The most `bytes` may be before a free waits; None until the device's first deferred
+    /// free (or its default stack) resolved the configured bound.
+    pub bound: Option<usize>,
+}
+
+static DEFERRED: Mutex<Deferred> = Mutex::new(Deferred {
+    open: Vec::new(),
+    closed: VecDeque::new(),
+    spare: Vec::new(),
+    last_close_events: 1,
+    bound: PendingBound::Default,
+    devices: Vec::new(),
+    registered: Vec::new(),
+});
 /// Something is deferred: allocations look after it.
 static PENDING: AtomicBool = AtomicBool::new(false);
-/// Held by the one thread that checks the closed batches' events.
+/// Held by the one thread that checks the closed batches' events or waits for the bound
+/// (through `reclaiming`).
 static RECLAIMING: Mutex<()> = Mutex::new(());
+thread_local! {
+    /// Whether this thread holds `RECLAIMING`.
+    static HOLDS_RECLAIMING: Cell<bool> = const { Cell::new(false) };
+}
 /// When the closed batches were last checked, in nanoseconds of `elapsed`.
 static LAST_CHECK: AtomicU64 = AtomicU64::new(0);
 /// When the open batch is due to close by age, in nanoseconds of `elapsed`: set when its first
@@ -83,6 +161,77 @@ fn elapsed() -> Duration {
     START.get_or_init(Instant::now).elapsed()
 }
 
+/// `RECLAIMING`, waiting for it with `wait`; None when this thread holds it already (a free
+/// from inside a give-back) or, without `wait`, when another thread does.
+fn reclaiming(wait: bool) -> Option<Reclaiming> {
+    if holds_reclaiming() {
+        return None;
+    }
+    let guard = match wait {
+        true => RECLAIMING.lock(),
+        false => RECLAIMING.try_lock()?,
+    };
+    let _ = HOLDS_RECLAIMING.try_with(|holds| holds.set(true));
+    Some(Reclaiming { _guard: guard })
+}
+
+fn holds_reclaiming() -> bool {
+    HOLDS_RECLAIMING.try_with(Cell::get).unwrap_or(false)
+}
+
+/// `RECLAIMING` held by this thread, which `holds_reclaiming` tells until it is dropped.
+struct Reclaiming {
+    _guard: MutexGuard<'static, ()>,
+}
+
+impl Drop for Reclaiming {
+    fn drop(&mut self) {
+        let _ = HOLDS_RECLAIMING.try_with(|holds| holds.set(false));
+    }
+}
+
+/// Makes `bound` the bound of frees waiting, resolved again for each device at its next
+/// deferred free (`config` calls it with the configured spec's).
+pub(super) fn configure(bound: PendingBound) {
+    let mut deferred = DEFERRED.lock();
+    deferred.bound = bound;
+    deferred.devices.iter_mut().for_each(|pending| pending.bound = None);
+}
+
+/// The configured bound in bytes on `device`, resolved against its memory the first time
+/// (InvalidArgument, with the reason, for a bound it cannot hold).
+pub fn bound(device: i32) -> Result<usize> {
+    if let Some(bound) = DEFERRED.lock().device(device).bound {
+        return Ok(bound);
+    }
+    let configured = DEFERRED.lock().bound;
+    let total = backend()?.mem_get_info(device)?.1;
+    let bytes = configured.bytes_of(device, total)?;
+    let register = {
+        let mut deferred = DEFERRED.lock();
+        if deferred.bound == configured {
+            deferred.device(device).bound = Some(bytes);
+        }
+        let register = !deferred.registered.contains(&device);
+        if register {
+            deferred.registered.push(device);
+        }
+        register
+    };
+    if register {
+        // Kept for the life of the process: `caches` holds it weakly.
+        static WAITING_FREES: OnceLock<Arc<dyn caches::Cache>> = OnceLock::new();
+        let cache = WAITING_FREES.get_or_init(|| Arc::new(WaitingFrees));
+        caches::register(device, Arc::downgrade(cache));
+    }
+    Ok(bytes)
+}
+
+/// What waits for `device` now (for reports and tests).
+pub fn pending_frees(device: i32) -> PendingFrees {
+    *DEFERRED.lock().device(device)
+}
+
 /// `cudaMalloc`: `bytes` from the current device's resource for use on any stream; NULL for 0.
 pub fn allocate(bytes: usize) -> Result<usize> {
     if PENDING.load(Ordering::Relaxed) {
@@ -102,7 +251,8 @@ pub fn allocate(bytes: usize) -> Result<usize> {
 }
 
 /// `cudaFree`: `ptr` (NULL: nothing) back once the device has done the work given before this
-/// call; waits for that unless the configuration says `async_free`.
+/// call; waits for that unless the configuration says `async_free`, and then only when the
+/// frees waiting on its device pass the bound.
 pub fn free(ptr: usize) -> Result<()> {
     if ptr == 0 {
         return Ok(());
@@ -114,21 +264,51 @@ pub fn free(ptr: usize) -> Result<()> {
         }
         return records::free(ptr, Stream::DEFAULT, Expected::ANY_OF_CALLERS);
     }
-    let device = records::hand_over(ptr, Holder::Caller, Holder::Freeing)?;
+    let (device, bytes) = records::hand_over(ptr, Holder::Caller, Holder::Freeing)?;
     let now = elapsed();
-    let due = {
+    let (due, over) = loop {
         let mut deferred = DEFERRED.lock();
+        let Some(limit) = deferred.device(device).bound else {
+            drop(deferred);
+            if let Err(error) = bound(device) {
+                // Refused with nothing changed: the pointer is the caller's again.
+                records::hand_over(ptr, Holder::Freeing, Holder::Caller)?;
+                return Err(error);
+            }
+            continue;
+        };
         if deferred.open.is_empty() {
             CLOSE_DUE.store(nanos(now + CLOSE_AFTER_PER_EVENT * deferred.last_close_events), Ordering::Relaxed);
         }
-        deferred.open.push((ptr, device));
+        deferred.open.push(Freed { ptr, device, bytes });
+        let pending = deferred.device(device);
+        pending.count += 1;
+        pending.bytes += bytes;
+        let over = pending.bytes > limit;
         PENDING.store(true, Ordering::Relaxed);
-        deferred.open.len() >= BATCH_LIMIT
+        break (deferred.open.len() >= BATCH_LIMIT, over);
     };
     if due || nanos(now) >= CLOSE_DUE.load(Ordering::Relaxed) {
         close_if_due(now, false)?;
     }
-    reclaim_if_due(now)
+    match over {
+        true => keep_under_bound(device),
+        false => reclaim_if_due(now),
+    }
+}
+
+/// The frees waiting on `device` are past its bound: gives back the batches whose events have
+/// completed (no wait); if still past it, closes the open batch and waits for the oldest
+/// batches, one at a time, until they are under it.
+fn keep_under_bound(device: i32) -> Result<()> {
+    let Some(_reclaiming) = reclaiming(true) else { return Ok(()) };
+    LAST_CHECK.store(nanos(elapsed()), Ordering::Relaxed);
+    reclaim(Wait::No)?;
+    if !DEFERRED.lock().over(device) {
+        return Ok(());
+    }
+    close_if_due(elapsed(), true)?;
+    reclaim(Wait::UntilUnder(device)).map(drop)
 }
 
 /// Closes the open batch when it is due (or with `now_anyway`, when it holds anything).
@@ -163,13 +343,13 @@ fn close_if_due(now: Duration, now_anyway: bool) -> Result<()> {
     }
 }
 
-type Recorded = std::result::Result<Batch, (Vec<(usize, i32)>, crate::error::Error)>;
+type Recorded = std::result::Result<Batch, (Vec<Freed>, crate::error::Error)>;
 
 /// Records, on the legacy default stream and every trusted stream of each device `pointers`
 /// belong to, the events after which they are free; `spare` events first. Returns the batch
 /// (or the pointers and the error) and the spare events left.
-fn record_events(pointers: Vec<(usize, i32)>, mut spare: Vec<(i32, Event)>) -> (Recorded, Vec<(i32, Event)>) {
-    let mut devices: Vec<i32> = pointers.iter().map(|&(_, device)| device).collect();
+fn record_events(pointers: Vec<Freed>, mut spare: Vec<(i32, Event)>) -> (Recorded, Vec<(i32, Event)>) {
+    let mut devices: Vec<i32> = pointers.iter().map(|freed| freed.device).collect();
     devices.sort_unstable();
     devices.dedup();
     let mut events = Vec::new();
@@ -222,31 +402,44 @@ fn reclaim_if_due(now: Duration) -> Result<()> {
     if now_ns.saturating_sub(LAST_CHECK.load(Ordering::Relaxed)) < nanos(CHECK_EVERY) {
         return Ok(());
     }
-    let Some(_checking) = RECLAIMING.try_lock() else { return Ok(()) };
+    let Some(_checking) = reclaiming(false) else { return Ok(()) };
     LAST_CHECK.store(now_ns, Ordering::Relaxed);
-    reclaim(false)
+    reclaim(Wait::No).map(drop)
 }
 
 /// Closes the open batch and gives back the batches whose events have completed; with `wait`,
-/// all of them, waiting for their events.
+/// all of them, waiting for their events. Nothing on a thread that is giving frees back
+/// already.
 pub fn settle(wait: bool) -> Result<()> {
-    let _checking = RECLAIMING.lock();
+    let Some(_checking) = reclaiming(true) else { return Ok(()) };
     close_if_due(elapsed(), true)?;
-    reclaim(wait)
+    reclaim(if wait { Wait::All } else { Wait::No }).map(drop)
 }
 
-/// Gives back every closed batch, oldest first, whose events have completed (with `wait`: all,
-/// after waiting for them). The caller holds `RECLAIMING`.
-fn reclaim(wait: bool) -> Result<()> {
+/// How far `reclaim` waits for events that have not completed.
+#[derive(Clone, Copy)]
+enum Wait {
+    No,
+    All,
+    /// While the frees waiting on the device are past its bound.
+    UntilUnder(i32),
+}
+
+/// Gives back every closed batch, oldest first, whose events have completed, and waits for
+/// those that have not as `wait` says; the bytes given back. Batches taken out by another
+/// thread meanwhile are that thread's to give back.
+fn reclaim(wait: Wait) -> Result<usize> {
     let platform = backend()?;
     let mut outcome = Ok(());
+    let mut given_back = 0;
     loop {
         let Some(batch) = DEFERRED.lock().closed.pop_front() else { break };
         let mut complete = Ok(true);
+        let mut may_wait = None;
         for &(_, event) in &batch.events {
-            complete = match wait {
-                true => platform.event_synchronize(event).map(|()| true),
-                false => platform.event_query(event),
+            complete = match platform.event_query(event) {
+                Ok(false) if *may_wait.get_or_insert_with(|| should_wait(wait)) => platform.event_synchronize(event).map(|()| true),
+                queried => queried,
             };
             if complete != Ok(true) {
                 break;
@@ -259,21 +452,74 @@ fn reclaim(wait: bool) -> Result<()> {
             }
             break;
         }
-        for &(ptr, _) in &batch.pointers {
+        for freed in &batch.pointers {
             let freeing = Expected { stack: None, size: None, holder: Holder::Freeing };
-            if let Err(error) = records::free(ptr, Stream::DEFAULT, freeing) {
+            if let Err(error) = records::free(freed.ptr, Stream::DEFAULT, freeing) {
                 outcome = outcome.and(Err(error));
             }
         }
-        DEFERRED.lock().spare.extend(batch.events);
+        let mut deferred = DEFERRED.lock();
+        for freed in &batch.pointers {
+            let pending = deferred.device(freed.device);
+            pending.count -= 1;
+            pending.bytes -= freed.bytes;
+            given_back += freed.bytes;
+        }
+        deferred.spare.extend(batch.events);
     }
     let deferred = DEFERRED.lock();
     PENDING.store(!deferred.open.is_empty() || !deferred.closed.is_empty(), Ordering::Relaxed);
-    outcome
+    outcome.map(|()| given_back)
 }
 
-/// Whether frees are waiting for the device (for tests).
+fn should_wait(wait: Wait) -> bool {
+    match wait {
+        Wait::No => false,
+        Wait::All => true,
+        Wait::UntilUnder(device) => DEFERRED.lock().over(device),
+    }
+}
+
+/// A device refused an allocation: every frees waiting goes back, after waiting for it; the
+/// bytes given back. Not on a thread inside a callback resource's function (the free that
+/// called it may hold the record of a pointer given back here) or giving frees back already.
+fn give_back_for_want_of_memory() -> Result<usize> {
+    give_back(Wait::All)
+}
+
+/// Gives the waiting frees back as `wait` says (see `give_back_for_want_of_memory` for when
+/// nothing is done); the bytes given back.
+fn give_back(wait: Wait) -> Result<usize> {
+    if !PENDING.load(Ordering::Relaxed) || callback::running_on_this_thread() || holds_reclaiming() {
+        return Ok(0);
+    }
+    close_if_due(elapsed(), true)?;
+    reclaim(wait)
+}
+
+/// The waiting frees, as `caches` asks a device's resources to release when it refuses an
+/// allocation (registered for each device with frees): they go back first, so that the
+/// resources they go back to can release the memory in turn. All waiting frees go, whatever
+/// their device: waiting for them device by device would take batches out of order for a rare
+/// case (several devices).
+struct WaitingFrees;
+
+impl caches::Cache for WaitingFrees {
+    fn release_cached(&self) -> Result<usize> {
+        give_back_for_want_of_memory()
+    }
+
+    /// On demand (`rmmDeviceRelease`): the frees whose work is done, without waiting.
+    fn release_all_free(&self) -> Result<usize> {
+        give_back(Wait::No)
+    }
+
+    fn goes_first(&self) -> bool {
+        true
+    }
+}
+
+/// Whether frees are waiting for the device, on every device (for tests).
 pub fn pending() -> usize {
-    let deferred = DEFERRED.lock();
-    deferred.open.len() + deferred.closed.iter().map(|batch| batch.pointers.len()).sum::<usize>()
+    DEFERRED.lock().devices.iter().map(|pending| pending.count).sum()
 }

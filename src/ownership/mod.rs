@@ -3,8 +3,7 @@
 //! the PyTorch and CuPy entry points, realloc, and through them the preload library) goes
 //! through `records`; the per-device registry says which stack `rmmAlloc` uses. Built on
 //! them: legacy RMM's semantics (`legacy`, `legacy_log`), `cudaMalloc`/`cudaFree`'s
-//! (`cuda_free`), device buffers, the `RMM_ALLOC_CONF` stacks (`config`) and giving a device's free memory
-//! back on demand (`release`).
+//! (`cuda_free`), device buffers and the `RMM_ALLOC_CONF` stacks (`config`).
 
 pub mod config;
 pub mod cuda_free;
@@ -13,7 +12,6 @@ pub mod legacy;
 pub mod legacy_log;
 pub mod per_device;
 pub mod records;
-pub mod release;
 pub mod spec;
 pub mod stack;
 

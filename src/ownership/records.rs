@@ -272,9 +272,9 @@ pub fn find(ptr: usize) -> Option<Found> {
 }
 
 /// Hands the caller's live `ptr` over from `from` to `to` (the record stays; the memory is not
-/// freed); the device of its stack. Refused with nothing changed when `ptr` is not a live record
-/// of `from`'s.
-pub fn hand_over(ptr: usize, from: Holder, to: Holder) -> Result<i32> {
+/// freed); the device of its stack and the size asked for. Refused with nothing changed when
+/// `ptr` is not a live record of `from`'s.
+pub fn hand_over(ptr: usize, from: Holder, to: Holder) -> Result<(i32, usize)> {
     let mut guard = RECORDS[shard_index(ptr)].0.lock();
     let shard = &mut *guard;
     let Some(record) = shard.records.get_mut(&ptr) else {
@@ -286,8 +286,8 @@ pub fn hand_over(ptr: usize, from: Holder, to: Holder) -> Result<i32> {
         return Err(mismatch(ptr, record.size, record.holder, &shard.entry(record.entry).stack, expected));
     }
     record.holder = to;
-    let entry = record.entry;
-    Ok(shard.entry(entry).stack.device())
+    let (entry, size) = (record.entry, record.size);
+    Ok((shard.entry(entry).stack.device(), size))
 }
 
 /// The number and total bytes of live records.

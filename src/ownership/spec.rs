@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! spec   := ( KEYWORD SEP )* layer ( SEP layer )*       outermost layer first
-//! KEYWORD:= "report" | "async_free"                    each at most once, before the layers
+//! KEYWORD:= "report" | "async_free" [ ":pending=" BOUND ]   each at most once, before the layers
+//! BOUND  := SIZE | PERCENT "%"                         bytes of frees waiting on one device
 //! SEP    := "/"   ("+" instead when the spec contains a "+", so that values may hold "/")
 //! layer  := NAME [ ":" KEY "=" value ( "," KEY "=" value )* ]
 //! value  := WORD | "[" WORD ( "," WORD )* "]"
@@ -23,7 +24,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::resources::adaptors::{StatisticsAdaptor, TrackingAdaptor};
 use crate::resources::kinds::{self, Kind, Place, Role, Type, Value, KINDS, UNLIMITED};
 use crate::resources::{handle_type, MemoryResource};
-use crate::units::{parse_size, spec_size};
+use crate::units::{self, parse_size, spec_size};
 use std::fmt;
 use std::sync::Arc;
 
@@ -186,16 +187,27 @@ pub struct Options {
     /// for the device: the memory waits instead, until the device has done everything it had
     /// been given before the free.
     pub async_free: bool,
+    /// With `async_free`: how many bytes of frees may wait for one device before a free waits
+    /// for the oldest of them (`async_free:pending=...`).
+    pub pending: PendingBound,
 }
 
 impl Options {
     /// The keywords, in the order the canonical form gives them.
     const KEYWORDS: [&'static str; 2] = ["report", "async_free"];
 
-    /// Whether `text` is keywords only (`report`, `report/async_free`): options without a stack.
+    /// Whether `text` is keywords only (`report`, `report/async_free`,
+    /// `async_free:pending=1GiB`): options without a stack. `report:1` and `async_free:1` are
+    /// the `key:value` form.
     pub(crate) fn keywords_only(text: &str) -> bool {
         let separator = if text.contains('+') { '+' } else { '/' };
-        text.split(separator).all(|piece| Options::KEYWORDS.contains(&piece.trim().to_ascii_lowercase().as_str()))
+        text.split(separator).all(|piece| {
+            let piece = piece.trim().to_ascii_lowercase();
+            match piece.split_once(':') {
+                None => Options::KEYWORDS.contains(&piece.as_str()),
+                Some((name, parameters)) => name.trim() == "async_free" && parameters.contains('='),
+            }
+        })
     }
 
     fn flag(&mut self, keyword: &str) -> Option<&mut bool> {
@@ -206,11 +218,127 @@ impl Options {
         }
     }
 
-    fn keywords(&self) -> impl Iterator<Item = &'static str> + '_ {
-        Options::KEYWORDS.into_iter().filter(|keyword| match *keyword {
-            "report" => self.report,
-            _ => self.async_free,
-        })
+    /// The keywords as the canonical form gives them: a bound other than the default is
+    /// spelled out, the default is not (it follows the library's default when that changes).
+    fn keywords(&self) -> Vec<String> {
+        let mut keywords = Vec::new();
+        if self.report {
+            keywords.push("report".to_string());
+        }
+        if self.async_free {
+            keywords.push(match self.pending {
+                PendingBound::Default => "async_free".to_string(),
+                bound => format!("async_free:pending={bound}"),
+            });
+        }
+        keywords
+    }
+}
+
+/// `async_free`'s bound: how many bytes of frees may wait for one device (frees whose memory
+/// goes back to its resource once the device has done the work given before them) before a
+/// free waits for the oldest of them. Frees waiting are memory nobody can use, and the pool
+/// grows by them; waiting for the oldest costs the host the time the device needs to reach
+/// them, which the bound keeps to the work that many freed bytes stand for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PendingBound {
+    /// `async_free` alone: `DEFAULT_PENDING_PERCENT` of the device's memory, and at least
+    /// `DEFAULT_PENDING_FLOOR` (at most the whole device).
+    #[default]
+    Default,
+    /// `pending=SIZE`: bytes, above 0 and at most the device's memory.
+    Bytes(usize),
+    /// `pending=P%`: hundredths of a percent of the device's memory, 1 (0.01%) to 10000.
+    Hundredths(u32),
+}
+
+/// The default bound's share of the device's memory, in hundredths of a percent (2%): an
+/// 80 GiB H100 lets 1.6 GiB of frees wait, a 141 GiB H200 2.8 GiB. A starting point, to be
+/// measured with `scripts/gpu-preload-bench.sh` (docs/src/preload.md): the frees a host runs
+/// ahead by are the memory its queued kernels free, and a bound well above what one kernel
+/// frees makes a free wait only for work queued long before it.
+pub const DEFAULT_PENDING_PERCENT: u32 = 200;
+/// The least the default bound allows: on a small device, room for a batch of frees of the
+/// sizes a training step frees (tens of MiB each) before any free waits.
+pub const DEFAULT_PENDING_FLOOR: usize = 256 << 20;
+
+impl PendingBound {
+    /// The bytes it lets wait on `device`, whose memory is `total` bytes; a bound the device
+    /// cannot hold (more than its memory, or a share that comes to 0 bytes) is an
+    /// InvalidArgument that says so.
+    pub fn bytes_of(self, device: i32, total: usize) -> Result<usize> {
+        let share = |hundredths: u32| usize::try_from(total as u128 * u128::from(hundredths) / 10_000).unwrap_or(usize::MAX);
+        match self {
+            PendingBound::Default => Ok(share(DEFAULT_PENDING_PERCENT).max(DEFAULT_PENDING_FLOOR).min(total)),
+            PendingBound::Bytes(bytes) if bytes > total => Err(Error::invalid(format!(
+                "async_free:pending={self} is more than device {device}'s memory, {}: give a size up to it, or a \
+                 percentage of it",
+                units::exact(total)
+            ))),
+            PendingBound::Bytes(bytes) => Ok(bytes),
+            PendingBound::Hundredths(hundredths) => match share(hundredths) {
+                0 => Err(Error::invalid(format!(
+                    "async_free:pending={self} of device {device}'s memory, {}, is 0 bytes: every free would wait",
+                    units::exact(total)
+                ))),
+                bytes => Ok(bytes),
+            },
+        }
+    }
+
+    /// `pending=`'s `value`: a size or a percentage (up to two decimals) of the device's
+    /// memory, above 0 and at most 100%.
+    fn parse(source: &Source, value: Piece) -> Result<PendingBound> {
+        let garbage = || {
+            source.error(
+                value,
+                &format!(
+                    "async_free: pending={} is not a size (e.g. 2GiB) or a percentage of the device's memory (e.g. 2%, 0.5%)",
+                    value.text
+                ),
+            )
+        };
+        let bound = match value.text.strip_suffix('%') {
+            Some(percent) => {
+                let (whole, fraction) = percent.split_once('.').unwrap_or((percent, ""));
+                let digits = |text: &str| text.bytes().all(|b| b.is_ascii_digit());
+                if whole.is_empty() || whole.len() > 3 || !digits(whole) || fraction.len() > 2 || !digits(fraction) {
+                    return Err(garbage());
+                }
+                if percent.ends_with('.') {
+                    return Err(garbage());
+                }
+                let whole: u32 = whole.parse().map_err(|_| garbage())?;
+                let fraction: u32 = format!("{fraction:0<2}").parse().map_err(|_| garbage())?;
+                PendingBound::Hundredths(whole * 100 + fraction)
+            }
+            None => PendingBound::Bytes(parse_size(value.text).ok_or_else(garbage)?),
+        };
+        match bound {
+            PendingBound::Bytes(0) | PendingBound::Hundredths(0) => Err(source.error(
+                value,
+                &format!("async_free: pending={} would make every free wait: give a size or a percentage above 0", value.text),
+            )),
+            PendingBound::Hundredths(hundredths) if hundredths > 10_000 => {
+                Err(source.error(value, &format!("async_free: pending={} is more than the device's memory (at most 100%)", value.text)))
+            }
+            bound => Ok(bound),
+        }
+    }
+}
+
+impl fmt::Display for PendingBound {
+    /// As a spec gives it: `2GiB`, `2%`, `0.5%`; the default as `default`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            PendingBound::Default => f.write_str("default"),
+            PendingBound::Bytes(bytes) => f.write_str(&spec_size(bytes)),
+            PendingBound::Hundredths(hundredths) => match hundredths % 100 {
+                0 => write!(f, "{}%", hundredths / 100),
+                cents if cents % 10 == 0 => write!(f, "{}.{}%", hundredths / 100, cents / 10),
+                cents => write!(f, "{}.{cents:02}%", hundredths / 100),
+            },
+        }
     }
 }
 
@@ -510,7 +638,7 @@ impl Spec {
         // Only a path holds a "/".
         let holds_slash = self.layers.iter().any(|l| l.canonical().contains('/'));
         let separator = if holds_slash { "+" } else { "/" };
-        let keywords = self.options.keywords().map(str::to_string);
+        let keywords = self.options.keywords().into_iter();
         keywords.chain(self.layers.iter().map(Layer::canonical)).collect::<Vec<_>>().join(separator)
     }
 
@@ -576,13 +704,22 @@ fn parse_stack(source: &Source, whole: Piece) -> Result<(Options, Vec<Layer>)> {
     for piece in pieces {
         let name = piece.text.split(':').next().unwrap_or_default().trim().to_ascii_lowercase();
         if let Some(flag) = options.flag(&name) {
-            if !layers.is_empty() || *flag || piece.text.contains(':') {
-                return Err(source.error(
-                    piece,
-                    &format!("{name} takes no parameters and comes once, before the layers (report/async_free/statistics/pool)"),
-                ));
+            let parameters = piece.split_once(source, ':')?.map(|(_, parameters)| parameters.trim());
+            if name == "report" && (!layers.is_empty() || *flag || parameters.is_some()) {
+                return Err(
+                    source.error(piece, "report takes no parameters and comes once, before the layers (report/async_free/statistics/pool)")
+                );
+            }
+            if !layers.is_empty() || *flag {
+                return Err(source.error(piece, "async_free comes once, before the layers (async_free:pending=2GiB/statistics/pool)"));
             }
             *flag = true;
+            if name == "async_free" {
+                let parameters = Params::parse(source, "async_free", &["pending"], parameters)?;
+                if let Some(value) = parameters.value("pending") {
+                    options.pending = PendingBound::parse(source, value)?;
+                }
+            }
             continue;
         }
         if piece.text.is_empty() {
@@ -699,7 +836,7 @@ fn parse_shorthand(source: &Source, whole: Piece) -> Result<(Options, Vec<Layer>
         }
     };
     layers.extend(base);
-    Ok((Options { report, async_free }, layers))
+    Ok((Options { report, async_free, pending: PendingBound::Default }, layers))
 }
 
 #[cfg(test)]
@@ -851,9 +988,28 @@ mod tests {
             ("cuda_async:release_threshold=some", "some", 30, "a size (e.g. 1GiB) or unlimited"),
             ("expandable:peers=[0,x]", "x", 21, "a device number"),
             ("statistics/report/pool", "report", 12, "report takes no parameters and comes once, before the layers"),
-            ("async_free/async_free/pool", "async_free", 12, "async_free takes no parameters and comes once"),
-            ("pool/async_free", "async_free", 6, "async_free takes no parameters and comes once, before the layers"),
+            ("report:x=1/pool", "report:x=1", 1, "report takes no parameters"),
+            ("async_free/async_free/pool", "async_free", 12, "async_free comes once, before the layers"),
+            ("pool/async_free", "async_free", 6, "async_free comes once, before the layers"),
+            ("pool/async_free:pending=1GiB", "async_free:pending=1GiB", 6, "async_free comes once, before the layers"),
             ("async_free", "async_free", 1, "no layer: expected a stack after the keywords"),
+            // async_free's bound.
+            ("async_free:pending=0/pool", "0", 20, "pending=0 would make every free wait"),
+            ("async_free:pending=0%/pool", "0%", 20, "pending=0% would make every free wait"),
+            ("async_free:pending=0.00%/pool", "0.00%", 20, "would make every free wait"),
+            ("async_free:pending=lots/pool", "lots", 20, "pending=lots is not a size (e.g. 2GiB) or a percentage"),
+            ("async_free:pending=2.555%/pool", "2.555%", 20, "is not a size (e.g. 2GiB) or a percentage"),
+            ("async_free:pending=-1%/pool", "-1%", 20, "is not a size (e.g. 2GiB) or a percentage"),
+            ("async_free:pending=%/pool", "%", 20, "is not a size"),
+            ("async_free:pending=2.%/pool", "2.%", 20, "is not a size"),
+            ("async_free:pending=150%/pool", "150%", 20, "pending=150% is more than the device's memory (at most 100%)"),
+            ("async_free:pending=100.01%/pool", "100.01%", 20, "more than the device's memory"),
+            ("async_free:bound=1GiB/pool", "bound", 12, "unknown key \"bound\" for async_free: async_free takes pending"),
+            ("async_free:pending=1GiB,pending=2GiB/pool", "pending", 25, "async_free: pending is given twice (first at column 12)"),
+            ("async_free:pending=1GiB,/pool", "", 25, "an empty parameter: expected key=value (async_free takes pending)"),
+            // A value without "=" is the key:value form's.
+            ("async_free:/pool", "/pool", 12, "async_free: expected 1 or 0"),
+            ("async_free:pending=/pool", "", 20, "async_free: pending= has no value"),
             // The shorthand.
             ("resource:bogus", "bogus", 10, "resource:bogus: expected pool, arena, binning"),
             ("initial_pool_size:lots", "lots", 19, "initial_pool_size: not a size"),
@@ -876,6 +1032,64 @@ mod tests {
             assert_eq!(caret.find('^'), Some(4 + column - 1), "{text:?}: the caret line {caret:?} is under column {column}");
             assert_eq!(caret.trim().len(), token.chars().count().max(1), "{text:?}: {caret:?} underlines {token:?}");
         }
+    }
+
+    #[test]
+    fn async_free_bounds_round_trip_through_the_canonical_form() {
+        let cases = [
+            ("async_free/pool", "async_free/pool:initial=0,maximum=0/cuda", PendingBound::Default),
+            ("async_free:pending=1GiB/pool", "async_free:pending=1GiB/pool:initial=0,maximum=0/cuda", PendingBound::Bytes(1 << 30)),
+            ("ASYNC_FREE: pending = 1024MiB /pool", "async_free:pending=1GiB/pool:initial=0,maximum=0/cuda", PendingBound::Bytes(1 << 30)),
+            ("async_free:pending=1000/cuda", "async_free:pending=1000/cuda", PendingBound::Bytes(1000)),
+            ("async_free:pending=2%/cuda", "async_free:pending=2%/cuda", PendingBound::Hundredths(200)),
+            ("async_free:pending=2.50%/cuda", "async_free:pending=2.5%/cuda", PendingBound::Hundredths(250)),
+            ("async_free:pending=0.05%/cuda", "async_free:pending=0.05%/cuda", PendingBound::Hundredths(5)),
+            ("async_free:pending=100%/cuda", "async_free:pending=100%/cuda", PendingBound::Hundredths(10_000)),
+            (
+                "report/async_free:pending=512MiB/statistics/pool",
+                "report/async_free:pending=512MiB/statistics/pool:initial=0,maximum=0/cuda",
+                PendingBound::Bytes(512 << 20),
+            ),
+            (
+                "async_free:pending=5%+logging:path=/tmp/a.csv+pool",
+                "async_free:pending=5%+logging:path=/tmp/a.csv+pool:initial=0,maximum=0+cuda",
+                PendingBound::Hundredths(500),
+            ),
+            // The key:value form takes the default bound.
+            ("async_free:1,stats:0", "async_free/pool:initial=0,maximum=0/cuda", PendingBound::Default),
+        ];
+        for (text, canonical, bound) in cases {
+            let parsed = spec(text);
+            assert_eq!(parsed.canonical(), canonical, "{text}");
+            assert_eq!(parsed.options(), Options { report: text.starts_with("report"), async_free: true, pending: bound }, "{text}");
+            assert_eq!(spec(canonical).options(), parsed.options(), "{canonical}");
+            assert_eq!(spec(canonical).layers(), parsed.layers(), "{canonical}");
+        }
+        assert_eq!(spec("pool").options().pending, PendingBound::Default, "no async_free, no bound");
+    }
+
+    #[test]
+    fn a_bound_comes_to_bytes_of_the_device_or_says_why_it_cannot() {
+        const GIB: usize = 1 << 30;
+        let bytes = |bound: PendingBound, total: usize| bound.bytes_of(3, total);
+        assert_eq!(bytes(PendingBound::Bytes(GIB), 80 * GIB), Ok(GIB));
+        assert_eq!(bytes(PendingBound::Bytes(80 * GIB), 80 * GIB), Ok(80 * GIB), "the whole device");
+        assert_eq!(bytes(PendingBound::Hundredths(250), 80 * GIB), Ok(2 * GIB));
+        assert_eq!(bytes(PendingBound::Hundredths(10_000), 80 * GIB), Ok(80 * GIB));
+        // The default: its share of a large device, its floor on a small one, never more than all.
+        assert_eq!(DEFAULT_PENDING_PERCENT, 200, "docs/src/configuration.md and preload.md give this default");
+        assert_eq!(DEFAULT_PENDING_FLOOR, 256 << 20, "docs/src/configuration.md and preload.md give this floor");
+        assert_eq!(bytes(PendingBound::Default, 100 * GIB), Ok(2 * GIB));
+        assert_eq!(bytes(PendingBound::Default, 4 * GIB), Ok(DEFAULT_PENDING_FLOOR));
+        assert_eq!(bytes(PendingBound::Default, 64 << 20), Ok(64 << 20));
+        let refused = |bound: PendingBound, total: usize| match bytes(bound, total) {
+            Err(e) if matches!(e.kind(), ErrorKind::InvalidArgument(_)) => e.to_string(),
+            other => panic!("{bound:?} of {total} bytes: {other:?}"),
+        };
+        let message = refused(PendingBound::Bytes(GIB + 1), GIB);
+        assert!(message.contains("async_free:pending=1073741825 is more than device 3's memory, 1.00 GiB"), "{message}");
+        let message = refused(PendingBound::Hundredths(1), 4096);
+        assert!(message.contains("async_free:pending=0.01% of device 3's memory, 4.00 KiB (4096 bytes), is 0 bytes"), "{message}");
     }
 
     #[test]

@@ -22,6 +22,11 @@ pub trait Cache: Send + Sync {
     fn retire_stream(&self, _identity: u64, _alive: Option<crate::platform::Stream>) -> Result<()> {
         Ok(())
     }
+    /// Whether it releases before every resource: what it holds goes back into them (frees
+    /// that wait for the device), for them to release in turn.
+    fn goes_first(&self) -> bool {
+        false
+    }
 }
 
 /// (device, cache); entries whose resource is gone are dropped as new ones come.
@@ -81,11 +86,16 @@ pub fn release_device(device: i32) -> Result<usize> {
     first
 }
 
-/// The live resources of `device`, those above others first (they were made later), so what
-/// they hand back reaches the ones below before those release in turn. Held outside the
-/// registry's lock: releasing frees into other resources, and the last reference to a
-/// resource destroyed meanwhile may be dropped by the caller.
+/// The live resources of `device` in the order they release: caches that go first
+/// (`Cache::goes_first`), then resources above others (they were made later), so what they hand
+/// back reaches the ones below before those release in turn. Held outside the registry's lock:
+/// releasing frees into other resources, and the last reference to a resource destroyed
+/// meanwhile may be dropped by the caller.
 fn caches_of(device: i32) -> Vec<std::sync::Arc<dyn Cache>> {
-    let caches = CACHES.lock().unwrap_or_else(|e| e.into_inner());
-    caches.iter().rev().filter(|(of, _)| *of == device).filter_map(|(_, cache)| cache.upgrade()).collect()
+    let mut live: Vec<_> = {
+        let caches = CACHES.lock().unwrap_or_else(|e| e.into_inner());
+        caches.iter().rev().filter(|(of, _)| *of == device).filter_map(|(_, cache)| cache.upgrade()).collect()
+    };
+    live.sort_by_key(|cache| !cache.goes_first());
+    live
 }

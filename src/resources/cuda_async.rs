@@ -96,7 +96,7 @@ impl AsyncResource {
 impl MemoryResource for AsyncResource {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
         require_nonzero(bytes, self.name())?;
-        backend()?.allocate_from_pool(self.device, self.pool, bytes, stream)
+        super::caches::retry_after_releasing(self.device, || backend()?.allocate_from_pool(self.device, self.pool, bytes, stream))
     }
 
     fn deallocate(&self, ptr: usize, _bytes: usize, stream: Stream) -> Result<()> {

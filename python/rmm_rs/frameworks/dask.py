@@ -199,7 +199,7 @@ class RmmRsPlugin(WorkerPlugin):
         else:
             spec = self.spec if self.spec is not None else (os.environ.get("RMM_ALLOC_CONF") or _core.DEFAULT_SPEC)
             spec = spec.replace("{name}", name).replace("{device}", gpu)
-            if spec.replace("+", "/").split("/")[0].strip() in ("report", "async_free"):
+            if spec.replace("+", "/").split("/")[0].split(":")[0].strip() in ("report", "async_free"):
                 # Keywords of default stacks, which only rmmConfigure takes: the device gets
                 # the stack at its first use (a fresh worker's device has none yet).
                 _core.configure_from_string(spec)
