@@ -28,7 +28,9 @@ spec of PRELOAD_SPECS (default: cuda, statistics/pool, statistics/expandable,
 async_free/statistics/pool, async_free/statistics/expandable).
 Environment: PRELOAD_PROGRAMS (comma list), PRELOAD_SPECS (comma list, specs without commas,
 passed to ``RMM_ALLOC_CONF`` as written, e.g. ``async_free:pending=2%/statistics/pool``),
-PRELOAD_STEPS (timed ResNet steps, default 10).
+PRELOAD_STEPS (timed ResNet steps, default 10), PRELOAD_BASELINES (which of none, unset and
+cache run; default all three), PRELOAD_BEFORE (another build's preload library: each spec runs
+under it too, just before, as "before: SPEC", for a before/after in one run).
 """
 
 import json
@@ -165,12 +167,20 @@ def main():
     binaries = {"loop": sys.argv[2], "threads": sys.argv[3]}
     programs = [p for p in os.environ.get("PRELOAD_PROGRAMS", ",".join(PROGRAMS)).split(",") if p]
     specs = [s for s in os.environ.get("PRELOAD_SPECS", ",".join(SPECS)).split(",") if s]
-    configs = ["none", "unset"] + specs
+    baselines = [b for b in os.environ.get("PRELOAD_BASELINES", "none,unset,cache").split(",") if b]
+    configs = [b for b in baselines if b in ("none", "unset")] + specs
+    # PRELOAD_BEFORE=LIB: each spec also under another build of the preload library, run just
+    # before this one's (configuration "before: SPEC"), for a before/after in one run.
+    before = os.environ.get("PRELOAD_BEFORE")
     results = []
     for program in programs:
-        if program.startswith("torch-nocache"):
+        if program.startswith("torch-nocache") and "cache" in baselines:
             results.append(run(program.replace("nocache", "cache"), "none", preload, binaries))
         for config in configs:
+            if before and config not in ("none", "unset"):
+                result = run(program, config, before, binaries)
+                result["config"] = "before: " + config
+                results.append(result)
             results.append(run(program, config, preload, binaries))
     print()
     print("| program | configuration | time | vs. no preload | held MiB | peak MiB | check |")
