@@ -2,6 +2,8 @@
 //! the memory itself, built here once so that the layers above share one implementation of
 //! each (and one place for the `unsafe` they need).
 //!
+//! - `barrier`: a memory barrier on every processor running the process (membarrier), the
+//!   rare side of an asymmetric handshake.
 //! - `bias`: ownership of shared state by one thread, at no atomic read-modify-write for it.
 //! - `biased_lock`: a lock whose usual thread enters with plain loads and stores.
 //! - `published`: a value read with one acquire load and replaced rarely.
@@ -14,6 +16,7 @@
 //! `std`, `libc`, `parking_lot` and `thread_local`), and every layer, `platform` included, may use it. Nothing
 //! here knows about devices or streams.
 
+pub mod barrier;
 pub mod bias;
 pub mod biased_lock;
 pub mod call_site;
