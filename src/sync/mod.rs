@@ -11,6 +11,8 @@
 //! - `clock`: the wall clock for log lines, and a counter that orders events across threads.
 //! - `call_site`: the file and line of the C call in progress, for the adaptors below it.
 //! - `per_thread`: a value per thread, on cache lines no other thread's value shares.
+//! - `thread_cache`: threads' copies of published `Arc`s, read with plain loads and taken back
+//!   from idle threads when a value is replaced.
 //!
 //! This is the bottom layer, beside `platform`: it uses no other module of the crate (only
 //! `std`, `libc`, `parking_lot` and `thread_local`), and every layer, `platform` included, may use it. Nothing
@@ -24,3 +26,4 @@ pub mod clock;
 pub mod per_thread;
 pub mod published;
 pub mod shared;
+pub mod thread_cache;
