@@ -823,9 +823,13 @@ module rmm
     ! Makes `resource` the resource of `device` (the registry keeps its own reference, so the
     ! caller may destroy its handle). If `previous` is not NULL it receives a new handle to the
     ! resource replaced, owned by the caller. The resource must belong to `device`. Each thread
-    ! keeps the resource it last allocated from on each device (so that allocating takes no lock):
-    ! a replaced resource whose handles are all destroyed goes, and gives its memory back, once
-    ! every thread that allocated from it has allocated on that device again, or exited.
+    ! keeps the resource it last allocated from on each device (so that allocating takes no lock);
+    ! before this returns, every thread that is not inside an allocation lets go of the replaced
+    ! resource, and each thread inside one lets go of it as that call returns. So a replaced
+    ! resource goes, and gives its memory back, once its handles are destroyed and the calls that
+    ! use it have returned, whatever other threads do. Where the kernel offers no membarrier (or
+    ! with `RMM_RETIRE_REPLACED=0`), each thread lets go of it only when an allocation of its own
+    ! on any device returns, or when it exits.
     ! A `device` that does not exist, or a resource of another device (or of pinned host memory):
     ! RMM_ERROR_INVALID_ARGUMENT.
     integer(c_int) function rmmSetPerDeviceResource(device, resource, previous) &
@@ -847,7 +851,8 @@ module rmm
       type(c_ptr), intent(inout) :: resource
     end function rmmGetPerDeviceResource
 
-    ! `rmmSetPerDeviceResource` for the calling thread's current device.
+    ! `rmmSetPerDeviceResource` for the calling thread's current device (the replaced resource
+    ! goes as that function says, without waiting for idle threads).
     ! A resource of another device than the current one: RMM_ERROR_INVALID_ARGUMENT;
     ! RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
     ! driver fails.

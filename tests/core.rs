@@ -5,9 +5,10 @@ use rmm::boundary::handles;
 use rmm::ownership::legacy;
 use rmm::ownership::{per_device, records, Expected, Holder, Stack, StackRef};
 use rmm::platform::{backend, Stream};
-use rmm::resources::{AsyncResource, DirectResource, MemoryResource};
+use rmm::resources::{AsyncResource, DirectResource, MemoryResource, PoolResource};
 use rmm::{Error, ErrorKind};
-use std::sync::{Arc, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, MutexGuard, Weak};
 
 mod common;
 
@@ -82,8 +83,8 @@ fn per_device_resources_are_separate_and_checked_against_their_device() {
     assert!(per_device::get(-1).is_err());
 }
 
-/// A thread that reads device 0's slot (through its own cache) each time it is asked, and
-/// exits when dropped.
+/// A thread that allocates and frees through device 0's slot (reading it through its own
+/// copy) each time it is asked, waits idle in between, and exits when dropped.
 struct SlotReader {
     ask: Option<std::sync::mpsc::Sender<()>>,
     answers: std::sync::mpsc::Receiver<&'static str>,
@@ -96,7 +97,12 @@ impl SlotReader {
         let (answer, answers) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
             for () in asked {
-                answer.send(per_device::with_stack(0, |stack| Ok(stack.resource().name())).unwrap()).unwrap();
+                let (name, ptr) = per_device::with_stack(0, |stack| {
+                    Ok((stack.resource().name(), records::allocate(stack, 1000, Stream::DEFAULT, Holder::Caller)?))
+                })
+                .unwrap();
+                legacy::free(ptr, Stream::DEFAULT).unwrap();
+                answer.send(name).unwrap();
             }
         });
         SlotReader { ask: Some(ask), answers, thread: Some(thread) }
@@ -129,22 +135,156 @@ fn a_set_on_one_thread_is_seen_by_threads_that_cached_the_old_resource() {
     assert!(same(&per_device::get(0).unwrap(), &before));
 }
 
-/// What `rmmSetPerDeviceResource` documents: a replaced resource lives on in the cache of a
-/// thread that allocated from it until that thread uses the slot again (or exits), then goes.
+fn pool_over_cuda(device: i32, initial: usize) -> StackRef {
+    let cuda: Arc<dyn MemoryResource> = Arc::new(DirectResource::cuda(device).unwrap());
+    StackRef::new(Arc::new(PoolResource::new(cuda, initial, 0).unwrap()))
+}
+
+/// Sets `RMM_RETIRE_REPLACED` for as long as it lives.
+struct RetireReplaced;
+
+impl RetireReplaced {
+    fn off() -> Self {
+        std::env::set_var("RMM_RETIRE_REPLACED", "0");
+        RetireReplaced
+    }
+}
+
+impl Drop for RetireReplaced {
+    fn drop(&mut self) {
+        std::env::remove_var("RMM_RETIRE_REPLACED");
+    }
+}
+
+/// What `rmmSetPerDeviceResource` documents: a replaced resource whose last handle goes gives
+/// its memory back at once, although a thread that allocated from it (and keeps a copy of the
+/// slot) waits idle; with `RMM_RETIRE_REPLACED=0` (what a process without membarrier gets) it
+/// waits for that thread's next call.
 #[test]
-fn a_replaced_resource_goes_once_the_threads_that_used_it_use_the_slot_again() {
+fn a_replaced_resource_gives_its_memory_back_while_a_thread_that_used_it_waits() {
     let _guard = setup();
     let before = per_device::get(0).unwrap();
-    let pool: Arc<dyn MemoryResource> = Arc::new(DirectResource::managed(0).unwrap());
-    let alive = Arc::downgrade(&pool);
-    per_device::set(0, StackRef::new(pool)).unwrap();
-    let reader = SlotReader::spawn();
-    assert_eq!(reader.read(), "managed");
-    per_device::set(0, before.clone()).unwrap();
+    let used = common::device_used();
+    for retire_off in [false, true] {
+        let _off = retire_off.then(RetireReplaced::off);
+        per_device::set(0, pool_over_cuda(0, 16 << 20)).unwrap();
+        assert!(common::device_used() >= used + (16 << 20));
+        let reader = SlotReader::spawn();
+        assert_eq!(reader.read(), "pool");
+        drop(per_device::set(0, before.clone()).unwrap());
+        match retire_off {
+            false => assert_eq!(common::device_used(), used, "the pool's memory is back while the reader waits"),
+            true => assert!(common::device_used() >= used + (16 << 20), "the reader's copy holds the pool"),
+        }
+        assert_eq!(reader.read(), "cuda");
+        assert_eq!(common::device_used(), used, "back once the reader called again");
+    }
+}
+
+/// Threads (more than cores) allocate, stamp and free through device 0's slot while another
+/// thread replaces its resource over and over (pools, plain cuda): every block comes back
+/// intact and is freed once, and once the threads wait idle, alive, after one more
+/// replacement, every resource replaced is gone and the device has all its memory back.
+#[test]
+fn threads_allocate_while_the_slot_is_replaced_over_and_over() {
+    const THREADS: usize = 6;
+    const REPLACEMENTS: usize = 150;
+    /// Each thread's rounds: at least the first, at most the second (the bound, should the
+    /// replacements take that long).
+    const ROUNDS: (usize, usize) = (100, 1_000_000);
+    let _guard = setup();
+    let before = per_device::get(0).unwrap();
+    let used = common::device_used();
+    let records_before = records::totals();
+    let replacing = AtomicBool::new(true);
+    let idle = Barrier::new(THREADS + 1);
+    let go_on = Barrier::new(THREADS + 1);
+    let mut replaced: Vec<Weak<dyn MemoryResource>> = Vec::new();
+    let rounds = AtomicUsize::new(0);
+    let (alive, records_after, used_after) = std::thread::scope(|scope| {
+        for thread in 0..THREADS {
+            let (replacing, rounds, idle, go_on) = (&replacing, &rounds, &idle, &go_on);
+            scope.spawn(move || {
+                // A failure must not leave the others waiting at the barriers: it is
+                // reported once they are past them.
+                let worked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let mut rng = common::Rng::new(thread as u64);
+                    let mut live = std::collections::VecDeque::new();
+                    for round in 0..ROUNDS.1 {
+                        if round >= ROUNDS.0 && !replacing.load(Ordering::SeqCst) {
+                            break;
+                        }
+                        let bytes = 256 * (1 + rng.below(16) as usize);
+                        let ptr =
+                            per_device::with_stack(0, |stack| records::allocate(stack, bytes, Stream::DEFAULT, Holder::Caller)).unwrap();
+                        let tag = (thread * 31 + round) as u8 | 1;
+                        common::stamp(ptr, bytes, tag);
+                        live.push_back((ptr, bytes, tag));
+                        if live.len() > 3 {
+                            let (ptr, bytes, tag) = live.pop_front().unwrap();
+                            assert!(common::stamped(ptr, bytes, tag), "thread {thread} round {round}: {ptr:#x} was overwritten");
+                            legacy::free(ptr, Stream::DEFAULT).unwrap();
+                        }
+                        rounds.fetch_add(1, Ordering::Relaxed);
+                    }
+                    for (ptr, bytes, tag) in live {
+                        assert!(common::stamped(ptr, bytes, tag));
+                        legacy::free(ptr, Stream::DEFAULT).unwrap();
+                    }
+                }));
+                idle.wait();
+                go_on.wait();
+                worked.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            });
+        }
+        for i in 0..REPLACEMENTS {
+            let stack = match i % 3 {
+                0 => cuda(0),
+                _ => pool_over_cuda(0, 1 << 20),
+            };
+            replaced.push(Arc::downgrade(stack.resource_arc()));
+            drop(per_device::set(0, stack).unwrap());
+            std::thread::yield_now();
+        }
+        replacing.store(false, Ordering::SeqCst);
+        idle.wait();
+        drop(per_device::set(0, before.clone()).unwrap());
+        // Read while the threads wait, checked once they may go (a failed check must not
+        // leave them waiting).
+        let alive = replaced.iter().filter(|resource| resource.upgrade().is_some()).count();
+        let seen = (alive, records::totals(), common::device_used());
+        go_on.wait();
+        seen
+    });
+    eprintln!("{} allocations by {THREADS} threads during {REPLACEMENTS} replacements", rounds.load(Ordering::Relaxed));
+    assert_eq!(alive, 0, "of {REPLACEMENTS} resources replaced, while {THREADS} threads that used them waited idle");
+    assert_eq!(records_after, records_before, "every block freed once");
+    assert_eq!(used_after, used, "every replaced pool gave its memory back");
+    assert!(common::races().is_empty(), "{:?}", common::races());
+}
+
+/// Fork while threads that read the slot wait idle: the child's one thread finds their records
+/// dead, and replaces the slot and allocates through it without waiting for them; the parent's
+/// threads keep theirs.
+#[test]
+fn a_forked_child_forgets_the_threads_it_does_not_have() {
+    let _guard = setup();
+    let before = per_device::get(0).unwrap();
+    let readers: Vec<SlotReader> = (0..3).map(|_| SlotReader::spawn()).collect();
+    readers.iter().for_each(|reader| assert_eq!(reader.read(), "cuda"));
     per_device::with_stack(0, |_| Ok(())).unwrap();
-    assert!(alive.upgrade().is_some(), "the worker's cache still holds the replaced resource");
-    assert_eq!(reader.read(), "cuda");
-    assert!(alive.upgrade().is_none(), "the worker used the slot again: the replaced resource is gone");
+    common::in_forked_child(|| {
+        let [_, in_use, dead] = per_device::thread_records();
+        let mut ok = in_use == 1 && dead >= readers.len();
+        let pool = pool_over_cuda(0, 1 << 20);
+        let watch = Arc::downgrade(pool.resource_arc());
+        ok &= per_device::set(0, pool).is_ok();
+        let allocated = per_device::with_stack(0, |stack| records::allocate(stack, 1000, Stream::DEFAULT, Holder::Caller));
+        ok &= allocated.is_ok_and(|ptr| legacy::free(ptr, Stream::DEFAULT).is_ok());
+        ok && per_device::set(0, before.clone()).is_ok() && watch.upgrade().is_none()
+    });
+    assert!(per_device::thread_records()[1] > readers.len(), "the parent's threads keep their records");
+    readers.iter().for_each(|reader| assert_eq!(reader.read(), "cuda"));
 }
 
 #[test]

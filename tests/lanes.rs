@@ -336,31 +336,14 @@ fn a_child_forked_while_threads_hold_lanes_allocates_and_frees() {
         })
         .collect();
     let held: Vec<(usize, usize)> = (0..4).flat_map(|_| held_rx.recv().unwrap()).collect();
-    // SAFETY: the child only runs rmm's allocator and leaves with _exit.
-    let child = unsafe { libc::fork() };
-    assert!(child >= 0, "fork failed");
-    if child == 0 {
+    in_forked_child(|| {
         let mut ok = held.iter().all(|&(ptr, bytes)| pool.deallocate(ptr, bytes, Stream::DEFAULT).is_ok());
         ok &= held.iter().all(|&(ptr, bytes)| pool.deallocate(ptr, bytes, Stream::DEFAULT).is_err());
         for bytes in [256, 5000, 3 * MIB] {
             ok &= pool.allocate(bytes, Stream::DEFAULT).and_then(|ptr| pool.deallocate(ptr, bytes, Stream::DEFAULT)).is_ok();
         }
-        ok &= pool.check_invariants().is_ok() && pool.usage().live == 0;
-        // SAFETY: leaves the child at once, running no destructor or exit hook of the parent's.
-        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
-    }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let mut status = 0;
-    // SAFETY: waits for the child just forked, without blocking.
-    while unsafe { libc::waitpid(child, &mut status, libc::WNOHANG) } == 0 {
-        if std::time::Instant::now() > deadline {
-            // SAFETY: the child is ours.
-            unsafe { libc::kill(child, libc::SIGKILL) };
-            panic!("the forked child hung");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "child status {status:#x}");
+        ok && pool.check_invariants().is_ok() && pool.usage().live == 0
+    });
     release.wait();
     workers.into_iter().for_each(|worker| worker.join().unwrap());
     // The parent's blocks are untouched by the child's frees.

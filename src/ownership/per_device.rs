@@ -1,33 +1,49 @@
 //! Each device's current resource (as RMM's `get_current_device_resource`), read by every
 //! `rmmAlloc`. A slot is replaced rarely and read all the time, so each thread keeps the stack
 //! it last read from each slot, with the slot's generation then: a read compares two numbers
-//! and takes no lock and no reference count. A thread's copy keeps a replaced stack alive
-//! until that thread reads the slot again.
+//! and takes no lock and no reference count (`sync::thread_cache`). Replacing a slot takes the
+//! replaced stack out of the copies of every thread that is not inside a call, at once, and
+//! each other thread lets go of it as its call ends: a replaced stack whose handles are gone
+//! gives its memory back without waiting for idle threads. Without membarrier (not Linux, a
+//! seccomp filter that refuses it, a kernel before 4.14), or with `RMM_RETIRE_REPLACED=0`,
+//! each thread lets go of it when a call of its own ends, or when it exits.
 
 use super::records::StackRef;
 use super::stack::Stack;
 use crate::error::{Error, Result};
 use crate::platform::backend;
+use crate::sync::thread_cache::{Member, ThreadCache};
 use parking_lot::Mutex;
-use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Once};
 
 /// Devices the registry can hold (device ordinals 0..MAX_DEVICES).
 pub const MAX_DEVICES: usize = 64;
 
 struct Slot {
     current: Mutex<Option<StackRef>>,
-    /// Moves on with every change of `current`; 0 until a stack is installed.
-    generation: AtomicU64,
 }
 
-static SLOTS: [Slot; MAX_DEVICES] = [const { Slot { current: Mutex::new(None), generation: AtomicU64::new(0) } }; MAX_DEVICES];
-
-type Cached = Option<(u64, Arc<Stack>)>;
+static SLOTS: [Slot; MAX_DEVICES] = [const { Slot { current: Mutex::new(None) } }; MAX_DEVICES];
 
 thread_local! {
-    static CACHE: RefCell<[Cached; MAX_DEVICES]> = const { RefCell::new([const { None }; MAX_DEVICES]) };
+    static COPIES: Member<Stack, MAX_DEVICES> = const { Member::new() };
+}
+
+/// The slots' generations and every thread's copies of their stacks.
+static STACKS: ThreadCache<Stack, MAX_DEVICES> = ThreadCache::new(watch_forks);
+
+/// Run as each thread first reads a slot: a forked child's one thread must not wait for the
+/// parent's other threads, which it does not have.
+fn watch_forks() {
+    static WATCH: Once = Once::new();
+    WATCH.call_once(|| {
+        crate::platform::in_forked_children(forget_other_threads_in_child, "a forked child may wait for threads it does not have")
+    });
+}
+
+extern "C" fn forget_other_threads_in_child() {
+    STACKS.forget_other_threads(&COPIES);
 }
 
 fn slot(device: i32) -> Result<&'static Slot> {
@@ -38,16 +54,17 @@ fn slot(device: i32) -> Result<&'static Slot> {
 }
 
 /// The stack in `slot`, installing the default one first if there is none (`config`: the
-/// stack `rmmConfigure` or `RMM_ALLOC_CONF` names, else RMM's `cuda_memory_resource`).
+/// stack `rmmConfigure` or `RMM_ALLOC_CONF` names, else RMM's `cuda_memory_resource`), with
+/// the slot's generation.
 fn current_or_default(slot: &Slot, device: i32) -> Result<(StackRef, u64)> {
     let mut current = slot.current.lock();
     if let Some(stack) = current.as_ref() {
-        return Ok((stack.clone(), slot.generation.load(Ordering::Acquire)));
+        return Ok((stack.clone(), STACKS.generation(device as usize)));
     }
     let stack = StackRef::new(crate::ownership::config::default_resource(device)?);
     *current = Some(stack.clone());
-    let generation = slot.generation.fetch_add(1, Ordering::AcqRel) + 1;
-    Ok((stack, generation))
+    // Generation 0 had no stack: no thread has a copy to let go of.
+    Ok((stack, STACKS.advance(device as usize)))
 }
 
 /// Runs `f` on the stack of `device`.
@@ -56,40 +73,13 @@ pub fn with_stack<T>(device: i32, f: impl FnOnce(&Arc<Stack>) -> Result<T>) -> R
     with_stack_in(slot(device)?, device, f)
 }
 
-/// `with_stack` on the slot of a device known to exist.
+/// `with_stack` on the slot of a device known to exist. `f` may call in again (a failure
+/// callback allocating).
 #[inline(always)]
-fn with_stack_in<T>(slot: &Slot, device: i32, f: impl FnOnce(&Arc<Stack>) -> Result<T>) -> Result<T> {
-    let generation = slot.generation.load(Ordering::Acquire);
-    let mut f = Some(f);
-    // `try_with`: a thread-local destructor that calls rmm after this cache is gone still
-    // gets its answer, the slow way. `f` runs with the cache borrowed, which a call made from
-    // inside it (a failure callback allocating) may borrow again.
-    let answered = CACHE.try_with(|cache| {
-        let cache = cache.try_borrow().ok()?;
-        match &cache[device as usize] {
-            Some((seen, stack)) if *seen == generation && generation != 0 => f.take().map(|f| f(stack)),
-            _ => None,
-        }
-    });
-    match (answered, f) {
-        (Ok(Some(result)), _) => result,
-        (_, Some(f)) => with_stack_refreshed(slot, device, f),
-        (_, None) => unreachable!("f ran, so it answered"),
-    }
-}
-
-#[inline(never)]
-fn with_stack_refreshed<T>(slot: &Slot, device: i32, f: impl FnOnce(&Arc<Stack>) -> Result<T>) -> Result<T> {
-    let (stack, generation) = current_or_default(slot, device)?;
-    let stack = stack.stack().clone();
-    // A call made from inside another (a failure callback allocating) finds the cache
-    // borrowed: it goes without caching.
-    let _ = CACHE.try_with(|cache| {
-        if let Ok(mut cache) = cache.try_borrow_mut() {
-            cache[device as usize] = Some((generation, stack.clone()));
-        }
-    });
-    f(&stack)
+fn with_stack_in<T>(slot: &'static Slot, device: i32, f: impl FnOnce(&Arc<Stack>) -> Result<T>) -> Result<T> {
+    STACKS.with(&COPIES, device as usize, f, || {
+        current_or_default(slot, device).map(|(stack, generation)| (stack.stack().clone(), generation))
+    })
 }
 
 /// Set once the program has chosen a resource for some device (`set`).
@@ -107,7 +97,8 @@ pub fn get(device: i32) -> Result<StackRef> {
 }
 
 /// Makes `stack` the resource of `device` and returns the one it replaces. The stack must
-/// hand out memory of `device`.
+/// hand out memory of `device`. Threads outside a call let go of the replaced stack before
+/// this returns; threads inside one, as their call ends (see the module comment).
 pub fn set(device: i32, stack: StackRef) -> Result<StackRef> {
     if stack.device() != device {
         return Err(Error::invalid(format!(
@@ -118,15 +109,34 @@ pub fn set(device: i32, stack: StackRef) -> Result<StackRef> {
     }
     let slot = slot(device)?;
     let (previous, _) = current_or_default(slot, device)?;
-    let replaced = {
+    let (replaced, generation) = {
         let mut current = slot.current.lock();
-        let replaced = current.replace(stack);
-        slot.generation.fetch_add(1, Ordering::AcqRel);
-        replaced
+        (current.replace(stack), STACKS.advance(device as usize))
     };
-    forget_cached(device);
+    // Outside the slot's lock: dropping threads' last copies of a stack runs its resources'
+    // destructors.
+    STACKS.retire(&COPIES, device as usize, generation, reach_idle_threads());
     RESOURCE_CHOSEN.store(true, Ordering::Release);
     Ok(replaced.unwrap_or(previous))
+}
+
+/// Whether a replaced stack is taken out of idle threads' copies at once (see the module
+/// comment); says once, at debug level, that it is not where membarrier is missing.
+fn reach_idle_threads() -> bool {
+    if std::env::var_os("RMM_RETIRE_REPLACED").is_some_and(|value| value == "0") {
+        return false;
+    }
+    let available = crate::sync::barrier::available();
+    if !available {
+        static SAID: Once = Once::new();
+        SAID.call_once(|| {
+            log::debug!(
+                "membarrier is not available: a replaced per-device resource goes once every thread that allocated from it \
+                 has called rmm again, or exited"
+            )
+        });
+    }
+    available
 }
 
 /// The calling thread's current device's stack.
@@ -144,12 +154,7 @@ pub fn with_current<T>(f: impl FnOnce(&Arc<Stack>) -> Result<T>) -> Result<T> {
     }
 }
 
-/// Drops this thread's copy of a slot it just replaced, so that the replaced stack does not
-/// wait for this thread's next read to be let go of.
-fn forget_cached(device: i32) {
-    let _ = CACHE.try_with(|cache| {
-        if let Ok(mut cache) = cache.try_borrow_mut() {
-            cache[device as usize] = None;
-        }
-    });
+/// Threads' records of copies by state (free, in use, dead), for tests.
+pub fn thread_records() -> [usize; 3] {
+    STACKS.census()
 }

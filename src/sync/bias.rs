@@ -5,11 +5,11 @@
 //! atomic compare-exchange is among the largest costs of an allocate+free pair. A `Bias`
 //! lets one thread, the owner, in with plain loads and stores: it marks itself inside, then
 //! checks it is still the owner. Another thread revokes the bias: it marks the bias as
-//! revoking, then issues `membarrier(PRIVATE_EXPEDITED)`, which runs a full memory barrier on
-//! every processor running this process, so that from then on either the owner sees the
-//! revocation or the revoker sees the owner inside and waits for it to leave (the asymmetric
-//! Dekker handshake of userspace RCU and Folly). What the owner does is then visible to the
-//! revoker, and whoever uses the state next must use its shared (atomic or locked) path.
+//! revoking, then issues `membarrier(PRIVATE_EXPEDITED)` (`barrier::heavy`), which runs a full
+//! memory barrier on every processor running this process, so that from then on either the
+//! owner sees the revocation or the revoker sees the owner inside and waits for it to leave (the
+//! asymmetric Dekker handshake of userspace RCU and Folly). What the owner does is then visible
+//! to the revoker, and whoever uses the state next must use its shared (atomic or locked) path.
 //!
 //! The first thread to enter gets the bias. Where `membarrier` is not available, or
 //! `RMM_BIASED_LOCKS=0`, no thread ever gets it.
@@ -193,7 +193,7 @@ impl Bias {
                         continue;
                     }
                     if owner != FRESH && owner != me {
-                        heavy_barrier();
+                        super::barrier::heavy();
                         while self.owner_inside.load(Ordering::Acquire) {
                             backoff(&mut spins);
                         }
@@ -247,39 +247,11 @@ pub fn backoff(spins: &mut u32) {
     }
 }
 
-const MEMBARRIER_CMD_GLOBAL: libc::c_int = 1;
-const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 8;
-const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 16;
-
-fn membarrier(command: libc::c_int) -> bool {
-    // SAFETY: membarrier takes two integer arguments and touches no memory of ours.
-    unsafe { libc::syscall(libc::SYS_membarrier, command, 0, 0) == 0 }
-}
-
-/// Whether this process may bias: it can make every running thread pass a barrier.
+/// Whether this process may bias: it can make every running thread pass a barrier, and
+/// `RMM_BIASED_LOCKS=0` does not turn biasing off.
 pub fn barriers_available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
-    *AVAILABLE.get_or_init(|| {
-        std::env::var("RMM_BIASED_LOCKS").map_or(true, |v| v != "0")
-            && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED)
-            && membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
-    })
-}
-
-/// A full memory barrier on every processor that runs a thread of this process. Only reached
-/// once `barriers_available` said yes; a forked child registers again, and the global command
-/// is the last resort (slower, needs no registration).
-fn heavy_barrier() {
-    if membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
-        || (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) && membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED))
-        || membarrier(MEMBARRIER_CMD_GLOBAL)
-    {
-        return;
-    }
-    // Revoking without the barrier could let two threads in at once; a process in which
-    // membarrier worked once and then stopped working cannot go on safely.
-    eprintln!("rmm: membarrier stopped working; aborting rather than risking a data race");
-    std::process::abort();
+    *AVAILABLE.get_or_init(|| std::env::var("RMM_BIASED_LOCKS").map_or(true, |v| v != "0") && super::barrier::available())
 }
 
 #[cfg(test)]

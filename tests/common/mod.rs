@@ -48,6 +48,32 @@ pub fn driver_calls_since(before: rmm::platform::sim::DriverCalls) -> rmm::platf
     }
 }
 
+/// Forks: the child runs `child` (rmm's calls only) and leaves at once with _exit, status 0
+/// if it answered true (1 if false or it panicked); the parent waits for it, 30 s at the most
+/// (then kills it), and checks that it succeeded.
+pub fn in_forked_child(child: impl FnOnce() -> bool) {
+    // SAFETY: the child only runs `child` and leaves with _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(child)).unwrap_or(false);
+        // SAFETY: leaves the child at once, running no destructor or exit hook of the parent's.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut status = 0;
+    // SAFETY: waits for the child just forked, without blocking.
+    while unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == 0 {
+        if std::time::Instant::now() > deadline {
+            // SAFETY: the child is ours.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("the forked child hung");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "child status {status:#x}");
+}
+
 pub fn races() -> Vec<String> {
     simulator().expect("simulated").race_reports()
 }
