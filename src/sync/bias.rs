@@ -13,11 +13,18 @@
 //!
 //! The first thread to enter gets the bias. Where `membarrier` is not available, or
 //! `RMM_BIASED_LOCKS=0`, no thread ever gets it.
+//!
+//! Each owner marks itself inside in a flag of its own: the owner word carries an epoch, which
+//! moves on with every new owner, and each epoch has its flag. An owner that read the word, was
+//! descheduled before it marked itself inside, and had the bias revoked and given to another
+//! thread meanwhile then marks (and clears) its own epoch's flag, never the new owner's: with
+//! one shared flag it could clear the new owner's mark while that owner was inside (letting a
+//! revoker in beside it), or find the mark set and take itself for reentrant.
 
 use parking_lot::Mutex;
 use std::cell::Cell;
 use std::collections::HashSet;
-use std::sync::atomic::{compiler_fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{compiler_fence, AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 /// No thread has entered yet: the first one gets the bias.
@@ -29,6 +36,17 @@ const REVOKING: u64 = u64::MAX - 1;
 /// The key of a thread that has not needed one yet. No owner is ever this, so such a thread
 /// is never let in as the owner before it takes a key of its own.
 const UNASSIGNED: u64 = u64::MAX - 2;
+/// An owner word is the owner's key shifted left by `EPOCH_BITS`, with its epoch below: the
+/// owners of `EPOCHS` consecutive epochs mark themselves inside in flags of their own.
+const EPOCH_BITS: u32 = 3;
+const EPOCHS: usize = 1 << EPOCH_BITS;
+const EPOCH_MASK: u64 = EPOCHS as u64 - 1;
+
+/// The key in an owner word (FRESH, REVOKING and UNBIASED give no key a thread has).
+#[inline(always)]
+fn key_of(word: u64) -> u64 {
+    word >> EPOCH_BITS
+}
 
 thread_local! {
     /// This thread's key: unique for the life of the process (never reused by a later thread).
@@ -84,23 +102,25 @@ pub fn thread_running(key: u64) -> bool {
 /// Shared state's owner thread, if it has one, and whether that owner is inside (see the
 /// module's comment for the handshake with a revoker).
 pub struct Bias {
-    /// FRESH, the key of the owning thread, REVOKING or UNBIASED.
+    /// FRESH, the owner word (the owning thread's key and its epoch), REVOKING or UNBIASED.
     owner: AtomicU64,
-    /// The owner is inside (written by the owner only).
-    owner_inside: AtomicBool,
+    /// The owner of each epoch is inside (each written by that epoch's owner only).
+    inside: [AtomicBool; EPOCHS],
+    /// The epoch the next owner gets (modulo `EPOCHS`).
+    next_epoch: AtomicU8,
 }
 
 /// The owner inside; it leaves when the guard drops. Not `Send`: only the owner may leave,
 /// since only the owner's own flag keeps others out.
 pub struct Inside<'a> {
-    bias: &'a Bias,
+    flag: &'a AtomicBool,
     _owner_thread: std::marker::PhantomData<*const ()>,
 }
 
 impl Drop for Inside<'_> {
     #[inline]
     fn drop(&mut self) {
-        self.bias.owner_inside.store(false, Ordering::Release);
+        self.flag.store(false, Ordering::Release);
     }
 }
 
@@ -113,7 +133,18 @@ impl Default for Bias {
 impl Bias {
     /// A bias no thread holds yet: the first to enter gets it.
     pub const fn new() -> Self {
-        Bias { owner: AtomicU64::new(FRESH), owner_inside: AtomicBool::new(false) }
+        Bias { owner: AtomicU64::new(FRESH), inside: [const { AtomicBool::new(false) }; EPOCHS], next_epoch: AtomicU8::new(0) }
+    }
+
+    /// The owner word of a new owner, the thread with `key`: the next epoch.
+    fn word_for(&self, key: u64) -> u64 {
+        key << EPOCH_BITS | (u64::from(self.next_epoch.fetch_add(1, Ordering::Relaxed)) & EPOCH_MASK)
+    }
+
+    /// The inside flag of the owner of `word`.
+    #[inline(always)]
+    fn flag_of(&self, word: u64) -> &AtomicBool {
+        &self.inside[(word & EPOCH_MASK) as usize]
     }
 
     /// Enters as the owner: Some when the calling thread holds the bias, or takes it because
@@ -124,10 +155,11 @@ impl Bias {
         // The key as it is, without assigning one: the owner's way in is then a load and a
         // compare, and a thread without a key matches no owner and takes the way below.
         let me = THREAD_KEY.with(Cell::get);
-        if self.owner.load(Ordering::Relaxed) != me {
+        let word = self.owner.load(Ordering::Relaxed);
+        if key_of(word) != me {
             return self.enter_unowned();
         }
-        self.enter_as_owner(me)
+        self.enter_as_owner(word)
     }
 
     /// `enter` by a thread that was not the owner when it looked: it may take a fresh bias.
@@ -135,40 +167,45 @@ impl Bias {
     #[inline(never)]
     fn enter_unowned(&self) -> Option<Inside<'_>> {
         let me = thread_key();
-        let owner = self.owner.load(Ordering::Relaxed);
-        if owner != me && !(owner == FRESH && self.claim_fresh(me)) {
+        let mut word = self.owner.load(Ordering::Relaxed);
+        if word == FRESH {
+            self.claim_fresh(me);
+            word = self.owner.load(Ordering::Acquire);
+        }
+        if key_of(word) != me {
             return None;
         }
-        self.enter_as_owner(me)
+        self.enter_as_owner(word)
     }
 
+    /// Enters as the owner of `word`, which the calling thread read as the owner word.
     #[inline(always)]
-    fn enter_as_owner(&self, me: u64) -> Option<Inside<'_>> {
-        // Only the owner writes this flag, so the owner reading it set is inside already.
-        if self.owner_inside.load(Ordering::Relaxed) {
+    fn enter_as_owner(&self, word: u64) -> Option<Inside<'_>> {
+        let flag = self.flag_of(word);
+        // Only this epoch's owner writes its flag, so the owner reading it set is inside already.
+        if flag.load(Ordering::Relaxed) {
             reentered();
         }
-        self.owner_inside.store(true, Ordering::Relaxed);
+        flag.store(true, Ordering::Relaxed);
         // The processor may still hold the store above when it loads `owner` below; a
         // revoker's membarrier makes one of the two visible to the other.
         compiler_fence(Ordering::SeqCst);
-        if self.owner.load(Ordering::Acquire) == me {
-            return Some(Inside { bias: self, _owner_thread: std::marker::PhantomData });
+        if self.owner.load(Ordering::Acquire) == word {
+            return Some(Inside { flag, _owner_thread: std::marker::PhantomData });
         }
-        self.owner_inside.store(false, Ordering::Release);
+        flag.store(false, Ordering::Release);
         None
     }
 
     #[cold]
-    fn claim_fresh(&self, me: u64) -> bool {
-        let claim = if barriers_available() { me } else { UNBIASED };
+    fn claim_fresh(&self, me: u64) {
+        let claim = if barriers_available() { self.word_for(me) } else { UNBIASED };
         let _ = self.owner.compare_exchange(FRESH, claim, Ordering::AcqRel, Ordering::Relaxed);
-        self.owner.load(Ordering::Acquire) == me
     }
 
     /// Whether the calling thread holds the bias now (for tests).
     pub fn is_mine(&self) -> bool {
-        self.owner.load(Ordering::Relaxed) == thread_key()
+        key_of(self.owner.load(Ordering::Relaxed)) == thread_key()
     }
 
     /// Takes the bias away from its owner, if another thread holds it, and runs `fold` once
@@ -192,15 +229,15 @@ impl Bias {
                     if self.owner.compare_exchange(owner, REVOKING, Ordering::SeqCst, Ordering::Relaxed).is_err() {
                         continue;
                     }
-                    if owner != FRESH && owner != me {
+                    if owner != FRESH && key_of(owner) != me {
                         super::barrier::heavy();
-                        while self.owner_inside.load(Ordering::Acquire) {
+                        while self.flag_of(owner).load(Ordering::Acquire) {
                             backoff(&mut spins);
                         }
                     }
                     fold();
                     self.owner.store(UNBIASED, Ordering::Release);
-                    return (owner != FRESH).then_some(owner);
+                    return (owner != FRESH).then_some(key_of(owner));
                 }
             }
         }
@@ -211,7 +248,8 @@ impl Bias {
     /// Safe for a bias whose owner only ever writes its own state (the shared path never
     /// touches it), such as an adaptor's owned counters.
     pub fn take_over(&self) -> bool {
-        barriers_available() && self.owner.compare_exchange(UNBIASED, thread_key(), Ordering::AcqRel, Ordering::Relaxed).is_ok()
+        barriers_available()
+            && self.owner.compare_exchange(UNBIASED, self.word_for(thread_key()), Ordering::AcqRel, Ordering::Relaxed).is_ok()
     }
 
     /// Gives the bias to the calling thread.
@@ -221,7 +259,7 @@ impl Bias {
     /// (the caller holds the shared path's lock), and the bias must be unheld (revoked).
     pub unsafe fn give_to_me(&self) {
         if barriers_available() {
-            self.owner.store(thread_key(), Ordering::Release);
+            self.owner.store(self.word_for(thread_key()), Ordering::Release);
         }
     }
 }
@@ -258,6 +296,30 @@ pub fn barriers_available() -> bool {
 mod tests {
     use super::Bias;
     use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// An owner that read the owner word and was descheduled before it marked itself inside,
+    /// while the bias went to another owner that is inside now: it marks and clears a flag of
+    /// its own, leaves the new owner's mark alone (a revoker still waits for that owner), and
+    /// does not take itself for reentrant.
+    #[test]
+    fn a_descheduled_owner_never_touches_the_next_owners_mark() {
+        if !super::barriers_available() {
+            return; // no thread is ever biased
+        }
+        let bias = Bias::new();
+        drop(bias.enter().expect("the first thread gets a fresh bias"));
+        let stale = bias.owner.load(Ordering::Relaxed);
+        bias.revoke(|| {});
+        // SAFETY: no other thread uses the bias, and it was just revoked.
+        unsafe { bias.give_to_me() };
+        let current = bias.owner.load(Ordering::Relaxed);
+        assert_ne!(current & super::EPOCH_MASK, stale & super::EPOCH_MASK, "a new owner gets the next epoch");
+        let inside = bias.enter_as_owner(current).expect("the new owner enters");
+        assert!(bias.enter_as_owner(stale).is_none(), "the descheduled owner is no longer the owner");
+        assert!(bias.flag_of(current).load(Ordering::Relaxed), "the new owner's mark is gone");
+        drop(inside);
+        assert!(!bias.flag_of(current).load(Ordering::Relaxed));
+    }
 
     /// The owner counts with plain loads and stores; other threads revoke, fold the owner's
     /// count into the shared one and count atomically from then on. No increment is lost.
