@@ -257,10 +257,10 @@ pub enum PendingBound {
 /// measured with `scripts/gpu-preload-bench.sh` (docs/src/preload.md): the frees a host runs
 /// ahead by are the memory its queued kernels free, and a bound well above what one kernel
 /// frees makes a free wait only for work queued long before it.
-pub const DEFAULT_PENDING_PERCENT: u32 = 200;
+pub(crate) const DEFAULT_PENDING_PERCENT: u32 = 200;
 /// The least the default bound allows: on a small device, room for a batch of frees of the
 /// sizes a training step frees (tens of MiB each) before any free waits.
-pub const DEFAULT_PENDING_FLOOR: usize = 256 << 20;
+pub(crate) const DEFAULT_PENDING_FLOOR: usize = 256 << 20;
 
 impl PendingBound {
     /// The bytes it lets wait on `device`, whose memory is `total` bytes; a bound the device
