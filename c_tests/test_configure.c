@@ -53,6 +53,7 @@ int main(void) {
   CHECK(strstr(text, "device 0: pool resource, 8.0 MiB reserved from the device (peak 8.0 MiB), 3.0 MiB in use (peak 3.0 MiB)") != NULL);
   CHECK(strstr(text, "largest free block 5.0 MiB, fragmentation 62.5% (1 - in use / reserved)") != NULL);
   CHECK(strstr(text, "2 allocations") != NULL);
+  CHECK(strstr(text, "    free but held: default 5.0 MiB\n") != NULL); /* by stream and lane */
   CHECK(strstr(text, "2 allocation(s), 3146728 bytes, outstanding") != NULL);
   free(text);
 
@@ -64,6 +65,8 @@ int main(void) {
   /* Nothing in use: every free block counts (parked ones too), and no fragmentation figure. */
   CHECK(strstr(text, "0 B in use (peak 3.0 MiB), largest free block 8.0 MiB\n") != NULL);
   CHECK(strstr(text, "fragmentation") == NULL);
+  CHECK(strstr(text, "    free but held: default 8.0 MiB\n") != NULL);
+  CHECK(strstr(text, "frees waiting") == NULL); /* no async_free */
   free(text);
 
   CHECK_OK(rmmCudaResourceCreate(&cuda));

@@ -293,7 +293,7 @@ fn deferred_frees_across_threads_and_streams_that_come_and_go() {
 fn frees_past_the_bound_wait_for_the_oldest_batches_only() {
     let _guard = setup();
     let sim = simulator().unwrap();
-    let stack = configured_over_pool(c"async_free:pending=8MiB/statistics/pool", 256 * MIB);
+    let stack = configured_over_pool(c"report/async_free:pending=8MiB/statistics/pool", 256 * MIB);
     let stream = streams::create(0).unwrap();
     let bound = 8 * MIB;
     let mut freed = Vec::new();
@@ -320,6 +320,9 @@ fn frees_past_the_bound_wait_for_the_oldest_batches_only() {
         assert_eq!((pending.count, pending.bytes), (kept, kept * MIB), "free {i}");
         assert!(freed[freed.len() - kept..].iter().all(|&ptr| waiting(ptr)), "free {i}: the newest frees wait");
     }
+    // The exit report says what waits, against the bound.
+    let report = rmm::ownership::config::report();
+    assert!(report.contains("device 0: 8 frees waiting for the device (8.0 MiB; async_free's bound 8.0 MiB)"), "{report}");
     sim.stream_finish_held(stream).unwrap();
     cuda_free::settle(false).unwrap();
     assert_eq!(cuda_free::pending_frees(0).count, 0);

@@ -103,6 +103,12 @@ fn every_cache_of_the_device_is_released_before_out_of_memory() {
     let mut kept = 0;
     assert_eq!(rmmPoolResourceGetSize(keeper, &mut kept), RMM_SUCCESS);
     assert_eq!(kept, 16 * MIB, "a pool gave up its initial size");
+    // Out of memory after everything was given back says who holds the device's memory.
+    let held = try_allocate(other_pool, 200 * MIB).expect("200 MiB again");
+    assert_eq!(try_allocate(pool, 64 * MIB), None);
+    let message = unsafe { std::ffi::CStr::from_ptr(rmmGetLastErrorMessage()) }.to_string_lossy().into_owned();
+    assert!(message.contains("rmm-rs holds on device 0: pool 200.0 MiB (0 B free), pool 16.0 MiB (16.0 MiB free)"), "{message}");
+    free(other_pool, vec![(held, 200 * MIB)]);
     for handle in [other_pool, keeper, pool, cuda] {
         assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
     }

@@ -130,8 +130,39 @@ pub fn default_resource(device: i32) -> Result<Arc<dyn MemoryResource>> {
     Ok(top)
 }
 
-/// The `report` text: per configured device, what went through its stack and what is
-/// still allocated ("" when reporting is off).
+/// Where a pool's free memory is held, from its snapshot (`held_by`: each stream, lane and the
+/// retired streams' chunks): a line for the most held free first, "" for resources that keep
+/// no pool.
+fn held_free(snapshot: &serde_json::Value) -> String {
+    let Some(states) = snapshot["held_by"].as_array() else { return String::new() };
+    let mut free: Vec<(u64, String)> = states
+        .iter()
+        .filter_map(|state| {
+            let bytes = state["free_bytes"].as_u64().filter(|&bytes| bytes > 0)?;
+            let lane = state["lane"].as_u64().unwrap_or(0);
+            let stream = match &state["stream"] {
+                serde_json::Value::String(name) => name.clone(),
+                id => format!("stream {id}"),
+            };
+            Some((bytes, if lane == 0 { stream } else { format!("{stream} lane {lane}") }))
+        })
+        .collect();
+    if free.is_empty() {
+        return String::new();
+    }
+    free.sort_by_key(|entry| std::cmp::Reverse(entry.0));
+    let shown: Vec<String> = free.iter().take(4).map(|(bytes, by)| format!("{by} {}", units::approximate(*bytes as i64))).collect();
+    let more = free.len().saturating_sub(shown.len());
+    format!(
+        "    free but held: {}{}\n",
+        shown.join(", "),
+        if more > 0 { format!(" and {more} more streams or lanes") } else { String::new() }
+    )
+}
+
+/// The `report` text: per configured device, what went through its stack, what is still
+/// allocated, where the free memory it holds sits and what waits for the device ("" when
+/// reporting is off).
 pub fn report() -> String {
     let state = STATE.lock();
     let Some(state) = state.as_ref().filter(|state| state.spec.report()) else { return String::new() };
@@ -153,6 +184,7 @@ pub fn report() -> String {
             }
         }
         text += "\n";
+        text += &held_free(&stack.base.snapshot());
         if let Some(statistics) = &stack.statistics {
             let c = statistics.counts();
             text += &format!(
@@ -174,6 +206,20 @@ pub fn report() -> String {
     }
     if state.stacks.is_empty() {
         text += "  no device allocated through rmm\n";
+    }
+    if state.spec.options().async_free {
+        let devices = crate::platform::backend().and_then(|platform| platform.device_count()).unwrap_or(0);
+        for device in 0..devices {
+            let pending = super::cuda_free::pending_frees(device);
+            if let Some(bound) = pending.bound {
+                text += &format!(
+                    "  device {device}: {} frees waiting for the device ({}; async_free's bound {})\n",
+                    pending.count,
+                    units::approximate(pending.bytes as i64),
+                    units::approximate(bound as i64)
+                );
+            }
+        }
     }
     text
 }

@@ -514,6 +514,11 @@ impl caches::Cache for WaitingFrees {
         give_back(Wait::No)
     }
 
+    fn holding(&self) -> Option<(String, usize, usize)> {
+        let bytes = DEFERRED.lock().devices.iter().map(|pending| pending.bytes).sum();
+        Some(("frees waiting for the device (async_free)".into(), bytes, bytes))
+    }
+
     fn goes_first(&self) -> bool {
         true
     }

@@ -27,6 +27,29 @@ pub trait Cache: Send + Sync {
     fn goes_first(&self) -> bool {
         false
     }
+    /// What it holds from the device now and how much of that is free: (what it is, held,
+    /// free), for an out-of-memory message that says who holds the device's memory.
+    fn holding(&self) -> Option<(String, usize, usize)> {
+        None
+    }
+}
+
+/// Who holds memory of `device` through rmm-rs, the most first: "pool 3.0 GiB (1.0 GiB
+/// free), ..." ("" when nothing does).
+pub fn holders(device: i32) -> String {
+    let mut held: Vec<(String, usize, usize)> = caches_of(device).iter().filter_map(|cache| cache.holding()).filter(|h| h.1 > 0).collect();
+    held.sort_by_key(|entry| std::cmp::Reverse(entry.1));
+    let shown: Vec<String> = held
+        .iter()
+        .take(6)
+        .map(|(what, bytes, free)| {
+            format!("{what} {} ({} free)", crate::units::approximate(*bytes as i64), crate::units::approximate(*free as i64))
+        })
+        .collect();
+    match held.len().saturating_sub(shown.len()) {
+        0 => shown.join(", "),
+        more => format!("{} and {more} more", shown.join(", ")),
+    }
 }
 
 /// (device, cache); entries whose resource is gone are dropped as new ones come.

@@ -113,8 +113,17 @@ impl<I: BlockIndex> Core<I> {
                     format!("may hold at most {}", units::exact(self.maximum))
                 },
                 grown.err().map(|e| e.cause()).unwrap_or_default()
-            ),
+            ) + &Self::device_holders(self.device),
         ))
+    }
+
+    /// For an out-of-memory message, after everything was given back: who holds the device's
+    /// memory through rmm-rs ("" when nothing does).
+    fn device_holders(device: i32) -> String {
+        match super::super::caches::holders(device) {
+            holders if holders.is_empty() => String::new(),
+            holders => format!("; rmm-rs holds on device {device}: {holders}"),
+        }
     }
 
     /// The smallest chunk that can serve `bytes`.

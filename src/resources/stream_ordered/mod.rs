@@ -1010,6 +1010,11 @@ impl<I: BlockIndex> super::caches::Cache for Core<I> {
         self.release_free_chunks()
     }
 
+    fn holding(&self) -> Option<(String, usize, usize)> {
+        let usage = self.usage();
+        Some((self.name.to_string(), usage.reserved, usage.free))
+    }
+
     fn retire_stream(&self, identity: u64, alive: Option<Stream>) -> Result<()> {
         Core::retire_stream(self, identity, alive)
     }
