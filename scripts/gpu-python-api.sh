@@ -15,6 +15,8 @@
 # 3. python/check_python_api.py: cupy.asarray(DeviceBuffer) (__cuda_array_interface__),
 #    torch.from_dlpack(DeviceBuffer) (DLPack), numba.cuda.as_cuda_array(DeviceBuffer), and
 #    DeviceBuffers on CuPy's, PyTorch's and Numba's streams (__cuda_stream__).
+# 4. python/check_pressure.py: rmm-rs and CuPy's default pool in one process near the device's
+#    limit, each getting the memory the other keeps (a failure callback, rmm_rs.release_device_memory).
 # 4. RAPIDS RMM's own Python tests, unchanged, with `import rmm` meaning rmm_rs
 #    (scripts/rapids-python-suite.sh with RAPIDS_SUITE_ON=gpu): their table and RESULT line
 #    (files loaded; tests passed, failed, expected differences, listed limits, skipped). Needs
@@ -69,6 +71,7 @@ results=()
 run "seed snippets (python/tests/test_seed_snippets.py)" "$python" python/tests/test_seed_snippets.py -v
 run "RAPIDS API (python/tests/test_rmm_api.py)" "$python" python/tests/test_rmm_api.py -v
 run "interop (python/check_python_api.py)" "$python" python/check_python_api.py
+run "rmm-rs and CuPy's pool near the device's limit (python/check_pressure.py)" "$python" python/check_pressure.py
 rapids_tree=${RAPIDS_PYTHON_TREE:-$root/legacy-suites/rapids-26.08-python}
 if [ -d "$rapids_tree/python/rmm/rmm/tests" ]; then
   run "RAPIDS RMM's Python suite (scripts/rapids-python-suite.sh)" \
