@@ -30,7 +30,8 @@ Environment: PRELOAD_PROGRAMS (comma list), PRELOAD_SPECS (comma list, specs wit
 passed to ``RMM_ALLOC_CONF`` as written, e.g. ``async_free:pending=2%/statistics/pool``),
 PRELOAD_STEPS (timed ResNet steps, default 10), PRELOAD_BASELINES (which of none, unset and
 cache run; default all three), PRELOAD_BEFORE (another build's preload library: each spec runs
-under it too, just before, as "before: SPEC", for a before/after in one run).
+under it too, just before, as "before: SPEC", for a before/after in one run; PRELOAD_BEFORE_SPECS:
+only these specs, e.g. those the other build can parse).
 """
 
 import json
@@ -172,12 +173,13 @@ def main():
     # PRELOAD_BEFORE=LIB: each spec also under another build of the preload library, run just
     # before this one's (configuration "before: SPEC"), for a before/after in one run.
     before = os.environ.get("PRELOAD_BEFORE")
+    before_specs = [s for s in os.environ.get("PRELOAD_BEFORE_SPECS", ",".join(specs)).split(",") if s]
     results = []
     for program in programs:
         if program.startswith("torch-nocache") and "cache" in baselines:
             results.append(run(program.replace("nocache", "cache"), "none", preload, binaries))
         for config in configs:
-            if before and config not in ("none", "unset"):
+            if before and config in before_specs:
                 result = run(program, config, before, binaries)
                 result["config"] = "before: " + config
                 results.append(result)
