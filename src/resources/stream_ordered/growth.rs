@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::platform::Stream;
 use crate::sync::biased_lock::BiasedGuard;
 use crate::units;
-use rmm_suballoc::tlsf::GRANULE;
+use rmm_suballoc::tlsf::{Chunk, GRANULE};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -161,10 +161,7 @@ impl<I: BlockIndex> Core<I> {
                 (chunk, self.events_to_take_from(&other, &mut shelf, state))
             };
             self.wait_all(stream, &events)?;
-            self.owners.write().insert(chunk.base, (chunk.size, state.clone()));
-            let mut shelf = state.shelf.lock();
-            shelf.index_mut().add_chunk(chunk.base, chunk.size);
-            if let Some(addr) = self.take_from_shelf(state, &mut shelf, bytes, stream)? {
+            if let Some(addr) = self.adopt_chunk(state, chunk, bytes, stream)? {
                 return Ok(Some(addr));
             }
         }
@@ -192,6 +189,12 @@ impl<I: BlockIndex> Core<I> {
         if !self.omit_ordering.load(Ordering::Relaxed) {
             self.wait_all(stream, &events)?;
         }
+        self.adopt_chunk(state, chunk, bytes, stream)
+    }
+
+    /// Makes `chunk`, taken from another stream's index (with its events waited on), `state`'s,
+    /// and serves `bytes` from it.
+    fn adopt_chunk(&self, state: &Arc<StreamState<I>>, chunk: Chunk, bytes: usize, stream: Stream) -> Result<Option<usize>> {
         self.owners.write().insert(chunk.base, (chunk.size, state.clone()));
         let mut shelf = state.shelf.lock();
         shelf.index_mut().add_chunk(chunk.base, chunk.size);
