@@ -113,7 +113,10 @@ impl<I: BlockIndex> Core<I> {
                     format!("may hold at most {}", units::exact(self.maximum))
                 },
                 grown.err().map(|e| e.cause()).unwrap_or_default()
-            ) + &Self::device_holders(self.device),
+            ) + &match bytes.div_ceil(GRANULE) * GRANULE > self.maximum.saturating_sub(usage.reserved) {
+                true => String::new(), // the pool's own maximum, not the device, refused it
+                false => Self::device_holders(self.device),
+            },
         ))
     }
 
