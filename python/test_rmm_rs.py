@@ -514,6 +514,16 @@ class ResourceTest(unittest.TestCase):
                 rmm_rs.release_device_memory(rmm_rs.device_count())
             self.assertEqual(caught.exception.code, rmm_rs.ERROR_INVALID_ARGUMENT)
 
+    def test_snapshot_says_where_free_memory_is_held(self):
+        with rmm_rs.Resource.cuda() as cuda, rmm_rs.Resource.pool(cuda, "4MiB") as pool:
+            ptr = pool.allocate(1024)
+            held_by = pool.snapshot()["held_by"]
+            self.assertEqual([state["stream"] for state in held_by], ["default"])
+            self.assertEqual(held_by[0]["held_bytes"], 4 * MiB)
+            self.assertEqual(held_by[0]["used_bytes"], 1024)
+            self.assertEqual(held_by[0]["free_bytes"], 4 * MiB - 1024)
+            pool.deallocate(ptr, 1024)
+
     def test_driver_pool_and_system_resources(self):
         with rmm_rs.Resource.cuda_async("1MiB") as owner:
             pool = owner.pool_handle()
