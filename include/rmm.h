@@ -119,6 +119,13 @@ typedef struct rmmDeviceBuffer_st* rmmDeviceBuffer_t;
 // Most devices `rmmOptions_t.devices` can list.
 #define RMM_MAX_DEVICES 64
 
+// How `rmmResourceSleep` treats the contents of live blocks: dropped (KV caches, activations,
+// scratch; at wake the blocks hold whatever the new memory holds).
+#define RMM_SLEEP_DISCARD 0
+
+// Copied to pinned host memory at sleep and back at wake (weights).
+#define RMM_SLEEP_KEEP 1
+
 // The major version of rmm-rs that rmm.h belongs to.
 #define RMM_VERSION_MAJOR 0
 
@@ -1283,6 +1290,40 @@ enum rmmError_t rmmResourceGetDevice(rmmResource_t resource, int *device);
 // Errors: only the general ones (RMM_ERROR_INVALID_HANDLE for `resource`,
 // RMM_ERROR_INVALID_ARGUMENT when `name` is NULL).
 enum rmmError_t rmmResourceGetName(rmmResource_t resource, const char **name);
+
+// Puts `resource` to sleep: every expandable resource it takes memory from (itself, or the
+// ones under a pool, arena, binning resource or adaptor) gives back all its device memory,
+// the memory of live blocks included. First the device is synchronized and the stack releases
+// what it keeps free; then each page holding blocks is copied to pinned host memory on
+// `stream` (`RMM_SLEEP_KEEP`) or dropped (`RMM_SLEEP_DISCARD`), and unmapped. Every pointer
+// keeps its value and is valid again after `rmmResourceWake`; meanwhile frees are taken and
+// done, allocations from the resource fail with RMM_ERROR_INVALID_ARGUMENT, and the resource
+// holds no device memory. Tags: a resource per tag (sleep one, not the others).
+// Errors: a resource over no expandable resource is RMM_ERROR_NOT_SUPPORTED; one already
+// asleep or an unknown mode RMM_ERROR_INVALID_ARGUMENT; an expandable resource with blocks
+// exported to other processes RMM_ERROR_NOT_SUPPORTED; no pinned host memory for the copy
+// RMM_ERROR_OUT_OF_MEMORY. On any error nothing sleeps.
+enum rmmError_t rmmResourceSleep(rmmResource_t resource, uint32_t mode, cudaStream_t stream);
+
+// Wakes `resource`: device memory is taken again for every page that slept, mapped at the same
+// addresses, and the contents kept at sleep are copied back on `stream`, which is synchronized
+// before the call returns. When the device cannot give the memory (another process holds it),
+// RMM_ERROR_OUT_OF_MEMORY and the resource stays asleep with its host copy intact: call again
+// later. A resource that is awake: RMM_ERROR_INVALID_ARGUMENT.
+enum rmmError_t rmmResourceWake(rmmResource_t resource, cudaStream_t stream);
+
+// Writes 1 to `*asleep` while `resource` (or an expandable resource under it) sleeps, else 0.
+// A resource over no expandable resource: RMM_ERROR_NOT_SUPPORTED.
+enum rmmError_t rmmResourceIsAsleep(rmmResource_t resource, int *asleep);
+
+// `rmmResourceSleep` on `device`'s current resource (`rmmSetPerDeviceResource`, or what
+// `RMM_ALLOC_CONF` made, e.g. `expandable`): the way for a program under the preload library,
+// or a library it loads, to reach sleep without a handle (`dlsym(RTLD_DEFAULT,
+// "rmmDeviceSleep")`).
+enum rmmError_t rmmDeviceSleep(int device, uint32_t mode, cudaStream_t stream);
+
+// `rmmResourceWake` on `device`'s current resource.
+enum rmmError_t rmmDeviceWake(int device, cudaStream_t stream);
 
 // Describes `resource` and its upstream resources as JSON: one object per resource, its
 // upstream nested under "upstream". Pools, arenas and fixed-size resources list their

@@ -49,6 +49,9 @@ pub enum ErrorKind {
     /// rmm-rs did not hand out, a double free, a size or device that does not fit. The text says
     /// which and why.
     InvalidArgument(String),
+    /// An allocation from a sleeping resource (`rmmResourceSleep`), which C sees as
+    /// RMM_ERROR_INVALID_ARGUMENT: no layer above retries it as out of memory.
+    Asleep(String),
     /// The call needs `rmmInitialize` first (it came before it, or after `rmmFinalize`).
     NotInitialized(String),
     /// The memory could not be had: the device, an upstream or a limit had too little for the
@@ -145,7 +148,7 @@ impl Error {
         use rmmError_t::*;
         match self.kind() {
             ErrorKind::Cuda { .. } | ErrorKind::DriverUnavailable(_) => RMM_ERROR_CUDA_ERROR,
-            ErrorKind::InvalidArgument(_) => RMM_ERROR_INVALID_ARGUMENT,
+            ErrorKind::InvalidArgument(_) | ErrorKind::Asleep(_) => RMM_ERROR_INVALID_ARGUMENT,
             ErrorKind::NotInitialized(_) => RMM_ERROR_NOT_INITIALIZED,
             ErrorKind::OutOfMemory { .. } => RMM_ERROR_OUT_OF_MEMORY,
             ErrorKind::NotSupported(_) => RMM_ERROR_NOT_SUPPORTED,
@@ -154,6 +157,11 @@ impl Error {
             ErrorKind::Io(_) => RMM_ERROR_IO,
             ErrorKind::Internal(_) => RMM_ERROR_UNKNOWN,
         }
+    }
+
+    /// Whether this is the refusal of a sleeping resource.
+    pub fn is_asleep(&self) -> bool {
+        matches!(self.kind(), ErrorKind::Asleep(_))
     }
 
     /// Whether this is out of memory, the one error a resource may answer by reclaiming or
@@ -217,6 +225,7 @@ impl fmt::Display for Error {
             ErrorKind::Cuda { call, code, message } => write!(f, "{call} failed: CUDA error {code} ({message})"),
             ErrorKind::DriverUnavailable(m) => write!(f, "CUDA driver unavailable: {m}"),
             ErrorKind::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
+            ErrorKind::Asleep(m) => write!(f, "resource asleep: {m}"),
             ErrorKind::NotInitialized(m) => write!(f, "not initialized: {m}"),
             ErrorKind::OutOfMemory { .. } => write!(f, "out of memory: {}", self.reason()),
             ErrorKind::NotSupported(m) => write!(f, "not supported: {m}"),

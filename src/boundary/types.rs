@@ -267,3 +267,9 @@ mod tests {
         assert_eq!(super::CudaAsyncAllocation, mode::CUDA_ASYNC);
     }
 }
+
+/// How `rmmResourceSleep` treats the contents of live blocks: dropped (KV caches, activations,
+/// scratch; at wake the blocks hold whatever the new memory holds).
+pub const RMM_SLEEP_DISCARD: u32 = 0;
+/// Copied to pinned host memory at sleep and back at wake (weights).
+pub const RMM_SLEEP_KEEP: u32 = 1;

@@ -168,6 +168,9 @@ pub fn allocate_aligned(stack: &Arc<Stack>, bytes: usize, alignment: usize, stre
         return Ok(0);
     }
     let ptr = stack.allocate_aligned(bytes, alignment, stream)?;
+    if crate::resources::sleep::any_asleep() && crate::resources::sleep::asleep_at(ptr) {
+        return Err(undo_while_asleep(stack, ptr, bytes, alignment, stream));
+    }
     if callback::running_on_this_thread() {
         return Ok(ptr);
     }
@@ -186,6 +189,17 @@ pub fn allocate_aligned(stack: &Arc<Stack>, bytes: usize, alignment: usize, stre
         return Err(handed_out_twice(ptr, stack));
     }
     Ok(ptr)
+}
+
+/// Gives back a block that a stack handed out from the memory of a sleeping resource (a free
+/// block of a sleeping chunk): nobody may use it until the resource wakes.
+#[cold]
+#[inline(never)]
+fn undo_while_asleep(stack: &Arc<Stack>, ptr: usize, bytes: usize, alignment: usize, stream: Stream) -> crate::error::Error {
+    if let Err(e) = stack.deallocate_aligned(ptr, bytes, alignment, stream) {
+        log::error!("giving back {ptr:#x} ({bytes} bytes), handed out from a sleeping resource: {e}");
+    }
+    crate::resources::sleep::refused_while_asleep(bytes)
 }
 
 /// Frees `ptr` (NULL: nothing) through the stack it was allocated from, in the order of

@@ -15,6 +15,7 @@
 //! to the device above the release threshold, on `release`, and when the device runs out.
 //! See docs/src/expandable.md.
 
+use super::sleep::{HostCopy, SleepFigures, SleepMode};
 use super::stream_ordered::{Core, Growth, MappedGrowth, PageMapper};
 use super::{MemoryResource, PoolResource, ALIGNMENT};
 use crate::error::{Error, Result};
@@ -22,7 +23,7 @@ use crate::platform::ipc::Ticket;
 use crate::platform::{backend, PhysicalMemory, Stream};
 use parking_lot::Mutex;
 use rmm_suballoc::tlsf::Tlsf;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -104,6 +105,9 @@ pub struct ExpandableResource {
     /// Blocks exported to other processes (docs/src/ipc.md), and those freed while another
     /// process still had them open, kept out of the pool until it closes them.
     exports: Exports,
+    /// How it sleeps (None: awake); held by `sleep` and `wake` throughout, so that they take
+    /// turns (docs/src/sleep.md).
+    sleep: Mutex<Option<SleepMode>>,
 }
 
 /// The exporting side of IPC: a ticket per exported block, by its address.
@@ -178,7 +182,14 @@ fn make(device: i32, options: &ExpandableOptions, handle_types: u32) -> Result<E
     };
     let large = part(options)?;
     let small = part(&ExpandableOptions { initial_size: 0, page_size: granularity, ..options.clone() })?;
-    Ok(ExpandableResource { small_range: small.pages.usable_range(), small, large, held, exports: Exports::default() })
+    Ok(ExpandableResource {
+        small_range: small.pages.usable_range(),
+        small,
+        large,
+        held,
+        exports: Exports::default(),
+        sleep: Mutex::new(None),
+    })
 }
 
 impl ExpandableResource {
@@ -243,6 +254,9 @@ impl ExpandableResource {
                 "the expandable resource was created without IPC (rmmIpcExpandableResourceCreate makes one whose memory can be shared)"
                     .into(),
             ));
+        }
+        if let Some(mode) = self.sleep_mode() {
+            return Err(Error::invalid(format!("{ptr:#x}: the expandable resource is asleep ({}): wake it to export", mode.name())));
         }
         let mut state = self.exports.state.lock();
         if let Some(ticket) = state.live.get(&ptr) {
@@ -335,6 +349,122 @@ impl ExpandableResource {
         result
     }
 
+    /// How it sleeps, or None while awake.
+    pub fn sleep_mode(&self) -> Option<SleepMode> {
+        *self.sleep.lock()
+    }
+
+    /// Why it cannot go to sleep now, if it cannot.
+    pub(super) fn can_sleep(&self) -> Result<()> {
+        self.why_not_sleep(*self.sleep.lock())
+    }
+
+    /// `can_sleep` while it sleeps in mode `asleep` (None: awake).
+    fn why_not_sleep(&self, asleep: Option<SleepMode>) -> Result<()> {
+        if let Some(mode) = asleep {
+            return Err(Error::invalid(format!(
+                "the expandable resource on device {} is already asleep (mode {}): wake it first",
+                self.device(),
+                mode.name()
+            )));
+        }
+        if self.exports.count.load(Ordering::Acquire) != 0 {
+            return Err(Error::NotSupported(format!(
+                "the expandable resource on device {} has blocks exported to other processes: they cannot sleep under them \
+                 (free them, and let the other processes close them, first)",
+                self.device()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The address ranges every block lies in.
+    fn ranges(&self) -> [std::ops::Range<usize>; 2] {
+        [self.small_range.clone(), self.large.pages.usable_range()]
+    }
+
+    /// Gives the device back all the physical memory it holds, live blocks' included, keeping
+    /// every address: once the device is idle (every stream synchronized) and free memory is
+    /// released, each mapped page's contents go to pinned host memory (`Keep`, copied on
+    /// `stream`) or are dropped (`Discard`), and the page is unmapped and released. Until
+    /// `wake`, allocations from it fail (whatever stack they come through), frees are taken as
+    /// usual, and it holds no device memory.
+    pub fn sleep(&self, mode: SleepMode, stream: Stream) -> Result<SleepFigures> {
+        let mut asleep = self.sleep.lock();
+        self.why_not_sleep(*asleep)?;
+        let platform = backend()?;
+        let stream = platform.stream_on_device(self.device(), stream)?;
+        let ranges = self.ranges();
+        super::sleep::note_asleep(&ranges);
+        let slept = platform.device_synchronize(self.device()).and_then(|()| self.release()).and_then(|_| {
+            let small = self.small.pages.sleep(mode, stream)?;
+            match self.large.pages.sleep(mode, stream) {
+                Ok(large) => Ok(SleepFigures { released: small.released + large.released, kept_on_host: small.kept_on_host + large.kept_on_host }),
+                Err(e) => {
+                    let woken = self.small.pages.take_physical().and_then(|pages| self.small.pages.map_again(pages, stream));
+                    if let Err(again) = woken {
+                        log::error!("expandable resource: its small blocks slept but its large blocks could not ({e}), and waking the small ones failed: {again}");
+                    }
+                    Err(e)
+                }
+            }
+        });
+        match slept {
+            Ok(figures) => {
+                *asleep = Some(mode);
+                log::info!(
+                    "expandable resource on device {}: asleep ({}), {} bytes of device memory released, {} bytes kept on the host",
+                    self.device(),
+                    mode.name(),
+                    figures.released,
+                    figures.kept_on_host
+                );
+                Ok(figures)
+            }
+            Err(e) => {
+                super::sleep::note_awake(&ranges);
+                Err(e)
+            }
+        }
+    }
+
+    /// Takes physical memory for every page that slept, maps it at the same addresses and
+    /// copies kept contents back (on `stream`, synchronized before it returns). When the device
+    /// cannot give the memory (another process took it), nothing changes: it stays asleep, its
+    /// host copy intact, and a later `wake` tries again.
+    pub fn wake(&self, stream: Stream) -> Result<()> {
+        let mut asleep = self.sleep.lock();
+        if asleep.is_none() {
+            return Err(Error::invalid(format!("the expandable resource on device {} is awake: nothing to wake", self.device())));
+        }
+        let stream = backend()?.stream_on_device(self.device(), stream)?;
+        let small = self.small.pages.take_physical()?;
+        let large = match self.large.pages.take_physical() {
+            Ok(large) => large,
+            Err(e) => {
+                self.small.pages.give_physical(small);
+                return Err(e);
+            }
+        };
+        if let Err(e) = self.small.pages.map_again(small, stream) {
+            self.large.pages.give_physical(large);
+            return Err(e);
+        }
+        if let Err(e) = self.large.pages.map_again(large, stream) {
+            // The small part is awake again: back to sleep, so that the whole resource stays
+            // asleep and retryable.
+            let mode = asleep.expect("checked above");
+            if let Err(again) = self.small.pages.sleep(mode, stream) {
+                log::error!("expandable resource: waking its large blocks failed ({e}) and its small ones could not sleep again: {again}");
+            }
+            return Err(e);
+        }
+        *asleep = None;
+        super::sleep::note_awake(&self.ranges());
+        log::info!("expandable resource on device {}: awake", self.device());
+        Ok(())
+    }
+
     /// `allocate`, at a multiple of `alignment` (see `Core::allocate_aligned`); the part is
     /// chosen by the most the block may take with its alignment.
     #[inline(always)]
@@ -404,16 +534,28 @@ impl MemoryResource for ExpandableResource {
 
     /// Both parts' figures and page activity together, then each part as a pool shows it.
     fn snapshot(&self) -> serde_json::Value {
+        let asleep = self.sleep_mode();
         let footprint = self.footprint().unwrap_or_default();
         let activity = self.small.pages.activity().plus(self.large.pages.activity());
         let mut figures = super::snapshot::figures(&footprint);
         figures["resource"] = self.name().into();
         figures["device"] = self.device().into();
         figures["small_blocks_below"] = SMALL_BLOCKS_BELOW.into();
+        figures["asleep"] = asleep.map_or(serde_json::Value::Null, |mode| mode.name().into());
+        figures["asleep_bytes"] = (self.small.pages.asleep_bytes() + self.large.pages.asleep_bytes()).into();
+        figures["kept_on_host_bytes"] = (self.small.pages.kept_on_host_bytes() + self.large.pages.kept_on_host_bytes()).into();
         figures["activity"] = activity.json();
         figures["small"] = self.small.pool.snapshot();
         figures["large"] = self.large.pool.snapshot();
         figures
+    }
+}
+
+impl Drop for ExpandableResource {
+    fn drop(&mut self) {
+        if self.sleep.get_mut().is_some() {
+            super::sleep::note_awake(&self.ranges());
+        }
     }
 }
 
@@ -457,6 +599,28 @@ struct Ranges {
     /// page, open until the page is mapped nowhere any more (other processes take them with
     /// `pidfd_getfd` while the block they hold is allocated).
     descriptors: HashMap<PhysicalMemory, OwnedFd>,
+    /// While the part sleeps: `mapped` and `lent` keep their addresses, but their physical
+    /// pages were released and the values only tell which addresses shared one page.
+    asleep: Option<Asleep>,
+}
+
+/// A sleeping part's contents.
+struct Asleep {
+    /// Where each kept page's contents lie in `host`, by the page's address.
+    copies: BTreeMap<usize, usize>,
+    host: Option<HostCopy>,
+}
+
+/// `[start, length)` runs of consecutive pages of `page` bytes among sorted `addresses`.
+fn runs(addresses: impl IntoIterator<Item = usize>, page: usize) -> Vec<(usize, usize)> {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for at in addresses {
+        match runs.last_mut() {
+            Some((begin, length)) if *begin + *length == at => *length += page,
+            _ => runs.push((at, page)),
+        }
+    }
+    runs
 }
 
 /// What the page source has asked of the device so far, and the time those calls took: the
@@ -521,9 +685,26 @@ fn timed<T>(ns: &mut u64, call: impl FnOnce() -> T) -> T {
 }
 
 impl Ranges {
+    /// What a range coming back while the part sleeps leaves: nothing to unmap or keep (its
+    /// physical pages were released at sleep), only the record of it.
+    fn forget_sleeping(&mut self, start: usize, size: usize, page: usize) {
+        for at in (start..start + size).step_by(page) {
+            if self.lent_from.remove(&at) {
+                self.lent.retain(|&(_, _, mapped_at)| mapped_at != at);
+            }
+            if let Some(asleep) = &mut self.asleep {
+                asleep.copies.remove(&at);
+            }
+        }
+        self.give_back(start, size);
+    }
+
     /// Physical pages held: a lent page is mapped at its old address and maybe at a new one,
     /// and counts once.
     fn held_pages(&self) -> usize {
+        if self.asleep.is_some() {
+            return self.kept.len();
+        }
         (self.mapped.len() + self.lent.len() + self.kept.len()).saturating_sub(self.lent_from.len())
     }
 }
@@ -651,6 +832,10 @@ impl MappedRanges {
         let access;
         let mut reused: Vec<(PhysicalMemory, Source)> = {
             let mut state = self.state.lock();
+            if state.asleep.is_some() {
+                state.give_back(start, size);
+                return Err(super::sleep::refused_while_asleep(size));
+            }
             access = state.access.clone();
             let mut reused = Vec::with_capacity(count);
             let mut at = 0;
@@ -803,13 +988,12 @@ impl MappedRanges {
         if state.access.contains(&peer) {
             return Ok(());
         }
-        let mut ranges: Vec<(usize, usize)> = Vec::new();
-        for &at in state.mapped.keys() {
-            match ranges.last_mut() {
-                Some((begin, length)) if *begin + *length == at => *length += self.page,
-                _ => ranges.push((at, self.page)),
-            }
+        if state.asleep.is_some() {
+            // Nothing is mapped: `map_again` gives the peer access at wake.
+            state.access.push(peer);
+            return Ok(());
         }
+        let ranges = runs(state.mapped.keys().copied(), self.page);
         let mut ns = 0;
         let mut result = Ok(());
         for &(at, size) in &ranges {
@@ -838,6 +1022,9 @@ impl MappedRanges {
         let first = ptr / self.page * self.page;
         let end = ptr.checked_add(bytes.max(1)).and_then(|end| end.checked_next_multiple_of(self.page)).unwrap_or(usize::MAX);
         let mut state = self.state.lock();
+        if state.asleep.is_some() {
+            return Err(Error::invalid(format!("{ptr:#x}: the expandable resource is asleep, its pages have no physical memory")));
+        }
         let physical: Vec<PhysicalMemory> = state.mapped.range(first..end).map(|(_, &physical)| physical).collect();
         if physical.len() != (end - first) / self.page {
             return Err(Error::invalid(format!("{ptr:#x} (+{bytes} bytes) is not wholly mapped: not a block of this resource")));
@@ -856,6 +1043,178 @@ impl MappedRanges {
             fds.push(fd);
         }
         Ok((first, fds))
+    }
+}
+
+/// Sleep and wake of one part (see `ExpandableResource::sleep`).
+impl MappedRanges {
+    /// Releases every page: kept ones, then mapped ones after copying the contents of those
+    /// that hold blocks to the host (`Keep`). A lent page's old place is a free block: its
+    /// contents are not copied.
+    fn sleep(&self, mode: SleepMode, stream: Stream) -> Result<SleepFigures> {
+        let platform = backend()?;
+        self.release_kept(0)?;
+        let mut state = self.state.lock();
+        let mut copies = BTreeMap::new();
+        let live: Vec<usize> = state.mapped.keys().copied().filter(|at| !state.lent_from.contains(at)).collect();
+        let host = match mode {
+            SleepMode::Keep if !live.is_empty() => {
+                let host = HostCopy::new(self.device, live.len() * self.page)?;
+                let mut offset = 0;
+                for (at, size) in runs(live, self.page) {
+                    platform.copy_async(self.device, host.ptr + offset, at, size, stream)?;
+                    for page_at in (at..at + size).step_by(self.page) {
+                        copies.insert(page_at, offset + page_at - at);
+                    }
+                    offset += size;
+                }
+                platform.stream_synchronize(stream)?;
+                Some(host)
+            }
+            SleepMode::Keep | SleepMode::Discard => None,
+        };
+        // Frees taken since the sleep began (from other threads) are ordered on their streams:
+        // wait for those too before their memory goes.
+        platform.device_synchronize(self.device)?;
+        let mut ns = 0;
+        let addresses: Vec<usize> = state.mapped.keys().copied().collect();
+        for (done, &at) in addresses.iter().enumerate() {
+            if let Err(e) = timed(&mut ns, || platform.vmm_unmap(at, self.page)) {
+                // Nothing is released yet: map back what was unmapped.
+                for &back in &addresses[..done] {
+                    let _ = platform.vmm_map(back, self.page, state.mapped[&back]);
+                }
+                for (back, size) in runs(addresses[..done].iter().copied(), self.page) {
+                    let _ = platform.vmm_set_access(back, size, &state.access);
+                }
+                state.activity.device_call_ns += ns;
+                return Err(e);
+            }
+        }
+        let physical: HashSet<PhysicalMemory> = state.mapped.values().copied().collect();
+        for &page in &physical {
+            match timed(&mut ns, || platform.vmm_release(page)) {
+                Ok(()) => self.held.give(self.page),
+                // Unmapped everywhere and so unreachable: the driver keeps it until the process ends.
+                Err(e) => log::error!("expandable resource: releasing a sleeping page: {e}"),
+            }
+        }
+        state.descriptors.clear();
+        let activity = &mut state.activity;
+        activity.device_call_ns += ns;
+        activity.pages_unmapped += addresses.len() as u64;
+        activity.pages_released += physical.len() as u64;
+        let kept_on_host = copies.len() * self.page;
+        state.asleep = Some(Asleep { copies, host });
+        Ok(SleepFigures { released: physical.len() * self.page, kept_on_host })
+    }
+
+    /// New physical memory for each page that slept (one per page the sleeping addresses
+    /// shared), by the value that stood for it; none (and nothing held) when the device cannot
+    /// give them all.
+    fn take_physical(&self) -> Result<Vec<(PhysicalMemory, PhysicalMemory)>> {
+        let slept: HashSet<PhysicalMemory> = self.state.lock().mapped.values().copied().collect();
+        let mut taken = Vec::with_capacity(slept.len());
+        for old in slept {
+            match self.create_page() {
+                Ok(page) => taken.push((old, page)),
+                Err(e) => {
+                    self.give_physical(taken);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(taken)
+    }
+
+    /// Releases what `take_physical` took.
+    fn give_physical(&self, taken: Vec<(PhysicalMemory, PhysicalMemory)>) {
+        let Ok(platform) = backend() else { return };
+        for (_, page) in taken {
+            match platform.vmm_release(page) {
+                Ok(()) => self.held.give(self.page),
+                Err(e) => log::error!("expandable resource: releasing a page a failed wake took: {e}"),
+            }
+        }
+    }
+
+    /// Maps `taken` where the sleeping pages were, gives access, copies the kept contents back
+    /// on `stream` and waits for them; on failure, undoes it all and releases `taken`.
+    fn map_again(&self, taken: Vec<(PhysicalMemory, PhysicalMemory)>, stream: Stream) -> Result<()> {
+        let platform = backend()?;
+        let mut state = self.state.lock();
+        let new_of: HashMap<PhysicalMemory, PhysicalMemory> = taken.iter().copied().collect();
+        let addresses: Vec<(usize, PhysicalMemory)> = state.mapped.iter().map(|(&at, old)| (at, new_of[old])).collect();
+        let mut ns = 0;
+        let mut mapped = 0;
+        let mut result = Ok(());
+        for &(at, page) in &addresses {
+            result = timed(&mut ns, || platform.vmm_map(at, self.page, page));
+            if result.is_err() {
+                break;
+            }
+            mapped += 1;
+        }
+        let runs_mapped = runs(addresses.iter().map(|&(at, _)| at), self.page);
+        if result.is_ok() {
+            for &(at, size) in &runs_mapped {
+                result = timed(&mut ns, || platform.vmm_set_access(at, size, &state.access));
+                if result.is_err() {
+                    break;
+                }
+            }
+        }
+        if let (Ok(()), Some(Asleep { copies, host: Some(host) })) = (&result, &state.asleep) {
+            let mut run: Option<(usize, usize, usize)> = None;
+            let mut copied = Ok(());
+            for (&at, &offset) in copies.iter().chain(std::iter::once((&usize::MAX, &usize::MAX))) {
+                run = match run {
+                    Some((start, from, size)) if start + size == at && from + size == offset => Some((start, from, size + self.page)),
+                    Some((start, from, size)) => {
+                        copied = copied.and_then(|()| platform.copy_async(self.device, start, host.ptr + from, size, stream));
+                        Some((at, offset, self.page))
+                    }
+                    None => Some((at, offset, self.page)),
+                };
+            }
+            result = copied.and_then(|()| platform.stream_synchronize(stream));
+        }
+        state.activity.device_call_ns += ns;
+        if let Err(e) = result {
+            for &(at, _) in &addresses[..mapped] {
+                let _ = platform.vmm_unmap(at, self.page);
+            }
+            drop(state);
+            self.give_physical(taken);
+            return Err(e);
+        }
+        let mut unused: HashSet<PhysicalMemory> = taken.iter().map(|&(_, page)| page).collect();
+        for (at, page) in addresses {
+            state.mapped.insert(at, page);
+            unused.remove(&page);
+        }
+        for lent in &mut state.lent {
+            lent.1 = new_of[&lent.1];
+        }
+        // Pages whose every address was freed while `take_physical` ran.
+        state.kept.extend(unused);
+        state.activity.maps += runs_mapped.len() as u64;
+        state.activity.pages_mapped += mapped as u64;
+        state.activity.pages_created += taken.len() as u64;
+        state.asleep = None;
+        state.peak_pages = state.peak_pages.max(state.held_pages());
+        Ok(())
+    }
+
+    /// Bytes of address space whose pages sleep.
+    fn asleep_bytes(&self) -> usize {
+        let state = self.state.lock();
+        state.asleep.as_ref().map_or(0, |_| state.mapped.len() * self.page)
+    }
+
+    /// Bytes of sleeping pages' contents kept in host memory.
+    fn kept_on_host_bytes(&self) -> usize {
+        self.state.lock().asleep.as_ref().map_or(0, |asleep| asleep.copies.len() * self.page)
     }
 }
 
@@ -916,6 +1275,10 @@ impl MemoryResource for MappedRanges {
             }
             for (at, _) in &pages {
                 state.mapped.remove(at);
+            }
+            if state.asleep.is_some() {
+                state.forget_sleeping(ptr, bytes, self.page);
+                return Ok(());
             }
             pages
         };
@@ -986,20 +1349,17 @@ impl MemoryResource for MappedRanges {
         use crate::resources::snapshot::address;
         let (start, size) = self.reservation;
         let state = self.state.lock();
-        let mut ranges: Vec<(usize, usize)> = Vec::new();
-        for &at in state.mapped.keys() {
-            match ranges.last_mut() {
-                Some((begin, length)) if *begin + *length == at => *length += self.page,
-                _ => ranges.push((at, self.page)),
-            }
-        }
+        let ranges = match state.asleep {
+            Some(_) => Vec::new(),
+            None => runs(state.mapped.keys().copied(), self.page),
+        };
         let mapped: Vec<_> = ranges.iter().map(|&(at, size)| serde_json::json!({ "base": address(at), "size": size })).collect();
         serde_json::json!({
             "resource": self.name(),
             "device": self.device,
             "page_size": self.page,
             "reservation": { "base": address(start), "size": size },
-            "mapped_bytes": state.mapped.len() * self.page,
+            "mapped_bytes": ranges.iter().map(|(_, size)| size).sum::<usize>(),
             "mapped": mapped,
             "kept_unmapped_pages": state.kept.len(),
             "kept_unmapped_bytes": state.kept.len() * self.page,

@@ -12,6 +12,7 @@ mod expandable;
 mod fixed_size;
 pub mod kinds;
 mod pool;
+pub mod sleep;
 pub mod snapshot;
 pub mod stream_ordered;
 pub mod streams;

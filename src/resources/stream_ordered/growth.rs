@@ -77,8 +77,11 @@ impl<I: BlockIndex> Core<I> {
             return Ok(addr);
         }
         let grown = self.grow(growing, state, bytes, need, stream);
-        if let Ok(addr) = grown {
-            return Ok(addr);
+        match grown {
+            Ok(addr) => return Ok(addr),
+            // A sleeping upstream: nothing to release or retry until it wakes.
+            Err(e) if e.is_asleep() => return Err(e),
+            Err(_) => {}
         }
         if let Some(addr) = self.take_block_from_other_stream(growing, state, bytes, stream)? {
             return Ok(addr);
