@@ -255,6 +255,12 @@ impl rmmOptions_t {
     }
 }
 
+/// How `rmmResourceSleep` treats the contents of live blocks: dropped (KV caches, activations,
+/// scratch; at wake the blocks hold whatever the new memory holds).
+pub const RMM_SLEEP_DISCARD: u32 = 0;
+/// Copied to pinned host memory at sleep and back at wake (weights).
+pub const RMM_SLEEP_KEEP: u32 = 1;
+
 #[cfg(test)]
 mod tests {
     use crate::ownership::legacy::mode;
@@ -268,8 +274,3 @@ mod tests {
     }
 }
 
-/// How `rmmResourceSleep` treats the contents of live blocks: dropped (KV caches, activations,
-/// scratch; at wake the blocks hold whatever the new memory holds).
-pub const RMM_SLEEP_DISCARD: u32 = 0;
-/// Copied to pinned host memory at sleep and back at wake (weights).
-pub const RMM_SLEEP_KEEP: u32 = 1;
