@@ -90,11 +90,12 @@ module rmm
     RMM_HANDLE_TYPE_WIN32, RMM_HANDLE_TYPE_WIN32_KMT, RMM_HANDLE_TYPE_FABRIC, &
     RMM_ASYNC_HW_DECOMPRESS, RMM_CAPABILITY_PAGEABLE_MEMORY_ACCESS, &
     RMM_CAPABILITY_MANAGED_MEMORY_POOLS, RMM_CAPABILITY_HOST_MEMORY_POOLS, &
-    RMM_CAPABILITY_HW_DECOMPRESS, RMM_MAX_DEVICES, RMM_VERSION_MAJOR, RMM_VERSION_MINOR, &
-    RMM_VERSION_PATCH, RMM_VERSION, RMM_SUCCESS, RMM_ERROR_CUDA_ERROR, RMM_ERROR_INVALID_ARGUMENT, &
-    RMM_ERROR_NOT_INITIALIZED, RMM_ERROR_OUT_OF_MEMORY, RMM_ERROR_UNKNOWN, RMM_ERROR_IO, &
-    RMM_ERROR_NOT_SUPPORTED, RMM_ERROR_INVALID_HANDLE, RMM_ERROR_ALREADY_INITIALIZED, &
-    CudaDefaultAllocation, PoolAllocation, CudaManagedMemory, CudaAsyncAllocation
+    RMM_CAPABILITY_HW_DECOMPRESS, RMM_MAX_DEVICES, RMM_SLEEP_DISCARD, RMM_SLEEP_KEEP, &
+    RMM_VERSION_MAJOR, RMM_VERSION_MINOR, RMM_VERSION_PATCH, RMM_VERSION, RMM_SUCCESS, &
+    RMM_ERROR_CUDA_ERROR, RMM_ERROR_INVALID_ARGUMENT, RMM_ERROR_NOT_INITIALIZED, &
+    RMM_ERROR_OUT_OF_MEMORY, RMM_ERROR_UNKNOWN, RMM_ERROR_IO, RMM_ERROR_NOT_SUPPORTED, &
+    RMM_ERROR_INVALID_HANDLE, RMM_ERROR_ALREADY_INITIALIZED, CudaDefaultAllocation, &
+    PoolAllocation, CudaManagedMemory, CudaAsyncAllocation
   public :: rmmStatistics_t, rmmAllocationRecord_t, rmmExpandableOptions_t, rmmIpcMemHandle_t, &
     rmmIpcMemPages_t, rmmDeviceList_t, rmmOptions_t, rmmFootprint_t, rmmLogLineCallback_t, &
     rmmReleaseCallback_t, rmmFailureCallback_t, rmmLogCallback_t, rmmAllocateCallback_t, &
@@ -127,7 +128,8 @@ module rmm
     rmmExpandableResourceCreateWithOptions, rmmResourceCreateFromSpec, &
     rmmPinnedHostResourceCreate, rmmResourceDestroy, rmmResourceAllocate, rmmResourceDeallocate, &
     rmmResourceAllocateAligned, rmmResourceDeallocateAligned, rmmResourceGetDevice, &
-    rmmResourceGetName, rmmResourceGetSnapshot, rmmResourceWriteSnapshot, rmmResourceGetFootprint, &
+    rmmResourceGetName, rmmResourceSleep, rmmResourceWake, rmmResourceIsAsleep, rmmDeviceSleep, &
+    rmmDeviceWake, rmmResourceGetSnapshot, rmmResourceWriteSnapshot, rmmResourceGetFootprint, &
     rmmStreamCreate, rmmStreamCreateWithFlags, rmmStreamDestroy, rmmStreamRegister, &
     rmmStreamUnregister, rmmStreamSynchronize, rmmMemcpyAsync, rmmPoolResourceCreate, &
     rmmPoolResourceGetSize, rmmPoolResourceGetFree, rmmResourceRelease, &
@@ -185,6 +187,11 @@ module rmm
   integer(c_int32_t), parameter :: RMM_CAPABILITY_HW_DECOMPRESS = 4
   ! Most devices `rmmOptions_t.devices` can list.
   integer(c_int32_t), parameter :: RMM_MAX_DEVICES = 64
+  ! How `rmmResourceSleep` treats the contents of live blocks: dropped (KV caches, activations,
+  ! scratch; at wake the blocks hold whatever the new memory holds).
+  integer(c_int32_t), parameter :: RMM_SLEEP_DISCARD = 0
+  ! Copied to pinned host memory at sleep and back at wake (weights).
+  integer(c_int32_t), parameter :: RMM_SLEEP_KEEP = 1
   ! The major version of rmm-rs that rmm.h belongs to.
   integer(c_int32_t), parameter :: RMM_VERSION_MAJOR = 0
   ! The minor version of rmm-rs that rmm.h belongs to.
@@ -1773,6 +1780,64 @@ module rmm
       type(c_ptr), value :: resource
       type(c_ptr), intent(inout) :: name
     end function rmmResourceGetName
+
+    ! Puts `resource` to sleep: every expandable resource it takes memory from (itself, or the
+    ! ones under a pool, arena, binning resource or adaptor) gives back all its device memory,
+    ! the memory of live blocks included. First the device is synchronized and the stack releases
+    ! what it keeps free; then each page holding blocks is copied to pinned host memory on
+    ! `stream` (`RMM_SLEEP_KEEP`) or dropped (`RMM_SLEEP_DISCARD`), and unmapped. Every pointer
+    ! keeps its value and is valid again after `rmmResourceWake`; meanwhile frees are taken and
+    ! done, allocations from the resource fail with RMM_ERROR_INVALID_ARGUMENT, and the resource
+    ! holds no device memory. Tags: a resource per tag (sleep one, not the others).
+    ! Errors: a resource over no expandable resource is RMM_ERROR_NOT_SUPPORTED; one already
+    ! asleep or an unknown mode RMM_ERROR_INVALID_ARGUMENT; an expandable resource with blocks
+    ! exported to other processes RMM_ERROR_NOT_SUPPORTED; no pinned host memory for the copy
+    ! RMM_ERROR_OUT_OF_MEMORY. On any error nothing sleeps.
+    integer(c_int) function rmmResourceSleep(resource, mode, stream) &
+        bind(c, name="rmmResourceSleep")
+      import :: c_int, c_int32_t, c_ptr
+      type(c_ptr), value :: resource
+      integer(c_int32_t), value :: mode  ! uint32_t in C
+      type(c_ptr), value :: stream
+    end function rmmResourceSleep
+
+    ! Wakes `resource`: device memory is taken again for every page that slept, mapped at the same
+    ! addresses, and the contents kept at sleep are copied back on `stream`, which is synchronized
+    ! before the call returns. When the device cannot give the memory (another process holds it),
+    ! RMM_ERROR_OUT_OF_MEMORY and the resource stays asleep with its host copy intact: call again
+    ! later. A resource that is awake: RMM_ERROR_INVALID_ARGUMENT.
+    integer(c_int) function rmmResourceWake(resource, stream) bind(c, name="rmmResourceWake")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: resource
+      type(c_ptr), value :: stream
+    end function rmmResourceWake
+
+    ! Writes 1 to `*asleep` while `resource` (or an expandable resource under it) sleeps, else 0.
+    ! A resource over no expandable resource: RMM_ERROR_NOT_SUPPORTED.
+    integer(c_int) function rmmResourceIsAsleep(resource, asleep) &
+        bind(c, name="rmmResourceIsAsleep")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: resource
+      integer(c_int), intent(inout) :: asleep
+    end function rmmResourceIsAsleep
+
+    ! `rmmResourceSleep` on `device`'s current resource (`rmmSetPerDeviceResource`, or what
+    ! `RMM_ALLOC_CONF` made, e.g. `expandable`): the way for a program under the preload library,
+    ! or a library it loads, to reach sleep without a handle (`dlsym(RTLD_DEFAULT,
+    ! "rmmDeviceSleep")`).
+    integer(c_int) function rmmDeviceSleep(device, mode, stream) bind(c, name="rmmDeviceSleep")
+      import :: c_int, c_int32_t, c_ptr
+      integer(c_int), value :: device
+      integer(c_int32_t), value :: mode  ! uint32_t in C
+      type(c_ptr), value :: stream
+    end function rmmDeviceSleep
+
+    ! `rmmResourceWake` on `device`'s current resource.
+    integer(c_int) function rmmDeviceWake(device, stream) bind(c, name="rmmDeviceWake")
+      import :: c_int, c_ptr
+      integer(c_int), value :: device
+      type(c_ptr), value :: stream
+    end function rmmDeviceWake
 
     ! Describes `resource` and its upstream resources as JSON: one object per resource, its upstream
     ! nested under "upstream". Pools, arenas and fixed-size resources list their upstream chunks
