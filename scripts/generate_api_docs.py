@@ -90,6 +90,11 @@ GROUPS = [
           "Adaptors wrap any resource, keep their own reference to it, and stack in any order.",
           r"^rmm\w*Adaptor\w*$",
           r"^(rmmStatistics_t|rmmAllocationRecord_t|rmmFailureCallback_t|rmmLogLineCallback_t)$"),
+    Group("sleep.md", "Sleep and wake",
+          "A resource over virtual memory gives back its device memory, live blocks' included, "
+          "and takes it again with every address unchanged. See the [sleep guide](../sleep.md).",
+          r"^rmm(Resource|Device)(Sleep|Wake|IsAsleep)$",
+          r"^RMM_SLEEP_\w+$"),
     Group("handles.md", "Using a resource",
           "What every resource handle offers, whatever its kind: allocate, deallocate, "
           "release, describe, destroy.",
