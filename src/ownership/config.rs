@@ -160,6 +160,18 @@ fn held_free(snapshot: &serde_json::Value) -> String {
     )
 }
 
+/// A line for a sleeping expandable resource (`rmmDeviceSleep`), from its snapshot: its mode,
+/// the address space whose pages sleep and the bytes kept on the host; "" while awake.
+fn asleep(snapshot: &serde_json::Value) -> String {
+    let Some(mode) = snapshot["asleep"].as_str() else { return String::new() };
+    let bytes = |key: &str| units::approximate(snapshot[key].as_u64().unwrap_or(0) as i64);
+    format!(
+        "    asleep ({mode}): {} of blocks without device memory, {} kept on the host\n",
+        bytes("asleep_bytes"),
+        bytes("kept_on_host_bytes")
+    )
+}
+
 /// The `report` text: per configured device, what went through its stack, what is still
 /// allocated, where the free memory it holds sits and what waits for the device ("" when
 /// reporting is off).
@@ -184,7 +196,9 @@ pub fn report() -> String {
             }
         }
         text += "\n";
-        text += &held_free(&stack.base.snapshot());
+        let snapshot = stack.base.snapshot();
+        text += &held_free(&snapshot);
+        text += &asleep(&snapshot);
         if let Some(statistics) = &stack.statistics {
             let c = statistics.counts();
             text += &format!(
