@@ -273,4 +273,3 @@ mod tests {
         assert_eq!(super::CudaAsyncAllocation, mode::CUDA_ASYNC);
     }
 }
-
