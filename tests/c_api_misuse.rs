@@ -190,9 +190,15 @@ fn messages_name_the_call_the_resource_and_the_device() {
         last_message(),
         "rmmResourceAllocate: out of memory: could not allocate 8.00 MiB (8388608 bytes) (the pool resource of device 0 \
          holds 1.00 MiB (1048576 bytes), 1.00 MiB (1048576 bytes) of it free, the largest free block 1.00 MiB (1048576 \
-         bytes), and may hold at most 4.00 MiB (4194304 bytes); it could not grow: its maximum size, 4.00 MiB (4194304 \
-         bytes), is reached)"
+         bytes), and may hold at most 4.00 MiB (4194304 bytes); it could not grow: the request is larger than its maximum \
+         size, 4.00 MiB (4194304 bytes))"
     );
+    // A request that fits the maximum, but not beside what is in use: the maximum is reached.
+    let mut held = std::ptr::null_mut();
+    assert_eq!(rmmResourceAllocate(pool, &mut held, 3 << 20, NULL_STREAM), RMM_SUCCESS);
+    assert_eq!(rmmResourceAllocate(pool, &mut ptr, 2 << 20, NULL_STREAM), RMM_ERROR_OUT_OF_MEMORY);
+    assert!(last_message().ends_with("it could not grow: its maximum size, 4.00 MiB (4194304 bytes), is reached)"), "{}", last_message());
+    assert_eq!(rmmResourceDeallocate(pool, held, 3 << 20, NULL_STREAM), RMM_SUCCESS);
     // Without a maximum the message says so (it read "at most no limit").
     let mut unlimited = std::ptr::null_mut();
     assert_eq!(rmmPoolResourceCreate(&mut unlimited, cuda, 1 << 20, 0), RMM_SUCCESS);

@@ -296,7 +296,11 @@ impl<I: BlockIndex> Core<I> {
             Growth::Fixed { .. } | Growth::Mapped(_) => need,
         };
         if floor > room {
-            return Err(Error::out_of_memory(bytes, format!("its maximum size, {}, is reached", units::exact(self.maximum))));
+            let why = match floor > self.maximum {
+                true => format!("the request is larger than its maximum size, {}", units::exact(self.maximum)),
+                false => format!("its maximum size, {}, is reached", units::exact(self.maximum)),
+            };
+            return Err(Error::out_of_memory(bytes, why));
         }
         let need = need.min(room);
         let mut size = match &self.growth {
