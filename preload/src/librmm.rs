@@ -149,8 +149,10 @@ fn load() -> Result<Rmm, String> {
     let configure: ConfigureFn = symbol(handle, c"rmmConfigure")?;
     // SAFETY: NULL asks rmmConfigure to read RMM_ALLOC_CONF itself (unset: the pooled default).
     if unsafe { configure(std::ptr::null()) } != RMM_SUCCESS {
+        // The reason may end with a line of carets under the faulty column: the consequence
+        // gets a line of its own.
         eprintln!(
-            "rmm preload: RMM_ALLOC_CONF={:?} was not understood: {}; running on the default stack (as if unset)",
+            "rmm preload: RMM_ALLOC_CONF={:?} was not understood: {}\nrmm preload: running on the default stack (as if unset)",
             std::env::var("RMM_ALLOC_CONF").unwrap_or_default(),
             rmm.last_error()
         );
