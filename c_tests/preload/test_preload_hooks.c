@@ -111,6 +111,17 @@ int main(int argc, char **argv) {
   /* Freed twice, or never rmm's: handed to the real function, which this program lacks. */
   CHECK(cudaFree(a) != 0);
   CHECK(cuMemFree_v2(0x1000) != 0);
+  /* NULL, which programs free to initialise CUDA: a no-op, with or without a real function. */
+  CHECK(cudaFree(NULL) == 0);
+  CHECK(cudaFreeAsync(NULL, NULL) == 0);
+  {
+    bool simulated = false;
+    CHECK_OK(rmmIsSimulated(&simulated));
+    if (simulated) { /* a GPU's driver answers for itself */
+      CHECK(cuMemFree_v2(0) == 0);
+      CHECK(cuMemFreeAsync(0, NULL) == 0);
+    }
+  }
 
   text = rmm_test_report();
   CHECK(reporting ? strstr(text, "0 B in 0 allocations live now") != NULL : strcmp(text, "") == 0);

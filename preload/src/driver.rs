@@ -6,7 +6,7 @@
 
 use crate::hook;
 use crate::real::{self, Real};
-use crate::route::{add_pool_free, allocate, allocate_pitched, release, Order};
+use crate::route::{add_pool_free, allocate, allocate_pitched, missing_unless_null, release, Order};
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -54,7 +54,7 @@ pub unsafe extern "C" fn cuMemAlloc_v2(ptr: *mut u64, size: usize) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn cuMemFree_v2(ptr: u64) -> c_int {
     // SAFETY: the caller's argument, passed on unchanged.
-    let real = || FREE.get(|| real::driver(c"cuMemFree_v2")).map_or(NOT_FOUND, |f| unsafe { f(ptr) });
+    let real = || FREE.get(|| real::driver(c"cuMemFree_v2")).map_or(missing_unless_null(ptr as usize, NOT_FOUND), |f| unsafe { f(ptr) });
     hook(|| release(ptr as *mut c_void, Order::Device, real), real)
 }
 
@@ -72,7 +72,7 @@ pub unsafe extern "C" fn cuMemAllocAsync(ptr: *mut u64, size: usize, stream: *mu
 #[no_mangle]
 pub unsafe extern "C" fn cuMemFreeAsync(ptr: u64, stream: *mut c_void) -> c_int {
     // SAFETY: the caller's arguments, passed on unchanged.
-    let real = || FREE_ASYNC.get(|| real::driver(c"cuMemFreeAsync")).map_or(NOT_FOUND, |f| unsafe { f(ptr, stream) });
+    let real = || FREE_ASYNC.get(|| real::driver(c"cuMemFreeAsync")).map_or(missing_unless_null(ptr as usize, NOT_FOUND), |f| unsafe { f(ptr, stream) });
     hook(|| release(ptr as *mut c_void, Order::Stream(stream), real), real)
 }
 
@@ -98,7 +98,7 @@ pub unsafe extern "C" fn cuMemAllocAsync_ptsz(ptr: *mut u64, size: usize, stream
 #[no_mangle]
 pub unsafe extern "C" fn cuMemFreeAsync_ptsz(ptr: u64, stream: *mut c_void) -> c_int {
     // SAFETY: the caller's arguments, passed on unchanged.
-    let real = || FREE_ASYNC_PTSZ.get(|| real::driver(c"cuMemFreeAsync_ptsz")).map_or(NOT_FOUND, |f| unsafe { f(ptr, stream) });
+    let real = || FREE_ASYNC_PTSZ.get(|| real::driver(c"cuMemFreeAsync_ptsz")).map_or(missing_unless_null(ptr as usize, NOT_FOUND), |f| unsafe { f(ptr, stream) });
     hook(|| release(ptr as *mut c_void, Order::Stream(per_thread(stream)), real), real)
 }
 

@@ -91,6 +91,17 @@ extern "C" fn repeat_at_exit() {
     }
 }
 
+/// What a free answers when the CUDA function it would pass a pointer to does not exist (no
+/// CUDA runtime or driver in the process, as on simulated devices): success for NULL, which
+/// programs free to initialise CUDA and which is a no-op everywhere, else `missing`.
+pub fn missing_unless_null(ptr: usize, missing: c_int) -> c_int {
+    if ptr == 0 {
+        SUCCESS
+    } else {
+        missing
+    }
+}
+
 /// Frees `ptr` through rmm in `order` when rmm handed it out (`Order::Device`: as `cudaFree`
 /// and `cuMemFree`, once the device is done with it: `rmmCudaFree` waits for the device unless
 /// the configuration says `async_free`); otherwise (or for NULL, which the real functions use

@@ -2,7 +2,7 @@
 
 use crate::hook;
 use crate::real::{self, Real};
-use crate::route::{add_pool_free, allocate, allocate_pitched, release, Order};
+use crate::route::{add_pool_free, allocate, allocate_pitched, missing_unless_null, release, Order};
 use std::ffi::{c_int, c_void};
 
 /// cudaErrorUnknown / CUDA_ERROR_NOT_FOUND-like answer when a real function is missing.
@@ -60,7 +60,7 @@ pub unsafe extern "C" fn cudaMalloc(ptr: *mut *mut c_void, size: usize) -> c_int
 #[no_mangle]
 pub unsafe extern "C" fn cudaFree(ptr: *mut c_void) -> c_int {
     // SAFETY: the caller's argument, passed on unchanged.
-    let real = || FREE.get(|| real::next(c"cudaFree")).map_or(MISSING, |f| unsafe { f(ptr) });
+    let real = || FREE.get(|| real::next(c"cudaFree")).map_or(missing_unless_null(ptr as usize, MISSING), |f| unsafe { f(ptr) });
     hook(|| release(ptr, Order::Device, real), real)
 }
 
@@ -78,7 +78,7 @@ pub unsafe extern "C" fn cudaMallocAsync(ptr: *mut *mut c_void, size: usize, str
 #[no_mangle]
 pub unsafe extern "C" fn cudaFreeAsync(ptr: *mut c_void, stream: *mut c_void) -> c_int {
     // SAFETY: the caller's arguments, passed on unchanged.
-    let real = || FREE_ASYNC.get(|| real::next(c"cudaFreeAsync")).map_or(MISSING, |f| unsafe { f(ptr, stream) });
+    let real = || FREE_ASYNC.get(|| real::next(c"cudaFreeAsync")).map_or(missing_unless_null(ptr as usize, MISSING), |f| unsafe { f(ptr, stream) });
     hook(|| release(ptr, Order::Stream(stream), real), real)
 }
 
