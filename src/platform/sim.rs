@@ -23,11 +23,13 @@ const DEAD_STREAMS_KEPT: usize = 64;
 /// and from anything that looks like a small integer.
 const HANDLE_BASE: usize = 0x5153_0000_0000;
 
-/// What the simulator does when it finds a stream-ordering race.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the simulator does when it finds a stream-ordering race, or a stream handle that names
+/// no live stream handed to the driver (see `SimState::stale_handle`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[repr(u8)]
 pub enum RaceAction {
     /// Print the report and abort the process, like a sanitizer (the default).
+    #[default]
     Abort,
     /// Log the report and count it (`RMM_SIM_ON_RACE=count`); tests read `race_reports`.
     Record,
@@ -95,7 +97,10 @@ struct SimState {
     /// synchronization waits for it (as cuCtxSynchronize does).
     retired_clocks: HashMap<i32, VectorClock>,
     releases: BTreeMap<usize, Release>,
+    /// Races found, and stale stream handles handed to the driver (`stale_handle`).
     races: Vec<String>,
+    /// `SimDevices::race_action`, for what `stale_handle` does under the state's lock.
+    race_action: RaceAction,
     next_handle: usize,
     /// Handles of destroyed streams, handed out again by the next streams made (most recent
     /// first), as the CUDA driver may: code that trusts a stale handle then meets another
@@ -300,8 +305,13 @@ impl SimDevices {
     /// devices reach each other's memory (peer access on) and `vmm_set_access` takes no time.
     /// Ignores the environment (`from_spec` reads it).
     pub fn new(count: usize, capacity: usize, race_action: RaceAction) -> Self {
-        let mut state =
-            SimState { next_handle: HANDLE_BASE, next_stream_id: count, forget_dead_at: DEAD_STREAMS_KEPT, ..Default::default() };
+        let mut state = SimState {
+            next_handle: HANDLE_BASE,
+            next_stream_id: count,
+            forget_dead_at: DEAD_STREAMS_KEPT,
+            race_action,
+            ..Default::default()
+        };
         for device in 0..count {
             // Stream id `device` is that device's legacy default stream.
             state
@@ -464,6 +474,7 @@ impl SimDevices {
     /// `race_reports`).
     pub fn set_race_action(&self, action: RaceAction) {
         self.race_action.store(action as u8, Ordering::Relaxed);
+        self.state.lock().race_action = action;
     }
 
     fn race_action(&self) -> RaceAction {
@@ -667,7 +678,7 @@ impl SimDevices {
             if found.imported {
                 return Err(Error::invalid(format!("memory pool {:#x} was imported: nothing is allocated from an imported pool", pool.0)));
             }
-            let id = state.resolve_stream_on(stream, device)?;
+            let id = state.resolve_stream_on(stream, device, "cuMemAllocFromPoolAsync")?;
             state.enqueue(id);
             found.kind
         };
@@ -680,7 +691,7 @@ impl SimDevices {
     pub fn free_to_pool(&self, device: i32, _pool: MemPool, ptr: usize, stream: Stream) -> Result<()> {
         let kind = {
             let mut state = self.state.lock();
-            let id = state.resolve_stream_on(stream, device)?;
+            let id = state.resolve_stream_on(stream, device, "cuMemFreeAsync")?;
             state.enqueue(id);
             state.allocations.get(&ptr).map_or(MemoryKind::Device, |a| a.kind)
         };
@@ -731,7 +742,7 @@ impl SimDevices {
     pub fn prefetch(&self, device: i32, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
         self.check_device(device)?;
         let mut state = self.state.lock();
-        state.resolve_stream_on(stream, device)?;
+        state.resolve_stream_on(stream, device, "cuMemPrefetchAsync")?;
         match state.containing(ptr) {
             Some((base, a)) if a.kind == MemoryKind::Managed && ptr + bytes <= base + a.size => {
                 state.prefetched_bytes += bytes;
@@ -767,7 +778,7 @@ impl SimDevices {
     /// with access for the stream's device, else `InvalidArgument` as on a GPU.
     pub fn copy_async(&self, device: i32, dst: usize, src: usize, bytes: usize, stream: Stream) -> Result<()> {
         let mut state = self.state.lock();
-        let id = state.resolve_stream_on(stream, device)?;
+        let id = state.resolve_stream_on(stream, device, "cuMemcpyAsync")?;
         // A range inside a simulated allocation is device memory and must lie wholly inside it;
         // a range outside every simulated allocation is host memory, as with unified addressing
         // (the caller vouches for it, as the driver's callers do).
@@ -825,7 +836,7 @@ impl SimDevices {
     /// Whether `stream` synchronizes with the legacy default stream (for tests).
     pub fn stream_blocking(&self, stream: Stream) -> Result<bool> {
         let mut state = self.state.lock();
-        let id = state.resolve_stream(stream)?;
+        let id = state.lookup_stream(stream)?;
         Ok(state.streams[&id].blocking)
     }
 
@@ -840,13 +851,21 @@ impl SimDevices {
     /// stream.
     pub fn stream_identity(&self, stream: Stream) -> Result<u64> {
         self.count(Call::StreamIdentity);
-        Ok(self.state.lock().resolve_stream(stream)? as u64 + 1)
+        Ok(self.state.lock().resolve_stream(stream, "cuStreamGetId")? as u64 + 1)
+    }
+
+    /// `stream_identity` for the suballocators' sweep of unannounced streams, which runs on
+    /// simulated devices only and asks on purpose about handles that may name no stream any
+    /// more: answered without reporting a stale handle (a GPU never gets this question).
+    pub fn stream_identity_for_sweep(&self, stream: Stream) -> Result<u64> {
+        self.count(Call::StreamIdentity);
+        Ok(self.state.lock().lookup_stream(stream)? as u64 + 1)
     }
 
     /// The device whose stream `stream` is; an unknown handle is `InvalidArgument`.
     pub fn stream_device(&self, stream: Stream) -> Result<i32> {
         let mut state = self.state.lock();
-        let id = state.resolve_stream(stream)?;
+        let id = state.resolve_stream(stream, "cuStreamGetCtx")?;
         Ok(state.stream(id).device)
     }
 
@@ -854,10 +873,10 @@ impl SimDevices {
     /// synchronization. Its handle may be handed to the next stream created.
     pub fn stream_destroy(&self, stream: Stream) -> Result<()> {
         let mut state = self.state.lock();
-        let id = state
-            .stream_handles
-            .remove(&stream.0)
-            .ok_or_else(|| Error::invalid(format!("stream {:#x} is not a live created stream", stream.0)))?;
+        let Some(id) = state.stream_handles.remove(&stream.0) else {
+            state.stale_handle(stream.0, "cuStreamDestroy");
+            return Err(Error::invalid(format!("stream {:#x} is not a live created stream", stream.0)));
+        };
         state.free_stream_handles.push(stream.0);
         if let Some(destroyed) = state.streams.remove(&id) {
             state.retired_clocks.entry(destroyed.device).or_default().join(&destroyed.clock);
@@ -874,7 +893,7 @@ impl SimDevices {
     pub fn stream_synchronize(&self, stream: Stream) -> Result<()> {
         self.count(Call::HostWait);
         let mut state = self.state.lock();
-        let id = state.resolve_stream(stream)?;
+        let id = state.resolve_stream(stream, "cuStreamSynchronize")?;
         let clock = state.stream(id).clock.clone();
         state.host_clock.join(&clock);
         state.finish_waited_work();
@@ -920,7 +939,7 @@ impl SimDevices {
     pub fn event_record(&self, device: i32, event: Event, stream: Stream) -> Result<()> {
         self.count(Call::EventRecord);
         let mut state = self.state.lock();
-        let id = state.resolve_stream_on(stream, device)?;
+        let id = state.resolve_stream_on(stream, device, "cuEventRecord")?;
         if !state.events.contains_key(&event.0) {
             return Err(Error::invalid(format!("{:#x} is not a live simulated event", event.0)));
         }
@@ -958,7 +977,7 @@ impl SimDevices {
     /// long kernel would.
     pub fn stream_hold(&self, stream: Stream) -> Result<()> {
         let mut state = self.state.lock();
-        let id = state.resolve_stream(stream)?;
+        let id = state.lookup_stream(stream)?;
         let tick = state.enqueue(id);
         state.held_work.push((id, tick));
         Ok(())
@@ -967,7 +986,7 @@ impl SimDevices {
     /// Lets the work `stream_hold` started on `stream` finish.
     pub fn stream_finish_held(&self, stream: Stream) -> Result<()> {
         let mut state = self.state.lock();
-        let id = state.resolve_stream(stream)?;
+        let id = state.lookup_stream(stream)?;
         state.held_work.retain(|&(held, _)| held != id);
         Ok(())
     }
@@ -977,7 +996,7 @@ impl SimDevices {
     pub fn stream_wait_event(&self, device: i32, stream: Stream, event: Event) -> Result<()> {
         self.count(Call::StreamWaitEvent);
         let mut state = self.state.lock();
-        let id = state.resolve_stream_on(stream, device)?;
+        let id = state.resolve_stream_on(stream, device, "cuStreamWaitEvent")?;
         let clock = state
             .events
             .get(&event.0)
@@ -996,7 +1015,7 @@ impl SimDevices {
             return;
         }
         let mut state = self.state.lock();
-        let Ok(id) = state.resolve_stream_on(stream, device) else {
+        let Ok(id) = state.lookup_stream_on(stream, device) else {
             log::warn!("simulator: release of {ptr:#x} on unknown stream {:#x}", stream.0);
             return;
         };
@@ -1013,7 +1032,7 @@ impl SimDevices {
             return;
         }
         let mut state = self.state.lock();
-        let Ok(id) = state.resolve_stream_on(stream, device) else {
+        let Ok(id) = state.lookup_stream_on(stream, device) else {
             log::warn!("simulator: acquisition of {ptr:#x} on unknown stream {:#x}", stream.0);
             return;
         };
@@ -1121,15 +1140,30 @@ impl SimState {
         self.allocations.range(..=ptr).next_back().filter(|(base, a)| ptr < *base + a.size).map(|(base, a)| (*base, a))
     }
 
-    /// Maps a stream handle to its id: 0 and 1 are the current device's legacy default stream,
-    /// 2 this thread's per-thread default stream, anything else a created stream.
-    fn resolve_stream(&mut self, stream: Stream) -> Result<usize> {
-        self.resolve_stream_on(stream, CURRENT_DEVICE.with(Cell::get))
+    /// Maps a stream handle that `call`, a driver call, is handed to its id: 0 and 1 are the
+    /// current device's legacy default stream, 2 this thread's per-thread default stream,
+    /// anything else a created stream. A handle that names no live stream is `InvalidArgument`,
+    /// reported as a stale handle first (`stale_handle`).
+    fn resolve_stream(&mut self, stream: Stream, call: &str) -> Result<usize> {
+        self.resolve_stream_on(stream, CURRENT_DEVICE.with(Cell::get), call)
     }
 
     /// As `resolve_stream` for an operation on `device`, whose context the default streams
     /// then belong to (the CUDA backend makes that device's context current for it).
-    fn resolve_stream_on(&mut self, stream: Stream, device: i32) -> Result<usize> {
+    fn resolve_stream_on(&mut self, stream: Stream, device: i32, call: &str) -> Result<usize> {
+        self.lookup_stream_on(stream, device).inspect_err(|_| {
+            self.stale_handle(stream.0, call);
+        })
+    }
+
+    /// `resolve_stream` for the simulator's own bookkeeping and tests' helpers, which are no
+    /// driver calls: an unknown handle is only `InvalidArgument`.
+    fn lookup_stream(&mut self, stream: Stream) -> Result<usize> {
+        self.lookup_stream_on(stream, CURRENT_DEVICE.with(Cell::get))
+    }
+
+    /// `lookup_stream` for an operation on `device`.
+    fn lookup_stream_on(&mut self, stream: Stream, device: i32) -> Result<usize> {
         match stream {
             Stream::DEFAULT | Stream::LEGACY => Ok(device as usize),
             Stream::PER_THREAD => {
@@ -1143,6 +1177,32 @@ impl SimState {
             }
             Stream(handle) => {
                 self.stream_handles.get(&handle).copied().ok_or_else(|| Error::invalid(format!("stream {handle:#x} is not a live stream")))
+            }
+        }
+    }
+
+    /// The driver call `call` was handed `handle`, which names no live stream (never made, or
+    /// destroyed): the simulator answers with an error, but a CUDA driver may crash the
+    /// process (one did, on an H200, asked about the handles of streams destroyed long ago).
+    /// Reported as a race is (`RaceAction`: abort, or counted), so that every test catches
+    /// rmm-rs handing the driver a handle it cannot vouch for.
+    fn stale_handle(&mut self, handle: usize, call: &str) {
+        let what = match (HANDLE_BASE..self.next_handle).contains(&handle) {
+            true => "destroyed",
+            false => "never made",
+        };
+        let report = format!(
+            "rmm-rs simulator: stale stream handle: {call} was handed {handle:#x}, which names no live stream ({what}); a CUDA \
+             driver may crash on it"
+        );
+        match self.race_action {
+            RaceAction::Abort => {
+                eprintln!("{report}\nrmm-rs simulator: aborting (set RMM_SIM_ON_RACE=count to count such reports instead)");
+                std::process::abort();
+            }
+            RaceAction::Record | RaceAction::Off => {
+                log::error!("{report}");
+                self.races.push(report);
             }
         }
     }

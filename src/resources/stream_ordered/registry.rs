@@ -253,9 +253,9 @@ impl<I: BlockIndex> Core<I> {
             unannounced.handles.iter().map(|(&handle, &identity)| (handle, identity)).collect()
         };
         let mut dead = Vec::new();
-        if let Ok(platform) = backend() {
+        if let Some(simulated) = crate::platform::simulator() {
             for (handle, identity) in handles {
-                match platform.stream_identity(Stream(handle)) {
+                match simulated.stream_identity_for_sweep(Stream(handle)) {
                     Ok(now) if now == identity => {}
                     Ok(_) => dead.push(identity),
                     Err(e) if Self::names_no_stream(&e) => dead.push(identity),
