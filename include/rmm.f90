@@ -676,7 +676,9 @@ module rmm
     ! RMM. A spec names the layers from the
     ! outermost to the device, e.g. `statistics/pool:initial=4GiB,maximum=60GiB/cuda`, and may
     ! start with `report/` (each device's statistics and unfreed allocations printed to stderr
-    ! at exit); the older `key:value` form
+    ! at exit) and `registered_streams/` (the program uses no stream rmm-rs did not make or was
+    ! not told of: any other handle is refused and never handed to the driver, see
+    ! `rmmStreamRegister`); the older `key:value` form
     ! (`resource:pool,initial_pool_size:4GiB,log:/tmp/rmm.csv,stats:1,report:1`) still works.
     ! The grammar, every layer and its defaults: docs/src/configuration.md. A log path holding
     ! `{device}` is per device; without it, device N > 0 logs to `<path>.N`. Devices that already
@@ -707,8 +709,9 @@ module rmm
     ! `stream`. The buffer keeps its own reference to the resource; the caller destroys the buffer
     ! with `rmmDeviceBufferDestroy`.
     ! RMM_ERROR_OUT_OF_MEMORY when the resource cannot give `size` bytes;
-    ! RMM_ERROR_INVALID_ARGUMENT for a stream that is not live (or, for a pool, of another
-    ! device).
+    ! RMM_ERROR_INVALID_ARGUMENT for a stream the resource cannot take (see `rmmResourceAllocate`;
+    ! with `registered_streams`, also a handle rmm-rs does not know, whatever the resource, since
+    ! the buffer's copies go in the stream's order) or, for a pool, a stream of another device.
     integer(c_int) function rmmDeviceBufferCreate(buffer, size, stream, resource) &
         bind(c, name="rmmDeviceBufferCreate")
       import :: c_int, c_ptr, c_size_t
@@ -806,9 +809,14 @@ module rmm
     end function rmmDeviceBufferSize
 
     ! Makes `stream` the buffer's stream: later resizes default to it and the buffer is freed in
-    ! its order.
-    ! A handle that is not a live stream (one destroyed already, say): RMM_ERROR_INVALID_ARGUMENT,
-    ! with the buffer's stream unchanged, so that its destroy still frees it.
+    ! its order. For a buffer of a resource that orders memory by stream (a pool, say), the stream
+    ! must be live: a default stream, one rmm-rs made or was told of (`rmmStreamRegister`), or
+    ! any other live stream, which rmm-rs asks the driver about (a destroyed handle is then
+    ! RMM_ERROR_INVALID_ARGUMENT on simulated devices, and may crash a CUDA driver). With the
+    ! `registered_streams` configuration, a handle rmm-rs does not know is
+    ! RMM_ERROR_INVALID_ARGUMENT without asking. Refused, the buffer's stream stays unchanged, so
+    ! that its destroy still frees it. The memory of resources that free at once (cuda, managed,
+    ! pinned_host, system, callback) is freed whatever the stream: its handle is not looked at.
     integer(c_int) function rmmDeviceBufferSetStream(buffer, stream) &
         bind(c, name="rmmDeviceBufferSetStream")
       import :: c_int, c_ptr
@@ -941,9 +949,9 @@ module rmm
     ! Migrates `[ptr, ptr + bytes)` of managed memory to `device` in the order of `stream`
     ! (`cudaMemPrefetchAsync`), as RAPIDS RMM's `rmm::prefetch` and `DeviceBuffer.prefetch` do.
     ! Memory that is not managed stays where it is and needs no prefetch: RMM_SUCCESS, as RAPIDS
-    ! gives. NULL or 0 bytes: nothing. A `device` that does not exist: RMM_ERROR_INVALID_ARGUMENT;
-    ! RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
-    ! driver fails.
+    ! gives. NULL or 0 bytes: nothing. `stream`: as `rmmStreamSynchronize`'s. A `device` that does
+    ! not exist: RMM_ERROR_INVALID_ARGUMENT; RMM_ERROR_CUDA_ERROR without a CUDA driver (and
+    ! without `RMM_SIM_DEVICES`) or when the driver fails.
     integer(c_int) function rmmPrefetch(ptr, bytes, device, stream) bind(c, name="rmmPrefetch")
       import :: c_int, c_ptr, c_size_t
       type(c_ptr), value :: ptr
@@ -970,8 +978,9 @@ module rmm
     end function rmmDeviceRelease
 
     ! Writes the number of stream-ordering races the simulator found (with
-    ! `RMM_SIM_ON_RACE=count`; by default the first race aborts the process). On real devices:
-    ! RMM_ERROR_NOT_SUPPORTED.
+    ! `RMM_SIM_ON_RACE=count`; by default the first race aborts the process), counting also every
+    ! stream handle that names no live stream handed to a driver call, which a CUDA driver may
+    ! crash on. On real devices: RMM_ERROR_NOT_SUPPORTED.
     integer(c_int) function rmmSimGetRaceCount(count) bind(c, name="rmmSimGetRaceCount")
       import :: c_int, c_size_t
       integer(c_size_t), intent(inout) :: count
@@ -1272,9 +1281,10 @@ module rmm
     ! `file` may be NULL.
     ! As RMM 0.14: RMM_ERROR_NOT_INITIALIZED before `rmmInitialize` and after `rmmFinalize`,
     ! unless the program configured rmm (`RMM_ALLOC_CONF`, `rmmConfigure`, a per-device resource).
-    ! RMM_ERROR_INVALID_ARGUMENT for a stream that is not live (a made-up or destroyed handle),
-    ! whatever the resource and whichever device is current, as the free on it would be, or, for
-    ! a pool or expandable resource, a stream of another device.
+    ! `stream`: as `rmmResourceAllocate`'s (the resources that free at once do not look at it; a
+    ! stream-ordered resource needs a live stream); RMM_ERROR_INVALID_ARGUMENT for a stream a
+    ! stream-ordered resource cannot take or, for a pool or expandable resource, a stream of
+    ! another device.
     integer(c_int) function rmmAlloc(ptr, size, stream, file, line) bind(c, name="rmmAlloc")
       import :: c_int, c_ptr, c_size_t
       type(c_ptr), intent(inout) :: ptr
@@ -1308,10 +1318,11 @@ module rmm
     ! freed at any time, but NULL before `rmmInitialize` or after `rmmFinalize` is
     ! RMM_ERROR_NOT_INITIALIZED, as in RMM 0.14 (see `rmmAlloc`). `stream` may be any live stream
     ! (another device's too) or a default stream; NULL always works, also once the stream the
-    ! memory was allocated on is destroyed. A handle that is not live (made up, destroyed) is
-    ! RMM_ERROR_INVALID_ARGUMENT, with nothing freed, where the free needs the stream: on a
-    ! stream-ordered resource (pool, arena, binning, fixed_size, expandable, cuda_async), and on
-    ! any resource with several devices.
+    ! memory was allocated on is destroyed. The memory of a resource that frees at once (cuda,
+    ! managed, pinned_host, system, callback, adaptors over them) is freed whatever the handle:
+    ! it is not looked at. A stream-ordered resource (pool, arena, binning, fixed_size,
+    ! expandable, cuda_async) needs a live stream, as `rmmAlloc` does; one it cannot take is
+    ! RMM_ERROR_INVALID_ARGUMENT with nothing freed.
     integer(c_int) function rmmFree(ptr, stream, file, line) bind(c, name="rmmFree")
       import :: c_int, c_ptr
       type(c_ptr), value :: ptr
@@ -1704,10 +1715,17 @@ module rmm
     ! Allocates `bytes` for use on `stream` from `resource` and writes the address to `*ptr`
     ! (NULL for 0 bytes). The caller owns the memory and returns it with `rmmResourceDeallocate`
     ! on the same resource, or with `rmmFree`.
+    ! `stream`: a resource that frees at once (cuda, managed, pinned_host, system, callback, and
+    ! adaptors over them) does not look at it, so any handle goes, even one that names no live
+    ! stream; a stream-ordered resource (pool, arena, binning, fixed_size, expandable,
+    ! cuda_async) orders the memory on it, so it must be live, and a handle rmm-rs does not know
+    ! is asked about (see `rmmStreamRegister` for what each stream costs, and
+    ! `registered_streams`, which refuses such handles without asking the driver).
     ! RMM_ERROR_OUT_OF_MEMORY when the resource cannot give `bytes` (the message says what it
-    ! holds and why); RMM_ERROR_INVALID_ARGUMENT for a stream that is not live (a made-up or
-    ! destroyed handle: every resource refuses it, whichever device is current, as the free on it
-    ! would be) or, for a pool or expandable resource, a stream of another device.
+    ! holds and why); RMM_ERROR_INVALID_ARGUMENT for a stream that a stream-ordered resource
+    ! cannot take (one that names no live stream on simulated devices; one rmm-rs does not know
+    ! with `registered_streams`) or, for a pool or expandable resource, a stream of another
+    ! device.
     integer(c_int) function rmmResourceAllocate(resource, ptr, bytes, stream) &
         bind(c, name="rmmResourceAllocate")
       import :: c_int, c_ptr, c_size_t
@@ -1904,9 +1922,11 @@ module rmm
     end function rmmStreamCreateWithFlags
 
     ! Destroys a stream made by `rmmStreamCreate`, or by the program (`cudaStreamCreate`), after
-    ! what `rmmStreamUnregister` does. The default streams cannot be destroyed.
-    ! A default stream, or a stream `rmmStreamCreate` did not make (or that is destroyed already):
-    ! RMM_ERROR_INVALID_ARGUMENT.
+    ! what `rmmStreamUnregister` does. The default streams cannot be destroyed. As with
+    ! `cudaStreamDestroy`, the stream must be live: rmm-rs knows its own streams' handles until
+    ! they are destroyed, and asks the driver about any other.
+    ! A default stream: RMM_ERROR_INVALID_ARGUMENT; so is, with `registered_streams` configured,
+    ! a handle rmm-rs does not know (one destroyed already, say), without asking the driver.
     integer(c_int) function rmmStreamDestroy(stream) bind(c, name="rmmStreamDestroy")
       import :: c_int, c_ptr
       type(c_ptr), value :: stream
@@ -1915,12 +1935,22 @@ module rmm
     ! Tells rmm-rs that the program's live `stream` (from `cudaStreamCreate`, say) will be
     ! destroyed only after `rmmStreamUnregister` (or through `rmmStreamDestroy`). rmm-rs then
     ! recognizes it by its handle alone, so allocations on it make no driver call, as on the
-    ! default streams. Without it, an allocation on a stream rmm-rs did not make asks the driver
-    ! for the stream's id (`cuStreamGetId`, about 30 ns), because a destroyed stream's handle may
-    ! be handed to a new stream while the old one's work still runs. Registering twice is
-    ! harmless; the default streams need no registration and are refused. The preload library
-    ! registers every stream the program creates.
-    ! A default stream, or a handle that is not a live stream: RMM_ERROR_INVALID_ARGUMENT.
+    ! default streams. Registering twice is harmless; the default streams need no registration
+    ! and are refused. The preload library registers every stream the program creates.
+    ! What rmm-rs does with a handle it does not know (not a default stream, not made by
+    ! `rmmStreamCreate`, not registered): the resources that free at once (cuda, managed,
+    ! pinned_host, system, callback, and the adaptors over them) never look at the stream, so any
+    ! value goes, even one that names no stream. The stream-ordered resources (pool, arena,
+    ! binning, fixed_size, expandable, cuda_async), which order memory on the stream, ask the
+    ! driver for its id (`cuStreamGetId`, about 30 ns, at each allocation), because a destroyed
+    ! stream's handle may be handed to a new stream while the old one's work still runs: such a
+    ! handle must name a live stream, as for `cudaMallocAsync` (a CUDA driver asked about a
+    ! destroyed or made-up handle may crash). With `registered_streams` configured (`rmmConfigure`,
+    ! RMM_ALLOC_CONF) they refuse it instead, with RMM_ERROR_INVALID_ARGUMENT, and rmm-rs never
+    ! hands the driver a handle it does not know.
+    ! The driver is asked about `stream` here, which must be live. A default stream:
+    ! RMM_ERROR_INVALID_ARGUMENT (a handle that names no stream: the driver's answer,
+    ! RMM_ERROR_INVALID_ARGUMENT on simulated devices).
     integer(c_int) function rmmStreamRegister(stream) bind(c, name="rmmStreamRegister")
       import :: c_int, c_ptr
       type(c_ptr), value :: stream
@@ -1929,17 +1959,22 @@ module rmm
     ! Call with `stream` still alive, right before destroying it with `cudaStreamDestroy`:
     ! rmm-rs records on it what orders the reuse of memory freed there, stops using its handle,
     ! and no longer trusts it (a later stream may get the same handle). Any stream rmm-rs was
-    ! used with may be unregistered, registered or not; `rmmStreamDestroy` does this itself.
+    ! used with may be unregistered, registered or not (the driver is asked for the id of one
+    ! that was not registered, so it must be live); `rmmStreamDestroy` does this itself.
     ! The default streams are refused.
-    ! A default stream, or a handle that is not a live stream: RMM_ERROR_INVALID_ARGUMENT.
+    ! A default stream: RMM_ERROR_INVALID_ARGUMENT; so is, with `registered_streams` configured,
+    ! a handle rmm-rs does not know (see `rmmStreamRegister`), without asking the driver.
     integer(c_int) function rmmStreamUnregister(stream) bind(c, name="rmmStreamUnregister")
       import :: c_int, c_ptr
       type(c_ptr), value :: stream
     end function rmmStreamUnregister
 
-    ! Waits until all work enqueued on `stream` has finished.
-    ! A handle that is not a live stream: RMM_ERROR_INVALID_ARGUMENT; a failure on the device:
-    ! RMM_ERROR_CUDA_ERROR.
+    ! Waits until all work enqueued on `stream` has finished. `stream` goes to the driver as it
+    ! is, as with `cudaStreamSynchronize`, so it must be live, except that with
+    ! `registered_streams` configured a handle rmm-rs does not know (see `rmmStreamRegister`) is
+    ! RMM_ERROR_INVALID_ARGUMENT without asking the driver.
+    ! A handle that is not a live stream: the driver's answer (RMM_ERROR_INVALID_ARGUMENT on
+    ! simulated devices); a failure on the device: RMM_ERROR_CUDA_ERROR.
     integer(c_int) function rmmStreamSynchronize(stream) bind(c, name="rmmStreamSynchronize")
       import :: c_int, c_ptr
       type(c_ptr), value :: stream
@@ -1949,7 +1984,7 @@ module rmm
     ! host memory (unified addressing, as `cudaMemcpyAsync` with `cudaMemcpyDefault`). Copies
     ! from or to pageable host memory may return only when done; call `rmmStreamSynchronize`
     ! before using the destination on the host. NULL pointers are RMM_ERROR_INVALID_ARGUMENT
-    ! unless `bytes` is 0.
+    ! unless `bytes` is 0. `stream`: as `rmmStreamSynchronize`'s.
     integer(c_int) function rmmMemcpyAsync(dst, src, bytes, stream) bind(c, name="rmmMemcpyAsync")
       import :: c_int, c_ptr, c_size_t
       type(c_ptr), value :: dst

@@ -238,15 +238,31 @@ fn initial_sizes_past_the_address_space_are_out_of_memory_with_their_size() {
 #[test]
 fn a_device_buffer_refuses_a_destroyed_stream_and_keeps_its_own() {
     let _guard = setup();
+    // A buffer of a stream-ordered resource, with only streams rmm-rs knows taken
+    // (`registered_streams`): a destroyed stream's handle is refused without asking the driver.
+    rmm::platform::streams::set_registered_only(true);
+    let (status, cuda) = make(0, std::ptr::null_mut());
+    assert_eq!(status, RMM_SUCCESS);
+    let (status, pool) = make(1, cuda);
+    assert_eq!(status, RMM_SUCCESS);
     let mut buffer = std::ptr::null_mut();
-    assert_eq!(rmmDeviceBufferCreate(&mut buffer, 4096, NULL_STREAM, std::ptr::null_mut()), RMM_SUCCESS, "{}", last_message());
+    assert_eq!(rmmDeviceBufferCreate(&mut buffer, 4096, NULL_STREAM, pool), RMM_SUCCESS, "{}", last_message());
     let mut stream: cudaStream_t = std::ptr::null_mut();
     assert_eq!(rmmStreamCreate(&mut stream), RMM_SUCCESS, "{}", last_message());
     assert_eq!(rmmDeviceBufferSetStream(buffer, stream), RMM_SUCCESS, "{}", last_message());
     assert_eq!(rmmDeviceBufferSetStream(buffer, NULL_STREAM), RMM_SUCCESS, "{}", last_message());
     assert_eq!(rmmStreamDestroy(stream), RMM_SUCCESS, "{}", last_message());
     assert_eq!(rmmDeviceBufferSetStream(buffer, stream), RMM_ERROR_INVALID_ARGUMENT);
-    assert!(last_message().contains("not a live stream"), "{}", last_message());
+    assert!(last_message().contains("not a live stream rmm-rs knows"), "{}", last_message());
     // The buffer kept the NULL stream: its memory is freed in that order.
     assert_eq!(rmmDeviceBufferDestroy(buffer), RMM_SUCCESS, "{}", last_message());
+    rmm::platform::streams::set_registered_only(false);
+    // A buffer of a resource that frees at once (cuda) takes any handle: it is never looked at.
+    assert_eq!(rmmDeviceBufferCreate(&mut buffer, 4096, NULL_STREAM, cuda), RMM_SUCCESS, "{}", last_message());
+    assert_eq!(rmmDeviceBufferSetStream(buffer, stream), RMM_SUCCESS, "{}", last_message());
+    assert_eq!(rmmDeviceBufferDestroy(buffer), RMM_SUCCESS, "{}", last_message());
+    for handle in [pool, cuda] {
+        assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
+    }
+    assert!(common::races().is_empty(), "no stale handle reached the driver: {:?}", common::races());
 }

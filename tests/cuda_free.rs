@@ -211,24 +211,30 @@ fn deferred_frees_from_many_threads_all_come_back() {
 }
 
 /// A stream rmm-rs trusts that the program destroyed without telling it (or that another
-/// thread destroys while a batch is being closed): its event cannot be recorded, so the close
-/// waits for the whole device instead, and the free still succeeds.
+/// thread destroys while a batch is being closed), breaking `rmmStreamRegister`'s promise: its
+/// event cannot be recorded, so the close waits for the whole device instead, and the free
+/// still succeeds. Recording it hands the driver a dead handle, which a CUDA driver may crash
+/// on: the simulator reports it (in a child process, so that the report stays there).
 #[test]
 fn a_batch_over_a_stream_destroyed_unannounced_waits_for_the_device() {
     let _guard = setup();
-    let stack = async_free_over_pool(16 * MIB);
-    let stream = rmm::platform::backend().unwrap().stream_create(0).unwrap();
-    streams::register(stream).unwrap();
-    rmm::platform::backend().unwrap().stream_destroy(stream).unwrap(); // unannounced
-    let block = malloc(MIB).unwrap();
-    assert_eq!(free(block), RMM_SUCCESS);
-    let waits = host_waits();
-    cuda_free::settle(false).unwrap();
-    assert!(host_waits() > waits, "the close waited for the device");
-    assert_eq!(cuda_free::pending(), 0, "and the block came back");
-    assert!(races().is_empty(), "{:?}", races());
-    streams::unregister(stream).ok();
-    async_free_off(stack);
+    common::in_forked_child(|| {
+        let stack = async_free_over_pool(16 * MIB);
+        let stream = rmm::platform::backend().unwrap().stream_create(0).unwrap();
+        streams::register(stream).unwrap();
+        rmm::platform::backend().unwrap().stream_destroy(stream).unwrap(); // unannounced
+        let block = malloc(MIB).unwrap();
+        assert_eq!(free(block), RMM_SUCCESS);
+        let waits = host_waits();
+        cuda_free::settle(false).unwrap();
+        assert!(host_waits() > waits, "the close waited for the device");
+        assert_eq!(cuda_free::pending(), 0, "and the block came back");
+        let reports = races();
+        assert!(!reports.is_empty() && reports.iter().all(|report| report.contains("stale stream handle: cuEventRecord")), "{reports:?}");
+        streams::unregister(stream).ok();
+        async_free_off(stack);
+        true
+    });
 }
 
 /// More threads than cores, hundreds of rounds, in two waves of threads that exit: each block

@@ -4,10 +4,14 @@
 //!   RMM_FUZZ_CALLS=5000000 cargo test --release --test fuzz_api -- --nocapture
 //!
 //! Streams: allocations and frees name the NULL stream or a live stream of the memory's device
-//! mostly, now and then a live stream of the other device, and allocations now and then a
-//! handle that names no live stream (made up, or destroyed), which every resource refuses
-//! (issue 39: a cuda stack took it, and the free on it was refused). A block is freed now and
-//! then on the stream it was allocated on: that must work with either device current.
+//! mostly, now and then a live stream of the other device, and now and then a handle that
+//! names no live stream (made up, or destroyed), which must never reach the driver (issue 51:
+//! the simulator reports any that does, with the races). A resource that does not order memory
+//! by stream (cuda, managed, and adaptors over them) takes such a handle, at allocations and
+//! frees, with one device or two. A stream-ordered one asks the driver about a handle rmm-rs
+//! does not know, so it gets one only in the seeds run with `registered_streams` (odd seeds),
+//! where it refuses it without asking. A block is freed now and then on the stream it was
+//! allocated on: that must work with either device current.
 
 mod fuzz;
 
@@ -86,6 +90,9 @@ struct World {
     step: u64,
     seed: u64,
     refusals: u64,
+    /// The seed runs with `registered_streams`: stream-ordered resources refuse handles rmm-rs
+    /// does not know.
+    registered: bool,
 }
 
 impl World {
@@ -106,11 +113,12 @@ impl World {
         streams[self.rng.below(streams.len() as u64) as usize]
     }
 
-    /// The stream an allocation of memory of `device` names: mostly `stream_of`'s, now and then
-    /// a live stream of the other device or a handle that names no live stream.
-    fn allocation_stream(&mut self, device: i32) -> (cudaStream_t, Named) {
+    /// The stream an allocation of memory of `device` from `node` names: mostly `stream_of`'s,
+    /// now and then a live stream of the other device or a handle that names no live stream
+    /// (to a stream-ordered node only with `registered_streams`: it would ask the driver).
+    fn allocation_stream(&mut self, device: i32, node: usize) -> (cudaStream_t, Named) {
         match self.rng.below(100) {
-            0..=3 => (self.not_live_stream(), Named::NotLive),
+            0..=3 if self.registered || !self.ordered(node) => (self.not_live_stream(), Named::NotLive),
             4..=6 if devices() == 2 && !self.streams[1 - device as usize].is_empty() => {
                 (*self.rng.pick(&self.streams[1 - device as usize]), Named::OtherDevice)
             }
@@ -124,6 +132,19 @@ impl World {
         match self.dead_streams.is_empty() || self.rng.chance(50) {
             true => *self.rng.pick(&MADE_UP_STREAMS) as cudaStream_t,
             false => *self.rng.pick(&self.dead_streams),
+        }
+    }
+
+    /// Whether the memory of `node` is ordered by stream (`MemoryResource::orders_by_stream`):
+    /// the pool-like resources, and adaptors over them. A resource rmm installed is a device's
+    /// default (cuda, in these tests) or rmmInitialize's cuda or managed one (its pool is a
+    /// `Kind::Pool` node).
+    fn ordered(&self, node: usize) -> bool {
+        let n = &self.model.nodes[node];
+        match n.kind {
+            Kind::Cuda | Kind::Managed | Kind::Installed => false,
+            Kind::Pool | Kind::Arena | Kind::Binning | Kind::FixedSize { .. } | Kind::Expandable { .. } => true,
+            _ => n.upstream.is_some_and(|upstream| self.ordered(upstream)),
         }
     }
 
@@ -187,20 +208,26 @@ impl World {
 
     /// `expect` for an allocation of `size` bytes from `node` on a stream `named` so (see
     /// `allocation_stream`). What the adaptors refuse before the stream reaches a resource is
-    /// refused as on any stream (`known_answer`); 0 bytes succeed; otherwise a stream that is
-    /// not live is refused by every resource as invalid (or out of memory by a limit that does
-    /// not count exactly), and a stream of the other device by the pool-like ones.
+    /// refused as on any stream (`known_answer`); 0 bytes succeed. A stream that is not live is
+    /// taken by a resource that does not order by stream, as a live one, and refused by a
+    /// stream-ordered one (`registered_streams`) as invalid, unless what lies before the stream
+    /// check refuses first (a limit, a fixed block size). A stream of the other device is
+    /// refused by the pool-like ones.
     fn expect_on(&self, status: rmmError_t, node: usize, size: usize, named: Named, what: &str) -> bool {
         let known = known_answer(&self.model, node, size);
-        if named == Named::Own || known.is_some() {
-            return self.expect(status, known, what);
-        }
         let message = last_message();
         let context = || format!("{}: {status:?} ({message}) on a stream {named:?}", self.context(what));
+        if named == Named::NotLive && self.ordered(node) {
+            assert!(self.registered, "{}: a stream that is not live given to a stream-ordered node", context());
+            let stream_refusal = status == RMM_ERROR_INVALID_ARGUMENT && message.contains("is not a live stream rmm-rs knows");
+            let refused_first = known.is_some_and(|known| known == status) || (status == RMM_ERROR_OUT_OF_MEMORY && self.limited(node));
+            assert!(stream_refusal || refused_first, "{}: expected a refusal (issue 51)", context());
+            return status == RMM_SUCCESS;
+        }
+        if named != Named::OtherDevice || known.is_some() {
+            return self.expect(status, known, what);
+        }
         match (named, status) {
-            (Named::NotLive, RMM_ERROR_INVALID_ARGUMENT) => assert!(message.contains("is not a live stream"), "{}", context()),
-            (Named::NotLive, RMM_ERROR_OUT_OF_MEMORY) => assert!(self.limited(node), "{}", context()),
-            (Named::NotLive, _) => panic!("{}: expected a refusal (issue 39)", context()),
             (_, RMM_ERROR_INVALID_ARGUMENT) => assert!(message.contains("belongs to device"), "{}", context()),
             (_, status) => assert!(matches!(status, RMM_SUCCESS | RMM_ERROR_OUT_OF_MEMORY), "{}", context()),
         }
@@ -316,7 +343,7 @@ impl World {
         if self.live_bytes(device) + size > LIVE_LIMIT {
             return;
         }
-        let (stream, named) = self.allocation_stream(device);
+        let (stream, named) = self.allocation_stream(device, node);
         let (status, ptr) = allocate(handle, size, stream);
         if self.expect_on(status, node, size, named, "rmmResourceAllocate") && size > 0 {
             let context = self.context("rmmResourceAllocate");
@@ -335,7 +362,7 @@ impl World {
         if self.live_bytes(device) + size > LIVE_LIMIT {
             return;
         }
-        let (stream, named) = self.allocation_stream(device);
+        let (stream, named) = self.allocation_stream(device, node);
         let mut ptr: *mut c_void = null_mut();
         let status = call(rmmAlloc(&mut ptr, size, stream, c"fuzz.c".as_ptr(), 7));
         if matches!(self.legacy, Legacy::Finalized) {
@@ -357,7 +384,7 @@ impl World {
         let mut on = (null_mut(), Named::Own);
         let (ptr, node) = match self.rng.chance(50) {
             true => {
-                on = self.allocation_stream(device);
+                on = self.allocation_stream(device, self.current[device as usize]);
                 (call(rmmTorchAllocate(size as isize, device, on.0)) as usize, self.current[device as usize])
             }
             false => {
@@ -368,18 +395,22 @@ impl World {
                 }
             }
         };
+        let refused_stream = on.1 == Named::NotLive && self.ordered(node);
         if ptr == 0 {
             // Refused: as rmmResourceAllocate would be (the message says why).
             let expected = match (known_answer(&self.model, node, size), on.1) {
                 (Some(RMM_ERROR_OUT_OF_MEMORY), _) | (None, Named::Own) => "out of memory",
-                (None, Named::NotLive) if !last_message().contains("out of memory") || !self.limited(node) => "is not a live stream",
+                (None, Named::NotLive) if !refused_stream => "out of memory",
+                (None, Named::NotLive) if !last_message().contains("out of memory") || !self.limited(node) => {
+                    "is not a live stream rmm-rs knows"
+                }
                 (None, Named::OtherDevice) if !last_message().contains("out of memory") => "belongs to device",
                 _ => "",
             };
             assert!(last_message().contains(expected), "{}: {}", self.context("framework"), last_message());
             return;
         }
-        assert_ne!(on.1, Named::NotLive, "{}: allocated on a stream that is not live (issue 39)", self.context("framework"));
+        assert!(!refused_stream, "{}: a stream-ordered resource allocated on a stream that is not live", self.context("framework"));
         let context = self.context("framework allocation");
         self.model.handed_out(ptr, node, size, Holder::Caller, &context);
         self.allocated_on(ptr, on.0);
@@ -453,7 +484,7 @@ impl World {
         // The old block is freed on the stream only once the new one is had on it.
         let (stream, named) = match new_size {
             0 => (self.stream_of(device), Named::Own),
-            _ => self.allocation_stream(device),
+            _ => self.allocation_stream(device, block.node),
         };
         let status = call(rmmRealloc(&mut moved, new_size, stream, c"fuzz.c".as_ptr(), 11));
         if new_size == 0 {
@@ -567,21 +598,27 @@ impl World {
                 }
             }
             8 => {
-                // A live block freed on a handle that names no live stream: refused with nothing
-                // changed, as an allocation on it is; only on one device may memory that is freed
-                // at once (not in a stream's order) go, as it did before issue 39's fix.
+                // A live block freed on a handle that names no live stream: memory that is freed
+                // at once (not in a stream's order) goes, with one device or two, the handle
+                // unlooked at; a stream-ordered resource (`registered_streams` only: it would ask
+                // the driver otherwise) refuses it with nothing changed, as an allocation on it.
                 let Some((ptr, block)) = self.pick_live(Holder::Caller) else { return };
+                let ordered = self.ordered(block.node);
+                if ordered && !self.registered {
+                    return;
+                }
                 let not_live = self.not_live_stream();
                 let handle = self.handles.iter().find(|(_, n)| *n == block.node).map(|(h, _)| *h);
                 let status = match handle {
                     Some(handle) if self.rng.chance(50) => call(rmmResourceDeallocate(handle, ptr as *mut c_void, block.size, not_live)),
                     _ => call(rmmFree(ptr as *mut c_void, not_live, c"fuzz.c".as_ptr(), 21)),
                 };
-                if status == RMM_SUCCESS && devices() == 1 {
+                if !ordered {
+                    assert_eq!(status, RMM_SUCCESS, "{}: {}", self.context("a free on a stream that is not live"), last_message());
                     return self.note_freed(ptr, "a free on a stream that is not live");
                 }
                 self.refused(status, RMM_ERROR_INVALID_ARGUMENT, "a free on a stream that is not live");
-                assert!(last_message().contains("is not a live stream"), "{}: {}", self.context("not live"), last_message());
+                assert!(last_message().contains("is not a live stream rmm-rs knows"), "{}: {}", self.context("not live"), last_message());
                 self.model.intact(ptr, &self.context("after a refused free on a stream that is not live"));
             }
             _ => {
@@ -604,9 +641,15 @@ impl World {
         if self.live_bytes(self.model.nodes[node].device) + size > LIVE_LIMIT {
             return;
         }
-        let (stream, named) = self.allocation_stream(self.model.nodes[node].device);
+        let (stream, named) = self.allocation_stream(self.model.nodes[node].device, node);
         let mut handle: rmmDeviceBuffer_t = null_mut();
         let status = call(rmmDeviceBufferCreate(&mut handle, size, stream, resource));
+        if named == Named::NotLive && self.registered {
+            // A buffer's copies go in its stream's order: refused whatever the resource.
+            self.refused(status, RMM_ERROR_INVALID_ARGUMENT, "a buffer on a stream that is not live");
+            assert!(last_message().contains("is not a live stream rmm-rs knows"), "{}: {}", self.context("buffer"), last_message());
+            return;
+        }
         if !self.expect_on(status, node, size, named, "rmmDeviceBufferCreate") {
             return;
         }
@@ -704,6 +747,12 @@ impl World {
                 self.buffers.push(Buffer { handle: copy, node, ptr: data, size, stream });
             }
             _ => {
+                if !self.registered && self.ordered(node) && !own_stream.is_null() && !self.is_live(own_stream) {
+                    // Its stream was destroyed since: freeing in its order would ask the driver
+                    // about a dead handle. A correct program names another stream first.
+                    assert_eq!(call(rmmDeviceBufferSetStream(handle, null_mut())), RMM_SUCCESS);
+                    self.buffers[at].stream = null_mut();
+                }
                 let status = call(rmmDeviceBufferDestroy(handle));
                 if self.dead_streams.contains(&own_stream) && ptr != 0 && status != RMM_SUCCESS {
                     // A resource that frees in the order of a stream refuses one that is gone
@@ -947,6 +996,7 @@ fn run_seed(seed: u64, budget: &Budget, finalized: bool) -> bool {
         step: 0,
         seed,
         refusals: 0,
+        registered: seed % 2 == 1,
     };
     for device in 0..devices() {
         world.set_device(device);
@@ -955,10 +1005,14 @@ fn run_seed(seed: u64, budget: &Budget, finalized: bool) -> bool {
         world.defaults[device as usize] = handle;
         world.add_node(Kind::Installed, device, None, null_mut());
     }
+    // After the devices' defaults, which configure rmm from RMM_ALLOC_CONF at the first seed.
+    rmm::platform::streams::set_registered_only(world.registered);
     while world.step < budget.steps && !budget.spent() {
         world.step();
     }
-    world.finish(&baseline)
+    let finalized = world.finish(&baseline);
+    rmm::platform::streams::set_registered_only(false);
+    finalized
 }
 
 /// A kind added to the registry fails here until the fuzzer creates it or says why not.

@@ -13,7 +13,9 @@ use std::ffi::c_char;
 /// RMM. A spec names the layers from the
 /// outermost to the device, e.g. `statistics/pool:initial=4GiB,maximum=60GiB/cuda`, and may
 /// start with `report/` (each device's statistics and unfreed allocations printed to stderr
-/// at exit); the older `key:value` form
+/// at exit) and `registered_streams/` (the program uses no stream rmm-rs did not make or was
+/// not told of: any other handle is refused and never handed to the driver, see
+/// `rmmStreamRegister`); the older `key:value` form
 /// (`resource:pool,initial_pool_size:4GiB,log:/tmp/rmm.csv,stats:1,report:1`) still works.
 /// The grammar, every layer and its defaults: docs/src/configuration.md. A log path holding
 /// `{device}` is per device; without it, device N > 0 logs to `<path>.N`. Devices that already

@@ -62,8 +62,9 @@ fn resource_or_current(resource: rmmResource_t) -> Result<StackRef> {
 /// `stream`. The buffer keeps its own reference to the resource; the caller destroys the buffer
 /// with `rmmDeviceBufferDestroy`.
 /// RMM_ERROR_OUT_OF_MEMORY when the resource cannot give `size` bytes;
-/// RMM_ERROR_INVALID_ARGUMENT for a stream that is not live (or, for a pool, of another
-/// device).
+/// RMM_ERROR_INVALID_ARGUMENT for a stream the resource cannot take (see `rmmResourceAllocate`;
+/// with `registered_streams`, also a handle rmm-rs does not know, whatever the resource, since
+/// the buffer's copies go in the stream's order) or, for a pool, a stream of another device.
 #[no_mangle]
 pub extern "C" fn rmmDeviceBufferCreate(
     buffer: *mut rmmDeviceBuffer_t,
@@ -202,17 +203,27 @@ pub extern "C" fn rmmDeviceBufferSize(buffer: rmmDeviceBuffer_t, size: *mut usiz
 }
 
 /// Makes `stream` the buffer's stream: later resizes default to it and the buffer is freed in
-/// its order.
-/// A handle that is not a live stream (one destroyed already, say): RMM_ERROR_INVALID_ARGUMENT,
-/// with the buffer's stream unchanged, so that its destroy still frees it.
+/// its order. For a buffer of a resource that orders memory by stream (a pool, say), the stream
+/// must be live: a default stream, one rmm-rs made or was told of (`rmmStreamRegister`), or
+/// any other live stream, which rmm-rs asks the driver about (a destroyed handle is then
+/// RMM_ERROR_INVALID_ARGUMENT on simulated devices, and may crash a CUDA driver). With the
+/// `registered_streams` configuration, a handle rmm-rs does not know is
+/// RMM_ERROR_INVALID_ARGUMENT without asking. Refused, the buffer's stream stays unchanged, so
+/// that its destroy still frees it. The memory of resources that free at once (cuda, managed,
+/// pinned_host, system, callback) is freed whatever the stream: its handle is not looked at.
 #[no_mangle]
 pub extern "C" fn rmmDeviceBufferSetStream(buffer: rmmDeviceBuffer_t, stream: cudaStream_t) -> rmmError_t {
     boundary("rmmDeviceBufferSetStream", || {
         let shared = lookup(buffer)?;
         let stream = stream_of(stream);
-        // Asked now rather than at the destroy, which would fail and keep the memory.
-        crate::platform::streams::check_live(stream)?;
-        shared.lock().set_stream(stream);
+        let mut buffer = shared.lock();
+        // Asked now rather than at the destroy, which would fail and keep the memory; only for
+        // memory ordered by stream (`platform::streams`).
+        match buffer.stack().stack().orders_by_stream() {
+            true => crate::platform::streams::device_of(stream).map(drop)?,
+            false => crate::platform::streams::check_usable(stream)?,
+        }
+        buffer.set_stream(stream);
         Ok(())
     })
 }

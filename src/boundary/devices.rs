@@ -155,9 +155,9 @@ pub extern "C" fn rmmSimGetPointerAttributes(memory_type: *mut c_int, device: *m
 /// Migrates `[ptr, ptr + bytes)` of managed memory to `device` in the order of `stream`
 /// (`cudaMemPrefetchAsync`), as RAPIDS RMM's `rmm::prefetch` and `DeviceBuffer.prefetch` do.
 /// Memory that is not managed stays where it is and needs no prefetch: RMM_SUCCESS, as RAPIDS
-/// gives. NULL or 0 bytes: nothing. A `device` that does not exist: RMM_ERROR_INVALID_ARGUMENT;
-/// RMM_ERROR_CUDA_ERROR without a CUDA driver (and without `RMM_SIM_DEVICES`) or when the
-/// driver fails.
+/// gives. NULL or 0 bytes: nothing. `stream`: as `rmmStreamSynchronize`'s. A `device` that does
+/// not exist: RMM_ERROR_INVALID_ARGUMENT; RMM_ERROR_CUDA_ERROR without a CUDA driver (and
+/// without `RMM_SIM_DEVICES`) or when the driver fails.
 #[no_mangle]
 pub extern "C" fn rmmPrefetch(ptr: *const std::ffi::c_void, bytes: usize, device: c_int, stream: cudaStream_t) -> rmmError_t {
     boundary("rmmPrefetch", || {
@@ -166,7 +166,9 @@ pub extern "C" fn rmmPrefetch(ptr: *const std::ffi::c_void, bytes: usize, device
         if ptr.is_null() || bytes == 0 {
             return Ok(());
         }
-        match platform.prefetch(device, ptr as usize, bytes, stream_of(stream)) {
+        let stream = stream_of(stream);
+        crate::platform::streams::check_usable(stream)?;
+        match platform.prefetch(device, ptr as usize, bytes, stream) {
             Err(e) if matches!(e.kind(), ErrorKind::InvalidArgument(_) | ErrorKind::NotSupported(_)) => {
                 log::debug!("rmmPrefetch: {e}: nothing to migrate");
                 Ok(())
@@ -200,8 +202,9 @@ pub extern "C" fn rmmDeviceRelease(device: c_int, released: *mut usize) -> rmmEr
 }
 
 /// Writes the number of stream-ordering races the simulator found (with
-/// `RMM_SIM_ON_RACE=count`; by default the first race aborts the process). On real devices:
-/// RMM_ERROR_NOT_SUPPORTED.
+/// `RMM_SIM_ON_RACE=count`; by default the first race aborts the process), counting also every
+/// stream handle that names no live stream handed to a driver call, which a CUDA driver may
+/// crash on. On real devices: RMM_ERROR_NOT_SUPPORTED.
 #[no_mangle]
 pub extern "C" fn rmmSimGetRaceCount(count: *mut usize) -> rmmError_t {
     boundary("rmmSimGetRaceCount", || {

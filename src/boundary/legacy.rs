@@ -136,9 +136,10 @@ fn null_out_pointer(size: usize) -> crate::error::Result<()> {
 /// `file` may be NULL.
 /// As RMM 0.14: RMM_ERROR_NOT_INITIALIZED before `rmmInitialize` and after `rmmFinalize`,
 /// unless the program configured rmm (`RMM_ALLOC_CONF`, `rmmConfigure`, a per-device resource).
-/// RMM_ERROR_INVALID_ARGUMENT for a stream that is not live (a made-up or destroyed handle),
-/// whatever the resource and whichever device is current, as the free on it would be, or, for
-/// a pool or expandable resource, a stream of another device.
+/// `stream`: as `rmmResourceAllocate`'s (the resources that free at once do not look at it; a
+/// stream-ordered resource needs a live stream); RMM_ERROR_INVALID_ARGUMENT for a stream a
+/// stream-ordered resource cannot take or, for a pool or expandable resource, a stream of
+/// another device.
 #[no_mangle]
 pub extern "C" fn rmmAlloc(ptr: *mut *mut c_void, size: usize, stream: cudaStream_t, file: *const c_char, line: c_uint) -> rmmError_t {
     boundary("rmmAlloc", || {
@@ -189,10 +190,11 @@ pub extern "C" fn rmmRealloc(
 /// freed at any time, but NULL before `rmmInitialize` or after `rmmFinalize` is
 /// RMM_ERROR_NOT_INITIALIZED, as in RMM 0.14 (see `rmmAlloc`). `stream` may be any live stream
 /// (another device's too) or a default stream; NULL always works, also once the stream the
-/// memory was allocated on is destroyed. A handle that is not live (made up, destroyed) is
-/// RMM_ERROR_INVALID_ARGUMENT, with nothing freed, where the free needs the stream: on a
-/// stream-ordered resource (pool, arena, binning, fixed_size, expandable, cuda_async), and on
-/// any resource with several devices.
+/// memory was allocated on is destroyed. The memory of a resource that frees at once (cuda,
+/// managed, pinned_host, system, callback, adaptors over them) is freed whatever the handle:
+/// it is not looked at. A stream-ordered resource (pool, arena, binning, fixed_size,
+/// expandable, cuda_async) needs a live stream, as `rmmAlloc` does; one it cannot take is
+/// RMM_ERROR_INVALID_ARGUMENT with nothing freed.
 #[no_mangle]
 pub extern "C" fn rmmFree(ptr: *mut c_void, stream: cudaStream_t, file: *const c_char, line: c_uint) -> rmmError_t {
     boundary("rmmFree", || {

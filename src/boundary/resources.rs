@@ -452,7 +452,9 @@ pub extern "C" fn rmmResourceCreateFromSpec(spec: *const c_char, device: c_int, 
         non_null(resource, "resource")?;
         let text = optional_str(spec, "spec")?.ok_or_else(|| Error::invalid("spec is NULL"))?;
         let spec = Spec::parse(text)?;
-        if let Some(keyword) = [(spec.report(), "report"), (spec.options().async_free, "async_free")].iter().find(|(set, _)| *set) {
+        let options = spec.options();
+        let keywords = [(options.report, "report"), (options.async_free, "async_free"), (options.registered_streams, "registered_streams")];
+        if let Some(keyword) = keywords.iter().find(|(set, _)| *set) {
             return Err(Error::invalid(format!(
                 "{text:?}: {} applies to the devices' default stacks (rmmConfigure, RMM_ALLOC_CONF), not to one resource",
                 keyword.1
@@ -483,10 +485,17 @@ pub extern "C" fn rmmResourceDestroy(resource: rmmResource_t) -> rmmError_t {
 /// Allocates `bytes` for use on `stream` from `resource` and writes the address to `*ptr`
 /// (NULL for 0 bytes). The caller owns the memory and returns it with `rmmResourceDeallocate`
 /// on the same resource, or with `rmmFree`.
+/// `stream`: a resource that frees at once (cuda, managed, pinned_host, system, callback, and
+/// adaptors over them) does not look at it, so any handle goes, even one that names no live
+/// stream; a stream-ordered resource (pool, arena, binning, fixed_size, expandable,
+/// cuda_async) orders the memory on it, so it must be live, and a handle rmm-rs does not know
+/// is asked about (see `rmmStreamRegister` for what each stream costs, and
+/// `registered_streams`, which refuses such handles without asking the driver).
 /// RMM_ERROR_OUT_OF_MEMORY when the resource cannot give `bytes` (the message says what it
-/// holds and why); RMM_ERROR_INVALID_ARGUMENT for a stream that is not live (a made-up or
-/// destroyed handle: every resource refuses it, whichever device is current, as the free on it
-/// would be) or, for a pool or expandable resource, a stream of another device.
+/// holds and why); RMM_ERROR_INVALID_ARGUMENT for a stream that a stream-ordered resource
+/// cannot take (one that names no live stream on simulated devices; one rmm-rs does not know
+/// with `registered_streams`) or, for a pool or expandable resource, a stream of another
+/// device.
 #[no_mangle]
 pub extern "C" fn rmmResourceAllocate(resource: rmmResource_t, ptr: *mut *mut c_void, bytes: usize, stream: cudaStream_t) -> rmmError_t {
     boundary("rmmResourceAllocate", || {

@@ -49,9 +49,11 @@ pub const RMM_STREAM_DEFAULT: c_uint = 0;
 pub const RMM_STREAM_NON_BLOCKING: c_uint = 1;
 
 /// Destroys a stream made by `rmmStreamCreate`, or by the program (`cudaStreamCreate`), after
-/// what `rmmStreamUnregister` does. The default streams cannot be destroyed.
-/// A default stream, or a stream `rmmStreamCreate` did not make (or that is destroyed already):
-/// RMM_ERROR_INVALID_ARGUMENT.
+/// what `rmmStreamUnregister` does. The default streams cannot be destroyed. As with
+/// `cudaStreamDestroy`, the stream must be live: rmm-rs knows its own streams' handles until
+/// they are destroyed, and asks the driver about any other.
+/// A default stream: RMM_ERROR_INVALID_ARGUMENT; so is, with `registered_streams` configured,
+/// a handle rmm-rs does not know (one destroyed already, say), without asking the driver.
 #[no_mangle]
 pub extern "C" fn rmmStreamDestroy(stream: cudaStream_t) -> rmmError_t {
     boundary("rmmStreamDestroy", || {
@@ -64,12 +66,22 @@ pub extern "C" fn rmmStreamDestroy(stream: cudaStream_t) -> rmmError_t {
 /// Tells rmm-rs that the program's live `stream` (from `cudaStreamCreate`, say) will be
 /// destroyed only after `rmmStreamUnregister` (or through `rmmStreamDestroy`). rmm-rs then
 /// recognizes it by its handle alone, so allocations on it make no driver call, as on the
-/// default streams. Without it, an allocation on a stream rmm-rs did not make asks the driver
-/// for the stream's id (`cuStreamGetId`, about 30 ns), because a destroyed stream's handle may
-/// be handed to a new stream while the old one's work still runs. Registering twice is
-/// harmless; the default streams need no registration and are refused. The preload library
-/// registers every stream the program creates.
-/// A default stream, or a handle that is not a live stream: RMM_ERROR_INVALID_ARGUMENT.
+/// default streams. Registering twice is harmless; the default streams need no registration
+/// and are refused. The preload library registers every stream the program creates.
+/// What rmm-rs does with a handle it does not know (not a default stream, not made by
+/// `rmmStreamCreate`, not registered): the resources that free at once (cuda, managed,
+/// pinned_host, system, callback, and the adaptors over them) never look at the stream, so any
+/// value goes, even one that names no stream. The stream-ordered resources (pool, arena,
+/// binning, fixed_size, expandable, cuda_async), which order memory on the stream, ask the
+/// driver for its id (`cuStreamGetId`, about 30 ns, at each allocation), because a destroyed
+/// stream's handle may be handed to a new stream while the old one's work still runs: such a
+/// handle must name a live stream, as for `cudaMallocAsync` (a CUDA driver asked about a
+/// destroyed or made-up handle may crash). With `registered_streams` configured (`rmmConfigure`,
+/// RMM_ALLOC_CONF) they refuse it instead, with RMM_ERROR_INVALID_ARGUMENT, and rmm-rs never
+/// hands the driver a handle it does not know.
+/// The driver is asked about `stream` here, which must be live. A default stream:
+/// RMM_ERROR_INVALID_ARGUMENT (a handle that names no stream: the driver's answer,
+/// RMM_ERROR_INVALID_ARGUMENT on simulated devices).
 #[no_mangle]
 pub extern "C" fn rmmStreamRegister(stream: cudaStream_t) -> rmmError_t {
     boundary("rmmStreamRegister", || streams::register(created_stream(stream)?))
@@ -78,9 +90,11 @@ pub extern "C" fn rmmStreamRegister(stream: cudaStream_t) -> rmmError_t {
 /// Call with `stream` still alive, right before destroying it with `cudaStreamDestroy`:
 /// rmm-rs records on it what orders the reuse of memory freed there, stops using its handle,
 /// and no longer trusts it (a later stream may get the same handle). Any stream rmm-rs was
-/// used with may be unregistered, registered or not; `rmmStreamDestroy` does this itself.
+/// used with may be unregistered, registered or not (the driver is asked for the id of one
+/// that was not registered, so it must be live); `rmmStreamDestroy` does this itself.
 /// The default streams are refused.
-/// A default stream, or a handle that is not a live stream: RMM_ERROR_INVALID_ARGUMENT.
+/// A default stream: RMM_ERROR_INVALID_ARGUMENT; so is, with `registered_streams` configured,
+/// a handle rmm-rs does not know (see `rmmStreamRegister`), without asking the driver.
 #[no_mangle]
 pub extern "C" fn rmmStreamUnregister(stream: cudaStream_t) -> rmmError_t {
     boundary("rmmStreamUnregister", || {
@@ -100,19 +114,26 @@ fn created_stream(stream: cudaStream_t) -> crate::error::Result<Stream> {
     }
 }
 
-/// Waits until all work enqueued on `stream` has finished.
-/// A handle that is not a live stream: RMM_ERROR_INVALID_ARGUMENT; a failure on the device:
-/// RMM_ERROR_CUDA_ERROR.
+/// Waits until all work enqueued on `stream` has finished. `stream` goes to the driver as it
+/// is, as with `cudaStreamSynchronize`, so it must be live, except that with
+/// `registered_streams` configured a handle rmm-rs does not know (see `rmmStreamRegister`) is
+/// RMM_ERROR_INVALID_ARGUMENT without asking the driver.
+/// A handle that is not a live stream: the driver's answer (RMM_ERROR_INVALID_ARGUMENT on
+/// simulated devices); a failure on the device: RMM_ERROR_CUDA_ERROR.
 #[no_mangle]
 pub extern "C" fn rmmStreamSynchronize(stream: cudaStream_t) -> rmmError_t {
-    boundary("rmmStreamSynchronize", || backend()?.stream_synchronize(stream_of(stream)))
+    boundary("rmmStreamSynchronize", || {
+        let stream = stream_of(stream);
+        crate::platform::streams::check_usable(stream)?;
+        backend()?.stream_synchronize(stream)
+    })
 }
 
 /// Copies `bytes` from `src` to `dst` in the order of `stream`; either side may be device or
 /// host memory (unified addressing, as `cudaMemcpyAsync` with `cudaMemcpyDefault`). Copies
 /// from or to pageable host memory may return only when done; call `rmmStreamSynchronize`
 /// before using the destination on the host. NULL pointers are RMM_ERROR_INVALID_ARGUMENT
-/// unless `bytes` is 0.
+/// unless `bytes` is 0. `stream`: as `rmmStreamSynchronize`'s.
 #[no_mangle]
 pub extern "C" fn rmmMemcpyAsync(
     dst: *mut std::ffi::c_void,
@@ -127,7 +148,9 @@ pub extern "C" fn rmmMemcpyAsync(
         if dst.is_null() || src.is_null() {
             return Err(Error::invalid("dst or src is NULL"));
         }
+        let stream = stream_of(stream);
+        crate::platform::streams::check_usable(stream)?;
         let platform = backend()?;
-        platform.copy_async(platform.current_device()?, dst as usize, src as usize, bytes, stream_of(stream))
+        platform.copy_async(platform.current_device()?, dst as usize, src as usize, bytes, stream)
     })
 }

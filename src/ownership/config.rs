@@ -52,10 +52,12 @@ pub fn configure(spec: Spec) {
     *STATE.lock() = Some(State { spec, stacks: Vec::new() });
 }
 
-/// What the configured spec's keywords say about frees: `async_free` and its bound.
+/// What the configured spec's keywords say about frees (`async_free` and its bound) and about
+/// streams (`registered_streams`).
 fn use_options(options: Options) {
     super::cuda_free::configure(options.pending);
     ASYNC_FREE.store(options.async_free, Ordering::Relaxed);
+    crate::platform::streams::set_registered_only(options.registered_streams);
 }
 
 /// Whether `rmmCudaFree` leaves the waiting for the device to the memory (`async_free`). Not

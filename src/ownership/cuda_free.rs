@@ -356,24 +356,29 @@ fn record_events(pointers: Vec<Freed>, mut spare: Vec<(i32, Event)>) -> (Recorde
     let mut record = || -> Result<()> {
         let platform = backend()?;
         for &device in &devices {
-            for stream in std::iter::once(Stream::DEFAULT).chain(streams::known_streams(device)) {
-                let event = match spare.iter().position(|&(of, _)| of == device) {
-                    Some(at) => spare.swap_remove(at).1,
-                    None => platform.event_create(device)?,
-                };
-                let identity = streams::known_identity(stream);
-                let recorded = platform.event_record(device, event, stream);
-                if stream != Stream::DEFAULT && (recorded.is_err() || streams::known_identity(stream) != identity) {
-                    // The program destroyed `stream` since it was listed (its handle may name
-                    // another stream by now): the work it was given may still run, and only
-                    // the whole device covers it.
-                    spare.push((device, event));
-                    platform.device_synchronize(device)?;
-                    continue;
+            // The trusted streams are listed and recorded on while none can be forgotten, so
+            // none is destroyed meanwhile (`streams::with_known_streams`): no event goes to a
+            // dead handle, which a CUDA driver may crash on.
+            streams::with_known_streams(device, |trusted| -> Result<()> {
+                for &stream in std::iter::once(&Stream::DEFAULT).chain(trusted) {
+                    let event = match spare.iter().position(|&(of, _)| of == device) {
+                        Some(at) => spare.swap_remove(at).1,
+                        None => platform.event_create(device)?,
+                    };
+                    let recorded = platform.event_record(device, event, stream);
+                    if stream != Stream::DEFAULT && recorded.is_err() {
+                        // The program destroyed `stream` without telling rmm-rs, breaking
+                        // `rmmStreamRegister`'s promise: the work it was given may still run,
+                        // and only the whole device covers it.
+                        spare.push((device, event));
+                        platform.device_synchronize(device)?;
+                        continue;
+                    }
+                    events.push((device, event));
+                    recorded?;
                 }
-                events.push((device, event));
-                recorded?;
-            }
+                Ok(())
+            })?;
         }
         Ok(())
     };

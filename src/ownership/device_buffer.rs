@@ -6,7 +6,7 @@
 
 use crate::error::{Error, Result};
 use crate::ownership::{records, Expected, Holder, StackRef};
-use crate::platform::{backend, Stream};
+use crate::platform::{backend, streams, Stream};
 
 /// A device allocation of a known size, owned by the buffer and freed in the order of its
 /// stream when dropped (see the module comment).
@@ -22,6 +22,8 @@ pub struct DeviceBuffer {
 impl DeviceBuffer {
     /// `size` bytes from `stack`, usable in the order of `stream` (uninitialized).
     pub fn new(size: usize, stream: Stream, stack: StackRef) -> Result<Self> {
+        // Copies into it go in the order of `stream` (`platform::streams`).
+        streams::check_usable(stream)?;
         let ptr = records::allocate(stack.stack(), size, stream, Holder::Buffer)?;
         Ok(DeviceBuffer { ptr, size, capacity: size, stream, stack })
     }
@@ -79,6 +81,7 @@ impl DeviceBuffer {
             return Err(Error::invalid(format!("the host buffer holds {} bytes; the device buffer has {}", out.len(), self.size)));
         }
         if self.size > 0 {
+            streams::check_usable(stream)?;
             let platform = backend()?;
             platform.copy_async(self.device(), out.as_mut_ptr() as usize, self.ptr, self.size, stream)?;
             platform.stream_synchronize(stream)?;
@@ -89,6 +92,7 @@ impl DeviceBuffer {
     /// Moves the contents to a new allocation of `capacity` bytes (the first `size` bytes
     /// kept), in the order of `stream`.
     fn reallocate(&mut self, capacity: usize, stream: Stream) -> Result<()> {
+        streams::check_usable(stream)?;
         let ptr = records::allocate(self.stack.stack(), capacity, stream, Holder::Buffer)?;
         let kept = self.size.min(capacity);
         if kept > 0 {

@@ -9,7 +9,7 @@
 
 use crate::error::{Error, Result};
 use crate::ownership::{config, per_device, records, Expected, Holder, StackRef};
-use crate::platform::{backend, Stream};
+use crate::platform::{backend, streams, Backend, Stream};
 use crate::resources::{AsyncResource, DirectResource, MemoryResource, PoolResource};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -237,7 +237,9 @@ pub fn realloc(ptr: usize, new_bytes: usize, stream: Stream) -> Result<usize> {
     require_ready()?;
     let new_ptr = records::allocate(&old.stack, new_bytes, stream, Holder::Caller)?;
     let moved = backend()
-        .and_then(|platform| platform.copy_async(old.stack.device(), new_ptr, ptr, old.size.min(new_bytes), stream))
+        .and_then(|platform| {
+            copy_in_order(platform, old.stack.orders_by_stream(), old.stack.device(), new_ptr, ptr, old.size.min(new_bytes), stream)
+        })
         .and_then(|()| records::free(ptr, stream, expected));
     if let Err(e) = moved {
         let new_block = Expected { size: Some(new_bytes), ..expected };
@@ -247,6 +249,21 @@ pub fn realloc(ptr: usize, new_bytes: usize, stream: Stream) -> Result<usize> {
         return Err(e);
     }
     Ok(new_ptr)
+}
+
+/// `rmmRealloc`'s copy of `bytes` from `from` to `to` (memory of `device`) in the order of
+/// `stream`. A handle rmm-rs does not know, of a stack that does not order memory by stream
+/// (`cuda`, RMM's legacy default), is never handed to the driver (`platform::streams`): the
+/// device is synchronized instead (covering the work on that stream), and the copy runs on the
+/// legacy default stream, synchronized before the call returns.
+fn copy_in_order(platform: &Backend, ordered: bool, device: i32, to: usize, from: usize, bytes: usize, stream: Stream) -> Result<()> {
+    if ordered || streams::is_known(stream) {
+        streams::check_usable(stream)?;
+        return platform.copy_async(device, to, from, bytes, stream);
+    }
+    platform.device_synchronize(device)?;
+    platform.copy_async(device, to, from, bytes, Stream::DEFAULT)?;
+    platform.device_synchronize(device)
 }
 
 /// `rmmGetInfo`: (free, total) bytes of the current device.

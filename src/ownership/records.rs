@@ -237,7 +237,7 @@ pub fn free_aligned(ptr: usize, alignment: usize, stream: Stream, expected: Expe
     {
         return Err(mismatch(ptr, record.size, record.holder, &entry.stack, expected));
     }
-    let stream = backend()?.stream_on_device(entry.stack.device(), stream)?;
+    let stream = backend()?.stream_on_device(entry.stack.device(), stream, || entry.stack.orders_by_stream())?;
     entry.stack.deallocate_aligned(ptr, record.size, alignment, stream)?;
     // The record goes only once the memory is back: a refused free leaves it in place.
     let unused = match entry.forget_one() {
@@ -259,7 +259,7 @@ pub fn free_aligned(ptr: usize, alignment: usize, stream: Stream, expected: Expe
 fn free_in_callback(ptr: usize, alignment: usize, stream: Stream, expected: Expected) -> Result<()> {
     match (expected.stack, expected.size) {
         (Some(stack), Some(size)) => {
-            let stream = backend()?.stream_on_device(stack.device(), stream)?;
+            let stream = backend()?.stream_on_device(stack.device(), stream, || stack.orders_by_stream())?;
             stack.deallocate_aligned(ptr, size, alignment, stream)
         }
         _ => Err(Error::invalid(format!(

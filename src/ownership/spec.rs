@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! spec   := ( KEYWORD SEP )* layer ( SEP layer )*       outermost layer first
-//! KEYWORD:= "report" | "async_free" [ ":pending=" BOUND ]   each at most once, before the layers
+//! KEYWORD:= "report" | "async_free" [ ":pending=" BOUND ] | "registered_streams"
+//!                                                      each at most once, before the layers
 //! BOUND  := SIZE | PERCENT "%"                         bytes of frees waiting on one device
 //! SEP    := "/"   ("+" instead when the spec contains a "+", so that values may hold "/")
 //! layer  := NAME [ ":" KEY "=" value ( "," KEY "=" value )* ]
@@ -190,11 +191,14 @@ pub struct Options {
     /// With `async_free`: how many bytes of frees may wait for one device before a free waits
     /// for the oldest of them (`async_free:pending=...`).
     pub pending: PendingBound,
+    /// Every stream the program hands rmm-rs is a default stream or one rmm-rs made or was
+    /// told of: any other handle is refused, never asked about (`platform::streams`).
+    pub registered_streams: bool,
 }
 
 impl Options {
     /// The keywords, in the order the canonical form gives them.
-    const KEYWORDS: [&'static str; 2] = ["report", "async_free"];
+    const KEYWORDS: [&'static str; 3] = ["report", "async_free", "registered_streams"];
 
     /// Whether `text` is keywords only (`report`, `report/async_free`,
     /// `async_free:pending=1GiB`): options without a stack. `report:1` and `async_free:1` are
@@ -214,6 +218,7 @@ impl Options {
         match keyword {
             "report" => Some(&mut self.report),
             "async_free" => Some(&mut self.async_free),
+            "registered_streams" => Some(&mut self.registered_streams),
             _ => None,
         }
     }
@@ -230,6 +235,9 @@ impl Options {
                 PendingBound::Default => "async_free".to_string(),
                 bound => format!("async_free:pending={bound}"),
             });
+        }
+        if self.registered_streams {
+            keywords.push("registered_streams".to_string());
         }
         keywords
     }
@@ -710,6 +718,12 @@ fn parse_stack(source: &Source, whole: Piece) -> Result<(Options, Vec<Layer>)> {
                     source.error(piece, "report takes no parameters and comes once, before the layers (report/async_free/statistics/pool)")
                 );
             }
+            if name == "registered_streams" && (!layers.is_empty() || *flag || parameters.is_some()) {
+                return Err(source.error(
+                    piece,
+                    "registered_streams takes no parameters and comes once, before the layers (registered_streams/statistics/pool)",
+                ));
+            }
             if !layers.is_empty() || *flag {
                 return Err(source.error(piece, "async_free comes once, before the layers (async_free:pending=2GiB/statistics/pool)"));
             }
@@ -836,7 +850,7 @@ fn parse_shorthand(source: &Source, whole: Piece) -> Result<(Options, Vec<Layer>
         }
     };
     layers.extend(base);
-    Ok((Options { report, async_free, pending: PendingBound::Default }, layers))
+    Ok((Options { report, async_free, pending: PendingBound::Default, registered_streams: false }, layers))
 }
 
 #[cfg(test)]
@@ -1061,7 +1075,8 @@ mod tests {
         for (text, canonical, bound) in cases {
             let parsed = spec(text);
             assert_eq!(parsed.canonical(), canonical, "{text}");
-            assert_eq!(parsed.options(), Options { report: text.starts_with("report"), async_free: true, pending: bound }, "{text}");
+            let expected = Options { report: text.starts_with("report"), async_free: true, pending: bound, registered_streams: false };
+            assert_eq!(parsed.options(), expected, "{text}");
             assert_eq!(spec(canonical).options(), parsed.options(), "{canonical}");
             assert_eq!(spec(canonical).layers(), parsed.layers(), "{canonical}");
         }

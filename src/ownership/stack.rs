@@ -22,6 +22,9 @@ pub struct Stack {
     /// The same resource as `top`, for callers that keep a reference of their own.
     resource: Arc<dyn MemoryResource>,
     device: i32,
+    /// Whether the stack orders its memory by stream (`MemoryResource::orders_by_stream`):
+    /// a free on a stream handle rmm-rs does not know asks about it only then.
+    orders_by_stream: bool,
     /// `StackRef`s alive: once none is, the records let go of the stack as soon as none of its
     /// memory is live.
     holders: AtomicUsize,
@@ -73,13 +76,21 @@ impl Stack {
         self.device
     }
 
+    /// Whether the stack orders its memory by stream (see the field).
+    #[inline(always)]
+    pub fn orders_by_stream(&self) -> bool {
+        self.orders_by_stream
+    }
+
     /// A stack held by one `StackRef`.
     pub(super) fn new_held(resource: Arc<dyn MemoryResource>) -> Arc<Stack> {
         let device = resource.device();
+        let orders_by_stream = resource.orders_by_stream();
         Arc::new(Stack {
             top: Upstream::new(resource.clone()),
             resource,
             device,
+            orders_by_stream,
             holders: AtomicUsize::new(1),
             shards: [const { AtomicU64::new(0) }; SHARD_WORDS],
         })

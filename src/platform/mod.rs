@@ -389,15 +389,18 @@ impl Backend {
         dispatch!(self.prefetch(device, ptr, bytes, stream))
     }
     /// An identity of `stream` that no other stream ever shares, even after the handle is
-    /// destroyed and its value reused (RMM #2251). The legacy default stream is 0.
-    pub fn stream_identity(&self, stream: Stream) -> Result<u64> {
+    /// destroyed and its value reused (RMM #2251). The legacy default stream is 0. Asked of the
+    /// driver for any other handle: only through `streams`, which asks only about handles it
+    /// may (see its module comment).
+    pub(in crate::platform) fn stream_identity(&self, stream: Stream) -> Result<u64> {
         if matches!(stream, Stream::DEFAULT | Stream::LEGACY) {
             return Ok(0);
         }
         dispatch!(self.stream_identity(stream))
     }
-    /// The device `stream` belongs to (the default streams: the current device's).
-    pub fn stream_device(&self, stream: Stream) -> Result<i32> {
+    /// The device `stream` belongs to (the default streams: the current device's). Asked of
+    /// the driver for any other handle: only through `streams`, as `stream_identity`.
+    pub(in crate::platform) fn stream_device(&self, stream: Stream) -> Result<i32> {
         match stream {
             Stream::DEFAULT | Stream::LEGACY | Stream::PER_THREAD => self.current_device(),
             stream => dispatch!(self.stream_device(stream)),
@@ -408,12 +411,15 @@ impl Backend {
     /// `stream`: `stream` itself when it is a stream of `device` or a default stream (which,
     /// for memory of `device`, is `device`'s own, as for its allocations, whichever device is
     /// current); otherwise `device`'s legacy default stream, made to wait for the work already
-    /// on `stream` (a stream of another device).
+    /// on `stream` (a stream of another device). `ordered`: whether the memory's resource
+    /// orders it by stream (asked only with several devices); memory that is not (cuda,
+    /// managed, pinned_host, system, callback resources) is freed with `stream` as it is when
+    /// rmm-rs does not know the handle, which then reaches no driver call (`streams`).
     #[inline(always)]
-    pub fn stream_on_device(&self, device: i32, stream: Stream) -> Result<Stream> {
+    pub fn stream_on_device(&self, device: i32, stream: Stream, ordered: impl FnOnce() -> bool) -> Result<Stream> {
         match self.single_device() {
             true => Ok(stream),
-            false => self.stream_on_other_device(device, stream),
+            false => self.stream_on_other_device(device, stream, ordered()),
         }
     }
 
@@ -429,14 +435,18 @@ impl Backend {
     }
 
     #[inline(never)]
-    fn stream_on_other_device(&self, device: i32, stream: Stream) -> Result<Stream> {
-        if matches!(stream, Stream::DEFAULT | Stream::LEGACY | Stream::PER_THREAD) {
+    fn stream_on_other_device(&self, device: i32, stream: Stream, ordered: bool) -> Result<Stream> {
+        if streams::is_default(stream) {
             return Ok(stream);
         }
         // A created stream is its own device's, whichever device is current; rmm-rs knows the
-        // device of the streams whose life it sees without asking the driver. A handle that
-        // names no live stream is refused, as at the allocations (`streams::check_live`).
-        let stream_device = streams::live_device(stream)?;
+        // device of the streams whose life it sees without asking the driver. Any other
+        // handle is asked about only for memory ordered by stream (`streams::device_of`).
+        let stream_device = match streams::known_device(stream) {
+            Some(known) => known,
+            None if !ordered => return Ok(stream),
+            None => streams::device_of(stream)?,
+        };
         if stream_device == device {
             return Ok(stream);
         }

@@ -11,7 +11,7 @@ use super::fixed_size::FixedSizeResource;
 use super::stream_ordered::Core;
 use super::{reaches, MemoryResource};
 use crate::error::{Error, Result};
-use crate::platform::Stream;
+use crate::platform::{streams, Stream};
 use crate::sync::biased_lock::BiasedLock;
 use crate::sync::published::Published;
 use rmm_suballoc::address_map::shard_of;
@@ -262,8 +262,17 @@ impl MemoryResource for BinningResource {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
         match self.route(bytes) {
             Some(Bin::Own { core, .. }) => core.allocate(bytes, stream),
-            Some(Bin::Callers { resource, target }) => self.allocate_elsewhere(&**resource, *target, bytes, stream),
-            None => self.allocate_elsewhere(&*self.upstream, UPSTREAM, bytes, stream),
+            // The stack orders by stream as a whole (its frees with several devices ask about the
+            // stream): with `registered_streams`, a handle rmm-rs does not know is refused here
+            // too, even where the target (a `cuda` upstream, say) would not look at it.
+            Some(Bin::Callers { resource, target }) => {
+                streams::check_usable(stream)?;
+                self.allocate_elsewhere(&**resource, *target, bytes, stream)
+            }
+            None => {
+                streams::check_usable(stream)?;
+                self.allocate_elsewhere(&*self.upstream, UPSTREAM, bytes, stream)
+            }
         }
     }
 
@@ -275,6 +284,8 @@ impl MemoryResource for BinningResource {
                 return Ok(());
             }
         }
+        // As at the allocation: refused with nothing changed (`allocate`).
+        streams::check_usable(stream)?;
         self.deallocate_elsewhere(ptr, bytes, stream)
     }
 

@@ -4,7 +4,7 @@
 
 use super::{caches, Footprint, LiveBytes, MemoryResource, ALIGNMENT};
 use crate::error::{Error, Result};
-use crate::platform::{backend, streams, Stream};
+use crate::platform::{backend, Stream};
 use std::cell::Cell;
 
 /// `bytes, alignment, stream -> address` (None: the allocator had no memory for it).
@@ -98,9 +98,8 @@ impl CallbackResource {
 impl CallbackResource {
     fn allocate_at(&self, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
         super::require_nonzero(bytes, self.name())?;
-        // The functions get the stream as it is; one that is not live is refused before them,
-        // as by every other resource (`streams::check_live`).
-        streams::check_live(stream)?;
+        // The functions get the stream as it is, whatever its handle: rmm-rs hands none it does
+        // not know to the driver (`platform::streams`); what they do with it is theirs.
         let ptr = caches::retry_after_releasing(self.device, || {
             calling_user(false, || (self.allocate)(bytes, alignment, stream))
                 .ok_or_else(|| Error::out_of_memory(bytes, "the allocate callback returned NULL"))
@@ -150,5 +149,9 @@ impl MemoryResource for CallbackResource {
 
     fn name(&self) -> &'static str {
         "callback"
+    }
+
+    fn orders_by_stream(&self) -> bool {
+        false
     }
 }

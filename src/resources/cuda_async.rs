@@ -6,7 +6,7 @@
 
 use super::{require_nonzero, MemoryResource};
 use crate::error::{Error, Result};
-use crate::platform::{backend, MemPool, MemoryKind, PoolProps, Stream};
+use crate::platform::{backend, streams, MemPool, MemoryKind, PoolProps, Stream};
 
 /// The kinds of shareable handle the driver pool's memory can be exported as (CUDA's
 /// `CUmemAllocationHandleType` bits), for `AsyncResource::new`'s `handle_types`.
@@ -96,10 +96,14 @@ impl AsyncResource {
 impl MemoryResource for AsyncResource {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
         require_nonzero(bytes, self.name())?;
+        // The driver orders the memory on `stream`: the handle goes to it as the caller names
+        // it, but not one rmm-rs does not know with `registered_streams` (`platform::streams`).
+        streams::check_usable(stream)?;
         super::caches::retry_after_releasing(self.device, || backend()?.allocate_from_pool(self.device, self.pool, bytes, stream))
     }
 
     fn deallocate(&self, ptr: usize, _bytes: usize, stream: Stream) -> Result<()> {
+        streams::check_usable(stream)?;
         backend()?.free_to_pool(self.device, self.pool, ptr, stream)
     }
 

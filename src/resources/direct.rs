@@ -1,12 +1,12 @@
 //! Resources that go straight to the platform for every call: device memory (`cudaMalloc`,
 //! here `cuMemAlloc`), managed memory (`cuMemAllocManaged`) and page-locked host memory
 //! (`cuMemHostAlloc`). Frees are immediate, not stream-ordered, as with `cudaFree`. The stream
-//! an allocation names must be live all the same (a default stream, or one the driver knows),
-//! as for every other resource.
+//! an allocation or free names is not looked at: any handle goes, made up or destroyed, and
+//! none reaches the driver (`platform::streams`).
 
 use super::{require_nonzero, Footprint, LiveBytes, MemoryResource};
 use crate::error::Result;
-use crate::platform::{backend, streams, MemoryKind, Stream};
+use crate::platform::{backend, MemoryKind, Stream};
 
 /// A resource that takes every allocation from the platform and frees it at once (see the
 /// module comment); it keeps nothing, so it has nothing to release.
@@ -42,9 +42,9 @@ impl DirectResource {
 impl MemoryResource for DirectResource {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
         require_nonzero(bytes, self.name())?;
-        // The memory is usable at once whatever the stream, but its free may name the stream,
-        // which must then be live (`Backend::stream_on_device`): refused here as there.
-        streams::check_live(stream)?;
+        // The memory is usable at once whatever the stream, which is not looked at: a handle
+        // rmm-rs does not know is never handed to the driver (`platform::streams`).
+        let _ = stream;
         let allocate = || backend()?.allocate(self.device, self.kind, bytes);
         let ptr = match self.kind {
             // Host memory: what the device's resources keep free would not help.
@@ -71,6 +71,10 @@ impl MemoryResource for DirectResource {
 
     fn hands_out_driver_allocations(&self) -> bool {
         true
+    }
+
+    fn orders_by_stream(&self) -> bool {
+        false
     }
 
     fn name(&self) -> &'static str {

@@ -20,7 +20,7 @@ use super::stream_ordered::{Core, Growth, MappedGrowth, PageMapper};
 use super::{MemoryResource, PoolResource, ALIGNMENT};
 use crate::error::{Error, Result};
 use crate::platform::ipc::Ticket;
-use crate::platform::{backend, PhysicalMemory, Stream};
+use crate::platform::{backend, streams, PhysicalMemory, Stream};
 use parking_lot::Mutex;
 use rmm_suballoc::tlsf::Tlsf;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -393,7 +393,9 @@ impl ExpandableResource {
         let mut asleep = self.sleep.lock();
         self.why_not_sleep(*asleep)?;
         let platform = backend()?;
-        let stream = platform.stream_on_device(self.device(), stream)?;
+        // The contents travel in the order of `stream` (`platform::streams`).
+        streams::check_usable(stream)?;
+        let stream = platform.stream_on_device(self.device(), stream, || true)?;
         let ranges = self.ranges();
         super::sleep::note_asleep(&ranges);
         let slept = platform.device_synchronize(self.device()).and_then(|()| self.release()).and_then(|_| {
@@ -437,7 +439,8 @@ impl ExpandableResource {
         if asleep.is_none() {
             return Err(Error::invalid(format!("the expandable resource on device {} is awake: nothing to wake", self.device())));
         }
-        let stream = backend()?.stream_on_device(self.device(), stream)?;
+        streams::check_usable(stream)?;
+        let stream = backend()?.stream_on_device(self.device(), stream, || true)?;
         let small = self.small.pages.take_physical()?;
         let large = match self.large.pages.take_physical() {
             Ok(large) => large,

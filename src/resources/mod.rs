@@ -98,6 +98,15 @@ pub trait MemoryResource: std::any::Any + Send + Sync + 'static {
     fn hands_out_driver_allocations(&self) -> bool {
         false
     }
+    /// Whether the resource orders its memory by the stream it is given (a pool's free lists,
+    /// the driver's stream-ordered allocations, an adaptor that prefetches on it): only then is
+    /// a stream handle rmm-rs does not know asked about (`platform::streams`). The resources
+    /// that free at once (cuda, managed, pinned_host, system) and callback resources (which
+    /// pass the stream to their functions untouched) say no; adaptors say what their upstream
+    /// says.
+    fn orders_by_stream(&self) -> bool {
+        true
+    }
 }
 
 /// Bytes a resource holds from the device (reserved) and hands out (live), each with its peak

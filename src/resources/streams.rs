@@ -37,7 +37,7 @@ pub fn register(stream: Stream) -> Result<()> {
 pub fn unregister(stream: Stream) -> Result<()> {
     let identity = match streams::forget(stream) {
         Some(identity) => identity,
-        None => backend()?.stream_identity(stream)?,
+        None => streams::identity_of(stream)?,
     };
     caches::retire_stream(identity, Some(stream))
 }

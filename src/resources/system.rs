@@ -6,7 +6,7 @@
 
 use super::{require_nonzero, Footprint, LiveBytes, MemoryResource, ALIGNMENT};
 use crate::error::{Error, Result};
-use crate::platform::{backend, system_allocate, system_free, Capability, Stream};
+use crate::platform::{backend, streams, system_allocate, system_free, Capability, Stream};
 use crate::units::spec_size;
 
 /// System memory for `device` (see the module comment); it keeps nothing.
@@ -72,7 +72,9 @@ fn require_pageable_access(device: i32) -> Result<()> {
 impl MemoryResource for SystemResource {
     fn allocate(&self, bytes: usize, stream: Stream) -> Result<usize> {
         require_nonzero(bytes, self.name())?;
-        crate::platform::streams::check_live(stream)?;
+        // The memory is usable at once whatever the stream, which is not looked at
+        // (`platform::streams`).
+        let _ = stream;
         let ptr = system_allocate(bytes)?;
         if let Some(headroom) = self.headroom {
             if let Err(e) = self.place(ptr, bytes, headroom) {
@@ -86,8 +88,11 @@ impl MemoryResource for SystemResource {
 
     fn deallocate(&self, ptr: usize, bytes: usize, stream: Stream) -> Result<()> {
         // The system frees at once: work the device still has on `stream` must finish first.
-        // A stream that is gone cannot be waited for: the whole device is.
-        if backend()?.stream_synchronize(stream).is_err() {
+        // A handle rmm-rs does not know is never handed to the driver (it may name no stream:
+        // `platform::streams`), and a stream that is gone cannot be waited for: the whole
+        // device is waited for instead.
+        let waited = streams::is_known(stream) && backend()?.stream_synchronize(stream).is_ok();
+        if !waited {
             backend()?.device_synchronize(self.device)?;
         }
         system_free(ptr, bytes)?;
@@ -101,6 +106,10 @@ impl MemoryResource for SystemResource {
 
     fn device(&self) -> i32 {
         self.device
+    }
+
+    fn orders_by_stream(&self) -> bool {
+        false
     }
 
     fn name(&self) -> &'static str {

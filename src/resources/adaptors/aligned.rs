@@ -165,6 +165,10 @@ impl MemoryResource for AlignedAdaptor {
         self.upstream.footprint()
     }
 
+    fn orders_by_stream(&self) -> bool {
+        self.upstream.orders_by_stream()
+    }
+
     fn snapshot(&self) -> serde_json::Value {
         serde_json::json!({
             "resource": self.name(), "device": self.device(), "alignment": self.alignment,

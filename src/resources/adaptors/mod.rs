@@ -59,6 +59,10 @@ macro_rules! adaptor_forwarding_methods {
         fn hands_out_driver_allocations(&self) -> bool {
             self.$upstream.hands_out_driver_allocations()
         }
+
+        fn orders_by_stream(&self) -> bool {
+            self.$upstream.orders_by_stream()
+        }
     };
 }
 

@@ -2,11 +2,15 @@
 //! the order of its stream, so managed memory is resident before the first kernel touches it.
 //! Memory that is not managed needs no migration; the driver refuses it, and after the first
 //! refusal the adaptor stops asking (a driver call that fails costs more than a pooled
-//! allocation).
+//! allocation). A stream handle rmm-rs does not know (`platform::streams`) over an upstream that
+//! does not order by stream (managed memory) is never handed to the driver: such an allocation
+//! is prefetched on the calling thread's per-thread default stream instead. The prefetch is a
+//! hint, so the memory is correct either way; only its overlap with the work on the stream
+//! differs.
 
 use super::Upstream;
 use crate::error::{ErrorKind, Result};
-use crate::platform::{backend, Stream};
+use crate::platform::{backend, streams, Stream};
 use crate::resources::{MemoryResource, ALIGNMENT};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -17,13 +21,17 @@ pub struct PrefetchAdaptor {
     upstream: Upstream,
     /// The upstream handed out memory that cannot be prefetched.
     not_managed: AtomicBool,
+    /// The upstream orders its memory by stream, so it asked about (or refused) a stream handle
+    /// rmm-rs does not know before the prefetch gets it.
+    upstream_orders: bool,
 }
 
 impl PrefetchAdaptor {
     /// An adaptor over `upstream`, which should hand out managed memory (other memory is passed
     /// through once the driver refuses to prefetch it).
     pub fn new(upstream: Arc<dyn MemoryResource>) -> Arc<Self> {
-        Arc::new(PrefetchAdaptor { upstream: Upstream::new(upstream), not_managed: AtomicBool::new(false) })
+        let upstream_orders = upstream.orders_by_stream();
+        Arc::new(PrefetchAdaptor { upstream: Upstream::new(upstream), not_managed: AtomicBool::new(false), upstream_orders })
     }
 }
 
@@ -38,7 +46,11 @@ impl MemoryResource for PrefetchAdaptor {
         if self.not_managed.load(Ordering::Relaxed) {
             return Ok(ptr);
         }
-        match backend()?.prefetch(self.device(), ptr, bytes, stream) {
+        let on = match self.upstream_orders || streams::is_known(stream) {
+            true => stream,
+            false => Stream::PER_THREAD,
+        };
+        match backend()?.prefetch(self.device(), ptr, bytes, on) {
             Ok(()) => Ok(ptr),
             Err(e) if matches!(e.kind(), ErrorKind::InvalidArgument(_) | ErrorKind::NotSupported(_)) => {
                 log::debug!("prefetch adaptor: its upstream's memory cannot be prefetched; not asking again");

@@ -59,7 +59,7 @@ impl<I: BlockIndex> Core<I> {
         {
             return Ok(state.event);
         }
-        let identity = backend()?.stream_identity(stream)?;
+        let identity = streams::identity_of(stream)?;
         match identity == state.identity {
             true => Ok(state.event),
             false => Ok(self.state_from_map(identity, stream, super::shelf::Recorder::OwnAllocations)?.event),

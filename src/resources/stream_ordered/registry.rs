@@ -114,10 +114,11 @@ impl<I: BlockIndex> Core<I> {
     }
 
     /// Whether the driver's id of `stream` is still `state`'s (the handle may have been
-    /// destroyed and handed to a new stream since).
+    /// destroyed and handed to a new stream since): the handle the call under way names
+    /// (`streams::identity_of`).
     #[inline(never)]
     pub(super) fn identity_matches(&self, state: &StreamState<I>, stream: Stream) -> Result<bool> {
-        Ok(backend()?.stream_identity(stream)? == state.identity)
+        Ok(streams::identity_of(stream)? == state.identity)
     }
 
     /// `with_other_state` on a miss: finds the state in the shared map (making it if new) and
@@ -137,7 +138,7 @@ impl<I: BlockIndex> Core<I> {
             Stream::PER_THREAD => (self.state_from_map(streams::per_thread_identity(), stream, Recorder::OwnAllocations)?, false),
             stream => match streams::known_identity(stream) {
                 Some(identity) => (self.state_from_map(identity, stream, Recorder::AnyThread)?, false),
-                None => (self.state_from_map(backend()?.stream_identity(stream)?, stream, Recorder::OwnAllocations)?, true),
+                None => (self.state_from_map(streams::identity_of(stream)?, stream, Recorder::OwnAllocations)?, true),
             },
         };
         if CACHES_GONE.get() {
@@ -281,11 +282,10 @@ impl<I: BlockIndex> Core<I> {
         if matches!(stream, Stream::DEFAULT | Stream::LEGACY | Stream::PER_THREAD) {
             return Ok(());
         }
-        let platform = backend()?;
-        if platform.single_device() {
+        if backend()?.single_device() {
             return Ok(());
         }
-        let owner = platform.stream_device(stream)?;
+        let owner = streams::device_of(stream)?;
         if owner != self.device {
             return Err(Error::invalid(format!(
                 "stream {:#x} belongs to device {owner}: memory of device {} is allocated on a stream of device {} (or a \
