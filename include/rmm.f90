@@ -1943,9 +1943,10 @@ module rmm
     ! value goes, even one that names no stream. The stream-ordered resources (pool, arena,
     ! binning, fixed_size, expandable, cuda_async), which order memory on the stream, ask the
     ! driver for its id (`cuStreamGetId`, about 30 ns, at each allocation), because a destroyed
-    ! stream's handle may be handed to a new stream while the old one's work still runs: such a
-    ! handle must name a live stream, as for `cudaMallocAsync` (a CUDA driver asked about a
-    ! destroyed or made-up handle may crash). With `registered_streams` configured (`rmmConfigure`,
+    ! stream's handle may be handed to a new stream while the old one's work still runs (cuda_async
+    ! hands it to the driver's own `cuMemAllocFromPoolAsync`): such a handle must name a live
+    ! stream, as for `cudaMallocAsync` (a CUDA driver asked about a destroyed or made-up handle may
+    ! crash). With `registered_streams` configured (`rmmConfigure`,
     ! RMM_ALLOC_CONF) they refuse it instead, with RMM_ERROR_INVALID_ARGUMENT, and rmm-rs never
     ! hands the driver a handle it does not know.
     ! The driver is asked about `stream` here, which must be live. A default stream:
