@@ -44,6 +44,7 @@ __all__ = [
     "CudaAsyncViewMemoryResource",
     "CudaMemoryResource",
     "DeviceMemoryResource",
+    "ExpandableMemoryResource",
     "FailureCallbackResourceAdaptor",
     "FixedSizeMemoryResource",
     "LimitingResourceAdaptor",
@@ -135,6 +136,40 @@ class DeviceMemoryResource:
         handle = as_stream(stream).handle
         _call("rmmResourceDeallocate", self.resource._h(), int(ptr) or None, size, handle or None)
 
+    # rmm-rs's own (RAPIDS RMM has no sleep): docs/src/sleep.md, rmm_rs.sleep for tags.
+    def sleep(self, mode: Union[str, int] = "keep", stream: Any = None) -> None:
+        """Gives back all the device memory of the resource, live blocks' included, keeping
+        every address for after :meth:`wake` (rmm-rs's ``rmmResourceSleep``; RAPIDS RMM has no
+        such call). Only a resource that is, or sits over, an :class:`ExpandableMemoryResource`
+        can sleep: a pool, arena, binning resource or adaptor over one sleeps through it.
+        `mode` ``"keep"`` copies the contents of live blocks to pinned host memory (on `stream`,
+        None: the default stream) and back at :meth:`wake`; ``"discard"`` drops them. While
+        asleep, :meth:`allocate` (and a DeviceBuffer, CuPy array or tensor made from the
+        resource) raises :class:`rmm_rs.RmmError` (``RMM_ERROR_INVALID_ARGUMENT``, "the
+        resource sleeps"); :meth:`deallocate` works.
+
+        Errors: :class:`rmm_rs.RmmError` with ``code`` ``ERROR_NOT_SUPPORTED`` for a resource
+        over no expandable resource (``CudaMemoryResource``, a pool over it),
+        ``ERROR_INVALID_ARGUMENT`` for one asleep already; :class:`rmm_rs.RmmOutOfMemoryError`
+        (a MemoryError) when pinned host memory for the copy runs out; ValueError for another
+        mode. On an error nothing sleeps."""
+        self.resource.sleep(mode, _stream_handle(stream))
+
+    def wake(self, stream: Any = None) -> None:
+        """Takes device memory again for everything :meth:`sleep` gave back, at the same
+        addresses, and copies back what it kept (on `stream`, synchronized before this
+        returns). :class:`rmm_rs.RmmOutOfMemoryError` when the device cannot give the memory
+        now: the resource stays asleep, its copy intact; call again later. A resource that is
+        awake: :class:`rmm_rs.RmmError` ``ERROR_INVALID_ARGUMENT``."""
+        self.resource.wake(_stream_handle(stream))
+
+    @property
+    def asleep(self) -> bool:
+        """True between :meth:`sleep` and :meth:`wake` (of this resource or of the expandable
+        resource under it). A resource that cannot sleep: :class:`rmm_rs.RmmError`
+        ``ERROR_NOT_SUPPORTED``."""
+        return self.resource.asleep
+
     def __repr__(self) -> str:
         return f"<{type(self).__module__}.{type(self).__name__} {self._resource!r}>"
 
@@ -158,6 +193,14 @@ class UpstreamResourceAdaptor(DeviceMemoryResource):
 
     def get_upstream(self) -> Optional[DeviceMemoryResource]:
         return self.upstream_mr
+
+
+def _stream_handle(stream: Any) -> Optional[int]:
+    """The stream handle of `stream` for the sleep calls: None (the default stream), a
+    :class:`Stream`, or anything :class:`Stream` wraps."""
+    if stream is None:
+        return None
+    return as_stream(stream).handle or None
 
 
 def _upstream(upstream_mr: Any) -> DeviceMemoryResource:
@@ -201,6 +244,32 @@ class CudaAsyncManagedMemoryResource(DeviceMemoryResource):
     def pool_handle(self) -> int:
         """The driver memory pool it allocates from, as an int."""
         return self.resource.pool_handle()
+
+
+class ExpandableMemoryResource(DeviceMemoryResource):
+    """rmm-rs's virtual-memory resource (not in RAPIDS RMM; ``rmm_rs.Resource.expandable``):
+    one address range reserved on the current device (`maximum_size`, None: room for the
+    device's memory) into which physical pages are mapped as it grows (`initial_size` at
+    once); with `release_threshold` (bytes) free pages go back to the device while more than
+    that is mapped. `page_size`: a multiple of the device's granularity (None: chosen from the
+    maximum size). `peers`: other devices given access. Sizes are ints or strings such as
+    "1GiB". It is the resource that can :meth:`sleep` (and the one :mod:`rmm_rs.sleep` makes
+    per tag); a stack over it sleeps through it."""
+
+    def __init__(self, maximum_size: Union[int, str, None] = None, initial_size: Union[int, str, None] = None,
+                 release_threshold: Union[int, str, None] = None, page_size: Union[int, str, None] = None,
+                 peers: Any = ()) -> None:
+        def size(value: Any, what: str) -> Optional[int]:
+            return None if value is None else _size_t(parse_bytes(value), what)
+
+        self._set(Resource.expandable(maximum_size=size(maximum_size, "maximum_size"),
+                                      initial_size=size(initial_size, "initial_size"),
+                                      release_threshold=size(release_threshold, "release_threshold"),
+                                      page_size=size(page_size, "page_size"), peers=peers))
+
+    def release(self) -> int:
+        """Gives the free pages it keeps mapped back to the device; returns the bytes."""
+        return self.resource.release()
 
 
 class PinnedHostMemoryResource(DeviceMemoryResource):
@@ -549,6 +618,7 @@ class PrefetchResourceAdaptor(UpstreamResourceAdaptor):
 _BY_NAME: Dict[str, Type[DeviceMemoryResource]] = {
     "cuda": CudaMemoryResource,
     "managed": ManagedMemoryResource,
+    "expandable": ExpandableMemoryResource,
     "cuda_async": CudaAsyncMemoryResource,
     "pinned_host": PinnedHostMemoryResource,
     "system": SystemMemoryResource,
@@ -569,7 +639,7 @@ _BY_NAME: Dict[str, Type[DeviceMemoryResource]] = {
 
 def _from_c(resource: Resource) -> DeviceMemoryResource:
     """An object for a resource made elsewhere, of the class its rmm-rs name maps to (a plain
-    :class:`DeviceMemoryResource` for rmm-rs's own, e.g. ``expandable``)."""
+    :class:`DeviceMemoryResource` for those of rmm-rs's own that have no class here)."""
     cls = _BY_NAME.get(resource.name, DeviceMemoryResource)
     obj = cls._adopt(resource)
     if isinstance(obj, LoggingResourceAdaptor):
