@@ -71,11 +71,31 @@ struct Shard {
     entries: Vec<Option<Entry>>,
     /// The entry the last record used, tried first by the next.
     recent: u32,
+    /// The last pointers freed here, so that a second free of one is named a double free.
+    freed: [usize; FREED_REMEMBERED],
+    freed_next: usize,
 }
+
+/// Frees each shard remembers (a free writes one slot under the lock it holds anyway).
+const FREED_REMEMBERED: usize = 8;
+
+/// How far before a pointer no record names a block that a free looks for one that holds it,
+/// to name a pointer inside a block (in record windows; larger blocks are not found).
+const INTERIOR_WINDOWS: usize = 32;
 
 impl Shard {
     const fn new() -> Self {
-        Shard { records: AddressMap::new(), entries: Vec::new(), recent: 0 }
+        Shard { records: AddressMap::new(), entries: Vec::new(), recent: 0, freed: [0; FREED_REMEMBERED], freed_next: 0 }
+    }
+
+    #[inline(always)]
+    fn remember_freed(&mut self, ptr: usize) {
+        self.freed[self.freed_next % FREED_REMEMBERED] = ptr;
+        self.freed_next = self.freed_next.wrapping_add(1);
+    }
+
+    fn was_freed(&self, ptr: usize) -> bool {
+        self.freed.contains(&ptr)
     }
 
     /// The entry of `stack` (made if there is none), counting one more record of it.
@@ -223,11 +243,12 @@ pub fn free_aligned(ptr: usize, alignment: usize, stream: Stream, expected: Expe
     let mut guard = RECORDS[index].0.lock();
     let shard = &mut *guard;
     let Some((slot, &record)) = shard.records.get_slot(&ptr) else {
+        let freed = shard.was_freed(ptr);
         drop(guard);
         return match callback::running_on_this_thread() {
             // An allocate callback giving back what it (or another) took from rmm-rs.
             true => free_in_callback(ptr, alignment, stream, expected),
-            false => Err(not_handed_out(ptr, expected)),
+            false => Err(not_handed_out(ptr, expected, freed)),
         };
     };
     let entry = shard.entry_mut(record.entry);
@@ -245,6 +266,7 @@ pub fn free_aligned(ptr: usize, alignment: usize, stream: Stream, expected: Expe
         false => None,
     };
     shard.records.remove_slot(slot);
+    shard.remember_freed(ptr);
     drop(guard);
     drop(unused);
     Ok(())
@@ -292,7 +314,9 @@ pub fn hand_over(ptr: usize, from: Holder, to: Holder) -> Result<(i32, usize)> {
     let mut guard = RECORDS[shard_index(ptr)].0.lock();
     let shard = &mut *guard;
     let Some(record) = shard.records.get_mut(&ptr) else {
-        return Err(not_handed_out(ptr, Expected { stack: None, size: None, holder: from }));
+        let freed = shard.was_freed(ptr);
+        drop(guard);
+        return Err(not_handed_out(ptr, Expected { stack: None, size: None, holder: from }, freed));
     };
     if record.holder != from {
         let record = *record;
@@ -327,12 +351,36 @@ fn forget_idle(stack: &Stack) {
 
 #[cold]
 #[inline(never)]
-fn not_handed_out(ptr: usize, expected: Expected) -> Error {
+fn not_handed_out(ptr: usize, expected: Expected, freed: bool) -> Error {
     let whose = match expected.stack {
         Some(named) => format!("allocation of this {} resource (device {})", named.resource().name(), named.device()),
         None => "rmm allocation".to_string(),
     };
-    Error::invalid(format!("{ptr:#x} is not a live {whose}: never allocated, already freed, or an address inside a block"))
+    let why = match (freed, block_holding(ptr)) {
+        (true, _) => "it was freed already (a double free)".to_string(),
+        (false, Some((base, size))) => {
+            format!(
+                "it lies inside the block at {base:#x} ({size} bytes), {} bytes from its start: free the block's own address",
+                ptr - base
+            )
+        }
+        (false, None) => "never allocated, already freed, or an address inside a block".to_string(),
+    };
+    Error::invalid(format!("{ptr:#x} is not a live {whose}: {why}"))
+}
+
+/// The live block (address, size) that holds `ptr` after its start, looked for in the record
+/// windows up to `INTERIOR_WINDOWS` before it, one shard lock at a time (an error path only).
+fn block_holding(ptr: usize) -> Option<(usize, usize)> {
+    let window = 1usize << RECORD_WINDOW_BITS;
+    let mut shards: Vec<usize> = (0..INTERIOR_WINDOWS).filter_map(|back| ptr.checked_sub(back * window)).map(shard_index).collect();
+    shards.sort_unstable();
+    shards.dedup();
+    shards.into_iter().find_map(|index| {
+        let shard = RECORDS[index].0.lock();
+        let holding = shard.records.iter().find(|(&base, record)| base < ptr && ptr - base < record.size);
+        holding.map(|(&base, record)| (base, record.size))
+    })
 }
 
 #[cold]
