@@ -72,7 +72,11 @@ pub unsafe extern "C" fn cuMemAllocAsync(ptr: *mut u64, size: usize, stream: *mu
 #[no_mangle]
 pub unsafe extern "C" fn cuMemFreeAsync(ptr: u64, stream: *mut c_void) -> c_int {
     // SAFETY: the caller's arguments, passed on unchanged.
-    let real = || FREE_ASYNC.get(|| real::driver(c"cuMemFreeAsync")).map_or(missing_unless_null(ptr as usize, NOT_FOUND), |f| unsafe { f(ptr, stream) });
+    let real = || {
+        FREE_ASYNC
+            .get(|| real::driver(c"cuMemFreeAsync"))
+            .map_or(missing_unless_null(ptr as usize, NOT_FOUND), |f| unsafe { f(ptr, stream) })
+    };
     hook(|| release(ptr as *mut c_void, Order::Stream(stream), real), real)
 }
 
@@ -98,7 +102,11 @@ pub unsafe extern "C" fn cuMemAllocAsync_ptsz(ptr: *mut u64, size: usize, stream
 #[no_mangle]
 pub unsafe extern "C" fn cuMemFreeAsync_ptsz(ptr: u64, stream: *mut c_void) -> c_int {
     // SAFETY: the caller's arguments, passed on unchanged.
-    let real = || FREE_ASYNC_PTSZ.get(|| real::driver(c"cuMemFreeAsync_ptsz")).map_or(missing_unless_null(ptr as usize, NOT_FOUND), |f| unsafe { f(ptr, stream) });
+    let real = || {
+        FREE_ASYNC_PTSZ
+            .get(|| real::driver(c"cuMemFreeAsync_ptsz"))
+            .map_or(missing_unless_null(ptr as usize, NOT_FOUND), |f| unsafe { f(ptr, stream) })
+    };
     hook(|| release(ptr as *mut c_void, Order::Stream(per_thread(stream)), real), real)
 }
 

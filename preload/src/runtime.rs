@@ -78,7 +78,9 @@ pub unsafe extern "C" fn cudaMallocAsync(ptr: *mut *mut c_void, size: usize, str
 #[no_mangle]
 pub unsafe extern "C" fn cudaFreeAsync(ptr: *mut c_void, stream: *mut c_void) -> c_int {
     // SAFETY: the caller's arguments, passed on unchanged.
-    let real = || FREE_ASYNC.get(|| real::next(c"cudaFreeAsync")).map_or(missing_unless_null(ptr as usize, MISSING), |f| unsafe { f(ptr, stream) });
+    let real = || {
+        FREE_ASYNC.get(|| real::next(c"cudaFreeAsync")).map_or(missing_unless_null(ptr as usize, MISSING), |f| unsafe { f(ptr, stream) })
+    };
     hook(|| release(ptr, Order::Stream(stream), real), real)
 }
 
