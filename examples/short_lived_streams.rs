@@ -34,7 +34,7 @@ fn thread_body(seed: u64) -> usize {
     let mut live: Vec<*mut c_void> = Vec::new();
     let mut allocations = 0;
     for _ in 0..STEPS {
-        if live.is_empty() || rng.next() % 2 == 0 {
+        if live.is_empty() || rng.next().is_multiple_of(2) {
             let size = 1 + (rng.next() % (4 << 20)) as usize;
             let mut ptr = std::ptr::null_mut();
             assert_eq!(rmmAlloc(&mut ptr, size, stream, std::ptr::null(), 0), RMM_SUCCESS);
