@@ -120,6 +120,11 @@ pub fn set(device: i32, stack: StackRef) -> Result<StackRef> {
     Ok(replaced.unwrap_or(previous))
 }
 
+/// Ok when `device` exists and has a slot here: what `set` checks first.
+pub fn check(device: i32) -> Result<()> {
+    slot(device).map(drop)
+}
+
 /// Whether a replaced stack is taken out of idle threads' copies at once (see the module
 /// comment); says once, at debug level, that it is not where membarrier is missing.
 fn reach_idle_threads() -> bool {
