@@ -1229,7 +1229,8 @@ module rmm
       type(c_ptr), value :: options
     end function rmmInitialize
 
-    ! Ends what `rmmInitialize` set up: each device gets back the resource it had before.
+    ! Ends what `rmmInitialize` set up: each device gets back the resource it had before (one
+    ! that had none yet gets its default resource at its next use).
     ! Live allocations stay valid and can still be freed with `rmmFree`; new allocations are
     ! refused with RMM_ERROR_NOT_INITIALIZED until `rmmInitialize` is called again.
     integer(c_int) function rmmFinalize() bind(c, name="rmmFinalize")

@@ -912,7 +912,8 @@ enum rmmError_t rmmIpcOpenMemPages(void **ptr,
 // leaves every device with the resource and the free memory it had.
 enum rmmError_t rmmInitialize(const struct rmmOptions_t *options);
 
-// Ends what `rmmInitialize` set up: each device gets back the resource it had before.
+// Ends what `rmmInitialize` set up: each device gets back the resource it had before (one
+// that had none yet gets its default resource at its next use).
 // Live allocations stay valid and can still be freed with `rmmFree`; new allocations are
 // refused with RMM_ERROR_NOT_INITIALIZED until `rmmInitialize` is called again.
 enum rmmError_t rmmFinalize(void);

@@ -71,7 +71,8 @@ pub extern "C" fn rmmInitialize(options: *const rmmOptions_t) -> rmmError_t {
     })
 }
 
-/// Ends what `rmmInitialize` set up: each device gets back the resource it had before.
+/// Ends what `rmmInitialize` set up: each device gets back the resource it had before (one
+/// that had none yet gets its default resource at its next use).
 /// Live allocations stay valid and can still be freed with `rmmFree`; new allocations are
 /// refused with RMM_ERROR_NOT_INITIALIZED until `rmmInitialize` is called again.
 #[no_mangle]

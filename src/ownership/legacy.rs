@@ -53,7 +53,8 @@ enum State {
     Implicit,
     Initialized {
         options: Options,
-        replaced: Vec<(i32, StackRef)>,
+        /// Each listed device's resource before, None where it had none yet.
+        replaced: Vec<(i32, Option<StackRef>)>,
     },
     Finalized,
 }
@@ -176,7 +177,7 @@ pub fn initialize(options: Option<Options>) -> Result<()> {
     }
     let mut replaced = Vec::with_capacity(stacks.len());
     for (device, stack) in stacks {
-        match per_device::set(device, stack) {
+        match per_device::swap(device, Some(stack)) {
             Ok(previous) => replaced.push((device, previous)),
             Err(e) => {
                 restore(replaced);
@@ -192,9 +193,9 @@ pub fn initialize(options: Option<Options>) -> Result<()> {
 
 /// Puts back what `initialize` replaced, the last device first; the resources it installed
 /// go as their last users let go of them.
-fn restore(replaced: Vec<(i32, StackRef)>) {
+fn restore(replaced: Vec<(i32, Option<StackRef>)>) {
     for (device, previous) in replaced.into_iter().rev() {
-        if let Err(e) = per_device::set(device, previous) {
+        if let Err(e) = per_device::swap(device, previous) {
             log::warn!("restoring the resource of device {device}: {e}");
         }
     }
