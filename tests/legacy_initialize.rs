@@ -156,6 +156,13 @@ fn half_the_free_memory_above_the_maximum_on_a_later_device_is_refused_up_front(
     check_refused(&options(PoolAllocation, 0, 100 * MIB, &[0, 2, 1]), RMM_ERROR_INVALID_ARGUMENT, "device 2");
     check_refused(&options(PoolAllocation, 200 * MIB, 100 * MIB, &[0, 1]), RMM_ERROR_INVALID_ARGUMENT, "exceeds");
     check_refused(&options(0x100 | PoolAllocation, 10 * MIB, 0, &[0, 1]), RMM_ERROR_INVALID_ARGUMENT, "unknown flags");
+    // The event log asked for is not started (nor the log of before cleared).
+    let log = rmmLogSize();
+    let mut logged = options(PoolAllocation, 0, 100 * MIB, &[0, 1]);
+    logged.enable_logging = true;
+    check_refused(&logged, RMM_ERROR_INVALID_ARGUMENT, "device 1");
+    assert!(!rmm::ownership::legacy_log::enabled());
+    assert_eq!(rmmLogSize(), log);
     check_initialize_works(&[1, 0]);
 }
 
