@@ -49,6 +49,14 @@ fn asleep(resource: rmmResource_t) -> bool {
     answer == 1
 }
 
+fn snapshot(resource: rmmResource_t) -> serde_json::Value {
+    let mut length = 0;
+    assert_eq!(rmmResourceGetSnapshot(resource, null_mut(), 0, &mut length), RMM_SUCCESS);
+    let mut buffer = vec![0u8; length + 1];
+    assert_eq!(rmmResourceGetSnapshot(resource, buffer.as_mut_ptr().cast(), buffer.len(), &mut length), RMM_SUCCESS);
+    serde_json::from_slice(&buffer[..length]).expect("the snapshot is JSON")
+}
+
 #[test]
 fn a_stack_over_an_expandable_resource_sleeps_keeping_every_address_and_its_contents() {
     let _guard = setup_with("2:256MiB");
@@ -84,6 +92,9 @@ fn a_stack_over_an_expandable_resource_sleeps_keeping_every_address_and_its_cont
     assert_eq!(rmmResourceSleep(stats, RMM_SLEEP_KEEP, stream), RMM_SUCCESS, "{}", last_message());
     assert!(asleep(stats) && asleep(expandable) && asleep(pool));
     assert_eq!(device_used(), before, "a sleeping resource holds no device memory");
+    let shown = snapshot(expandable);
+    assert_eq!(shown["asleep"], "keep", "{shown}");
+    assert!(shown["asleep_bytes"].as_u64().unwrap() > 0 && shown["kept_on_host_bytes"].as_u64().unwrap() > 0, "{shown}");
 
     // Allocations are refused whatever the stack, with the reason; frees are taken.
     assert_eq!(allocate(stats, 1000, null_mut()), Err(RMM_ERROR_INVALID_ARGUMENT));
@@ -95,6 +106,8 @@ fn a_stack_over_an_expandable_resource_sleeps_keeping_every_address_and_its_cont
 
     assert_eq!(rmmResourceWake(stats, stream), RMM_SUCCESS, "{}", last_message());
     assert!(!asleep(stats));
+    assert!(snapshot(expandable)["asleep"].is_null());
+    assert_eq!(snapshot(expandable)["kept_on_host_bytes"], 0);
     for &(ptr, size, seed) in &live {
         assert!(has_pattern(ptr, size, seed), "block {ptr:#x} ({size} bytes) lost its contents over sleep");
     }
