@@ -149,6 +149,7 @@ _SIGNATURES = {
     "rmmConfigure": (ctypes.c_int, [ctypes.c_char_p]),
     "rmmGetReport": (ctypes.c_int, [ctypes.POINTER(ctypes.c_char), ctypes.c_size_t,
         ctypes.POINTER(ctypes.c_size_t)]),
+    "rmmParseSize": (ctypes.c_int, [ctypes.POINTER(ctypes.c_size_t), ctypes.c_char_p]),
     "rmmDeviceBufferCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t,
         ctypes.c_void_p, ctypes.c_void_p]),
     "rmmDeviceBufferCreateFromHost": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p),

@@ -66,14 +66,25 @@ def _stream(stream: Any) -> Optional[int]:
     raise TypeError(f"stream: expected {STREAM_EXPECTED}; got {type(stream).__name__} {stream!r}")
 
 
-_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20,
-               "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
-               "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
+def _parse_size(text: str) -> int:
+    """The bytes of a size written as text, as the library reads every size (``rmmParseSize``):
+    ``"4096"``, ``"64KiB"``, ``"1.5 GiB"``, ``"512MB"``; kB, MB, GB, TB, PB are powers of
+    1000, KiB, MiB, GiB, TiB, PiB powers of 1024, any case; a letter alone (``"4G"``) is
+    ambiguous. ValueError, with the library's reason, for anything else."""
+    bytes_ = ctypes.c_size_t()
+    if "\0" not in text:
+        lib = _bindings.library()
+        if lib.rmmParseSize(ctypes.byref(bytes_), text.encode("utf-8", "replace")) == SUCCESS:
+            return bytes_.value
+        message = (lib.rmmGetLastErrorMessage() or b"").decode("utf-8", "replace")
+    else:
+        message = f"{text!r} is not a size: it holds a NUL"
+    raise ValueError(message.replace("rmmParseSize: invalid argument: ", "", 1))
 
 
 def _size(value: Union[int, str, None], what: str) -> int:
-    """Bytes from an int or a string such as "4GiB" / "512MiB" (units of 1024, as
-    RMM_ALLOC_CONF); None is 0."""
+    """Bytes from an int or a string such as "4GiB", "1.5 GiB" or "512MB" (read by the library,
+    as RMM_ALLOC_CONF: :func:`_parse_size`); None is 0."""
     if value is None:
         return 0
     if isinstance(value, bool):
@@ -82,12 +93,10 @@ def _size(value: Union[int, str, None], what: str) -> int:
         if value < 0:
             raise ValueError(f"{what}: {value} is negative")
         return value
-    text = str(value).strip()
-    digits = len(text) - len(text.lstrip("0123456789"))
-    unit = text[digits:].strip().lower()
-    if digits == 0 or unit not in _SIZE_UNITS:
-        raise ValueError(f"{what}: {value!r} is not a size (e.g. 4GiB, 512MiB, 1048576)")
-    return int(text[:digits]) * _SIZE_UNITS[unit]
+    try:
+        return _parse_size(str(value))
+    except ValueError as error:
+        raise ValueError(f"{what}: {error}") from None
 
 
 # --------------------------------------------------------------------------------------
