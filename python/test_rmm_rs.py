@@ -167,6 +167,20 @@ class LibraryTest(unittest.TestCase):
         finally:
             pool.close()
 
+    def test_constants_are_rmm_hs(self):
+        from rmm_rs import _bindings
+        from rmm_rs.pylibrmm.logger import level_enum
+        from rmm_rs.pylibrmm.stream import CudaStreamFlags
+
+        self.assertEqual(_bindings.SIZE_MAX, (1 << (8 * ctypes.sizeof(ctypes.c_size_t))) - 1)
+        self.assertEqual([level.value for level in level_enum],
+                         [_bindings.LOG_LEVEL_TRACE, _bindings.LOG_LEVEL_DEBUG, _bindings.LOG_LEVEL_INFO,
+                          _bindings.LOG_LEVEL_WARN, _bindings.LOG_LEVEL_ERROR,
+                          _bindings.LOG_LEVEL_CRITICAL, _bindings.LOG_LEVEL_OFF])
+        self.assertEqual((CudaStreamFlags.SYNC_DEFAULT, CudaStreamFlags.NON_BLOCKING),
+                         (_bindings.STREAM_DEFAULT, _bindings.STREAM_NON_BLOCKING))
+        self.assertEqual((rmm_rs.SLEEP_DISCARD, rmm_rs.SLEEP_KEEP), (_bindings.SLEEP_DISCARD, _bindings.SLEEP_KEEP))
+
 
 class ConfigureTest(unittest.TestCase):
     def test_pool_stack_counts_allocations(self):

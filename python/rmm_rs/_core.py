@@ -17,8 +17,12 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from . import _bindings
 from ._bindings import (
+    ASYNC_HW_DECOMPRESS,
     ERROR_INVALID_ARGUMENT,
     ERROR_NOT_INITIALIZED,
+    SIZE_MAX,
+    SLEEP_DISCARD,
+    SLEEP_KEEP,
     SUCCESS,
     RmmError,
     _call,
@@ -240,10 +244,9 @@ def memory_info() -> Tuple[int, int]:
     return free_bytes.value, total.value
 
 
-# How rmmResourceSleep treats the contents of live blocks (rmm.h's RMM_SLEEP_DISCARD and
-# RMM_SLEEP_KEEP): dropped, or copied to pinned host memory and back at the wake.
-SLEEP_DISCARD = 0
-SLEEP_KEEP = 1
+# How rmmResourceSleep treats the contents of live blocks (SLEEP_DISCARD and SLEEP_KEEP, rmm.h's
+# RMM_SLEEP_DISCARD and RMM_SLEEP_KEEP): dropped, or copied to pinned host memory and back at
+# the wake.
 SLEEP_MODES = {"discard": SLEEP_DISCARD, "keep": SLEEP_KEEP}
 
 
@@ -372,8 +375,8 @@ class Resource:
         """The driver's stream-ordered allocator over a pool of its own (None: keep all).
         `enable_hw_decompress`: memory for hardware decompression (a CUDA 12.8 driver;
         ``ERROR_NOT_SUPPORTED`` where there is none)."""
-        threshold = _SIZE_MAX if release_threshold is None else _size(release_threshold, "release_threshold")
-        flags = 1 if enable_hw_decompress else 0  # RMM_ASYNC_HW_DECOMPRESS
+        threshold = SIZE_MAX if release_threshold is None else _size(release_threshold, "release_threshold")
+        flags = ASYNC_HW_DECOMPRESS if enable_hw_decompress else 0
         return cls._create("rmmAsyncResourceCreateWithFlags", _size(initial_pool_size, "initial_pool_size"), threshold, 0, flags)
 
     @classmethod
@@ -395,7 +398,7 @@ class Resource:
                                release_threshold: Union[int, str, None] = None) -> "Resource":
         """Stream-ordered pinned host memory from a driver pool on the host (CUDA 12.6+ where
         the device offers it; ``ERROR_NOT_SUPPORTED`` elsewhere). None: keep all."""
-        threshold = _SIZE_MAX if release_threshold is None else _size(release_threshold, "release_threshold")
+        threshold = SIZE_MAX if release_threshold is None else _size(release_threshold, "release_threshold")
         return cls._create("rmmAsyncPinnedHostResourceCreate", _size(initial_pool_size, "initial_pool_size"), threshold)
 
     @classmethod
@@ -800,9 +803,6 @@ def _resolve_devices(devices: Union[None, int, str, Iterable[int]]) -> List[int]
     if isinstance(devices, int):
         return [devices]
     return list(dict.fromkeys(int(device) for device in devices))
-
-
-_SIZE_MAX = (1 << (8 * ctypes.sizeof(ctypes.c_size_t))) - 1
 
 
 def _base_spec(resource: str, initial: int, maximum: int, release_threshold: Optional[int]) -> str:
