@@ -16,7 +16,7 @@ def parse_bytes(s: Union[int, str]) -> int:
     The library reads the string, as it reads every size in rmm-rs (``rmmParseSize``, also
     RMM_ALLOC_CONF's sizes): kb .. pb are powers of 1000 ("1GB" is 10**9 bytes) and kib .. pib
     powers of 1024 ("1GiB" is 2**30), as RAPIDS has them. It computes exactly where RAPIDS goes
-    through a float ("4.35kb" is 4350 bytes, where RAPIDS' float gives 4349)."""
+    through a float ("2.01kb" is 2010 bytes, where RAPIDS' float gives 2009)."""
     if isinstance(s, int):
         return s
     if not isinstance(s, str):
