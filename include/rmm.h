@@ -548,6 +548,18 @@ enum rmmError_t rmmConfigure(const char *conf);
 // A NULL `buffer` only asks for the length; a buffer too small is RMM_ERROR_INVALID_ARGUMENT.
 enum rmmError_t rmmGetReport(char *buffer, size_t size, size_t *length);
 
+// Reads the size `text` into `*bytes`, as rmm-rs reads every size (RMM_ALLOC_CONF, specs,
+// RMM_SIM_DEVICES, the Python package's sizes): a number of bytes, with a fraction or
+// without (`4096`, `1.5GiB`), then optionally a unit, in any case, after spaces or not: `B`;
+// `kB`, `MB`, `GB`, `TB`, `PB`, powers of 1000 (`1GB` is 10^9 bytes, as in SI and RAPIDS'
+// `parse_bytes`); `KiB`, `MiB`, `GiB`, `TiB`, `PiB`, powers of 1024 (`1GiB` is 2^30 bytes).
+// A fraction of a byte is dropped. A prefix letter alone (`4G`) is ambiguous and refused.
+// Neither `bytes` nor `text` may be NULL. Text that is not a size, or one above SIZE_MAX
+// bytes, is RMM_ERROR_INVALID_ARGUMENT with a message that quotes it and says why
+// (`"4G" is not a size: 4G is ambiguous: write 4GiB (4294967296 bytes) or 4GB (4000000000
+// bytes)`), and `*bytes` keeps its value.
+enum rmmError_t rmmParseSize(size_t *bytes, const char *text);
+
 // Creates a buffer of `size` bytes (uninitialized; 0 gives an empty buffer with a NULL data
 // pointer) from `resource` (NULL: the current device's resource), usable in the order of
 // `stream`. The buffer keeps its own reference to the resource; the caller destroys the buffer

@@ -17,8 +17,12 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from . import _bindings
 from ._bindings import (
+    ASYNC_HW_DECOMPRESS,
     ERROR_INVALID_ARGUMENT,
     ERROR_NOT_INITIALIZED,
+    SIZE_MAX,
+    SLEEP_DISCARD,
+    SLEEP_KEEP,
     SUCCESS,
     RmmError,
     _call,
@@ -66,14 +70,25 @@ def _stream(stream: Any) -> Optional[int]:
     raise TypeError(f"stream: expected {STREAM_EXPECTED}; got {type(stream).__name__} {stream!r}")
 
 
-_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20,
-               "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
-               "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
+def _parse_size(text: str) -> int:
+    """The bytes of a size written as text, as the library reads every size (``rmmParseSize``):
+    ``"4096"``, ``"64KiB"``, ``"1.5 GiB"``, ``"512MB"``; kB, MB, GB, TB, PB are powers of
+    1000, KiB, MiB, GiB, TiB, PiB powers of 1024, any case; a letter alone (``"4G"``) is
+    ambiguous. ValueError, with the library's reason, for anything else."""
+    bytes_ = ctypes.c_size_t()
+    if "\0" not in text:
+        lib = _bindings.library()
+        if lib.rmmParseSize(ctypes.byref(bytes_), text.encode("utf-8", "replace")) == SUCCESS:
+            return bytes_.value
+        message = (lib.rmmGetLastErrorMessage() or b"").decode("utf-8", "replace")
+    else:
+        message = f"{text!r} is not a size: it holds a NUL"
+    raise ValueError(message.replace("rmmParseSize: invalid argument: ", "", 1))
 
 
 def _size(value: Union[int, str, None], what: str) -> int:
-    """Bytes from an int or a string such as "4GiB" / "512MiB" (units of 1024, as
-    RMM_ALLOC_CONF); None is 0."""
+    """Bytes from an int or a string such as "4GiB", "1.5 GiB" or "512MB" (read by the library,
+    as RMM_ALLOC_CONF: :func:`_parse_size`); None is 0."""
     if value is None:
         return 0
     if isinstance(value, bool):
@@ -82,12 +97,10 @@ def _size(value: Union[int, str, None], what: str) -> int:
         if value < 0:
             raise ValueError(f"{what}: {value} is negative")
         return value
-    text = str(value).strip()
-    digits = len(text) - len(text.lstrip("0123456789"))
-    unit = text[digits:].strip().lower()
-    if digits == 0 or unit not in _SIZE_UNITS:
-        raise ValueError(f"{what}: {value!r} is not a size (e.g. 4GiB, 512MiB, 1048576)")
-    return int(text[:digits]) * _SIZE_UNITS[unit]
+    try:
+        return _parse_size(str(value))
+    except ValueError as error:
+        raise ValueError(f"{what}: {error}") from None
 
 
 # --------------------------------------------------------------------------------------
@@ -231,10 +244,9 @@ def memory_info() -> Tuple[int, int]:
     return free_bytes.value, total.value
 
 
-# How rmmResourceSleep treats the contents of live blocks (rmm.h's RMM_SLEEP_DISCARD and
-# RMM_SLEEP_KEEP): dropped, or copied to pinned host memory and back at the wake.
-SLEEP_DISCARD = 0
-SLEEP_KEEP = 1
+# How rmmResourceSleep treats the contents of live blocks (SLEEP_DISCARD and SLEEP_KEEP, rmm.h's
+# RMM_SLEEP_DISCARD and RMM_SLEEP_KEEP): dropped, or copied to pinned host memory and back at
+# the wake.
 SLEEP_MODES = {"discard": SLEEP_DISCARD, "keep": SLEEP_KEEP}
 
 
@@ -363,8 +375,8 @@ class Resource:
         """The driver's stream-ordered allocator over a pool of its own (None: keep all).
         `enable_hw_decompress`: memory for hardware decompression (a CUDA 12.8 driver;
         ``ERROR_NOT_SUPPORTED`` where there is none)."""
-        threshold = _SIZE_MAX if release_threshold is None else _size(release_threshold, "release_threshold")
-        flags = 1 if enable_hw_decompress else 0  # RMM_ASYNC_HW_DECOMPRESS
+        threshold = SIZE_MAX if release_threshold is None else _size(release_threshold, "release_threshold")
+        flags = ASYNC_HW_DECOMPRESS if enable_hw_decompress else 0
         return cls._create("rmmAsyncResourceCreateWithFlags", _size(initial_pool_size, "initial_pool_size"), threshold, 0, flags)
 
     @classmethod
@@ -386,7 +398,7 @@ class Resource:
                                release_threshold: Union[int, str, None] = None) -> "Resource":
         """Stream-ordered pinned host memory from a driver pool on the host (CUDA 12.6+ where
         the device offers it; ``ERROR_NOT_SUPPORTED`` elsewhere). None: keep all."""
-        threshold = _SIZE_MAX if release_threshold is None else _size(release_threshold, "release_threshold")
+        threshold = SIZE_MAX if release_threshold is None else _size(release_threshold, "release_threshold")
         return cls._create("rmmAsyncPinnedHostResourceCreate", _size(initial_pool_size, "initial_pool_size"), threshold)
 
     @classmethod
@@ -791,9 +803,6 @@ def _resolve_devices(devices: Union[None, int, str, Iterable[int]]) -> List[int]
     if isinstance(devices, int):
         return [devices]
     return list(dict.fromkeys(int(device) for device in devices))
-
-
-_SIZE_MAX = (1 << (8 * ctypes.sizeof(ctypes.c_size_t))) - 1
 
 
 def _base_spec(resource: str, initial: int, maximum: int, release_threshold: Optional[int]) -> str:

@@ -22,6 +22,9 @@ from ... import _core
 from ..._bindings import (
     ERROR_INVALID_ARGUMENT,
     ERROR_NOT_SUPPORTED,
+    HANDLE_TYPE_FABRIC,
+    HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+    SIZE_MAX,
     RmmError,
     _call,
     _CAllocateCallback,
@@ -70,10 +73,6 @@ __all__ = [
     "set_per_device_resource",
 ]
 
-_SIZE_MAX = (1 << (8 * ctypes.sizeof(ctypes.c_size_t))) - 1
-_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1  # RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
-_HANDLE_TYPE_FABRIC = 8  # RMM_HANDLE_TYPE_FABRIC
-
 
 def _size_t(value: Any, what: str = "size") -> int:
     """An unsigned size as RAPIDS' Cython takes it: an integer (TypeError for anything else),
@@ -84,7 +83,7 @@ def _size_t(value: Any, what: str = "size") -> int:
         raise TypeError(f"{what}: an integer is required, not {type(value).__name__}") from None
     if number < 0:
         raise OverflowError("can't convert negative value to size_t")
-    if number > _SIZE_MAX:
+    if number > SIZE_MAX:
         raise OverflowError("value too large to convert to size_t")
     return number
 
@@ -297,8 +296,8 @@ class CudaAsyncMemoryResource(DeviceMemoryResource):
     def __init__(self, initial_pool_size: Union[int, str, None] = None, release_threshold: Optional[int] = None,
                  enable_ipc: bool = False, enable_fabric: bool = False) -> None:
         initial = 0 if initial_pool_size is None else _size_t(parse_bytes(initial_pool_size), "initial_pool_size")
-        threshold = _SIZE_MAX if release_threshold is None else _size_t(release_threshold, "release_threshold")
-        kinds = (_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR if enable_ipc else 0) | (_HANDLE_TYPE_FABRIC if enable_fabric else 0)
+        threshold = SIZE_MAX if release_threshold is None else _size_t(release_threshold, "release_threshold")
+        kinds = (HANDLE_TYPE_POSIX_FILE_DESCRIPTOR if enable_ipc else 0) | (HANDLE_TYPE_FABRIC if enable_fabric else 0)
         handle = ctypes.c_void_p()
         try:
             _call("rmmAsyncResourceCreateWithFlags", ctypes.byref(handle), initial, threshold, kinds, 0)
