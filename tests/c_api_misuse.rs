@@ -275,7 +275,7 @@ fn a_double_free_and_a_pointer_inside_a_block_are_told_apart() {
     // Freed twice.
     assert_eq!(rmmResourceDeallocate(pool, b, 4096, NULL_STREAM), RMM_SUCCESS);
     assert_eq!(rmmResourceDeallocate(pool, b, 4096, NULL_STREAM), RMM_ERROR_INVALID_ARGUMENT);
-    assert!(last_message().contains("it was freed already (a double free)"), "{}", last_message());
+    assert!(last_message().contains("it was already freed (a double free)"), "{}", last_message());
     assert_eq!(rmmFree(b, NULL_STREAM, std::ptr::null(), 0), RMM_ERROR_INVALID_ARGUMENT);
     assert!(last_message().contains("a double free"), "{}", last_message());
     // Never handed out: neither.

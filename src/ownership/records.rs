@@ -357,7 +357,7 @@ fn not_handed_out(ptr: usize, expected: Expected, freed: bool) -> Error {
         None => "rmm allocation".to_string(),
     };
     let why = match (freed, block_holding(ptr)) {
-        (true, _) => "it was freed already (a double free)".to_string(),
+        (true, _) => "it was already freed (a double free)".to_string(),
         (false, Some((base, size))) => {
             format!(
                 "it lies inside the block at {base:#x} ({size} bytes), {} bytes from its start: free the block's own address",
