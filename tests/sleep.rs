@@ -293,3 +293,48 @@ fn the_current_resource_of_a_device_sleeps_without_a_handle() {
         assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
     }
 }
+
+#[test]
+fn a_stack_that_reaches_one_expandable_resource_twice_sleeps_it_once() {
+    let _guard = setup_with("2:256MiB");
+    let before = device_used();
+    let expandable = over(|h| rmmExpandableResourceCreate(h, 0));
+    let pool = over(|h| rmmPoolResourceCreate(h, expandable, 0, 0));
+    // Small requests in a pool over the expandable resource, the rest from it directly.
+    let binning = over(|h| rmmBinningResourceCreate(h, expandable, 1, 0));
+    assert_eq!(rmmBinningResourceAddBin(binning, 64 << 10, pool), RMM_SUCCESS, "{}", last_message());
+    let small = allocate(binning, 5000, null_mut()).unwrap();
+    let large = allocate(binning, 3 * MIB, null_mut()).unwrap();
+    pattern(small, 5000, 1);
+    pattern(large, 3 * MIB, 2);
+    assert_eq!(rmmResourceSleep(binning, RMM_SLEEP_KEEP, null_mut()), RMM_SUCCESS, "{}", last_message());
+    assert_eq!(device_used(), before);
+    assert_eq!(rmmResourceWake(binning, null_mut()), RMM_SUCCESS, "{}", last_message());
+    assert!(has_pattern(small, 5000, 1) && has_pattern(large, 3 * MIB, 2));
+    free(binning, small, 5000, null_mut());
+    free(binning, large, 3 * MIB, null_mut());
+    for handle in [binning, pool, expandable] {
+        assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
+    }
+}
+
+#[test]
+fn an_allocation_refused_as_asleep_is_counted_by_no_adaptor() {
+    let _guard = setup_with("2:256MiB");
+    let expandable = over(|h| rmmExpandableResourceCreate(h, 0));
+    let pool = over(|h| rmmPoolResourceCreate(h, expandable, 0, 0));
+    let stats = over(|h| rmmStatisticsAdaptorCreate(h, pool));
+    let block = allocate(stats, MIB, null_mut()).unwrap();
+    // Only the expandable resource sleeps: the pool above still has free blocks in its chunk.
+    assert_eq!(rmmResourceSleep(expandable, RMM_SLEEP_DISCARD, null_mut()), RMM_SUCCESS, "{}", last_message());
+    assert_eq!(allocate(stats, 1000, null_mut()), Err(RMM_ERROR_INVALID_ARGUMENT));
+    assert!(last_message().contains("sleeps"), "{}", last_message());
+    let mut counts = rmmStatistics_t::default();
+    assert_eq!(rmmStatisticsAdaptorGetCounts(stats, &mut counts), RMM_SUCCESS);
+    assert_eq!((counts.total_count, counts.current_count, counts.total_bytes), (1, 1, MIB as i64), "{counts:?}");
+    assert_eq!(rmmResourceWake(expandable, null_mut()), RMM_SUCCESS);
+    free(stats, block, MIB, null_mut());
+    for handle in [stats, pool, expandable] {
+        assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
+    }
+}

@@ -187,10 +187,10 @@ pub fn allocate_aligned(stack: &Arc<Stack>, bytes: usize, alignment: usize, stre
     if bytes == 0 {
         return Ok(0);
     }
-    let ptr = stack.allocate_aligned(bytes, alignment, stream)?;
-    if crate::resources::sleep::any_asleep() && crate::resources::sleep::asleep_at(ptr) {
-        return Err(undo_while_asleep(stack, ptr, bytes, alignment, stream));
-    }
+    let ptr = match crate::resources::sleep::any_asleep() {
+        false => stack.allocate_aligned(bytes, alignment, stream)?,
+        true => allocate_beside_sleepers(stack, bytes, alignment, stream)?,
+    };
     if callback::running_on_this_thread() {
         return Ok(ptr);
     }
@@ -211,15 +211,24 @@ pub fn allocate_aligned(stack: &Arc<Stack>, bytes: usize, alignment: usize, stre
     Ok(ptr)
 }
 
-/// Gives back a block that a stack handed out from the memory of a sleeping resource (a free
-/// block of a sleeping chunk): nobody may use it until the resource wakes.
+/// `stack.allocate_aligned` while some resource sleeps: a stack over a sleeping resource is
+/// refused before any layer sees the request; a block that comes from sleeping memory anyway
+/// (a sleep that began meanwhile) is given back before anyone can use it.
 #[cold]
 #[inline(never)]
-fn undo_while_asleep(stack: &Arc<Stack>, ptr: usize, bytes: usize, alignment: usize, stream: Stream) -> crate::error::Error {
-    if let Err(e) = stack.deallocate_aligned(ptr, bytes, alignment, stream) {
-        log::error!("giving back {ptr:#x} ({bytes} bytes), handed out from a sleeping resource: {e}");
+fn allocate_beside_sleepers(stack: &Arc<Stack>, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
+    use crate::resources::sleep;
+    if sleep::refuses_allocations(stack.resource()) {
+        return Err(sleep::refused_while_asleep(bytes));
     }
-    crate::resources::sleep::refused_while_asleep(bytes)
+    let ptr = stack.allocate_aligned(bytes, alignment, stream)?;
+    if sleep::asleep_at(ptr) {
+        if let Err(e) = stack.deallocate_aligned(ptr, bytes, alignment, stream) {
+            log::error!("giving back {ptr:#x} ({bytes} bytes), handed out from a sleeping resource: {e}");
+        }
+        return Err(sleep::refused_while_asleep(bytes));
+    }
+    Ok(ptr)
 }
 
 /// Frees `ptr` (NULL: nothing) through the stack it was allocated from, in the order of

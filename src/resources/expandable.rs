@@ -108,6 +108,9 @@ pub struct ExpandableResource {
     /// How it sleeps (None: awake); held by `sleep` and `wake` throughout, so that they take
     /// turns (docs/src/sleep.md).
     sleep: Mutex<Option<SleepMode>>,
+    /// Set from the start of a sleep to the end of the wake that undoes it, read without the
+    /// lock by every allocation while some resource sleeps (`sleep::refuses_allocations`).
+    refusing: std::sync::atomic::AtomicBool,
 }
 
 /// The exporting side of IPC: a ticket per exported block, by its address.
@@ -189,6 +192,7 @@ fn make(device: i32, options: &ExpandableOptions, handle_types: u32) -> Result<E
         held,
         exports: Exports::default(),
         sleep: Mutex::new(None),
+        refusing: std::sync::atomic::AtomicBool::new(false),
     })
 }
 
@@ -354,6 +358,11 @@ impl ExpandableResource {
         *self.sleep.lock()
     }
 
+    /// Whether it sleeps or is going to sleep (no wait for a sleep or wake in progress).
+    pub(super) fn refuses_allocations(&self) -> bool {
+        self.refusing.load(Ordering::Acquire)
+    }
+
     /// Why it cannot go to sleep now, if it cannot.
     pub(super) fn can_sleep(&self) -> Result<()> {
         self.why_not_sleep(*self.sleep.lock())
@@ -395,6 +404,7 @@ impl ExpandableResource {
         let platform = backend()?;
         let stream = platform.stream_on_device(self.device(), stream)?;
         let ranges = self.ranges();
+        self.refusing.store(true, Ordering::Release);
         super::sleep::note_asleep(&ranges);
         let slept = platform.device_synchronize(self.device()).and_then(|()| self.release()).and_then(|_| {
             let small = self.small.pages.sleep(mode, stream)?;
@@ -423,6 +433,7 @@ impl ExpandableResource {
             }
             Err(e) => {
                 super::sleep::note_awake(&ranges);
+                self.refusing.store(false, Ordering::Release);
                 Err(e)
             }
         }
@@ -461,6 +472,7 @@ impl ExpandableResource {
         }
         *asleep = None;
         super::sleep::note_awake(&self.ranges());
+        self.refusing.store(false, Ordering::Release);
         log::info!("expandable resource on device {}: awake", self.device());
         Ok(())
     }
