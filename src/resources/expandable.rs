@@ -1193,6 +1193,9 @@ impl MappedRanges {
         }
         state.activity.device_call_ns += ns;
         if let Err(e) = result {
+            // Blocks freed while asleep are ordered on their streams, which the device must pass
+            // before their pages go again (a copy that failed may have run in part, too).
+            let _ = platform.device_synchronize(self.device);
             for &(at, _) in &addresses[..mapped] {
                 let _ = platform.vmm_unmap(at, self.page);
             }
