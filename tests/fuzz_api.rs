@@ -1091,6 +1091,11 @@ impl World {
         if self.asleep.is_empty() || !self.any_sources[node].0.iter().any(|e| self.asleep.contains_key(e)) {
             return Sleeping::No;
         }
+        if size.is_some() {
+            // The library refuses every allocation through a stack that reaches a sleeping
+            // expandable resource, before any layer sees it (src/resources/sleep.rs).
+            return Sleeping::Yes;
+        }
         let (found, elsewhere) = match size {
             None => self.any_sources[node].clone(),
             Some(_) => {

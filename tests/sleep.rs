@@ -60,6 +60,9 @@ fn snapshot(resource: rmmResource_t) -> serde_json::Value {
 #[test]
 fn a_stack_over_an_expandable_resource_sleeps_keeping_every_address_and_its_contents() {
     let _guard = setup_with("2:256MiB");
+    // The race reports of this process so far: the threaded test below may leave some (it says
+    // why), and the tests of this file run in any order.
+    let races_before = races().len();
     let before = device_used();
     let expandable = over(|h| rmmExpandableResourceCreate(h, 0));
     let pool = over(|h| rmmPoolResourceCreate(h, expandable, 0, 0));
@@ -124,7 +127,7 @@ fn a_stack_over_an_expandable_resource_sleeps_keeping_every_address_and_its_cont
         assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
     }
     assert_eq!(device_used(), before);
-    assert!(races().is_empty(), "{:?}", races());
+    assert_eq!(races().len(), races_before, "{:?}", races());
 }
 
 #[test]
