@@ -5,8 +5,8 @@
 
 mod common;
 
-use common::{last_message, setup_with};
-use rmm::boundary::types::{rmmOptions_t, CudaAsyncAllocation, CudaManagedMemory, PoolAllocation, RMM_MAX_DEVICES};
+use common::{last_message, legacy_options, setup_with};
+use rmm::boundary::types::{rmmOptions_t, CudaAsyncAllocation, CudaManagedMemory, PoolAllocation};
 use rmm::boundary::*;
 use rmm::error::rmmError_t::{self, *};
 use rmm::ownership::{per_device, StackRef};
@@ -20,18 +20,6 @@ const CAPACITY: usize = 256 * MIB;
 
 fn setup() -> std::sync::MutexGuard<'static, ()> {
     setup_with("3:256MiB")
-}
-
-fn options(mode: u32, initial: usize, maximum: usize, devices: &[i32]) -> rmmOptions_t {
-    let mut ids = [0; RMM_MAX_DEVICES];
-    ids[..devices.len()].copy_from_slice(devices);
-    rmmOptions_t {
-        allocation_mode: mode,
-        initial_pool_size: initial,
-        enable_logging: false,
-        devices: rmm::boundary::types::rmmDeviceList_t { count: devices.len() as i32, ids },
-        maximum_pool_size: maximum,
-    }
 }
 
 /// Bytes in use on each device.
@@ -99,7 +87,7 @@ fn check_initialize_works(devices: &[i32]) {
     let before_used = used();
     let before = resources();
     let pool = 32 * MIB;
-    assert_eq!(rmmInitialize(&options(PoolAllocation, pool, 0, devices)), RMM_SUCCESS, "{}", last_message());
+    assert_eq!(rmmInitialize(&legacy_options(PoolAllocation, pool, 0, devices)), RMM_SUCCESS, "{}", last_message());
     assert!(rmmIsInitialized(null_mut()));
     let during = used();
     for device in 0..DEVICES {
@@ -132,12 +120,12 @@ fn an_invalid_last_device_is_refused_before_anything_is_allocated() {
     ];
     for modes in [PoolAllocation, PoolAllocation | CudaManagedMemory, CudaAsyncAllocation, CudaManagedMemory, 0] {
         for (last, says) in invalid {
-            check_refused(&options(modes, 100 * MIB, 0, &[0, 1, last]), RMM_ERROR_INVALID_ARGUMENT, says);
+            check_refused(&legacy_options(modes, 100 * MIB, 0, &[0, 1, last]), RMM_ERROR_INVALID_ARGUMENT, says);
             // Device 1 cannot hold the pool: still the invalid argument, not out of memory.
             let _filled = Filled::leaving(1, 50 * MIB);
-            check_refused(&options(modes, 100 * MIB, 0, &[0, 1, last]), RMM_ERROR_INVALID_ARGUMENT, says);
+            check_refused(&legacy_options(modes, 100 * MIB, 0, &[0, 1, last]), RMM_ERROR_INVALID_ARGUMENT, says);
             // Nor can any device.
-            check_refused(&options(modes, 2 * CAPACITY, 0, &[0, 1, last]), RMM_ERROR_INVALID_ARGUMENT, says);
+            check_refused(&legacy_options(modes, 2 * CAPACITY, 0, &[0, 1, last]), RMM_ERROR_INVALID_ARGUMENT, says);
         }
     }
     check_initialize_works(&[0, 2]);
@@ -152,13 +140,13 @@ fn half_the_free_memory_above_the_maximum_on_a_later_device_is_refused_up_front(
     // Device 0 has 176 MiB free (a pool of 88 MiB fits the maximum), device 1 256 MiB (128 MiB
     // does not).
     let _filled = Filled::leaving(0, 176 * MIB);
-    check_refused(&options(PoolAllocation, 0, 100 * MIB, &[0, 1]), RMM_ERROR_INVALID_ARGUMENT, "device 1");
-    check_refused(&options(PoolAllocation, 0, 100 * MIB, &[0, 2, 1]), RMM_ERROR_INVALID_ARGUMENT, "device 2");
-    check_refused(&options(PoolAllocation, 200 * MIB, 100 * MIB, &[0, 1]), RMM_ERROR_INVALID_ARGUMENT, "exceeds");
-    check_refused(&options(0x100 | PoolAllocation, 10 * MIB, 0, &[0, 1]), RMM_ERROR_INVALID_ARGUMENT, "unknown flags");
+    check_refused(&legacy_options(PoolAllocation, 0, 100 * MIB, &[0, 1]), RMM_ERROR_INVALID_ARGUMENT, "device 1");
+    check_refused(&legacy_options(PoolAllocation, 0, 100 * MIB, &[0, 2, 1]), RMM_ERROR_INVALID_ARGUMENT, "device 2");
+    check_refused(&legacy_options(PoolAllocation, 200 * MIB, 100 * MIB, &[0, 1]), RMM_ERROR_INVALID_ARGUMENT, "exceeds");
+    check_refused(&legacy_options(0x100 | PoolAllocation, 10 * MIB, 0, &[0, 1]), RMM_ERROR_INVALID_ARGUMENT, "unknown flags");
     // The event log asked for is not started (nor the log of before cleared).
     let log = rmmLogSize();
-    let mut logged = options(PoolAllocation, 0, 100 * MIB, &[0, 1]);
+    let mut logged = legacy_options(PoolAllocation, 0, 100 * MIB, &[0, 1]);
     logged.enable_logging = true;
     check_refused(&logged, RMM_ERROR_INVALID_ARGUMENT, "device 1");
     assert!(!rmm::ownership::legacy_log::enabled());
@@ -174,8 +162,8 @@ fn a_pool_too_large_for_a_later_device_undoes_the_earlier_devices() {
     for modes in [PoolAllocation, PoolAllocation | CudaManagedMemory, CudaAsyncAllocation] {
         {
             let _filled = Filled::leaving(2, 50 * MIB);
-            check_refused(&options(modes, 100 * MIB, 0, &[0, 1, 2]), RMM_ERROR_OUT_OF_MEMORY, "device 2");
-            check_refused(&options(modes, 100 * MIB, 0, &[1, 2, 0]), RMM_ERROR_OUT_OF_MEMORY, "device 2");
+            check_refused(&legacy_options(modes, 100 * MIB, 0, &[0, 1, 2]), RMM_ERROR_OUT_OF_MEMORY, "device 2");
+            check_refused(&legacy_options(modes, 100 * MIB, 0, &[1, 2, 0]), RMM_ERROR_OUT_OF_MEMORY, "device 2");
             check_initialize_works(&[0, 1]);
         }
         check_initialize_works(&[0, 1, 2]);
@@ -199,8 +187,8 @@ fn a_failed_initialize_keeps_the_resources_the_program_set() {
     assert_eq!(rmmSetDevice(0), RMM_SUCCESS);
     {
         let _filled = Filled::leaving(2, 10 * MIB);
-        check_refused(&options(PoolAllocation, 20 * MIB, 0, &[0, 1, 2]), RMM_ERROR_OUT_OF_MEMORY, "device 2");
-        check_refused(&options(PoolAllocation, 20 * MIB, 0, &[0, 1, 5]), RMM_ERROR_INVALID_ARGUMENT, "device 5");
+        check_refused(&legacy_options(PoolAllocation, 20 * MIB, 0, &[0, 1, 2]), RMM_ERROR_OUT_OF_MEMORY, "device 2");
+        check_refused(&legacy_options(PoolAllocation, 20 * MIB, 0, &[0, 1, 5]), RMM_ERROR_INVALID_ARGUMENT, "device 5");
     }
     check_initialize_works(&[0, 1, 2]);
     for (device, (managed, previous)) in handles.into_iter().enumerate() {

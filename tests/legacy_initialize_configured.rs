@@ -6,8 +6,8 @@
 
 mod common;
 
-use common::{last_message, setup_with};
-use rmm::boundary::types::{rmmDeviceList_t, rmmOptions_t, CudaDefaultAllocation, PoolAllocation, RMM_MAX_DEVICES};
+use common::{last_message, legacy_options, setup_with};
+use rmm::boundary::types::{CudaDefaultAllocation, PoolAllocation};
 use rmm::boundary::*;
 use rmm::error::rmmError_t::*;
 use rmm::ownership::per_device;
@@ -15,18 +15,6 @@ use rmm::platform::{backend, MemoryKind};
 use std::ptr::{null, null_mut};
 
 const MIB: usize = 1 << 20;
-
-fn options(mode: u32, initial: usize, devices: &[i32]) -> rmmOptions_t {
-    let mut ids = [0; RMM_MAX_DEVICES];
-    ids[..devices.len()].copy_from_slice(devices);
-    rmmOptions_t {
-        allocation_mode: mode,
-        initial_pool_size: initial,
-        enable_logging: false,
-        devices: rmmDeviceList_t { count: devices.len() as i32, ids },
-        maximum_pool_size: 0,
-    }
-}
 
 fn used() -> Vec<usize> {
     let platform = backend().unwrap();
@@ -52,7 +40,7 @@ fn initialize_makes_no_default_resource_it_replaces() {
     // Device 2 cannot hold the pool asked for: out of memory, and no configured pool is left
     // on the devices before it.
     let device2 = platform.allocate(2, MemoryKind::Device, 250 * MIB).unwrap();
-    assert_eq!(rmmInitialize(&options(PoolAllocation, 20 * MIB, &[0, 2])), RMM_ERROR_OUT_OF_MEMORY);
+    assert_eq!(rmmInitialize(&legacy_options(PoolAllocation, 20 * MIB, 0, &[0, 2])), RMM_ERROR_OUT_OF_MEMORY);
     assert!(last_message().contains("device 2"), "{}", last_message());
     assert!(!rmmIsInitialized(null_mut()));
     assert_eq!(used(), [0, bytes, 250 * MIB], "memory left allocated by a failed rmmInitialize");
@@ -60,7 +48,7 @@ fn initialize_makes_no_default_resource_it_replaces() {
 
     // Plain device memory needs nothing up front: the configured pools it replaces are not
     // made, not even where they would not fit.
-    let status = rmmInitialize(&options(CudaDefaultAllocation, 0, &[0, 1]));
+    let status = rmmInitialize(&legacy_options(CudaDefaultAllocation, 0, 0, &[0, 1]));
     let message = last_message();
     assert_eq!(used(), before, "rmmInitialize ({status:?}: {message}) made the configured pools it replaced");
     assert_eq!(status, RMM_SUCCESS, "{message}");

@@ -3,45 +3,25 @@
 
 mod common;
 
-use common::{last_message, over, races, setup_with};
-use rmm::boundary::handles::rmmResource_t;
+use common::{allocate_on, asleep, free_on, last_message, over, races, setup_with};
 use rmm::boundary::types::{cudaStream_t, RMM_SLEEP_KEEP};
 use rmm::boundary::*;
-use rmm::error::rmmError_t::{self, *};
-use std::ffi::c_void;
+use rmm::error::rmmError_t::*;
 use std::ptr::null_mut;
-
-fn allocate(resource: rmmResource_t, bytes: usize, stream: cudaStream_t) -> Result<usize, rmmError_t> {
-    let mut ptr: *mut c_void = null_mut();
-    match rmmResourceAllocate(resource, &mut ptr, bytes, stream) {
-        RMM_SUCCESS => Ok(ptr as usize),
-        error => Err(error),
-    }
-}
-
-fn free(resource: rmmResource_t, ptr: usize, bytes: usize, stream: cudaStream_t) {
-    assert_eq!(rmmResourceDeallocate(resource, ptr as *mut c_void, bytes, stream), RMM_SUCCESS, "{}", last_message());
-}
-
-fn asleep(resource: rmmResource_t) -> bool {
-    let mut answer = -1;
-    assert_eq!(rmmResourceIsAsleep(resource, &mut answer), RMM_SUCCESS, "{}", last_message());
-    answer == 1
-}
 
 #[test]
 fn a_wake_whose_copy_fails_unmaps_nothing_before_the_device_is_done() {
     let _guard = setup_with("1:512MiB");
     let expandable = over(|h| rmmExpandableResourceCreate(h, 0));
-    let (a, b) = (allocate(expandable, 256, null_mut()).unwrap(), allocate(expandable, 256, null_mut()).unwrap());
+    let (a, b) = (allocate_on(expandable, 256, null_mut()).unwrap(), allocate_on(expandable, 256, null_mut()).unwrap());
     let races_before = races().len();
     assert_eq!(rmmResourceSleep(expandable, RMM_SLEEP_KEEP, null_mut()), RMM_SUCCESS);
-    free(expandable, a, 256, null_mut());
+    free_on(expandable, a, 256, null_mut());
     // A handle that names no stream: the copy back fails, the resource stays asleep.
     assert_ne!(rmmResourceWake(expandable, 0xdead_beef as cudaStream_t), RMM_SUCCESS);
     assert!(asleep(expandable));
     assert_eq!(races().len(), races_before, "{:?}", races());
     assert_eq!(rmmResourceWake(expandable, null_mut()), RMM_SUCCESS, "{}", last_message());
-    free(expandable, b, 256, null_mut());
+    free_on(expandable, b, 256, null_mut());
     assert_eq!(rmmResourceDestroy(expandable), RMM_SUCCESS);
 }

@@ -409,7 +409,7 @@ impl ExpandableResource {
         let slept = platform.device_synchronize(self.device()).and_then(|()| self.release()).and_then(|_| {
             let small = self.small.pages.sleep(mode, stream)?;
             match self.large.pages.sleep(mode, stream) {
-                Ok(large) => Ok(SleepFigures { released: small.released + large.released, kept_on_host: small.kept_on_host + large.kept_on_host }),
+                Ok(large) => Ok(small.plus(large)),
                 Err(e) => {
                     let woken = self.small.pages.take_physical().and_then(|pages| self.small.pages.map_again(pages, stream));
                     if let Err(again) = woken {

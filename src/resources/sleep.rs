@@ -221,7 +221,8 @@ pub struct SleepFigures {
 }
 
 impl SleepFigures {
-    fn plus(self, other: SleepFigures) -> SleepFigures {
+    /// Both sleeps' figures together.
+    pub(super) fn plus(self, other: SleepFigures) -> SleepFigures {
         SleepFigures { released: self.released + other.released, kept_on_host: self.kept_on_host + other.kept_on_host }
     }
 }
