@@ -6,6 +6,31 @@
 
 #define MIB ((size_t)1 << 20)
 
+/* rmmParseSize: the one reading of sizes (the spec's, too): SI units are powers of 1000,
+ * binary units powers of 1024; a letter alone is ambiguous. */
+static void parse_sizes(void) {
+  size_t bytes = 7;
+  CHECK_OK(rmmParseSize(&bytes, "1GB"));
+  CHECK(bytes == 1000000000);
+  CHECK_OK(rmmParseSize(&bytes, "1GiB"));
+  CHECK(bytes == (size_t)1 << 30);
+  CHECK_OK(rmmParseSize(&bytes, " 1.5 kib "));
+  CHECK(bytes == 1536);
+  CHECK_OK(rmmParseSize(&bytes, "4096"));
+  CHECK(bytes == 4096);
+  CHECK_RMM(rmmParseSize(&bytes, "4G"), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK(strstr(rmmGetLastErrorMessage(), "\"4G\" is not a size: 4G is ambiguous: write 4GiB (4294967296 bytes) or 4GB (4000000000 bytes)") != NULL);
+  CHECK(bytes == 4096); /* unchanged by a failure */
+  CHECK_RMM(rmmParseSize(&bytes, "3 parsecs"), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK(strstr(rmmGetLastErrorMessage(), "\"parsecs\" is not a unit") != NULL);
+  CHECK_RMM(rmmParseSize(&bytes, "17000PiB"), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK(strstr(rmmGetLastErrorMessage(), "more than SIZE_MAX") != NULL);
+  CHECK_RMM(rmmParseSize(&bytes, ""), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmParseSize(NULL, "1GB"), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK_RMM(rmmParseSize(&bytes, NULL), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK(bytes == 4096);
+}
+
 static char *report_text(void) {
   size_t length = 0;
   char *text = rmm_test_report();
@@ -21,6 +46,8 @@ int main(void) {
   size_t reserved = 0, free_bytes = 0;
   void *a = NULL, *b = NULL;
   char *text;
+
+  parse_sizes();
 
   /* Refused strings change nothing: device 0 still gets the plain cuda resource... later. */
   CHECK_RMM(rmmConfigure("resource:bogus"), RMM_ERROR_INVALID_ARGUMENT);

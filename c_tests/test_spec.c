@@ -44,6 +44,7 @@ int main(void) {
   refused("statistics/pool:inital=1GiB", 0, "at column 17 (\"inital\")", "pool takes initial, maximum");
   refused("statistics/slab", 0, "at column 12 (\"slab\"): unknown layer", "expected a resource");
   refused("pool:initial=lots", 0, "at column 14 (\"lots\")", "is not a size");
+  refused("pool:initial=4G", 0, "at column 14 (\"4G\")", "4G is ambiguous: write 4GiB (4294967296 bytes) or 4GB (4000000000 bytes)");
   refused("cuda/pool", 0, "at column 6 (\"pool\")", "must be the last layer");
   refused("pool/", 0, "at column 6", "an empty layer");
   refused("report/pool", 0, "report applies to the devices' default stacks", "");

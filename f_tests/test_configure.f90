@@ -13,9 +13,21 @@ program test_configure
     'b', 'o', 'g', 'u', 's', c_null_char]
   character(len=:), allocatable :: report, name
   integer(c_size_t), target :: length
-  integer(c_size_t) :: reserved, free_bytes
+  integer(c_size_t) :: reserved, free_bytes, parsed
   type(c_ptr) :: current, cuda, from_spec
   real(c_float), pointer :: a(:), b(:)
+
+  ! rmmParseSize, the one reading of sizes: SI units are powers of 1000, binary ones powers of
+  ! 1024, and a letter alone is refused as ambiguous.
+  call expect_ok(rmmParseSize(parsed, '1GB' // c_null_char), 'rmmParseSize("1GB")')
+  call expect_equal(parsed, 1000000000_c_size_t, '1GB is 10**9 bytes')
+  call expect_ok(rmmParseSize(parsed, '1.5 GiB' // c_null_char), 'rmmParseSize("1.5 GiB")')
+  call expect_equal(parsed, 3 * 2_c_size_t**29, '1.5 GiB is 1.5 * 2**30 bytes')
+  call expect_status(rmmParseSize(parsed, '4G' // c_null_char), RMM_ERROR_INVALID_ARGUMENT, &
+    'rmmParseSize("4G")')
+  call expect(contains_text(rmm_last_error_message(), '4G is ambiguous: write 4GiB'), &
+    'the message says why: ' // rmm_last_error_message())
+  call expect_equal(parsed, 3 * 2_c_size_t**29, 'a refused size leaves the result alone')
 
   ! Refused strings change nothing.
   call expect_status(rmmConfigure(c_loc(bad)), RMM_ERROR_INVALID_ARGUMENT, &

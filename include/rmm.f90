@@ -106,35 +106,35 @@ module rmm
     rmmLimitingAdaptorGetAllocatedBytes, rmmTrackingAdaptorCreate, &
     rmmTrackingAdaptorGetOutstanding, rmmTrackingAdaptorGetReport, rmmTrackingAdaptorGetStack, &
     rmmFailureCallbackAdaptorCreate, rmmAlignedAdaptorCreate, rmmPrefetchAdaptorCreate, &
-    rmmConfigure, rmmGetReport, rmmDeviceBufferCreate, rmmDeviceBufferCreateFromHost, &
-    rmmDeviceBufferCopyToHost, rmmDeviceBufferResize, rmmDeviceBufferShrinkToFit, &
-    rmmDeviceBufferCopy, rmmDeviceBufferData, rmmDeviceBufferSize, rmmDeviceBufferSetStream, &
-    rmmDeviceBufferDestroy, rmmSetPerDeviceResource, rmmGetPerDeviceResource, &
-    rmmSetCurrentDeviceResource, rmmGetCurrentDeviceResource, rmmGetDevice, rmmSetDevice, &
-    rmmGetDeviceCount, rmmGetDeviceMemInfo, rmmIsSimulated, rmmSimGetPointerAttributes, &
-    rmmPrefetch, rmmDeviceRelease, rmmSimGetRaceCount, rmmLogSetLevel, rmmLogGetLevel, &
-    rmmLogSinkAdd, rmmLogSinkRemove, rmmTorchAllocate, rmmTorchDeallocate, rmmCupyAllocate, &
-    rmmCupyDeallocate, rmmIpcExpandableResourceCreate, rmmExpandableResourceGrantPeerAccess, &
-    rmmIpcGetMemHandle, rmmIpcOpenMemHandle, rmmIpcCloseMemHandle, rmmIpcAllowOpeners, &
-    rmmIpcGetMemPages, rmmIpcOpenMemPages, rmmInitialize, rmmFinalize, rmmIsInitialized, &
-    rmmCudaMalloc, rmmCudaFree, rmmAlloc, rmmRealloc, rmmFree, rmmWriteLog, rmmLogSize, rmmGetLog, &
-    rmmGetInfo, rmmGetAllocationOffset, rmmGetErrorString, rmmGetErrorName, &
-    rmmGetLastErrorMessage, rmmTimelineReportWrite, rmmCudaResourceCreate, &
-    rmmManagedResourceCreate, rmmCallbackResourceCreate, rmmCallbackResourceCreateWithRelease, &
-    rmmCallbackResourceCreateAligned, rmmAsyncResourceCreate, rmmAsyncResourceCreateExportable, &
-    rmmAsyncResourceCreateWithFlags, rmmAsyncViewResourceCreate, rmmAsyncManagedResourceCreate, &
-    rmmAsyncPinnedHostResourceCreate, rmmSystemResourceCreate, rmmSamHeadroomResourceCreate, &
-    rmmDeviceSupports, rmmAsyncResourceGetPool, rmmExpandableResourceCreate, &
-    rmmExpandableResourceCreateWithOptions, rmmResourceCreateFromSpec, &
-    rmmPinnedHostResourceCreate, rmmResourceDestroy, rmmResourceAllocate, rmmResourceDeallocate, &
-    rmmResourceAllocateAligned, rmmResourceDeallocateAligned, rmmResourceGetDevice, &
-    rmmResourceGetName, rmmResourceSleep, rmmResourceWake, rmmResourceIsAsleep, rmmDeviceSleep, &
-    rmmDeviceWake, rmmResourceGetSnapshot, rmmResourceWriteSnapshot, rmmResourceGetFootprint, &
-    rmmStreamCreate, rmmStreamCreateWithFlags, rmmStreamDestroy, rmmStreamRegister, &
-    rmmStreamUnregister, rmmStreamSynchronize, rmmMemcpyAsync, rmmPoolResourceCreate, &
-    rmmPoolResourceGetSize, rmmPoolResourceGetFree, rmmResourceRelease, &
-    rmmResourceSetReleaseThreshold, rmmArenaResourceCreate, rmmBinningResourceCreate, &
-    rmmBinningResourceAddBin, rmmFixedSizeResourceCreate, rmmGetVersion
+    rmmConfigure, rmmGetReport, rmmParseSize, rmmDeviceBufferCreate, &
+    rmmDeviceBufferCreateFromHost, rmmDeviceBufferCopyToHost, rmmDeviceBufferResize, &
+    rmmDeviceBufferShrinkToFit, rmmDeviceBufferCopy, rmmDeviceBufferData, rmmDeviceBufferSize, &
+    rmmDeviceBufferSetStream, rmmDeviceBufferDestroy, rmmSetPerDeviceResource, &
+    rmmGetPerDeviceResource, rmmSetCurrentDeviceResource, rmmGetCurrentDeviceResource, &
+    rmmGetDevice, rmmSetDevice, rmmGetDeviceCount, rmmGetDeviceMemInfo, rmmIsSimulated, &
+    rmmSimGetPointerAttributes, rmmPrefetch, rmmDeviceRelease, rmmSimGetRaceCount, rmmLogSetLevel, &
+    rmmLogGetLevel, rmmLogSinkAdd, rmmLogSinkRemove, rmmTorchAllocate, rmmTorchDeallocate, &
+    rmmCupyAllocate, rmmCupyDeallocate, rmmIpcExpandableResourceCreate, &
+    rmmExpandableResourceGrantPeerAccess, rmmIpcGetMemHandle, rmmIpcOpenMemHandle, &
+    rmmIpcCloseMemHandle, rmmIpcAllowOpeners, rmmIpcGetMemPages, rmmIpcOpenMemPages, &
+    rmmInitialize, rmmFinalize, rmmIsInitialized, rmmCudaMalloc, rmmCudaFree, rmmAlloc, &
+    rmmRealloc, rmmFree, rmmWriteLog, rmmLogSize, rmmGetLog, rmmGetInfo, rmmGetAllocationOffset, &
+    rmmGetErrorString, rmmGetErrorName, rmmGetLastErrorMessage, rmmTimelineReportWrite, &
+    rmmCudaResourceCreate, rmmManagedResourceCreate, rmmCallbackResourceCreate, &
+    rmmCallbackResourceCreateWithRelease, rmmCallbackResourceCreateAligned, &
+    rmmAsyncResourceCreate, rmmAsyncResourceCreateExportable, rmmAsyncResourceCreateWithFlags, &
+    rmmAsyncViewResourceCreate, rmmAsyncManagedResourceCreate, rmmAsyncPinnedHostResourceCreate, &
+    rmmSystemResourceCreate, rmmSamHeadroomResourceCreate, rmmDeviceSupports, &
+    rmmAsyncResourceGetPool, rmmExpandableResourceCreate, rmmExpandableResourceCreateWithOptions, &
+    rmmResourceCreateFromSpec, rmmPinnedHostResourceCreate, rmmResourceDestroy, &
+    rmmResourceAllocate, rmmResourceDeallocate, rmmResourceAllocateAligned, &
+    rmmResourceDeallocateAligned, rmmResourceGetDevice, rmmResourceGetName, rmmResourceSleep, &
+    rmmResourceWake, rmmResourceIsAsleep, rmmDeviceSleep, rmmDeviceWake, rmmResourceGetSnapshot, &
+    rmmResourceWriteSnapshot, rmmResourceGetFootprint, rmmStreamCreate, rmmStreamCreateWithFlags, &
+    rmmStreamDestroy, rmmStreamRegister, rmmStreamUnregister, rmmStreamSynchronize, &
+    rmmMemcpyAsync, rmmPoolResourceCreate, rmmPoolResourceGetSize, rmmPoolResourceGetFree, &
+    rmmResourceRelease, rmmResourceSetReleaseThreshold, rmmArenaResourceCreate, &
+    rmmBinningResourceCreate, rmmBinningResourceAddBin, rmmFixedSizeResourceCreate, rmmGetVersion
 
   ! Log level trace (RAPIDS' `rapids_logger::level_enum::trace`): everything.
   integer(c_int32_t), parameter :: RMM_LOG_LEVEL_TRACE = 0
@@ -704,6 +704,22 @@ module rmm
       type(c_ptr), value :: length
     end function rmmGetReport
 
+    ! Reads the size `text` into `*bytes`, as rmm-rs reads every size (RMM_ALLOC_CONF, specs,
+    ! RMM_SIM_DEVICES, the Python package's sizes): a number of bytes, with a fraction or
+    ! without (`4096`, `1.5GiB`), then optionally a unit, in any case, after spaces or not: `B`;
+    ! `kB`, `MB`, `GB`, `TB`, `PB`, powers of 1000 (`1GB` is 10^9 bytes, as in SI and RAPIDS'
+    ! `parse_bytes`); `KiB`, `MiB`, `GiB`, `TiB`, `PiB`, powers of 1024 (`1GiB` is 2^30 bytes).
+    ! A fraction of a byte is dropped. A prefix letter alone (`4G`) is ambiguous and refused.
+    ! Neither `bytes` nor `text` may be NULL. Text that is not a size, or one above SIZE_MAX
+    ! bytes, is RMM_ERROR_INVALID_ARGUMENT with a message that quotes it and says why
+    ! (`"4G" is not a size: 4G is ambiguous: write 4GiB (4294967296 bytes) or 4GB (4000000000
+    ! bytes)`), and `*bytes` keeps its value.
+    integer(c_int) function rmmParseSize(bytes, text) bind(c, name="rmmParseSize")
+      import :: c_char, c_int, c_size_t
+      integer(c_size_t), intent(inout) :: bytes
+      character(kind=c_char), dimension(*), intent(in) :: text
+    end function rmmParseSize
+
     ! Creates a buffer of `size` bytes (uninitialized; 0 gives an empty buffer with a NULL data
     ! pointer) from `resource` (NULL: the current device's resource), usable in the order of
     ! `stream`. The buffer keeps its own reference to the resource; the caller destroys the buffer
@@ -1228,12 +1244,18 @@ module rmm
     ! the resource `options->allocation_mode` names, replacing that device's resource until
     ! `rmmFinalize`. `options` may be NULL (defaults: device memory, current device) and is only
     ! read. A second call without `rmmFinalize` returns RMM_ERROR_ALREADY_INITIALIZED.
+    ! It succeeds or changes nothing: every option and listed device is checked before any
+    ! memory is taken (RMM_ERROR_INVALID_ARGUMENT for a device that does not exist or is listed
+    ! twice, unknown mode flags, an initial pool size above the maximum), and a device whose
+    ! resource cannot be made (RMM_ERROR_OUT_OF_MEMORY for a pool larger than its free memory)
+    ! leaves every device with the resource and the free memory it had.
     integer(c_int) function rmmInitialize(options) bind(c, name="rmmInitialize")
       import :: c_int, c_ptr
       type(c_ptr), value :: options
     end function rmmInitialize
 
-    ! Ends what `rmmInitialize` set up: each device gets back the resource it had before.
+    ! Ends what `rmmInitialize` set up: each device gets back the resource it had before (one
+    ! that had none yet gets its default resource at its next use).
     ! Live allocations stay valid and can still be freed with `rmmFree`; new allocations are
     ! refused with RMM_ERROR_NOT_INITIALIZED until `rmmInitialize` is called again.
     integer(c_int) function rmmFinalize() bind(c, name="rmmFinalize")

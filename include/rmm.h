@@ -550,6 +550,18 @@ enum rmmError_t rmmConfigure(const char *conf);
 // A NULL `buffer` only asks for the length; a buffer too small is RMM_ERROR_INVALID_ARGUMENT.
 enum rmmError_t rmmGetReport(char *buffer, size_t size, size_t *length);
 
+// Reads the size `text` into `*bytes`, as rmm-rs reads every size (RMM_ALLOC_CONF, specs,
+// RMM_SIM_DEVICES, the Python package's sizes): a number of bytes, with a fraction or
+// without (`4096`, `1.5GiB`), then optionally a unit, in any case, after spaces or not: `B`;
+// `kB`, `MB`, `GB`, `TB`, `PB`, powers of 1000 (`1GB` is 10^9 bytes, as in SI and RAPIDS'
+// `parse_bytes`); `KiB`, `MiB`, `GiB`, `TiB`, `PiB`, powers of 1024 (`1GiB` is 2^30 bytes).
+// A fraction of a byte is dropped. A prefix letter alone (`4G`) is ambiguous and refused.
+// Neither `bytes` nor `text` may be NULL. Text that is not a size, or one above SIZE_MAX
+// bytes, is RMM_ERROR_INVALID_ARGUMENT with a message that quotes it and says why
+// (`"4G" is not a size: 4G is ambiguous: write 4GiB (4294967296 bytes) or 4GB (4000000000
+// bytes)`), and `*bytes` keeps its value.
+enum rmmError_t rmmParseSize(size_t *bytes, const char *text);
+
 // Creates a buffer of `size` bytes (uninitialized; 0 gives an empty buffer with a NULL data
 // pointer) from `resource` (NULL: the current device's resource), usable in the order of
 // `stream`. The buffer keeps its own reference to the resource; the caller destroys the buffer
@@ -914,9 +926,15 @@ enum rmmError_t rmmIpcOpenMemPages(void **ptr,
 // the resource `options->allocation_mode` names, replacing that device's resource until
 // `rmmFinalize`. `options` may be NULL (defaults: device memory, current device) and is only
 // read. A second call without `rmmFinalize` returns RMM_ERROR_ALREADY_INITIALIZED.
+// It succeeds or changes nothing: every option and listed device is checked before any
+// memory is taken (RMM_ERROR_INVALID_ARGUMENT for a device that does not exist or is listed
+// twice, unknown mode flags, an initial pool size above the maximum), and a device whose
+// resource cannot be made (RMM_ERROR_OUT_OF_MEMORY for a pool larger than its free memory)
+// leaves every device with the resource and the free memory it had.
 enum rmmError_t rmmInitialize(const struct rmmOptions_t *options);
 
-// Ends what `rmmInitialize` set up: each device gets back the resource it had before.
+// Ends what `rmmInitialize` set up: each device gets back the resource it had before (one
+// that had none yet gets its default resource at its next use).
 // Live allocations stay valid and can still be freed with `rmmFree`; new allocations are
 // refused with RMM_ERROR_NOT_INITIALIZED until `rmmInitialize` is called again.
 enum rmmError_t rmmFinalize(void);

@@ -138,11 +138,48 @@ class LibraryTest(unittest.TestCase):
         self.assertEqual(rmm_rs._size("512 MiB", "x"), 512 * MiB)
         self.assertEqual(rmm_rs._size(12345, "x"), 12345)
         self.assertEqual(rmm_rs._size(None, "x"), 0)
-        for bad in ("3 parsecs", "GiB", "-1"):
+        for bad in ("3 parsecs", "GiB", "-1", "1\0GiB"):
             with self.assertRaises(ValueError):
                 rmm_rs._size(bad, "x")
         with self.assertRaises(ValueError):
             rmm_rs._size(-1, "x")
+
+    def test_one_meaning_of_units(self):
+        # SI units are powers of 1000 and binary units powers of 1024, in rmm_rs's own API
+        # as in RAPIDS' parse_bytes and RMM_ALLOC_CONF: the library reads them all.
+        from rmm_rs.pylibrmm.helper import parse_bytes
+
+        for text, bytes_ in (("1GB", 10 ** 9), ("1GiB", 1 << 30), ("2 mb", 2 * 10 ** 6),
+                             ("1.5KiB", 1536), ("2.01kb", 2010), ("1kB", 1000), ("7", 7)):
+            self.assertEqual(rmm_rs._size(text, "x"), bytes_, text)
+            self.assertEqual(parse_bytes(text), bytes_, text)
+        with self.assertRaises(ValueError) as caught:
+            rmm_rs._size("4G", "initial_pool_size")
+        self.assertEqual(str(caught.exception), 'initial_pool_size: "4G" is not a size: 4G is '
+                         'ambiguous: write 4GiB (4294967296 bytes) or 4GB (4000000000 bytes)')
+        with self.assertRaises(ValueError) as caught:
+            parse_bytes("4G")
+        self.assertIn("Could not parse 4G as a byte specification", str(caught.exception))
+        # A pool of "4MB" reserves 4,000,000 bytes, as RMM_ALLOC_CONF's pool:initial=4MB.
+        pool = rmm_rs.Resource.pool(rmm_rs.Resource.cuda(), "4MB", "8MB")
+        try:
+            self.assertEqual(pool.pool_size(), 4 * 10 ** 6)
+        finally:
+            pool.close()
+
+    def test_constants_are_rmm_hs(self):
+        from rmm_rs import _bindings
+        from rmm_rs.pylibrmm.logger import level_enum
+        from rmm_rs.pylibrmm.stream import CudaStreamFlags
+
+        self.assertEqual(_bindings.SIZE_MAX, (1 << (8 * ctypes.sizeof(ctypes.c_size_t))) - 1)
+        self.assertEqual([level.value for level in level_enum],
+                         [_bindings.LOG_LEVEL_TRACE, _bindings.LOG_LEVEL_DEBUG, _bindings.LOG_LEVEL_INFO,
+                          _bindings.LOG_LEVEL_WARN, _bindings.LOG_LEVEL_ERROR,
+                          _bindings.LOG_LEVEL_CRITICAL, _bindings.LOG_LEVEL_OFF])
+        self.assertEqual((CudaStreamFlags.SYNC_DEFAULT, CudaStreamFlags.NON_BLOCKING),
+                         (_bindings.STREAM_DEFAULT, _bindings.STREAM_NON_BLOCKING))
+        self.assertEqual((rmm_rs.SLEEP_DISCARD, rmm_rs.SLEEP_KEEP), (_bindings.SLEEP_DISCARD, _bindings.SLEEP_KEEP))
 
 
 class ConfigureTest(unittest.TestCase):

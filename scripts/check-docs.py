@@ -7,6 +7,10 @@ relative link must name a file of the repository, and every #fragment a heading 
 points to (GitHub's heading anchors). Links to other sites are not followed (CI has no network
 to spare for them). Python's standard library only.
 
+It also checks what a newcomer meets first (`first_hour`): the README links every guide of
+its way in, gives the test command's expected time, and no install example writes where only
+root may (/opt) or into the `build/` folder the tests fill.
+
     scripts/check-docs.py [BOOK_DIR]
 """
 import html.parser
@@ -121,6 +125,22 @@ def check_markdown(path):
     return problems, count
 
 
+def first_hour():
+    """What a new user meets in the README and the install guide, checked as prose cannot be."""
+    problems = []
+    readme = (ROOT / "README.md").read_text()
+    for guide in ("docs/src/python.md", "docs/src/frameworks.md", "docs/src/preload.md", "docs/src/sleep.md"):
+        if f"]({guide}" not in readme:
+            problems.append(f"README.md: no link to {guide}")
+    if not re.search(r"scripts/test\.sh[^\n]*\n?[^\n]*takes about \d+ minutes", readme):
+        problems.append("README.md: the test command's expected time (\"takes about N minutes\") is not given")
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs" / "src").glob("*.md"))]:
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if "/opt/" in line or re.search(r"-B build(\s|$)|--install build(\s|$)", line):
+                problems.append(f"{path.relative_to(ROOT)}:{number}: an install example writes to /opt or into build/ itself")
+    return problems
+
+
 def main():
     book = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "docs" / "book").resolve()
     if not (book / "index.html").exists():
@@ -131,6 +151,10 @@ def main():
     problems += readme_problems
     for problem in problems:
         print(f"broken link: {problem}")
+    newcomer = first_hour()
+    for problem in newcomer:
+        print(f"first hour: {problem}")
+    problems += newcomer
     print(f"{book_links} relative links in the book, {readme_links} in README.md: "
           f"{len(problems)} broken")
     return 1 if problems else 0

@@ -15,6 +15,8 @@
 # (scripts/rapids-python-suite.sh installs them from .whl/ there; carry .whl/ with the work tree).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/fetch-common.sh
+. scripts/fetch-common.sh
 # One RAPIDS commit for both suites.
 commit=$(sed -n 's/^commit=\([0-9a-f]\{40\}\)$/\1/p' scripts/fetch-rapids-suite.sh)
 [ -n "$commit" ] || { echo "fetch-rapids-python-suite.sh: no commit in scripts/fetch-rapids-suite.sh" >&2; exit 2; }
@@ -33,8 +35,7 @@ rm -rf "$dest" && mkdir -p "$dest"
 if [ -n "$repo" ]; then
   git --git-dir="$repo" archive --format=tar "$commit" "$path" | tar -x -C "$dest"
 else
-  curl -fsSL --retry 3 "https://github.com/rapidsai/rmm/archive/$commit.tar.gz" \
-    | tar -xz -C "$dest" --strip-components=1 "rmm-$commit/$path"
+  extract_rapids_rmm "$commit" "$dest" "$path" || { rm -rf "$dest"; exit 1; }
 fi
 test -f "$dest/$path/conftest.py"
 echo "$commit" > "$dest/.commit"

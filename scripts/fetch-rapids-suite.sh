@@ -13,6 +13,8 @@
 # whose stamp names the commit is kept as it is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/fetch-common.sh
+. scripts/fetch-common.sh
 # RAPIDS RMM 26.08 (VERSION 26.08): "Require C++20 (#2410)".
 commit=5d50a37b9612e29d53f8202fba792b1a36f88a79
 dest=${1:-legacy-suites/rapids-26.08}
@@ -25,8 +27,7 @@ rm -rf "$dest" && mkdir -p "$dest"
 if [ -n "$repo" ]; then
   git --git-dir="$repo" archive --format=tar "$commit" "${paths[@]}" | tar -x -C "$dest"
 else
-  curl -fsSL --retry 3 "https://github.com/rapidsai/rmm/archive/$commit.tar.gz" \
-    | tar -xz -C "$dest" --strip-components=1 "${paths[@]/#/rmm-$commit/}"
+  extract_rapids_rmm "$commit" "$dest" "${paths[@]}" || { rm -rf "$dest"; exit 1; }
 fi
 test -f "$dest/cpp/tests/CMakeLists.txt" && test -d "$dest/cpp/benchmarks/utilities"
 echo "$commit" > "$dest/.commit"

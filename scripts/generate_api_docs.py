@@ -69,9 +69,9 @@ GROUPS = [
           r"RMM_REALLOC|RMM_FREE)$"),
     Group("configuration.md", "Configuration and reports",
           "Default resource stacks from a configuration string (`RMM_ALLOC_CONF`), and the "
-          "report of what they did. The grammar is in the [configuration guide]"
-          "(../configuration.md).",
-          r"^rmm(Configure|GetReport|\w*FromSpec|\w*Report\w*)$",
+          "report of what they did; sizes as every part of rmm-rs reads them. The grammar is "
+          "in the [configuration guide](../configuration.md).",
+          r"^rmm(Configure|GetReport|ParseSize|\w*FromSpec|\w*Report\w*)$",
           r"^$"),
     Group("resources.md", "Device resources",
           "Resources that take memory from the device (or the host) themselves, and resources "

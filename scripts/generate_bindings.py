@@ -9,12 +9,16 @@ edit. It rewrites what lies between the BEGIN/END GENERATED markers of
   interfaces and a bind(c, name="...") interface for every function of rmm.h, each with its
   comment from rmm.h; INTERFACES and PROCEDURES, the rmm_allocate / rmm_free generics (the same
   code for every element type and rank);
-- python/rmm_rs/_bindings.py: the error codes, the ctypes structures, and _SIGNATURES (restype,
-  argtypes) of every function of rmm.h that the package names: the rest of that file and every
-  other module of the package python/rmm_rs/ (the folder holding the file, when it has an
-  __init__.py).
+- python/rmm_rs/_bindings.py: the error codes, every other integer constant of rmm.h (RMM_
+  dropped: RMM_SLEEP_KEEP is SLEEP_KEEP) and SIZE_MAX, the ctypes structures, and _SIGNATURES
+  (restype, argtypes) of every function of rmm.h that the package names: the rest of that file
+  and every other module of the package python/rmm_rs/ (the folder holding the file, when it
+  has an __init__.py).
 
-Everything outside the markers is written by hand.
+Everything outside the markers is written by hand. A hand-written module of the package that
+restates one of those constants (`_SLEEP_KEEP = 1`, `_SIZE_MAX = (1 << 64) - 1`, or a literal
+whose comment names an RMM_ constant) is an error: it takes the generated one instead, so that
+the package follows rmm.h when rmm.h changes.
 
     scripts/generate_bindings.py                    rewrite both files in place
     scripts/generate_bindings.py --check            exit 1, showing the difference, when a file
@@ -94,6 +98,11 @@ NULLABLE_UNDOCUMENTED = {}
 
 # The enum whose values python/rmm_rs/_bindings.py exports (RMM_SUCCESS -> SUCCESS, ...).
 ERROR_ENUM = "rmmError_t"
+
+# Not a constant of rmm.h, but C's, which rmm.h's functions take as "no limit" (a release
+# threshold that keeps everything): python/rmm_rs/_bindings.py has it too.
+SIZE_MAX = ("SIZE_MAX", "ctypes.c_size_t(-1).value",
+            "C's SIZE_MAX, which rmm.h's functions take as \"no limit\" / \"keep everything\".")
 
 MARKER_NOTE = f"({SCRIPT}; do not edit by hand)"
 WIDTH = 100  # columns of the generated Fortran and Python, as the hand-written code keeps
@@ -898,12 +907,15 @@ def fill(text, path, comment_char, bodies):
     return text
 
 
-def hand_written(text, path, comment_char):
-    """`text` without its generated regions."""
+def hand_written(text, path, comment_char, keep_lines=False):
+    """`text` without its generated regions (`keep_lines`: each left as its empty lines, so
+    that the lines keep their numbers)."""
     spans = sorted(regions(text, path, comment_char).values())
     out, at = [], 0
     for start, body_start, body_end in spans:
         out.append(text[at:body_start])
+        if keep_lines:
+            out.append("\n" * text.count("\n", body_start, body_end))
         at = body_end
     out.append(text[at:])
     return "".join(out)
@@ -1012,7 +1024,14 @@ def python_bindings(header, hand, where="python/rmm_rs"):
         if constant.enum == ERROR_ENUM:
             if not constant.name.startswith("RMM_"):
                 raise HeaderError(f"rmm.h: the error code {constant.name} lacks the RMM_ prefix")
-            out.append(f"{constant.name[4:]} = {constant.value}")
+            out.append(f"{python_constant(constant.name)} = {constant.value}")
+    out += ["", "# The other constants of rmm.h (RMM_ dropped), and C's SIZE_MAX."]
+    for constant in header.constants:
+        if constant.enum != ERROR_ENUM:
+            out.append(f"{python_constant(constant.name)} = {constant.value}")
+    out.append(f"# {SIZE_MAX[2]}")
+    out.append(f"{SIZE_MAX[0]} = {SIZE_MAX[1]}")
+    python_constants(header)  # refuses two constants of one Python name
 
     for name in header.order:  # as C, a class follows the classes it uses
         if name not in wanted:
@@ -1059,19 +1078,85 @@ def python_bindings(header, hand, where="python/rmm_rs"):
     return "\n".join(out) + "\n"
 
 
-def package_text(path):
-    """The other modules of the package that holds `path` (every .py file under the folder of
-    `path` when that folder has an __init__.py), in a stable order; "" for a lone module."""
+def python_constant(c_name):
+    """RMM_SLEEP_KEEP -> SLEEP_KEEP: the name of a constant of rmm.h in _bindings.py."""
+    return c_name[4:] if c_name.startswith("RMM_") else c_name
+
+
+def python_constants(header):
+    """{Python name: value} of every constant _bindings.py defines (SIZE_MAX: None)."""
+    names = {}
+    for constant in header.constants:
+        name = python_constant(constant.name)
+        if name in names or name == SIZE_MAX[0]:
+            raise HeaderError(f"rmm.h: two constants are {name} in Python ({constant.name})")
+        names[name] = constant.value
+    names[SIZE_MAX[0]] = None
+    return names
+
+
+def constant_key(name):
+    """What a copy of a constant would be called, reduced: _SLEEP_KEEP, SLEEP_KEEP,
+    RMM_SLEEP_KEEP -> sleepkeep; _CUDA_DEFAULT_ALLOCATION, CudaDefaultAllocation ->
+    cudadefaultallocation."""
+    return re.sub(r"^rmm", "", name.lstrip("_").lower().replace("_", ""))
+
+
+def copied_constants(header, modules):
+    """Where hand-written Python restates a constant of _bindings.py: [(module, line, message)].
+    `modules`: [(name, hand-written text)]. A copy is an assignment to a constant-style name
+    (upper case, or the constant's own spelling) that reduces to a constant's name, unless its
+    value names the generated constant; or a line whose code has an integer literal and whose
+    comment names a constant of rmm.h."""
+    generated = {constant_key(name): name for name in python_constants(header)}
+    c_names = {c.name for c in header.constants}
+    found = []
+    for module, text in modules:
+        for number, line in enumerate(text.split("\n"), 1):
+            m = re.match(r"\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)(.*)$", line)
+            if m:
+                name, value = m.group(1), m.group(2)
+                wanted = generated.get(constant_key(name))
+                style = name.lstrip("_").isupper() or name.lstrip("_") == wanted
+                if wanted and style and not re.search(rf"\b{wanted}\b", value):
+                    found.append((module, number, f"{name} restates {wanted}: use _bindings.{wanted}"))
+                    continue
+            code, _, note = line.partition("#")
+            named = [n for n in re.findall(r"\bRMM_\w+|\b[A-Z][a-z]+[A-Z]\w*", note) if n in c_names]
+            if named and re.search(r"(?<![\w.])(?:0[xX][0-9a-fA-F]+|\d+)\b", code):
+                wanted = python_constant(named[0])
+                found.append((module, number, f"a literal for {named[0]}: use _bindings.{wanted}"))
+    return found
+
+
+def package_modules(path):
+    """(name, text) of the other modules of the package that holds `path` (every .py file
+    under the folder of `path` when that folder has an __init__.py), in a stable order; [] for a
+    lone module."""
     folder = pathlib.Path(path).resolve().parent
     if not (folder / "__init__.py").is_file():
-        return ""
+        return []
     me = pathlib.Path(path).resolve()
-    return "\n".join(p.read_text() for p in sorted(folder.rglob("*.py")) if p.resolve() != me)
+    return [(str(p.relative_to(folder.parent)), p.read_text())
+            for p in sorted(folder.rglob("*.py")) if p.resolve() != me]
+
+
+def package_text(path):
+    """The other modules of the package that holds `path`, joined; "" for a lone module."""
+    return "\n".join(text for _, text in package_modules(path))
 
 
 def generate_python(text, header, path):
-    hand = hand_written(text, path, "#") + "\n" + package_text(path)
-    where = pathlib.Path(path).parent if package_text(path) else path
+    own = hand_written(text, path, "#")
+    modules = package_modules(path)
+    hand = own + "\n" + "\n".join(text for _, text in modules)
+    where = pathlib.Path(path).parent if modules else path
+    numbered = hand_written(text, path, "#", keep_lines=True)
+    copies = copied_constants(header, [(pathlib.Path(path).name, numbered)] + modules)
+    if copies:
+        raise HeaderError("hand-written Python restates constants of rmm.h (run "
+                          "scripts/generate_bindings.py after fixing):\n" + "\n".join(
+                              f"  {module}:{line}: {message}" for module, line, message in copies))
     return fill(text, path, "#", {"BINDINGS": python_bindings(header, hand, where)})
 
 

@@ -2,6 +2,7 @@
 """`pip download --no-deps` with progress that reads well in a CI log: one line per wheel when
 its download starts (name and size), then a line at every tenth of it (and at least every 30
 seconds), then one when it is done, instead of pip's redrawn bar or nothing (--quiet).
+Without network, one line says so instead of pip's retries.
 scripts/fetch-cccl.sh (three wheels, about 7 MB) and scripts/check-torch-backend.sh (the torch
 wheel, about 530 MB) fetch through it. On failure it prints pip's output and exits with pip's
 status.
@@ -18,6 +19,9 @@ import threading
 import time
 
 UNITS = {"bytes": 1, "kB": 1e3, "MB": 1e6, "GB": 1e9}
+# What pip says when there is no network to reach PyPI through.
+NETWORK = re.compile(r"Temporary failure in name resolution|Name or service not known|Network is unreachable|"
+                     r"Connection refused|No route to host")
 EVERY_SECONDS = 30
 
 
@@ -86,8 +90,14 @@ def main():
         if watcher:
             watcher.join()
     if status != 0:
-        sys.stderr.write("".join(output))
-        print(f"pip download {' '.join(specs)} failed ({status})", file=sys.stderr)
+        unreachable = next((line for line in output if NETWORK.search(line)), None)
+        if unreachable:
+            # No network: one line, not pip's retries and tracebacks.
+            why = NETWORK.search(unreachable).group(0)
+            print(f"could not download {' '.join(specs)}: PyPI could not be reached ({why})", file=sys.stderr)
+        else:
+            sys.stderr.write("".join(output))
+            print(f"pip download {' '.join(specs)} failed ({status})", file=sys.stderr)
         return status
     print(f"downloaded {' '.join(specs)} into {dest} in {time.monotonic() - started:.0f} s",
           flush=True)

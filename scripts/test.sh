@@ -100,6 +100,7 @@ step "fmt, clippy, rustdoc" "format, lints, docs"
 cargo fmt --all --check
 cargo clippy --all-targets --workspace -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --quiet
+scripts/gpu.sh --help >/dev/null  # every GPU suite is listed with what it does
 passed
 
 step "cargo tests" "cargo test (every crate)"

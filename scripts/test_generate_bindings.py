@@ -278,6 +278,36 @@ def f(lib):
             self.generate(self.HAND + "lib.rmmPairGone()\n")
         self.assertIn("rmmPairGone", str(caught.exception))
 
+    def test_the_constants_and_size_max(self):
+        namespace = {}
+        exec(compile(self.generate(self.HAND).replace("def f", "def _unused"), "sample.py", "exec"),
+             namespace)
+        self.assertEqual((namespace["SLOTS"], namespace["RED"], namespace["BLUE"]), (16, 3, 5))
+        self.assertEqual(namespace["SIZE_MAX"], 2 ** (8 * ctypes.sizeof(ctypes.c_size_t)) - 1)
+
+    def test_restating_a_constant_fails(self):
+        # Each line restates one: the package must take the generated constant.
+        for copy in ("_SLOTS = 16", "SLOTS: int = 0x10", "RMM_SLOTS = 16", "_SIZE_MAX = (1 << 64) - 1",
+                     "    BLUE = 5", "flags = 3 if x else 0  # RMM_RED"):
+            with self.subTest(copy=copy), self.assertRaises(gb.HeaderError) as caught:
+                self.generate(self.HAND + copy + "\n")
+            self.assertIn("restates constants of rmm.h", str(caught.exception))
+            self.assertIn("sample.py:8: ", str(caught.exception))
+        # Taking the generated one, or a name that only looks alike, is fine.
+        for fine in ("SLOTS_USED = _bindings.SLOTS", "_RED = RED", "slots = 16", "red = 3  # a colour",
+                     "SLOT = 16", "x = 3  # RMM_NOWHERE", "y = RED  # RMM_RED"):
+            with self.subTest(fine=fine):
+                self.generate(self.HAND + fine + "\n")
+
+    def test_the_package_restates_no_constant(self):
+        # The drift check of python/rmm_rs/: rmm.h's constants, SIZE_MAX and the error codes
+        # come from the generated part of _bindings.py only.
+        header = gb.parse_header((ROOT / "include" / "rmm.h").read_text())
+        bindings = ROOT / "python" / "rmm_rs" / "_bindings.py"
+        own = gb.hand_written(bindings.read_text(), bindings, "#", keep_lines=True)
+        copies = gb.copied_constants(header, [("rmm_rs/_bindings.py", own)] + gb.package_modules(bindings))
+        self.assertEqual(copies, [])
+
 
 class CheckTest(unittest.TestCase):
     """--check on copies of the committed files: quiet when they are up to date, exit 1 with a

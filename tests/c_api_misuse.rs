@@ -266,3 +266,39 @@ fn a_device_buffer_refuses_a_destroyed_stream_and_keeps_its_own() {
     }
     assert!(common::races().is_empty(), "no stale handle reached the driver: {:?}", common::races());
 }
+
+#[test]
+fn a_double_free_and_a_pointer_inside_a_block_are_told_apart() {
+    let _guard = setup();
+    let cuda = {
+        let mut handle = std::ptr::null_mut();
+        assert_eq!(rmmCudaResourceCreate(&mut handle), RMM_SUCCESS);
+        handle
+    };
+    let mut pool = std::ptr::null_mut();
+    assert_eq!(rmmPoolResourceCreate(&mut pool, cuda, 16 << 20, 0), RMM_SUCCESS);
+    let (mut a, mut b) = (std::ptr::null_mut(), std::ptr::null_mut());
+    assert_eq!(rmmResourceAllocate(pool, &mut a, 3 << 20, NULL_STREAM), RMM_SUCCESS);
+    assert_eq!(rmmResourceAllocate(pool, &mut b, 4096, NULL_STREAM), RMM_SUCCESS);
+
+    // Inside a block, even in a later record window than its start (3 MiB blocks span two).
+    for offset in [256usize, (2 << 20) + 512] {
+        let inside = (a as usize + offset) as *mut c_void;
+        assert_eq!(rmmResourceDeallocate(pool, inside, 256, NULL_STREAM), RMM_ERROR_INVALID_ARGUMENT);
+        let expected = format!("it lies inside the block at {:#x} (3145728 bytes), {offset} bytes from its start", a as usize);
+        assert!(last_message().contains(&expected), "{}", last_message());
+    }
+    // Freed twice.
+    assert_eq!(rmmResourceDeallocate(pool, b, 4096, NULL_STREAM), RMM_SUCCESS);
+    assert_eq!(rmmResourceDeallocate(pool, b, 4096, NULL_STREAM), RMM_ERROR_INVALID_ARGUMENT);
+    assert!(last_message().contains("it was already freed (a double free)"), "{}", last_message());
+    assert_eq!(rmmFree(b, NULL_STREAM, std::ptr::null(), 0), RMM_ERROR_INVALID_ARGUMENT);
+    assert!(last_message().contains("a double free"), "{}", last_message());
+    // Never handed out: neither.
+    assert_eq!(rmmFree(0x1000 as *mut c_void, NULL_STREAM, std::ptr::null(), 0), RMM_ERROR_INVALID_ARGUMENT);
+    assert!(last_message().contains("never allocated"), "{}", last_message());
+
+    assert_eq!(rmmResourceDeallocate(pool, a, 3 << 20, NULL_STREAM), RMM_SUCCESS);
+    assert_eq!(rmmResourceDestroy(pool), RMM_SUCCESS);
+    assert_eq!(rmmResourceDestroy(cuda), RMM_SUCCESS);
+}

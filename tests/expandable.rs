@@ -4,27 +4,15 @@
 
 mod common;
 
-use common::{device_used, over, races, setup_with, stamp, stamped};
+use common::{allocate_on, device_used, free_on, over, races, setup_with, stamp, stamped};
 use rmm::boundary::handles::rmmResource_t;
 use rmm::boundary::types::{cudaStream_t, rmmExpandableOptions_t, rmmFootprint_t};
 use rmm::boundary::*;
-use rmm::error::rmmError_t::{self, *};
+use rmm::error::rmmError_t::*;
 use std::ffi::c_void;
 use std::ptr::null_mut;
 
 const MIB: usize = 1 << 20;
-
-fn allocate(resource: rmmResource_t, bytes: usize, stream: cudaStream_t) -> Result<usize, rmmError_t> {
-    let mut ptr: *mut c_void = null_mut();
-    match rmmResourceAllocate(resource, &mut ptr, bytes, stream) {
-        RMM_SUCCESS => Ok(ptr as usize),
-        error => Err(error),
-    }
-}
-
-fn free(resource: rmmResource_t, ptr: usize, bytes: usize, stream: cudaStream_t) {
-    assert_eq!(rmmResourceDeallocate(resource, ptr as *mut c_void, bytes, stream), RMM_SUCCESS);
-}
 
 #[test]
 fn blocks_move_between_streams_in_order_and_memory_goes_back_when_released() {
@@ -40,28 +28,28 @@ fn blocks_move_between_streams_in_order_and_memory_goes_back_when_released() {
     let mut live: Vec<(usize, usize, u8)> = Vec::new();
     for (i, &size) in sizes.iter().cycle().take(40).enumerate() {
         let stream = if i % 2 == 0 { a } else { b };
-        let ptr = allocate(stats, size, stream).unwrap();
+        let ptr = allocate_on(stats, size, stream).unwrap();
         stamp(ptr, size.min(4096), i as u8);
         live.push((ptr, size, i as u8));
         if i % 3 == 2 {
             // Freed on one stream, the block may come back on the other: in order only.
             let (ptr, size, tag) = live.remove(i % live.len());
             assert!(stamped(ptr, size.min(4096), tag));
-            free(stats, ptr, size, if i % 2 == 0 { b } else { a });
+            free_on(stats, ptr, size, if i % 2 == 0 { b } else { a });
         }
     }
     assert!(device_used() > before);
     for (ptr, size, tag) in live.drain(..) {
         assert!(stamped(ptr, size.min(4096), tag), "a live block was overwritten");
-        free(stats, ptr, size, a);
+        free_on(stats, ptr, size, a);
     }
     let mut released = 0;
     assert_eq!(rmmResourceRelease(stats, &mut released), RMM_SUCCESS);
     assert!(released > 0);
     assert_eq!(device_used(), before, "released chunks are unmapped and their memory is the device's again");
     // And it grows again after the release.
-    let again = allocate(stats, 20 * MIB, a).unwrap();
-    free(stats, again, 20 * MIB, a);
+    let again = allocate_on(stats, 20 * MIB, a).unwrap();
+    free_on(stats, again, 20 * MIB, a);
 
     assert_eq!(rmmStreamDestroy(a), RMM_SUCCESS);
     assert_eq!(rmmStreamDestroy(b), RMM_SUCCESS);
@@ -78,27 +66,27 @@ fn out_of_memory_releases_what_the_device_keeps_free_then_is_reported() {
     // A pool that keeps 192 MiB free: the expandable resource gets it back from it.
     let cuda = over(|h| rmmCudaResourceCreate(h));
     let pool = over(|h| rmmPoolResourceCreate(h, cuda, 0, 0));
-    let held = allocate(pool, 192 * MIB, null_mut()).unwrap();
-    free(pool, held, 192 * MIB, null_mut());
+    let held = allocate_on(pool, 192 * MIB, null_mut()).unwrap();
+    free_on(pool, held, 192 * MIB, null_mut());
     let expandable = over(|h| rmmExpandableResourceCreate(h, 0));
-    let big = allocate(expandable, 200 * MIB, null_mut()).expect("the pool's free chunk is released for it");
+    let big = allocate_on(expandable, 200 * MIB, null_mut()).expect("the pool's free chunk is released for it");
     stamp(big, 4096, 0x77);
     // More than the device has left: out of memory, with the live block untouched.
-    assert_eq!(allocate(expandable, 100 * MIB, null_mut()), Err(RMM_ERROR_OUT_OF_MEMORY));
+    assert_eq!(allocate_on(expandable, 100 * MIB, null_mut()), Err(RMM_ERROR_OUT_OF_MEMORY));
     assert!(stamped(big, 4096, 0x77));
-    free(expandable, big, 200 * MIB, null_mut());
+    free_on(expandable, big, 200 * MIB, null_mut());
     // Everything freed: the whole device can be had again, through the same resource.
-    let whole = allocate(expandable, 240 * MIB, null_mut()).expect("the device's memory after everything was freed");
-    free(expandable, whole, 240 * MIB, null_mut());
+    let whole = allocate_on(expandable, 240 * MIB, null_mut()).expect("the device's memory after everything was freed");
+    free_on(expandable, whole, 240 * MIB, null_mut());
     for handle in [expandable, pool, cuda] {
         assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
     }
     assert_eq!(device_used(), before);
     // A maximum bounds what it reserves.
     let bounded = over(|h| rmmExpandableResourceCreate(h, 8 * MIB));
-    assert_eq!(allocate(bounded, 16 * MIB, null_mut()), Err(RMM_ERROR_OUT_OF_MEMORY));
-    let fits = allocate(bounded, 8 * MIB, null_mut()).unwrap();
-    free(bounded, fits, 8 * MIB, null_mut());
+    assert_eq!(allocate_on(bounded, 16 * MIB, null_mut()), Err(RMM_ERROR_OUT_OF_MEMORY));
+    let fits = allocate_on(bounded, 8 * MIB, null_mut()).unwrap();
+    free_on(bounded, fits, 8 * MIB, null_mut());
     assert_eq!(rmmResourceDestroy(bounded), RMM_SUCCESS);
 }
 
@@ -130,10 +118,10 @@ fn a_chunk_grows_in_place_by_what_the_request_needs_beyond_its_free_end() {
     let before = device_used();
     let expandable = over(|h| rmmExpandableResourceCreate(h, 0));
     let stats = over(|h| rmmStatisticsAdaptorCreate(h, expandable));
-    let small = allocate(stats, MIB, null_mut()).unwrap();
+    let small = allocate_on(stats, MIB, null_mut()).unwrap();
     assert_eq!(footprint(stats).reserved_bytes, 2 * MIB, "one page");
     // 1 MiB is free at the chunk's end: 3 MiB more need one page more, not a new chunk.
-    let large = allocate(stats, 3 * MIB, null_mut()).unwrap();
+    let large = allocate_on(stats, 3 * MIB, null_mut()).unwrap();
     assert_eq!(large, small + MIB, "the block spans the chunk's old end");
     let figures = footprint(stats);
     assert_eq!((figures.reserved_bytes, figures.live_bytes, figures.largest_free_block), (4 * MIB, 4 * MIB, 0));
@@ -148,11 +136,11 @@ fn a_chunk_grows_in_place_by_what_the_request_needs_beyond_its_free_end() {
     assert_eq!(pool["chunks"].as_array().unwrap().len(), 1, "{snapshot}");
     assert_eq!(pool["upstream"]["mapped"].as_array().unwrap().len(), 1, "one mapped range: {snapshot}");
     assert_eq!(pool["upstream"]["mapped_bytes"], 4 * MIB);
-    free(stats, small, MIB, null_mut());
+    free_on(stats, small, MIB, null_mut());
     let figures = footprint(stats);
     assert_eq!((figures.live_bytes, figures.peak_live_bytes, figures.peak_reserved_bytes), (3 * MIB, 4 * MIB, 4 * MIB));
     assert!((figures.fragmentation - 0.25).abs() < 1e-12, "1 MiB of 4 not in use: {}", figures.fragmentation);
-    free(stats, large, 3 * MIB, null_mut());
+    free_on(stats, large, 3 * MIB, null_mut());
     for handle in [stats, expandable] {
         assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
     }
@@ -166,12 +154,12 @@ fn free_pages_above_the_release_threshold_go_back_once_their_stream_has_passed()
     let before = device_used();
     let stream = new_stream();
     let expandable = with_options(&rmmExpandableOptions_t { release_free_pages: 1, release_threshold: 4 * MIB, ..options() });
-    let first = allocate(expandable, MIB, stream).unwrap();
-    let blocks: Vec<usize> = (0..4).map(|_| allocate(expandable, 5 * MIB, stream).unwrap()).collect();
+    let first = allocate_on(expandable, MIB, stream).unwrap();
+    let blocks: Vec<usize> = (0..4).map(|_| allocate_on(expandable, 5 * MIB, stream).unwrap()).collect();
     assert_eq!(footprint(expandable).reserved_bytes, 22 * MIB);
     stamp(first, 4096, 0x3c);
     for &block in blocks.iter().rev() {
-        free(expandable, block, 5 * MIB, stream);
+        free_on(expandable, block, 5 * MIB, stream);
     }
     // Free pages at the chunk's end were unmapped while more than 4 MiB was mapped, and went
     // back while more than 4 MiB was held: the page under the block still in use stays
@@ -181,10 +169,10 @@ fn free_pages_above_the_release_threshold_go_back_once_their_stream_has_passed()
     assert_eq!(device_used(), before + 4 * MIB);
     assert!(stamped(first, 4096, 0x3c), "the block in use keeps its memory");
     // It grows again, in place.
-    let again = allocate(expandable, 9 * MIB, stream).unwrap();
+    let again = allocate_on(expandable, 9 * MIB, stream).unwrap();
     assert_eq!(again, first + MIB);
-    free(expandable, again, 9 * MIB, stream);
-    free(expandable, first, MIB, stream);
+    free_on(expandable, again, 9 * MIB, stream);
+    free_on(expandable, first, MIB, stream);
     assert!(footprint(expandable).reserved_bytes <= 4 * MIB);
     assert_eq!(rmmResourceDestroy(expandable), RMM_SUCCESS);
     assert_eq!(rmmStreamDestroy(stream), RMM_SUCCESS);
@@ -193,17 +181,17 @@ fn free_pages_above_the_release_threshold_go_back_once_their_stream_has_passed()
 
     // The initial size stays mapped whatever the threshold.
     let keeps_initial = with_options(&rmmExpandableOptions_t { release_free_pages: 1, initial_size: 4 * MIB, ..options() });
-    let first = allocate(keeps_initial, MIB, null_mut()).unwrap();
-    let block = allocate(keeps_initial, 12 * MIB, null_mut()).unwrap();
-    free(keeps_initial, block, 12 * MIB, null_mut());
-    free(keeps_initial, first, MIB, null_mut());
+    let first = allocate_on(keeps_initial, MIB, null_mut()).unwrap();
+    let block = allocate_on(keeps_initial, 12 * MIB, null_mut()).unwrap();
+    free_on(keeps_initial, block, 12 * MIB, null_mut());
+    free_on(keeps_initial, first, MIB, null_mut());
     assert_eq!(footprint(keeps_initial).reserved_bytes, 4 * MIB, "freed pages beyond the initial size went back");
     assert_eq!(rmmResourceDestroy(keeps_initial), RMM_SUCCESS);
 
     // Without release_free_pages everything stays mapped until released.
     let keeping = with_options(&options());
-    let block = allocate(keeping, 20 * MIB, null_mut()).unwrap();
-    free(keeping, block, 20 * MIB, null_mut());
+    let block = allocate_on(keeping, 20 * MIB, null_mut()).unwrap();
+    free_on(keeping, block, 20 * MIB, null_mut());
     assert_eq!(footprint(keeping).reserved_bytes, 20 * MIB);
     assert_eq!(rmmResourceDestroy(keeping), RMM_SUCCESS);
 }
@@ -214,15 +202,15 @@ fn options_are_checked_and_peers_get_access() {
     let peers = [1];
     let shared = with_options(&rmmExpandableOptions_t { peers: peers.as_ptr(), num_peers: 1, initial_size: 4 * MIB, ..options() });
     assert_eq!(footprint(shared).reserved_bytes, 4 * MIB, "the initial size is mapped at creation");
-    let block = allocate(shared, 3 * MIB, null_mut()).unwrap();
+    let block = allocate_on(shared, 3 * MIB, null_mut()).unwrap();
     stamp(block, 4096, 0x11);
     assert!(stamped(block, 4096, 0x11));
-    free(shared, block, 3 * MIB, null_mut());
+    free_on(shared, block, 3 * MIB, null_mut());
     assert_eq!(rmmResourceDestroy(shared), RMM_SUCCESS);
     let larger_pages = with_options(&rmmExpandableOptions_t { page_size: 4 * MIB, ..options() });
-    let block = allocate(larger_pages, MIB, null_mut()).unwrap();
+    let block = allocate_on(larger_pages, MIB, null_mut()).unwrap();
     assert_eq!(footprint(larger_pages).reserved_bytes, 4 * MIB, "one page of 4 MiB");
-    free(larger_pages, block, MIB, null_mut());
+    free_on(larger_pages, block, MIB, null_mut());
     assert_eq!(rmmResourceDestroy(larger_pages), RMM_SUCCESS);
     // The default page grows with the maximum: 1/4096 of it, up to 20 MiB.
     for (maximum, page) in [(256 * MIB, 2 * MIB), (16 << 30, 4 * MIB), (80 << 30, 20 * MIB), (141 << 30, 20 * MIB)] {
@@ -248,9 +236,9 @@ fn options_are_checked_and_peers_get_access() {
     assert_eq!(rmmCudaResourceCreate(&mut cuda), RMM_SUCCESS);
     assert_eq!(rmmResourceGetFootprint(cuda, null_mut()), RMM_ERROR_INVALID_ARGUMENT);
     assert_eq!(rmmResourceGetFootprint(null_mut(), &mut figures), RMM_ERROR_INVALID_HANDLE);
-    let direct = allocate(cuda, 3 * MIB, null_mut()).unwrap();
+    let direct = allocate_on(cuda, 3 * MIB, null_mut()).unwrap();
     assert_eq!(footprint(cuda).reserved_bytes, 3 * MIB, "a direct resource holds what it hands out");
-    free(cuda, direct, 3 * MIB, null_mut());
+    free_on(cuda, direct, 3 * MIB, null_mut());
     let figures = footprint(cuda);
     assert_eq!((figures.live_bytes, figures.peak_live_bytes), (0, 3 * MIB));
     assert_eq!(rmmResourceDestroy(cuda), RMM_SUCCESS);
@@ -284,7 +272,7 @@ fn give_everything_back(expandable: rmmResource_t, before: usize) {
 fn stamped_blocks(resource: rmmResource_t, count: usize, size: usize, stream: cudaStream_t) -> Vec<usize> {
     (0..count)
         .map(|tag| {
-            let block = allocate(resource, size, stream).unwrap();
+            let block = allocate_on(resource, size, stream).unwrap();
             stamp(block, size, tag as u8);
             block
         })
@@ -294,7 +282,7 @@ fn stamped_blocks(resource: rmmResource_t, count: usize, size: usize, stream: cu
 /// Frees every other block of `blocks` (the odd ones), leaving holes between live blocks.
 fn free_every_other(resource: rmmResource_t, blocks: &[usize], size: usize, stream: cudaStream_t) {
     for &block in blocks.iter().skip(1).step_by(2) {
-        free(resource, block, size, stream);
+        free_on(resource, block, size, stream);
     }
 }
 
@@ -322,10 +310,10 @@ fn a_hole_in_the_middle_of_a_chunk_is_unmapped_once_its_stream_has_passed_and_no
     let expandable = with_options(&rmmExpandableOptions_t { release_free_pages: 1, ..options() });
     // One chunk: [first: 1 MiB][hole: 8 MiB][last: 512 KiB][tiny: 256 KiB][256 KiB free] (blocks
     // below 256 KiB would come from the small blocks' part).
-    let first = allocate(expandable, MIB, stream).unwrap();
-    let hole = allocate(expandable, 8 * MIB, stream).unwrap();
-    let last = allocate(expandable, MIB / 2, stream).unwrap();
-    let tiny = allocate(expandable, MIB / 4, stream).unwrap();
+    let first = allocate_on(expandable, MIB, stream).unwrap();
+    let hole = allocate_on(expandable, 8 * MIB, stream).unwrap();
+    let last = allocate_on(expandable, MIB / 2, stream).unwrap();
+    let tiny = allocate_on(expandable, MIB / 4, stream).unwrap();
     assert_eq!(first % (2 * MIB), 0, "a chunk starts on a page");
     assert_eq!((hole, last), (first + MIB, first + 9 * MIB));
     assert_eq!(device_used(), before + 10 * MIB);
@@ -335,14 +323,14 @@ fn a_hole_in_the_middle_of_a_chunk_is_unmapped_once_its_stream_has_passed_and_no
     // The stream is still running work enqueued before the free: the hole's three whole
     // pages are cut from the chunk but stay mapped.
     simulator.stream_hold(sim_stream(stream)).unwrap();
-    free(expandable, hole, 8 * MIB, stream);
+    free_on(expandable, hole, 8 * MIB, stream);
     assert!(accessible(first + 2 * MIB, 6 * MIB), "unmapped under a kernel that may still use it");
     assert_eq!(device_used(), before + 10 * MIB);
     assert_eq!(footprint(expandable).reserved_bytes, 10 * MIB, "held until the device has the pages back");
 
     // Once the stream has passed the free, the next free gives them back, without waiting.
     simulator.stream_finish_held(sim_stream(stream)).unwrap();
-    free(expandable, tiny, MIB / 4, stream);
+    free_on(expandable, tiny, MIB / 4, stream);
     assert!(!accessible(first + 2 * MIB, 2 * MIB), "the hole's pages are unmapped");
     assert!(accessible(first, 2 * MIB) && accessible(first + 8 * MIB, 2 * MIB), "pages with live bytes stay");
     assert_eq!(device_used(), before + 4 * MIB);
@@ -353,11 +341,11 @@ fn a_hole_in_the_middle_of_a_chunk_is_unmapped_once_its_stream_has_passed_and_no
     assert_eq!(snapshot["large"]["upstream"]["mapped"].as_array().unwrap().len(), 2, "{snapshot}");
 
     // A block over the hole's address range is mapped again before it is handed out.
-    let again = allocate(expandable, 7 * MIB, stream).unwrap();
+    let again = allocate_on(expandable, 7 * MIB, stream).unwrap();
     stamp(again, 7 * MIB, 0x23);
     assert!(stamped(first, MIB, 0x21) && stamped(last, MIB / 2, 0x22));
     for (ptr, size) in [(again, 7 * MIB), (first, MIB), (last, MIB / 2)] {
-        free(expandable, ptr, size, stream);
+        free_on(expandable, ptr, size, stream);
     }
     assert_eq!(device_used(), before, "everything freed: every page went back");
     assert_eq!(rmmResourceDestroy(expandable), RMM_SUCCESS);
@@ -373,9 +361,9 @@ fn small_blocks_come_from_pages_of_their_own_within_one_maximum() {
     let _guard = setup_with("2:256MiB");
     let before = device_used();
     let expandable = with_options(&rmmExpandableOptions_t { page_size: 8 * MIB, maximum_size: 16 * MIB, ..options() });
-    let large = allocate(expandable, MIB, null_mut()).unwrap();
+    let large = allocate_on(expandable, MIB, null_mut()).unwrap();
     assert_eq!(device_used(), before + 8 * MIB, "one large page");
-    let small: Vec<usize> = (0..4).map(|_| allocate(expandable, 64 << 10, null_mut()).unwrap()).collect();
+    let small: Vec<usize> = (0..4).map(|_| allocate_on(expandable, 64 << 10, null_mut()).unwrap()).collect();
     assert_eq!(device_used(), before + 10 * MIB, "the small blocks share one page of 2 MiB");
     let snapshot = snapshot_of(expandable);
     assert_eq!(snapshot["small_blocks_below"], 256 << 10);
@@ -392,19 +380,19 @@ fn small_blocks_come_from_pages_of_their_own_within_one_maximum() {
     }
 
     // 8 MiB more need another large page: 18 MiB held, past the maximum over both parts.
-    assert_eq!(allocate(expandable, 8 * MIB, null_mut()), Err(RMM_ERROR_OUT_OF_MEMORY));
+    assert_eq!(allocate_on(expandable, 8 * MIB, null_mut()), Err(RMM_ERROR_OUT_OF_MEMORY));
     assert!(common::last_message().contains("maximum"), "{}", common::last_message());
     // A free of a small block with a large block's size goes to the small part, which refuses
     // it: the block stays live and is not handed out again.
     assert_eq!(rmmResourceDeallocate(expandable, small[0] as *mut c_void, MIB, null_mut()), RMM_ERROR_INVALID_ARGUMENT);
-    let another = allocate(expandable, 64 << 10, null_mut()).unwrap();
+    let another = allocate_on(expandable, 64 << 10, null_mut()).unwrap();
     assert!(!small.contains(&another), "a refused free hands nothing out twice");
     for (tag, &block) in small.iter().enumerate() {
         assert!(stamped(block, 64 << 10, tag as u8), "small block {tag} was overwritten");
-        free(expandable, block, 64 << 10, null_mut());
+        free_on(expandable, block, 64 << 10, null_mut());
     }
-    free(expandable, another, 64 << 10, null_mut());
-    free(expandable, large, MIB, null_mut());
+    free_on(expandable, another, 64 << 10, null_mut());
+    free_on(expandable, large, MIB, null_mut());
     give_everything_back(expandable, before);
     assert!(races().is_empty(), "{:?}", races());
 }
@@ -419,18 +407,18 @@ fn a_request_that_fits_across_an_unmapped_gap_maps_the_gap_and_joins_the_chunk_a
     let expandable = with_options(&rmmExpandableOptions_t { release_free_pages: 1, ..options() });
     // One chunk: [first: 1 MiB][hole: 8 MiB][last: 512 KiB][tiny: 256 KiB][256 KiB free] (blocks
     // below 256 KiB would come from the small blocks' part).
-    let first = allocate(expandable, MIB, null_mut()).unwrap();
-    let hole = allocate(expandable, 8 * MIB, null_mut()).unwrap();
-    let last = allocate(expandable, MIB / 2, null_mut()).unwrap();
-    let tiny = allocate(expandable, MIB / 4, null_mut()).unwrap();
+    let first = allocate_on(expandable, MIB, null_mut()).unwrap();
+    let hole = allocate_on(expandable, 8 * MIB, null_mut()).unwrap();
+    let last = allocate_on(expandable, MIB / 2, null_mut()).unwrap();
+    let tiny = allocate_on(expandable, MIB / 4, null_mut()).unwrap();
     stamp(first, MIB, 0x31);
     stamp(last, MIB / 2, 0x32);
-    free(expandable, hole, 8 * MIB, null_mut());
+    free_on(expandable, hole, 8 * MIB, null_mut());
     assert_eq!(device_used(), before + 4 * MIB, "the hole's three whole pages went back");
     assert_eq!(snapshot_of(expandable)["large"]["chunks"].as_array().unwrap().len(), 2);
 
     // 1 MiB free before the 6 MiB gap, 1 MiB free after it: 7.5 MiB fit across.
-    let across = allocate(expandable, 15 * MIB / 2, null_mut()).unwrap();
+    let across = allocate_on(expandable, 15 * MIB / 2, null_mut()).unwrap();
     assert_eq!(across, hole, "the block starts at the first part's free end");
     assert_eq!(device_used(), before + 10 * MIB, "only the gap's three pages were mapped");
     let snapshot = snapshot_of(expandable);
@@ -438,7 +426,7 @@ fn a_request_that_fits_across_an_unmapped_gap_maps_the_gap_and_joins_the_chunk_a
     stamp(across, 15 * MIB / 2, 0x33);
     assert!(stamped(first, MIB, 0x31) && stamped(last, MIB / 2, 0x32), "live blocks keep their contents");
     for (ptr, size) in [(across, 15 * MIB / 2), (first, MIB), (last, MIB / 2), (tiny, MIB / 4)] {
-        free(expandable, ptr, size, null_mut());
+        free_on(expandable, ptr, size, null_mut());
     }
     assert_eq!(device_used(), before, "everything freed: every page went back");
     assert_eq!(rmmResourceDestroy(expandable), RMM_SUCCESS);
@@ -455,7 +443,7 @@ fn a_request_no_mapped_range_fits_is_stitched_from_the_pages_of_holes_before_new
     free_every_other(expandable, &blocks, 4 * MIB, null_mut());
     // 16 MiB free, none of it in one block large enough: 12 MiB are served by the pages of
     // the three holes in the middle, mapped after the free end of the chunk.
-    let large = allocate(expandable, 12 * MIB, null_mut()).unwrap();
+    let large = allocate_on(expandable, 12 * MIB, null_mut()).unwrap();
     assert_eq!(large, blocks[7], "it starts at the chunk's free end");
     assert_eq!(device_used(), before + 32 * MIB, "no new physical memory");
     stamp(large, 12 * MIB, 0xEE);
@@ -473,14 +461,14 @@ fn a_request_no_mapped_range_fits_is_stitched_from_the_pages_of_holes_before_new
         "16 pages made, the three holes' 6 unmapped and 4 of them mapped again: {activity}"
     );
     // The kept pages serve the next growth too.
-    let more = allocate(expandable, 4 * MIB, null_mut()).unwrap();
+    let more = allocate_on(expandable, 4 * MIB, null_mut()).unwrap();
     assert_eq!(device_used(), before + 32 * MIB);
 
     // Everything freed: everything goes back on release.
-    free(expandable, more, 4 * MIB, null_mut());
-    free(expandable, large, 12 * MIB, null_mut());
+    free_on(expandable, more, 4 * MIB, null_mut());
+    free_on(expandable, large, 12 * MIB, null_mut());
     for &block in blocks.iter().step_by(2) {
-        free(expandable, block, 4 * MIB, null_mut());
+        free_on(expandable, block, 4 * MIB, null_mut());
     }
     assert_eq!(footprint(expandable).reserved_bytes, 32 * MIB, "the freed pages are held until released");
     give_everything_back(expandable, before);
@@ -503,7 +491,7 @@ fn growth_on_a_busy_stream_maps_its_own_holes_pages_again_at_once() {
     free_every_other(expandable, &blocks, 4 * MIB, stream);
     // 16 MiB free in four holes, the last at the chunk's end: 12 MiB there need 8 MiB more,
     // mapped from the pages of two holes.
-    let large = allocate(expandable, 12 * MIB, stream).unwrap();
+    let large = allocate_on(expandable, 12 * MIB, stream).unwrap();
     assert_eq!(large, blocks[7]);
     assert_eq!(device_used(), before + 32 * MIB, "no new physical memory while the stream is busy");
     let mapped = |resource| snapshot_of(resource)["large"]["upstream"]["mapped_bytes"].as_u64().unwrap() as usize;
@@ -514,13 +502,13 @@ fn growth_on_a_busy_stream_maps_its_own_holes_pages_again_at_once() {
     stamp(large, 12 * MIB, 0xEE);
     assert_live_blocks_intact(&blocks, 4 * MIB);
     // The next free finds the stream past its frees: the holes' old addresses are unmapped.
-    free(expandable, blocks[0], 4 * MIB, stream);
+    free_on(expandable, blocks[0], 4 * MIB, stream);
     assert!(mapped(expandable) <= 32 * MIB, "the old addresses of lent pages are unmapped: {} bytes mapped", mapped(expandable));
     assert_eq!(device_used(), before + 32 * MIB);
     assert!(stamped(large, 12 * MIB, 0xEE));
-    free(expandable, large, 12 * MIB, stream);
+    free_on(expandable, large, 12 * MIB, stream);
     for &block in blocks.iter().skip(2).step_by(2) {
-        free(expandable, block, 4 * MIB, stream);
+        free_on(expandable, block, 4 * MIB, stream);
     }
     give_everything_back(expandable, before);
     assert_eq!(rmmStreamDestroy(stream), RMM_SUCCESS);
@@ -535,7 +523,7 @@ fn out_of_memory_takes_the_pages_of_holes_once_their_stream_has_passed() {
     let stream = new_stream();
     let expandable = over(|h| rmmExpandableResourceCreate(h, 0));
     let mut blocks = Vec::new();
-    while let Ok(block) = allocate(expandable, 8 * MIB, stream) {
+    while let Ok(block) = allocate_on(expandable, 8 * MIB, stream) {
         stamp(block, 8 * MIB, blocks.len() as u8);
         blocks.push(block);
     }
@@ -546,12 +534,12 @@ fn out_of_memory_takes_the_pages_of_holes_once_their_stream_has_passed() {
     // waits for the stream, unmaps the holes and maps their pages for the request.
     free_every_other(expandable, &blocks, 8 * MIB, stream);
     simulator.stream_hold(sim_stream(stream)).unwrap();
-    let large = allocate(expandable, 24 * MIB, stream).expect("served from the holes' pages");
+    let large = allocate_on(expandable, 24 * MIB, stream).expect("served from the holes' pages");
     stamp(large, 24 * MIB, 0xAB);
     assert_live_blocks_intact(&blocks, 8 * MIB);
-    free(expandable, large, 24 * MIB, stream);
+    free_on(expandable, large, 24 * MIB, stream);
     for &block in blocks.iter().step_by(2) {
-        free(expandable, block, 8 * MIB, stream);
+        free_on(expandable, block, 8 * MIB, stream);
     }
     give_everything_back(expandable, before);
     assert_eq!(rmmStreamDestroy(stream), RMM_SUCCESS);
@@ -589,7 +577,7 @@ fn mappings_are_accessible_from_every_device_that_reaches_the_owner_and_from_pee
 
     let expandable = over(|h| rmmExpandableResourceCreate(h, 0));
     assert_eq!(snapshot_of(expandable)["large"]["upstream"]["access"], serde_json::json!([0, 1]));
-    let (large, small) = (allocate(expandable, 3 * MIB, null_mut()).unwrap(), allocate(expandable, 4096, null_mut()).unwrap());
+    let (large, small) = (allocate_on(expandable, 3 * MIB, null_mut()).unwrap(), allocate_on(expandable, 4096, null_mut()).unwrap());
     assert!(simulator.vmm_accessible_from(large, 3 * MIB, 1) && simulator.vmm_accessible_from(small, 4096, 1));
     stamp(large, 3 * MIB, 0x21);
     copy_on_device_1(on_device_1, large, 3 * MIB).unwrap();
@@ -599,15 +587,15 @@ fn mappings_are_accessible_from_every_device_that_reaches_the_owner_and_from_pee
     assert!(stamped(small, 4096, 0x43), "device 1 wrote device 0's small pages");
     let calls = set_access_calls(expandable);
     assert_eq!(calls, 2, "one cuMemSetAccess per map, for both devices at once");
-    free(expandable, large, 3 * MIB, null_mut());
-    free(expandable, small, 4096, null_mut());
+    free_on(expandable, large, 3 * MIB, null_mut());
+    free_on(expandable, small, 4096, null_mut());
     assert_eq!(rmmResourceDestroy(expandable), RMM_SUCCESS);
 
     // Devices that do not reach each other: the owner alone has access, and a copy on the
     // other is refused; granting access is refused too while the peer cannot reach it.
     simulator.set_peer_access(false);
     let apart = over(|h| rmmExpandableResourceCreate(h, 0));
-    let block = allocate(apart, 5 * MIB, null_mut()).unwrap();
+    let block = allocate_on(apart, 5 * MIB, null_mut()).unwrap();
     assert!(!simulator.vmm_accessible_from(block, 5 * MIB, 1) && simulator.vmm_accessible_from(block, 5 * MIB, 0));
     let refused = copy_on_device_1(on_device_1, block, MIB).unwrap_err();
     assert!(refused.to_string().contains("access for device 1"), "{refused}");
@@ -626,7 +614,7 @@ fn mappings_are_accessible_from_every_device_that_reaches_the_owner_and_from_pee
     stamp(block, MIB, 0x65);
     copy_on_device_1(on_device_1, block, MIB).unwrap();
     assert!(stamped(on_device_1, MIB, 0x65));
-    let grown = allocate(apart, 40 * MIB, null_mut()).unwrap();
+    let grown = allocate_on(apart, 40 * MIB, null_mut()).unwrap();
     assert!(simulator.vmm_accessible_from(grown, 40 * MIB, 1), "a later map includes the granted peer");
     assert_eq!(snapshot_of(apart)["large"]["upstream"]["access"], serde_json::json!([0, 1]));
 
@@ -635,8 +623,8 @@ fn mappings_are_accessible_from_every_device_that_reaches_the_owner_and_from_pee
     let cuda = over(|h| rmmCudaResourceCreate(h));
     assert_eq!(rmmExpandableResourceGrantPeerAccess(cuda, 1), RMM_ERROR_NOT_SUPPORTED);
     assert_eq!(rmmResourceDestroy(cuda), RMM_SUCCESS);
-    free(apart, block, 5 * MIB, null_mut());
-    free(apart, grown, 40 * MIB, null_mut());
+    free_on(apart, block, 5 * MIB, null_mut());
+    free_on(apart, grown, 40 * MIB, null_mut());
     assert_eq!(rmmResourceDestroy(stats), RMM_SUCCESS);
     platform().free(1, rmm::platform::MemoryKind::Device, on_device_1).unwrap();
     give_everything_back(apart, before);
@@ -657,14 +645,14 @@ fn a_peer_granted_while_other_threads_map_reaches_every_mapped_range() {
     // A map whose cuMemSetAccess is slow: the grant comes while it runs, before the map has
     // recorded its pages, so only the map itself can give the peer access to them.
     simulator.delay_set_access(std::time::Duration::from_millis(150));
-    let slow = std::thread::spawn(move || allocate(address as rmmResource_t, 5 * MIB, null_mut()).unwrap());
+    let slow = std::thread::spawn(move || allocate_on(address as rmmResource_t, 5 * MIB, null_mut()).unwrap());
     std::thread::sleep(std::time::Duration::from_millis(50));
     simulator.set_peer_access(true);
     simulator.delay_set_access(std::time::Duration::ZERO);
     assert_eq!(rmmExpandableResourceGrantPeerAccess(resource, 1), RMM_SUCCESS, "{}", common::last_message());
     let during = slow.join().unwrap();
     assert!(simulator.vmm_accessible_from(during, 5 * MIB, 1), "mapped while the grant ran: it has the peer's access too");
-    free(resource, during, 5 * MIB, null_mut());
+    free_on(resource, during, 5 * MIB, null_mut());
 
     // Then many maps and unmaps on four threads around another grant.
     simulator.set_peer_access(false);
@@ -681,13 +669,13 @@ fn a_peer_granted_while_other_threads_map_reaches_every_mapped_range() {
                 let mut rounds = 0;
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) || rounds < 20 {
                     let bytes = (1 + (worker + rounds) % 5) * 3 * MIB;
-                    let block = allocate(resource, bytes, stream).unwrap();
-                    free(resource, block, bytes, stream);
+                    let block = allocate_on(resource, bytes, stream).unwrap();
+                    free_on(resource, block, bytes, stream);
                     assert_eq!(rmmStreamSynchronize(stream), RMM_SUCCESS);
                     rounds += 1;
                 }
                 // One block stays mapped past the grant.
-                let kept = allocate(resource, 5 * MIB, stream).unwrap();
+                let kept = allocate_on(resource, 5 * MIB, stream).unwrap();
                 (stream as usize, kept)
             })
         })
@@ -710,7 +698,7 @@ fn a_peer_granted_while_other_threads_map_reaches_every_mapped_range() {
     assert!(checked >= 1, "the kept blocks are mapped");
     for (stream, block) in kept {
         assert!(simulator.vmm_accessible_from(block, 5 * MIB, 1));
-        free(resource, block, 5 * MIB, stream as cudaStream_t);
+        free_on(resource, block, 5 * MIB, stream as cudaStream_t);
         assert_eq!(rmmStreamDestroy(stream as cudaStream_t), RMM_SUCCESS);
     }
     assert_eq!(rmmResourceDestroy(resource), RMM_SUCCESS);

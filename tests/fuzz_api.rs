@@ -12,6 +12,17 @@
 //! does not know, so it gets one only in the seeds run with `registered_streams` (odd seeds),
 //! where it refuses it without asking. A block is freed now and then on the stream it was
 //! allocated on: that must work with either device current.
+//!
+//! Sleep and wake (rmmResourceSleep, rmmResourceWake, rmmResourceIsAsleep, rmmDeviceSleep,
+//! rmmDeviceWake) on any handle or a device's current resource, in both modes: the model knows
+//! which expandable resources sleep. An allocation whose memory can only come from a sleeping
+//! one is refused (RMM_ERROR_INVALID_ARGUMENT, "asleep"), one that may is refused or served;
+//! frees are taken; a stack over no expandable resource answers RMM_ERROR_NOT_SUPPORTED.
+//! Nothing reads a block whose memory may sleep (its pages are unmapped); once awake again, a
+//! kept block holds its stamp, a discarded one is stamped anew. Each expandable resource has a
+//! hidden statistics adaptor over it (a probe) to ask whether it sleeps after a wake ran out of
+//! memory. At a seed's end sleeping resources are woken half the time, else their blocks are
+//! freed and they are destroyed asleep.
 
 mod fuzz;
 
@@ -20,8 +31,10 @@ use rmm::boundary::handles::rmmResource_t;
 use rmm::boundary::types::*;
 use rmm::boundary::*;
 use rmm::error::rmmError_t::{self, *};
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::c_void;
 use std::ptr::null_mut;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The simulated devices (RMM_FUZZ_DEVICES, 1 or 2; 2 by default).
 fn devices() -> i32 {
@@ -32,6 +45,13 @@ fn devices() -> i32 {
         Ok(other) => panic!("RMM_FUZZ_DEVICES={other}: 1 or 2"),
     })
 }
+
+/// A sleep in keep mode only where the expandable resources hold at most this much.
+const KEEP_AT_MOST: usize = 4 << 20;
+
+/// Sleeps (in keep mode, in discard mode) and wakes that succeeded, over all seeds.
+static SLEEPS: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+static WAKES: AtomicU64 = AtomicU64::new(0);
 
 /// Handles that never name a stream (the simulator's are large numbers): made up.
 const MADE_UP_STREAMS: [usize; 4] = [0x3, 0x4, 0x1234, 0xdead_beef];
@@ -54,6 +74,24 @@ enum Legacy {
     /// The nodes rmmInitialize replaced, to be restored by rmmFinalize.
     Initialized(Vec<(i32, usize)>),
     Finalized,
+}
+
+/// How a sleeping expandable resource went to sleep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Keep,
+    Discard,
+}
+
+/// Whether an allocation's memory comes from a sleeping resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sleeping {
+    /// From no sleeping resource.
+    No,
+    /// Perhaps (a binning resource's bins or a pool's chunks may come from several).
+    Maybe,
+    /// Only from sleeping resources: it is refused.
+    Yes,
 }
 
 struct Buffer {
@@ -93,6 +131,20 @@ struct World {
     /// The seed runs with `registered_streams`: stream-ordered resources refuse handles rmm-rs
     /// does not know.
     registered: bool,
+    /// The expandable resources (nodes) that sleep, and how.
+    asleep: BTreeMap<usize, Mode>,
+    /// A statistics adaptor over each expandable resource (node), not in the model: asks
+    /// whether it sleeps, whatever handles to it are left.
+    probes: BTreeMap<usize, rmmResource_t>,
+    /// Live blocks whose memory may have slept in discard mode: stamped anew before they are
+    /// next read.
+    stale: BTreeSet<usize>,
+    /// For each node, the expandable resources (nodes) its memory may come from, and whether it
+    /// may come from elsewhere too: `sources` for any size, kept as nodes and bins are added.
+    any_sources: Vec<(BTreeSet<usize>, bool)>,
+    /// Statistics adaptors (nodes) and the allocations refused as asleep through them since
+    /// their totals were last read (see `refused_asleep`).
+    uncounted: BTreeMap<usize, usize>,
 }
 
 impl World {
@@ -188,6 +240,7 @@ impl World {
             bins,
             callers_bins: Vec::new(),
         });
+        self.refresh_sources();
         self.model.nodes.len() - 1
     }
 
@@ -234,6 +287,74 @@ impl World {
         status == RMM_SUCCESS
     }
 
+    /// `expect_on` where sleeping resources may refuse: what is refused before the memory is
+    /// reached (`known_answer`) is refused as ever; an allocation whose memory can only come
+    /// from sleeping resources is refused as asleep (or out of memory by a limit that does not
+    /// count exactly, or for its stream); one that may is refused as asleep or answers as
+    /// ever. True on success.
+    fn expect_alloc(&mut self, status: rmmError_t, node: usize, size: usize, named: Named, what: &str) -> bool {
+        let sleeping = match size == 0 || self.asleep.is_empty() {
+            true => Sleeping::No,
+            false => self.sleeping(node, Some(size)),
+        };
+        let known = known_answer(&self.model, node, size);
+        if sleeping == Sleeping::No || known.is_some() {
+            return self.expect_on(status, node, size, named, what);
+        }
+        let message = last_message();
+        if status == RMM_ERROR_INVALID_ARGUMENT && message.contains("asleep") {
+            self.refused_asleep(node, what);
+            return false;
+        }
+        if sleeping == Sleeping::Maybe {
+            return self.expect_on(status, node, size, named, what);
+        }
+        let context = format!("{}: {status:?} ({message}) from memory that sleeps, on a stream {named:?}", self.context(what));
+        match (named, status) {
+            // A limit, or a stack that cannot grow for a reason of its own before it reaches the
+            // sleeping memory (a fixed-size resource over one of smaller blocks).
+            (_, RMM_ERROR_OUT_OF_MEMORY) => {}
+            (Named::NotLive, RMM_ERROR_INVALID_ARGUMENT) => assert!(message.contains("is not a live stream"), "{context}"),
+            (Named::OtherDevice, RMM_ERROR_INVALID_ARGUMENT) => assert!(message.contains("belongs to device"), "{context}"),
+            _ => panic!("{context}: expected a refusal (asleep)"),
+        }
+        false
+    }
+
+    /// An allocation from `node` refused as asleep: the statistics adaptors on its way may have
+    /// counted it, when a stack handed out a free block of a sleeping chunk and the refusal
+    /// took it back (the adaptors saw an allocation and a free; reported to the sleep feature's
+    /// owners), so their totals are read again, at most one more than the model's.
+    fn refused_asleep(&mut self, node: usize, what: &str) {
+        self.refusals += 1;
+        for at in self.model.counting_path(node) {
+            if self.model.nodes[at].kind == Kind::Statistics {
+                *self.uncounted.entry(at).or_default() += 1;
+                self.recount(at, what);
+            }
+        }
+    }
+
+    /// Reads a statistics adaptor's total again after refusals as asleep it may have counted
+    /// (`refused_asleep`), once it has a handle to be read through.
+    fn recount(&mut self, node: usize, what: &str) {
+        let n = &self.model.nodes[node];
+        if n.handle.is_null() {
+            return;
+        }
+        let Some(refused) = self.uncounted.remove(&node) else { return };
+        let mut counts = rmmStatistics_t::default();
+        assert_eq!(call(rmmStatisticsAdaptorGetCounts(n.handle, &mut counts)), RMM_SUCCESS);
+        let total = counts.total_count as usize;
+        assert!(
+            (n.total_count..=n.total_count + refused).contains(&total),
+            "{}: statistics node {node} counts {total} allocations, the model {} and {refused} refused as asleep",
+            self.context(what),
+            n.total_count
+        );
+        self.model.nodes[node].total_count = total;
+    }
+
     /// Remembers the stream a block was allocated on, to free it there later.
     fn allocated_on(&mut self, ptr: usize, stream: cudaStream_t) {
         match stream.is_null() {
@@ -268,15 +389,33 @@ impl World {
         self.set_device(device);
         let (status, handle) = create(kind, upstream_handle);
         // Only a fixed-size resource takes memory from its upstream when it is created.
-        let refusal = match (kind, upstream) {
-            (Kind::FixedSize { block }, Some(upstream)) => known_answer(&self.model, upstream, block * PREALLOCATED_BLOCKS),
-            _ => Some(RMM_SUCCESS),
+        let created = match (kind, upstream) {
+            // Its blocks come from its upstream unchecked: from a free block of a sleeping chunk,
+            // if the upstream keeps one (allocations from it are refused until the chunk wakes).
+            (Kind::FixedSize { block }, Some(upstream)) if self.sleeping(upstream, Some(block * PREALLOCATED_BLOCKS)) != Sleeping::No => {
+                let known = known_answer(&self.model, upstream, block * PREALLOCATED_BLOCKS);
+                match (known, status) {
+                    (Some(known), _) => self.expect(status, Some(known), &format!("creating {kind:?}")),
+                    (None, RMM_ERROR_INVALID_ARGUMENT) if last_message().contains("asleep") => {
+                        self.refused_asleep(upstream, "creating a fixed-size resource");
+                        false
+                    }
+                    (None, _) => self.expect(status, None, &format!("creating {kind:?}")),
+                }
+            }
+            (Kind::FixedSize { block }, Some(upstream)) => {
+                self.expect(status, known_answer(&self.model, upstream, block * PREALLOCATED_BLOCKS), &format!("creating {kind:?}"))
+            }
+            _ => self.expect(status, Some(RMM_SUCCESS), &format!("creating {kind:?}")),
         };
-        if !self.expect(status, refusal, &format!("creating {kind:?}")) {
+        if !created {
             return;
         }
         let node = self.add_node(kind, device, upstream, handle);
         self.handles.push((handle, node));
+        if matches!(kind, Kind::Expandable { .. }) {
+            self.probes.insert(node, created_probe(handle));
+        }
         if let Some(upstream) = upstream {
             if !kind.transparent() {
                 self.model.used_as_upstream(upstream);
@@ -323,6 +462,7 @@ impl World {
                 self.model.used_as_upstream(bin_node);
                 self.model.nodes[node].bins.insert(size, Some(bin_node));
                 self.model.nodes[node].callers_bins.push(bin_node);
+                self.refresh_sources();
             }
             None => {
                 assert_eq!(status, RMM_SUCCESS, "{}: {}", self.context("add bin"), last_message());
@@ -345,7 +485,7 @@ impl World {
         }
         let (stream, named) = self.allocation_stream(device, node);
         let (status, ptr) = allocate(handle, size, stream);
-        if self.expect_on(status, node, size, named, "rmmResourceAllocate") && size > 0 {
+        if self.expect_alloc(status, node, size, named, "rmmResourceAllocate") && size > 0 {
             let context = self.context("rmmResourceAllocate");
             self.model.handed_out(ptr, node, size, Holder::Caller, &context);
             self.allocated_on(ptr, stream);
@@ -368,7 +508,7 @@ impl World {
         if matches!(self.legacy, Legacy::Finalized) {
             return self.refused(status, RMM_ERROR_NOT_INITIALIZED, "rmmAlloc after rmmFinalize");
         }
-        if self.expect_on(status, node, size, named, "rmmAlloc") && size > 0 {
+        if self.expect_alloc(status, node, size, named, "rmmAlloc") && size > 0 {
             let context = self.context("rmmAlloc");
             self.model.handed_out(ptr as usize, node, size, Holder::Caller, &context);
             self.allocated_on(ptr as usize, stream);
@@ -398,6 +538,9 @@ impl World {
         let refused_stream = on.1 == Named::NotLive && self.ordered(node);
         if ptr == 0 {
             // Refused: as rmmResourceAllocate would be (the message says why).
+            if last_message().contains("asleep") && self.sleeping(node, Some(size)) != Sleeping::No {
+                return self.refused_asleep(node, "framework");
+            }
             let expected = match (known_answer(&self.model, node, size), on.1) {
                 (Some(RMM_ERROR_OUT_OF_MEMORY), _) | (None, Named::Own) => "out of memory",
                 (None, Named::NotLive) if !refused_stream => "out of memory",
@@ -411,6 +554,11 @@ impl World {
             return;
         }
         assert!(!refused_stream, "{}: a stream-ordered resource allocated on a stream that is not live", self.context("framework"));
+        assert!(
+            self.sleeping(node, Some(size)) != Sleeping::Yes || known_answer(&self.model, node, size).is_some(),
+            "{}: allocated from memory that sleeps",
+            self.context("framework")
+        );
         let context = self.context("framework allocation");
         self.model.handed_out(ptr, node, size, Holder::Caller, &context);
         self.allocated_on(ptr, on.0);
@@ -425,7 +573,7 @@ impl World {
 
     fn free_valid(&mut self) {
         let Some((ptr, block)) = self.pick_live(Holder::Caller) else { return };
-        self.model.intact(ptr, &self.context("before a free"));
+        self.intact(ptr, "before a free");
         let device = self.model.nodes[block.node].device;
         // Another device current now and then: the free must still be ordered on the block's.
         let current = self.rng.below(devices() as u64) as i32;
@@ -476,7 +624,10 @@ impl World {
         if self.live_bytes(device) + new_size > LIVE_LIMIT {
             return;
         }
-        self.model.intact(ptr, &self.context("before realloc"));
+        if self.unreadable(ptr) {
+            return self.realloc_asleep(ptr, block, new_size);
+        }
+        self.intact(ptr, "before realloc");
         let kept = block.size.min(new_size).min(256);
         // SAFETY: the live simulated block holds at least `kept` bytes at `ptr`.
         let prefix = unsafe { std::slice::from_raw_parts(ptr as *const u8, kept) }.to_vec();
@@ -497,9 +648,9 @@ impl World {
             return self.refused(status, RMM_ERROR_NOT_INITIALIZED, "rmmRealloc after rmmFinalize");
         }
         // While the old block is live, a limit counts it too.
-        if !self.expect_on(status, block.node, new_size, named, "rmmRealloc") {
+        if !self.expect_alloc(status, block.node, new_size, named, "rmmRealloc") {
             assert_eq!(moved as usize, ptr, "{}: a refused realloc keeps the pointer", self.context("realloc"));
-            self.model.intact(ptr, &self.context("after a refused realloc"));
+            self.intact(ptr, "after a refused realloc");
             return;
         }
         self.model.freed(ptr, &self.context("realloc"));
@@ -510,6 +661,31 @@ impl World {
         let context = self.context("realloc");
         self.model.handed_out(moved, block.node, new_size, Holder::Caller, &context);
         self.allocated_on(moved, stream);
+    }
+
+    /// rmmRealloc of a block whose memory may sleep: to 0 bytes it is a free, taken; else only
+    /// where the new block can only come from sleeping memory too, refused with the pointer
+    /// kept. A realloc that may find a new block in awake memory is not made: it would copy
+    /// contents that are not there (rmm refuses it when the copy fails, a message of the copy's).
+    fn realloc_asleep(&mut self, ptr: usize, block: Block, new_size: usize) {
+        if new_size != 0
+            && (matches!(self.legacy, Legacy::Finalized)
+                || self.sleeping(block.node, Some(new_size)) != Sleeping::Yes
+                || known_answer(&self.model, block.node, new_size).is_some())
+        {
+            return;
+        }
+        let device = self.model.nodes[block.node].device;
+        let stream = self.stream_of(device);
+        let mut moved = ptr as *mut c_void;
+        let status = call(rmmRealloc(&mut moved, new_size, stream, c"fuzz.c".as_ptr(), 12));
+        if new_size == 0 {
+            assert_eq!((status, moved as usize), (RMM_SUCCESS, 0), "{}: {}", self.context("realloc to 0 asleep"), last_message());
+            return self.note_freed(ptr, "realloc to 0 asleep");
+        }
+        assert_eq!(moved as usize, ptr, "{}: a refused realloc keeps the pointer", self.context("realloc asleep"));
+        let accepted = self.expect_alloc(status, block.node, new_size, Named::Own, "rmmRealloc asleep");
+        assert!(!accepted, "{}: a realloc from memory that sleeps", self.context("realloc asleep"));
     }
 
     /// A bad free of some kind, which must be refused with nothing changed.
@@ -529,7 +705,7 @@ impl World {
                 }
                 let status = call(rmmFree(bad as *mut c_void, stream, c"fuzz.c".as_ptr(), 13));
                 self.refused(status, RMM_ERROR_INVALID_ARGUMENT, "an interior or past-the-end free");
-                self.model.intact(ptr, &self.context("after a bad free"));
+                self.intact(ptr, "after a bad free");
             }
             2 => {
                 // A double free of an address not handed out again since.
@@ -594,6 +770,13 @@ impl World {
                     let huge = *self.rng.pick(&[usize::MAX, 1 << 50, (1 << 40) + 1]);
                     let (status, _) = allocate(handle, huge, stream);
                     let expected = known_answer(&self.model, node, huge).unwrap_or(RMM_ERROR_OUT_OF_MEMORY);
+                    if status == RMM_ERROR_INVALID_ARGUMENT
+                        && last_message().contains("asleep")
+                        && self.sleeping(node, Some(huge)) != Sleeping::No
+                    {
+                        // Refused as asleep before its size is looked at.
+                        return self.refused_asleep(node, "a huge size");
+                    }
                     self.refused(status, expected, "a huge size");
                 }
             }
@@ -619,7 +802,7 @@ impl World {
                 }
                 self.refused(status, RMM_ERROR_INVALID_ARGUMENT, "a free on a stream that is not live");
                 assert!(last_message().contains("is not a live stream rmm-rs knows"), "{}: {}", self.context("not live"), last_message());
-                self.model.intact(ptr, &self.context("after a refused free on a stream that is not live"));
+                self.intact(ptr, "after a refused free on a stream that is not live");
             }
             _ => {
                 if let Some(&dead) = self.dead_buffers.last() {
@@ -650,7 +833,7 @@ impl World {
             assert!(last_message().contains("is not a live stream rmm-rs knows"), "{}: {}", self.context("buffer"), last_message());
             return;
         }
-        if !self.expect_on(status, node, size, named, "rmmDeviceBufferCreate") {
+        if !self.expect_alloc(status, node, size, named, "rmmDeviceBufferCreate") {
             return;
         }
         let ptr = self.data_of(handle);
@@ -676,8 +859,10 @@ impl World {
         let at = self.rng.below(self.buffers.len() as u64) as usize;
         let Buffer { handle, node, ptr, size, stream: own_stream } = self.buffers[at];
         let capacity = self.model.live.get(&ptr).map_or(0, |b| b.size);
+        // A buffer whose memory may sleep is only destroyed: a resize, shrink or copy would read it.
+        let asleep = ptr != 0 && self.unreadable(ptr);
         if ptr != 0 {
-            self.model.intact(ptr, &self.context("buffer before a change"));
+            self.intact(ptr, "buffer before a change");
         }
         let device = self.model.nodes[node].device;
         let stream = self.stream_of(device);
@@ -690,6 +875,7 @@ impl World {
             }
         };
         match self.rng.below(4) {
+            0..=2 if asleep => {}
             0 => {
                 let new_size = self.size();
                 if new_size > capacity && self.live_bytes(device) + new_size > LIVE_LIMIT {
@@ -704,7 +890,7 @@ impl World {
                     self.buffers[at].stream = stream;
                     return;
                 }
-                if !self.expect(status, known_answer(&self.model, node, new_size), "rmmDeviceBufferResize") {
+                if !self.expect_alloc(status, node, new_size, Named::Own, "rmmDeviceBufferResize") {
                     return;
                 }
                 self.moved(at, ptr, new_size, &prefix, "resize");
@@ -717,11 +903,11 @@ impl World {
                 let status = call(rmmDeviceBufferShrinkToFit(handle, stream));
                 if capacity == size {
                     assert_eq!(status, RMM_SUCCESS, "{}: {}", self.context("shrink"), last_message());
-                } else if self.expect(status, known_answer(&self.model, node, size), "rmmDeviceBufferShrinkToFit") {
+                } else if self.expect_alloc(status, node, size, Named::Own, "rmmDeviceBufferShrinkToFit") {
                     self.moved(at, ptr, size, &prefix, "shrink");
                 } else {
                     // The smaller block could not be had: the buffer keeps its memory and stream.
-                    self.model.intact(ptr, &self.context("a refused shrink"));
+                    self.intact(ptr, "a refused shrink");
                     return;
                 }
                 self.buffers[at].stream = stream;
@@ -733,7 +919,7 @@ impl World {
                 let prefix = kept_bytes(ptr, size.min(256));
                 let mut copy: rmmDeviceBuffer_t = null_mut();
                 let status = call(rmmDeviceBufferCopy(&mut copy, handle, stream, null_mut()));
-                if !self.expect(status, known_answer(&self.model, node, size), "rmmDeviceBufferCopy") {
+                if !self.expect_alloc(status, node, size, Named::Own, "rmmDeviceBufferCopy") {
                     return;
                 }
                 let data = self.data_of(copy);
@@ -759,7 +945,7 @@ impl World {
                     // (one that frees synchronously ignores it): the buffer stays intact until
                     // it gets another stream.
                     self.refused(status, RMM_ERROR_INVALID_ARGUMENT, "destroying a buffer whose stream was destroyed");
-                    self.model.intact(ptr, &self.context("a buffer whose destroy was refused"));
+                    self.intact(ptr, "a buffer whose destroy was refused");
                     assert_eq!(call(rmmDeviceBufferSetStream(handle, null_mut())), RMM_SUCCESS);
                     self.buffers[at].stream = null_mut();
                     return;
@@ -812,6 +998,7 @@ impl World {
         self.handles.push((previous, old));
         if self.model.nodes[old].handle.is_null() {
             self.model.nodes[old].handle = previous;
+            self.recount(old, "set current resource");
         }
     }
 
@@ -903,12 +1090,299 @@ impl World {
         }
     }
 
-    fn check_everything(&self) {
-        let context = self.context("full check");
-        for &ptr in self.model.live.keys() {
-            self.model.intact(ptr, &context);
+    fn check_everything(&mut self) {
+        let live: Vec<usize> = self.model.live.keys().copied().collect();
+        for ptr in live {
+            self.intact(ptr, "full check");
         }
-        self.model.check_counts(&context);
+        self.model.check_counts(&self.context("full check"));
+    }
+
+    // --- sleep and wake -------------------------------------------------------------------
+
+    /// The expandable resources (nodes) an allocation of `size` bytes (None: any) from `node`
+    /// may take its memory from, and whether it may take memory from elsewhere too.
+    fn sources(&self, node: usize, size: Option<usize>, found: &mut BTreeSet<usize>, elsewhere: &mut bool) {
+        let n = &self.model.nodes[node];
+        let Some(upstream) = n.upstream else {
+            match n.kind {
+                Kind::Expandable { .. } => {
+                    found.insert(node);
+                }
+                _ => *elsewhere = true, // device memory, or what rmmInitialize installed
+            }
+            return;
+        };
+        match n.kind {
+            // Chunks of sizes of their own.
+            Kind::Pool | Kind::Arena | Kind::FixedSize { .. } => self.sources(upstream, None, found, elsewhere),
+            Kind::Aligned { alignment, threshold } => {
+                let padded = size.map(|s| if s >= threshold && alignment > 256 { s.saturating_add(alignment - 256) } else { s });
+                self.sources(upstream, padded, found, elsewhere)
+            }
+            Kind::Binning => match size.map(|s| n.bins.range(s..).next()) {
+                Some(Some((_, Some(bin)))) => self.sources(*bin, size, found, elsewhere),
+                Some(Some((_, None))) => self.sources(upstream, None, found, elsewhere),
+                Some(None) => self.sources(upstream, size, found, elsewhere),
+                None => {
+                    for &bin in &n.callers_bins {
+                        self.sources(bin, None, found, elsewhere);
+                    }
+                    self.sources(upstream, None, found, elsewhere);
+                }
+            },
+            _ => self.sources(upstream, size, found, elsewhere),
+        }
+    }
+
+    /// Whether an allocation of `size` bytes (None: any) from `node` takes memory that sleeps.
+    fn sleeping(&self, node: usize, size: Option<usize>) -> Sleeping {
+        if self.asleep.is_empty() || !self.any_sources[node].0.iter().any(|e| self.asleep.contains_key(e)) {
+            return Sleeping::No;
+        }
+        if size.is_some() {
+            // The library refuses every allocation through a stack that reaches a sleeping
+            // expandable resource, before any layer sees it (src/resources/sleep.rs).
+            return Sleeping::Yes;
+        }
+        let (found, elsewhere) = match size {
+            None => self.any_sources[node].clone(),
+            Some(_) => {
+                let (mut found, mut elsewhere) = (BTreeSet::new(), false);
+                self.sources(node, size, &mut found, &mut elsewhere);
+                (found, elsewhere)
+            }
+        };
+        match found.iter().filter(|e| self.asleep.contains_key(e)).count() {
+            0 => Sleeping::No,
+            n if n == found.len() && !elsewhere => Sleeping::Yes,
+            _ => Sleeping::Maybe,
+        }
+    }
+
+    /// Whether a live block's memory may sleep: then nothing may read it.
+    fn unreadable(&self, ptr: usize) -> bool {
+        !self.asleep.is_empty() && self.sleeping(self.model.live[&ptr].node, None) != Sleeping::No
+    }
+
+    /// Checks a live block's stamp, unless its memory may sleep; one whose memory may have
+    /// slept in discard mode is stamped anew instead.
+    fn intact(&mut self, ptr: usize, what: &str) {
+        if self.unreadable(ptr) {
+            return;
+        }
+        let block = self.model.live[&ptr];
+        if self.stale.remove(&ptr) {
+            stamp(ptr, block.size, block.tag);
+        }
+        self.model.intact(ptr, &self.context(what));
+    }
+
+    /// The expandable resources (nodes) a call into `node` reaches: what sleeps and wakes, and
+    /// what its memory may come from.
+    fn reached(&self, node: usize) -> Vec<usize> {
+        self.any_sources[node].0.iter().copied().collect()
+    }
+
+    /// `any_sources` again, after a node or a bin was added.
+    fn refresh_sources(&mut self) {
+        self.any_sources = (0..self.model.nodes.len())
+            .map(|node| {
+                let (mut found, mut elsewhere) = (BTreeSet::new(), false);
+                self.sources(node, None, &mut found, &mut elsewhere);
+                (found, elsewhere)
+            })
+            .collect();
+    }
+
+    /// The ways from `from` down to `target` (through upstreams and bins, `from` itself one).
+    fn routes(&self, from: usize, target: usize) -> usize {
+        let n = &self.model.nodes[from];
+        match from == target {
+            true => 1,
+            false => n.upstream.into_iter().chain(n.callers_bins.iter().copied()).map(|next| self.routes(next, target)).sum(),
+        }
+    }
+
+    /// Whether the library says the expandable resource `node` sleeps (through its probe).
+    fn probe_asleep(&self, node: usize) -> bool {
+        let mut asleep = -1;
+        assert_eq!(call(rmmResourceIsAsleep(self.probes[&node], &mut asleep)), RMM_SUCCESS, "{}", self.context("probe"));
+        asleep == 1
+    }
+
+    /// Live blocks that may take their memory from `nodes` get a new stamp before they are
+    /// next read (their contents may have been discarded).
+    fn mark_stale(&mut self, nodes: &[usize]) {
+        for (&ptr, block) in &self.model.live {
+            if self.any_sources[block.node].0.iter().any(|e| nodes.contains(e)) {
+                self.stale.insert(ptr);
+            }
+        }
+    }
+
+    /// Expandable resources woke: blocks that may have slept in discard mode get a new stamp
+    /// before they are next read, and every block of the woken ones that can be read is checked
+    /// (a kept block holds its stamp again).
+    fn woke(&mut self, woken: &[usize]) {
+        let mut discarded = Vec::new();
+        for node in woken {
+            if self.asleep.remove(node) == Some(Mode::Discard) {
+                discarded.push(*node);
+            }
+        }
+        self.mark_stale(&discarded);
+        let live: Vec<usize> =
+            self.model.live.iter().filter(|(_, b)| self.any_sources[b.node].0.iter().any(|e| woken.contains(e))).map(|(&p, _)| p).collect();
+        for ptr in live {
+            self.intact(ptr, "after a wake");
+        }
+    }
+
+    /// The stream a sleep or wake names: mostly NULL or a live stream of `device`, now and then
+    /// (with `registered_streams`) one that is not live, refused before anything changes.
+    /// Without it the stream must be live, as for an allocation from a stream-ordered resource
+    /// (a sleep's copies are ordered on it).
+    fn sleep_stream(&mut self, device: i32) -> (cudaStream_t, Named) {
+        match self.rng.below(100) {
+            0..=4 if self.registered => (self.not_live_stream(), Named::NotLive),
+            _ => (self.stream_of(device), Named::Own),
+        }
+    }
+
+    /// A sleep or wake's answer on `node` (a handle's, or a device's current resource):
+    /// what the model expects for the expandable resources it reaches, with the state updated.
+    fn slept_or_woke(&mut self, node: usize, sleep: Option<u32>, stream: Named, status: rmmError_t, what: &str) {
+        let reached = self.reached(node);
+        let asleep: Vec<usize> = reached.iter().copied().filter(|e| self.asleep.contains_key(e)).collect();
+        let message = last_message();
+        let context = format!("{}: {status:?} ({message}) for expandable resources {reached:?}, asleep {asleep:?}", self.context(what));
+        if matches!(sleep, Some(mode) if mode > RMM_SLEEP_KEEP) {
+            assert_eq!(status, RMM_ERROR_INVALID_ARGUMENT, "{context}");
+            return assert!(message.contains("RMM_SLEEP_KEEP"), "{context}");
+        }
+        let refusal = match (sleep, reached.is_empty(), asleep.is_empty()) {
+            (_, true, _) => Some((RMM_ERROR_NOT_SUPPORTED, "expandable")),
+            (Some(_), false, false) => Some((RMM_ERROR_INVALID_ARGUMENT, "already asleep")),
+            (None, false, true) => Some((RMM_ERROR_INVALID_ARGUMENT, "awake")),
+            _ => None,
+        };
+        // A stack that reaches an expandable resource by two ways (a binning resource's bin and
+        // its upstream over the same one) visits it twice and finds it asleep the second time:
+        // refused, the first visit woken again, so that nothing sleeps, but in discard mode its
+        // blocks' contents are gone (reported to the sleep feature's owners). Both answers pass.
+        let twice = sleep.is_some() && reached.iter().any(|&e| self.routes(node, e) > 1);
+        if stream == Named::NotLive && status == RMM_ERROR_INVALID_ARGUMENT && message.contains("is not a live stream") {
+            self.refusals += 1;
+        } else if twice && refusal.is_none() && status == RMM_ERROR_INVALID_ARGUMENT && message.contains("already asleep") {
+            self.refusals += 1;
+            if sleep == Some(RMM_SLEEP_DISCARD) {
+                self.mark_stale(&reached);
+            }
+        } else if let Some((code, why)) = refusal {
+            assert_eq!(status, code, "{context}");
+            assert!(message.contains(why), "{context}: the message does not say {why:?}");
+            self.refusals += 1;
+        } else {
+            assert_ne!(stream, Named::NotLive, "{context}: a stream that is not live was taken");
+            match (sleep, status) {
+                (Some(mode), RMM_SUCCESS) => {
+                    SLEEPS[(mode == RMM_SLEEP_DISCARD) as usize].fetch_add(1, Ordering::Relaxed);
+                    let mode = if mode == RMM_SLEEP_KEEP { Mode::Keep } else { Mode::Discard };
+                    self.asleep.extend(reached.iter().map(|&e| (e, mode)));
+                }
+                // No pinned host memory for the copy: nothing sleeps.
+                (Some(_), RMM_ERROR_OUT_OF_MEMORY) => {}
+                (None, RMM_SUCCESS) => {
+                    WAKES.fetch_add(1, Ordering::Relaxed);
+                    self.woke(&asleep)
+                }
+                (None, RMM_ERROR_OUT_OF_MEMORY) => {
+                    // The device is full: those that could not get their memory back stay asleep.
+                    let woken: Vec<usize> = asleep.iter().copied().filter(|&e| !self.probe_asleep(e)).collect();
+                    self.woke(&woken);
+                }
+                _ => panic!("{context}"),
+            }
+        }
+        // The library agrees, whatever happened.
+        for e in reached {
+            assert_eq!(self.probe_asleep(e), self.asleep.contains_key(&e), "{context}: expandable node {e} asleep?");
+        }
+    }
+
+    fn sleep_op(&mut self) {
+        if self.rng.chance(15) {
+            // A device's current resource, without a handle; now and then a device that does
+            // not exist.
+            let device = self.rng.below(devices() as u64 + 1) as i32;
+            let node = self.current[device.min(devices() - 1) as usize];
+            let sleep = self.rng.chance(50).then(|| self.sleep_mode(node));
+            let (stream, named) = self.sleep_stream(device.min(devices() - 1));
+            let status = call(match sleep {
+                Some(mode) => rmmDeviceSleep(device, mode, stream),
+                None => rmmDeviceWake(device, stream),
+            });
+            if device == devices() {
+                return self.refused(status, RMM_ERROR_INVALID_ARGUMENT, "a device that does not exist");
+            }
+            return self.slept_or_woke(node, sleep, named, status, "rmmDeviceSleep/rmmDeviceWake");
+        }
+        if self.handles.is_empty() {
+            return;
+        }
+        // Mostly a handle over an expandable resource.
+        let over: Vec<(rmmResource_t, usize)> = self.handles.iter().copied().filter(|&(_, n)| !self.reached(n).is_empty()).collect();
+        let (handle, node) = match over.is_empty() || self.rng.chance(20) {
+            true => *self.rng.pick(&self.handles),
+            false => *self.rng.pick(&over),
+        };
+        let (stream, named) = self.sleep_stream(self.model.nodes[node].device);
+        match self.rng.below(10) {
+            0..=4 => {
+                let mode = self.sleep_mode(node);
+                let status = call(rmmResourceSleep(handle, mode, stream));
+                self.slept_or_woke(node, Some(mode), named, status, "rmmResourceSleep");
+            }
+            5..=8 => {
+                let status = call(rmmResourceWake(handle, stream));
+                self.slept_or_woke(node, None, named, status, "rmmResourceWake");
+            }
+            _ => {
+                let mut asleep = -1;
+                let status = call(rmmResourceIsAsleep(handle, &mut asleep));
+                let reached = self.reached(node);
+                if reached.is_empty() {
+                    return self.refused(status, RMM_ERROR_NOT_SUPPORTED, "rmmResourceIsAsleep over no expandable resource");
+                }
+                assert_eq!(status, RMM_SUCCESS, "{}: {}", self.context("rmmResourceIsAsleep"), last_message());
+                let expected = reached.iter().any(|e| self.asleep.contains_key(e));
+                assert_eq!(asleep, expected as i32, "{}: asleep over {reached:?}", self.context("rmmResourceIsAsleep"));
+            }
+        }
+    }
+
+    /// Keep or discard, and now and then a mode that does not exist. Keep only where the
+    /// expandable resources `node` reaches hold at most `KEEP_AT_MOST` (on simulated devices
+    /// a kept page costs about a millisecond, its copies and page faults).
+    fn sleep_mode(&mut self, node: usize) -> u32 {
+        match self.rng.below(20) {
+            0 => 7,
+            1..=9 if self.held(node) <= KEEP_AT_MOST => RMM_SLEEP_KEEP,
+            _ => RMM_SLEEP_DISCARD,
+        }
+    }
+
+    /// Bytes the expandable resources `node` reaches hold from the device.
+    fn held(&self, node: usize) -> usize {
+        self.reached(node)
+            .iter()
+            .map(|e| {
+                let mut footprint = rmmFootprint_t::default();
+                assert_eq!(call(rmmResourceGetFootprint(self.probes[e], &mut footprint)), RMM_SUCCESS);
+                footprint.reserved_bytes
+            })
+            .sum()
     }
 
     fn step(&mut self) {
@@ -929,9 +1403,14 @@ impl World {
             90 => self.lifecycle(),
             91..=93 => self.stream_op(),
             94 => self.release(),
+            // Sleeps cost the simulated devices page faults and copies: a little rarer.
+            95 if self.rng.chance(60) => self.sleep_op(),
             _ => {}
         }
-        assert_eq!(race_count(), 0, "{}: a stream-ordering race", self.context("race check"));
+        if race_count() != 0 {
+            let reports = rmm::platform::simulator().map(|sim| sim.race_reports()).unwrap_or_default();
+            panic!("{}: a stream-ordering race: {reports:#?}", self.context("race check"));
+        }
         if self.step.is_multiple_of(64) {
             self.check_everything();
         }
@@ -941,6 +1420,14 @@ impl World {
     /// resource back: the devices' memory must then be all free again.
     /// Returns whether legacy RMM ends finalized (the next seed starts there).
     fn finish(mut self, baseline: &[usize]) -> bool {
+        if !self.asleep.is_empty() && self.rng.chance(50) {
+            // Woken through their probes (a full device may keep some asleep); the others' blocks
+            // are freed while they sleep, and they are destroyed asleep.
+            for node in self.asleep.keys().copied().collect::<Vec<_>>() {
+                let status = call(rmmResourceWake(self.probes[&node], null_mut()));
+                self.slept_or_woke(node, None, Named::Own, status, "a wake at the end");
+            }
+        }
         self.check_everything();
         for buffer in std::mem::take(&mut self.buffers) {
             assert_eq!(call(rmmDeviceBufferSetStream(buffer.handle, null_mut())), RMM_SUCCESS);
@@ -964,6 +1451,9 @@ impl World {
         for (handle, _) in std::mem::take(&mut self.handles) {
             assert_eq!(call(rmmResourceDestroy(handle)), RMM_SUCCESS);
         }
+        for (_, probe) in std::mem::take(&mut self.probes) {
+            assert_eq!(call(rmmResourceDestroy(probe)), RMM_SUCCESS);
+        }
         for stream in self.streams.iter().flatten() {
             assert_eq!(call(rmmStreamDestroy(*stream)), RMM_SUCCESS);
         }
@@ -973,6 +1463,13 @@ impl World {
         }
         matches!(self.legacy, Legacy::Finalized)
     }
+}
+
+/// A statistics adaptor over an expandable resource, to ask whether it sleeps.
+fn created_probe(expandable: rmmResource_t) -> rmmResource_t {
+    let mut probe: rmmResource_t = null_mut();
+    assert_eq!(call(rmmStatisticsAdaptorCreate(&mut probe, expandable)), RMM_SUCCESS, "{}", last_message());
+    probe
 }
 
 /// Runs one seed from legacy RMM's state `finalized`; returns the state it leaves.
@@ -997,6 +1494,11 @@ fn run_seed(seed: u64, budget: &Budget, finalized: bool) -> bool {
         seed,
         refusals: 0,
         registered: seed % 2 == 1,
+        asleep: BTreeMap::new(),
+        probes: BTreeMap::new(),
+        stale: BTreeSet::new(),
+        uncounted: BTreeMap::new(),
+        any_sources: Vec::new(),
     };
     for device in 0..devices() {
         world.set_device(device);
@@ -1043,13 +1545,16 @@ fn random_call_sequences_keep_the_c_api_contract() {
         finalized = run_seed(seed, &budget, finalized);
         seed += 1;
     }
-    let calls = CALLS.load(std::sync::atomic::Ordering::Relaxed);
+    let calls = CALLS.load(Ordering::Relaxed);
     println!(
-        "fuzz_api: {calls} C API calls clean over seeds {}..{} on {} device(s) in {:.1} s ({:.0} calls/s)",
+        "fuzz_api: {calls} C API calls clean over seeds {}..{} on {} device(s) in {:.1} s ({:.0} calls/s; {} sleeps kept, {} discarded, {} wakes)",
         budget.seed,
         seed,
         devices(),
         started.elapsed().as_secs_f64(),
-        calls as f64 / started.elapsed().as_secs_f64()
+        calls as f64 / started.elapsed().as_secs_f64(),
+        SLEEPS[0].load(Ordering::Relaxed),
+        SLEEPS[1].load(Ordering::Relaxed),
+        WAKES.load(Ordering::Relaxed)
     );
 }

@@ -16,6 +16,17 @@
 //! out-of-memory error from a stack without a limit adaptor, while its device has room, is a
 //! failure: only the limited stack may run out.
 //!
+//! Sleep and wake (not in growth mode): a sleeper thread puts one device's expandable stack to
+//! sleep now and then (mostly in discard mode, now and then keeping the contents) and wakes it a
+//! few milliseconds later, while the threads allocate from it (refused as asleep meanwhile, with
+//! the reason) and free into it (taken). The threads hold a read lock of the device's sleep
+//! state around each call on that stack's memory and each read of it, the sleeper the write lock
+//! around each sleep and wake: a block is read only while its memory is mapped, and a free never
+//! lands inside a sleep (which the race checker would report: the contract has work on a
+//! resource's memory enqueued before it is put to sleep). A kept block holds its stamp after the
+//! wake, a discarded one is stamped anew. Each device's `rmmDeviceRelease` still runs at any
+//! time, sleeps included.
+//!
 //! Bounded by RMM_FUZZ_CALLS (all threads together), RMM_FUZZ_SECONDS and RMM_FUZZ_SEED.
 
 mod fuzz;
@@ -28,7 +39,8 @@ use rmm::error::rmmError_t::{self, *};
 use std::ffi::c_void;
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier, Mutex, RwLock};
+use std::sync::{Arc, Barrier, Mutex, RwLock, RwLockReadGuard};
+use std::time::Duration;
 
 const DEVICES: i32 = 2;
 const THREADS: u64 = 16;
@@ -50,6 +62,12 @@ const GROWTH_ROUND_OPS: u64 = 32;
 const GROWTH_OPENING: u64 = 6;
 /// Growth mode: the largest request (RAPIDS RMM's multi-threaded tests allocate up to 5 MiB).
 const GROWTH_MAX_SIZE: u64 = 5 << 20;
+
+/// The sleeper: awake this long between sleeps, asleep this long, and the percentage of sleeps
+/// that keep the contents (each kept page costs about a millisecond on simulated devices).
+const SLEEPER_AWAKE: Duration = Duration::from_millis(50);
+const SLEEPER_ASLEEP: Duration = Duration::from_millis(2);
+const SLEEPER_KEEPS: u64 = 15;
 
 /// Raw handles and streams cross threads here; the C API is thread-safe.
 #[derive(Clone, Copy)]
@@ -79,6 +97,8 @@ struct DeviceStacks {
 const LIMITED: usize = 0;
 const ARENA: usize = 1;
 const FIXED: usize = 3;
+/// The bare expandable resource: the stack that sleeps.
+const EXPANDABLE: usize = 5;
 /// Growth mode: statistics over the first pool, no limit.
 const UNLIMITED: usize = 6;
 
@@ -93,6 +113,16 @@ struct Block {
     private: bool,
     stream: usize,
     tag: u64,
+    /// Its device's `SleepState::discards` when it was stamped (blocks of the expandable stack).
+    epoch: u64,
+}
+
+/// A device's expandable stack as the sleeper leaves it (`Shared::sleep`).
+#[derive(Default)]
+struct SleepState {
+    asleep: bool,
+    /// Sleeps in discard mode so far: a block stamped before the last one lost its contents.
+    discards: u64,
 }
 
 /// What a thread counted, compared with the adaptors' totals: successful allocations per device
@@ -127,6 +157,11 @@ struct Shared {
     budget: Budget,
     done: AtomicBool,
     failures: AtomicU64,
+    /// Each device's expandable stack: read-locked by the threads around each call on its
+    /// memory and each read of it, write-locked by the sleeper around each sleep and wake.
+    sleep: Vec<RwLock<SleepState>>,
+    /// Allocations refused as asleep.
+    refused_asleep: AtomicU64,
 }
 
 /// Builds `device`'s stacks (new, empty resources) and makes the legacy stack its per-device
@@ -280,7 +315,19 @@ impl Worker<'_> {
         self.blocks.push(block);
     }
 
-    fn check(&self, block: &Block, what: &str) {
+    /// Checks a block's stamp; one of the expandable stack (`state`: its sleep state, locked by
+    /// the caller) is not read while it sleeps, and is stamped anew once a sleep discarded it.
+    fn check(&self, block: &mut Block, state: Option<&SleepState>, what: &str) {
+        if let Some(state) = state {
+            if state.asleep {
+                return;
+            }
+            if state.discards != block.epoch {
+                stamp(block.ptr, block.size, block.tag);
+                block.epoch = state.discards;
+                return;
+            }
+        }
         assert!(
             stamped(block.ptr, block.size, block.tag),
             "{}: the block at {:#x} ({} bytes) lost its contents: handed out to someone else as well",
@@ -304,13 +351,25 @@ impl Worker<'_> {
     fn allocate_on(&mut self, device: i32, stack: usize, stream: usize) {
         let size = self.size(Some(stack));
         let handle = self.stacks[device as usize].tops[stack];
+        let shared = self.shared;
+        let state = sleep_state(shared, device, Some(stack));
+        let asleep = state.as_ref().is_some_and(|state| state.asleep);
+        let epoch = state.as_ref().map_or(0, |state| state.discards);
         let (status, ptr) = allocate(handle.0, size, stream as cudaStream_t);
-        self.answered(status, Block { ptr, size, device, stack: Some(stack), private: false, stream, tag: 0 }, "allocate");
+        let block = Block { ptr, size, device, stack: Some(stack), private: false, stream, tag: 0, epoch };
+        self.answered(status, block, asleep, "allocate");
     }
 
     /// An allocation's answer: the block kept (stamped and counted), an out-of-memory refusal
-    /// checked, anything else a failure.
-    fn answered(&mut self, status: rmmError_t, mut block: Block, what: &str) {
+    /// checked, anything else a failure; from the expandable stack while it sleeps (`asleep`,
+    /// the caller holding its sleep state's lock), a refusal as asleep.
+    fn answered(&mut self, status: rmmError_t, mut block: Block, asleep: bool, what: &str) {
+        if asleep {
+            assert_eq!(status, RMM_ERROR_INVALID_ARGUMENT, "{}: from the sleeping stack: {}", self.context(what), last_message());
+            assert!(last_message().contains("asleep"), "{}: {}", self.context(what), last_message());
+            self.shared.refused_asleep.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
         match status {
             RMM_SUCCESS => {
                 block.tag = self.next_tag();
@@ -332,7 +391,8 @@ impl Worker<'_> {
         let stream = self.stream(device);
         let mut ptr: *mut c_void = null_mut();
         let status = call(rmmAlloc(&mut ptr, size, stream as cudaStream_t, c"threads.c".as_ptr(), 1));
-        self.answered(status, Block { ptr: ptr as usize, size, device, stack: None, private: false, stream, tag: 0 }, "rmmAlloc");
+        let block = Block { ptr: ptr as usize, size, device, stack: None, private: false, stream, tag: 0, epoch: 0 };
+        self.answered(status, block, false, "rmmAlloc");
     }
 
     /// A handle of the thread's own over a shared stack, a few blocks from it, and the handle
@@ -342,6 +402,10 @@ impl Worker<'_> {
         assert_eq!(call(rmmSetDevice(device)), RMM_SUCCESS);
         let stack = self.rng.below(self.stacks[device as usize].tops.len() as u64) as usize;
         let over = self.stacks[device as usize].tops[stack];
+        let shared = self.shared;
+        let state = sleep_state(shared, device, Some(stack));
+        let asleep = state.as_ref().is_some_and(|state| state.asleep);
+        let epoch = state.as_ref().map_or(0, |state| state.discards);
         let kind = *self.rng.pick(&[Kind::Statistics, Kind::Tracking, Kind::Prefetch, Kind::FailureCallback]);
         let (status, handle) = create(kind, over.0);
         assert_eq!(status, RMM_SUCCESS, "{}: {}", self.context("private handle"), last_message());
@@ -349,8 +413,8 @@ impl Worker<'_> {
             let size = self.size(Some(stack));
             let stream = self.stream(device);
             let (status, ptr) = allocate(handle, size, stream as cudaStream_t);
-            let block = Block { ptr, size, device, stack: Some(stack), private: true, stream, tag: 0 };
-            self.answered(status, block, "allocate (private handle)");
+            let block = Block { ptr, size, device, stack: Some(stack), private: true, stream, tag: 0, epoch };
+            self.answered(status, block, asleep, "allocate (private handle)");
         }
         assert_eq!(call(rmmResourceDestroy(handle)), RMM_SUCCESS, "{}", self.context("destroy private handle"));
     }
@@ -366,7 +430,9 @@ impl Worker<'_> {
 
     fn free(&mut self) {
         let Some(mut block) = self.take_block() else { return };
-        self.check(&block, "before its free");
+        let shared = self.shared;
+        let state = sleep_state(shared, block.device, block.stack);
+        self.check(&mut block, state.as_deref(), "before its free");
         if self.rng.chance(20) {
             // Freed in the order of another stream once the first is done with it.
             assert_eq!(call(rmmStreamSynchronize(block.stream as cudaStream_t)), RMM_SUCCESS);
@@ -384,14 +450,19 @@ impl Worker<'_> {
 
     fn hand_off(&mut self) {
         if self.rng.chance(50) {
-            let Some(block) = self.take_block() else { return };
-            self.check(&block, "before its hand-off");
+            let Some(mut block) = self.take_block() else { return };
+            let shared = self.shared;
+            let state = sleep_state(shared, block.device, block.stack);
+            self.check(&mut block, state.as_deref(), "before its hand-off");
             assert_eq!(call(rmmStreamSynchronize(block.stream as cudaStream_t)), RMM_SUCCESS);
             self.shared.handoff.lock().unwrap().push(block);
         } else {
             let taken = self.shared.handoff.lock().unwrap().pop();
             if let Some(mut block) = taken {
-                self.check(&block, "handed over");
+                let shared = self.shared;
+                let state = sleep_state(shared, block.device, block.stack);
+                self.check(&mut block, state.as_deref(), "handed over");
+                drop(state);
                 block.stream = self.stream(block.device);
                 self.live += block.size;
                 self.blocks.push(block);
@@ -403,12 +474,15 @@ impl Worker<'_> {
     /// be refused, with the block intact and still freeable.
     fn free_bad(&mut self) {
         let host = [0u8; 64];
-        let Some(&block) = self.blocks.get(self.rng.below(self.blocks.len().max(1) as u64) as usize) else {
+        let at = self.rng.below(self.blocks.len().max(1) as u64) as usize;
+        let Some(&mut mut block) = self.blocks.get_mut(at) else {
             let status = call(rmmFree(host.as_ptr() as *mut c_void, null_mut(), c"threads.c".as_ptr(), 3));
             assert_eq!(status, RMM_ERROR_INVALID_ARGUMENT, "{}", self.context("a host address"));
             return;
         };
         let stream = block.stream as cudaStream_t;
+        let shared = self.shared;
+        let state = sleep_state(shared, block.device, block.stack);
         let stacks = &self.stacks[block.device as usize];
         let tops = &stacks.tops;
         let owner = tops[block.stack.unwrap_or(stacks.legacy)];
@@ -432,7 +506,8 @@ impl Worker<'_> {
             _ => (call(rmmFree(host.as_ptr() as *mut c_void, stream, c"threads.c".as_ptr(), 4)), "a host address"),
         };
         assert_eq!(status, RMM_ERROR_INVALID_ARGUMENT, "{}: {what}: {}", self.context("bad free"), last_message());
-        self.check(&block, what);
+        self.check(&mut block, state.as_deref(), what);
+        self.blocks[at].epoch = block.epoch;
     }
 
     fn buffer(&mut self) {
@@ -441,8 +516,18 @@ impl Worker<'_> {
         let handle = self.stacks[device as usize].tops[stack];
         let stream = self.stream(device) as cudaStream_t;
         let size = self.size(Some(stack));
+        let shared = self.shared;
+        let state = sleep_state(shared, device, Some(stack));
         let mut buffer: rmmDeviceBuffer_t = null_mut();
         match call(rmmDeviceBufferCreate(&mut buffer, size, stream, handle.0)) {
+            RMM_ERROR_INVALID_ARGUMENT if state.as_ref().is_some_and(|state| state.asleep) => {
+                assert!(last_message().contains("asleep"), "{}: {}", self.context("rmmDeviceBufferCreate"), last_message());
+                self.shared.refused_asleep.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            _ if state.as_ref().is_some_and(|state| state.asleep) => {
+                panic!("{}: a buffer from the sleeping stack: {}", self.context("rmmDeviceBufferCreate"), last_message())
+            }
             RMM_SUCCESS => {}
             RMM_ERROR_OUT_OF_MEMORY => return self.out_of_memory(device, Some(stack), size, "rmmDeviceBufferCreate"),
             other => panic!("{}: {other:?} ({})", self.context("rmmDeviceBufferCreate"), last_message()),
@@ -532,6 +617,50 @@ impl Worker<'_> {
     }
 }
 
+/// The read lock of `device`'s sleep state, for a call on the memory of `stack` (None: the
+/// legacy stack) or a read of it: only the expandable stack sleeps.
+fn sleep_state(shared: &Shared, device: i32, stack: Option<usize>) -> Option<RwLockReadGuard<'_, SleepState>> {
+    (stack == Some(EXPANDABLE)).then(|| shared.sleep[device as usize].read().unwrap())
+}
+
+/// Puts a device's expandable stack to sleep every `SLEEPER_AWAKE` (mostly in discard mode) and
+/// wakes it `SLEEPER_ASLEEP` later (again and again while the device is out of memory), until
+/// the threads are done: it ends awake. Returns the sleeps.
+fn sleeper(shared: &Shared) -> u64 {
+    let mut rng = Rng::new(shared.budget.seed * 1000 + 998);
+    let mut sleeps = 0;
+    while !shared.done.load(Ordering::Relaxed) && shared.failures.load(Ordering::Relaxed) == 0 {
+        std::thread::sleep(SLEEPER_AWAKE);
+        let device = rng.below(DEVICES as u64) as usize;
+        let expandable = shared.devices.read().unwrap()[device].tops[EXPANDABLE];
+        let keep = rng.chance(SLEEPER_KEEPS);
+        {
+            let mut state = shared.sleep[device].write().unwrap();
+            let mode = if keep { RMM_SLEEP_KEEP } else { RMM_SLEEP_DISCARD };
+            assert_eq!(call(rmmResourceSleep(expandable.0, mode, null_mut())), RMM_SUCCESS, "sleep {sleeps}: {}", last_message());
+            state.asleep = true;
+            state.discards += u64::from(!keep);
+        }
+        std::thread::sleep(SLEEPER_ASLEEP);
+        let mut tries = 0;
+        loop {
+            let mut state = shared.sleep[device].write().unwrap();
+            match call(rmmResourceWake(expandable.0, null_mut())) {
+                RMM_SUCCESS => {
+                    state.asleep = false;
+                    break;
+                }
+                RMM_ERROR_OUT_OF_MEMORY if tries < 1000 => tries += 1,
+                other => panic!("wake {sleeps} (try {tries}): {other:?}: {}", last_message()),
+            }
+            drop(state);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        sleeps += 1;
+    }
+    sleeps
+}
+
 /// Reads the adaptors' figures while the threads run: a limit is never exceeded, counts never
 /// go below zero, and the race checker stays quiet.
 fn sample(shared: &Shared) -> u64 {
@@ -557,7 +686,9 @@ fn sample(shared: &Shared) -> u64 {
 /// Frees the handed-off blocks nobody took.
 fn free_handed_off(shared: &Shared) {
     for block in shared.handoff.lock().unwrap().drain(..) {
-        assert!(stamped(block.ptr, block.size, block.tag), "a handed-off block lost its contents");
+        let state = sleep_state(shared, block.device, block.stack);
+        let discarded = state.as_ref().is_some_and(|state| state.discards != block.epoch);
+        assert!(discarded || stamped(block.ptr, block.size, block.tag), "a handed-off block lost its contents");
         assert_eq!(call(rmmFree(block.ptr as *mut c_void, null_mut(), c"threads.c".as_ptr(), 5)), RMM_SUCCESS, "{}", last_message());
     }
 }
@@ -716,6 +847,8 @@ fn threads_sharing_stacks_keep_the_c_api_contract() {
         budget,
         done: AtomicBool::new(false),
         failures: AtomicU64::new(0),
+        sleep: (0..DEVICES).map(|_| RwLock::new(SleepState::default())).collect(),
+        refused_asleep: AtomicU64::new(0),
     });
     let started = std::time::Instant::now();
     let calls_before = CALLS.load(Ordering::Relaxed);
@@ -731,6 +864,10 @@ fn threads_sharing_stacks_keep_the_c_api_contract() {
         let shared = shared.clone();
         std::thread::spawn(move || sample(&shared))
     });
+    let sleeper = (!growth).then(|| {
+        let shared = shared.clone();
+        std::thread::spawn(move || sleeper(&shared))
+    });
     let coordinated = growth.then(|| coordinate_rounds(&shared, &barrier, &originals, &baseline));
     let mut totals = Counts::default();
     let mut panicked = None;
@@ -742,6 +879,7 @@ fn threads_sharing_stacks_keep_the_c_api_contract() {
     }
     shared.done.store(true, Ordering::Relaxed);
     let samples = sampler.map_or(0, |sampler| sampler.join().expect("the sampler found a broken figure"));
+    let sleeps = sleeper.map_or(0, |sleeper| sleeper.join().expect("a sleep or wake failed"));
     if let Some(panic) = panicked {
         std::panic::resume_unwind(panic);
     }
@@ -767,7 +905,10 @@ fn threads_sharing_stacks_keep_the_c_api_contract() {
     for device in 0..DEVICES {
         assert_eq!(device_used(device), baseline[device as usize], "device {device} memory left reserved");
     }
-    let mode = if growth { format!(", growth mode: {rounds} rounds on new stacks") } else { String::new() };
+    let mode = match growth {
+        true => format!(", growth mode: {rounds} rounds on new stacks"),
+        false => format!(", {sleeps} sleeps, {} allocations refused as asleep", shared.refused_asleep.load(Ordering::Relaxed)),
+    };
     println!(
         "fuzz_api_threads: {calls} C API calls clean from {THREADS} threads (seed {}{mode}) in {:.1} s, {samples} samples of the figures",
         shared.budget.seed,

@@ -157,11 +157,14 @@ fn destroyed_streams_and_events_are_refused() {
 
 #[test]
 fn device_specs_parse() {
-    assert_eq!(parse_size("8GiB"), Some(8 << 30));
-    assert_eq!(parse_size("512MiB"), Some(512 << 20));
-    assert_eq!(parse_size("4096"), Some(4096));
-    assert_eq!(parse_size("3 KB"), Some(3 << 10));
-    assert_eq!(parse_size("lots"), None);
+    assert_eq!(parse_size("8GiB"), Ok(8 << 30));
+    assert_eq!(parse_size("512MiB"), Ok(512 << 20));
+    assert_eq!(parse_size("4096"), Ok(4096));
+    assert_eq!(parse_size("3 KB"), Ok(3000), "kB is 1000 bytes, KiB 1024");
+    assert!(parse_size("lots").is_err());
+    assert_eq!(SimDevices::from_spec("1:2GB").unwrap().mem_get_info(0).unwrap().1, 2_000_000_000);
+    let refused = SimDevices::from_spec("1:8G").err().unwrap().to_string();
+    assert!(refused.contains("8G is ambiguous: write 8GiB (8589934592 bytes) or 8GB"), "{refused}");
     assert_eq!(SimDevices::from_spec("2:1GiB").unwrap().device_count().unwrap(), 2);
     assert_eq!(SimDevices::from_spec("3").unwrap().mem_get_info(2).unwrap().1, 8 << 30);
     for bad in ["", "0", "x", "2:", "2:huge", "65"] {

@@ -5,27 +5,15 @@
 
 mod common;
 
-use common::{device_used, last_message, over, races, setup_with, Rng};
+use common::{allocate_on, asleep, device_used, free_on, last_message, over, races, setup_with, Rng};
 use rmm::boundary::handles::rmmResource_t;
 use rmm::boundary::types::{cudaStream_t, RMM_SLEEP_DISCARD, RMM_SLEEP_KEEP};
 use rmm::boundary::*;
-use rmm::error::rmmError_t::{self, *};
+use rmm::error::rmmError_t::*;
 use std::ffi::c_void;
 use std::ptr::null_mut;
 
 const MIB: usize = 1 << 20;
-
-fn allocate(resource: rmmResource_t, bytes: usize, stream: cudaStream_t) -> Result<usize, rmmError_t> {
-    let mut ptr: *mut c_void = null_mut();
-    match rmmResourceAllocate(resource, &mut ptr, bytes, stream) {
-        RMM_SUCCESS => Ok(ptr as usize),
-        error => Err(error),
-    }
-}
-
-fn free(resource: rmmResource_t, ptr: usize, bytes: usize, stream: cudaStream_t) {
-    assert_eq!(rmmResourceDeallocate(resource, ptr as *mut c_void, bytes, stream), RMM_SUCCESS, "{}", last_message());
-}
 
 /// A byte pattern that differs per block and per position, so that a page put back at the
 /// wrong address shows.
@@ -43,15 +31,20 @@ fn has_pattern(ptr: usize, bytes: usize, seed: u8) -> bool {
     block.iter().enumerate().all(|(i, &byte)| byte == (i / 4096) as u8 ^ (i as u8).wrapping_mul(31) ^ seed)
 }
 
-fn asleep(resource: rmmResource_t) -> bool {
-    let mut answer = -1;
-    assert_eq!(rmmResourceIsAsleep(resource, &mut answer), RMM_SUCCESS, "{}", last_message());
-    answer == 1
+fn snapshot(resource: rmmResource_t) -> serde_json::Value {
+    let mut length = 0;
+    assert_eq!(rmmResourceGetSnapshot(resource, null_mut(), 0, &mut length), RMM_SUCCESS);
+    let mut buffer = vec![0u8; length + 1];
+    assert_eq!(rmmResourceGetSnapshot(resource, buffer.as_mut_ptr().cast(), buffer.len(), &mut length), RMM_SUCCESS);
+    serde_json::from_slice(&buffer[..length]).expect("the snapshot is JSON")
 }
 
 #[test]
 fn a_stack_over_an_expandable_resource_sleeps_keeping_every_address_and_its_contents() {
     let _guard = setup_with("2:256MiB");
+    // The race reports of this process so far: the threaded test below may leave some (it says
+    // why), and the tests of this file run in any order.
+    let races_before = races().len();
     let before = device_used();
     let expandable = over(|h| rmmExpandableResourceCreate(h, 0));
     let pool = over(|h| rmmPoolResourceCreate(h, expandable, 0, 0));
@@ -70,12 +63,12 @@ fn a_stack_over_an_expandable_resource_sleeps_keeping_every_address_and_its_cont
             _ => 300 << 10,
         };
         let on = if i % 2 == 0 { null_mut() } else { stream };
-        let ptr = allocate(stats, size, on).unwrap();
+        let ptr = allocate_on(stats, size, on).unwrap();
         pattern(ptr, size, i);
         live.push((ptr, size, i));
         if i % 4 == 3 {
             let (ptr, size, _) = live.remove(rng.below(live.len() as u64) as usize);
-            free(stats, ptr, size, on);
+            free_on(stats, ptr, size, on);
         }
     }
     assert!(device_used() > before);
@@ -84,34 +77,39 @@ fn a_stack_over_an_expandable_resource_sleeps_keeping_every_address_and_its_cont
     assert_eq!(rmmResourceSleep(stats, RMM_SLEEP_KEEP, stream), RMM_SUCCESS, "{}", last_message());
     assert!(asleep(stats) && asleep(expandable) && asleep(pool));
     assert_eq!(device_used(), before, "a sleeping resource holds no device memory");
+    let shown = snapshot(expandable);
+    assert_eq!(shown["asleep"], "keep", "{shown}");
+    assert!(shown["asleep_bytes"].as_u64().unwrap() > 0 && shown["kept_on_host_bytes"].as_u64().unwrap() > 0, "{shown}");
 
     // Allocations are refused whatever the stack, with the reason; frees are taken.
-    assert_eq!(allocate(stats, 1000, null_mut()), Err(RMM_ERROR_INVALID_ARGUMENT));
+    assert_eq!(allocate_on(stats, 1000, null_mut()), Err(RMM_ERROR_INVALID_ARGUMENT));
     assert!(last_message().contains("asleep"), "{}", last_message());
-    assert_eq!(allocate(expandable, 5 * MIB, stream), Err(RMM_ERROR_INVALID_ARGUMENT));
+    assert_eq!(allocate_on(expandable, 5 * MIB, stream), Err(RMM_ERROR_INVALID_ARGUMENT));
     let (gone, gone_size, _) = live.remove(5);
-    free(stats, gone, gone_size, stream);
+    free_on(stats, gone, gone_size, stream);
     assert_eq!(device_used(), before, "a free while asleep takes no memory");
 
     assert_eq!(rmmResourceWake(stats, stream), RMM_SUCCESS, "{}", last_message());
     assert!(!asleep(stats));
+    assert!(snapshot(expandable)["asleep"].is_null());
+    assert_eq!(snapshot(expandable)["kept_on_host_bytes"], 0);
     for &(ptr, size, seed) in &live {
         assert!(has_pattern(ptr, size, seed), "block {ptr:#x} ({size} bytes) lost its contents over sleep");
     }
     // The stack allocates again; the block freed while asleep is reusable.
-    let again = allocate(stats, gone_size, stream).unwrap();
+    let again = allocate_on(stats, gone_size, stream).unwrap();
     pattern(again, gone_size, 200);
-    free(stats, again, gone_size, stream);
+    free_on(stats, again, gone_size, stream);
     for (ptr, size, seed) in live.drain(..) {
         assert!(has_pattern(ptr, size, seed));
-        free(stats, ptr, size, stream);
+        free_on(stats, ptr, size, stream);
     }
     assert_eq!(rmmStreamDestroy(stream), RMM_SUCCESS);
     for handle in [stats, pool, expandable] {
         assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
     }
     assert_eq!(device_used(), before);
-    assert!(races().is_empty(), "{:?}", races());
+    assert_eq!(races().len(), races_before, "{:?}", races());
 }
 
 #[test]
@@ -120,7 +118,7 @@ fn discard_gives_everything_back_and_wake_maps_usable_memory_at_the_same_address
     let before = device_used();
     let expandable = over(|h| rmmExpandableResourceCreate(h, 0));
     let blocks: Vec<(usize, usize)> =
-        [100, 3 * MIB, 40 * MIB, 200 << 10].iter().map(|&size| (allocate(expandable, size, null_mut()).unwrap(), size)).collect();
+        [100, 3 * MIB, 40 * MIB, 200 << 10].iter().map(|&size| (allocate_on(expandable, size, null_mut()).unwrap(), size)).collect();
     for _ in 0..3 {
         assert_eq!(rmmResourceSleep(expandable, RMM_SLEEP_DISCARD, null_mut()), RMM_SUCCESS, "{}", last_message());
         assert_eq!(device_used(), before);
@@ -131,7 +129,7 @@ fn discard_gives_everything_back_and_wake_maps_usable_memory_at_the_same_address
         }
     }
     for (ptr, size) in blocks {
-        free(expandable, ptr, size, null_mut());
+        free_on(expandable, ptr, size, null_mut());
     }
     assert_eq!(rmmResourceDestroy(expandable), RMM_SUCCESS);
     assert_eq!(device_used(), before);
@@ -150,7 +148,7 @@ fn bad_calls_are_refused_and_change_nothing() {
         assert_eq!(rmmResourceIsAsleep(resource, &mut answer), RMM_ERROR_NOT_SUPPORTED);
     }
     let expandable = over(|h| rmmExpandableResourceCreate(h, 0));
-    let block = allocate(expandable, MIB, null_mut()).unwrap();
+    let block = allocate_on(expandable, MIB, null_mut()).unwrap();
     assert_eq!(rmmResourceSleep(expandable, 7, null_mut()), RMM_ERROR_INVALID_ARGUMENT);
     assert!(last_message().contains("RMM_SLEEP_KEEP"), "{}", last_message());
     assert_eq!(rmmResourceWake(expandable, null_mut()), RMM_ERROR_INVALID_ARGUMENT, "waking one that is awake");
@@ -165,7 +163,7 @@ fn bad_calls_are_refused_and_change_nothing() {
     assert_eq!(rmmResourceWake(expandable, 0xdead_0000usize as cudaStream_t), RMM_ERROR_INVALID_ARGUMENT);
     assert!(asleep(expandable));
     assert_eq!(rmmResourceWake(expandable, null_mut()), RMM_SUCCESS);
-    free(expandable, block, MIB, null_mut());
+    free_on(expandable, block, MIB, null_mut());
     for handle in [expandable, pool_over_cuda, cuda] {
         assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
     }
@@ -177,23 +175,23 @@ fn a_wake_the_device_cannot_serve_leaves_it_asleep_with_its_contents_and_a_later
     let before = device_used();
     let expandable = over(|h| rmmExpandableResourceCreate(h, 0));
     let size = 96 * MIB;
-    let block = allocate(expandable, size, null_mut()).unwrap();
+    let block = allocate_on(expandable, size, null_mut()).unwrap();
     pattern(block, size, 9);
     assert_eq!(rmmResourceSleep(expandable, RMM_SLEEP_KEEP, null_mut()), RMM_SUCCESS, "{}", last_message());
 
     // Someone else takes most of the device meanwhile.
     let cuda = over(|h| rmmCudaResourceCreate(h));
-    let other = allocate(cuda, 200 * MIB, null_mut()).unwrap();
+    let other = allocate_on(cuda, 200 * MIB, null_mut()).unwrap();
     assert_eq!(rmmResourceWake(expandable, null_mut()), RMM_ERROR_OUT_OF_MEMORY);
     assert!(asleep(expandable), "a failed wake leaves it asleep");
     assert_eq!(device_used(), before + 200 * MIB, "a failed wake holds nothing");
     // Retried, also through a pool over it, still refused.
     assert_eq!(rmmResourceWake(expandable, null_mut()), RMM_ERROR_OUT_OF_MEMORY);
 
-    free(cuda, other, 200 * MIB, null_mut());
+    free_on(cuda, other, 200 * MIB, null_mut());
     assert_eq!(rmmResourceWake(expandable, null_mut()), RMM_SUCCESS, "{}", last_message());
     assert!(has_pattern(block, size, 9), "the host copy survived the failed wakes");
-    free(expandable, block, size, null_mut());
+    free_on(expandable, block, size, null_mut());
     for handle in [cuda, expandable] {
         assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
     }
@@ -219,18 +217,18 @@ fn allocations_and_frees_racing_sleep_and_wake_lose_nothing_and_hand_nothing_out
                     steps += 1;
                     if live.len() < 16 && (live.is_empty() || rng.chance(55)) {
                         let size = rng.log_uniform(22);
-                        match allocate(pool, size, null_mut()) {
+                        match allocate_on(pool, size, null_mut()) {
                             Ok(ptr) => live.push((ptr, size)),
                             Err(RMM_ERROR_INVALID_ARGUMENT) => assert!(last_message().contains("asleep"), "{}", last_message()),
                             Err(other) => panic!("{other:?}: {}", last_message()),
                         }
                     } else {
                         let (ptr, size) = live.swap_remove(rng.below(live.len() as u64) as usize);
-                        free(pool, ptr, size, null_mut());
+                        free_on(pool, ptr, size, null_mut());
                     }
                 }
                 for (ptr, size) in live {
-                    free(pool, ptr, size, null_mut());
+                    free_on(pool, ptr, size, null_mut());
                 }
             });
         }
@@ -277,6 +275,51 @@ fn the_current_resource_of_a_device_sleeps_without_a_handle() {
     let mut restored = null_mut();
     assert_eq!(rmmSetPerDeviceResource(0, previous, &mut restored), RMM_SUCCESS);
     for handle in [restored, previous, expandable] {
+        assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
+    }
+}
+
+#[test]
+fn a_stack_that_reaches_one_expandable_resource_twice_sleeps_it_once() {
+    let _guard = setup_with("2:256MiB");
+    let before = device_used();
+    let expandable = over(|h| rmmExpandableResourceCreate(h, 0));
+    let pool = over(|h| rmmPoolResourceCreate(h, expandable, 0, 0));
+    // Small requests in a pool over the expandable resource, the rest from it directly.
+    let binning = over(|h| rmmBinningResourceCreate(h, expandable, 1, 0));
+    assert_eq!(rmmBinningResourceAddBin(binning, 64 << 10, pool), RMM_SUCCESS, "{}", last_message());
+    let small = allocate_on(binning, 5000, null_mut()).unwrap();
+    let large = allocate_on(binning, 3 * MIB, null_mut()).unwrap();
+    pattern(small, 5000, 1);
+    pattern(large, 3 * MIB, 2);
+    assert_eq!(rmmResourceSleep(binning, RMM_SLEEP_KEEP, null_mut()), RMM_SUCCESS, "{}", last_message());
+    assert_eq!(device_used(), before);
+    assert_eq!(rmmResourceWake(binning, null_mut()), RMM_SUCCESS, "{}", last_message());
+    assert!(has_pattern(small, 5000, 1) && has_pattern(large, 3 * MIB, 2));
+    free_on(binning, small, 5000, null_mut());
+    free_on(binning, large, 3 * MIB, null_mut());
+    for handle in [binning, pool, expandable] {
+        assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
+    }
+}
+
+#[test]
+fn an_allocation_refused_as_asleep_is_counted_by_no_adaptor() {
+    let _guard = setup_with("2:256MiB");
+    let expandable = over(|h| rmmExpandableResourceCreate(h, 0));
+    let pool = over(|h| rmmPoolResourceCreate(h, expandable, 0, 0));
+    let stats = over(|h| rmmStatisticsAdaptorCreate(h, pool));
+    let block = allocate_on(stats, MIB, null_mut()).unwrap();
+    // Only the expandable resource sleeps: the pool above still has free blocks in its chunk.
+    assert_eq!(rmmResourceSleep(expandable, RMM_SLEEP_DISCARD, null_mut()), RMM_SUCCESS, "{}", last_message());
+    assert_eq!(allocate_on(stats, 1000, null_mut()), Err(RMM_ERROR_INVALID_ARGUMENT));
+    assert!(last_message().contains("sleeps"), "{}", last_message());
+    let mut counts = rmmStatistics_t::default();
+    assert_eq!(rmmStatisticsAdaptorGetCounts(stats, &mut counts), RMM_SUCCESS);
+    assert_eq!((counts.total_count, counts.current_count, counts.total_bytes), (1, 1, MIB as i64), "{counts:?}");
+    assert_eq!(rmmResourceWake(expandable, null_mut()), RMM_SUCCESS);
+    free_on(stats, block, MIB, null_mut());
+    for handle in [stats, pool, expandable] {
         assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);
     }
 }

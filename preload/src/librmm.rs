@@ -6,9 +6,13 @@ use crate::real;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::sync::OnceLock;
 
-pub const RMM_SUCCESS: c_int = 0;
-pub const RMM_ERROR_INVALID_ARGUMENT: c_int = 2;
-pub const RMM_ERROR_OUT_OF_MEMORY: c_int = 4;
+/// rmm.h's error codes (`rmmError_t`), which build.rs reads from include/rmm.h: this crate
+/// keeps no copy of them (tests/error_codes.rs).
+#[allow(dead_code)] // every code of rmm.h, also those the hooks do not look at
+mod codes {
+    include!(concat!(env!("OUT_DIR"), "/rmm_error_codes.rs"));
+}
+pub use codes::{RMM_ERROR_INVALID_ARGUMENT, RMM_ERROR_OUT_OF_MEMORY, RMM_SUCCESS};
 
 type AllocFn = unsafe extern "C" fn(*mut *mut c_void, usize, *mut c_void, *const c_char, c_uint) -> c_int;
 type FreeFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_char, c_uint) -> c_int;

@@ -40,37 +40,52 @@ pub fn allocate(ptr: *mut *mut c_void, size: usize, order: Order, fallback: impl
     match result {
         RMM_SUCCESS => SUCCESS,
         RMM_ERROR_OUT_OF_MEMORY => {
-            Failure::OutOfMemory.note(rmm, size, "the program gets cudaErrorMemoryAllocation");
+            Failure::OutOfMemory.note(|| refused_allocation(rmm, size, "the program gets cudaErrorMemoryAllocation"));
             OUT_OF_MEMORY
         }
         _ => {
-            Failure::NotServed.note(rmm, size, "it goes to CUDA directly");
+            Failure::NotServed.note(|| refused_allocation(rmm, size, "it goes to CUDA directly"));
             fallback()
         }
     }
 }
 
-/// Why rmm did not serve a hooked allocation. A program under the preload library sees only
-/// the CUDA error code, so the first failure of each kind is said on stderr (whatever the log
-/// level), with rmm's message: what the device and the stack hold, the configuration that
-/// could not be built, the missing driver. The process's exit repeats each with its count.
+fn refused_allocation(rmm: &Rmm, size: usize, outcome: &str) -> String {
+    format!("an allocation of {size} bytes failed in rmm ({}); {outcome}", rmm.last_error())
+}
+
+/// Why rmm did not serve a hooked allocation or free. A program under the preload library sees
+/// only the CUDA error code, so the first failure of each kind is said on stderr (whatever the
+/// log level), with rmm's message: what the device and the stack hold, the configuration that
+/// could not be built, the missing driver, the pointer freed twice. The process's exit repeats
+/// each with its count.
 #[derive(Clone, Copy)]
 enum Failure {
     OutOfMemory,
     NotServed,
+    /// A free that neither rmm nor CUDA took (freed twice, never allocated, inside a block).
+    Free,
 }
 
 /// Per kind: the number of failures and the first one's line.
-static FAILURES: [(AtomicUsize, Mutex<String>); 2] =
-    [(AtomicUsize::new(0), Mutex::new(String::new())), (AtomicUsize::new(0), Mutex::new(String::new()))];
+static FAILURES: [(AtomicUsize, Mutex<String>); 3] = [const { (AtomicUsize::new(0), Mutex::new(String::new())) }; 3];
 
 impl Failure {
-    fn note(self, rmm: &Rmm, size: usize, outcome: &str) {
+    /// What failed, for the line at exit.
+    fn calls(self) -> &'static str {
+        match self {
+            Failure::OutOfMemory | Failure::NotServed => "allocation(s)",
+            Failure::Free => "free(s)",
+        }
+    }
+
+    /// Counts a failure; the first is said at once, as `line` words it.
+    fn note(self, line: impl FnOnce() -> String) {
         let (count, first) = &FAILURES[self as usize];
         if count.fetch_add(1, Ordering::Relaxed) != 0 {
             return;
         }
-        let line = format!("an allocation of {size} bytes failed in rmm ({}); {outcome}", rmm.last_error());
+        let line = line();
         eprintln!("rmm preload: {line}");
         *first.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = line;
         static AT_EXIT: Once = Once::new();
@@ -82,11 +97,11 @@ impl Failure {
 }
 
 extern "C" fn repeat_at_exit() {
-    for (count, first) in &FAILURES {
+    for (kind, (count, first)) in [Failure::OutOfMemory, Failure::NotServed, Failure::Free].into_iter().zip(&FAILURES) {
         let count = count.load(Ordering::Relaxed);
         if count != 0 {
             let first = first.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            eprintln!("rmm preload: at exit: {count} allocation(s) failed this way; the first: {first}");
+            eprintln!("rmm preload: at exit: {count} {} failed this way; the first: {first}", kind.calls());
         }
     }
 }
@@ -119,8 +134,20 @@ pub fn release(ptr: *mut c_void, order: Order, fallback: impl FnOnce() -> c_int)
     };
     match result {
         RMM_SUCCESS => SUCCESS,
-        RMM_ERROR_INVALID_ARGUMENT => fallback(),
-        _ => INVALID_VALUE,
+        RMM_ERROR_INVALID_ARGUMENT => {
+            // Not rmm's (or not any more): CUDA's, if the program allocated it there.
+            let refused = rmm.last_error();
+            let code = fallback();
+            if code != SUCCESS {
+                Failure::Free.note(|| format!("a free of {ptr:p} failed: rmm refused it ({refused}) and CUDA answered error {code}"));
+            }
+            code
+        }
+        _ => {
+            Failure::Free
+                .note(|| format!("a free of {ptr:p} failed in rmm ({}); the program gets cudaErrorInvalidValue", rmm.last_error()));
+            INVALID_VALUE
+        }
     }
 }
 

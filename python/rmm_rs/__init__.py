@@ -26,7 +26,9 @@ written for RAPIDS RMM::
 and RMM's 2019 interface as ``librmm_cffi`` (:mod:`rmm_rs.legacy`).
 
 The modules: :mod:`rmm_rs._bindings` (the library and its errors), :mod:`rmm_rs._core`
-(devices, streams, :class:`Resource`, :func:`configure`, statistics), :mod:`rmm_rs.frameworks`
+(devices, streams, :class:`Resource`, :func:`configure`, statistics, :func:`sleep_device` /
+:func:`wake_device`), :mod:`rmm_rs.sleep` (tags that sleep and wake, as torch_memory_saver's:
+``region``, ``pause``, ``resume``), :mod:`rmm_rs.frameworks`
 (``torch``, ``cupy``, ``numba``, ``dask``), :mod:`rmm_rs.timeline` (the memory timeline page),
 RAPIDS' :mod:`rmm_rs.mr`, :mod:`rmm_rs.pylibrmm`, :mod:`rmm_rs.rmm`, :mod:`rmm_rs.statistics`,
 :mod:`rmm_rs.allocators`, :mod:`rmm_rs._cuda` and :mod:`rmm_rs._version`, and
@@ -67,6 +69,8 @@ from ._bindings import (
 from ._core import (
     DEFAULT_SPEC,
     RESOURCES,
+    SLEEP_DISCARD,
+    SLEEP_KEEP,
     TORCH_DEFAULT_SPEC,
     Resource,
     Statistics,
@@ -78,6 +82,7 @@ from ._core import (
     allocation_offset,
     configure,
     configure_from_string,
+    device_asleep,
     device_count,
     flush_log,
     free,
@@ -94,9 +99,11 @@ from ._core import (
     report,
     set_device,
     sim_race_count,
+    sleep_device,
     stream_create,
     stream_destroy,
     stream_synchronize,
+    wake_device,
 )
 from .frameworks.cupy import cupy_allocator, use_for_cupy
 from .frameworks.numba import use_for_numba
@@ -123,6 +130,9 @@ from .rmm import is_initialized, register_reinitialize_hook, reinitialize, unreg
 # rmm_rs.statistics is the module of RAPIDS' statistics helpers, and callable as rmm_rs's
 # statistics(device=None) was: imported last, it replaces the function of that name.
 from . import statistics  # noqa: E402,F811
+
+# Tags that sleep and wake, as torch_memory_saver's (rmm_rs.sleep.region / pause / resume).
+from . import sleep  # noqa: E402
 
 from . import _cuda  # noqa: E402  (rmm._cuda.gpu, rmm._cuda.stream)
 from ._version import __git_commit__, __version__  # noqa: E402
@@ -156,6 +166,12 @@ __all__ = [
     "is_simulated",
     "sim_race_count",
     "release_device_memory",
+    "sleep_device",
+    "wake_device",
+    "device_asleep",
+    "SLEEP_KEEP",
+    "SLEEP_DISCARD",
+    # not "sleep": `from rmm_rs import *` must not hide time.sleep (rmm_rs.sleep is the module)
     "stream_create",
     "stream_destroy",
     "stream_synchronize",

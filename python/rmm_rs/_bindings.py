@@ -35,6 +35,40 @@ ERROR_NOT_SUPPORTED = 7
 ERROR_INVALID_HANDLE = 8
 ERROR_ALREADY_INITIALIZED = 9
 
+# The other constants of rmm.h (RMM_ dropped), and C's SIZE_MAX.
+LOG_LEVEL_TRACE = 0
+LOG_LEVEL_DEBUG = 1
+LOG_LEVEL_INFO = 2
+LOG_LEVEL_WARN = 3
+LOG_LEVEL_ERROR = 4
+LOG_LEVEL_CRITICAL = 5
+LOG_LEVEL_OFF = 6
+IPC_HANDLE_SIZE = 128
+STREAM_DEFAULT = 0
+STREAM_NON_BLOCKING = 1
+HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1
+HANDLE_TYPE_WIN32 = 2
+HANDLE_TYPE_WIN32_KMT = 4
+HANDLE_TYPE_FABRIC = 8
+ASYNC_HW_DECOMPRESS = 1
+CAPABILITY_PAGEABLE_MEMORY_ACCESS = 1
+CAPABILITY_MANAGED_MEMORY_POOLS = 2
+CAPABILITY_HOST_MEMORY_POOLS = 3
+CAPABILITY_HW_DECOMPRESS = 4
+MAX_DEVICES = 64
+SLEEP_DISCARD = 0
+SLEEP_KEEP = 1
+VERSION_MAJOR = 0
+VERSION_MINOR = 1
+VERSION_PATCH = 0
+VERSION = 100
+CudaDefaultAllocation = 0
+PoolAllocation = 1
+CudaManagedMemory = 2
+CudaAsyncAllocation = 4
+# C's SIZE_MAX, which rmm.h's functions take as "no limit" / "keep everything".
+SIZE_MAX = ctypes.c_size_t(-1).value
+
 
 class _CStatistics(ctypes.Structure):
     _fields_ = [
@@ -149,6 +183,7 @@ _SIGNATURES = {
     "rmmConfigure": (ctypes.c_int, [ctypes.c_char_p]),
     "rmmGetReport": (ctypes.c_int, [ctypes.POINTER(ctypes.c_char), ctypes.c_size_t,
         ctypes.POINTER(ctypes.c_size_t)]),
+    "rmmParseSize": (ctypes.c_int, [ctypes.POINTER(ctypes.c_size_t), ctypes.c_char_p]),
     "rmmDeviceBufferCreate": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t,
         ctypes.c_void_p, ctypes.c_void_p]),
     "rmmDeviceBufferCreateFromHost": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p),
@@ -243,6 +278,11 @@ _SIGNATURES = {
         ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p]),
     "rmmResourceGetDevice": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]),
     "rmmResourceGetName": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p)]),
+    "rmmResourceSleep": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p]),
+    "rmmResourceWake": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p]),
+    "rmmResourceIsAsleep": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]),
+    "rmmDeviceSleep": (ctypes.c_int, [ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p]),
+    "rmmDeviceWake": (ctypes.c_int, [ctypes.c_int, ctypes.c_void_p]),
     "rmmResourceGetSnapshot": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char),
         ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]),
     "rmmResourceWriteSnapshot": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p]),

@@ -17,8 +17,12 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from . import _bindings
 from ._bindings import (
+    ASYNC_HW_DECOMPRESS,
     ERROR_INVALID_ARGUMENT,
     ERROR_NOT_INITIALIZED,
+    SIZE_MAX,
+    SLEEP_DISCARD,
+    SLEEP_KEEP,
     SUCCESS,
     RmmError,
     _call,
@@ -66,14 +70,25 @@ def _stream(stream: Any) -> Optional[int]:
     raise TypeError(f"stream: expected {STREAM_EXPECTED}; got {type(stream).__name__} {stream!r}")
 
 
-_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20,
-               "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
-               "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
+def _parse_size(text: str) -> int:
+    """The bytes of a size written as text, as the library reads every size (``rmmParseSize``):
+    ``"4096"``, ``"64KiB"``, ``"1.5 GiB"``, ``"512MB"``; kB, MB, GB, TB, PB are powers of
+    1000, KiB, MiB, GiB, TiB, PiB powers of 1024, any case; a letter alone (``"4G"``) is
+    ambiguous. ValueError, with the library's reason, for anything else."""
+    bytes_ = ctypes.c_size_t()
+    if "\0" not in text:
+        lib = _bindings.library()
+        if lib.rmmParseSize(ctypes.byref(bytes_), text.encode("utf-8", "replace")) == SUCCESS:
+            return bytes_.value
+        message = (lib.rmmGetLastErrorMessage() or b"").decode("utf-8", "replace")
+    else:
+        message = f"{text!r} is not a size: it holds a NUL"
+    raise ValueError(message.replace("rmmParseSize: invalid argument: ", "", 1))
 
 
 def _size(value: Union[int, str, None], what: str) -> int:
-    """Bytes from an int or a string such as "4GiB" / "512MiB" (units of 1024, as
-    RMM_ALLOC_CONF); None is 0."""
+    """Bytes from an int or a string such as "4GiB", "1.5 GiB" or "512MB" (read by the library,
+    as RMM_ALLOC_CONF: :func:`_parse_size`); None is 0."""
     if value is None:
         return 0
     if isinstance(value, bool):
@@ -82,12 +97,10 @@ def _size(value: Union[int, str, None], what: str) -> int:
         if value < 0:
             raise ValueError(f"{what}: {value} is negative")
         return value
-    text = str(value).strip()
-    digits = len(text) - len(text.lstrip("0123456789"))
-    unit = text[digits:].strip().lower()
-    if digits == 0 or unit not in _SIZE_UNITS:
-        raise ValueError(f"{what}: {value!r} is not a size (e.g. 4GiB, 512MiB, 1048576)")
-    return int(text[:digits]) * _SIZE_UNITS[unit]
+    try:
+        return _parse_size(str(value))
+    except ValueError as error:
+        raise ValueError(f"{what}: {error}") from None
 
 
 # --------------------------------------------------------------------------------------
@@ -231,6 +244,44 @@ def memory_info() -> Tuple[int, int]:
     return free_bytes.value, total.value
 
 
+# How rmmResourceSleep treats the contents of live blocks (SLEEP_DISCARD and SLEEP_KEEP, rmm.h's
+# RMM_SLEEP_DISCARD and RMM_SLEEP_KEEP): dropped, or copied to pinned host memory and back at
+# the wake.
+SLEEP_MODES = {"discard": SLEEP_DISCARD, "keep": SLEEP_KEEP}
+
+
+def _sleep_mode(mode: Union[str, int]) -> int:
+    """The ``RMM_SLEEP_*`` value of `mode`: "keep" or "discard" (any case), or
+    :data:`SLEEP_KEEP` / :data:`SLEEP_DISCARD`; anything else is a ValueError."""
+    if isinstance(mode, str) and mode.lower() in SLEEP_MODES:
+        return SLEEP_MODES[mode.lower()]
+    if isinstance(mode, int) and not isinstance(mode, bool) and mode in SLEEP_MODES.values():
+        return int(mode)
+    raise ValueError(f"sleep mode {mode!r}: expected 'keep' (contents copied to pinned host memory "
+                     "and back) or 'discard' (contents dropped)")
+
+
+def sleep_device(device: Optional[int] = None, mode: Union[str, int] = "keep", stream: Any = None) -> None:
+    """:meth:`Resource.sleep` on `device`'s current resource (None: the current device), through
+    ``rmmDeviceSleep``: the way to put to sleep what ``RMM_ALLOC_CONF=expandable`` (or
+    ``rmm_rs.configure("expandable")``, ``use_for_torch()``'s default stack) made, without a
+    handle. Errors as :meth:`Resource.sleep` (``ERROR_NOT_SUPPORTED`` when the device's resource
+    is over no expandable resource)."""
+    _call("rmmDeviceSleep", get_device() if device is None else int(device), _sleep_mode(mode), _stream(stream))
+
+
+def wake_device(device: Optional[int] = None, stream: Any = None) -> None:
+    """:meth:`Resource.wake` on `device`'s current resource (None: the current device), through
+    ``rmmDeviceWake``."""
+    _call("rmmDeviceWake", get_device() if device is None else int(device), _stream(stream))
+
+
+def device_asleep(device: Optional[int] = None) -> bool:
+    """:attr:`Resource.asleep` of `device`'s current resource (None: the current device)."""
+    with Resource.of_device(device) as resource:
+        return resource.asleep
+
+
 def _text(function: str, *args) -> str:
     """Calls a (..., buffer, size, length) function of rmm.h twice: length, then text."""
     length = ctypes.c_size_t()
@@ -324,8 +375,8 @@ class Resource:
         """The driver's stream-ordered allocator over a pool of its own (None: keep all).
         `enable_hw_decompress`: memory for hardware decompression (a CUDA 12.8 driver;
         ``ERROR_NOT_SUPPORTED`` where there is none)."""
-        threshold = _SIZE_MAX if release_threshold is None else _size(release_threshold, "release_threshold")
-        flags = 1 if enable_hw_decompress else 0  # RMM_ASYNC_HW_DECOMPRESS
+        threshold = SIZE_MAX if release_threshold is None else _size(release_threshold, "release_threshold")
+        flags = ASYNC_HW_DECOMPRESS if enable_hw_decompress else 0
         return cls._create("rmmAsyncResourceCreateWithFlags", _size(initial_pool_size, "initial_pool_size"), threshold, 0, flags)
 
     @classmethod
@@ -347,7 +398,7 @@ class Resource:
                                release_threshold: Union[int, str, None] = None) -> "Resource":
         """Stream-ordered pinned host memory from a driver pool on the host (CUDA 12.6+ where
         the device offers it; ``ERROR_NOT_SUPPORTED`` elsewhere). None: keep all."""
-        threshold = _SIZE_MAX if release_threshold is None else _size(release_threshold, "release_threshold")
+        threshold = SIZE_MAX if release_threshold is None else _size(release_threshold, "release_threshold")
         return cls._create("rmmAsyncPinnedHostResourceCreate", _size(initial_pool_size, "initial_pool_size"), threshold)
 
     @classmethod
@@ -539,6 +590,44 @@ class Resource:
     def write_snapshot(self, path: str) -> None:
         _call("rmmResourceWriteSnapshot", self._h(), os.fsencode(path))
 
+    # sleep and wake (docs/src/sleep.md)
+    def sleep(self, mode: Union[str, int] = "keep", stream: Any = None) -> None:
+        """Puts the resource to sleep (``rmmResourceSleep``): every expandable resource it
+        takes memory from (itself, or the ones under a pool, arena, binning resource or
+        adaptor) gives back all its device memory, live blocks' included. `mode` ``"keep"``
+        (:data:`SLEEP_KEEP`) copies the contents of live blocks to pinned host memory on
+        `stream` and back at :meth:`wake` (weights, optimizer state); ``"discard"``
+        (:data:`SLEEP_DISCARD`) drops them (activations, KV caches, scratch: after the wake the
+        blocks hold whatever the new memory holds). The device is synchronized first: enqueue
+        the work on the memory before. Every address stays valid for after :meth:`wake`;
+        meanwhile allocations from the resource raise :class:`RmmError`
+        (``ERROR_INVALID_ARGUMENT``, "the resource sleeps"), frees are taken.
+
+        Errors (:class:`RmmError`, nothing sleeps): ``ERROR_NOT_SUPPORTED`` for a resource over
+        no expandable resource (``cuda``, a pool over ``cuda``) or one with blocks exported to
+        other processes; ``ERROR_INVALID_ARGUMENT`` when it is asleep already;
+        :class:`RmmOutOfMemoryError` when there is no pinned host memory for the copy. A mode
+        other than those: ValueError."""
+        _call("rmmResourceSleep", self._h(), _sleep_mode(mode), _stream(stream))
+
+    def wake(self, stream: Any = None) -> None:
+        """Wakes the resource (``rmmResourceWake``): device memory is taken again for every page
+        that slept, mapped at the same addresses, and what :meth:`sleep` kept is copied back on
+        `stream`, which is synchronized before this returns. :class:`RmmOutOfMemoryError` when
+        the device cannot give the memory (another process holds it): the resource stays asleep
+        with its host copy intact, call again later. A resource that is awake: :class:`RmmError`
+        ``ERROR_INVALID_ARGUMENT``; over no expandable resource: ``ERROR_NOT_SUPPORTED``."""
+        _call("rmmResourceWake", self._h(), _stream(stream))
+
+    @property
+    def asleep(self) -> bool:
+        """True while the resource (or an expandable resource under it) sleeps
+        (``rmmResourceIsAsleep``). A resource over no expandable resource: :class:`RmmError`
+        ``ERROR_NOT_SUPPORTED``."""
+        answer = ctypes.c_int()
+        _call("rmmResourceIsAsleep", self._h(), ctypes.byref(answer))
+        return bool(answer.value)
+
     def release(self) -> int:
         """Gives wholly free pool chunks back upstream; returns the bytes released."""
         released = ctypes.c_size_t()
@@ -641,6 +730,60 @@ def _install(device: int, resource: "Resource", stack: Optional[_Stack] = None, 
         Resource(previous.value).close()
 
 
+@dataclasses.dataclass
+class _Replaced:
+    """What a device had before :func:`_swap_resource` replaced its resource: a handle to the
+    resource, the stack :func:`configure` built for it and the Python object of RAPIDS' API set
+    as it (for :func:`_restore_resource`)."""
+
+    device: int
+    handle: Optional[Resource]
+    stack: Optional[_Stack]
+    python_object: Any
+
+    def close(self) -> None:
+        """Lets go of what was kept (the resource is not put back)."""
+        if self.stack is not None:
+            self.stack.close()
+            self.stack = None
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
+        self.python_object = None
+
+
+def _swap_resource(device: int, resource: "Resource", python_object: Any) -> _Replaced:
+    """Makes `resource` `device`'s current resource for a while (rmm_rs.sleep's regions): as
+    :func:`_install`, but what the device had is kept, not closed, and handed back for
+    :func:`_restore_resource`; ``_configured`` is left as it is. The caller holds ``_lock``."""
+    previous = ctypes.c_void_p()
+    _call("rmmSetPerDeviceResource", device, resource._h(), ctypes.byref(previous))
+    replaced = _Replaced(device, Resource(previous.value) if previous.value else None,
+                         _stacks.pop(device, None), _device_objects.pop(device, None))
+    _device_objects[device] = python_object
+    return replaced
+
+
+def _restore_resource(replaced: _Replaced) -> None:
+    """Puts back what :func:`_swap_resource` replaced (the resource, the stack
+    :func:`configure` built, the Python object) and lets go of the handle it kept. The caller
+    holds ``_lock``."""
+    device = replaced.device
+    if replaced.handle is not None:
+        _call("rmmSetPerDeviceResource", device, replaced.handle._h(), None)
+    old = _stacks.pop(device, None)
+    if replaced.stack is not None:
+        _stacks[device] = replaced.stack
+    if replaced.python_object is not None:
+        _device_objects[device] = replaced.python_object
+    else:
+        _device_objects.pop(device, None)
+    if old is not None and old is not replaced.stack:
+        old.close()
+    replaced.stack = replaced.python_object = None
+    replaced.close()
+
+
 def _forget_devices() -> None:
     """After a call that replaced the devices' resources behind this module's back
     (``rmmInitialize``, ``rmmFinalize``): nothing recorded here describes them any more."""
@@ -660,9 +803,6 @@ def _resolve_devices(devices: Union[None, int, str, Iterable[int]]) -> List[int]
     if isinstance(devices, int):
         return [devices]
     return list(dict.fromkeys(int(device) for device in devices))
-
-
-_SIZE_MAX = (1 << (8 * ctypes.sizeof(ctypes.c_size_t))) - 1
 
 
 def _base_spec(resource: str, initial: int, maximum: int, release_threshold: Optional[int]) -> str:

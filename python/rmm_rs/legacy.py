@@ -29,15 +29,18 @@ import types
 from typing import Any, Optional, Sequence, Tuple, Union
 
 from . import _bindings, _core
-from ._bindings import ERROR_NOT_INITIALIZED, RmmError, _call, _COptions, _lock
+from ._bindings import (
+    ERROR_NOT_INITIALIZED,
+    CudaDefaultAllocation,
+    CudaManagedMemory,
+    PoolAllocation,
+    RmmError,
+    _call,
+    _COptions,
+    _lock,
+)
 
 __all__ = ["librmm", "librmm_config"]
-
-# rmmAllocationMode_t values (legacy rmm.h's enum).
-_CUDA_DEFAULT_ALLOCATION = 0
-_POOL_ALLOCATION = 1
-_CUDA_MANAGED_MEMORY = 2
-
 
 # --- librmm_config: the options, as module attributes ----------------------------------------
 
@@ -54,11 +57,11 @@ librmm_config.devices = None  # type: ignore[attr-defined]  # rmm-rs's addition:
 def _options() -> Any:
     config = librmm_config
     options = _COptions()
-    mode = _CUDA_DEFAULT_ALLOCATION
+    mode = CudaDefaultAllocation
     if getattr(config, "use_pool_allocator", False):
-        mode |= _POOL_ALLOCATION
+        mode |= PoolAllocation
     if getattr(config, "use_managed_memory", False):
-        mode |= _CUDA_MANAGED_MEMORY
+        mode |= CudaManagedMemory
     options.allocation_mode = mode
     options.initial_pool_size = _core._size(getattr(config, "initial_pool_size", None), "initial_pool_size")
     options.maximum_pool_size = _core._size(getattr(config, "maximum_pool_size", None), "maximum_pool_size")

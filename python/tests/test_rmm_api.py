@@ -515,10 +515,11 @@ class OneConfigurationTest(unittest.TestCase):
         rmm.set_logging_level(original)
         from rmm_rs.pylibrmm.helper import parse_bytes
 
-        self.assertEqual([parse_bytes(s) for s in (100, "1GB", "1GiB", "1.5 kib", "2mb")],
-                         [100, 10 ** 9, 1 << 30, 1536, 2 * 10 ** 6])
-        with self.assertRaises(ValueError):
-            parse_bytes("lots")
+        self.assertEqual([parse_bytes(s) for s in (100, "1GB", "1GiB", "1.5 kib", "2mb", "1PiB")],
+                         [100, 10 ** 9, 1 << 30, 1536, 2 * 10 ** 6, 1 << 50])
+        for bad in ("lots", "4G", "1Gi", "2GB!", "", 1.5):
+            with self.assertRaises(ValueError):
+                parse_bytes(bad)
 
 
 class ProfilerTest(unittest.TestCase):

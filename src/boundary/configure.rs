@@ -1,8 +1,9 @@
 //! Configuration of the default per-device resources by one string (`RMM_ALLOC_CONF`).
 
-use super::{boundary, copy_text, optional_str};
-use crate::error::rmmError_t;
+use super::{boundary, copy_text, non_null, optional_str, write_out};
+use crate::error::{rmmError_t, Error};
 use crate::ownership::config;
+use crate::units;
 use std::ffi::c_char;
 
 /// Sets up the resource stack each device gets on first use when the program has set none,
@@ -42,4 +43,24 @@ pub extern "C" fn rmmConfigure(conf: *const c_char) -> rmmError_t {
 #[no_mangle]
 pub extern "C" fn rmmGetReport(buffer: *mut c_char, size: usize, length: *mut usize) -> rmmError_t {
     boundary("rmmGetReport", || copy_text(&config::report(), buffer, size, length))
+}
+
+/// Reads the size `text` into `*bytes`, as rmm-rs reads every size (RMM_ALLOC_CONF, specs,
+/// RMM_SIM_DEVICES, the Python package's sizes): a number of bytes, with a fraction or
+/// without (`4096`, `1.5GiB`), then optionally a unit, in any case, after spaces or not: `B`;
+/// `kB`, `MB`, `GB`, `TB`, `PB`, powers of 1000 (`1GB` is 10^9 bytes, as in SI and RAPIDS'
+/// `parse_bytes`); `KiB`, `MiB`, `GiB`, `TiB`, `PiB`, powers of 1024 (`1GiB` is 2^30 bytes).
+/// A fraction of a byte is dropped. A prefix letter alone (`4G`) is ambiguous and refused.
+/// Neither `bytes` nor `text` may be NULL. Text that is not a size, or one above SIZE_MAX
+/// bytes, is RMM_ERROR_INVALID_ARGUMENT with a message that quotes it and says why
+/// (`"4G" is not a size: 4G is ambiguous: write 4GiB (4294967296 bytes) or 4GB (4000000000
+/// bytes)`), and `*bytes` keeps its value.
+#[no_mangle]
+pub extern "C" fn rmmParseSize(bytes: *mut usize, text: *const c_char) -> rmmError_t {
+    boundary("rmmParseSize", || {
+        let bytes = non_null(bytes, "bytes")?;
+        let text = optional_str(text, "text")?.ok_or_else(|| Error::invalid("text is NULL"))?;
+        let size = units::parse_size(text).map_err(|why| Error::invalid(why.text(text)))?;
+        write_out(bytes, "bytes", size)
+    })
 }

@@ -54,6 +54,11 @@ fn record_call(
 /// the resource `options->allocation_mode` names, replacing that device's resource until
 /// `rmmFinalize`. `options` may be NULL (defaults: device memory, current device) and is only
 /// read. A second call without `rmmFinalize` returns RMM_ERROR_ALREADY_INITIALIZED.
+/// It succeeds or changes nothing: every option and listed device is checked before any
+/// memory is taken (RMM_ERROR_INVALID_ARGUMENT for a device that does not exist or is listed
+/// twice, unknown mode flags, an initial pool size above the maximum), and a device whose
+/// resource cannot be made (RMM_ERROR_OUT_OF_MEMORY for a pool larger than its free memory)
+/// leaves every device with the resource and the free memory it had.
 #[no_mangle]
 pub extern "C" fn rmmInitialize(options: *const rmmOptions_t) -> rmmError_t {
     boundary("rmmInitialize", || {
@@ -66,7 +71,8 @@ pub extern "C" fn rmmInitialize(options: *const rmmOptions_t) -> rmmError_t {
     })
 }
 
-/// Ends what `rmmInitialize` set up: each device gets back the resource it had before.
+/// Ends what `rmmInitialize` set up: each device gets back the resource it had before (one
+/// that had none yet gets its default resource at its next use).
 /// Live allocations stay valid and can still be freed with `rmmFree`; new allocations are
 /// refused with RMM_ERROR_NOT_INITIALIZED until `rmmInitialize` is called again.
 #[no_mangle]

@@ -101,7 +101,7 @@ pub fn apply_environment() -> Result<()> {
         return Ok(());
     }
     if let Some(text) = environment() {
-        let spec = Spec::parse(&text).map_err(|e| match e.into_kind() {
+        let spec = parse(&text).map_err(|e| match e.into_kind() {
             ErrorKind::InvalidArgument(why) => Error::invalid(format!("{ENVIRONMENT}: {why}")),
             other => other.into(),
         })?;

@@ -7,10 +7,11 @@
 //! `rmmInitialize` (`RMM_ALLOC_CONF` in its environment, `rmmConfigure`, or a per-device
 //! resource it set) gets that: the legacy calls then use the current device's resource.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::ownership::{config, per_device, records, Expected, Holder, StackRef};
 use crate::platform::{backend, streams, Backend, Stream};
 use crate::resources::{AsyncResource, DirectResource, MemoryResource, PoolResource};
+use crate::units;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -52,7 +53,8 @@ enum State {
     Implicit,
     Initialized {
         options: Options,
-        replaced: Vec<(i32, StackRef)>,
+        /// Each listed device's resource before, None where it had none yet.
+        replaced: Vec<(i32, Option<StackRef>)>,
     },
     Finalized,
 }
@@ -64,7 +66,17 @@ static STATE: Mutex<State> = Mutex::new(State::Implicit);
 /// path decides from `STATE`.
 static READY: AtomicBool = AtomicBool::new(false);
 
-fn resource_for(options: &Options, device: i32) -> Result<Arc<dyn MemoryResource>> {
+/// What `initialize` makes for one device, settled before anything is made.
+struct Plan {
+    device: i32,
+    /// The pool's initial size (an explicit `initial_pool_size`, or half the device's free
+    /// memory now); unused by the modes without a pool.
+    initial: usize,
+}
+
+/// Checks every option and every listed device, changing nothing: an invalid argument anywhere
+/// in `options` is found before any device gets memory.
+fn validate(options: &Options) -> Result<Vec<Plan>> {
     let mode_flags = options.allocation_mode;
     if mode_flags & !mode::ALL != 0 {
         return Err(Error::invalid(format!("allocation_mode {mode_flags:#x} has unknown flags")));
@@ -72,24 +84,57 @@ fn resource_for(options: &Options, device: i32) -> Result<Arc<dyn MemoryResource
     if mode_flags & mode::CUDA_ASYNC != 0 && mode_flags & (mode::POOL | mode::CUDA_MANAGED) != 0 {
         return Err(Error::invalid("CudaAsyncAllocation cannot be combined with PoolAllocation or CudaManagedMemory"));
     }
+    let pool = mode_flags & mode::POOL != 0;
+    let maximum = options.maximum_pool_size;
+    if pool && maximum != 0 && options.initial_pool_size > maximum {
+        return Err(Error::invalid(format!(
+            "initial_pool_size {} exceeds maximum_pool_size {}",
+            units::exact(options.initial_pool_size),
+            units::exact(maximum)
+        )));
+    }
+    let platform = backend()?;
+    let mut plans: Vec<Plan> = Vec::with_capacity(options.devices.len());
+    for &device in &options.devices {
+        platform.check_device(device)?;
+        per_device::check(device)?;
+        if plans.iter().any(|plan| plan.device == device) {
+            return Err(Error::invalid(format!("device {device} is listed twice")));
+        }
+        let initial = match (pool, options.initial_pool_size) {
+            // As legacy RMM: half of the device's free memory.
+            (true, 0) => platform.mem_get_info(device)?.0 / 2 / (2 << 20) * (2 << 20),
+            (_, size) => size,
+        };
+        if pool && maximum != 0 && initial > maximum {
+            return Err(Error::invalid(format!(
+                "initial_pool_size 0 stands for half of device {device}'s free memory, {} now, which exceeds \
+                 maximum_pool_size {}: give an initial_pool_size",
+                units::exact(initial),
+                units::exact(maximum)
+            )));
+        }
+        plans.push(Plan { device, initial });
+    }
+    Ok(plans)
+}
+
+/// The resource `options` asks for on `plan`'s device (options validated).
+fn resource_for(options: &Options, plan: &Plan) -> Result<Arc<dyn MemoryResource>> {
+    let (mode_flags, device) = (options.allocation_mode, plan.device);
     if mode_flags & mode::POOL != 0 {
         let base: Arc<dyn MemoryResource> = match mode_flags & mode::CUDA_MANAGED != 0 {
             true => Arc::new(DirectResource::managed(device)?),
             false => Arc::new(DirectResource::cuda(device)?),
         };
-        let initial = match options.initial_pool_size {
-            // As legacy RMM: half of the device's free memory.
-            0 => backend()?.mem_get_info(device)?.0 / 2 / (2 << 20) * (2 << 20),
-            size => size,
-        };
-        return Ok(Arc::new(PoolResource::new(base, initial, options.maximum_pool_size)?));
+        return Ok(Arc::new(PoolResource::new(base, plan.initial, options.maximum_pool_size)?));
     }
     if mode_flags & mode::CUDA_ASYNC != 0 {
         let release_threshold = match options.maximum_pool_size {
             0 => usize::MAX,
             limit => limit,
         };
-        return Ok(Arc::new(AsyncResource::new(device, options.initial_pool_size, release_threshold, 0)?));
+        return Ok(Arc::new(AsyncResource::new(device, plan.initial, release_threshold, 0)?));
     }
     if mode_flags & mode::CUDA_MANAGED != 0 {
         return Ok(Arc::new(DirectResource::managed(device)?));
@@ -97,31 +142,42 @@ fn resource_for(options: &Options, device: i32) -> Result<Arc<dyn MemoryResource
     Ok(Arc::new(DirectResource::cuda(device)?))
 }
 
+/// `error` of making `device`'s resource, its message naming the device.
+fn on_device(device: i32, error: Error) -> Error {
+    let context = |message: String| format!("device {device}: {message}");
+    match error.into_kind() {
+        ErrorKind::InvalidArgument(m) => Error::InvalidArgument(context(m)),
+        ErrorKind::NotSupported(m) => Error::NotSupported(context(m)),
+        ErrorKind::OutOfMemory { requested, detail } => Error::out_of_memory(requested, context(detail)),
+        other => other.into(),
+    }
+}
+
 /// `rmmInitialize`: installs a resource made from `options` (None: the defaults, plain
 /// `cuMemAlloc` on the current device) as each listed device's current resource, remembering
-/// the ones replaced. `AlreadyInitialized` when initialized; on any other error, nothing is
-/// installed.
+/// the ones replaced. `AlreadyInitialized` when initialized. The call succeeds or changes
+/// nothing: every option and device is checked before anything is made, every device's
+/// resource is made before any is installed, and on a failure what was made is dropped (its
+/// memory given back) and what was installed is put back.
 pub fn initialize(options: Option<Options>) -> Result<()> {
     let mut state = STATE.lock();
     if matches!(*state, State::Initialized { .. }) {
         return Err(Error::already_initialized());
     }
     let mut options = options.unwrap_or_default();
-    let platform = backend()?;
     if options.devices.is_empty() {
-        options.devices.push(platform.current_device()?);
+        options.devices.push(backend()?.current_device()?);
     }
-    let mut stacks = Vec::with_capacity(options.devices.len());
-    for (i, &device) in options.devices.iter().enumerate() {
-        platform.check_device(device)?;
-        if options.devices[..i].contains(&device) {
-            return Err(Error::invalid(format!("device {device} is listed twice")));
-        }
-        stacks.push((device, StackRef::new(resource_for(&options, device)?)));
+    let plans = validate(&options)?;
+    // Dropped on a failure below: a resource made for an earlier device gives its memory back.
+    let mut stacks = Vec::with_capacity(plans.len());
+    for plan in &plans {
+        let resource = resource_for(&options, plan).map_err(|e| on_device(plan.device, e))?;
+        stacks.push((plan.device, StackRef::new(resource)));
     }
     let mut replaced = Vec::with_capacity(stacks.len());
     for (device, stack) in stacks {
-        match per_device::set(device, stack) {
+        match per_device::swap(device, Some(stack)) {
             Ok(previous) => replaced.push((device, previous)),
             Err(e) => {
                 restore(replaced);
@@ -135,9 +191,11 @@ pub fn initialize(options: Option<Options>) -> Result<()> {
     Ok(())
 }
 
-fn restore(replaced: Vec<(i32, StackRef)>) {
+/// Puts back what `initialize` replaced, the last device first; the resources it installed
+/// go as their last users let go of them.
+fn restore(replaced: Vec<(i32, Option<StackRef>)>) {
     for (device, previous) in replaced.into_iter().rev() {
-        if let Err(e) = per_device::set(device, previous) {
+        if let Err(e) = per_device::swap(device, previous) {
             log::warn!("restoring the resource of device {device}: {e}");
         }
     }

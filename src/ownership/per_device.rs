@@ -63,7 +63,8 @@ fn current_or_default(slot: &Slot, device: i32) -> Result<(StackRef, u64)> {
     }
     let stack = StackRef::new(crate::ownership::config::default_resource(device)?);
     *current = Some(stack.clone());
-    // Generation 0 had no stack: no thread has a copy to let go of.
+    // No thread has a copy of the generation that had no stack (0, or one `swap` left empty
+    // and retired the copies before): none to let go of.
     Ok((stack, STACKS.advance(device as usize)))
 }
 
@@ -118,6 +119,35 @@ pub fn set(device: i32, stack: StackRef) -> Result<StackRef> {
     STACKS.retire(&COPIES, device as usize, generation, reach_idle_threads());
     RESOURCE_CHOSEN.store(true, Ordering::Release);
     Ok(replaced.unwrap_or(previous))
+}
+
+/// Ok when `device` exists and has a slot here: what `set` and `swap` check first.
+pub fn check(device: i32) -> Result<()> {
+    slot(device).map(drop)
+}
+
+/// Makes `stack` the resource of `device` (None: none, so that the device gets its default
+/// resource at its next use) and returns the one it replaces as it is, None where the device
+/// had none yet. Unlike `set` it makes no default resource to return (one that `rmmConfigure`
+/// or `RMM_ALLOC_CONF` makes a pool would take memory, or fail, only to be put back later), and
+/// it is not the program choosing a resource: `rmmInitialize` installs with it and
+/// `rmmFinalize` puts back what was there. Threads let go of the replaced stack as `set` says.
+pub fn swap(device: i32, stack: Option<StackRef>) -> Result<Option<StackRef>> {
+    if let Some(stack) = stack.as_ref().filter(|stack| stack.device() != device) {
+        return Err(Error::invalid(format!(
+            "a {} resource of device {} cannot serve device {device}",
+            stack.resource().name(),
+            stack.device()
+        )));
+    }
+    let slot = slot(device)?;
+    let (replaced, generation) = {
+        let mut current = slot.current.lock();
+        (std::mem::replace(&mut *current, stack), STACKS.advance(device as usize))
+    };
+    // Outside the slot's lock, as in `set`.
+    STACKS.retire(&COPIES, device as usize, generation, reach_idle_threads());
+    Ok(replaced)
 }
 
 /// Whether a replaced stack is taken out of idle threads' copies at once (see the module

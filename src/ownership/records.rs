@@ -71,11 +71,31 @@ struct Shard {
     entries: Vec<Option<Entry>>,
     /// The entry the last record used, tried first by the next.
     recent: u32,
+    /// The last pointers freed here, so that a second free of one is named a double free.
+    freed: [usize; FREED_REMEMBERED],
+    freed_next: usize,
 }
+
+/// Frees each shard remembers (a free writes one slot under the lock it holds anyway).
+const FREED_REMEMBERED: usize = 8;
+
+/// How far before a pointer no record names a block that a free looks for one that holds it,
+/// to name a pointer inside a block (in record windows; larger blocks are not found).
+const INTERIOR_WINDOWS: usize = 32;
 
 impl Shard {
     const fn new() -> Self {
-        Shard { records: AddressMap::new(), entries: Vec::new(), recent: 0 }
+        Shard { records: AddressMap::new(), entries: Vec::new(), recent: 0, freed: [0; FREED_REMEMBERED], freed_next: 0 }
+    }
+
+    #[inline(always)]
+    fn remember_freed(&mut self, ptr: usize) {
+        self.freed[self.freed_next % FREED_REMEMBERED] = ptr;
+        self.freed_next = self.freed_next.wrapping_add(1);
+    }
+
+    fn was_freed(&self, ptr: usize) -> bool {
+        self.freed.contains(&ptr)
     }
 
     /// The entry of `stack` (made if there is none), counting one more record of it.
@@ -167,10 +187,10 @@ pub fn allocate_aligned(stack: &Arc<Stack>, bytes: usize, alignment: usize, stre
     if bytes == 0 {
         return Ok(0);
     }
-    let ptr = stack.allocate_aligned(bytes, alignment, stream)?;
-    if crate::resources::sleep::any_asleep() && crate::resources::sleep::asleep_at(ptr) {
-        return Err(undo_while_asleep(stack, ptr, bytes, alignment, stream));
-    }
+    let ptr = match crate::resources::sleep::any_asleep() {
+        false => stack.allocate_aligned(bytes, alignment, stream)?,
+        true => allocate_beside_sleepers(stack, bytes, alignment, stream)?,
+    };
     if callback::running_on_this_thread() {
         return Ok(ptr);
     }
@@ -191,15 +211,24 @@ pub fn allocate_aligned(stack: &Arc<Stack>, bytes: usize, alignment: usize, stre
     Ok(ptr)
 }
 
-/// Gives back a block that a stack handed out from the memory of a sleeping resource (a free
-/// block of a sleeping chunk): nobody may use it until the resource wakes.
+/// `stack.allocate_aligned` while some resource sleeps: a stack over a sleeping resource is
+/// refused before any layer sees the request; a block that comes from sleeping memory anyway
+/// (a sleep that began meanwhile) is given back before anyone can use it.
 #[cold]
 #[inline(never)]
-fn undo_while_asleep(stack: &Arc<Stack>, ptr: usize, bytes: usize, alignment: usize, stream: Stream) -> crate::error::Error {
-    if let Err(e) = stack.deallocate_aligned(ptr, bytes, alignment, stream) {
-        log::error!("giving back {ptr:#x} ({bytes} bytes), handed out from a sleeping resource: {e}");
+fn allocate_beside_sleepers(stack: &Arc<Stack>, bytes: usize, alignment: usize, stream: Stream) -> Result<usize> {
+    use crate::resources::sleep;
+    if sleep::refuses_allocations(stack.resource()) {
+        return Err(sleep::refused_while_asleep(bytes));
     }
-    crate::resources::sleep::refused_while_asleep(bytes)
+    let ptr = stack.allocate_aligned(bytes, alignment, stream)?;
+    if sleep::asleep_at(ptr) {
+        if let Err(e) = stack.deallocate_aligned(ptr, bytes, alignment, stream) {
+            log::error!("giving back {ptr:#x} ({bytes} bytes), handed out from a sleeping resource: {e}");
+        }
+        return Err(sleep::refused_while_asleep(bytes));
+    }
+    Ok(ptr)
 }
 
 /// Frees `ptr` (NULL: nothing) through the stack it was allocated from, in the order of
@@ -223,11 +252,12 @@ pub fn free_aligned(ptr: usize, alignment: usize, stream: Stream, expected: Expe
     let mut guard = RECORDS[index].0.lock();
     let shard = &mut *guard;
     let Some((slot, &record)) = shard.records.get_slot(&ptr) else {
+        let freed = shard.was_freed(ptr);
         drop(guard);
         return match callback::running_on_this_thread() {
             // An allocate callback giving back what it (or another) took from rmm-rs.
             true => free_in_callback(ptr, alignment, stream, expected),
-            false => Err(not_handed_out(ptr, expected)),
+            false => Err(not_handed_out(ptr, expected, freed)),
         };
     };
     let entry = shard.entry_mut(record.entry);
@@ -245,6 +275,7 @@ pub fn free_aligned(ptr: usize, alignment: usize, stream: Stream, expected: Expe
         false => None,
     };
     shard.records.remove_slot(slot);
+    shard.remember_freed(ptr);
     drop(guard);
     drop(unused);
     Ok(())
@@ -292,7 +323,9 @@ pub fn hand_over(ptr: usize, from: Holder, to: Holder) -> Result<(i32, usize)> {
     let mut guard = RECORDS[shard_index(ptr)].0.lock();
     let shard = &mut *guard;
     let Some(record) = shard.records.get_mut(&ptr) else {
-        return Err(not_handed_out(ptr, Expected { stack: None, size: None, holder: from }));
+        let freed = shard.was_freed(ptr);
+        drop(guard);
+        return Err(not_handed_out(ptr, Expected { stack: None, size: None, holder: from }, freed));
     };
     if record.holder != from {
         let record = *record;
@@ -327,12 +360,36 @@ fn forget_idle(stack: &Stack) {
 
 #[cold]
 #[inline(never)]
-fn not_handed_out(ptr: usize, expected: Expected) -> Error {
+fn not_handed_out(ptr: usize, expected: Expected, freed: bool) -> Error {
     let whose = match expected.stack {
         Some(named) => format!("allocation of this {} resource (device {})", named.resource().name(), named.device()),
         None => "rmm allocation".to_string(),
     };
-    Error::invalid(format!("{ptr:#x} is not a live {whose}: never allocated, already freed, or an address inside a block"))
+    let why = match (freed, block_holding(ptr)) {
+        (true, _) => "it was already freed (a double free)".to_string(),
+        (false, Some((base, size))) => {
+            format!(
+                "it lies inside the block at {base:#x} ({size} bytes), {} bytes from its start: free the block's own address",
+                ptr - base
+            )
+        }
+        (false, None) => "never allocated, already freed, or an address inside a block".to_string(),
+    };
+    Error::invalid(format!("{ptr:#x} is not a live {whose}: {why}"))
+}
+
+/// The live block (address, size) that holds `ptr` after its start, looked for in the record
+/// windows up to `INTERIOR_WINDOWS` before it, one shard lock at a time (an error path only).
+fn block_holding(ptr: usize) -> Option<(usize, usize)> {
+    let window = 1usize << RECORD_WINDOW_BITS;
+    let mut shards: Vec<usize> = (0..INTERIOR_WINDOWS).filter_map(|back| ptr.checked_sub(back * window)).map(shard_index).collect();
+    shards.sort_unstable();
+    shards.dedup();
+    shards.into_iter().find_map(|index| {
+        let shard = RECORDS[index].0.lock();
+        let holding = shard.records.iter().find(|(&base, record)| base < ptr && ptr - base < record.size);
+        holding.map(|(&base, record)| (base, record.size))
+    })
 }
 
 #[cold]

@@ -320,7 +320,7 @@ impl PendingBound {
                 let fraction: u32 = format!("{fraction:0<2}").parse().map_err(|_| garbage())?;
                 PendingBound::Hundredths(whole * 100 + fraction)
             }
-            None => PendingBound::Bytes(parse_size(value.text).ok_or_else(garbage)?),
+            None => PendingBound::Bytes(parse_size(value.text).map_err(|_| garbage())?),
         };
         match bound {
             PendingBound::Bytes(0) | PendingBound::Hundredths(0) => Err(source.error(
@@ -510,14 +510,14 @@ impl<'s, 'a> Params<'s, 'a> {
     }
 
     fn size(&self, key: &str, value: Piece<'a>) -> Result<usize> {
-        parse_size(value.text).ok_or_else(|| self.bad(key, value, "a size (e.g. 4096, 256KiB, 512MiB, 8GiB)"))
+        parse_size(value.text).map_err(|why| self.bad(key, value, &format!("a size: {why}")))
     }
 
     /// A size, or `unlimited` (keep everything).
     fn threshold(&self, key: &str, value: Piece<'a>) -> Result<usize> {
         match value.text.eq_ignore_ascii_case("unlimited") {
             true => Ok(UNLIMITED),
-            false => parse_size(value.text).ok_or_else(|| self.bad(key, value, "a size (e.g. 1GiB) or unlimited")),
+            false => parse_size(value.text).map_err(|why| self.bad(key, value, &format!("a size or unlimited: {why}"))),
         }
     }
 
@@ -787,8 +787,7 @@ fn parse_shorthand(source: &Source, whole: Piece) -> Result<(Options, Vec<Layer>
             return Err(source.error(item, &format!("expected key:value (keys: {})", SHORTHAND_KEYS.join(", "))));
         };
         let (key, value) = (key.trim(), value.trim());
-        let size =
-            || parse_size(value.text).ok_or_else(|| source.error(value, &format!("{}: not a size (e.g. 4GiB, 512MiB, 1048576)", key.text)));
+        let size = || parse_size(value.text).map_err(|why| source.error(value, &format!("{}: not a size: {why}", key.text)));
         let flag = || parse_flag(value.text).ok_or_else(|| source.error(value, &format!("{}: expected 1 or 0", key.text)));
         match key.text {
             "resource" | "backend" => resource = (value.text.to_ascii_lowercase(), Some(value)),
@@ -925,6 +924,9 @@ mod tests {
             (" Statistics / POOL:initial=4096 ", "statistics/pool:initial=4KiB,maximum=0/cuda"),
             ("statistics+limiting:limit=2GiB+pool", "statistics/limiting:limit=2GiB/pool:initial=0,maximum=0/cuda"),
             ("report/statistics/pool", "report/statistics/pool:initial=0,maximum=0/cuda"),
+            // Sizes: SI units are powers of 1000, binary ones of 1024 (crate::units).
+            ("pool:initial=1GB,maximum=1.5GiB", "pool:initial=1000000000,maximum=1536MiB/cuda"),
+            ("limiting:limit=2 kb", "limiting:limit=2000/cuda"),
         ];
         for (text, canonical) in cases {
             assert_eq!(spec(text).canonical(), canonical, "{text}");
@@ -959,6 +961,7 @@ mod tests {
                 "expandable:initial=0,maximum=0,release_threshold=1GiB,page_size=20MiB",
             ),
             ("resource:arena,resource:pool,stats:0", "pool:initial=0,maximum=0/cuda"),
+            ("resource:pool,initial_pool_size:2GB,stats:0", "pool:initial=1953125KiB,maximum=0/cuda"),
         ];
         for (text, canonical) in cases {
             let parsed = spec(text);
@@ -999,7 +1002,10 @@ mod tests {
             ("fixed_size:prealloc=-1", "-1", 21, "not a whole number"),
             ("pool:initial=2GiB,maximum=1GiB", "maximum=1GiB", 19, "initial=2GiB exceeds maximum=1GiB"),
             ("cuda_async:handle_types=[fabric,nfs]", "nfs", 33, "a handle type (posix_file_descriptor, win32, win32_kmt, fabric)"),
-            ("cuda_async:release_threshold=some", "some", 30, "a size (e.g. 1GiB) or unlimited"),
+            ("cuda_async:release_threshold=some", "some", 30, "release_threshold=some is not a size or unlimited: expected a number"),
+            ("pool:initial=4G", "4G", 14, "pool: initial=4G is not a size: 4G is ambiguous: write 4GiB (4294967296 bytes) or 4GB (4000000000 bytes)"),
+            ("pool:initial=3 parsecs", "3 parsecs", 14, "initial=3 parsecs is not a size: \"parsecs\" is not a unit (B; kB, MB"),
+            ("limiting:limit=17000PiB", "17000PiB", 16, "limit=17000PiB is not a size: more than SIZE_MAX"),
             ("expandable:peers=[0,x]", "x", 21, "a device number"),
             ("statistics/report/pool", "report", 12, "report takes no parameters and comes once, before the layers"),
             ("report:x=1/pool", "report:x=1", 1, "report takes no parameters"),
@@ -1027,6 +1033,7 @@ mod tests {
             // The shorthand.
             ("resource:bogus", "bogus", 10, "resource:bogus: expected pool, arena, binning"),
             ("initial_pool_size:lots", "lots", 19, "initial_pool_size: not a size"),
+            ("initial_pool_size:2G", "2G", 19, "initial_pool_size: not a size: 2G is ambiguous: write 2GiB"),
             ("stats:maybe", "maybe", 7, "stats: expected 1 or 0"),
             ("resource:pool,colour:blue", "colour", 15, "unknown key \"colour\": the key:value form takes resource, backend"),
             ("resource:pool,,stats:1", "", 15, "an empty item"),

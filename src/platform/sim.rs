@@ -179,7 +179,11 @@ impl SimDevices {
     pub fn from_spec(spec: &str) -> Result<Self> {
         let bad = || Error::invalid(format!("RMM_SIM_DEVICES={spec:?}: expected N or N:BYTES, e.g. 2:8GiB (N from 1 to 64)"));
         let (count, capacity) = match spec.split_once(':') {
-            Some((n, bytes)) => (n.trim().parse::<usize>().map_err(|_| bad())?, crate::units::parse_size(bytes).ok_or_else(bad)?),
+            Some((n, bytes)) => {
+                let count = n.trim().parse::<usize>().map_err(|_| bad())?;
+                let why = |why: crate::units::SizeError| Error::invalid(format!("RMM_SIM_DEVICES={spec:?}: {}", why.text(bytes.trim())));
+                (count, crate::units::parse_size(bytes).map_err(why)?)
+            }
             None => (spec.trim().parse::<usize>().map_err(|_| bad())?, DEFAULT_CAPACITY),
         };
         if !(1..=64).contains(&count) || capacity == 0 {

@@ -108,6 +108,9 @@ pub struct ExpandableResource {
     /// How it sleeps (None: awake); held by `sleep` and `wake` throughout, so that they take
     /// turns (docs/src/sleep.md).
     sleep: Mutex<Option<SleepMode>>,
+    /// Set from the start of a sleep to the end of the wake that undoes it, read without the
+    /// lock by every allocation while some resource sleeps (`sleep::refuses_allocations`).
+    refusing: std::sync::atomic::AtomicBool,
 }
 
 /// The exporting side of IPC: a ticket per exported block, by its address.
@@ -189,6 +192,7 @@ fn make(device: i32, options: &ExpandableOptions, handle_types: u32) -> Result<E
         held,
         exports: Exports::default(),
         sleep: Mutex::new(None),
+        refusing: std::sync::atomic::AtomicBool::new(false),
     })
 }
 
@@ -354,6 +358,11 @@ impl ExpandableResource {
         *self.sleep.lock()
     }
 
+    /// Whether it sleeps or is going to sleep (no wait for a sleep or wake in progress).
+    pub(super) fn refuses_allocations(&self) -> bool {
+        self.refusing.load(Ordering::Acquire)
+    }
+
     /// Why it cannot go to sleep now, if it cannot.
     pub(super) fn can_sleep(&self) -> Result<()> {
         self.why_not_sleep(*self.sleep.lock())
@@ -397,11 +406,12 @@ impl ExpandableResource {
         streams::check_usable(stream)?;
         let stream = platform.stream_on_device(self.device(), stream, || true)?;
         let ranges = self.ranges();
+        self.refusing.store(true, Ordering::Release);
         super::sleep::note_asleep(&ranges);
         let slept = platform.device_synchronize(self.device()).and_then(|()| self.release()).and_then(|_| {
             let small = self.small.pages.sleep(mode, stream)?;
             match self.large.pages.sleep(mode, stream) {
-                Ok(large) => Ok(SleepFigures { released: small.released + large.released, kept_on_host: small.kept_on_host + large.kept_on_host }),
+                Ok(large) => Ok(small.plus(large)),
                 Err(e) => {
                     let woken = self.small.pages.take_physical().and_then(|pages| self.small.pages.map_again(pages, stream));
                     if let Err(again) = woken {
@@ -425,6 +435,7 @@ impl ExpandableResource {
             }
             Err(e) => {
                 super::sleep::note_awake(&ranges);
+                self.refusing.store(false, Ordering::Release);
                 Err(e)
             }
         }
@@ -464,6 +475,7 @@ impl ExpandableResource {
         }
         *asleep = None;
         super::sleep::note_awake(&self.ranges());
+        self.refusing.store(false, Ordering::Release);
         log::info!("expandable resource on device {}: awake", self.device());
         Ok(())
     }
@@ -1184,6 +1196,9 @@ impl MappedRanges {
         }
         state.activity.device_call_ns += ns;
         if let Err(e) = result {
+            // Blocks freed while asleep are ordered on their streams, which the device must pass
+            // before their pages go again (a copy that failed may have run in part, too).
+            let _ = platform.device_synchronize(self.device);
             for &(at, _) in &addresses[..mapped] {
                 let _ = platform.vmm_unmap(at, self.page);
             }

@@ -96,14 +96,33 @@ impl Drop for HostCopy {
     }
 }
 
-/// Calls `visit` with every expandable resource `resource` takes its memory from (itself,
-/// if it is one), in stack order.
+/// Calls `visit` once with each expandable resource `resource` takes its memory from (itself,
+/// if it is one), in stack order: a stack that reaches one twice (a binning resource with it
+/// as a bin and as the upstream of another) visits it once.
 fn for_each_expandable(resource: &dyn MemoryResource, visit: &mut dyn FnMut(&ExpandableResource)) {
-    let any: &dyn std::any::Any = resource;
-    match any.downcast_ref::<ExpandableResource>() {
-        Some(expandable) => visit(expandable),
-        None => resource.for_each_upstream(&mut |upstream| for_each_expandable(upstream, visit)),
+    fn walk(resource: &dyn MemoryResource, seen: &mut Vec<usize>, visit: &mut dyn FnMut(&ExpandableResource)) {
+        let any: &dyn std::any::Any = resource;
+        match any.downcast_ref::<ExpandableResource>() {
+            Some(expandable) => {
+                let at = expandable as *const ExpandableResource as usize;
+                if !seen.contains(&at) {
+                    seen.push(at);
+                    visit(expandable);
+                }
+            }
+            None => resource.for_each_upstream(&mut |upstream| walk(upstream, seen, visit)),
+        }
     }
+    walk(resource, &mut Vec::new(), visit)
+}
+
+/// Whether an expandable resource under `resource` sleeps or is going to sleep, without
+/// waiting for a sleep or wake in progress: an allocation from such a stack is refused before
+/// it reaches any layer (an adaptor above would count it otherwise).
+pub fn refuses_allocations(resource: &dyn MemoryResource) -> bool {
+    let mut refuses = false;
+    for_each_expandable(resource, &mut |expandable| refuses |= expandable.refuses_allocations());
+    refuses
 }
 
 /// The expandable resources under `resource`, or why it cannot sleep.
@@ -202,7 +221,8 @@ pub struct SleepFigures {
 }
 
 impl SleepFigures {
-    fn plus(self, other: SleepFigures) -> SleepFigures {
+    /// Both sleeps' figures together.
+    pub(super) fn plus(self, other: SleepFigures) -> SleepFigures {
         SleepFigures { released: self.released + other.released, kept_on_host: self.kept_on_host + other.kept_on_host }
     }
 }

@@ -123,6 +123,45 @@ pub fn over(
     handle
 }
 
+/// `rmmResourceAllocate`: the address, or the code it answered.
+pub fn allocate_on(
+    resource: rmm::boundary::handles::rmmResource_t,
+    bytes: usize,
+    stream: rmm::boundary::types::cudaStream_t,
+) -> Result<usize, rmm::error::rmmError_t> {
+    let mut ptr: *mut std::ffi::c_void = std::ptr::null_mut();
+    match rmm::boundary::rmmResourceAllocate(resource, &mut ptr, bytes, stream) {
+        rmm::error::rmmError_t::RMM_SUCCESS => Ok(ptr as usize),
+        error => Err(error),
+    }
+}
+
+/// `rmmResourceDeallocate`, which must succeed.
+pub fn free_on(resource: rmm::boundary::handles::rmmResource_t, ptr: usize, bytes: usize, stream: rmm::boundary::types::cudaStream_t) {
+    let status = rmm::boundary::rmmResourceDeallocate(resource, ptr as *mut std::ffi::c_void, bytes, stream);
+    assert_eq!(status, rmm::error::rmmError_t::RMM_SUCCESS, "{}", last_message());
+}
+
+/// Whether `resource` (or an expandable resource under it) sleeps (`rmmResourceIsAsleep`).
+pub fn asleep(resource: rmm::boundary::handles::rmmResource_t) -> bool {
+    let mut answer = -1;
+    assert_eq!(rmm::boundary::rmmResourceIsAsleep(resource, &mut answer), rmm::error::rmmError_t::RMM_SUCCESS, "{}", last_message());
+    answer == 1
+}
+
+/// `rmmInitialize`'s options for `devices` (the rest of the list zero).
+pub fn legacy_options(mode: u32, initial: usize, maximum: usize, devices: &[i32]) -> rmm::boundary::types::rmmOptions_t {
+    let mut ids = [0; rmm::boundary::types::RMM_MAX_DEVICES];
+    ids[..devices.len()].copy_from_slice(devices);
+    rmm::boundary::types::rmmOptions_t {
+        allocation_mode: mode,
+        initial_pool_size: initial,
+        enable_logging: false,
+        devices: rmm::boundary::types::rmmDeviceList_t { count: devices.len() as i32, ids },
+        maximum_pool_size: maximum,
+    }
+}
+
 /// Bytes the current device has in use (simulated devices count every platform allocation).
 pub fn device_used() -> usize {
     let platform = backend().expect("simulated devices");

@@ -22,7 +22,14 @@ import os
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from .. import _core
-from .._bindings import ERROR_INVALID_ARGUMENT, RmmError, _call
+from .._bindings import (
+    CAPABILITY_MANAGED_MEMORY_POOLS,
+    CAPABILITY_PAGEABLE_MEMORY_ACCESS,
+    ERROR_INVALID_ARGUMENT,
+    HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+    RmmError,
+    _call,
+)
 
 __all__ = [
     "CUDADriverError",
@@ -40,7 +47,7 @@ __all__ = [
 
 # cudaError_t values this module raises itself, with the runtime's names and strings (used
 # where cuda-python is not there to name them).
-_SUCCESS = 0
+_CUDA_SUCCESS = 0
 _INVALID_VALUE = 1
 _INSUFFICIENT_DRIVER = 35
 _NO_DEVICE = 100
@@ -65,9 +72,6 @@ _ATTR_PAGEABLE_MEMORY_ACCESS = 88
 _ATTR_CONCURRENT_MANAGED_ACCESS = 89
 _ATTR_MEMORY_POOLS_SUPPORTED = 115
 _ATTR_MEMORY_POOL_SUPPORTED_HANDLE_TYPES = 119
-_CAPABILITY_PAGEABLE_MEMORY_ACCESS = 1  # RMM_CAPABILITY_PAGEABLE_MEMORY_ACCESS
-_CAPABILITY_MANAGED_MEMORY_POOLS = 2  # RMM_CAPABILITY_MANAGED_MEMORY_POOLS
-_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1  # cudaMemHandleTypePosixFileDescriptor
 
 
 def _supports(capability: int) -> Callable[[int], int]:
@@ -82,11 +86,12 @@ def _supports(capability: int) -> Callable[[int], int]:
 SIMULATED_ATTRIBUTES: Dict[int, Callable[[int], int]] = {
     _ATTR_INTEGRATED: lambda device: 0,
     _ATTR_MANAGED_MEMORY: lambda device: 1,
-    _ATTR_PAGEABLE_MEMORY_ACCESS: _supports(_CAPABILITY_PAGEABLE_MEMORY_ACCESS),
+    _ATTR_PAGEABLE_MEMORY_ACCESS: _supports(CAPABILITY_PAGEABLE_MEMORY_ACCESS),
     # Managed memory pools need concurrent managed access, and the simulator models it with them.
-    _ATTR_CONCURRENT_MANAGED_ACCESS: _supports(_CAPABILITY_MANAGED_MEMORY_POOLS),
+    _ATTR_CONCURRENT_MANAGED_ACCESS: _supports(CAPABILITY_MANAGED_MEMORY_POOLS),
     _ATTR_MEMORY_POOLS_SUPPORTED: lambda device: 1,
-    _ATTR_MEMORY_POOL_SUPPORTED_HANDLE_TYPES: lambda device: _HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+    # rmm.h's RMM_HANDLE_TYPE_* are CUDA's cudaMemAllocationHandleType values.
+    _ATTR_MEMORY_POOL_SUPPORTED_HANDLE_TYPES: lambda device: HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
 }
 
 
@@ -285,7 +290,7 @@ def runtimeGetVersion() -> int:
     if runtime is not None:
         try:
             status, version = runtime.getLocalRuntimeVersion()
-            if int(status) == _SUCCESS:
+            if int(status) == _CUDA_SUCCESS:
                 return int(version)
         except Exception:  # noqa: BLE001 - an older cuda-python: try the library itself
             pass
@@ -310,7 +315,7 @@ def getDeviceProperties(device: int) -> Any:
     if runtime is None:
         raise CUDARuntimeError(_NOT_SUPPORTED, "getDeviceProperties needs cuda-python (cuda.bindings)")
     status, properties = runtime.cudaGetDeviceProperties(index)
-    if int(status) != _SUCCESS:
+    if int(status) != _CUDA_SUCCESS:
         raise CUDARuntimeError(int(status))
     return properties
 

@@ -9,6 +9,7 @@ from ..pylibrmm.memory_resource import (
     CudaAsyncViewMemoryResource,
     CudaMemoryResource,
     DeviceMemoryResource,
+    ExpandableMemoryResource,
     FailureCallbackResourceAdaptor,
     FixedSizeMemoryResource,
     LimitingResourceAdaptor,

@@ -2,25 +2,26 @@
 
 from __future__ import annotations
 
-import re
 from typing import Union
 
-__all__ = ["parse_bytes"]
+from .._core import _parse_size
 
-# As RAPIDS: SI units are powers of 1000 ("1GB" = 10**9), binary ones powers of 1024 ("1GiB"),
-# case-insensitive; a number alone is bytes. (rmm_rs.configure() and RMM_ALLOC_CONF read "GB"
-# as GiB; this is RAPIDS' reading, for RAPIDS' API.)
-_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000 ** 2, "gb": 1000 ** 3, "tb": 1000 ** 4, "pb": 1000 ** 5,
-          "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40, "pib": 1 << 50}
-_SIZE = re.compile(r"^([0-9]+(?:\.[0-9]*)?)[\t ]*((?:[kmgtp]i?)?b)?$", re.IGNORECASE)
+__all__ = ["parse_bytes"]
 
 
 def parse_bytes(s: Union[int, str]) -> int:
     """Bytes from an int (returned as it is) or a string: a number, optionally with a unit
-    (b, kb .. pb, kib .. pib, any case). ValueError when the string is not a size."""
+    (b, kb .. pb, kib .. pib, any case). ValueError when the string is not a size.
+
+    The library reads the string, as it reads every size in rmm-rs (``rmmParseSize``, also
+    RMM_ALLOC_CONF's sizes): kb .. pb are powers of 1000 ("1GB" is 10**9 bytes) and kib .. pib
+    powers of 1024 ("1GiB" is 2**30), as RAPIDS has them. It computes exactly where RAPIDS goes
+    through a float ("2.01kb" is 2010 bytes, where RAPIDS' float gives 2009)."""
     if isinstance(s, int):
         return s
-    match = _SIZE.match(str(s).strip()) if isinstance(s, str) else None
-    if match is None:
+    if not isinstance(s, str):
         raise ValueError(f"Could not parse {s} as a byte specification")
-    return int(float(match.group(1)) * _UNITS[(match.group(2) or "").lower()])
+    try:
+        return _parse_size(s)
+    except ValueError as why:
+        raise ValueError(f"Could not parse {s} as a byte specification: {why}") from None

@@ -7,7 +7,16 @@ from __future__ import annotations
 import ctypes
 import enum
 
-from .._bindings import _call
+from .._bindings import (
+    LOG_LEVEL_CRITICAL,
+    LOG_LEVEL_DEBUG,
+    LOG_LEVEL_ERROR,
+    LOG_LEVEL_INFO,
+    LOG_LEVEL_OFF,
+    LOG_LEVEL_TRACE,
+    LOG_LEVEL_WARN,
+    _call,
+)
 
 __all__ = [
     "flush_logger",
@@ -23,13 +32,13 @@ __all__ = [
 class level_enum(enum.IntEnum):
     """The levels of rapids_logger (RMM_LOG_LEVEL_TRACE .. RMM_LOG_LEVEL_OFF of rmm.h)."""
 
-    trace = 0
-    debug = 1
-    info = 2
-    warn = 3
-    error = 4
-    critical = 5
-    off = 6
+    trace = LOG_LEVEL_TRACE
+    debug = LOG_LEVEL_DEBUG
+    info = LOG_LEVEL_INFO
+    warn = LOG_LEVEL_WARN
+    error = LOG_LEVEL_ERROR
+    critical = LOG_LEVEL_CRITICAL
+    off = LOG_LEVEL_OFF
 
 
 # rmm-rs writes its diagnostics to stderr at once (or to the sinks of rmmLogSinkAdd): there is

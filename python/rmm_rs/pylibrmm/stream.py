@@ -14,7 +14,7 @@ import weakref
 from typing import Any, Optional, Tuple
 
 from .. import _bindings, _core
-from .._bindings import _call
+from .._bindings import STREAM_DEFAULT, STREAM_NON_BLOCKING, _call
 
 __all__ = [
     "CudaStreamFlags",
@@ -36,8 +36,8 @@ class CudaStreamFlags(enum.IntEnum):
     ``SYNC_DEFAULT`` synchronizes with it, ``NON_BLOCKING`` does not
     (``rmmStreamCreateWithFlags``)."""
 
-    SYNC_DEFAULT = 0
-    NON_BLOCKING = 1
+    SYNC_DEFAULT = STREAM_DEFAULT
+    NON_BLOCKING = STREAM_NON_BLOCKING
 
 
 def _destroy(handle: int) -> None:

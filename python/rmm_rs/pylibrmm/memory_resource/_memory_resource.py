@@ -22,6 +22,9 @@ from ... import _core
 from ..._bindings import (
     ERROR_INVALID_ARGUMENT,
     ERROR_NOT_SUPPORTED,
+    HANDLE_TYPE_FABRIC,
+    HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+    SIZE_MAX,
     RmmError,
     _call,
     _CAllocateCallback,
@@ -44,6 +47,7 @@ __all__ = [
     "CudaAsyncViewMemoryResource",
     "CudaMemoryResource",
     "DeviceMemoryResource",
+    "ExpandableMemoryResource",
     "FailureCallbackResourceAdaptor",
     "FixedSizeMemoryResource",
     "LimitingResourceAdaptor",
@@ -69,10 +73,6 @@ __all__ = [
     "set_per_device_resource",
 ]
 
-_SIZE_MAX = (1 << (8 * ctypes.sizeof(ctypes.c_size_t))) - 1
-_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1  # RMM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
-_HANDLE_TYPE_FABRIC = 8  # RMM_HANDLE_TYPE_FABRIC
-
 
 def _size_t(value: Any, what: str = "size") -> int:
     """An unsigned size as RAPIDS' Cython takes it: an integer (TypeError for anything else),
@@ -83,7 +83,7 @@ def _size_t(value: Any, what: str = "size") -> int:
         raise TypeError(f"{what}: an integer is required, not {type(value).__name__}") from None
     if number < 0:
         raise OverflowError("can't convert negative value to size_t")
-    if number > _SIZE_MAX:
+    if number > SIZE_MAX:
         raise OverflowError("value too large to convert to size_t")
     return number
 
@@ -135,6 +135,40 @@ class DeviceMemoryResource:
         handle = as_stream(stream).handle
         _call("rmmResourceDeallocate", self.resource._h(), int(ptr) or None, size, handle or None)
 
+    # rmm-rs's own (RAPIDS RMM has no sleep): docs/src/sleep.md, rmm_rs.sleep for tags.
+    def sleep(self, mode: Union[str, int] = "keep", stream: Any = None) -> None:
+        """Gives back all the device memory of the resource, live blocks' included, keeping
+        every address for after :meth:`wake` (rmm-rs's ``rmmResourceSleep``; RAPIDS RMM has no
+        such call). Only a resource that is, or sits over, an :class:`ExpandableMemoryResource`
+        can sleep: a pool, arena, binning resource or adaptor over one sleeps through it.
+        `mode` ``"keep"`` copies the contents of live blocks to pinned host memory (on `stream`,
+        None: the default stream) and back at :meth:`wake`; ``"discard"`` drops them. While
+        asleep, :meth:`allocate` (and a DeviceBuffer, CuPy array or tensor made from the
+        resource) raises :class:`rmm_rs.RmmError` (``RMM_ERROR_INVALID_ARGUMENT``, "the
+        resource sleeps"); :meth:`deallocate` works.
+
+        Errors: :class:`rmm_rs.RmmError` with ``code`` ``ERROR_NOT_SUPPORTED`` for a resource
+        over no expandable resource (``CudaMemoryResource``, a pool over it),
+        ``ERROR_INVALID_ARGUMENT`` for one asleep already; :class:`rmm_rs.RmmOutOfMemoryError`
+        (a MemoryError) when pinned host memory for the copy runs out; ValueError for another
+        mode. On an error nothing sleeps."""
+        self.resource.sleep(mode, _stream_handle(stream))
+
+    def wake(self, stream: Any = None) -> None:
+        """Takes device memory again for everything :meth:`sleep` gave back, at the same
+        addresses, and copies back what it kept (on `stream`, synchronized before this
+        returns). :class:`rmm_rs.RmmOutOfMemoryError` when the device cannot give the memory
+        now: the resource stays asleep, its copy intact; call again later. A resource that is
+        awake: :class:`rmm_rs.RmmError` ``ERROR_INVALID_ARGUMENT``."""
+        self.resource.wake(_stream_handle(stream))
+
+    @property
+    def asleep(self) -> bool:
+        """True between :meth:`sleep` and :meth:`wake` (of this resource or of the expandable
+        resource under it). A resource that cannot sleep: :class:`rmm_rs.RmmError`
+        ``ERROR_NOT_SUPPORTED``."""
+        return self.resource.asleep
+
     def __repr__(self) -> str:
         return f"<{type(self).__module__}.{type(self).__name__} {self._resource!r}>"
 
@@ -158,6 +192,14 @@ class UpstreamResourceAdaptor(DeviceMemoryResource):
 
     def get_upstream(self) -> Optional[DeviceMemoryResource]:
         return self.upstream_mr
+
+
+def _stream_handle(stream: Any) -> Optional[int]:
+    """The stream handle of `stream` for the sleep calls: None (the default stream), a
+    :class:`Stream`, or anything :class:`Stream` wraps."""
+    if stream is None:
+        return None
+    return as_stream(stream).handle or None
 
 
 def _upstream(upstream_mr: Any) -> DeviceMemoryResource:
@@ -203,6 +245,32 @@ class CudaAsyncManagedMemoryResource(DeviceMemoryResource):
         return self.resource.pool_handle()
 
 
+class ExpandableMemoryResource(DeviceMemoryResource):
+    """rmm-rs's virtual-memory resource (not in RAPIDS RMM; ``rmm_rs.Resource.expandable``):
+    one address range reserved on the current device (`maximum_size`, None: room for the
+    device's memory) into which physical pages are mapped as it grows (`initial_size` at
+    once); with `release_threshold` (bytes) free pages go back to the device while more than
+    that is mapped. `page_size`: a multiple of the device's granularity (None: chosen from the
+    maximum size). `peers`: other devices given access. Sizes are ints or strings such as
+    "1GiB". It is the resource that can :meth:`sleep` (and the one :mod:`rmm_rs.sleep` makes
+    per tag); a stack over it sleeps through it."""
+
+    def __init__(self, maximum_size: Union[int, str, None] = None, initial_size: Union[int, str, None] = None,
+                 release_threshold: Union[int, str, None] = None, page_size: Union[int, str, None] = None,
+                 peers: Any = ()) -> None:
+        def size(value: Any, what: str) -> Optional[int]:
+            return None if value is None else _size_t(parse_bytes(value), what)
+
+        self._set(Resource.expandable(maximum_size=size(maximum_size, "maximum_size"),
+                                      initial_size=size(initial_size, "initial_size"),
+                                      release_threshold=size(release_threshold, "release_threshold"),
+                                      page_size=size(page_size, "page_size"), peers=peers))
+
+    def release(self) -> int:
+        """Gives the free pages it keeps mapped back to the device; returns the bytes."""
+        return self.resource.release()
+
+
 class PinnedHostMemoryResource(DeviceMemoryResource):
     """Pinned host memory (``cudaMallocHost``)."""
 
@@ -228,8 +296,8 @@ class CudaAsyncMemoryResource(DeviceMemoryResource):
     def __init__(self, initial_pool_size: Union[int, str, None] = None, release_threshold: Optional[int] = None,
                  enable_ipc: bool = False, enable_fabric: bool = False) -> None:
         initial = 0 if initial_pool_size is None else _size_t(parse_bytes(initial_pool_size), "initial_pool_size")
-        threshold = _SIZE_MAX if release_threshold is None else _size_t(release_threshold, "release_threshold")
-        kinds = (_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR if enable_ipc else 0) | (_HANDLE_TYPE_FABRIC if enable_fabric else 0)
+        threshold = SIZE_MAX if release_threshold is None else _size_t(release_threshold, "release_threshold")
+        kinds = (HANDLE_TYPE_POSIX_FILE_DESCRIPTOR if enable_ipc else 0) | (HANDLE_TYPE_FABRIC if enable_fabric else 0)
         handle = ctypes.c_void_p()
         try:
             _call("rmmAsyncResourceCreateWithFlags", ctypes.byref(handle), initial, threshold, kinds, 0)
@@ -549,6 +617,7 @@ class PrefetchResourceAdaptor(UpstreamResourceAdaptor):
 _BY_NAME: Dict[str, Type[DeviceMemoryResource]] = {
     "cuda": CudaMemoryResource,
     "managed": ManagedMemoryResource,
+    "expandable": ExpandableMemoryResource,
     "cuda_async": CudaAsyncMemoryResource,
     "pinned_host": PinnedHostMemoryResource,
     "system": SystemMemoryResource,
@@ -569,7 +638,7 @@ _BY_NAME: Dict[str, Type[DeviceMemoryResource]] = {
 
 def _from_c(resource: Resource) -> DeviceMemoryResource:
     """An object for a resource made elsewhere, of the class its rmm-rs name maps to (a plain
-    :class:`DeviceMemoryResource` for rmm-rs's own, e.g. ``expandable``)."""
+    :class:`DeviceMemoryResource` for those of rmm-rs's own that have no class here)."""
     cls = _BY_NAME.get(resource.name, DeviceMemoryResource)
     obj = cls._adopt(resource)
     if isinstance(obj, LoggingResourceAdaptor):
