@@ -114,7 +114,7 @@ passed "$(cargo_counts "$logs/clock.log")"
 
 step "C API fuzzers" "C API fuzzers, a slice, on two simulated devices with the current one switched between calls (scripts/fuzz.sh runs them long)"
 # fuzz CMD...: the fuzzer's lines of interest (FUZZ_SHOW: more), kept for the summary.
-fuzz() { "$@" 2>&1 | grep -E "^fuzz_api|^test result|panicked|assertion${FUZZ_SHOW:-}" | tee -a "$logs/fuzz.log"; }
+fuzz() { "$@" 2>&1 | grep -E "^fuzz_api|^test result|panicked|assertion|stream-ordering race|rmm-rs simulator${FUZZ_SHOW:-}" | tee -a "$logs/fuzz.log"; }
 RMM_FUZZ_CALLS=1000000 fuzz cargo test --release --test fuzz_api --test fuzz_api_threads --test fuzz_api_oom -- --nocapture
 echo "== the C API fuzzer in sequences of about 20,000 calls on two devices (issue 39's shape), then on one device"
 RMM_FUZZ_SEED=1001 RMM_FUZZ_STEPS=8000 RMM_FUZZ_CALLS=400000 fuzz cargo test --release --test fuzz_api -- --nocapture

@@ -1407,10 +1407,7 @@ impl World {
             95 if self.rng.chance(60) => self.sleep_op(),
             _ => {}
         }
-        if race_count() != 0 {
-            let reports = rmm::platform::simulator().map(|sim| sim.race_reports()).unwrap_or_default();
-            panic!("{}: a stream-ordering race: {reports:#?}", self.context("race check"));
-        }
+        assert_no_races(self.context("race check"));
         if self.step.is_multiple_of(64) {
             self.check_everything();
         }
@@ -1457,7 +1454,7 @@ impl World {
         for stream in self.streams.iter().flatten() {
             assert_eq!(call(rmmStreamDestroy(*stream)), RMM_SUCCESS);
         }
-        assert_eq!(race_count(), 0);
+        assert_no_races(format_args!("seed {}, at its end", self.seed));
         for device in 0..devices() {
             assert_eq!(device_used(device), baseline[device as usize], "seed {}: device {device} memory left reserved", self.seed);
         }

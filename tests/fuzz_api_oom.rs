@@ -289,7 +289,7 @@ fn stacks_driven_out_of_memory_lose_nothing() {
             whole_device_usable(device);
         }
         rounds += 1;
-        assert_eq!(race_count(), 0, "a stream-ordering race");
+        assert_no_races(format_args!("round {rounds}"));
     }
     let callbacks = *RESERVE.callbacks.lock().unwrap();
     assert!(out_of_memory > 0 && callbacks > 0, "the fuzzer never reached out of memory ({out_of_memory}) or a callback ({callbacks})");

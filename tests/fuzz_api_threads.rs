@@ -676,7 +676,7 @@ fn sample(shared: &Shared) -> u64 {
                 assert!(counts.current_bytes <= counts.peak_bytes && counts.current_count <= counts.peak_count, "{counts:?}");
             }
         }
-        assert_eq!(race_count(), 0, "a stream-ordering race");
+        assert_no_races("a sample of the figures");
         samples += 1;
         std::thread::yield_now();
     }
@@ -797,7 +797,7 @@ fn coordinate_rounds(shared: &Shared, barrier: &Barrier, originals: &[Handle], b
             guarded(shared, &mut result, || {
                 free_handed_off(shared);
                 let counts = std::mem::take(&mut *shared.round_counts.lock().unwrap());
-                assert_eq!(race_count(), 0, "round {rounds} (seed {}): a stream-ordering race", shared.budget.seed);
+                assert_no_races(format_args!("round {rounds} (seed {})", shared.budget.seed));
                 for (device, stacks) in shared.devices.read().unwrap().iter().enumerate() {
                     check_and_uninstall(device, stacks, &counts, originals[device]);
                 }
@@ -901,7 +901,7 @@ fn threads_sharing_stacks_keep_the_c_api_contract() {
     for original in &originals {
         assert_eq!(call(rmmResourceDestroy(original.0)), RMM_SUCCESS);
     }
-    assert_eq!(race_count(), 0);
+    assert_no_races("the end");
     for device in 0..DEVICES {
         assert_eq!(device_used(device), baseline[device as usize], "device {device} memory left reserved");
     }

@@ -75,6 +75,15 @@ pub fn race_count() -> usize {
     count
 }
 
+/// Panics with the simulator's reports (what raced, on which streams) when it saw a
+/// stream-ordering race or a stale handle: `context` says where the check ran.
+pub fn assert_no_races(context: impl std::fmt::Display) {
+    if race_count() != 0 {
+        let reports = rmm::platform::simulator().map(|sim| sim.race_reports()).unwrap_or_default();
+        panic!("{context}: a stream-ordering race: {reports:#?}");
+    }
+}
+
 /// The bytes a stamp covers: all of a small block, the ends of a large one.
 fn stamp_ranges(ptr: usize, size: usize) -> [(usize, usize); 2] {
     let edge = size.min(256);
