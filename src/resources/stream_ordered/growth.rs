@@ -249,7 +249,9 @@ impl<I: BlockIndex> Core<I> {
 
     /// One free block of `bytes` from the first of `others` that has one, ordered after the
     /// frees made there: by that stream's event when this thread may record it (or it covers
-    /// them already), else after a device synchronization.
+    /// them already), else after a device synchronization (once per call), which covers the
+    /// frees made before it began; one whose frees it does not cover (another thread freed
+    /// there meanwhile) is passed over.
     fn take_block_from(
         &self,
         state: &Arc<StreamState<I>>,
@@ -264,18 +266,20 @@ impl<I: BlockIndex> Core<I> {
                 if shelf.index().free_bytes() < bytes {
                     continue;
                 }
-                if !synchronized && !self.cover_frees(&other, &mut shelf, state)? {
+                if !self.cover_frees(&other, &mut shelf, state)? {
+                    if synchronized {
+                        continue;
+                    }
                     drop(shelf);
                     self.synchronize_device()?;
                     synchronized = true;
                     shelf = other.shelf.lock();
+                    if !self.cover_frees(&other, &mut shelf, state)? {
+                        continue;
+                    }
                 }
                 let Some(block) = shelf.index_mut().allocate(bytes) else { continue };
-                let events = match synchronized {
-                    true => Vec::new(),
-                    false => self.events_to_take_from(&other, &mut shelf, state),
-                };
-                (block, events)
+                (block, self.events_to_take_from(&other, &mut shelf, state))
             };
             self.wait_all(stream, &events)?;
             self.note_acquired(addr, size, bytes, stream);

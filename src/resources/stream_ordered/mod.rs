@@ -50,7 +50,7 @@ use rmm_suballoc::fixed_blocks::FixedBlocks;
 use rmm_suballoc::tlsf::{BlockView, Chunk, Cut, Freed, Refused, Tlsf, GRANULE};
 use shelf::{AfterOwnFree, Recorder, Shelf};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// What the stream-ordered core needs of a free-block index.
@@ -319,6 +319,8 @@ pub struct Core<I: BlockIndex> {
     /// Fault injection for tests: skip the cross-stream ordering edges, which the simulator's
     /// race checker must then report.
     omit_ordering: AtomicBool,
+    /// Device synchronizations begun (`synchronize_device`), numbering them for the shelves.
+    synchronizations: AtomicU64,
     /// The simulator's race checker, told of every block handed out and freed; None on a GPU.
     /// Looked up once, so that a GPU's fast path pays one test for it, not a look at the backend.
     race_checker: Option<&'static SimDevices>,
@@ -486,6 +488,7 @@ impl<I: BlockIndex> Core<I> {
             spare_events: Mutex::new(Vec::new()),
             new_index: Box::new(new_index),
             omit_ordering: AtomicBool::new(false),
+            synchronizations: AtomicU64::new(0),
             race_checker: crate::platform::simulator(),
             borrowed: heaps::Borrowed::default(),
             releases: release::Releases::new(usize::MAX),

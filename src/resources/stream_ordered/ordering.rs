@@ -93,12 +93,19 @@ impl<I: BlockIndex> Core<I> {
         events.iter().try_for_each(|event| platform.stream_wait_event(self.device, stream, *event))
     }
 
-    /// Waits for all work on the device: every free on every stream is then complete, so no
-    /// shelf needs an event to cover its frees any more.
+    /// Waits for all work on the device: every free made on any stream before it began is then
+    /// complete, so no shelf needs an event to cover those. A free made while it runs (another
+    /// thread's) is not covered: the shelves are marked before it begins and count as covered
+    /// after it only if no free came since (`Shelf::device_synchronized`).
     pub(super) fn synchronize_device(&self) -> Result<()> {
+        let n = self.synchronizations.fetch_add(1, Ordering::Relaxed);
+        let states: Vec<_> = self.streams.read().values().cloned().collect();
+        for state in &states {
+            state.shelf.lock().device_synchronizing(n);
+        }
         backend()?.device_synchronize(self.device)?;
-        for state in self.streams.read().values() {
-            state.shelf.lock().device_synchronized();
+        for state in &states {
+            state.shelf.lock().device_synchronized(n);
         }
         Ok(())
     }

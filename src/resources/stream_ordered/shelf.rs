@@ -50,6 +50,10 @@ pub(super) enum Coverage {
     /// Uncovered, and another stream wanted memory from here while only the stream's own
     /// allocations may record: the next one records.
     Wanted,
+    /// Uncovered (or wanted) when device synchronization number `n` began, and no free here
+    /// since: once that synchronization returns, it covers them (`device_synchronized(n)`). A
+    /// free while it runs, which it may not cover, makes the shelf uncovered again.
+    Synchronizing(u64),
 }
 
 /// Whether the stream records its event by itself for takers (see the module comment).
@@ -220,7 +224,7 @@ impl<I: BlockIndex> Shelf<I> {
     /// same stream), which no event needs to order.
     #[inline(always)]
     pub(super) fn free_in_stream_order(&mut self) {
-        if self.coverage == Coverage::Covered {
+        if matches!(self.coverage, Coverage::Covered | Coverage::Synchronizing(_)) {
             self.coverage = Coverage::Uncovered;
         }
     }
@@ -238,7 +242,7 @@ impl<I: BlockIndex> Shelf<I> {
     /// `wait` and records when `record` says so.
     pub(super) fn before_reuse(&mut self) -> BeforeReuse {
         let wait = std::mem::take(&mut self.pending);
-        if !wait.is_empty() && self.coverage == Coverage::Covered {
+        if !wait.is_empty() && matches!(self.coverage, Coverage::Covered | Coverage::Synchronizing(_)) {
             // Its later event must cover those frees too, for takers after it.
             self.coverage = Coverage::Uncovered;
         }
@@ -292,9 +296,21 @@ impl<I: BlockIndex> Shelf<I> {
         self.coverage = Coverage::Covered;
     }
 
-    /// Transition: the whole device was synchronized, which covers every free.
-    pub(super) fn device_synchronized(&mut self) {
-        self.coverage = Coverage::Covered;
+    /// Transition: device synchronization number `n` begins; it will cover the frees made here
+    /// so far.
+    pub(super) fn device_synchronizing(&mut self, n: u64) {
+        if self.coverage != Coverage::Covered {
+            self.coverage = Coverage::Synchronizing(n);
+        }
+    }
+
+    /// Transition: device synchronization number `n` returned: it covers the frees made here
+    /// before it began, unless one came since (or a later synchronization, still running, took
+    /// the shelf over).
+    pub(super) fn device_synchronized(&mut self, n: u64) {
+        if self.coverage == Coverage::Synchronizing(n) {
+            self.coverage = Coverage::Covered;
+        }
     }
 
     /// Whether the stream, about to retire while its handle still names it (`alive`), must
@@ -353,7 +369,41 @@ mod tests {
     }
 
     const RECORDERS: [Recorder; 3] = [Recorder::AnyThread, Recorder::OwnAllocations, Recorder::Nobody];
-    const COVERAGES: [Coverage; 3] = [Coverage::Covered, Coverage::Uncovered, Coverage::Wanted];
+    const COVERAGES: [Coverage; 4] = [Coverage::Covered, Coverage::Uncovered, Coverage::Wanted, Coverage::Synchronizing(1)];
+
+    #[test]
+    fn a_device_synchronization_covers_only_the_frees_made_before_it_began() {
+        for recorder in RECORDERS {
+            for before in COVERAGES {
+                // (a free while it runs, a later synchronization begun before it returns)
+                for (free_meanwhile, overtaken) in [(false, false), (true, false), (false, true)] {
+                    let mut shelf = shelf(recorder, before, Donor::No);
+                    shelf.device_synchronizing(1);
+                    let synchronizing = shelf.coverage;
+                    assert_eq!(synchronizing == Coverage::Covered, before == Coverage::Covered);
+                    if free_meanwhile {
+                        shelf.own_free(false);
+                    }
+                    if overtaken {
+                        shelf.device_synchronizing(2);
+                    }
+                    shelf.device_synchronized(1);
+                    let expected = match (before, free_meanwhile, overtaken) {
+                        (_, true, _) => Coverage::Uncovered,
+                        (Coverage::Covered, _, _) => Coverage::Covered,
+                        (_, false, true) => Coverage::Synchronizing(2),
+                        (_, false, false) => Coverage::Covered,
+                    };
+                    assert_eq!(shelf.coverage, expected, "{recorder:?} {before:?} free {free_meanwhile} overtaken {overtaken}");
+                    shelf.device_synchronized(2);
+                    if !free_meanwhile {
+                        assert_eq!(shelf.coverage, Coverage::Covered, "{recorder:?} {before:?}");
+                        assert_eq!(shelf.offer(false), Offer::Ready);
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn an_own_free_uncovers_and_keeps_a_want() {
@@ -488,7 +538,8 @@ mod tests {
                 shelf.learn_recorder(Recorder::AnyThread);
                 assert_eq!(shelf.recorder, Recorder::Nobody, "a retired stream stays retired");
                 assert!(!shelf.needs_last_record(true));
-                shelf.device_synchronized();
+                shelf.device_synchronizing(7);
+                shelf.device_synchronized(7);
                 assert!(shelf.may_leave());
                 assert!(shelf.foreign_free(OTHER), "an empty retired state may go after a foreign free");
                 assert_eq!(shelf.leave(OWN), vec![OTHER, OWN]);
