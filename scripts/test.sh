@@ -113,8 +113,20 @@ RMM_LOG_CLOCK=system cargo test --release --test adaptors --test replay --test r
 passed "$(cargo_counts "$logs/clock.log")"
 
 step "C API fuzzers" "C API fuzzers, a slice, on two simulated devices with the current one switched between calls (scripts/fuzz.sh runs them long)"
-# fuzz CMD...: the fuzzer's lines of interest (FUZZ_SHOW: more), kept for the summary.
-fuzz() { "$@" 2>&1 | grep -E "^fuzz_api|^test result|panicked|assertion|stream-ordering race|rmm-rs simulator${FUZZ_SHOW:-}" | tee -a "$logs/fuzz.log"; }
+# fuzz CMD...: the fuzzer's lines of interest (FUZZ_SHOW: more), kept for the summary; when it
+# fails, the last 200 lines of its whole output too (the seed, step, panic and the
+# simulator's reports, to replay it with RMM_FUZZ_SEED).
+fuzz() {
+  local status=0
+  "$@" >"$logs/fuzz-run.log" 2>&1 || status=$?
+  grep -E "^fuzz_api|^test result|panicked|assertion|stream-ordering race|rmm-rs simulator${FUZZ_SHOW:-}" "$logs/fuzz-run.log" | tee -a "$logs/fuzz.log" || true
+  if [ "$status" != 0 ]; then
+    echo "== the failing fuzzer's output, its last 200 lines; it ran with: $(env | grep -E '^RMM_(FUZZ|SIM|LANES)' | tr '\n' ' ')"
+    echo "   (tests/fuzz_api.rs replays with that environment; the threaded fuzzers do not replay)"
+    tail -n 200 "$logs/fuzz-run.log"
+    return "$status"
+  fi
+}
 RMM_FUZZ_CALLS=1000000 fuzz cargo test --release --test fuzz_api --test fuzz_api_threads --test fuzz_api_oom -- --nocapture
 echo "== the C API fuzzer in sequences of about 20,000 calls on two devices (issue 39's shape), then on one device"
 RMM_FUZZ_SEED=1001 RMM_FUZZ_STEPS=8000 RMM_FUZZ_CALLS=400000 fuzz cargo test --release --test fuzz_api -- --nocapture
@@ -138,7 +150,7 @@ step "ctest under ASan+UBSan" "C tests under AddressSanitizer and UndefinedBehav
 asan=build/asan
 cmake -S . -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRMM_BUILD_TESTS=ON -DRMM_SANITIZE=address,undefined >/dev/null
 cmake --build "$asan"
-ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$asan" --output-on-failure -j2 -L '^c$' 2>&1 | tee "$logs/asan.log"
+RMM_SIM_HOST_MEMORY=malloc ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$asan" --output-on-failure -j2 -L '^c$' 2>&1 | tee "$logs/asan.log"
 passed "$(ctest_counts "$logs/asan.log" "$asan")"
 
 step "RAPIDS RMM's C++ suite" "RAPIDS RMM's own C++ suite, g++ on simulated devices (fails on what cxx_tests/rapids-suite-expected.txt does not list)"

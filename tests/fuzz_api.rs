@@ -3,6 +3,13 @@
 //! checker counting: seeds one after another until the budget is spent.
 //!   RMM_FUZZ_CALLS=5000000 cargo test --release --test fuzz_api -- --nocapture
 //!
+//! A run replays: the same environment (first seed, budget, devices) makes the same calls and
+//! gets the same answers, seed by seed (the simulated devices place memory the same way every
+//! run, and the fuzzer chooses among blocks by age, not address). RMM_FUZZ_TRACE=1 prints each
+//! seed's steps, calls and a digest of its answers. A seed's run depends on the seeds before it
+//! in the process (legacy RMM finalized or not, stream identities): replay a failure with the
+//! environment it ran in, and RMM_FUZZ_STEPS to stop early.
+//!
 //! Streams: allocations and frees name the NULL stream or a live stream of the memory's device
 //! mostly, now and then a live stream of the other device, and now and then a handle that
 //! names no live stream (made up, or destroyed), which must never reach the driver (issue 51:
@@ -567,7 +574,7 @@ impl World {
     // --- frees ----------------------------------------------------------------------------
 
     fn pick_live(&mut self, holder: Holder) -> Option<(usize, Block)> {
-        let candidates: Vec<(usize, Block)> = self.model.live.iter().filter(|(_, b)| b.holder == holder).map(|(&p, &b)| (p, b)).collect();
+        let candidates: Vec<(usize, Block)> = self.model.live_in_order().into_iter().filter(|(_, b)| b.holder == holder).collect();
         (!candidates.is_empty()).then(|| *self.rng.pick(&candidates))
     }
 
@@ -1433,7 +1440,8 @@ impl World {
                 self.model.freed(buffer.ptr, &self.context("finish"));
             }
         }
-        for (ptr, _) in std::mem::take(&mut self.model.live) {
+        for (ptr, _) in self.model.live_in_order() {
+            self.model.live.remove(&ptr);
             let status = call(rmmFree(ptr as *mut c_void, null_mut(), std::ptr::null(), 0));
             assert_eq!(status, RMM_SUCCESS, "{}: {}", self.context("finish"), last_message());
         }
@@ -1506,11 +1514,18 @@ fn run_seed(seed: u64, budget: &Budget, finalized: bool) -> bool {
     }
     // After the devices' defaults, which configure rmm from RMM_ALLOC_CONF at the first seed.
     rmm::platform::streams::set_registered_only(world.registered);
+    let calls_before = CALLS.load(Ordering::Relaxed);
+    answers_digest();
     while world.step < budget.steps && !budget.spent() {
         world.step();
     }
+    let steps = world.step;
     let finalized = world.finish(&baseline);
     rmm::platform::streams::set_registered_only(false);
+    if std::env::var_os("RMM_FUZZ_TRACE").is_some() {
+        let calls = CALLS.load(Ordering::Relaxed) - calls_before;
+        println!("fuzz_api seed {seed}: {steps} steps, {calls} calls, answers {:016x}", answers_digest());
+    }
     finalized
 }
 
@@ -1525,6 +1540,29 @@ fn the_fuzzer_creates_every_registered_kind_or_says_why_not() {
     let mut registered: Vec<&str> = rmm::resources::kinds::KINDS.iter().map(|kind| kind.name).collect();
     registered.sort();
     assert_eq!(covered, registered, "FUZZED and NOT_FUZZED (tests/fuzz/mod.rs) together list each registered kind once");
+}
+
+/// A run replays: the same environment gives the same calls and the same answers, seed by seed
+/// (issue 51: a failure CI printed could not be reproduced). Two runs of this binary's fuzzer,
+/// each in a process of its own, print the same digests.
+#[test]
+fn a_run_replays_seed_by_seed() {
+    let run = || {
+        let output = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "random_call_sequences_keep_the_c_api_contract", "--nocapture", "--test-threads=1"])
+            .env("RMM_FUZZ_TRACE", "1")
+            .env("RMM_FUZZ_SEED", "5")
+            .env("RMM_FUZZ_CALLS", "30000")
+            .env_remove("RMM_FUZZ_SECONDS")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+        stdout.lines().filter(|line| line.starts_with("fuzz_api seed")).map(str::to_owned).collect::<Vec<_>>()
+    };
+    let (first, second) = (run(), run());
+    assert!(first.len() >= 2, "two seeds at least: {first:?}");
+    assert_eq!(first, second, "the same environment, another run: the seeds' calls and answers differ");
 }
 
 #[test]

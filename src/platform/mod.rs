@@ -7,6 +7,7 @@ mod cuda;
 pub mod ipc;
 pub mod nvtx;
 pub mod sim;
+mod sim_address_space;
 mod sim_vmm;
 pub mod streams;
 mod vector_clock;

@@ -6,6 +6,7 @@
 //! Work "runs" when it is enqueued, so data is always consistent here: what the simulator
 //! checks is the ordering a real device would need.
 
+use super::sim_address_space::{make_inaccessible, PAGE};
 use super::vector_clock::VectorClock;
 use super::{Capability, Event, MemPool, MemoryKind, PoolProps, Stream};
 use crate::error::{Error, Result};
@@ -13,7 +14,7 @@ use parking_lot::Mutex;
 use std::alloc::Layout;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
 const DEFAULT_CAPACITY: usize = 8 << 30;
 const ALIGNMENT: usize = 256;
@@ -125,6 +126,9 @@ pub struct SimDevices {
     state: Mutex<SimState>,
     race_action: AtomicU8,
     virtual_memory: Mutex<super::sim_vmm::VirtualMemory>,
+    /// Memory allocations come from the host's allocator rather than the simulated address
+    /// space (`RMM_SIM_HOST_MEMORY=malloc`): for AddressSanitizer, at the cost of replay.
+    host_allocator: AtomicBool,
     calls: [AtomicU64; 4],
     /// Whether every device reaches every other's memory (`cuDeviceCanAccessPeer`), as on
     /// NVLink-connected GPUs; `RMM_SIM_PEER_ACCESS=off` makes none reach another, as GPUs
@@ -195,6 +199,9 @@ impl SimDevices {
             _ => RaceAction::Abort,
         };
         let simulated = Self::new(count, capacity, race_action);
+        if matches!(std::env::var("RMM_SIM_HOST_MEMORY").as_deref(), Ok("malloc")) {
+            simulated.host_allocator.store(true, Ordering::Relaxed);
+        }
         if matches!(std::env::var("RMM_SIM_PEER_ACCESS").as_deref(), Ok("off" | "0" | "none")) {
             simulated.set_peer_access(false);
         }
@@ -329,6 +336,7 @@ impl SimDevices {
             state: Mutex::new(state),
             race_action: AtomicU8::new(race_action as u8),
             virtual_memory: Mutex::new(Default::default()),
+            host_allocator: AtomicBool::new(false),
             calls: Default::default(),
             peer_access: std::sync::atomic::AtomicBool::new(true),
             set_access_delay: AtomicU64::new(0),
@@ -541,8 +549,11 @@ impl SimDevices {
         if counts_against_device {
             self.reserve_capacity(device, bytes)?;
         }
-        // SAFETY: `layout` has a non-zero size.
-        let ptr = unsafe { std::alloc::alloc(layout) } as usize;
+        let ptr = match self.place(bytes) {
+            Some(ptr) => ptr,
+            // SAFETY: `layout` has a non-zero size.
+            None => (unsafe { std::alloc::alloc(layout) }) as usize,
+        };
         if ptr == 0 {
             if counts_against_device {
                 *self.used[device as usize].lock() -= bytes;
@@ -574,11 +585,39 @@ impl SimDevices {
         if allocation.kind != MemoryKind::PinnedHost {
             *self.used[allocation.device as usize].lock() -= allocation.size;
         }
+        let pages = allocation.size.next_multiple_of(PAGE);
+        let mut virtual_memory = self.virtual_memory.lock();
+        if virtual_memory.space.holds(ptr, pages) {
+            make_inaccessible(ptr, pages)?;
+            virtual_memory.space.give(ptr, pages);
+            return Ok(());
+        }
+        drop(virtual_memory);
         let layout = sim_layout(allocation.size).expect("layout was valid at allocation");
         // SAFETY: `ptr` was returned by `alloc` with this layout and is removed from the map,
         // so it is deallocated exactly once.
         unsafe { std::alloc::dealloc(ptr as *mut u8, layout) };
         Ok(())
+    }
+
+    /// Whole pages for an allocation of `bytes` from the simulated address space
+    /// (`sim_address_space`: the same addresses every run), readable and writable; None when it
+    /// has no room, or `RMM_SIM_HOST_MEMORY=malloc` asks for the host's allocator (whose
+    /// redzones AddressSanitizer checks).
+    fn place(&self, bytes: usize) -> Option<usize> {
+        if self.host_allocator.load(Ordering::Relaxed) {
+            return None;
+        }
+        let pages = bytes.next_multiple_of(PAGE);
+        let mut virtual_memory = self.virtual_memory.lock();
+        let at = virtual_memory.space.take(pages, PAGE)?;
+        // SAFETY: the range was just taken from the simulator's own reservation, so nothing
+        // else uses it; it becomes ordinary readable and writable memory.
+        if unsafe { libc::mprotect(at as *mut libc::c_void, pages, libc::PROT_READ | libc::PROT_WRITE) } != 0 {
+            virtual_memory.space.give(at, pages);
+            return None;
+        }
+        Some(at)
     }
 
     /// A simulated driver memory pool of `device`: only a handle, whose allocations are ordinary

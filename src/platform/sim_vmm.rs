@@ -8,6 +8,7 @@
 //! access of ranges that are not wholly mapped, freeing a reservation that still has maps.
 //! Released physical memory goes back to the device once its last map is gone.
 
+use super::sim_address_space::{make_inaccessible, reserve_anywhere, AddressSpace};
 use super::PhysicalMemory;
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
@@ -43,31 +44,12 @@ pub struct VirtualMemory {
     mappings: BTreeMap<usize, Mapping>,
     physical: BTreeMap<u64, Physical>,
     next_handle: u64,
+    /// Where reservations and, through `SimDevices`, memory allocations are placed.
+    pub(crate) space: AddressSpace,
 }
 
 fn os_error(call: &str) -> Error {
     Error::Internal(format!("simulated virtual memory: {call}: {}", std::io::Error::last_os_error()))
-}
-
-/// Puts an inaccessible anonymous mapping over `[at, at + size)` (which must lie in memory
-/// this module reserved), dropping whatever was mapped there.
-fn make_inaccessible(at: usize, size: usize) -> Result<()> {
-    // SAFETY: the range lies inside a reservation this module made with mmap; replacing its
-    // pages with fresh inaccessible ones touches no memory anything else owns.
-    let mapped = unsafe {
-        libc::mmap(
-            at as *mut libc::c_void,
-            size,
-            libc::PROT_NONE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if mapped == libc::MAP_FAILED {
-        return Err(os_error("mmap"));
-    }
-    Ok(())
 }
 
 fn aligned(value: usize) -> bool {
@@ -98,26 +80,12 @@ impl VirtualMemory {
         if size == 0 || !aligned(size) {
             return Err(Error::invalid(format!("a reservation of {size} bytes: not a multiple of the granularity {GRANULARITY}")));
         }
-        let padded = size.checked_add(GRANULARITY).ok_or_else(|| Error::out_of_memory(size, "larger than the address space"))?;
-        // SAFETY: a fresh inaccessible anonymous mapping at an address the kernel picks.
-        let base = unsafe {
-            libc::mmap(std::ptr::null_mut(), padded, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE, -1, 0)
+        let start = match self.space.take(size, GRANULARITY) {
+            Some(start) => start,
+            None => reserve_anywhere(size, GRANULARITY).ok_or_else(|| {
+                Error::out_of_memory(size, format!("no {size} bytes of address space left ({})", std::io::Error::last_os_error()))
+            })?,
         };
-        if base == libc::MAP_FAILED {
-            return Err(Error::out_of_memory(size, format!("no {size} bytes of address space left ({})", std::io::Error::last_os_error())));
-        }
-        let base = base as usize;
-        let start = base.next_multiple_of(GRANULARITY);
-        // SAFETY: both pieces lie in the mapping just made and nothing refers to them.
-        unsafe {
-            if start > base {
-                libc::munmap(base as *mut libc::c_void, start - base);
-            }
-            let end = start + size;
-            if base + padded > end {
-                libc::munmap(end as *mut libc::c_void, base + padded - end);
-            }
-        }
         self.reservations.insert(start, size);
         Ok(start)
     }
@@ -130,6 +98,11 @@ impl VirtualMemory {
             return Err(Error::invalid(format!("the reservation at {at:#x} still has memory mapped")));
         }
         self.reservations.remove(&at);
+        if self.space.holds(at, size) {
+            make_inaccessible(at, size)?;
+            self.space.give(at, size);
+            return Ok(());
+        }
         // SAFETY: the reservation was made by `reserve` and nothing is mapped in it.
         if unsafe { libc::munmap(at as *mut libc::c_void, size) } != 0 {
             return Err(os_error("munmap"));

@@ -29,6 +29,12 @@ pub use pool::PoolResource;
 pub use system::SystemResource;
 
 use crate::error::Result;
+
+/// A hash map whose iteration order depends only on the keys it was given, in order (std's
+/// hasher with fixed keys rather than a seed drawn per process): where the library walks one to
+/// choose what to do (which free chunks a release gives back first), a run replays.
+pub(crate) type FixedOrderHashMap<K, V> =
+    std::collections::HashMap<K, V, std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>>;
 use crate::platform::Stream;
 
 /// Every address a resource hands out is aligned to at least this many bytes.

@@ -39,10 +39,24 @@ use std::time::{Duration, Instant};
 /// Every C API call made by this process's fuzzer.
 pub static CALLS: AtomicU64 = AtomicU64::new(0);
 
-/// Counts one C API call and passes its result on.
-pub fn call<T>(result: T) -> T {
+/// A digest of the codes the C API answered, in order (`answers_digest`): equal for two runs
+/// of one seed when the run replays (same calls, same answers).
+static ANSWERS: AtomicU64 = AtomicU64::new(0);
+
+/// Counts one C API call and passes its result on; a code is folded into the answers' digest.
+pub fn call<T: 'static>(result: T) -> T {
     CALLS.fetch_add(1, Ordering::Relaxed);
+    if let Some(&code) = (&result as &dyn std::any::Any).downcast_ref::<rmmError_t>() {
+        // FNV-1a over the codes; only the sequential fuzzer reads it (one thread calls).
+        let digest = ANSWERS.load(Ordering::Relaxed);
+        ANSWERS.store((digest ^ code as u64).wrapping_mul(0x100_0000_01b3), Ordering::Relaxed);
+    }
     result
+}
+
+/// The digest of the answers since the last call, which starts a new one.
+pub fn answers_digest() -> u64 {
+    ANSWERS.swap(0xcbf2_9ce4_8422_2325, Ordering::Relaxed)
 }
 
 pub struct Budget {
@@ -271,6 +285,15 @@ pub struct Model {
 }
 
 impl Model {
+    /// The live blocks in the order they were stamped, not by address: addresses differ from
+    /// run to run (the simulated devices' memory comes from the host's allocator), and a choice
+    /// made by address would keep a seed from replaying.
+    pub fn live_in_order(&self) -> Vec<(usize, Block)> {
+        let mut live: Vec<(usize, Block)> = self.live.iter().map(|(&ptr, &block)| (ptr, block)).collect();
+        live.sort_by_key(|(_, block)| block.tag);
+        live
+    }
+
     /// The nodes a block from `node` passes through whose counts are exact.
     pub fn counting_path(&self, node: usize) -> Vec<usize> {
         let mut path = Vec::new();

@@ -49,7 +49,7 @@ use retire::{Retired, GRAVEYARD};
 use rmm_suballoc::fixed_blocks::FixedBlocks;
 use rmm_suballoc::tlsf::{BlockView, Chunk, Cut, Freed, Refused, Tlsf, GRANULE};
 use shelf::{AfterOwnFree, Recorder, Shelf};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -476,7 +476,7 @@ impl<I: BlockIndex> Core<I> {
             maximum,
             reserved: AtomicUsize::new(0),
             peak_reserved: AtomicUsize::new(0),
-            streams: RwLock::new(HashMap::new()),
+            streams: RwLock::new(Default::default()),
             default_state: once_cell::sync::OnceCell::new(),
             thread_states: PerThread::default(),
             state_cache: PerThread::default(),
@@ -484,7 +484,7 @@ impl<I: BlockIndex> Core<I> {
             owners: RwLock::new(BTreeMap::new()),
             growing: Mutex::new(()),
             retired: Mutex::new(Retired::default()),
-            unannounced: Mutex::new(Unannounced { handles: HashMap::new(), sweep_at: SWEEP_AT }),
+            unannounced: Mutex::new(Unannounced { handles: Default::default(), sweep_at: SWEEP_AT }),
             spare_events: Mutex::new(Vec::new()),
             new_index: Box::new(new_index),
             omit_ordering: AtomicBool::new(false),

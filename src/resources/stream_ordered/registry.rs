@@ -14,8 +14,8 @@ use super::shelf::{Recorder, Shelf};
 use super::{BlockIndex, Core, StreamState, CACHES_GONE, CACHES_WATCH};
 use crate::error::{Error, ErrorKind, Result};
 use crate::platform::{backend, streams, Stream};
+use crate::resources::FixedOrderHashMap;
 use crate::sync::biased_lock::BiasedLock;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -37,7 +37,7 @@ pub(super) struct CachedState<I> {
 const STATE_CACHE_SIZE: usize = 8;
 
 /// (key, lane) -> state; see `StreamState::key`.
-pub(super) type StreamStates<I> = HashMap<(u64, u64), Arc<StreamState<I>>>;
+pub(super) type StreamStates<I> = FixedOrderHashMap<(u64, u64), Arc<StreamState<I>>>;
 
 /// The streams of the states made for handles the library does not trust (`Recorder::
 /// OwnAllocations`, other than per-thread default streams), which nothing tells the core of
@@ -45,7 +45,7 @@ pub(super) type StreamStates<I> = HashMap<(u64, u64), Arc<StreamState<I>>>;
 /// dead ones.
 pub(super) struct Unannounced {
     /// Handle -> the identity of the stream whose state was last made for it, until retired.
-    pub(super) handles: HashMap<usize, u64>,
+    pub(super) handles: FixedOrderHashMap<usize, u64>,
     /// How many handles make the next sweep: `SWEEP_AT`, or twice those the last sweep left
     /// (so that a program with many live streams pays O(1) driver calls per new stream).
     pub(super) sweep_at: usize,

@@ -7,8 +7,8 @@ use super::lanes::LANES;
 use super::{BlockIndex, Core, Growing, Shelf, StreamState};
 use crate::error::Result;
 use crate::platform::{backend, Event, Stream};
+use crate::resources::FixedOrderHashMap;
 use crate::sync::biased_lock::BiasedLock;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -22,7 +22,7 @@ pub(super) struct Retired<I> {
     pub(super) graveyard: Option<Arc<StreamState<I>>>,
     /// Chunk base in the graveyard -> the events a taker waits on: the pruned state's own, last
     /// recorded when its stream retired, and those pending on its index then.
-    pub(super) chunk_events: HashMap<usize, Vec<Event>>,
+    pub(super) chunk_events: FixedOrderHashMap<usize, Vec<Event>>,
     /// Events of pruned states that a pending list or `chunk_events` may still hold; each is
     /// made spare (`Core::spare_events`) once none does.
     pub(super) events: Vec<Event>,
@@ -38,7 +38,7 @@ impl<I> Default for Retired<I> {
         Retired {
             lingering: Vec::new(),
             graveyard: None,
-            chunk_events: HashMap::new(),
+            chunk_events: FixedOrderHashMap::default(),
             events: Vec::new(),
             peak_used_bytes: 0,
             uncovered: 0,
