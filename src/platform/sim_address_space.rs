@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 pub(crate) const PAGE: usize = 4096;
 
 /// The reservation's size, first asked for; halved until the host grants one, down to `SMALLEST`.
-const LARGEST: usize = 1 << 44;
+const LARGEST: usize = 1 << 42;
 const SMALLEST: usize = 1 << 34;
 
 #[derive(Default)]
@@ -135,6 +135,16 @@ impl AddressSpace {
             end += length;
         }
         self.free.insert(start, end - start);
+    }
+}
+
+impl Drop for AddressSpace {
+    fn drop(&mut self) {
+        if let Some(Some((start, size))) = self.reservation {
+            // SAFETY: the reservation was made by `reserve_anywhere` and is dropped with the
+            // simulated devices that own every block in it.
+            unsafe { libc::munmap(start as *mut libc::c_void, size) };
+        }
     }
 }
 
