@@ -1553,6 +1553,7 @@ fn a_run_replays_seed_by_seed() {
             .env("RMM_FUZZ_TRACE", "1")
             .env("RMM_FUZZ_SEED", "5")
             .env("RMM_FUZZ_CALLS", "30000")
+            .env("RMM_FUZZ_STEPS", "4000")
             .env_remove("RMM_FUZZ_SECONDS")
             .output()
             .unwrap();

@@ -447,6 +447,10 @@ class TagTest(unittest.TestCase):
             kept = rmm.DeviceBuffer.to_device(pattern(32 * MiB, 6))
         tags.pause(weights)
         other = rmm.mr.CudaMemoryResource()  # another process, in this one
+        # What earlier tests' resources keep free goes back first: a wake short of memory takes
+        # it (rmm-rs asks every resource of the device to give back before it gives up), and
+        # the device would not be full for it (seen on an H100).
+        rmm_rs.release_device_memory()
         taken = free_device_bytes() - 8 * MiB
         hog = other.allocate(taken)
         try:
