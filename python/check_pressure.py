@@ -38,14 +38,16 @@ def main():
         cupy_pool.free_all_blocks()
         return len(asked) < 8  # retry; give up after a few tries
 
-    upstream = rmm.mr.PoolMemoryResource(rmm.mr.CudaMemoryResource())
-    rmm.mr.set_current_device_resource(rmm.mr.FailureCallbackResourceAdaptor(upstream, empty_cupy))
-
-    # 1. CuPy fills and frees: its pool keeps it.
+    # 1. CuPy fills and frees: its pool keeps it. (Before the rmm-rs pool exists: a pool made
+    # without a size takes half the free memory at once, as RAPIDS' does, which CuPy would then
+    # miss; seen on an H100.)
     arrays = [cupy.full(block // 4, i, dtype=cupy.float32) for i in range(blocks)]
     del arrays
     device.synchronize()
     cupy_kept = cupy_pool.total_bytes()
+
+    upstream = rmm.mr.PoolMemoryResource(rmm.mr.CudaMemoryResource())
+    rmm.mr.set_current_device_resource(rmm.mr.FailureCallbackResourceAdaptor(upstream, empty_cupy))
 
     # 2. rmm-rs needs what CuPy keeps.
     buffers = [rmm.DeviceBuffer(size=block) for _ in range(blocks)]
