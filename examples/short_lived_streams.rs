@@ -6,6 +6,9 @@
 //! counted (events recorded, streams made to wait, host waits, stream identity queries): what a
 //! build asks of the device for this shape, which a GPU run prices.
 //!   RMM_SIM_DEVICES=1:64GiB RMM_SIM_ON_RACE=off cargo run --release --example short_lived_streams [THREADS...]
+//! `SHORT_LIVED_STREAMS=application`: the streams are made by the driver directly, as a program's
+//! `cudaStreamCreateWithFlags` makes them (rmm-rs is not told of them), instead of by
+//! `rmmStreamCreate`.
 
 use rmm::boundary::types::cudaStream_t;
 use rmm::boundary::*;
@@ -29,8 +32,13 @@ impl Rng {
 /// destroyed. Returns the allocations it made.
 fn thread_body(seed: u64) -> usize {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let application = std::env::var("SHORT_LIVED_STREAMS").as_deref() == Ok("application");
+    let backend = rmm::platform::backend().unwrap();
     let mut stream: cudaStream_t = std::ptr::null_mut();
-    assert_eq!(rmmStreamCreate(&mut stream), RMM_SUCCESS);
+    match application {
+        true => stream = backend.stream_create_with_flags(0, true).unwrap().0 as cudaStream_t,
+        false => assert_eq!(rmmStreamCreateWithFlags(&mut stream, RMM_STREAM_NON_BLOCKING), RMM_SUCCESS),
+    }
     let mut live: Vec<*mut c_void> = Vec::new();
     let mut allocations = 0;
     for _ in 0..STEPS {
@@ -49,7 +57,10 @@ fn thread_body(seed: u64) -> usize {
         assert_eq!(rmmFree(ptr, stream, std::ptr::null(), 0), RMM_SUCCESS);
     }
     assert_eq!(rmmStreamSynchronize(stream), RMM_SUCCESS);
-    assert_eq!(rmmStreamDestroy(stream), RMM_SUCCESS);
+    match application {
+        true => backend.stream_destroy(rmm::platform::Stream(stream as usize)).unwrap(),
+        false => assert_eq!(rmmStreamDestroy(stream), RMM_SUCCESS),
+    }
     allocations
 }
 
