@@ -1108,16 +1108,7 @@ impl SimDevices {
         }
         let action = self.race_action();
         for report in reports {
-            match action {
-                RaceAction::Abort => {
-                    eprintln!("{report}\nrmm-rs simulator: aborting (set RMM_SIM_ON_RACE=count to count races instead)");
-                    std::process::abort();
-                }
-                RaceAction::Record | RaceAction::Off => {
-                    log::error!("{report}");
-                    state.races.push(report);
-                }
-            }
+            state.report(report, action);
         }
     }
 }
@@ -1238,7 +1229,13 @@ impl SimState {
             "rmm-rs simulator: stale stream handle: {call} was handed {handle:#x}, which names no live stream ({what}); a CUDA \
              driver may crash on it"
         );
-        match self.race_action {
+        self.report(report, self.race_action);
+    }
+
+    /// A race or a stale handle found: aborts the process (`RaceAction::Abort`, as a sanitizer
+    /// does), else logs and keeps the report (`rmmSimGetRaceCount`, `race_reports`).
+    fn report(&mut self, report: String, action: RaceAction) {
+        match action {
             RaceAction::Abort => {
                 eprintln!("{report}\nrmm-rs simulator: aborting (set RMM_SIM_ON_RACE=count to count such reports instead)");
                 std::process::abort();
