@@ -108,6 +108,12 @@ fn every_cache_of_the_device_is_released_before_out_of_memory() {
     assert_eq!(try_allocate(pool, 64 * MIB), None);
     let message = unsafe { std::ffi::CStr::from_ptr(rmmGetLastErrorMessage()) }.to_string_lossy().into_owned();
     assert!(message.contains("rmm-rs holds on device 0: pool 200.0 MiB (0 B free), pool 16.0 MiB (16.0 MiB free)"), "{message}");
+    // Through a pool over that pool: said once, by the pool that asked the device.
+    let stacked = over(|h| rmmPoolResourceCreate(h, pool, 0, 0));
+    assert_eq!(try_allocate(stacked, 64 * MIB), None);
+    let message = unsafe { std::ffi::CStr::from_ptr(rmmGetLastErrorMessage()) }.to_string_lossy().into_owned();
+    assert_eq!(message.matches("rmm-rs holds on device").count(), 1, "{message}");
+    assert_eq!(rmmResourceDestroy(stacked), RMM_SUCCESS);
     free(other_pool, vec![(held, 200 * MIB)]);
     for handle in [other_pool, keeper, pool, cuda] {
         assert_eq!(rmmResourceDestroy(handle), RMM_SUCCESS);

@@ -16,6 +16,9 @@ use rmm_suballoc::tlsf::{Chunk, GRANULE};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+/// What an out-of-memory message says before the list of who holds the device's memory.
+const HOLDERS: &str = "rmm-rs holds on device";
+
 /// The most a geometric pool grows by beyond the request: measured on the churn workload,
 /// larger steps overshoot and smaller ones fragment (many chunks cannot coalesce).
 const GROWTH_CAP: usize = 32 << 20;
@@ -100,6 +103,7 @@ impl<I: BlockIndex> Core<I> {
             let _ = self.add_upstream_chunk(growing, state, self.initial - reserved, stream);
         }
         let usage = self.usage();
+        let cause = grown.err().map(|e| e.cause()).unwrap_or_default();
         Err(Error::out_of_memory(
             bytes,
             format!(
@@ -115,20 +119,22 @@ impl<I: BlockIndex> Core<I> {
                 } else {
                     format!("may hold at most {}", units::exact(self.maximum))
                 },
-                grown.err().map(|e| e.cause()).unwrap_or_default()
+                cause
             ) + &match bytes.div_ceil(GRANULE) * GRANULE > self.maximum.saturating_sub(usage.reserved) {
                 true => String::new(), // the pool's own maximum, not the device, refused it
+                // A pool upstream already said who holds the device's memory.
+                false if cause.contains(HOLDERS) => String::new(),
                 false => Self::device_holders(self.device),
             },
         ))
     }
 
     /// For an out-of-memory message, after everything was given back: who holds the device's
-    /// memory through rmm-rs ("" when nothing does).
+    /// memory through rmm-rs ("" when nothing does), after `HOLDERS`.
     fn device_holders(device: i32) -> String {
         match super::super::caches::holders(device) {
             holders if holders.is_empty() => String::new(),
-            holders => format!("; rmm-rs holds on device {device}: {holders}"),
+            holders => format!("; {HOLDERS} {device}: {holders}"),
         }
     }
 
