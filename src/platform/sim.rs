@@ -100,7 +100,8 @@ struct SimState {
     releases: BTreeMap<usize, Release>,
     /// Races found, and stale stream handles handed to the driver (`stale_handle`).
     races: Vec<String>,
-    /// `SimDevices::race_action`, for what `stale_handle` does under the state's lock.
+    /// `SimDevices::race_action` (whose atomic copy lets the hot paths skip the lock when
+    /// off), for what `report` does under the state's lock.
     race_action: RaceAction,
     next_handle: usize,
     /// Handles of destroyed streams, handed out again by the next streams made (most recent
@@ -1106,9 +1107,8 @@ impl SimDevices {
         if reports.is_empty() {
             return;
         }
-        let action = self.race_action();
         for report in reports {
-            state.report(report, action);
+            state.report(report);
         }
     }
 }
@@ -1229,13 +1229,13 @@ impl SimState {
             "rmm-rs simulator: stale stream handle: {call} was handed {handle:#x}, which names no live stream ({what}); a CUDA \
              driver may crash on it"
         );
-        self.report(report, self.race_action);
+        self.report(report);
     }
 
     /// A race or a stale handle found: aborts the process (`RaceAction::Abort`, as a sanitizer
     /// does), else logs and keeps the report (`rmmSimGetRaceCount`, `race_reports`).
-    fn report(&mut self, report: String, action: RaceAction) {
-        match action {
+    fn report(&mut self, report: String) {
+        match self.race_action {
             RaceAction::Abort => {
                 eprintln!("{report}\nrmm-rs simulator: aborting (set RMM_SIM_ON_RACE=count to count such reports instead)");
                 std::process::abort();
