@@ -30,6 +30,8 @@ struct Build {
   decltype(&rmmSetCurrentDeviceResource) set_current;
   decltype(&rmmStreamCreate) stream_create;
   decltype(&rmmStreamDestroy) stream_destroy;
+  decltype(&rmmPoolResourceGetSize) pool_size;
+  decltype(&rmmResourceRelease) release;
   decltype(&rmmGetErrorString) error_string;
   decltype(&rmmGetLastErrorMessage) message;
   rmmResource_t cuda = nullptr, pool = nullptr;
@@ -64,6 +66,8 @@ struct Build {
     find(set_current, "rmmSetCurrentDeviceResource");
     find(stream_create, "rmmStreamCreate");
     find(stream_destroy, "rmmStreamDestroy");
+    find(pool_size, "rmmPoolResourceGetSize");
+    find(release, "rmmResourceRelease");
     find(error_string, "rmmGetErrorString");
     find(message, "rmmGetLastErrorMessage");
     ok(cuda_create(&cuda), "rmmCudaResourceCreate");
@@ -131,6 +135,12 @@ int main(int argc, char** argv) {
         return s;
       };
       m.destroy_stream = [build](cudaStream_t s) { build->ok(build->stream_destroy(s), "rmmStreamDestroy"); };
+      m.held = [build] {
+        size_t bytes = 0;
+        build->ok(build->pool_size(build->pool, &bytes), "rmmPoolResourceGetSize");
+        return bytes;
+      };
+      m.give_back = [build] { build->ok(build->release(build->pool, nullptr), "rmmResourceRelease"); };
       m.baseline = first;
       if (first < 0) first = (int)allocators.size();
       allocators.push_back(std::move(m));
@@ -152,7 +162,13 @@ int main(int argc, char** argv) {
   std::optional<bench::CudaMallocAsync> cuda_async;
   if (bench::matrix_api("async")) {
     cuda_async.emplace(device);
-    allocators.push_back(bench::matrix_allocator("cudaMallocAsync", *cuda_async, bench::env_number("MATRIX_SLOW", 8)));
+    auto m = bench::matrix_allocator("cudaMallocAsync", *cuda_async, bench::env_number("MATRIX_SLOW", 8));
+    m.held = [&cuda_async] { return cuda_async->reserved(); };
+    m.give_back = [&cuda_async] {
+      bench::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+      bench::check_cuda(cudaMemPoolTrimTo(cuda_async->pool, 0), "cudaMemPoolTrimTo");
+    };
+    allocators.push_back(std::move(m));
   }
   if (allocators.empty()) {
     std::fprintf(stderr, "threads_matrix: MATRIX_APIS selects none of resource, legacy, async\n");

@@ -3,7 +3,10 @@
 // streams they allocate on and the sizes they draw, and each thread of a cell runs a ring of
 // 8 live blocks (bench::Ring: free the oldest, allocate in its place) with its own fixed seed.
 // Threads come from one Crew for the whole program and start together; ns per pair in
-// aggregate (wall time over all pairs of all threads). In each cell every allocator runs once
+// aggregate (wall time over all pairs of all threads). The short-lived rows run another shape
+// (bench::Walk, as programs that make a stream per task do): each thread makes a non-blocking
+// stream inside the timing, allocates or frees at random (the live set wanders), frees the
+// rest, synchronizes and destroys the stream; ns per allocation in aggregate. In each cell every allocator runs once
 // untimed, then BENCH_RUNS (default 5) timed runs, the allocators taking turns run by run
 // (which goes first rotating), so that a slow spell of the host falls on all of them.
 //
@@ -13,16 +16,19 @@
 //   MATRIX_STREAMS  null (the legacy default stream, shared), ptds (cudaStreamPerThread),
 //                   rmm (rmmStreamCreate, one each; rmm-rs only), app (one application stream,
 //                   cudaStreamCreateWithFlags non-blocking, shared), own (cudaStreamCreate,
-//                   one each, not announced to rmm-rs)
+//                   one each, not announced to rmm-rs), short (bench::Walk on a stream each
+//                   thread makes and destroys inside the timing, the pool warm), short-cold
+//                   (the same, each run after the allocator gave back its free memory)
 //   MATRIX_SIZES    256 (256 B), mixed (256 B to 32 KiB), random4m (uniform up to 4 MiB)
 //   MATRIX_APIS     resource, legacy, async, rapids (which columns; see the two programs)
 //   MATRIX_PAIRS    pairs per cell and run in aggregate (default 160000), split over the
 //                   threads; MATRIX_SLOW (default 8) divides them for the slow baselines
 //                   (cudaMallocAsync, RAPIDS RMM's pool), whose rings draw a prefix of the
 //                   same sequences
-// Prints the CSV rows of bench::print_timings (workload "threads=T stream=S sizes=Z", and
+// Prints the CSV rows of bench::print_timings (workload "threads=T stream=S sizes=Z";
 // "ratio% threads=T ..." for an allocator with a baseline: 100 times its ns over the
-// baseline's in the same run); the progress goes to stderr.
+// baseline's in the same run; "held_MiB threads=T ...": what the allocator held from the
+// driver after each run of the cell, for allocators that say); the progress goes to stderr.
 #pragma once
 #include <set>
 #include <sstream>
@@ -36,6 +42,9 @@ namespace bench {
 struct MatrixAllocator {
   std::string name;
   std::function<double(Crew&, int threads, long per_thread, const std::vector<cudaStream_t>&, RingSizes)> run;
+  std::function<double(Crew&, int threads, long per_thread, RingSizes)> run_short_lived;
+  std::function<size_t()> held;         // bytes held from the driver; unset: not measured
+  std::function<void()> give_back;      // frees what it holds unused; unset: skips short-cold
   long divisor = 1;  // pairs / divisor: MATRIX_SLOW for the slow baselines
   std::function<cudaStream_t()> create_stream;  // unset: the allocator skips the rmm rows
   std::function<void(cudaStream_t)> destroy_stream;
@@ -49,6 +58,9 @@ MatrixAllocator matrix_allocator(std::string name, A& a, long divisor = 1) {
   m.name = std::move(name);
   m.run = [&a](Crew& crew, int threads, long per_thread, const std::vector<cudaStream_t>& streams, RingSizes sizes) {
     return ring_pairs(crew, a, threads, per_thread, streams, sizes);
+  };
+  m.run_short_lived = [&a](Crew& crew, int threads, long per_thread, RingSizes sizes) {
+    return short_lived_walks(crew, a, threads, per_thread, sizes);
   };
   m.divisor = divisor;
   return m;
@@ -116,7 +128,8 @@ inline void run_matrix(const std::vector<MatrixAllocator>& allocators, int devic
     }
     thread_counts.insert((int)n);
   }
-  const auto stream_kinds = env_names("MATRIX_STREAMS", "null,ptds,rmm,app,own", {"null", "ptds", "rmm", "app", "own"});
+  const auto stream_kinds = env_names("MATRIX_STREAMS", "null,ptds,rmm,app,own,short,short-cold",
+                                      {"null", "ptds", "rmm", "app", "own", "short", "short-cold"});
   const auto size_kinds = env_names("MATRIX_SIZES", "256,mixed,random4m", {"256", "mixed", "random4m"});
   const long pairs = env_number("MATRIX_PAIRS", 160000);
   const int runs = (int)env_number("BENCH_RUNS", 5);
@@ -143,6 +156,7 @@ inline void run_matrix(const std::vector<MatrixAllocator>& allocators, int devic
         std::vector<size_t> taking, making;  // the allocators in this cell; those that made streams
         for (size_t i = 0; i < allocators.size(); ++i) {
           int from = allocators[i].streams_from;
+          if (kind == "short-cold" && !allocators[i].give_back) continue;
           if (kind != "rmm") {
             streams[i] = shared;
           } else if (from >= 0 && !streams[from].empty()) {
@@ -159,6 +173,8 @@ inline void run_matrix(const std::vector<MatrixAllocator>& allocators, int devic
         auto run = [&](size_t i) {
           const auto& a = allocators[i];
           long per_thread = std::max(1L, pairs / a.divisor / threads);
+          if (kind == "short-cold") a.give_back();
+          if (kind == "short" || kind == "short-cold") return a.run_short_lived(crew, threads, per_thread, sizes);
           return a.run(crew, threads, per_thread, streams[i], sizes);
         };
         for (size_t i : taking) run(i);  // warm-up: pools grown, streams and caches met
@@ -168,6 +184,8 @@ inline void run_matrix(const std::vector<MatrixAllocator>& allocators, int devic
             size_t i = taking[(r + k) % taking.size()];
             ns[i] = run(i);
             timings_of(workload, allocators[i].name).ns.push_back(ns[i]);
+            if (allocators[i].held)
+              timings_of("held_MiB " + workload, allocators[i].name).ns.push_back(allocators[i].held() / 1048576.0);
           }
           // Each build against the first in the same run, in percent (print_timings prints
           // one decimal).

@@ -604,4 +604,48 @@ double ring_pairs(Crew& crew, A& a, int threads, long per_thread, const std::vec
   return ns / ((double)threads * (double)per_thread);
 }
 
+// One thread's walk on a stream of its own that lives only as long as the walk, as a task of a
+// program that makes a stream per task does: `steps` steps, each freeing a live block at random
+// or allocating one (a coin flip, allocating when nothing is live), so that the live set
+// wanders; then the rest is freed, the stream synchronized and destroyed. The sizes and coins
+// come from an Rng seeded with the thread's index. Answers the allocations it made.
+template <class A>
+long walk_on_short_lived_stream(A& a, long steps, RingSizes sizes, int thread) {
+  cudaStream_t stream = nullptr;
+  check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  Rng rng(2000 + thread);
+  std::vector<std::pair<void*, size_t>> live;
+  long allocations = 0;
+  for (long i = 0; i < steps; ++i) {
+    if (live.empty() || rng.below(2) == 0) {
+      size_t size = ring_size(sizes, rng);
+      live.emplace_back(a.allocate(size, stream), size);
+      ++allocations;
+    } else {
+      size_t victim = rng.below(live.size());
+      a.deallocate(live[victim].first, live[victim].second, stream);
+      live[victim] = live.back();
+      live.pop_back();
+    }
+  }
+  for (auto& [ptr, size] : live) a.deallocate(ptr, size, stream);
+  check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  check_cuda(cudaStreamDestroy(stream), "cudaStreamDestroy");
+  return allocations;
+}
+
+// `threads` threads of `crew`, each walking `steps` steps on a short-lived stream, the stream's
+// making and destroying timed: ns per allocation in aggregate.
+template <class A>
+double short_lived_walks(Crew& crew, A& a, int threads, long steps, RingSizes sizes) {
+  std::atomic<long> allocations{0};
+  double ns = crew.run(threads, [&](int t) {
+    crew.start();
+    long made = walk_on_short_lived_stream(a, steps, sizes, t);
+    crew.stop(t);
+    allocations.fetch_add(made, std::memory_order_relaxed);
+  });
+  return ns / (double)std::max(1L, allocations.load());
+}
+
 }  // namespace bench

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The threads matrix on a GPU machine (bench/threads_matrix.hpp): threads {1, 2, 4, 8, 16} x
 # streams {NULL, per-thread default, rmmStreamCreate, one application stream shared by all,
-# a cudaStreamCreate stream of its own per thread} x sizes {256 B, 256 B-32 KiB, random up to
-# 4 MiB}, ns per allocate+free pair in aggregate (wall time over all pairs of all threads).
+# a cudaStreamCreate stream of its own per thread, a short-lived stream each thread makes and
+# destroys inside the timing with the pool warm or given back first} x sizes {256 B, 256 B-32
+# KiB, random up to 4 MiB}, ns per allocate+free pair in aggregate (wall time over all pairs of
+# all threads), and what each allocator held after each cell.
 # Columns: rmm-rs's pool of each build through rmmResourceAllocate and through RMM_ALLOC, and
 # cudaMallocAsync, in one process (bench/threads_matrix.cu: the builds' librmm.so loaded side
 # by side, taking turns run by run, as bench/pair_ab.c does); then RAPIDS RMM's pool
@@ -16,7 +18,7 @@
 #                                         the baseline; default: stage/lib/librmm.so (from
 #                                         scripts/stage.sh)
 #
-# Subsets (comma-separated): MATRIX_THREADS=1,8 MATRIX_STREAMS=null,ptds,rmm,app,own
+# Subsets (comma-separated): MATRIX_THREADS=1,8 MATRIX_STREAMS=null,ptds,rmm,app,own,short,short-cold
 # MATRIX_SIZES=256,mixed,random4m MATRIX_APIS=resource,legacy,async,rapids (async:
 # cudaMallocAsync, rapids: RAPIDS RMM's pool); BENCH_RUNS (default 5) timed runs after a
 # warm-up; MATRIX_PAIRS (default 160000) pairs per cell and run, MATRIX_SLOW (default 8) the
@@ -101,7 +103,8 @@ import csv
 import sys
 
 STREAMS = {"null": "NULL", "ptds": "per-thread default", "rmm": "rmmStreamCreate, each its own",
-           "app": "one application stream", "own": "cudaStreamCreate, each its own"}
+           "app": "one application stream", "own": "cudaStreamCreate, each its own",
+           "short": "short-lived, each its own (walk)", "short-cold": "short-lived, pool given back first (walk)"}
 SIZES = {"256": "256 B", "mixed": "256 B-32 KiB", "random4m": "random ≤ 4 MiB"}
 rows = []
 for path in sys.argv[1:]:
@@ -120,7 +123,8 @@ def order(k):  # grouped by sizes and streams, threads ascending within
 
 
 ratios = [r for r in rows if r["workload"].startswith("ratio% ")]
-rows = [r for r in rows if not r["workload"].startswith("ratio% ")]
+held = [r for r in rows if r["workload"].startswith("held_MiB ")]
+rows = [r for r in rows if not r["workload"].startswith(("ratio% ", "held_MiB "))]
 allocators = list(dict.fromkeys(r["allocator"] for r in rows))
 cell = {(key(r["workload"]), r["allocator"]): r for r in rows}
 cells = sorted({key(r["workload"]) for r in rows}, key=order)
@@ -160,6 +164,12 @@ if ratios:
         return f"{r['ns_per_alloc']:.3f} ({r['ns_min']:.2f}-{r['ns_max']:.2f})"
 
     table("Each build over the first build in the same run: median (lowest-highest) of the runs.", names, build_ratio)
+if held:
+    held_by = {(key(r["workload"][len("held_MiB "):]), r["allocator"]): r for r in held}
+    table("MiB held from the driver after a run of the cell: median (lowest-highest) of the runs.",
+          list(dict.fromkeys(r["allocator"] for r in held)),
+          lambda k, a: (f"{float(held_by[(k, a)]['ns_per_alloc']):.0f} ({float(held_by[(k, a)]['ns_min']):.0f}-"
+                        f"{float(held_by[(k, a)]['ns_max']):.0f})") if (k, a) in held_by else "-")
 table("Fastest - slowest run, ns per pair.", allocators,
       lambda k, a: f"{cell[(k, a)]['ns_min']} - {cell[(k, a)]['ns_max']}" if (k, a) in cell else "-")
 PY
