@@ -15,7 +15,7 @@ use super::stack::{Stack, SHARD_WORDS};
 use crate::error::{Error, Result};
 use crate::platform::{backend, Stream};
 use crate::resources::{callback, MemoryResource, ALIGNMENT};
-use crate::sync::biased_lock::BiasedLock;
+use crate::sync::biased_lock::{BiasFamily, BiasedLock};
 use rmm_suballoc::address_map::{window_shard_of, AddressMap, RECORD_WINDOW_BITS};
 use std::sync::Arc;
 
@@ -150,7 +150,11 @@ impl Shard {
 #[repr(align(128))]
 struct PaddedShard(BiasedLock<Shard>);
 
-static RECORDS: [PaddedShard; SHARDS] = [const { PaddedShard(BiasedLock::new(Shard::new())) }; SHARDS];
+/// The shards stop biasing together: a chunk that moves to another thread's stream takes
+/// its windows' shards with it.
+static RECORDS_FAMILY: BiasFamily = BiasFamily::new();
+
+static RECORDS: [PaddedShard; SHARDS] = [const { PaddedShard(BiasedLock::in_family(Shard::new(), &RECORDS_FAMILY)) }; SHARDS];
 
 #[inline(always)]
 fn shard_index(ptr: usize) -> usize {

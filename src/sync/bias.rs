@@ -152,12 +152,19 @@ impl Bias {
     /// call) panics: a second way in would alias the state the first one is changing.
     #[inline(always)]
     pub fn enter(&self) -> Option<Inside<'_>> {
+        self.enter_claiming(|| true)
+    }
+
+    /// `enter`, where a fresh bias goes to the calling thread only if `may_claim()` says so
+    /// (asked on that cold path only).
+    #[inline(always)]
+    pub fn enter_claiming(&self, may_claim: impl FnOnce() -> bool) -> Option<Inside<'_>> {
         // The key as it is, without assigning one: the owner's way in is then a load and a
         // compare, and a thread without a key matches no owner and takes the way below.
         let me = THREAD_KEY.with(Cell::get);
         let word = self.owner.load(Ordering::Relaxed);
         if key_of(word) != me {
-            return self.enter_unowned();
+            return self.enter_unowned(may_claim);
         }
         self.enter_as_owner(word)
     }
@@ -165,10 +172,10 @@ impl Bias {
     /// `enter` by a thread that was not the owner when it looked: it may take a fresh bias.
     #[cold]
     #[inline(never)]
-    fn enter_unowned(&self) -> Option<Inside<'_>> {
+    fn enter_unowned(&self, may_claim: impl FnOnce() -> bool) -> Option<Inside<'_>> {
         let me = thread_key();
         let mut word = self.owner.load(Ordering::Relaxed);
-        if word == FRESH {
+        if word == FRESH && may_claim() {
             self.claim_fresh(me);
             word = self.owner.load(Ordering::Acquire);
         }
