@@ -177,6 +177,17 @@ pub fn identity_of(stream: Stream) -> Result<u64> {
     }
 }
 
+/// `identity_of` for a handle the caller found untrusted before (a thread's cached stream
+/// state): asked of the driver without looking at the table of trusted handles, whose lock all
+/// threads would share on every allocation. A handle trusted since names the same stream, so
+/// the driver's answer stands; with only announced streams taken, the table is consulted.
+pub fn identity_of_untrusted(stream: Stream) -> Result<u64> {
+    match registered_only() || is_default(stream) {
+        true => identity_of(stream),
+        false => backend()?.stream_identity(stream),
+    }
+}
+
 /// The device of `stream`, named by the call under way (for which it must be live): the
 /// default streams are the current device's, a trusted handle's device is known without
 /// asking the driver, and any other handle is asked of the driver (`cuStreamGetCtx`), unless

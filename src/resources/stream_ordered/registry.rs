@@ -107,7 +107,7 @@ impl<I: BlockIndex> Core<I> {
         };
         let current = match (stream, allocating && entry.check_identity) {
             (Stream::PER_THREAD, _) => entry.thread == crate::sync::bias::thread_key(),
-            (_, true) => self.identity_matches(&entry.state, stream)?,
+            (_, true) => self.untrusted_identity_matches(&entry.state, stream)?,
             (_, false) => true,
         };
         Ok(current.then(|| std::cell::Ref::map(entry, |entry| &entry.state)))
@@ -119,6 +119,13 @@ impl<I: BlockIndex> Core<I> {
     #[inline(never)]
     pub(super) fn identity_matches(&self, state: &StreamState<I>, stream: Stream) -> Result<bool> {
         Ok(streams::identity_of(stream)? == state.identity)
+    }
+
+    /// `identity_matches` for a state this thread cached for a handle it did not trust, on
+    /// every allocation on that handle (`streams::identity_of_untrusted`).
+    #[inline(never)]
+    fn untrusted_identity_matches(&self, state: &StreamState<I>, stream: Stream) -> Result<bool> {
+        Ok(streams::identity_of_untrusted(stream)? == state.identity)
     }
 
     /// `with_other_state` on a miss: finds the state in the shared map (making it if new) and
