@@ -201,6 +201,13 @@ pub fn report() -> String {
         let snapshot = stack.base.snapshot();
         text += &held_free(&snapshot);
         text += &asleep(&snapshot);
+        let spare = crate::resources::sleep::spare_host_copy_bytes(*device);
+        if spare > 0 {
+            text += &format!(
+                "    {} of pinned host memory kept for the next keep-mode sleep (rmmDeviceRelease gives it back)\n",
+                units::approximate(spare as i64)
+            );
+        }
         if let Some(statistics) = &stack.statistics {
             let c = statistics.counts();
             text += &format!(

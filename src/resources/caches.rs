@@ -95,9 +95,11 @@ pub fn release_all(device: i32) -> usize {
     caches_of(device).iter().map(|cache| cache.release_cached().unwrap_or(0)).sum()
 }
 
-/// Releases everything every resource of `device` keeps free, on demand; the bytes released,
-/// or the first failure once every resource was asked.
+/// Releases everything every resource of `device` keeps free, on demand, and the host copies
+/// kept for its next keep-mode sleeps; the device bytes released, or the first failure once
+/// every resource was asked.
 pub fn release_device(device: i32) -> Result<usize> {
+    super::sleep::release_spare_host_copies(device);
     let mut first = Ok(0);
     for cache in caches_of(device) {
         match (cache.release_all_free(), &mut first) {

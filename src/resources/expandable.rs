@@ -1219,7 +1219,9 @@ impl MappedRanges {
         state.activity.maps += runs_mapped.len() as u64;
         state.activity.pages_mapped += mapped as u64;
         state.activity.pages_created += taken.len() as u64;
-        state.asleep = None;
+        if let Some(host) = state.asleep.take().and_then(|asleep| asleep.host) {
+            host.keep_spare();
+        }
         state.peak_pages = state.peak_pages.max(state.held_pages());
         Ok(())
     }
