@@ -18,7 +18,9 @@
 //                   cudaStreamCreateWithFlags non-blocking, shared), own (cudaStreamCreate,
 //                   one each, not announced to rmm-rs), short (bench::Walk on a stream each
 //                   thread makes and destroys inside the timing, the pool warm), short-cold
-//                   (the same, each run after the allocator gave back its free memory)
+//                   (the same, each run after the allocator gave back its free memory),
+//                   handoff (threads / 2 producers allocate on NULL and hand each block to a
+//                   consumer thread of their own, which frees it; 2 threads or more)
 //   MATRIX_SIZES    256 (256 B), mixed (256 B to 32 KiB), random4m (uniform up to 4 MiB)
 //   MATRIX_APIS     resource, legacy, async, rapids (which columns; see the two programs)
 //   MATRIX_PAIRS    pairs per cell and run in aggregate (default 160000), split over the
@@ -43,6 +45,7 @@ struct MatrixAllocator {
   std::string name;
   std::function<double(Crew&, int threads, long per_thread, const std::vector<cudaStream_t>&, RingSizes)> run;
   std::function<double(Crew&, int threads, long per_thread, RingSizes)> run_short_lived;
+  std::function<double(Crew&, int threads, long per_thread, RingSizes)> run_handoff;
   std::function<size_t()> held;         // bytes held from the driver; unset: not measured
   std::function<void()> give_back;      // frees what it holds unused; unset: skips short-cold
   long divisor = 1;  // pairs / divisor: MATRIX_SLOW for the slow baselines
@@ -61,6 +64,9 @@ MatrixAllocator matrix_allocator(std::string name, A& a, long divisor = 1) {
   };
   m.run_short_lived = [&a](Crew& crew, int threads, long per_thread, RingSizes sizes) {
     return short_lived_walks(crew, a, threads, per_thread, sizes);
+  };
+  m.run_handoff = [&a](Crew& crew, int threads, long per_thread, RingSizes sizes) {
+    return handoff_pairs(crew, a, threads, per_thread, nullptr, sizes);
   };
   m.divisor = divisor;
   return m;
@@ -128,8 +134,8 @@ inline void run_matrix(const std::vector<MatrixAllocator>& allocators, int devic
     }
     thread_counts.insert((int)n);
   }
-  const auto stream_kinds = env_names("MATRIX_STREAMS", "null,ptds,rmm,app,own,short,short-cold",
-                                      {"null", "ptds", "rmm", "app", "own", "short", "short-cold"});
+  const auto stream_kinds = env_names("MATRIX_STREAMS", "null,ptds,rmm,app,own,short,short-cold,handoff",
+                                      {"null", "ptds", "rmm", "app", "own", "short", "short-cold", "handoff"});
   const auto size_kinds = env_names("MATRIX_SIZES", "256,mixed,random4m", {"256", "mixed", "random4m"});
   const long pairs = env_number("MATRIX_PAIRS", 160000);
   const int runs = (int)env_number("BENCH_RUNS", 5);
@@ -157,6 +163,7 @@ inline void run_matrix(const std::vector<MatrixAllocator>& allocators, int devic
         for (size_t i = 0; i < allocators.size(); ++i) {
           int from = allocators[i].streams_from;
           if (kind == "short-cold" && !allocators[i].give_back) continue;
+          if (kind == "handoff" && threads < 2) continue;
           if (kind != "rmm") {
             streams[i] = shared;
           } else if (from >= 0 && !streams[from].empty()) {
@@ -175,6 +182,7 @@ inline void run_matrix(const std::vector<MatrixAllocator>& allocators, int devic
           long per_thread = std::max(1L, pairs / a.divisor / threads);
           if (kind == "short-cold") a.give_back();
           if (kind == "short" || kind == "short-cold") return a.run_short_lived(crew, threads, per_thread, sizes);
+          if (kind == "handoff") return a.run_handoff(crew, threads, std::max(1L, pairs / a.divisor / (threads / 2)), sizes);
           return a.run(crew, threads, per_thread, streams[i], sizes);
         };
         for (size_t i : taking) run(i);  // warm-up: pools grown, streams and caches met

@@ -448,6 +448,7 @@ struct CudaMallocAsync {
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 
 namespace bench {
@@ -602,6 +603,54 @@ double ring_pairs(Crew& crew, A& a, int threads, long per_thread, const std::vec
     crew.stop(t);
   });
   return ns / ((double)threads * (double)per_thread);
+}
+
+// A single-producer single-consumer queue of blocks (a fixed ring), for the hand-off shape.
+struct Handoff {
+  static constexpr size_t kSlots = 1024;
+  std::pair<void*, size_t> slots[kSlots];
+  alignas(64) std::atomic<size_t> head{0};  // written by the consumer
+  alignas(64) std::atomic<size_t> tail{0};  // written by the producer
+  void push(std::pair<void*, size_t> block) {
+    size_t at = tail.load(std::memory_order_relaxed);
+    while (at - head.load(std::memory_order_acquire) == kSlots) std::this_thread::yield();
+    slots[at % kSlots] = block;
+    tail.store(at + 1, std::memory_order_release);
+  }
+  std::pair<void*, size_t> pop() {
+    size_t at = head.load(std::memory_order_relaxed);
+    while (tail.load(std::memory_order_acquire) == at) std::this_thread::yield();
+    auto block = slots[at % kSlots];
+    head.store(at + 1, std::memory_order_release);
+    return block;
+  }
+};
+
+// Producers and consumers (a pipeline's stages, a data loader feeding a trainer): `threads` / 2
+// producer threads each allocate `per_thread` blocks on `stream` and hand each to a consumer
+// thread of their own, which frees it on the same stream. Every free comes from another thread
+// than the allocation. ns per pair in aggregate (wall time over all pairs).
+template <class A>
+double handoff_pairs(Crew& crew, A& a, int threads, long per_thread, cudaStream_t stream, RingSizes sizes) {
+  int pairs_of_threads = threads / 2;
+  std::vector<std::unique_ptr<Handoff>> queues;
+  for (int p = 0; p < pairs_of_threads; ++p) queues.push_back(std::make_unique<Handoff>());
+  double ns = crew.run(2 * pairs_of_threads, [&](int t) {
+    Handoff& queue = *queues[t / 2];
+    Rng rng(3000 + t / 2);
+    crew.start();
+    for (long i = 0; i < per_thread; ++i) {
+      if (t % 2 == 0) {
+        size_t size = ring_size(sizes, rng);
+        queue.push({a.allocate(size, stream), size});
+      } else {
+        auto [ptr, size] = queue.pop();
+        a.deallocate(ptr, size, stream);
+      }
+    }
+    crew.stop(t);
+  });
+  return ns / ((double)pairs_of_threads * (double)per_thread);
 }
 
 // One thread's walk on a stream of its own that lives only as long as the walk, as a task of a

@@ -2,9 +2,10 @@
 # The threads matrix on a GPU machine (bench/threads_matrix.hpp): threads {1, 2, 4, 8, 16} x
 # streams {NULL, per-thread default, rmmStreamCreate, one application stream shared by all,
 # a cudaStreamCreate stream of its own per thread, a short-lived stream each thread makes and
-# destroys inside the timing with the pool warm or given back first} x sizes {256 B, 256 B-32
-# KiB, random up to 4 MiB}, ns per allocate+free pair in aggregate (wall time over all pairs of
-# all threads), and what each allocator held after each cell.
+# destroys inside the timing with the pool warm or given back first, producers handing blocks
+# to consumer threads that free them} x sizes {256 B, 256 B-32 KiB, random up to 4 MiB}, ns
+# per allocate+free pair in aggregate (wall time over all pairs of all threads), and what each
+# allocator held after each cell.
 # Columns: rmm-rs's pool of each build through rmmResourceAllocate and through RMM_ALLOC, and
 # cudaMallocAsync, in one process (bench/threads_matrix.cu: the builds' librmm.so loaded side
 # by side, taking turns run by run, as bench/pair_ab.c does); then RAPIDS RMM's pool
@@ -18,7 +19,7 @@
 #                                         the baseline; default: stage/lib/librmm.so (from
 #                                         scripts/stage.sh)
 #
-# Subsets (comma-separated): MATRIX_THREADS=1,8 MATRIX_STREAMS=null,ptds,rmm,app,own,short,short-cold
+# Subsets (comma-separated): MATRIX_THREADS=1,8 MATRIX_STREAMS=null,ptds,rmm,app,own,short,short-cold,handoff
 # MATRIX_SIZES=256,mixed,random4m MATRIX_APIS=resource,legacy,async,rapids (async:
 # cudaMallocAsync, rapids: RAPIDS RMM's pool); BENCH_RUNS (default 5) timed runs after a
 # warm-up; MATRIX_PAIRS (default 160000) pairs per cell and run, MATRIX_SLOW (default 8) the
@@ -104,7 +105,8 @@ import sys
 
 STREAMS = {"null": "NULL", "ptds": "per-thread default", "rmm": "rmmStreamCreate, each its own",
            "app": "one application stream", "own": "cudaStreamCreate, each its own",
-           "short": "short-lived, each its own (walk)", "short-cold": "short-lived, pool given back first (walk)"}
+           "short": "short-lived, each its own (walk)", "short-cold": "short-lived, pool given back first (walk)",
+           "handoff": "NULL, half allocate, half free (hand-off)"}
 SIZES = {"256": "256 B", "mixed": "256 B-32 KiB", "random4m": "random ≤ 4 MiB"}
 rows = []
 for path in sys.argv[1:]:
