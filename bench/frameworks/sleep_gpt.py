@@ -74,6 +74,11 @@ def child(mode):
         torch.cuda.synchronize()
         tags.pause()
         free_asleep, _ = torch.cuda.mem_get_info()
+        # What of the memory held while asleep was rmm-rs's free memory outside the tags (the
+        # default resource's), and what is the context's own (kernels loaded on first use,
+        # library workspaces), which no allocator can give back.
+        released_asleep = rmm_rs.release_device_memory()
+        free_released, _ = torch.cuda.mem_get_info()
         # Another process takes most of what is free now and gives it back.
         taker = ("import torch; f, _ = torch.cuda.mem_get_info(); x = torch.empty(int(f * 0.9), dtype=torch.uint8, device='cuda'); "
                  "x.fill_(7); torch.cuda.synchronize(); print(int(f * 0.9) >> 20)")
@@ -83,6 +88,8 @@ def child(mode):
         tags.resume()
         report.update({
             "held_asleep_above_start_mib": (free_at_start - free_asleep) / MIB,
+            "released_asleep_mib": released_asleep / MIB,
+            "held_after_release_above_start_mib": (free_at_start - free_released) / MIB,
             "other_process_took_mib": int(taken.stdout.split()[-1]),
             "addresses_kept": pointers == [p.data_ptr() for p in model.parameters()],
         })
@@ -116,6 +123,9 @@ def main():
     print(f"while asleep the process held {held:+.1f} MiB against its CUDA context after start "
           f"(context {plain['context_mib']:.0f} MiB of {plain['total_mib']:.0f} MiB); the other process took "
           f"{slept['other_process_took_mib']} MiB; parameters at the same addresses: {slept['addresses_kept']}")
+    print(f"of it, rmm-rs gave back {slept['released_asleep_mib']:.1f} MiB it held free outside the sleeping tags "
+          f"(rmm_rs.release_device_memory), leaving {slept['held_after_release_above_start_mib']:+.1f} MiB over the "
+          "context after start (the context's growth: kernels loaded on first use, library workspaces)")
     ok = identical and slept["addresses_kept"] and held <= 0.01 * plain["context_mib"] + 2
     if not deterministic:
         print("the plain runs differ from each other: identity over the sleep cannot be judged")
