@@ -977,16 +977,16 @@ module rmm
     end function rmmPrefetch
 
     ! Gives back to `device` every byte rmm-rs holds there without using it, and writes the bytes
-    ! given back to `*released` unless it is NULL: the frees `rmmCudaFree` deferred (`async_free`)
-    ! whose work is done go back to their pools first, then every resource of the device releases
-    ! everything it keeps free, in every stream, lane and thread: pools', arenas', bins' and
-    ! fixed-size resources' wholly free chunks (after synchronizing the device), and the expandable
-    ! resource's free pages, also inside chunks still in use. Memory in use stays, and so does the
-    ! free part of a chunk that holds memory in use (a pool over `cuda` cannot return part of a
-    ! `cudaMalloc` allocation). The pinned host memory that keep-mode sleeps of the device keep for
-    ! the next one (`rmmResourceSleep`) goes too, uncounted in `*released`. PyTorch's
-    ! `torch.cuda.empty_cache()` calls it through the rmm-rs backend. Called from inside a callback
-    ! while a pool grows, it passes over that pool. A `device` that does not exist:
+    ! given back to `*released` unless it is NULL: the frees `rmmCudaFree` deferred
+    ! (`async_free`) whose work is done go back to their pools first, then every resource of the
+    ! device releases everything it keeps free, in every stream, lane and thread: pools', arenas',
+    ! bins' and fixed-size resources' wholly free chunks (after synchronizing the device), and the
+    ! expandable resource's free pages, also inside chunks still in use. Memory in use stays, and
+    ! so does the free part of a chunk that holds memory in use (a pool over `cuda` cannot return
+    ! part of a `cudaMalloc` allocation). The pinned host memory that keep-mode sleeps of the
+    ! device keep for the next one (`rmmResourceSleep`) goes too, uncounted in `*released`.
+    ! PyTorch's `torch.cuda.empty_cache()` calls it through the rmm-rs backend. Called from inside
+    ! a callback while a pool grows, it passes over that pool. A `device` that does not exist:
     ! RMM_ERROR_INVALID_ARGUMENT; a failure while the device is synchronized or memory given back:
     ! RMM_ERROR_CUDA_ERROR (every resource was still asked).
     integer(c_int) function rmmDeviceRelease(device, released) bind(c, name="rmmDeviceRelease")

@@ -737,10 +737,10 @@ enum rmmError_t rmmPrefetch(const void *ptr, size_t bytes, int device, cudaStrea
 // part of a `cudaMalloc` allocation). The pinned host memory that keep-mode sleeps of the
 // device keep for the next one (`rmmResourceSleep`) goes too, uncounted in `*released`.
 // PyTorch's `torch.cuda.empty_cache()` calls it through the rmm-rs backend. Called from inside
-// a callback while a pool grows, it passes over that pool. A `device` that does not exist: RMM_ERROR_INVALID_ARGUMENT; a failure while the device is
-// synchronized or memory given back: RMM_ERROR_CUDA_ERROR (every resource was still asked).
-enum rmmError_t rmmDeviceRelease(int device,
-                                 size_t *released);
+// a callback while a pool grows, it passes over that pool. A `device` that does not exist:
+// RMM_ERROR_INVALID_ARGUMENT; a failure while the device is synchronized or memory given back:
+// RMM_ERROR_CUDA_ERROR (every resource was still asked).
+enum rmmError_t rmmDeviceRelease(int device, size_t *released);
 
 // Writes the number of stream-ordering races the simulator found (with
 // `RMM_SIM_ON_RACE=count`; by default the first race aborts the process), counting also every

@@ -188,8 +188,9 @@ pub extern "C" fn rmmPrefetch(ptr: *const std::ffi::c_void, bytes: usize, device
 /// part of a `cudaMalloc` allocation). The pinned host memory that keep-mode sleeps of the
 /// device keep for the next one (`rmmResourceSleep`) goes too, uncounted in `*released`.
 /// PyTorch's `torch.cuda.empty_cache()` calls it through the rmm-rs backend. Called from inside
-/// a callback while a pool grows, it passes over that pool. A `device` that does not exist: RMM_ERROR_INVALID_ARGUMENT; a failure while the device is
-/// synchronized or memory given back: RMM_ERROR_CUDA_ERROR (every resource was still asked).
+/// a callback while a pool grows, it passes over that pool. A `device` that does not exist:
+/// RMM_ERROR_INVALID_ARGUMENT; a failure while the device is synchronized or memory given back:
+/// RMM_ERROR_CUDA_ERROR (every resource was still asked).
 #[no_mangle]
 pub extern "C" fn rmmDeviceRelease(device: c_int, released: *mut usize) -> rmmError_t {
     boundary("rmmDeviceRelease", || {
