@@ -15,6 +15,7 @@ use super::stack::{Stack, SHARD_WORDS};
 use crate::error::{Error, Result};
 use crate::platform::{backend, Stream};
 use crate::resources::{callback, MemoryResource, ALIGNMENT};
+use crate::sync::bias::Bias;
 use crate::sync::biased_lock::{BiasFamily, BiasedLock};
 use rmm_suballoc::address_map::{window_shard_of, AddressMap, RECORD_WINDOW_BITS};
 use std::sync::Arc;
@@ -152,7 +153,11 @@ struct PaddedShard(BiasedLock<Shard>);
 
 /// The shards stop biasing together: a chunk that moves to another thread's stream takes
 /// its windows' shards with it.
-static RECORDS_FAMILY: BiasFamily = BiasFamily::new();
+static RECORDS_FAMILY: BiasFamily = BiasFamily::new(records_biases);
+
+fn records_biases(visit: &mut dyn FnMut(&'static Bias)) {
+    RECORDS.iter().for_each(|shard| visit(shard.0.bias()));
+}
 
 static RECORDS: [PaddedShard; SHARDS] = [const { PaddedShard(BiasedLock::in_family(Shard::new(), &RECORDS_FAMILY)) }; SHARDS];
 

@@ -210,6 +210,19 @@ impl Bias {
         let _ = self.owner.compare_exchange(FRESH, claim, Ordering::AcqRel, Ordering::Relaxed);
     }
 
+    /// Gives the bias up when the calling thread holds it and is not inside: from then on every
+    /// thread takes the shared path, and none needs a membarrier to get in. For state its owner
+    /// is done with (a stream it destroyed), which other threads will visit.
+    pub fn relinquish(&self) {
+        let word = self.owner.load(Ordering::Relaxed);
+        if key_of(word) != THREAD_KEY.with(Cell::get) || self.flag_of(word).load(Ordering::Relaxed) {
+            return;
+        }
+        // Release: what the owner wrote inside is seen by whoever reads UNBIASED and takes the
+        // shared path. A revoker that got in first keeps its REVOKING (the exchange fails).
+        let _ = self.owner.compare_exchange(word, UNBIASED, Ordering::Release, Ordering::Relaxed);
+    }
+
     /// Whether the calling thread holds the bias now (for tests).
     pub fn is_mine(&self) -> bool {
         key_of(self.owner.load(Ordering::Relaxed)) == thread_key()
@@ -247,6 +260,49 @@ impl Bias {
                     return (owner != FRESH).then_some(key_of(owner));
                 }
             }
+        }
+    }
+
+    /// Takes every bias that `members` visits from its owner at once, with one membarrier for
+    /// them all where `revoke` makes one each: for a family of locks that stops biasing. It
+    /// never waits: a bias whose owner is inside stays with it (another revoker takes it later),
+    /// as does one another revoker is taking, and the calling thread's own go without a
+    /// barrier. The shared path stays safe throughout: until a bias is revoked, whoever wants
+    /// in revokes it as usual.
+    pub fn revoke_all(members: fn(&mut dyn FnMut(&'static Bias))) {
+        if !barriers_available() {
+            return; // no bias was ever given
+        }
+        let me = THREAD_KEY.with(Cell::get);
+        let mut taken: Vec<(&'static Bias, u64)> = Vec::new();
+        members(&mut |bias| loop {
+            let word = bias.owner.load(Ordering::Acquire);
+            let next = match word {
+                UNBIASED | REVOKING => return,
+                FRESH => UNBIASED,
+                word if key_of(word) == me && bias.flag_of(word).load(Ordering::Relaxed) => return,
+                word if key_of(word) == me => UNBIASED,
+                _ => REVOKING,
+            };
+            if bias.owner.compare_exchange(word, next, Ordering::SeqCst, Ordering::Relaxed).is_ok() {
+                if next == REVOKING {
+                    taken.push((bias, word));
+                }
+                return;
+            }
+        });
+        if taken.is_empty() {
+            return;
+        }
+        // From here on either each owner sees REVOKING as it enters, or its mark shows.
+        super::barrier::heavy();
+        for (bias, word) in taken {
+            let back = match bias.flag_of(word).load(Ordering::Acquire) {
+                // Inside (or leaving after it saw REVOKING): its bias is as it was.
+                true => word,
+                false => UNBIASED,
+            };
+            bias.owner.store(back, Ordering::Release);
         }
     }
 
@@ -326,6 +382,28 @@ mod tests {
         assert!(bias.flag_of(current).load(Ordering::Relaxed), "the new owner's mark is gone");
         drop(inside);
         assert!(!bias.flag_of(current).load(Ordering::Relaxed));
+    }
+
+    /// An owner gives its bias up only when it is not inside; then a thread that wants in has
+    /// no owner to take it from (no membarrier).
+    #[test]
+    fn an_owner_relinquishes_only_from_outside() {
+        if !super::barriers_available() {
+            return;
+        }
+        let bias = Bias::new();
+        let inside = bias.enter().expect("the first thread gets a fresh bias");
+        bias.relinquish();
+        assert!(bias.is_mine(), "relinquished while inside");
+        drop(inside);
+        std::thread::scope(|scope| {
+            scope.spawn(|| bias.relinquish());
+        });
+        assert!(bias.is_mine(), "another thread gave up a bias it does not hold");
+        bias.relinquish();
+        assert!(!bias.is_mine());
+        assert!(bias.enter().is_none(), "a bias given up is not claimed again on the way in");
+        assert_eq!(bias.revoke_owner(|| {}), None, "no owner left to revoke");
     }
 
     /// The owner counts with plain loads and stores; other threads revoke, fold the owner's

@@ -5,8 +5,8 @@
 //! each revocation, so threads that share a lock do not trade the bias back and forth.
 //!
 //! Locks of one `BiasFamily` (many shards of one structure, split by address) stop biasing
-//! together, for good, once threads take their biases from one another often (many times
-//! within a second): each such revocation interrupts every processor running the process (a
+//! together, for good, once their biases are taken from their owners often (many times within
+//! a second): each such revocation interrupts every processor running the process (a
 //! membarrier), and a family whose state wanders between threads would pay one for every shard
 //! it wanders through, as a JVM stops biasing a class whose locks keep being revoked.
 
@@ -20,7 +20,8 @@ const FIRST_STREAK: u32 = 256;
 /// ...doubling with each revocation, up to this.
 const LONGEST_STREAK: u32 = 1 << 20;
 
-/// A family closes when its locks lose this many biases to other running threads...
+/// A family closes when its locks lose this many biases (each a membarrier), whether their
+/// owners still run or ended (a thread per task leaves the next one its biases to take)...
 const FAMILY_REVOCATIONS: u32 = 64;
 /// ...within this long. The records of pointers handed out are spread over shards by 2 MiB
 /// address windows; threads on streams that come and go hand chunks to one another, and each
@@ -36,12 +37,15 @@ pub struct BiasFamily {
     closed: AtomicBool,
     /// When the current window began and the biases lost in it.
     window: Mutex<Option<(std::time::Instant, u32)>>,
+    /// Calls its argument with the bias of every lock of the family (`BiasedLock::bias`), which
+    /// are revoked all at once, with one membarrier, as the family closes.
+    members: fn(&mut dyn FnMut(&'static Bias)),
 }
 
 impl BiasFamily {
-    /// A family whose locks may be biased until it closes.
-    pub const fn new() -> Self {
-        BiasFamily { closed: AtomicBool::new(false), window: Mutex::new(None) }
+    /// A family whose locks may be biased until it closes; `members` visits their biases.
+    pub const fn new(members: fn(&mut dyn FnMut(&'static Bias))) -> Self {
+        BiasFamily { closed: AtomicBool::new(false), window: Mutex::new(None), members }
     }
 
     /// Whether the family's locks may still be biased.
@@ -49,8 +53,8 @@ impl BiasFamily {
         !self.closed.load(Ordering::Relaxed)
     }
 
-    /// A bias of the family was taken from a thread that still runs (after a membarrier, so
-    /// the clock and the lock cost nothing that counts).
+    /// A bias of the family was taken from its owner, running or ended (after a membarrier,
+    /// so the clock and the lock cost nothing that counts).
     fn note_revocation(&self) {
         let now = std::time::Instant::now();
         let mut window = self.window.lock();
@@ -59,15 +63,11 @@ impl BiasFamily {
             _ => (now, 1),
         };
         *window = Some((began, lost));
-        if lost >= FAMILY_REVOCATIONS {
-            self.closed.store(true, Ordering::Relaxed);
+        drop(window);
+        if lost >= FAMILY_REVOCATIONS && !self.closed.swap(true, Ordering::Relaxed) {
+            // Each lock still biased would cost a membarrier when another thread next comes.
+            Bias::revoke_all(self.members);
         }
-    }
-}
-
-impl Default for BiasFamily {
-    fn default() -> Self {
-        Self::new()
     }
 }
 
@@ -128,6 +128,11 @@ impl<T> BiasedLock<T> {
         }
     }
 
+    /// The lock's bias, for its family's list of members (`BiasFamily::new`).
+    pub fn bias(&self) -> &Bias {
+        &self.bias
+    }
+
     /// Whether a thread may be given the bias now.
     fn may_bias(&self) -> bool {
         self.family.is_none_or(BiasFamily::open)
@@ -157,7 +162,11 @@ impl<T> BiasedLock<T> {
         }
         // SAFETY: `locked` is held.
         let streak = unsafe { &mut *self.streak.get() };
-        match self.bias.revoke_owner(|| {}) {
+        let revoked = self.bias.revoke_owner(|| {});
+        if let (Some(_), Some(family)) = (revoked, self.family) {
+            family.note_revocation();
+        }
+        match revoked {
             // The owner has ended (a thread pool replaced it): this thread takes its place at
             // once, and threads that come and go do not make the next one wait longer.
             Some(owner) if !thread_running(owner) => {
@@ -167,12 +176,7 @@ impl<T> BiasedLock<T> {
                     unsafe { self.bias.give_to_me() };
                 }
             }
-            Some(_) => {
-                streak.needed = streak.needed.saturating_mul(2).min(LONGEST_STREAK);
-                if let Some(family) = self.family {
-                    family.note_revocation();
-                }
-            }
+            Some(_) => streak.needed = streak.needed.saturating_mul(2).min(LONGEST_STREAK),
             None if !self.may_bias() => {}
             None => {
                 let me = thread_key();
@@ -190,6 +194,12 @@ impl<T> BiasedLock<T> {
             }
         }
         BiasedGuard { lock: self, inside: None, contended, _holder_thread: std::marker::PhantomData }
+    }
+
+    /// Gives the lock's bias up if the calling thread holds it and is not inside
+    /// (`Bias::relinquish`): for a value its thread is done with.
+    pub fn relinquish(&self) {
+        self.bias.relinquish();
     }
 
     /// Whether the lock is biased to the calling thread now (for tests).
@@ -243,35 +253,49 @@ impl<T> Drop for BiasedGuard<'_, T> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::bias::Bias;
     use super::{BiasFamily, BiasedLock};
+    use std::sync::Barrier;
+
+    const MEMBERS: usize = 2 * super::FAMILY_REVOCATIONS as usize;
 
     /// Once a family's biases were taken from a running thread `FAMILY_REVOCATIONS` times
-    /// within `FAMILY_WINDOW` (milliseconds here), no
-    /// lock of it is biased again, neither a fresh one's first thread nor after a long streak;
-    /// a lock outside the family still is.
+    /// within `FAMILY_WINDOW` (milliseconds here), the rest are taken at once, but for one its
+    /// owner is inside, which stays its owner's; no lock of the family is biased again, neither
+    /// a fresh one's first thread nor after a long streak; a lock outside the family still is.
     #[test]
     fn a_family_whose_biases_keep_moving_stops_biasing() {
         if !super::super::bias::barriers_available() {
             return;
         }
-        static FAMILY: BiasFamily = BiasFamily::new();
-        let locks: Vec<BiasedLock<u32>> = (0..super::FAMILY_REVOCATIONS).map(|_| BiasedLock::in_family(0, &FAMILY)).collect();
-        let (owned, owner_may_end) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
+        static FAMILY: BiasFamily = BiasFamily::new(members);
+        static LOCKS: [BiasedLock<u32>; MEMBERS] = [const { BiasedLock::in_family(0, &FAMILY) }; MEMBERS];
+        fn members(visit: &mut dyn FnMut(&'static Bias)) {
+            LOCKS.iter().for_each(|lock| visit(lock.bias()));
+        }
+        let (owned, closed, checked) = (Barrier::new(2), Barrier::new(2), Barrier::new(2));
         std::thread::scope(|scope| {
             scope.spawn(|| {
-                for lock in &locks {
+                for lock in &LOCKS {
                     *lock.lock() += 1;
                     assert!(lock.is_biased_to_me(), "an open family's fresh lock goes to its first thread");
                 }
+                let inside = LOCKS[MEMBERS - 1].lock();
                 owned.wait();
-                owner_may_end.wait(); // the owner runs while its biases are taken
+                closed.wait();
+                let (taken, kept) = LOCKS.split_at(MEMBERS - 1);
+                assert!(taken.iter().all(|lock| !lock.is_biased_to_me()), "the family's biases went as it closed");
+                assert!(kept[0].is_biased_to_me(), "the lock its owner was inside stays biased");
+                drop(inside);
+                checked.wait(); // the owner runs while its biases are taken
             });
             owned.wait();
-            for lock in &locks {
+            for lock in &LOCKS[..MEMBERS / 2] {
                 *lock.lock() += 1;
                 assert!(!lock.is_biased_to_me());
             }
-            owner_may_end.wait();
+            closed.wait();
+            checked.wait();
         });
         let fresh = BiasedLock::in_family(0u32, &FAMILY);
         for _ in 0..4 * super::FIRST_STREAK {
@@ -281,8 +305,43 @@ mod tests {
         let outside = BiasedLock::new(0u32);
         *outside.lock() += 1;
         assert!(outside.is_biased_to_me());
-        assert!(locks.iter().all(|lock| *lock.lock() == 2));
+        for lock in &LOCKS {
+            *lock.lock() += 1;
+            assert!(!lock.is_biased_to_me());
+        }
+        assert!(LOCKS[..MEMBERS / 2].iter().all(|lock| *lock.lock() == 3));
+        assert!(LOCKS[MEMBERS / 2..].iter().all(|lock| *lock.lock() == 2));
         assert_eq!(*fresh.lock(), 4 * super::FIRST_STREAK);
+    }
+
+    /// Threads that each do one task and end leave their biases to the next thread, and each
+    /// taking over costs a membarrier too: those close a family as well.
+    #[test]
+    fn biases_taken_over_from_ended_threads_close_a_family_too() {
+        if !super::super::bias::barriers_available() {
+            return;
+        }
+        static FAMILY: BiasFamily = BiasFamily::new(members);
+        static LOCKS: [BiasedLock<u32>; MEMBERS] = [const { BiasedLock::in_family(0, &FAMILY) }; MEMBERS];
+        fn members(visit: &mut dyn FnMut(&'static Bias)) {
+            LOCKS.iter().for_each(|lock| visit(lock.bias()));
+        }
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                for lock in &LOCKS {
+                    *lock.lock() += 1;
+                    assert!(lock.is_biased_to_me());
+                }
+            });
+        });
+        for lock in &LOCKS[..MEMBERS / 2] {
+            *lock.lock() += 1;
+        }
+        let fresh = BiasedLock::in_family(0u32, &FAMILY);
+        *fresh.lock() += 1;
+        assert!(!fresh.is_biased_to_me(), "a closed family biases no lock");
+        assert!(LOCKS.iter().all(|lock| !lock.is_biased_to_me()), "nor keeps one taken over");
+        assert!(LOCKS[..MEMBERS / 2].iter().all(|lock| *lock.lock() == 2));
     }
 
     #[test]

@@ -123,6 +123,10 @@ impl<I: BlockIndex> Core<I> {
                 shelf.recorded();
             }
             shelf.retire();
+            drop(shelf);
+            // Other threads prune and take from retired shelves: the thread that used this one
+            // (destroying its stream, most often) lets them in without a membarrier.
+            state.shelf.relinquish();
         }
         {
             let mut retired = self.retired.lock();
