@@ -189,6 +189,51 @@ fn a_lane_short_of_memory_takes_blocks_another_lane_freed_before_the_pool_grows(
     pool.check_invariants().unwrap();
 }
 
+/// A lane that keeps a thread's small ring of blocks would take each block from the lane that
+/// grew first (a block taken stays in its sibling's index, so the next allocation is short
+/// again), every pair on the slow path through the core's growing lock and the sibling's
+/// shelf. After a bounded number of takes it grows a chunk of its own, and its pairs stay in
+/// its own index from then on.
+#[test]
+fn a_lane_that_keeps_taking_from_its_siblings_grows_a_chunk_of_its_own() {
+    let _guard = setup();
+    let pool = pool(0);
+    let split = streams::create(0).unwrap();
+    pool.deallocate(pool.allocate(256, split).unwrap(), 256, split).unwrap();
+    pool.split_into_lanes(split).unwrap();
+    // The first lane takes the stream's memory and keeps a block, so its chunk never goes;
+    // its thread stays (a thread that ends leaves its lane to the next one).
+    let (kept_tx, kept_rx) = mpsc::channel();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let shared = pool.clone();
+    let first = std::thread::spawn(move || {
+        kept_tx.send(shared.allocate(256, split).unwrap()).unwrap();
+        done_rx.recv().unwrap();
+    });
+    let kept = kept_rx.recv().unwrap();
+    let chunks = pool.usage().chunks;
+    // Another thread's ring of 8 blocks of 256 B, 4,000 pairs.
+    let shared = pool.clone();
+    std::thread::spawn(move || {
+        let mut ring: Vec<usize> = (0..8).map(|_| shared.allocate(256, split).unwrap()).collect();
+        for i in 0..4000 {
+            shared.deallocate(ring[i % 8], 256, split).unwrap();
+            ring[i % 8] = shared.allocate(256, split).unwrap();
+        }
+        ring.iter().for_each(|&ptr| shared.deallocate(ptr, 256, split).unwrap());
+    })
+    .join()
+    .unwrap();
+    done_tx.send(()).unwrap();
+    first.join().unwrap();
+    let usage = pool.usage();
+    assert_eq!(usage.chunks, chunks + 1, "the ring's lane has one chunk of its own: {usage:?}");
+    pool.deallocate(kept, 256, split).unwrap();
+    streams::destroy(split).unwrap();
+    assert!(races().is_empty(), "{:?}", races());
+    pool.check_invariants().unwrap();
+}
+
 #[test]
 fn a_split_streams_memory_reaches_another_stream_only_in_order() {
     let _guard = setup();

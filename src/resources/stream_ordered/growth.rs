@@ -64,6 +64,16 @@ impl Growth {
     }
 }
 
+/// Blocks a lane takes from its siblings (`take_block_from_sibling_lane`) since it last grew,
+/// before it grows again. Each take is an allocation on the slow path (the core's `growing`
+/// lock and the sibling's shelf), and the block's free goes to the sibling's shelf: lanes that
+/// kept taking, as every lane but the first did for threads that each keep a small ring of
+/// blocks, put all the stream's threads through those two locks on every pair (in
+/// tests/lanes.rs, 4,008 allocations of 4,008 on the slow path; 1,025 with the bound). A lane
+/// short for a while still takes before the pool grows: examples/lanes_footprint holds the same
+/// with the bound (108 MiB for 8 and 16 threads; 64 takes would hold 122-144 MiB).
+const SIBLING_TAKES: u32 = 1024;
+
 impl<I: BlockIndex> Core<I> {
     pub(super) fn allocate_slow(&self, state: &Arc<StreamState<I>>, bytes: usize, stream: Stream) -> Result<usize> {
         let growing = &self.lock_growing();
@@ -81,7 +91,10 @@ impl<I: BlockIndex> Core<I> {
         }
         let grown = self.grow(growing, state, bytes, need, stream);
         match grown {
-            Ok(addr) => return Ok(addr),
+            Ok(addr) => {
+                state.sibling_takes.store(0, Ordering::Relaxed);
+                return Ok(addr);
+            }
             // A sleeping upstream: nothing to release or retry until it wakes.
             Err(e) if e.is_asleep() => return Err(e),
             Err(_) => {}
@@ -234,7 +247,9 @@ impl<I: BlockIndex> Core<I> {
     /// A lane short of memory, before the pool grows: a free block of another lane of its
     /// stream (or of the stream's own state), so that threads sharing a stream hold about what
     /// one thread would instead of a growth each. Lanes share the stream's order: only frees
-    /// other streams made into the sibling are waited on.
+    /// other streams made into the sibling are waited on. A block taken stays in its sibling's
+    /// index, so a lane whose own memory is too small stays short: after `SIBLING_TAKES` takes
+    /// since it last grew, it grows instead.
     fn take_block_from_sibling_lane(
         &self,
         growing: &Growing<'_>,
@@ -243,14 +258,18 @@ impl<I: BlockIndex> Core<I> {
         stream: Stream,
     ) -> Result<Option<usize>> {
         self.check_growing(growing);
-        if state.lane == 0 && !state.split.load(Ordering::Relaxed) {
+        if state.lane == 0 && !state.split.load(Ordering::Relaxed) || state.sibling_takes.load(Ordering::Relaxed) >= SIBLING_TAKES {
             return Ok(None);
         }
         let siblings: Vec<_> = {
             let streams = self.streams.read();
             (0..=LANES).filter(|&lane| lane != state.lane).filter_map(|lane| streams.get(&(state.key, lane)).cloned()).collect()
         };
-        self.take_block_from(state, siblings, bytes, stream)
+        let taken = self.take_block_from(state, siblings, bytes, stream)?;
+        if taken.is_some() {
+            state.sibling_takes.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(taken)
     }
 
     /// One free block of `bytes` from the first of `others` that has one, ordered after the

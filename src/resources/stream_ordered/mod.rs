@@ -50,7 +50,7 @@ use rmm_suballoc::fixed_blocks::FixedBlocks;
 use rmm_suballoc::tlsf::{BlockView, Chunk, Cut, Freed, Refused, Tlsf, GRANULE};
 use shelf::{AfterOwnFree, Recorder, Shelf};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// What the stream-ordered core needs of a free-block index.
@@ -223,6 +223,8 @@ struct StreamState<I> {
     lane: u64,
     /// Threads collided on this stream: each allocates in its own lane from now on.
     split: AtomicBool,
+    /// For a lane: blocks taken from sibling lanes since it last grew (`take_block_from_sibling_lane`).
+    sibling_takes: AtomicU32,
     event: Event,
     shelf: BiasedLock<Shelf<I>>,
 }

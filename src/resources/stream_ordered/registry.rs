@@ -16,7 +16,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::platform::{backend, streams, Stream};
 use crate::resources::FixedOrderHashMap;
 use crate::sync::biased_lock::BiasedLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
 /// How a thread found the state of a stream other than the legacy default stream, kept so that
@@ -207,7 +207,16 @@ impl<I: BlockIndex> Core<I> {
         // A score to wear off makes the first allocation off the bias weigh it: with
         // `SPLIT_AT` 0 that one splits the stream.
         let shelf = BiasedLock::new(Shelf::new(index, recorder, unannounced, u32::from(*SPLIT_AT == 0)));
-        let state = Arc::new(StreamState { stream, identity, key, lane, split: AtomicBool::new(false), event, shelf });
+        let state = Arc::new(StreamState {
+            stream,
+            identity,
+            key,
+            lane,
+            split: AtomicBool::new(false),
+            sibling_takes: AtomicU32::new(0),
+            event,
+            shelf,
+        });
         streams.insert((key, lane), state.clone());
         let replaced = match unannounced {
             true => self.unannounced.lock().handles.insert(stream.0, identity).filter(|&old| old != identity),

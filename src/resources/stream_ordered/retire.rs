@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::platform::{backend, Event, Stream};
 use crate::resources::FixedOrderHashMap;
 use crate::sync::biased_lock::BiasedLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
 /// What is left of retired streams (`Core::retire_stream`).
@@ -236,6 +236,7 @@ impl<I: BlockIndex> Core<I> {
             key: GRAVEYARD,
             lane: 0,
             split: AtomicBool::new(false),
+            sibling_takes: AtomicU32::new(0),
             event,
             shelf,
         });
