@@ -6,7 +6,7 @@
 //! Work "runs" when it is enqueued, so data is always consistent here: what the simulator
 //! checks is the ordering a real device would need.
 
-use super::sim_address_space::{make_inaccessible, PAGE};
+use super::sim_address_space::PAGE;
 use super::vector_clock::VectorClock;
 use super::{Capability, Event, MemPool, MemoryKind, PoolProps, Stream};
 use crate::error::{Error, Result};
@@ -586,14 +586,9 @@ impl SimDevices {
         if allocation.kind != MemoryKind::PinnedHost {
             *self.used[allocation.device as usize].lock() -= allocation.size;
         }
-        let pages = allocation.size.next_multiple_of(PAGE);
-        let mut virtual_memory = self.virtual_memory.lock();
-        if virtual_memory.space.holds(ptr, pages) {
-            make_inaccessible(ptr, pages)?;
-            virtual_memory.space.give(ptr, pages);
+        if self.virtual_memory.lock().space.give_back(ptr, allocation.size.next_multiple_of(PAGE))? {
             return Ok(());
         }
-        drop(virtual_memory);
         let layout = sim_layout(allocation.size).expect("layout was valid at allocation");
         // SAFETY: `ptr` was returned by `alloc` with this layout and is removed from the map,
         // so it is deallocated exactly once.

@@ -93,7 +93,7 @@ impl AddressSpace {
     }
 
     /// Whether `[at, at + size)` lies in the reservation (then `give` takes it back).
-    pub(crate) fn holds(&self, at: usize, size: usize) -> bool {
+    fn holds(&self, at: usize, size: usize) -> bool {
         matches!(self.reservation, Some(Some((start, length))) if at >= start && at + size <= start + length)
     }
 
@@ -119,6 +119,18 @@ impl AddressSpace {
             self.free.insert(at + size, start + length - (at + size));
         }
         Some(at)
+    }
+
+    /// Takes back `[at, at + size)` if `take` gave it, its pages made inaccessible (dropped);
+    /// false when it lies outside the reservation (the host's placement, which the caller
+    /// frees its own way).
+    pub(crate) fn give_back(&mut self, at: usize, size: usize) -> Result<bool> {
+        if !self.holds(at, size) {
+            return Ok(false);
+        }
+        make_inaccessible(at, size)?;
+        self.give(at, size);
+        Ok(true)
     }
 
     /// Takes back `[at, at + size)`, which `take` gave (and the caller made inaccessible again).

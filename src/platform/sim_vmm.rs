@@ -98,9 +98,7 @@ impl VirtualMemory {
             return Err(Error::invalid(format!("the reservation at {at:#x} still has memory mapped")));
         }
         self.reservations.remove(&at);
-        if self.space.holds(at, size) {
-            make_inaccessible(at, size)?;
-            self.space.give(at, size);
+        if self.space.give_back(at, size)? {
             return Ok(());
         }
         // SAFETY: the reservation was made by `reserve` and nothing is mapped in it.
