@@ -114,10 +114,10 @@ impl HostCopy {
     }
 }
 
-/// Gives back the host copies kept for `device`'s next sleeps; the bytes given back.
-pub fn release_spare_host_copies(device: i32) -> usize {
+/// Gives back the host copies kept for `device`'s next sleeps (freed outside the lock).
+pub fn release_spare_host_copies(device: i32) {
     let gone: Vec<HostCopy> = SPARE_HOST_COPIES.lock().extract_if(.., |spare| spare.device == device).collect();
-    gone.iter().map(|spare| spare.bytes).sum()
+    drop(gone);
 }
 
 /// Bytes of host copies kept for `device`'s next sleeps (the report shows them).

@@ -280,8 +280,7 @@ impl Bias {
             let next = match word {
                 UNBIASED | REVOKING => return,
                 FRESH => UNBIASED,
-                word if key_of(word) == me && bias.flag_of(word).load(Ordering::Relaxed) => return,
-                word if key_of(word) == me => UNBIASED,
+                word if key_of(word) == me => return bias.relinquish(),
                 _ => REVOKING,
             };
             if bias.owner.compare_exchange(word, next, Ordering::SeqCst, Ordering::Relaxed).is_ok() {
