@@ -5,6 +5,9 @@
 //! hand-off and for one thread keeping a ring of 8 blocks, on a pool that grows from nothing.
 //!   RMM_SIM_DEVICES=1:8GiB RMM_SIM_ON_RACE=off cargo run --release --example handoff
 
+#[path = "common/ring.rs"]
+mod common;
+
 use rmm::boundary::handles::rmmResource_t;
 use rmm::boundary::*;
 use rmm::error::rmmError_t::RMM_SUCCESS;
@@ -45,20 +48,6 @@ fn consume(pool: rmmResource_t, queue: &Queue) {
     }
 }
 
-fn one_thread(pool: rmmResource_t) {
-    let mut ring = [std::ptr::null_mut(); 8];
-    for block in ring.iter_mut() {
-        assert_eq!(rmmResourceAllocate(pool, block, 256, std::ptr::null_mut()), RMM_SUCCESS);
-    }
-    for i in 0..PAIRS {
-        assert_eq!(rmmResourceDeallocate(pool, ring[i % 8], 256, std::ptr::null_mut()), RMM_SUCCESS);
-        assert_eq!(rmmResourceAllocate(pool, &mut ring[i % 8], 256, std::ptr::null_mut()), RMM_SUCCESS);
-    }
-    for block in ring {
-        assert_eq!(rmmResourceDeallocate(pool, block, 256, std::ptr::null_mut()), RMM_SUCCESS);
-    }
-}
-
 fn main() {
     let (mut cuda, mut pool) = (std::ptr::null_mut(), std::ptr::null_mut());
     assert_eq!(rmmCudaResourceCreate(&mut cuda), RMM_SUCCESS);
@@ -66,7 +55,7 @@ fn main() {
     let shared = pool as usize;
     for round in 0..3 {
         let start = Instant::now();
-        one_thread(pool);
+        common::ring_of_8(pool, PAIRS);
         let alone = start.elapsed().as_nanos() as f64 / PAIRS as f64;
         let queue =
             Queue { slots: (0..SLOTS).map(|_| AtomicUsize::new(0)).collect(), head: AtomicUsize::new(0), tail: AtomicUsize::new(0) };

@@ -6,27 +6,15 @@
 //! bound every pair of every lane but the first went through the slow path).
 //!   RMM_SIM_DEVICES=1:8GiB RMM_SIM_ON_RACE=off cargo run --release --example lanes_ring [THREADS]
 
+#[path = "common/ring.rs"]
+mod common;
+
 use rmm::boundary::handles::rmmResource_t;
 use rmm::boundary::*;
 use rmm::error::rmmError_t::RMM_SUCCESS;
 use std::time::Instant;
 
 const PAIRS: usize = 200_000;
-
-fn ring(pool: usize) {
-    let pool = pool as rmmResource_t;
-    let mut ring = [std::ptr::null_mut(); 8];
-    for block in ring.iter_mut() {
-        assert_eq!(rmmResourceAllocate(pool, block, 256, std::ptr::null_mut()), RMM_SUCCESS);
-    }
-    for i in 0..PAIRS {
-        assert_eq!(rmmResourceDeallocate(pool, ring[i % 8], 256, std::ptr::null_mut()), RMM_SUCCESS);
-        assert_eq!(rmmResourceAllocate(pool, &mut ring[i % 8], 256, std::ptr::null_mut()), RMM_SUCCESS);
-    }
-    for block in ring {
-        assert_eq!(rmmResourceDeallocate(pool, block, 256, std::ptr::null_mut()), RMM_SUCCESS);
-    }
-}
 
 fn main() {
     let threads: usize = std::env::args().nth(1).and_then(|t| t.parse().ok()).unwrap_or(8);
@@ -36,7 +24,7 @@ fn main() {
     let shared = pool as usize;
     for round in 0..5 {
         let start = Instant::now();
-        let workers: Vec<_> = (0..threads).map(|_| std::thread::spawn(move || ring(shared))).collect();
+        let workers: Vec<_> = (0..threads).map(|_| std::thread::spawn(move || common::ring_of_8(shared as rmmResource_t, PAIRS))).collect();
         workers.into_iter().for_each(|worker| worker.join().unwrap());
         let ns = start.elapsed().as_nanos() as f64 / (threads * PAIRS) as f64;
         println!("round {round}: {threads} threads on the NULL stream, rings of 8 x 256 B: {ns:.1} ns per pair in aggregate");
